@@ -1,0 +1,13 @@
+//! How a failed command is shown to a person and which exit code it gets.
+
+use milabench::ExitCode;
+
+/// Prints `err` with its causes on stderr and returns the exit code it deserves.
+#[allow(clippy::print_stderr)]
+pub fn report(err: &anyhow::Error) -> ExitCode {
+    eprintln!("error: {err}");
+    for cause in err.chain().skip(1) {
+        eprintln!("  caused by: {cause}");
+    }
+    ExitCode::BadInput
+}

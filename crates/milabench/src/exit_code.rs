@@ -1,0 +1,56 @@
+//! Process exit codes, named in one place so every front end and script agrees on them.
+
+/// Why a milabench command ended. The numeric values are stable and documented in `--help`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExitCode {
+    /// Everything asked for was done.
+    Success,
+    /// The command ran, but at least one benchmark failed or a validation layer objected.
+    BenchmarkFailures,
+    /// The input was wrong: a bad suite file, flag, override or system file.
+    BadInput,
+    /// A bug or an unexpected condition inside milabench itself.
+    Internal,
+    /// The user interrupted the command (Ctrl-C).
+    Interrupted,
+}
+
+impl ExitCode {
+    /// The numeric process exit status.
+    pub fn code(self) -> u8 {
+        match self {
+            ExitCode::Success => 0,
+            ExitCode::BenchmarkFailures => 1,
+            ExitCode::BadInput => 2,
+            ExitCode::Internal => 3,
+            ExitCode::Interrupted => 130,
+        }
+    }
+}
+
+impl From<ExitCode> for std::process::ExitCode {
+    fn from(code: ExitCode) -> Self {
+        std::process::ExitCode::from(code.code())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_distinct() {
+        let all = [
+            ExitCode::Success,
+            ExitCode::BenchmarkFailures,
+            ExitCode::BadInput,
+            ExitCode::Internal,
+            ExitCode::Interrupted,
+        ];
+        let mut codes: Vec<u8> = all.iter().map(|c| c.code()).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), all.len());
+    }
+}

@@ -1,0 +1,35 @@
+//! Developer flows for the milabench workspace, run as `cargo xtask <flow>`.
+//!
+//! - `ci`: formatting check, clippy with warnings denied, every test under nextest.
+//! - `bench`: the performance table, each figure a ratio against a baseline measured in the
+//!   same run.
+
+mod bench;
+mod ci;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "cargo xtask",
+    about = "Developer flows for the milabench workspace"
+)]
+struct Cli {
+    #[command(subcommand)]
+    flow: Flow,
+}
+
+#[derive(Debug, Subcommand)]
+enum Flow {
+    /// Format check, clippy (warnings denied) and all tests: what `.ci/run` executes.
+    Ci,
+    /// Measure the performance targets and print them as a table.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().flow {
+        Flow::Ci => ci::run(),
+        Flow::Bench(args) => bench::run(&args),
+    }
+}
