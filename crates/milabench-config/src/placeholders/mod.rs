@@ -1,0 +1,1 @@
+//! Launch-time placeholders and expressions (work in progress).

@@ -1,0 +1,1 @@
+//! Settings layering (owned by the settings/placeholders work in progress).
