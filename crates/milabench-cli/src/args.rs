@@ -66,6 +66,17 @@ pub struct SuiteArgs {
     pub overrides: Vec<String>,
 }
 
+impl SuiteArgs {
+    /// The selection and overrides these flags ask for.
+    pub fn selection(&self) -> milabench::Selection {
+        milabench::Selection {
+            overrides: self.overrides.clone(),
+            select: self.select.clone(),
+            exclude: self.exclude.clone(),
+        }
+    }
+}
+
 /// Output formats of `resolve`.
 #[derive(Debug, Clone, Copy, ValueEnum, Default)]
 pub enum StructuredFormat {
@@ -89,7 +100,7 @@ pub struct ResolveArgs {
     #[arg(long)]
     pub enabled_only: bool,
     /// Include the resolved `system` block in every benchmark (hidden by default: it is the
-    /// same for all of them and is printed once under `system` instead).
+    /// same for all of them).
     #[arg(long)]
     pub with_system: bool,
 }

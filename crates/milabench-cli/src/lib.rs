@@ -5,6 +5,8 @@
 mod args;
 mod commands;
 mod errors;
+mod output;
+mod settings;
 
 use clap::Parser;
 

@@ -1,7 +1,30 @@
 //! Suite configuration for milabench: turns suite YAML files, a system file and settings into an
 //! ordered list of fully resolved benchmarks, with errors that point at file:line:column.
 //!
-//! This crate describes; it never creates environments or runs anything.
+//! This crate describes; it never creates environments or runs anything. The pieces, in the
+//! order a suite goes through them:
+//! - [`yaml`]: PyYAML-compatible loading that keeps key order and locations;
+//! - [`merge`]: milabench's merge rules;
+//! - [`suite`]: includes, overrides, matrices, inheritance, `*`, selection;
+//! - [`interpolate`]: `${...}` references over the resolved tree;
+//! - [`argv`]: rendering `argv` mappings into arguments;
+//! - [`system`]: the system file (nodes, arch, GPU facts);
+//! - [`settings`]: built-in defaults, settings file, `MILABENCH_*` variables and flags;
+//! - [`placeholders`]: launch-time `{name}` placeholders and the safe expression evaluator.
 
+pub mod argv;
+pub mod error;
+pub mod interpolate;
+pub mod merge;
 pub mod placeholders;
+pub mod run_name;
 pub mod settings;
+pub mod suite;
+pub mod system;
+pub mod value;
+pub mod yaml;
+
+pub use error::ConfigError;
+pub use suite::{Bench, PlanMethod, Suite, SuiteRequest, resolve_suite};
+pub use system::{DetectedGpus, NodeSpec, SystemConfig, SystemInputs, load_system};
+pub use value::{Location, Map, Node, Value};

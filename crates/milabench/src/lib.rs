@@ -1,9 +1,26 @@
 //! The milabench facade: one crate that other Rust tools embed to resolve suites and, as the
-//! layers arrive, install, plan, run and report them. It re-exports the layer crates and names
-//! the process exit codes every front end shares.
+//! layers arrive, install, plan, run and report them. It re-exports the layer crates, holds the
+//! steps that combine them (settings -> system -> suite), and names the process exit codes
+//! every front end shares.
+//!
+//! ```no_run
+//! use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
+//! let env = EnvVars::from_process();
+//! let settings = Settings::load(&SettingsFlags::default(), &env)?;
+//! let resolved = milabench::resolve(&settings, &milabench::Selection::default(), &env)?;
+//! for bench in resolved.suite.runnable() {
+//!     println!("{} {:?}", bench.name, bench.argv()?);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub use milabench_config as config;
 
+pub mod arch;
+pub mod error;
 pub mod exit_code;
+pub mod resolve;
 
+pub use error::Error;
 pub use exit_code::ExitCode;
+pub use resolve::{Resolved, Selection, resolve};

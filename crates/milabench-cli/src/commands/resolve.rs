@@ -1,10 +1,91 @@
-//! `milabench resolve`: print the resolved suite.
+//! `milabench resolve`: print the resolved suite as an ordered mapping from benchmark name to
+//! its settings.
+
+use std::io::Write;
 
 use milabench::ExitCode;
+use milabench::config::Bench;
+use milabench::config::settings::EnvVars;
+use serde_json::{Map, Value};
 
-use crate::args::{GlobalArgs, ResolveArgs};
+use crate::args::{GlobalArgs, ResolveArgs, StructuredFormat};
+use crate::settings::load_settings;
+
+/// Keys shown first, in this order; the others follow in suite order.
+const LEADING_KEYS: [&str; 16] = [
+    "name",
+    "enabled",
+    "weight",
+    "tags",
+    "group",
+    "install_group",
+    "install_variant",
+    "definition",
+    "plan",
+    "argv",
+    "max_duration",
+    "num_machines",
+    "requires_capabilities",
+    "voir",
+    "validation",
+    "env",
+];
 
 /// Resolves the suite and prints it.
-pub fn run(_global: &GlobalArgs, _args: &ResolveArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("resolve is being wired up")
+pub fn run(global: &GlobalArgs, args: &ResolveArgs) -> anyhow::Result<ExitCode> {
+    let env = EnvVars::from_process();
+    let settings = load_settings(global, Some(&args.suite), &env)?;
+    let resolved = milabench::resolve(&settings, &args.suite.selection(), &env)?;
+    for warning in &resolved.suite.warnings {
+        crate::output::warn(warning);
+    }
+    let mut out = Map::new();
+    for bench in &resolved.suite.benches {
+        let shown = if args.enabled_only {
+            bench.is_runnable()
+        } else {
+            bench.matches_selection
+        };
+        if shown {
+            out.insert(bench.name.clone(), bench_json(bench, args.with_system)?);
+        }
+    }
+    let out = Value::Object(out);
+    let text = match args.format {
+        StructuredFormat::Json => serde_json::to_string_pretty(&out)? + "\n",
+        StructuredFormat::Yaml => {
+            if out.as_object().is_some_and(Map::is_empty) {
+                "{}\n".to_string()
+            } else {
+                serde_saphyr::to_string(&out)?
+            }
+        }
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(ExitCode::Success)
+}
+
+/// One benchmark's settings, leading keys first, plus the rendered argv.
+fn bench_json(bench: &Bench, with_system: bool) -> anyhow::Result<Value> {
+    let Value::Object(mut all) = bench.config.to_json() else {
+        anyhow::bail!("benchmark `{}` is not a mapping", bench.name);
+    };
+    if !with_system {
+        all.shift_remove("system");
+    }
+    let mut ordered = Map::new();
+    for key in LEADING_KEYS {
+        if let Some(value) = all.shift_remove(key) {
+            ordered.insert(key.to_string(), value);
+        }
+        if key == "argv" {
+            let rendered = bench.argv()?;
+            ordered.insert(
+                "argv_rendered".into(),
+                Value::Array(rendered.into_iter().map(Value::String).collect()),
+            );
+        }
+    }
+    ordered.extend(all);
+    Ok(Value::Object(ordered))
 }

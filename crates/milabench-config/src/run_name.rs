@@ -1,0 +1,73 @@
+//! Run names: `--run-name` as given, or a pronounceable random name, with `{time}` replaced by
+//! the local time (`YYYY-MM-DD_HH-MM-SS`), as milabench names its runs (`kofatiru.2024-...`).
+
+use crate::error::ConfigError;
+
+const CONSONANTS: &[u8] = b"bdfgjklmnprstvz";
+const VOWELS: &[u8] = b"aeiou";
+
+/// A random name of four consonant-vowel syllables, such as `kofatiru`.
+pub fn random_name(rng: &mut fastrand::Rng) -> String {
+    let mut name = String::with_capacity(8);
+    for _ in 0..4 {
+        name.push(CONSONANTS[rng.usize(..CONSONANTS.len())] as char);
+        name.push(VOWELS[rng.usize(..VOWELS.len())] as char);
+    }
+    name
+}
+
+/// Resolves a run name: `None` gives `<random>.{time}`; `{time}` becomes `time`, formatted
+/// `YYYY-MM-DD_HH-MM-SS`. Any other `{...}` is an error.
+pub fn resolve(
+    requested: Option<&str>,
+    time: &jiff::civil::DateTime,
+    rng: &mut fastrand::Rng,
+) -> Result<String, ConfigError> {
+    let template = match requested {
+        Some(name) => name.to_string(),
+        None => format!("{}.{{time}}", random_name(rng)),
+    };
+    let stamp = time.strftime("%Y-%m-%d_%H-%M-%S").to_string();
+    let name = template.replace("{time}", &stamp);
+    if let Some(start) = name.find('{') {
+        return Err(ConfigError::shape(
+            None,
+            format!(
+                "the run name `{template}` uses `{}`, which is not a known placeholder",
+                &name[start
+                    ..name[start..]
+                        .find('}')
+                        .map_or(name.len(), |e| start + e + 1)]
+            ),
+            "only `{time}` can be used in a run name",
+        ));
+    }
+    if name.is_empty() {
+        return Err(ConfigError::shape(
+            None,
+            "the run name is empty",
+            "give a non-empty --run-name",
+        ));
+    }
+    Ok(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_time() {
+        let time = jiff::civil::date(2024, 3, 5).at(7, 8, 9, 0);
+        let mut rng = fastrand::Rng::with_seed(1);
+        let name = resolve(None, &time, &mut rng).expect("ok");
+        assert!(name.ends_with(".2024-03-05_07-08-09"), "{name}");
+        assert_eq!(name.len(), 8 + 1 + 19);
+        assert_eq!(
+            resolve(Some("x.{time}"), &time, &mut rng).expect("ok"),
+            "x.2024-03-05_07-08-09"
+        );
+        let err = resolve(Some("x.{date}"), &time, &mut rng).expect_err("fails");
+        assert!(err.to_string().contains("`{date}`"), "{err}");
+    }
+}

@@ -1,1 +1,0 @@
-//! Settings layering (owned by the settings/placeholders work in progress).

@@ -1,0 +1,843 @@
+//! Suite resolution: suite YAML files -> the ordered list of resolved benchmarks.
+//!
+//! The order of operations is milabench's:
+//! 1. layers: the built-in `_defaults` entry, every file with its `include`s expanded depth
+//!    first (an included file comes before the file that includes it), then each `--override`;
+//!    folded with [`merge`];
+//! 2. matrix entries replaced by one benchmark per combination;
+//! 3. `inherits` chains (tags accumulate), then the `*` entry on top of every benchmark;
+//! 4. finalisation (`name`, absolute `definition`, `tag`), private `_names` and `*` dropped;
+//! 5. `${...}` interpolation over `{system, multirun, packs}`;
+//! 6. selection (`enabled`, `definition`, `--select`, `--exclude`).
+//!
+//! Deliberate differences from the Python tool (its defects): a relative `definition` is
+//! resolved against the folder of the file that wrote it; the `*` entry does not carry its
+//! file's `config_base`; a string matrix value is one value, not a list of characters; matrix
+//! argv values mix matrix and launch-time placeholders; include and inheritance cycles are
+//! errors instead of endless loops; keys with dashes work in dotted overrides; a benchmark
+//! without `group`/`install_group` gets its name rather than crashing selection.
+
+use std::collections::HashSet;
+use std::path::{Component, Path, PathBuf};
+
+use crate::argv;
+use crate::error::{At, ConfigError, did_you_mean};
+use crate::interpolate;
+use crate::merge::merge;
+use crate::system::SystemConfig;
+use crate::value::{Location, Map, Node, Value};
+use crate::yaml;
+
+/// Tags of which every benchmark should carry exactly one.
+const MONITOR_TAGS: [&str; 3] = ["monogpu", "multigpu", "multinode"];
+
+/// What to resolve.
+pub struct SuiteRequest<'a> {
+    /// The suite file.
+    pub config: &'a Path,
+    /// The resolved system file.
+    pub system: &'a SystemConfig,
+    /// `--override` values, in order.
+    pub overrides: &'a [String],
+    /// `--select` names (empty: everything).
+    pub select: &'a [String],
+    /// `--exclude` names.
+    pub exclude: &'a [String],
+    /// Environment lookup for `${oc.env:...}`.
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+/// A resolved suite.
+#[derive(Debug, Clone)]
+pub struct Suite {
+    /// Every public benchmark, enabled or not, in suite order.
+    pub benches: Vec<Bench>,
+    /// The resolved `system` mapping.
+    pub system: Node,
+    /// Every entry after inheritance, private ones included, before interpolation (report
+    /// weights are read from here).
+    pub raw: Map,
+    /// Non-fatal remarks, e.g. benchmarks without a monitor tag.
+    pub warnings: Vec<String>,
+}
+
+impl Suite {
+    /// The benchmarks that would run: enabled, with a definition, and selected.
+    pub fn runnable(&self) -> impl Iterator<Item = &Bench> {
+        self.benches.iter().filter(|b| b.is_runnable())
+    }
+}
+
+/// One resolved benchmark.
+#[derive(Debug, Clone)]
+pub struct Bench {
+    /// Its name (the suite key).
+    pub name: String,
+    /// Its resolved settings.
+    pub config: Node,
+    /// Whether `--select`/`--exclude` keep it.
+    pub matches_selection: bool,
+}
+
+/// The way a benchmark is spread over devices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanMethod {
+    /// One process per visible GPU (one on the CPU when there is none).
+    PerGpu,
+    /// `n` identical processes, each seeing every device.
+    Njobs {
+        /// Number of processes.
+        n: u32,
+    },
+}
+
+impl Bench {
+    /// `enabled`, as Python's truthiness.
+    pub fn enabled(&self) -> bool {
+        self.config.get("enabled").is_some_and(Node::is_truthy)
+    }
+
+    /// Enabled, has a definition, and kept by the selection.
+    pub fn is_runnable(&self) -> bool {
+        self.enabled() && self.config.get("definition").is_some() && self.matches_selection
+    }
+
+    /// Score weight (0 when absent).
+    pub fn weight(&self) -> f64 {
+        match self.config.get("weight").map(|w| &w.value) {
+            Some(Value::Int(i)) => *i as f64,
+            Some(Value::Float(x)) => *x,
+            _ => 0.0,
+        }
+    }
+
+    /// Free-form selection tags.
+    pub fn tags(&self) -> Vec<String> {
+        match self.config.get("tags").map(|t| &t.value) {
+            Some(Value::Seq(items)) => items.iter().map(Node::python_str).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A string setting, if present.
+    pub fn str_setting(&self, key: &str) -> Option<String> {
+        self.config.get(key).map(Node::python_str)
+    }
+
+    /// The group (defaults to the name).
+    pub fn group(&self) -> String {
+        self.str_setting("group")
+            .unwrap_or_else(|| self.name.clone())
+    }
+
+    /// The install group: benchmarks sharing one Python environment.
+    pub fn install_group(&self) -> String {
+        self.str_setting("install_group")
+            .unwrap_or_else(|| self.group())
+    }
+
+    /// The definition folder, if any.
+    pub fn definition(&self) -> Option<String> {
+        self.config
+            .get("definition")
+            .and_then(Node::as_str)
+            .map(str::to_string)
+    }
+
+    /// The rendered command-line arguments.
+    pub fn argv(&self) -> Result<Vec<String>, ConfigError> {
+        match self.config.get("argv") {
+            Some(node) => argv::render(&self.name, node),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The plan method.
+    pub fn plan(&self) -> Result<PlanMethod, ConfigError> {
+        let Some(plan) = self.config.get("plan") else {
+            return Ok(PlanMethod::PerGpu);
+        };
+        let method = plan
+            .get("method")
+            .map(Node::python_str)
+            .unwrap_or_else(|| "per_gpu".into())
+            .replace('-', "_");
+        match method.as_str() {
+            "per_gpu" => Ok(PlanMethod::PerGpu),
+            "njobs" => match plan.get("n").map(|n| &n.value) {
+                Some(Value::Int(n)) if *n >= 1 && *n <= u32::MAX as i64 => {
+                    Ok(PlanMethod::Njobs { n: *n as u32 })
+                }
+                None => Ok(PlanMethod::Njobs { n: 1 }),
+                _ => Err(ConfigError::shape(
+                    plan.get("n").and_then(|n| n.location.clone()),
+                    format!("`plan.n` of `{}` is not a positive integer", self.name),
+                    "write `plan: {method: njobs, n: 2}`",
+                )),
+            },
+            other => Err(ConfigError::shape(
+                plan.location.clone(),
+                format!("`{}` has unknown plan method `{other}`", self.name),
+                "use `per_gpu` or `njobs`",
+            )),
+        }
+    }
+
+    /// The keys that `--select`/`--exclude` match against.
+    pub fn selection_keys(&self) -> Vec<String> {
+        let mut keys = vec![
+            "*".to_string(),
+            self.name.clone(),
+            self.group(),
+            self.install_group(),
+        ];
+        keys.extend(self.tags());
+        if let Some(def) = self.definition()
+            && let Some(base) = Path::new(&def).file_name()
+        {
+            keys.push(base.to_string_lossy().into_owned());
+        }
+        keys
+    }
+}
+
+/// Resolves a suite.
+pub fn resolve_suite(request: &SuiteRequest<'_>) -> Result<Suite, ConfigError> {
+    let mut layers = vec![builtin_defaults()];
+    let config = absolute(request.config);
+    let mut stack = Vec::new();
+    file_layers(&config, None, &mut stack, &mut layers)?;
+    for (i, text) in request.overrides.iter().enumerate() {
+        layers.push(parse_override(i + 1, text)?);
+    }
+    let mut merged = Node::empty_map();
+    for layer in layers {
+        merged = merge(merged, layer, "")?;
+    }
+    let Value::Map(entries) = merged.value else {
+        unreachable!("layers are mappings")
+    };
+    let entries = expand_matrices(entries)?;
+    let entries = resolve_inheritance(entries)?;
+    let mut warnings = Vec::new();
+    let mut packs = Map::new();
+    for (name, node) in &entries {
+        if name.starts_with('_') || name == "*" {
+            continue;
+        }
+        packs.insert(name.clone(), finalize(name, node.clone(), &mut warnings)?);
+    }
+    let mut root = Map::new();
+    root.insert("system".into(), request.system.tree.clone());
+    if let Some(multirun) = &request.system.multirun {
+        root.insert("multirun".into(), multirun.clone());
+    }
+    root.insert("packs".into(), Node::new(Value::Map(packs)));
+    let mut root = Node::new(Value::Map(root));
+    interpolate::resolve_all(&mut root, request.env)?;
+    let Value::Map(mut root) = root.value else {
+        unreachable!("root is a mapping")
+    };
+    let system = root.shift_remove("system").unwrap_or_else(Node::empty_map);
+    let Some(Node {
+        value: Value::Map(packs),
+        ..
+    }) = root.shift_remove("packs")
+    else {
+        unreachable!("packs is a mapping")
+    };
+    let select: HashSet<&str> = request.select.iter().map(String::as_str).collect();
+    let exclude: HashSet<&str> = request.exclude.iter().map(String::as_str).collect();
+    let mut benches = Vec::with_capacity(packs.len());
+    for (name, mut config) in packs {
+        if let Some(map) = config.as_map_mut() {
+            if !map.contains_key("group") {
+                map.insert("group".into(), Node::str(name.clone()));
+            }
+            if !map.contains_key("install_group") {
+                let group = map
+                    .get("group")
+                    .cloned()
+                    .unwrap_or_else(|| Node::str(name.clone()));
+                map.insert("install_group".into(), group);
+            }
+        }
+        let mut bench = Bench {
+            name,
+            config,
+            matches_selection: true,
+        };
+        let keys = bench.selection_keys();
+        let selected = select.is_empty() || keys.iter().any(|k| select.contains(k.as_str()));
+        let excluded = keys.iter().any(|k| exclude.contains(k.as_str()));
+        bench.matches_selection = selected && !excluded;
+        benches.push(bench);
+    }
+    Ok(Suite {
+        benches,
+        system,
+        raw: entries,
+        warnings,
+    })
+}
+
+/// The built-in first layer: `_defaults`, which benchmarks reach through `inherits`.
+fn builtin_defaults() -> Node {
+    let text = "\
+_defaults:
+  run_name: ${system.run_name}
+  system: ${system}
+  group: ${.name}
+  install_group: ${.group}
+  install_variant: ${system.arch}
+  enabled: true
+  dirs:
+    venv: ${system.dirs.venv}/${..install_group}
+    data: ${system.dirs.data}
+    runs: ${system.dirs.runs}
+    extra: ${system.dirs.extra}/${..group}
+    cache: ${system.dirs.cache}
+";
+    let mut node = yaml::parse_str(text, "built-in defaults").expect("built-in defaults parse");
+    strip_locations(&mut node);
+    node
+}
+
+fn strip_locations(node: &mut Node) {
+    node.location = None;
+    match &mut node.value {
+        Value::Map(m) => m.values_mut().for_each(strip_locations),
+        Value::Seq(items) => items.iter_mut().for_each(strip_locations),
+        _ => {}
+    }
+}
+
+/// Makes a path absolute against the current folder, without resolving links.
+fn absolute(path: &Path) -> PathBuf {
+    let expanded = expand_user(path);
+    if expanded.is_absolute() {
+        normalize(&expanded)
+    } else {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        normalize(&cwd.join(expanded))
+    }
+}
+
+/// Expands a leading `~/`.
+fn expand_user(path: &Path) -> PathBuf {
+    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Removes `.` and resolves `..` lexically.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Appends the layers of `file` (its includes first) to `layers`.
+fn file_layers(
+    file: &Path,
+    included_at: Option<(&str, Option<Location>)>,
+    stack: &mut Vec<PathBuf>,
+    layers: &mut Vec<Node>,
+) -> Result<(), ConfigError> {
+    if stack.iter().any(|f| f == file) {
+        let (include, at) = included_at.unwrap_or(("", None));
+        let chain: Vec<String> = stack.iter().map(|p| p.display().to_string()).collect();
+        return Err(ConfigError::Include {
+            at: At(at),
+            include: include.to_string(),
+            resolved: file.display().to_string(),
+            reason: format!(
+                "include cycle: {} -> {}",
+                chain.join(" -> "),
+                file.display()
+            ),
+        });
+    }
+    if let Some((include, at)) = &included_at
+        && !file.is_file()
+    {
+        return Err(ConfigError::Include {
+            at: At(at.clone()),
+            include: include.to_string(),
+            resolved: file.display().to_string(),
+            reason: "no such file".into(),
+        });
+    }
+    let doc = yaml::load_file(file)?;
+    let mut entries = match doc.value {
+        Value::Map(m) => m,
+        Value::Null => Map::new(),
+        _ => {
+            return Err(ConfigError::shape(
+                doc.location.clone(),
+                format!(
+                    "a suite file must be a mapping of benchmark names, not {}",
+                    doc.kind()
+                ),
+                "write `name:` entries at the top level, each with its settings indented below",
+            ));
+        }
+    };
+    let base = file.parent().unwrap_or(Path::new("/")).to_path_buf();
+    stack.push(file.to_path_buf());
+    if let Some(includes) = entries.shift_remove("include") {
+        let list = match includes.value {
+            Value::Str(_) => vec![includes],
+            Value::Seq(items) => items,
+            Value::Null => Vec::new(),
+            _ => {
+                return Err(ConfigError::shape(
+                    includes.location.clone(),
+                    format!("`include` is {}", includes.kind()),
+                    "write `include: file.yaml` or a list of files",
+                ));
+            }
+        };
+        for item in list {
+            let Value::Str(name) = &item.value else {
+                return Err(ConfigError::shape(
+                    item.location.clone(),
+                    format!("an `include` entry is {}, not a file name", item.kind()),
+                    "list file names as strings",
+                ));
+            };
+            let target = expand_user(Path::new(name));
+            let target = if target.is_absolute() {
+                normalize(&target)
+            } else {
+                normalize(&base.join(target))
+            };
+            file_layers(&target, Some((name, item.location.clone())), stack, layers)?;
+        }
+    }
+    stack.pop();
+    for (name, entry) in entries.iter_mut() {
+        let location = entry.location.clone();
+        let Some(map) = entry.as_map_mut() else {
+            return Err(ConfigError::shape(
+                location,
+                format!(
+                    "top-level entry `{name}` is {}, not a mapping",
+                    entry.kind()
+                ),
+                "every top-level key except `include` names a benchmark and holds its settings",
+            ));
+        };
+        if name == "*" {
+            continue;
+        }
+        map.entry("config_base".into())
+            .or_insert_with(|| Node::str(base.display().to_string()));
+        map.entry("config_file".into())
+            .or_insert_with(|| Node::str(file.display().to_string()));
+        map.entry("dirs".into()).or_insert_with(Node::empty_map);
+    }
+    layers.push(Node::at(Value::Map(entries), doc.location));
+    Ok(())
+}
+
+/// Parses one `--override`.
+pub fn parse_override(index: usize, text: &str) -> Result<Node, ConfigError> {
+    let source = format!("--override #{index}");
+    let error = |message: String| ConfigError::Override {
+        text: text.to_string(),
+        message,
+    };
+    let dotted = text.find('=').filter(|&eq| {
+        eq > 0
+            && text[..eq]
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-' | '*'))
+    });
+    if let Some(eq) = dotted {
+        let path = &text[..eq];
+        if path.split('.').any(str::is_empty) {
+            return Err(error(format!("the key path `{path}` has an empty part")));
+        }
+        let mut node = yaml::parse_str(&text[eq + 1..], &source)
+            .map_err(|e| error(format!("the value is not valid YAML ({e})")))?;
+        for key in path.split('.').rev() {
+            let mut map = Map::new();
+            map.insert(key.to_string(), node);
+            node = Node::new(Value::Map(map));
+        }
+        return Ok(node);
+    }
+    let node = yaml::parse_str(text, &source).map_err(|e| {
+        error(format!(
+            "it is neither `key.path=value` nor valid YAML ({e})"
+        ))
+    })?;
+    match node.value {
+        Value::Map(_) => Ok(node),
+        _ => Err(error(format!(
+            "it is a YAML {}, not `key.path=value` or a mapping",
+            node.kind()
+        ))),
+    }
+}
+
+/// Replaces every entry with a `matrix` by one entry per combination of its values.
+fn expand_matrices(entries: Map) -> Result<Map, ConfigError> {
+    let mut out = Map::with_capacity(entries.len());
+    let mut generated_by: std::collections::HashMap<String, String> = Default::default();
+    for (name, entry) in entries {
+        if entry.get("matrix").is_none() {
+            if out.contains_key(&name) {
+                return Err(duplicate(&name, generated_by.get(&name), entry.location));
+            }
+            out.insert(name, entry);
+            continue;
+        }
+        for (new_name, bench) in expand_matrix(&name, &entry)? {
+            if out.contains_key(&new_name) {
+                return Err(duplicate(&new_name, Some(&name), bench.location));
+            }
+            generated_by.insert(new_name.clone(), name.clone());
+            out.insert(new_name, bench);
+        }
+    }
+    Ok(out)
+}
+
+fn duplicate(name: &str, generator: Option<&String>, at: Option<Location>) -> ConfigError {
+    ConfigError::Matrix {
+        at: At(at),
+        bench: generator.cloned().unwrap_or_else(|| name.to_string()),
+        message: format!("the benchmark name `{name}` is produced twice"),
+        fix: "put every matrix key in `job.name` (e.g. `name: 'bench-bs{batch}'`) so each combination gets its own name".into(),
+    }
+}
+
+/// Expands one matrix entry.
+fn expand_matrix(name: &str, entry: &Node) -> Result<Vec<(String, Node)>, ConfigError> {
+    let matrix_error = |at: Option<Location>, message: String, fix: &str| ConfigError::Matrix {
+        at: At(at),
+        bench: name.to_string(),
+        message,
+        fix: fix.to_string(),
+    };
+    let matrix = entry.get("matrix").expect("caller checked");
+    let Some(axes) = matrix.as_map() else {
+        return Err(matrix_error(
+            matrix.location.clone(),
+            format!("`matrix` is {}, not a mapping", matrix.kind()),
+            "write `matrix: {key: [value, ...]}`",
+        ));
+    };
+    let Some(job) = entry.get("job") else {
+        return Err(matrix_error(
+            entry.location.clone(),
+            "it has `matrix` but no `job`".into(),
+            "add `job:` with the benchmark template (its `name` may use `{key}` for each matrix key)",
+        ));
+    };
+    let Some(job_map) = job.as_map() else {
+        return Err(matrix_error(
+            job.location.clone(),
+            format!("`job` is {}, not a mapping", job.kind()),
+            "write `job:` as a mapping of benchmark settings",
+        ));
+    };
+    let Some(name_template) = job_map.get("name").and_then(Node::as_str) else {
+        return Err(matrix_error(
+            job.location.clone(),
+            "`job` has no `name`".into(),
+            "give the job a name template such as `name: 'bench-{key}'`",
+        ));
+    };
+    let mut values: Vec<(String, Vec<Node>)> = Vec::new();
+    for (key, value) in axes {
+        let items = match &value.value {
+            Value::Seq(items) if items.is_empty() => {
+                return Err(matrix_error(
+                    value.location.clone(),
+                    format!("matrix key `{key}` has no values"),
+                    "list at least one value",
+                ));
+            }
+            Value::Seq(items) => items.clone(),
+            Value::Map(_) => {
+                return Err(matrix_error(
+                    value.location.clone(),
+                    format!("matrix key `{key}` holds a mapping"),
+                    "give a list of values or a single scalar",
+                ));
+            }
+            _ => vec![value.clone()],
+        };
+        values.push((key.clone(), items));
+    }
+    // The first key varies fastest, the last is the outermost loop, as in milabench.
+    let mut combos: Vec<Vec<(String, Node)>> = vec![Vec::new()];
+    for (key, items) in values.iter().rev() {
+        let mut next = Vec::with_capacity(combos.len() * items.len());
+        for item in items {
+            for combo in &combos {
+                let mut c = combo.clone();
+                c.push((key.clone(), item.clone()));
+                next.push(c);
+            }
+        }
+        combos = next;
+    }
+    let mut out = Vec::with_capacity(combos.len());
+    for mut combo in combos {
+        combo.sort_by_key(|(k, _)| values.iter().position(|(vk, _)| vk == k));
+        let bench_name = fill_matrix(name_template, &combo, true).map_err(|missing| {
+            matrix_error(
+                job_map.get("name").and_then(|n| n.location.clone()),
+                format!("the job name uses `{{{missing}}}`, which is not a matrix key"),
+                "use only matrix keys in `job.name`",
+            )
+        })?;
+        let mut bench = job.clone();
+        let map = bench.as_map_mut().expect("job is a mapping");
+        map.shift_remove("name");
+        map.insert(
+            "matrix".into(),
+            Node::at(
+                Value::Map(combo.iter().cloned().collect()),
+                matrix.location.clone(),
+            ),
+        );
+        for path in [&["argv"][..], &["client", "argv"], &["server", "argv"]] {
+            fill_argv(map, path, &combo);
+        }
+        out.push((bench_name, bench));
+    }
+    Ok(out)
+}
+
+/// Fills `{key}` placeholders naming matrix keys. With `strict`, an unknown `{name}` is an
+/// error (returned as the name); otherwise it is left for launch time.
+fn fill_matrix(template: &str, combo: &[(String, Node)], strict: bool) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        if let Some(escaped) = after.strip_prefix('{') {
+            out.push_str("{{");
+            rest = escaped;
+            continue;
+        }
+        let end = after.find('}');
+        let key = end.map(|e| &after[..e]);
+        match key.and_then(|k| combo.iter().find(|(ck, _)| ck == k)) {
+            Some((_, value)) => {
+                out.push_str(&value.python_str());
+                rest = &after[end.unwrap_or(0) + 1..];
+            }
+            None => {
+                if strict
+                    && let Some(k) = key
+                    && !k.is_empty()
+                    && k.chars().all(|c| c.is_alphanumeric() || c == '_')
+                {
+                    return Err(k.to_string());
+                }
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out.replace("{{", if strict { "{" } else { "{{" }))
+}
+
+fn fill_argv(map: &mut Map, path: &[&str], combo: &[(String, Node)]) {
+    let mut node = match map.get_mut(path[0]) {
+        Some(n) => n,
+        None => return,
+    };
+    for key in &path[1..] {
+        node = match node.as_map_mut().and_then(|m| m.get_mut(*key)) {
+            Some(n) => n,
+            None => return,
+        };
+    }
+    let fill = |n: &mut Node| {
+        if let Value::Str(s) = &mut n.value
+            && let Ok(filled) = fill_matrix(s, combo, false)
+        {
+            *s = filled;
+        }
+    };
+    match &mut node.value {
+        Value::Map(m) => m.values_mut().for_each(fill),
+        Value::Seq(items) => items.iter_mut().for_each(fill),
+        _ => {}
+    }
+}
+
+/// Applies `inherits` chains, then the `*` entry. Entries are replaced in order, so a child
+/// that comes after its parent sees the parent already resolved, as in milabench.
+fn resolve_inheritance(mut entries: Map) -> Result<Map, ConfigError> {
+    let names: Vec<String> = entries.keys().cloned().collect();
+    for name in &names {
+        let mut bench = entries[name].clone();
+        let mut chain = vec![name.clone()];
+        loop {
+            let Some(map) = bench.as_map_mut() else { break };
+            let Some(inherits) = map.shift_remove("inherits") else {
+                break;
+            };
+            let location = inherits.location.clone();
+            let parent_name = match &inherits.value {
+                Value::Str(s) => s.clone(),
+                Value::Null => break,
+                _ => {
+                    return Err(ConfigError::shape(
+                        location,
+                        format!("`inherits` of `{name}` is {}, not a name", inherits.kind()),
+                        "inherit from one entry: `inherits: _parent`",
+                    ));
+                }
+            };
+            if chain.contains(&parent_name) {
+                chain.push(parent_name);
+                return Err(ConfigError::InheritanceCycle {
+                    at: At(location),
+                    bench: name.clone(),
+                    chain: chain.join(" -> "),
+                });
+            }
+            let Some(parent) = entries.get(&parent_name) else {
+                return Err(ConfigError::UnknownParent {
+                    at: At(location),
+                    bench: name.clone(),
+                    suggestion: did_you_mean(&parent_name, entries.keys().map(String::as_str)),
+                    parent: parent_name,
+                });
+            };
+            chain.push(parent_name.clone());
+            let mut tags = tag_list(parent, &parent_name)?;
+            for t in tag_list(&bench, name)? {
+                if !tags.contains(&t) {
+                    tags.push(t);
+                }
+            }
+            tags.sort();
+            let tags_location = bench
+                .get("tags")
+                .and_then(|t| t.location.clone())
+                .or_else(|| parent.get("tags").and_then(|t| t.location.clone()));
+            bench = merge(parent.clone(), bench, name)?;
+            if let Some(map) = bench.as_map_mut() {
+                map.insert(
+                    "tags".into(),
+                    Node::at(
+                        Value::Seq(tags.into_iter().map(Node::str).collect()),
+                        tags_location,
+                    ),
+                );
+            }
+        }
+        entries.insert(name.clone(), bench);
+    }
+    if let Some(star) = entries.get("*").cloned() {
+        for name in &names {
+            if name == "*" {
+                continue;
+            }
+            let bench = entries[name].clone();
+            entries.insert(name.clone(), merge(bench, star.clone(), name)?);
+        }
+    }
+    Ok(entries)
+}
+
+fn tag_list(node: &Node, name: &str) -> Result<Vec<String>, ConfigError> {
+    match node.get("tags") {
+        None => Ok(Vec::new()),
+        Some(Node {
+            value: Value::Seq(items),
+            ..
+        }) => Ok(items.iter().map(Node::python_str).collect()),
+        Some(Node {
+            value: Value::Null, ..
+        }) => Ok(Vec::new()),
+        Some(other) => Err(ConfigError::shape(
+            other.location.clone(),
+            format!("`tags` of `{name}` is {}, not a list", other.kind()),
+            "write `tags: [a, b]`",
+        )),
+    }
+}
+
+/// Sets `name` and `tag`, makes `definition` absolute, and checks the monitor tag.
+fn finalize(name: &str, mut bench: Node, warnings: &mut Vec<String>) -> Result<Node, ConfigError> {
+    let location = bench.location.clone();
+    let Some(map) = bench.as_map_mut() else {
+        return Err(ConfigError::shape(
+            location,
+            format!("`{name}` is not a mapping"),
+            "give the benchmark its settings as a mapping",
+        ));
+    };
+    map.insert("name".into(), Node::str(name));
+    let definition = map
+        .get("definition")
+        .and_then(|d| d.as_str().map(|s| (s.to_string(), d.location.clone())));
+    if let Some((path, def_location)) = definition {
+        // Relative to the file that wrote `definition`, else to the entry's file.
+        let written_in = def_location
+            .as_ref()
+            .map(|l| PathBuf::from(&*l.file))
+            .filter(|f| f.is_file())
+            .and_then(|f| f.parent().map(Path::to_path_buf));
+        let path = expand_user(Path::new(&path));
+        let absolute = if path.is_absolute() {
+            normalize(&path)
+        } else {
+            let base = written_in
+                .or_else(|| map_get_str(map, "config_base").map(PathBuf::from))
+                .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
+            normalize(&base.join(&path))
+        };
+        if let Some(def) = map.get_mut("definition") {
+            def.value = Value::Str(absolute.display().to_string());
+        }
+    }
+    let tags: Vec<String> = tag_list(&bench, name)?;
+    let monitor: Vec<&String> = tags
+        .iter()
+        .filter(|t| MONITOR_TAGS.contains(&t.as_str()))
+        .collect();
+    if monitor.len() != 1 {
+        warnings.push(format!(
+            "`{name}` should carry exactly one of the tags monogpu, multigpu, multinode (found {})",
+            if monitor.is_empty() {
+                "none".to_string()
+            } else {
+                monitor
+                    .iter()
+                    .map(|t| t.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ));
+    }
+    let map = bench.as_map_mut().expect("checked above");
+    map.insert("tag".into(), Node::new(Value::Seq(vec![Node::str(name)])));
+    Ok(bench)
+}
+
+fn map_get_str(map: &Map, key: &str) -> Option<String> {
+    map.get(key).and_then(Node::as_str).map(str::to_string)
+}

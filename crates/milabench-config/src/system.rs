@@ -1,0 +1,409 @@
+//! The system file (`--system system.yaml`): the machines of a run and how to reach them.
+//!
+//! Built-in defaults describe one local node; the file's `system:` mapping is merged on top
+//! (its `nodes` list replaces the default node). Nodes need `name`, `ip` and `user`; `sshport`
+//! defaults to 22 (`port` is accepted as a synonym), `main` marks the node that drives the run
+//! and is listed first. GPU facts the file gives are kept; missing ones are filled from what was
+//! detected. `self` is the node this process runs on, if any.
+
+use std::net::IpAddr;
+use std::path::Path;
+
+use crate::error::ConfigError;
+use crate::merge::merge;
+use crate::value::{Map, Node, Value};
+use crate::yaml;
+
+/// What the caller knows before reading the system file.
+#[derive(Debug, Clone)]
+pub struct SystemInputs {
+    /// Accelerator family: `cuda`, `rocm`, `xpu`, `hpu` or `cpu`.
+    pub arch: String,
+    /// Absolute base folder.
+    pub base: String,
+    /// Name of the run.
+    pub run_name: String,
+    /// Login used for the default local node.
+    pub user: String,
+    /// Per-folder overrides of `dirs` (venv, data, runs, extra, cache), e.g. from
+    /// `MILABENCH_DIRS_*`.
+    pub dirs: Vec<(String, String)>,
+    /// GPUs detected on this machine, used where the file gives no `gpu` facts.
+    pub detected_gpus: Option<DetectedGpus>,
+}
+
+/// GPU facts detected on the local machine.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DetectedGpus {
+    /// Number of visible GPUs.
+    pub count: usize,
+    /// Memory of the smallest GPU, in MiB.
+    pub capacity_mib: u64,
+}
+
+/// One machine of the system.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSpec {
+    /// Short name, used in run tags.
+    pub name: String,
+    /// Address (IP or host name).
+    pub ip: String,
+    /// Login.
+    pub user: String,
+    /// ssh port.
+    pub sshport: u16,
+    /// Whether this node drives the run (rank 0).
+    pub main: bool,
+    /// Whether this node is the machine this process runs on.
+    pub local: bool,
+}
+
+/// The resolved system file.
+#[derive(Debug, Clone)]
+pub struct SystemConfig {
+    /// The `system` mapping, as benchmarks see it under `system`.
+    pub tree: Node,
+    /// The optional `multirun` mapping of the file.
+    pub multirun: Option<Node>,
+}
+
+impl SystemConfig {
+    /// The nodes, main node first.
+    pub fn nodes(&self) -> Vec<NodeSpec> {
+        let Some(Value::Seq(items)) = self.tree.get("nodes").map(|n| &n.value) else {
+            return Vec::new();
+        };
+        items.iter().filter_map(node_spec).collect()
+    }
+
+    /// The node this process runs on, if it is part of the system.
+    pub fn self_node(&self) -> Option<NodeSpec> {
+        self.tree.get("self").and_then(node_spec)
+    }
+
+    /// The accelerator family.
+    pub fn arch(&self) -> &str {
+        self.tree
+            .get("arch")
+            .and_then(Node::as_str)
+            .unwrap_or("cpu")
+    }
+}
+
+fn node_spec(node: &Node) -> Option<NodeSpec> {
+    let field = |k: &str| node.get(k).map(Node::python_str);
+    Some(NodeSpec {
+        name: field("name")?,
+        ip: field("ip")?,
+        user: field("user")?,
+        sshport: match node.get("sshport").map(|n| &n.value) {
+            Some(Value::Int(p)) => u16::try_from(*p).ok()?,
+            _ => 22,
+        },
+        main: node.get("main").is_some_and(Node::is_truthy),
+        local: node.get("local").is_some_and(Node::is_truthy),
+    })
+}
+
+/// The built-in system defaults: one local node and folders under the base.
+fn defaults(inputs: &SystemInputs) -> Node {
+    let mut node = Map::new();
+    node.insert("name".into(), Node::str("local"));
+    node.insert("ip".into(), Node::str("127.0.0.1"));
+    node.insert("sshport".into(), Node::new(Value::Int(22)));
+    node.insert("user".into(), Node::str(inputs.user.clone()));
+    node.insert("main".into(), Node::new(Value::Bool(true)));
+    let mut dirs = Map::new();
+    for name in ["venv", "data", "runs", "extra", "cache"] {
+        let value = inputs
+            .dirs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| format!("${{system.base}}/{name}"));
+        dirs.insert(name.into(), Node::str(value));
+    }
+    let mut gpu = Map::new();
+    gpu.insert("count".into(), Node::new(Value::Int(0)));
+    let mut system = Map::new();
+    system.insert("arch".into(), Node::str(inputs.arch.clone()));
+    system.insert("sshkey".into(), Node::new(Value::Null));
+    system.insert(
+        "nodes".into(),
+        Node::new(Value::Seq(vec![Node::new(Value::Map(node))])),
+    );
+    system.insert("gpu".into(), Node::new(Value::Map(gpu)));
+    system.insert("run_name".into(), Node::str(inputs.run_name.clone()));
+    system.insert("base".into(), Node::str(inputs.base.clone()));
+    system.insert("dirs".into(), Node::new(Value::Map(dirs)));
+    Node::new(Value::Map(system))
+}
+
+/// Builds the system configuration from the defaults and an optional file.
+pub fn load_system(
+    file: Option<&Path>,
+    inputs: &SystemInputs,
+) -> Result<SystemConfig, ConfigError> {
+    let (file_system, multirun) = match file {
+        None => (None, None),
+        Some(path) => {
+            let doc = yaml::load_file(path)?;
+            let Value::Map(mut top) = doc.value else {
+                return Err(ConfigError::shape(
+                    doc.location.clone(),
+                    format!("the system file holds {}, not a mapping", doc.kind()),
+                    "write `system:` with `arch`, `nodes`, ... under it",
+                ));
+            };
+            let system = top.shift_remove("system").ok_or_else(|| {
+                ConfigError::shape(
+                    None,
+                    format!("{} has no top-level `system:` mapping", path.display()),
+                    "put the node list and options under a top-level `system:` key",
+                )
+            })?;
+            if system.as_map().is_none() {
+                return Err(ConfigError::shape(
+                    system.location.clone(),
+                    format!("`system` is {}, not a mapping", system.kind()),
+                    "write `system:` followed by indented keys (`arch`, `nodes`, ...)",
+                ));
+            }
+            (Some(system), top.shift_remove("multirun"))
+        }
+    };
+    let mut tree = defaults(inputs);
+    if let Some(system) = file_system {
+        tree = merge(tree, system, "system")?;
+    }
+    finish(&mut tree, inputs)?;
+    Ok(SystemConfig { tree, multirun })
+}
+
+/// Validates nodes, orders them, fills GPU facts and computes `self`.
+fn finish(tree: &mut Node, inputs: &SystemInputs) -> Result<(), ConfigError> {
+    let map = tree.as_map_mut().expect("system is a mapping");
+    // GPU facts: keep what the file says, fill the rest from detection.
+    if let Some(gpus) = inputs.detected_gpus {
+        let gpu = map.entry("gpu".into()).or_insert_with(Node::empty_map);
+        if let Some(g) = gpu.as_map_mut() {
+            if g.get("count").is_none_or(|c| c.location.is_none()) {
+                g.insert("count".into(), Node::new(Value::Int(gpus.count as i64)));
+            }
+            g.entry("capacity".into())
+                .or_insert_with(|| Node::str(format!("{} MiB", gpus.capacity_mib)));
+        }
+    }
+    if let Some(Node {
+        value: Value::Str(key),
+        ..
+    }) = map.get_mut("sshkey")
+        && let Some(rest) = key.strip_prefix("~/")
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        *key = Path::new(&home).join(rest).display().to_string();
+    }
+    let nodes_node = map.get_mut("nodes").expect("defaults always have nodes");
+    let location = nodes_node.location.clone();
+    let Value::Seq(nodes) = &mut nodes_node.value else {
+        return Err(ConfigError::shape(
+            location,
+            format!("`nodes` is {}, not a list", nodes_node.kind()),
+            "write `nodes:` as a list of `{name, ip, user}` mappings",
+        ));
+    };
+    if nodes.is_empty() {
+        return Err(ConfigError::shape(
+            location,
+            "`nodes` is empty",
+            "list at least one node with `name`, `ip` and `user`",
+        ));
+    }
+    let local_names = local_identities();
+    for node in nodes.iter_mut() {
+        check_node(node)?;
+        let m = node.as_map_mut().expect("checked");
+        let ip = m.get("ip").map(Node::python_str).unwrap_or_default();
+        let is_local = local_names.matches(&ip);
+        m.insert("local".into(), Node::new(Value::Bool(is_local)));
+    }
+    let mains = nodes
+        .iter()
+        .filter(|n| n.get("main").is_some_and(Node::is_truthy))
+        .count();
+    if mains > 1 {
+        return Err(ConfigError::shape(
+            location,
+            format!("{mains} nodes are marked `main: true`"),
+            "mark exactly one node as main (the one that drives the run)",
+        ));
+    }
+    if mains == 0
+        && let Some(first) = nodes.first_mut().and_then(Node::as_map_mut)
+    {
+        first.insert("main".into(), Node::new(Value::Bool(true)));
+    }
+    nodes.sort_by_key(|n| !n.get("main").is_some_and(Node::is_truthy));
+    let self_node = nodes
+        .iter()
+        .rev()
+        .find(|n| n.get("local").is_some_and(Node::is_truthy))
+        .cloned()
+        .unwrap_or_else(|| Node::new(Value::Null));
+    map.insert("self".into(), self_node);
+    Ok(())
+}
+
+fn check_node(node: &mut Node) -> Result<(), ConfigError> {
+    let location = node.location.clone();
+    let Value::Map(m) = &mut node.value else {
+        return Err(ConfigError::shape(
+            location,
+            format!("a node is {}, not a mapping", node.kind()),
+            "describe each node as `{name: n0, ip: 10.0.0.1, user: me}`",
+        ));
+    };
+    for field in ["name", "ip", "user"] {
+        match m.get(field).map(|v| &v.value) {
+            Some(Value::Str(_) | Value::Int(_)) => {}
+            _ => {
+                return Err(ConfigError::shape(
+                    location.clone(),
+                    format!("a node lacks `{field}`"),
+                    "every node needs `name`, `ip` and `user`",
+                ));
+            }
+        }
+    }
+    if !m.contains_key("sshport") {
+        let port = m
+            .get("port")
+            .cloned()
+            .unwrap_or_else(|| Node::new(Value::Int(22)));
+        m.insert("sshport".into(), port);
+    }
+    match m.get("sshport").map(|p| &p.value) {
+        Some(Value::Int(p)) if u16::try_from(*p).is_ok() => {}
+        _ => {
+            let at = m.get("sshport").and_then(|p| p.location.clone());
+            return Err(ConfigError::shape(
+                at,
+                "`sshport` is not a port number",
+                "write an integer between 1 and 65535",
+            ));
+        }
+    }
+    m.entry("main".into())
+        .or_insert_with(|| Node::new(Value::Bool(false)));
+    Ok(())
+}
+
+/// The names and addresses this machine answers to.
+struct LocalIdentities {
+    hostname: Option<String>,
+    addresses: Vec<IpAddr>,
+}
+
+impl LocalIdentities {
+    fn matches(&self, ip: &str) -> bool {
+        if ip == "localhost" || self.hostname.as_deref() == Some(ip) {
+            return true;
+        }
+        match ip.parse::<IpAddr>() {
+            Ok(addr) => addr.is_loopback() || self.addresses.contains(&addr),
+            Err(_) => false,
+        }
+    }
+}
+
+fn local_identities() -> LocalIdentities {
+    let hostname = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok());
+    let addresses = nix::ifaddrs::getifaddrs()
+        .map(|addrs| {
+            addrs
+                .filter_map(|a| a.address)
+                .filter_map(|s| {
+                    if let Some(v4) = s.as_sockaddr_in() {
+                        Some(IpAddr::V4(v4.ip()))
+                    } else {
+                        s.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip()))
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    LocalIdentities {
+        hostname,
+        addresses,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs() -> SystemInputs {
+        SystemInputs {
+            arch: "cpu".into(),
+            base: "/b".into(),
+            run_name: "r".into(),
+            user: "me".into(),
+            dirs: vec![],
+            detected_gpus: Some(DetectedGpus {
+                count: 2,
+                capacity_mib: 81920,
+            }),
+        }
+    }
+
+    fn load(text: &str) -> Result<SystemConfig, ConfigError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("system.yaml");
+        std::fs::write(&path, text).expect("write");
+        load_system(Some(&path), &inputs())
+    }
+
+    #[test]
+    fn defaults_have_one_local_main_node() {
+        let system = load_system(None, &inputs()).expect("loads");
+        let nodes = system.nodes();
+        assert_eq!(nodes.len(), 1);
+        assert!(nodes[0].main && nodes[0].local);
+        assert_eq!(system.self_node().expect("self").name, "local");
+        assert_eq!(
+            system.tree.get("gpu").expect("gpu").to_json(),
+            serde_json::json!({"count": 2, "capacity": "81920 MiB"})
+        );
+    }
+
+    #[test]
+    fn main_node_first_and_file_gpu_kept() {
+        let system = load(
+            "system:\n  arch: cuda\n  gpu: {capacity: 40000 MiB}\n  nodes:\n    - {name: w1, ip: 10.255.0.2, user: u}\n    - {name: m, ip: 127.0.0.1, user: u, main: true, port: 2222}\n",
+        )
+        .expect("loads");
+        let nodes = system.nodes();
+        assert_eq!(nodes[0].name, "m");
+        assert_eq!(nodes[0].sshport, 2222);
+        assert_eq!(nodes[1].sshport, 22);
+        assert!(!nodes[1].main);
+        assert_eq!(system.arch(), "cuda");
+        assert_eq!(system.self_node().expect("self").name, "m");
+        assert_eq!(
+            system.tree.get("gpu").expect("gpu").to_json()["capacity"],
+            "40000 MiB"
+        );
+    }
+
+    #[test]
+    fn bad_nodes_are_explained() {
+        let err = load("system:\n  nodes:\n    - {name: a, ip: 1.2.3.4}\n").expect_err("fails");
+        assert!(err.to_string().contains("lacks `user`"), "{err}");
+        let err = load("system:\n  nodes:\n    - {name: a, ip: x, user: u, main: true}\n    - {name: b, ip: y, user: u, main: true}\n").expect_err("fails");
+        assert!(err.to_string().contains("2 nodes are marked"), "{err}");
+        let err = load("nodes: []\n").expect_err("fails");
+        assert!(err.to_string().contains("no top-level `system:`"), "{err}");
+    }
+}

@@ -1,0 +1,540 @@
+//! YAML loading with PyYAML's meaning: YAML 1.1 scalars (`yes` is true, `1e-4` is a string,
+//! `010` is 8), `<<` merge keys, anchors, and milabench's `!delete` and `!expand-dot` tags.
+//! Every node keeps its file:line:column.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+
+use regex_lite::Regex;
+use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
+
+use crate::error::{At, ConfigError};
+use crate::merge::merge;
+use crate::value::{Location, Map, Node, Value};
+
+/// Parses one YAML document from `text`; `file` names it in locations and errors.
+/// An empty document is `null`.
+pub fn parse_str(text: &str, file: &str) -> Result<Node, ConfigError> {
+    let file: Arc<str> = Arc::from(file);
+    let mut builder = Builder {
+        file: file.clone(),
+        stack: Vec::new(),
+        anchors: HashMap::new(),
+        root: None,
+        documents: 0,
+    };
+    for event in Parser::new_from_str(text) {
+        let (event, span) = event.map_err(|e| ConfigError::Syntax {
+            at: At(Some(Location {
+                file: file.clone(),
+                line: e.marker().line(),
+                column: e.marker().col() + 1,
+            })),
+            message: e.info().to_string(),
+        })?;
+        builder.event(event, span)?;
+    }
+    Ok(builder.root.unwrap_or_else(|| Node::new(Value::Null)))
+}
+
+/// Reads and parses a YAML file.
+pub fn load_file(path: &std::path::Path) -> Result<Node, ConfigError> {
+    let text = fs_err::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    parse_str(&text, &path.display().to_string())
+}
+
+/// A container being built.
+enum Frame {
+    Seq {
+        items: Vec<Node>,
+        anchor: usize,
+        tag: Option<String>,
+        location: Location,
+    },
+    Map {
+        pairs: Vec<(Node, Node)>,
+        pending_key: Option<Node>,
+        anchor: usize,
+        tag: Option<String>,
+        location: Location,
+    },
+}
+
+struct Builder {
+    file: Arc<str>,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, Node>,
+    root: Option<Node>,
+    documents: usize,
+}
+
+/// The tag as `!name` for local tags or `!!name` for core-schema tags.
+fn tag_name(tag: &Tag) -> String {
+    if tag.handle == "tag:yaml.org,2002:" || tag.handle == "!!" {
+        format!("!!{}", tag.suffix)
+    } else if tag.handle == "!" {
+        format!("!{}", tag.suffix)
+    } else {
+        format!("{}{}", tag.handle, tag.suffix)
+    }
+}
+
+impl Builder {
+    fn location(&self, span: &Span) -> Location {
+        Location {
+            file: self.file.clone(),
+            line: span.start.line(),
+            column: span.start.col() + 1,
+        }
+    }
+
+    fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), ConfigError> {
+        match event {
+            Event::DocumentStart(_) => {
+                self.documents += 1;
+                if self.documents > 1 {
+                    return Err(ConfigError::shape(
+                        Some(self.location(&span)),
+                        "the file holds more than one YAML document",
+                        "keep a single document (remove the extra `---`)",
+                    ));
+                }
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                let location = self.location(&span);
+                let tag = tag.as_deref().map(tag_name);
+                let node = scalar(&text, style, tag.as_deref(), location)?;
+                if anchor > 0 {
+                    self.anchors.insert(anchor, node.clone());
+                }
+                self.push(node)?;
+            }
+            Event::Alias(id) => {
+                let node = self.anchors.get(&id).cloned().ok_or_else(|| {
+                    ConfigError::shape(
+                        Some(self.location(&span)),
+                        "alias refers to an unknown anchor",
+                        "define the anchor (`&name`) before using it (`*name`)",
+                    )
+                })?;
+                self.push(node)?;
+            }
+            Event::SequenceStart(anchor, tag) => {
+                let location = self.location(&span);
+                self.stack.push(Frame::Seq {
+                    items: Vec::new(),
+                    anchor,
+                    tag: tag.as_deref().map(tag_name),
+                    location,
+                });
+            }
+            Event::MappingStart(anchor, tag) => {
+                let location = self.location(&span);
+                self.stack.push(Frame::Map {
+                    pairs: Vec::new(),
+                    pending_key: None,
+                    anchor,
+                    tag: tag.as_deref().map(tag_name),
+                    location,
+                });
+            }
+            Event::SequenceEnd => {
+                if let Some(Frame::Seq {
+                    items,
+                    anchor,
+                    tag,
+                    location,
+                }) = self.stack.pop()
+                {
+                    let node = match tag.as_deref() {
+                        None | Some("!!seq") => Node::at(Value::Seq(items), Some(location)),
+                        Some("!delete") => Node::at(Value::Delete, Some(location)),
+                        Some(other) => return Err(unknown_tag(other, location)),
+                    };
+                    if anchor > 0 {
+                        self.anchors.insert(anchor, node.clone());
+                    }
+                    self.push(node)?;
+                }
+            }
+            Event::MappingEnd => {
+                if let Some(Frame::Map {
+                    pairs,
+                    anchor,
+                    tag,
+                    location,
+                    ..
+                }) = self.stack.pop()
+                {
+                    let map = build_mapping(pairs)?;
+                    let node = match tag.as_deref() {
+                        None | Some("!!map") => Node::at(Value::Map(map), Some(location)),
+                        Some("!expand-dot") => expand_dots(map, location)?,
+                        Some("!delete") => Node::at(Value::Delete, Some(location)),
+                        Some(other) => return Err(unknown_tag(other, location)),
+                    };
+                    if anchor > 0 {
+                        self.anchors.insert(anchor, node.clone());
+                    }
+                    self.push(node)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Adds a finished node to the container on top of the stack, or makes it the root.
+    fn push(&mut self, node: Node) -> Result<(), ConfigError> {
+        match self.stack.last_mut() {
+            None => self.root = Some(node),
+            Some(Frame::Seq { items, .. }) => items.push(node),
+            Some(Frame::Map {
+                pairs, pending_key, ..
+            }) => match pending_key.take() {
+                None => *pending_key = Some(node),
+                Some(key) => pairs.push((key, node)),
+            },
+        }
+        Ok(())
+    }
+}
+
+fn unknown_tag(tag: &str, location: Location) -> ConfigError {
+    ConfigError::shape(
+        Some(location),
+        format!("unknown YAML tag `{tag}`"),
+        "milabench understands `!delete` and `!expand-dot`; remove the tag or quote the value",
+    )
+}
+
+/// Turns a mapping key into the string milabench sees.
+fn key_string(key: &Node) -> Result<String, ConfigError> {
+    match &key.value {
+        Value::Str(s) => Ok(s.clone()),
+        Value::Seq(_) | Value::Map(_) | Value::Delete => Err(ConfigError::shape(
+            key.location.clone(),
+            format!("{} cannot be used as a mapping key", key.kind()),
+            "use a plain string as the key",
+        )),
+        _ => Ok(key.python_str()),
+    }
+}
+
+/// Builds a mapping from key/value pairs, applying `<<` merge keys the way PyYAML does:
+/// merged entries come first, the mapping's own entries override them, and for a list of
+/// merged mappings the earlier ones win.
+fn build_mapping(pairs: Vec<(Node, Node)>) -> Result<Map, ConfigError> {
+    let mut merged: Vec<(String, Node)> = Vec::new();
+    let mut own: Vec<(String, Node)> = Vec::new();
+    for (key, value) in pairs {
+        let is_merge_key = matches!(&key.value, Value::Str(s) if s == "<<")
+            && key.location.is_some()
+            && !matches!(value.value, Value::Str(_));
+        if is_merge_key {
+            let sources = match value.value {
+                Value::Map(m) => vec![m],
+                Value::Seq(items) => {
+                    let mut maps = Vec::new();
+                    for item in items {
+                        match item.value {
+                            Value::Map(m) => maps.push(m),
+                            _ => {
+                                return Err(ConfigError::shape(
+                                    item.location,
+                                    "`<<` merges only mappings",
+                                    "list only mappings (or aliases of mappings) after `<<`",
+                                ));
+                            }
+                        }
+                    }
+                    maps
+                }
+                _ => {
+                    return Err(ConfigError::shape(
+                        value.location,
+                        "`<<` merges only mappings",
+                        "use `<<: *anchor` with an anchored mapping",
+                    ));
+                }
+            };
+            for source in sources.into_iter().rev() {
+                merged.extend(source);
+            }
+        } else {
+            own.push((key_string(&key)?, value));
+        }
+    }
+    let mut map = Map::new();
+    for (k, v) in merged.into_iter().chain(own) {
+        map.insert(k, v);
+    }
+    Ok(map)
+}
+
+/// `!expand-dot`: `{a.b.c: 1}` becomes `{a: {b: {c: 1}}}`; a `<<<` key splices its mapping in.
+fn expand_dots(map: Map, location: Location) -> Result<Node, ConfigError> {
+    let mut result = Node::at(Value::Map(Map::new()), Some(location.clone()));
+    let mut todo: std::collections::VecDeque<(String, Node)> = map.into_iter().collect();
+    while let Some((key, value)) = todo.pop_front() {
+        if key == "<<<" {
+            let Value::Map(inner) = value.value else {
+                return Err(ConfigError::shape(
+                    value.location,
+                    "`<<<` must hold a mapping",
+                    "put a mapping under `<<<`",
+                ));
+            };
+            for entry in inner.into_iter().rev() {
+                todo.push_front(entry);
+            }
+            continue;
+        }
+        let mut part = value;
+        let segments: Vec<&str> = key.split('.').collect();
+        for segment in segments.iter().skip(1).rev() {
+            let mut m = Map::new();
+            m.insert((*segment).to_string(), part);
+            part = Node::at(Value::Map(m), Some(location.clone()));
+        }
+        let mut m = Map::new();
+        m.insert(segments[0].to_string(), part);
+        result = merge(result, Node::at(Value::Map(m), Some(location.clone())), "")?;
+    }
+    Ok(result)
+}
+
+static FLOAT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?",
+        r"|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?",
+        r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*",
+        r"|[-+]?\.(?:inf|Inf|INF)",
+        r"|\.(?:nan|NaN|NAN))$"
+    ))
+    .expect("valid float pattern")
+});
+
+static INT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"^(?:[-+]?0b[0-1_]+",
+        r"|[-+]?0[0-7_]+",
+        r"|[-+]?(?:0|[1-9][0-9_]*)",
+        r"|[-+]?0x[0-9a-fA-F_]+",
+        r"|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$"
+    ))
+    .expect("valid int pattern")
+});
+
+/// Builds a scalar node with PyYAML's YAML 1.1 implicit typing for plain scalars.
+fn scalar(
+    text: &str,
+    style: ScalarStyle,
+    tag: Option<&str>,
+    location: Location,
+) -> Result<Node, ConfigError> {
+    let value = match tag {
+        Some("!delete") => Value::Delete,
+        Some("!!str") => Value::Str(text.to_string()),
+        Some("!!null") => Value::Null,
+        Some("!!bool") => resolve_bool(text)
+            .map(Value::Bool)
+            .ok_or_else(|| bad_tagged(text, "!!bool", &location))?,
+        Some("!!int") => resolve_int(text).ok_or_else(|| bad_tagged(text, "!!int", &location))?,
+        Some("!!float") => {
+            resolve_float(text).ok_or_else(|| bad_tagged(text, "!!float", &location))?
+        }
+        Some(other) => return Err(unknown_tag(other, location)),
+        None if style != ScalarStyle::Plain => Value::Str(text.to_string()),
+        None => resolve_plain(text),
+    };
+    Ok(Node::at(value, Some(location)))
+}
+
+fn bad_tagged(text: &str, tag: &str, location: &Location) -> ConfigError {
+    ConfigError::shape(
+        Some(location.clone()),
+        format!("`{text}` is not a valid {tag} value"),
+        format!("remove the `{tag}` tag or correct the value"),
+    )
+}
+
+/// Resolves an untagged plain scalar.
+fn resolve_plain(text: &str) -> Value {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        _ => {}
+    }
+    if let Some(b) = resolve_bool(text) {
+        return Value::Bool(b);
+    }
+    if FLOAT.is_match(text)
+        && let Some(v) = resolve_float(text)
+    {
+        return v;
+    }
+    if INT.is_match(text)
+        && let Some(v) = resolve_int(text)
+    {
+        return v;
+    }
+    Value::Str(text.to_string())
+}
+
+fn resolve_bool(text: &str) -> Option<bool> {
+    match text {
+        "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => Some(true),
+        "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => Some(false),
+        _ => None,
+    }
+}
+
+/// Splits a sign off a number.
+fn split_sign(text: &str) -> (f64, &str) {
+    match text.as_bytes().first() {
+        Some(b'-') => (-1.0, &text[1..]),
+        Some(b'+') => (1.0, &text[1..]),
+        _ => (1.0, text),
+    }
+}
+
+/// Value of a base-60 number `a:b:c`.
+fn sexagesimal(digits: &str) -> Option<f64> {
+    let mut total = 0.0;
+    for part in digits.split(':') {
+        total = total * 60.0 + part.parse::<f64>().ok()?;
+    }
+    Some(total)
+}
+
+fn resolve_float(text: &str) -> Option<Value> {
+    let cleaned = text.replace('_', "");
+    let (sign, body) = split_sign(&cleaned);
+    let lower = body.to_ascii_lowercase();
+    let magnitude = if lower == ".inf" {
+        f64::INFINITY
+    } else if lower == ".nan" {
+        f64::NAN
+    } else if body.contains(':') {
+        sexagesimal(body)?
+    } else {
+        body.parse::<f64>().ok()?
+    };
+    Some(Value::Float(sign * magnitude))
+}
+
+fn resolve_int(text: &str) -> Option<Value> {
+    let cleaned = text.replace('_', "");
+    let negative = cleaned.starts_with('-');
+    let body = cleaned.trim_start_matches(['-', '+']);
+    let magnitude: i128 = if let Some(bin) = body.strip_prefix("0b") {
+        i128::from_str_radix(bin, 2).ok()?
+    } else if let Some(hex) = body.strip_prefix("0x") {
+        i128::from_str_radix(hex, 16).ok()?
+    } else if body.contains(':') {
+        let mut total: i128 = 0;
+        for part in body.split(':') {
+            total = total
+                .checked_mul(60)?
+                .checked_add(part.parse::<i128>().ok()?)?;
+        }
+        total
+    } else if body.len() > 1 && body.starts_with('0') {
+        i128::from_str_radix(&body[1..], 8).ok()?
+    } else {
+        body.parse::<i128>().ok()?
+    };
+    let signed = if negative { -magnitude } else { magnitude };
+    match i64::try_from(signed) {
+        Ok(i) => Some(Value::Int(i)),
+        Err(_) => Some(Value::Float(signed as f64)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value_of(text: &str) -> Value {
+        let doc = parse_str(&format!("a: {text}"), "t.yaml").expect("parses");
+        doc.get("a").expect("key a").value.clone()
+    }
+
+    #[test]
+    fn plain_scalars_follow_pyyaml() {
+        use Value::*;
+        let cases: Vec<(&str, Value)> = vec![
+            ("1e-4", Str("1e-4".into())),
+            ("0.010", Float(0.01)),
+            ("0x10", Int(16)),
+            ("1_000", Int(1000)),
+            ("010", Int(8)),
+            ("0b11", Int(3)),
+            ("1:30", Int(90)),
+            ("+1", Int(1)),
+            (".5", Float(0.5)),
+            ("1.", Float(1.0)),
+            ("1.0e-4", Float(0.0001)),
+            ("1.0e4", Str("1.0e4".into())),
+            ("08", Str("08".into())),
+            ("0o10", Str("0o10".into())),
+            ("1:30.5", Float(90.5)),
+            ("+.5", Str("+.5".into())),
+            ("yes", Bool(true)),
+            ("Off", Bool(false)),
+            ("~", Null),
+            ("", Null),
+            ("'yes'", Str("yes".into())),
+            ("\"1\"", Str("1".into())),
+            ("-.inf", Float(f64::NEG_INFINITY)),
+            ("2024-01-02", Str("2024-01-02".into())),
+        ];
+        for (text, want) in cases {
+            assert_eq!(value_of(text), want, "{text}");
+        }
+        assert!(matches!(value_of(".nan"), Float(x) if x.is_nan()));
+    }
+
+    #[test]
+    fn keeps_key_order_and_locations() {
+        let doc = parse_str("b: 1\na:\n  z: 2\n  y: 3\n", "f.yaml").expect("parses");
+        let keys: Vec<&String> = doc.as_map().expect("map").keys().collect();
+        assert_eq!(keys, ["b", "a"]);
+        let z = doc.get("a").and_then(|a| a.get("z")).expect("z");
+        let loc = z.location.as_ref().expect("location");
+        assert_eq!((loc.line, loc.column), (3, 6));
+    }
+
+    #[test]
+    fn tags_and_merge_keys() {
+        let doc = parse_str(
+            "base: &b {x: 1, y: 2}\nchild:\n  <<: *b\n  y: 3\ngone: !delete ''\nd: !expand-dot {a.b.c: 1, a.d: 2}\n",
+            "f.yaml",
+        )
+        .expect("parses");
+        let child = doc.get("child").expect("child").to_json();
+        assert_eq!(child, serde_json::json!({"x": 1, "y": 3}));
+        assert_eq!(doc.get("gone").expect("gone").value, Value::Delete);
+        assert_eq!(
+            doc.get("d").expect("d").to_json(),
+            serde_json::json!({"a": {"b": {"c": 1}, "d": 2}})
+        );
+    }
+
+    #[test]
+    fn syntax_errors_name_the_position() {
+        let err = parse_str("a: [1, 2\nb: 3\n", "bad.yaml").expect_err("fails");
+        let text = err.to_string();
+        assert!(text.starts_with("bad.yaml:"), "{text}");
+        assert!(text.contains("invalid YAML"), "{text}");
+    }
+
+    #[test]
+    fn unknown_tags_are_errors() {
+        let err = parse_str("a: !python/object 1\n", "t.yaml").expect_err("fails");
+        assert!(err.to_string().contains("unknown YAML tag"), "{err}");
+    }
+}

@@ -1,0 +1,39 @@
+//! Errors of the facade's combined steps.
+
+use milabench_config::ConfigError;
+use milabench_config::settings::SettingsError;
+
+/// Why a facade step failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Settings (file, environment, flags) are invalid.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// The suite or system file is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// No suite file was named.
+    #[error(
+        "no suite file given\n  fix: pass --config FILE (for example --config config/standard.yaml) or set MILABENCH_CONFIG"
+    )]
+    NoSuite,
+    /// The machine has GPUs of more than one vendor and no arch was chosen.
+    #[error(
+        "GPUs of several vendors were found ({found})\n  fix: choose one with --arch or MILABENCH_GPU_ARCH"
+    )]
+    AmbiguousArch {
+        /// The vendors found.
+        found: String,
+    },
+}
+
+impl Error {
+    /// Whether the error is the user's input (as opposed to the machine or a bug).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            Error::Settings(_) | Error::Config(_) | Error::NoSuite | Error::AmbiguousArch { .. }
+        )
+    }
+}
