@@ -1,1 +1,4 @@
+//! CLI integration tests of the `milabench` and `benchit` binaries (one test binary).
 
+mod common;
+mod resolve;

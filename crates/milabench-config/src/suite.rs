@@ -377,7 +377,7 @@ fn file_layers(
             reason: "no such file".into(),
         });
     }
-    let doc = yaml::load_file(file)?;
+    let doc = yaml::load_file(file, "suite file")?;
     let mut entries = match doc.value {
         Value::Map(m) => m,
         Value::Null => Map::new(),
@@ -468,8 +468,12 @@ pub fn parse_override(index: usize, text: &str) -> Result<Node, ConfigError> {
         if path.split('.').any(str::is_empty) {
             return Err(error(format!("the key path `{path}` has an empty part")));
         }
-        let mut node = yaml::parse_str(&text[eq + 1..], &source)
-            .map_err(|e| error(format!("the value is not valid YAML ({e})")))?;
+        let mut node = yaml::parse_str(&text[eq + 1..], &source).map_err(|e| {
+            error(format!(
+                "the value is not valid YAML ({})",
+                syntax_reason(&e)
+            ))
+        })?;
         for key in path.split('.').rev() {
             let mut map = Map::new();
             map.insert(key.to_string(), node);
@@ -479,15 +483,27 @@ pub fn parse_override(index: usize, text: &str) -> Result<Node, ConfigError> {
     }
     let node = yaml::parse_str(text, &source).map_err(|e| {
         error(format!(
-            "it is neither `key.path=value` nor valid YAML ({e})"
+            "it is neither `key.path=value` nor valid YAML ({})",
+            syntax_reason(&e)
         ))
     })?;
     match node.value {
         Value::Map(_) => Ok(node),
         _ => Err(error(format!(
-            "it is a YAML {}, not `key.path=value` or a mapping",
+            "it is {} in YAML, not `key.path=value` or a mapping",
             node.kind()
         ))),
+    }
+}
+
+/// The parser's reason and column, without the file name and fix of a full error.
+fn syntax_reason(err: &ConfigError) -> String {
+    match err {
+        ConfigError::Syntax { at, message } => match &at.0 {
+            Some(loc) => format!("{message} at column {}", loc.column),
+            None => message.clone(),
+        },
+        other => other.to_string(),
     }
 }
 

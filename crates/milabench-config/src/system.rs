@@ -147,7 +147,7 @@ pub fn load_system(
     let (file_system, multirun) = match file {
         None => (None, None),
         Some(path) => {
-            let doc = yaml::load_file(path)?;
+            let doc = yaml::load_file(path, "system file")?;
             let Value::Map(mut top) = doc.value else {
                 return Err(ConfigError::shape(
                     doc.location.clone(),

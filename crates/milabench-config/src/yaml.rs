@@ -37,11 +37,12 @@ pub fn parse_str(text: &str, file: &str) -> Result<Node, ConfigError> {
     Ok(builder.root.unwrap_or_else(|| Node::new(Value::Null)))
 }
 
-/// Reads and parses a YAML file.
-pub fn load_file(path: &std::path::Path) -> Result<Node, ConfigError> {
-    let text = fs_err::read_to_string(path).map_err(|source| ConfigError::Read {
+/// Reads and parses a YAML file; `what` says what the file is for, in errors.
+pub fn load_file(path: &std::path::Path, what: &'static str) -> Result<Node, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        what,
         path: path.display().to_string(),
-        source,
+        reason: source.to_string(),
     })?;
     parse_str(&text, &path.display().to_string())
 }

@@ -1,0 +1,52 @@
+//! Helpers shared by the CLI tests: a hermetic `milabench` command and snapshot filters.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository's `tests/fixtures` folder.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// A `milabench` command with no `MILABENCH_*` variable from the caller, a fixed arch, run
+/// name and base, run from `cwd`.
+pub fn milabench(cwd: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_milabench"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MILABENCH_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.current_dir(cwd)
+        .env("MILABENCH_GPU_ARCH", "cpu")
+        .env("MILABENCH_RUN_NAME", "golden")
+        .env("MILABENCH_BASE", "/tmp/base")
+        .env("USER", "tester");
+    cmd
+}
+
+/// Output of a finished command: exit code, stdout, stderr.
+pub struct Output {
+    /// Exit code.
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+/// Runs `cmd` and captures its output.
+pub fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("the milabench binary starts");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Replaces machine-specific paths with stable markers for snapshots.
+pub fn redact(text: &str) -> String {
+    let fixtures = fixtures();
+    text.replace(&fixtures.display().to_string(), "[FIXTURES]")
+}
