@@ -1,0 +1,546 @@
+//! Settings layering: built-in defaults, then a settings file, then `MILABENCH_*` environment
+//! variables, then command-line flags, resolved in one step with figment.
+//!
+//! The environment is injected ([`EnvVars`]) so that tests never touch the process environment;
+//! the CLI calls [`EnvVars::from_process`] once. Every variable name is a constant of
+//! [`env_vars`]. Typed options of the system file (`cpu.*`, `sizer.*`) live in [`options`].
+//!
+//! ```
+//! use milabench_config::settings::{EnvVars, Settings, SettingsFlags};
+//!
+//! let env = EnvVars::from_pairs([("MILABENCH_GPU_ARCH", "cpu"), ("MILABENCH_NOTERM", "no")]);
+//! let flags = SettingsFlags { run_name: Some("nightly".into()), ..Default::default() };
+//! let settings = Settings::load(&flags, &env).unwrap().absolutize("/home/me".into());
+//! assert_eq!(settings.base.as_str(), "/home/me/workdir");
+//! assert_eq!(settings.layout().data.as_str(), "/home/me/workdir/data");
+//! ```
+//!
+//! Relative paths (base, suite, system, interpreter, dirs) are made absolute against the
+//! current directory by [`Settings::absolutize`], whichever layer they came from.
+
+pub mod env_vars;
+pub mod options;
+
+use std::collections::BTreeMap;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use figment::providers::{Format, Serialized};
+use figment::value::{Dict, Map, Value as FigValue};
+use figment::{Figment, Metadata, Profile, Provider};
+use serde::{Deserialize, Serialize};
+use serde_saphyr::figment::Yaml;
+
+/// Errors of settings resolution; each message names where the bad value came from and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// A settings file was asked for but does not exist.
+    #[error(
+        "settings file {path} (given by {origin}) does not exist; create it or point {origin} at an existing YAML file"
+    )]
+    MissingFile {
+        /// The path that was given.
+        path: Utf8PathBuf,
+        /// Which flag or variable gave it.
+        origin: String,
+    },
+    /// An environment variable holds a value outside its accepted set.
+    #[error(
+        "environment variable {var}={value:?} is invalid: expected {expected}; fix or unset {var}"
+    )]
+    InvalidEnv {
+        /// Variable name.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What is accepted.
+        expected: &'static str,
+    },
+    /// The layered settings could not be turned into [`Settings`] (wrong type, unknown key, syntax).
+    #[error("invalid settings: {0}; fix the value in the source named above")]
+    Invalid(Box<figment::Error>),
+}
+
+impl From<figment::Error> for SettingsError {
+    fn from(err: figment::Error) -> Self {
+        SettingsError::Invalid(Box::new(err))
+    }
+}
+
+/// A snapshot of the `MILABENCH_*` environment variables, injectable for tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvVars {
+    vars: BTreeMap<String, String>,
+}
+
+impl EnvVars {
+    /// The `MILABENCH_*` variables of this process (non-UTF-8 values are skipped).
+    pub fn from_process() -> Self {
+        Self::from_pairs(
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .filter(|(k, _)| k.starts_with(env_vars::PREFIX)),
+        )
+    }
+
+    /// Build from explicit `(name, value)` pairs (tests, embedding).
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        Self {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+
+    /// Value of `name`; an empty value counts as unset.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// Strict boolean value of `name` (see [`parse_bool`]).
+    pub fn bool(&self, name: &'static str) -> Result<Option<bool>, SettingsError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(v) => parse_bool(v)
+                .map(Some)
+                .ok_or_else(|| SettingsError::InvalidEnv {
+                    var: name,
+                    value: v.to_string(),
+                    expected: BOOL_EXPECTED,
+                }),
+        }
+    }
+}
+
+/// What strict boolean parsing accepts, for error messages.
+pub const BOOL_EXPECTED: &str = "a boolean: 1, true, yes, on or 0, false, no, off";
+
+/// Strict boolean parsing: `1/true/yes/on` -> true, `0/false/no/off` -> false (case-insensitive,
+/// surrounding blanks ignored), anything else -> `None`.
+pub fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// Accelerator backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arch {
+    /// NVIDIA CUDA.
+    Cuda,
+    /// AMD ROCm.
+    Rocm,
+    /// Intel XPU.
+    Xpu,
+    /// Habana Gaudi.
+    Hpu,
+    /// No accelerator.
+    Cpu,
+}
+
+impl Arch {
+    /// Accepted spellings, for error messages.
+    pub const EXPECTED: &'static str = "one of cuda, rocm, xpu, hpu, cpu";
+
+    /// Parse a lowercase name (`cuda`, ...), case-insensitively.
+    pub fn parse(text: &str) -> Option<Arch> {
+        Some(match text.trim().to_ascii_lowercase().as_str() {
+            "cuda" => Arch::Cuda,
+            "rocm" => Arch::Rocm,
+            "xpu" => Arch::Xpu,
+            "hpu" => Arch::Hpu,
+            "cpu" => Arch::Cpu,
+            _ => return None,
+        })
+    }
+
+    /// The name as written in files (`cuda`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arch::Cuda => "cuda",
+            Arch::Rocm => "rocm",
+            Arch::Xpu => "xpu",
+            Arch::Hpu => "hpu",
+            Arch::Cpu => "cpu",
+        }
+    }
+}
+
+/// Package installer used for benchmark environments.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Installer {
+    /// `uv pip install` (default; bootstrapped when missing).
+    #[default]
+    Uv,
+    /// Plain `pip install`.
+    Pip,
+}
+
+impl Installer {
+    /// Accepted spellings, for error messages.
+    pub const EXPECTED: &'static str = "uv or pip";
+
+    /// Parse `uv` / `pip`, case-insensitively.
+    pub fn parse(text: &str) -> Option<Installer> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "uv" => Some(Installer::Uv),
+            "pip" => Some(Installer::Pip),
+            _ => None,
+        }
+    }
+}
+
+/// Overrides of the directories under the base (`MILABENCH_DIRS_<NAME>`, `dirs:` in the file).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DirOverrides {
+    /// Root of the virtual environments (default `$BASE/venv`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub venv: Option<Utf8PathBuf>,
+    /// Datasets (default `$BASE/data`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Utf8PathBuf>,
+    /// Run folders (default `$BASE/runs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Utf8PathBuf>,
+    /// Per-group scratch (default `$BASE/extra`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra: Option<Utf8PathBuf>,
+    /// Caches (default `$BASE/cache`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<Utf8PathBuf>,
+}
+
+/// Resolved settings of one invocation.
+///
+/// A settings file uses these field names as top-level keys (unknown keys are errors):
+/// `base`, `config`, `system`, `arch`, `python`, `installer`, `run_name`, `noterm`, `dirs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Workspace base directory (default `./workdir`).
+    pub base: Utf8PathBuf,
+    /// Suite file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<Utf8PathBuf>,
+    /// System file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<Utf8PathBuf>,
+    /// Forced accelerator backend (detected when unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arch: Option<Arch>,
+    /// Python interpreter for benchmark environments (found on `PATH` when unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub python: Option<Utf8PathBuf>,
+    /// Package installer.
+    pub installer: Installer,
+    /// Run name (generated when unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_name: Option<String>,
+    /// Plain line output instead of the terminal dashboard.
+    pub noterm: bool,
+    /// Directory overrides.
+    pub dirs: DirOverrides,
+}
+
+/// Default base directory, relative to the current directory.
+pub const DEFAULT_BASE: &str = "./workdir";
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            base: Utf8PathBuf::from(DEFAULT_BASE),
+            config: None,
+            system: None,
+            arch: None,
+            python: None,
+            installer: Installer::Uv,
+            run_name: None,
+            noterm: false,
+            dirs: DirOverrides::default(),
+        }
+    }
+}
+
+/// Settings given on the command line; the CLI fills this from its flags (`None` = not given).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SettingsFlags {
+    /// `--settings FILE`: settings file (beats `MILABENCH_SETTINGS`).
+    pub settings: Option<Utf8PathBuf>,
+    /// `--base DIR`.
+    pub base: Option<Utf8PathBuf>,
+    /// `--config FILE`.
+    pub config: Option<Utf8PathBuf>,
+    /// `--system FILE`.
+    pub system: Option<Utf8PathBuf>,
+    /// `--arch NAME`.
+    pub arch: Option<Arch>,
+    /// `--python PATH`.
+    pub python: Option<Utf8PathBuf>,
+    /// `--installer uv|pip`.
+    pub installer: Option<Installer>,
+    /// `--run-name NAME`.
+    pub run_name: Option<String>,
+    /// `--noterm`.
+    pub noterm: Option<bool>,
+}
+
+fn path_value(p: &Utf8Path) -> FigValue {
+    FigValue::from(p.as_str().to_string())
+}
+
+fn one_profile(dict: Dict) -> Map<Profile, Dict> {
+    let mut map = Map::new();
+    map.insert(Profile::Default, dict);
+    map
+}
+
+impl Provider for SettingsFlags {
+    fn metadata(&self) -> Metadata {
+        Metadata::named("command-line flag")
+            .interpolater(|_, keys| format!("--{}", keys.join("-").replace('_', "-")))
+    }
+
+    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
+        let mut d = Dict::new();
+        let mut put = |k: &str, v: Option<FigValue>| {
+            if let Some(v) = v {
+                d.insert(k.to_string(), v);
+            }
+        };
+        put("base", self.base.as_deref().map(path_value));
+        put("config", self.config.as_deref().map(path_value));
+        put("system", self.system.as_deref().map(path_value));
+        put(
+            "arch",
+            self.arch.map(|a| FigValue::from(a.as_str().to_string())),
+        );
+        put("python", self.python.as_deref().map(path_value));
+        put(
+            "installer",
+            self.installer.map(|i| {
+                FigValue::from(match i {
+                    Installer::Uv => "uv".to_string(),
+                    Installer::Pip => "pip".to_string(),
+                })
+            }),
+        );
+        put("run_name", self.run_name.clone().map(FigValue::from));
+        put("noterm", self.noterm.map(FigValue::from));
+        Ok(one_profile(d))
+    }
+}
+
+/// The `MILABENCH_*` layer, validated up front so that errors name the variable.
+#[derive(Debug, Clone)]
+struct EnvLayer {
+    data: Dict,
+}
+
+impl EnvLayer {
+    fn new(env: &EnvVars) -> Result<Self, SettingsError> {
+        use env_vars::*;
+        let mut d = Dict::new();
+        for (var, key) in [
+            (MILABENCH_BASE, "base"),
+            (MILABENCH_CONFIG, "config"),
+            (MILABENCH_SYSTEM, "system"),
+            (MILABENCH_PYTHON, "python"),
+            (MILABENCH_RUN_NAME, "run_name"),
+        ] {
+            if let Some(v) = env.get(var) {
+                d.insert(key.into(), FigValue::from(v.to_string()));
+            }
+        }
+        if let Some(v) = env.get(MILABENCH_GPU_ARCH) {
+            let arch = Arch::parse(v).ok_or_else(|| SettingsError::InvalidEnv {
+                var: MILABENCH_GPU_ARCH,
+                value: v.into(),
+                expected: Arch::EXPECTED,
+            })?;
+            d.insert("arch".into(), FigValue::from(arch.as_str().to_string()));
+        }
+        if let Some(v) = env.get(MILABENCH_INSTALLER) {
+            Installer::parse(v).ok_or_else(|| SettingsError::InvalidEnv {
+                var: MILABENCH_INSTALLER,
+                value: v.into(),
+                expected: Installer::EXPECTED,
+            })?;
+            d.insert(
+                "installer".into(),
+                FigValue::from(v.trim().to_ascii_lowercase()),
+            );
+        }
+        if let Some(b) = env.bool(MILABENCH_NOTERM)? {
+            d.insert("noterm".into(), FigValue::from(b));
+        }
+        let mut dirs = Dict::new();
+        for (var, key) in [
+            (MILABENCH_DIRS_VENV, "venv"),
+            (MILABENCH_DIRS_DATA, "data"),
+            (MILABENCH_DIRS_RUNS, "runs"),
+            (MILABENCH_DIRS_EXTRA, "extra"),
+            (MILABENCH_DIRS_CACHE, "cache"),
+        ] {
+            if let Some(v) = env.get(var) {
+                dirs.insert(key.into(), FigValue::from(v.to_string()));
+            }
+        }
+        if !dirs.is_empty() {
+            d.insert("dirs".into(), FigValue::from(dirs));
+        }
+        Ok(EnvLayer { data: d })
+    }
+}
+
+impl Provider for EnvLayer {
+    fn metadata(&self) -> Metadata {
+        Metadata::named("environment variable").interpolater(|_, keys| {
+            let key = keys.join("_");
+            match key.as_str() {
+                "arch" => env_vars::MILABENCH_GPU_ARCH.to_string(),
+                k => env_vars::option_env_var(k),
+            }
+        })
+    }
+
+    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
+        Ok(one_profile(self.data.clone()))
+    }
+}
+
+impl Settings {
+    /// Build the layered figment (defaults < settings file < environment < flags), for callers
+    /// that want provenance (`figment.find_metadata("base")`).
+    pub fn figment(flags: &SettingsFlags, env: &EnvVars) -> Result<Figment, SettingsError> {
+        let mut figment = Figment::from(Serialized::defaults(Settings::default()));
+        let file = match (&flags.settings, env.get(env_vars::MILABENCH_SETTINGS)) {
+            (Some(p), _) => Some((p.clone(), "--settings".to_string())),
+            (None, Some(p)) => Some((
+                Utf8PathBuf::from(p),
+                env_vars::MILABENCH_SETTINGS.to_string(),
+            )),
+            (None, None) => None,
+        };
+        if let Some((path, origin)) = file {
+            // figment treats a missing file as empty: an explicitly given file must exist.
+            if !path.is_file() {
+                return Err(SettingsError::MissingFile { path, origin });
+            }
+            figment = figment.merge(Yaml::file_exact(path.as_std_path()));
+        }
+        Ok(figment.merge(EnvLayer::new(env)?).merge(flags.clone()))
+    }
+
+    /// Resolve the settings from every layer. Paths stay as written; see [`Settings::absolutize`].
+    pub fn load(flags: &SettingsFlags, env: &EnvVars) -> Result<Settings, SettingsError> {
+        Ok(Self::figment(flags, env)?.extract()?)
+    }
+
+    /// Make every relative path absolute against `cwd` (normally the current directory).
+    /// `./` and `../` prefixes are folded lexically; symlinks are not resolved.
+    pub fn absolutize(mut self, cwd: &Utf8Path) -> Settings {
+        let abs = |p: &mut Utf8PathBuf| *p = absolute(cwd, p);
+        abs(&mut self.base);
+        // A bare interpreter name (`python3`) is looked up on PATH, not made absolute.
+        if let Some(p) = &mut self.python
+            && p.components().count() > 1
+        {
+            abs(p);
+        }
+        for p in [
+            &mut self.config,
+            &mut self.system,
+            &mut self.dirs.venv,
+            &mut self.dirs.data,
+            &mut self.dirs.runs,
+            &mut self.dirs.extra,
+            &mut self.dirs.cache,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            abs(p);
+        }
+        self
+    }
+
+    /// The directory layout under [`Settings::base`], with the `dirs` overrides applied.
+    pub fn layout(&self) -> BaseLayout {
+        BaseLayout::new(&self.base, &self.dirs)
+    }
+}
+
+/// `path` joined to `cwd` when relative, with `.` and `..` components folded lexically.
+pub fn absolute(cwd: &Utf8Path, path: &Utf8Path) -> Utf8PathBuf {
+    use camino::Utf8Component as C;
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    };
+    let mut out = Utf8PathBuf::new();
+    for c in joined.components() {
+        match c {
+            C::CurDir => {}
+            C::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_str()),
+        }
+    }
+    out
+}
+
+/// Where things live under the base directory (reference §2.1, plus `logs` and `tools`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BaseLayout {
+    /// The base itself.
+    pub base: Utf8PathBuf,
+    /// `venv/<install_group>/`: one environment per install group.
+    pub venv: Utf8PathBuf,
+    /// `data/`: shared datasets (`HF_HOME` during prepare and run).
+    pub data: Utf8PathBuf,
+    /// `cache/`: `XDG_CACHE_HOME` / `TORCH_HOME` during prepare and run.
+    pub cache: Utf8PathBuf,
+    /// `runs/<run_name>/`: one folder per invocation.
+    pub runs: Utf8PathBuf,
+    /// `extra/<group>/`: per-group scratch (voir configs, constraints, outputs).
+    pub extra: Utf8PathBuf,
+    /// `logs/`: milabench's own logs (not the benchmarks' event streams).
+    pub logs: Utf8PathBuf,
+    /// `tools/`: tools milabench bootstraps for itself (e.g. uv).
+    pub tools: Utf8PathBuf,
+}
+
+impl BaseLayout {
+    /// Layout under `base`; each `dirs` override replaces its default verbatim.
+    pub fn new(base: &Utf8Path, dirs: &DirOverrides) -> Self {
+        let pick =
+            |o: &Option<Utf8PathBuf>, name: &str| o.clone().unwrap_or_else(|| base.join(name));
+        BaseLayout {
+            base: base.to_path_buf(),
+            venv: pick(&dirs.venv, "venv"),
+            data: pick(&dirs.data, "data"),
+            cache: pick(&dirs.cache, "cache"),
+            runs: pick(&dirs.runs, "runs"),
+            extra: pick(&dirs.extra, "extra"),
+            logs: base.join("logs"),
+            tools: base.join("tools"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
