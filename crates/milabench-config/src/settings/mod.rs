@@ -55,14 +55,48 @@ pub enum SettingsError {
         /// What is accepted.
         expected: &'static str,
     },
-    /// The layered settings could not be turned into [`Settings`] (wrong type, unknown key, syntax).
-    #[error("invalid settings: {0}; fix the value in the source named above")]
-    Invalid(Box<figment::Error>),
+    /// A layer holds a value of the wrong type, an unknown key, or is not valid YAML.
+    #[error("invalid setting{key} in {origin}: {problem}; fix it there{more}")]
+    Invalid {
+        /// Where it came from: `settings file PATH`, a variable name, or a flag.
+        origin: String,
+        /// ` `key`` (with a leading space), empty when the whole source is at fault.
+        key: String,
+        /// What is wrong.
+        problem: String,
+        /// A note when more errors follow.
+        more: String,
+    },
 }
 
 impl From<figment::Error> for SettingsError {
     fn from(err: figment::Error) -> Self {
-        SettingsError::Invalid(Box::new(err))
+        let count = err.count();
+        let keys: Vec<&str> = err.path.iter().map(String::as_str).collect();
+        let origin = match &err.metadata {
+            Some(md) => match &md.source {
+                Some(figment::Source::File(path)) => format!("settings file {}", path.display()),
+                _ if !keys.is_empty() && md.name != "Serialized" => {
+                    format!("{} {}", md.name, md.interpolate(&Profile::Default, &keys))
+                }
+                _ => md.name.to_string(),
+            },
+            None => "settings".to_string(),
+        };
+        SettingsError::Invalid {
+            origin,
+            key: if keys.is_empty() {
+                String::new()
+            } else {
+                format!(" `{}`", keys.join("."))
+            },
+            problem: err.kind.to_string(),
+            more: if count > 1 {
+                format!(" ({} more errors follow once this one is fixed)", count - 1)
+            } else {
+                String::new()
+            },
+        }
     }
 }
 
