@@ -41,6 +41,126 @@ pub enum Command {
     /// expansion, `inherits` chains, the `*` entry and `${...}` interpolation, then selection.
     /// Benchmark folders need not exist.
     Resolve(ResolveArgs),
+    /// Print the results table and the suite score of one or more run folders.
+    ///
+    /// Reads every `.data` file under the folders (nested folders too, `install*`/`prepare*`
+    /// skipped), pools each benchmark's processes, and prints per benchmark the failures, the
+    /// trimmed mean training rate (`perf`), its spread, peak GPU memory, energy and `score`,
+    /// then the failure rate (PASS at 1% or less) and the weighted geometric-mean `Score`.
+    /// `--format text` is the Python tool's layout; json/csv/md add 95% bootstrap intervals.
+    /// Weights and the list of expected benchmarks come from `--config` when given, else from
+    /// the data. Exit status 1 when the failure rate is above 1%.
+    Report(ReportArgs),
+    /// Print the per-benchmark summary of run folders as JSON (NaN written as null).
+    Summary(SummaryArgs),
+    /// Compare runs: the change of each benchmark's perf against the first run, and whether it
+    /// is beyond the noise of the rate samples (95% bootstrap interval of the change).
+    Compare(CompareArgs),
+    /// Replay a recorded event stream (.data file or run folder) through the validation layers
+    /// and print their report. Exit status 1 when a layer objects.
+    Replay(ReplayArgs),
+}
+
+/// Output formats of `report`.
+#[derive(Debug, Clone, Copy, ValueEnum, Default)]
+pub enum ReportFormat {
+    /// The Python milabench layout.
+    #[default]
+    Text,
+    /// Markdown tables.
+    Md,
+    /// CSV, one row per benchmark and a `(suite)` row.
+    Csv,
+    /// JSON, NaN as null.
+    Json,
+}
+
+/// Arguments of `milabench report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run folders (or `.data` files) to report on; several are pooled.
+    #[arg(long, num_args = 1.., required = true, value_name = "DIR")]
+    pub runs: Vec<String>,
+    /// Suite giving the weights and the expected benchmarks (absent ones shown as `nan` rows).
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Price of the machine: adds `Price ($)` and `RPP (Price / Score)`.
+    #[arg(long, value_name = "P")]
+    pub price: Option<f64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
+    /// Write the report to this file instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<Utf8PathBuf>,
+    /// Seed of the bootstrap resampling (intervals are reproducible).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// Arguments of `milabench summary`.
+#[derive(Debug, Args)]
+pub struct SummaryArgs {
+    /// Run folders (or `.data` files); several are pooled.
+    #[arg(long, num_args = 1.., required = true, value_name = "DIR")]
+    pub runs: Vec<String>,
+    /// Output format (JSON only).
+    #[arg(long, value_enum, default_value_t = SummaryFormat::Json)]
+    pub format: SummaryFormat,
+    /// Write the summary to this file instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<Utf8PathBuf>,
+}
+
+/// Output formats of `summary`.
+#[derive(Debug, Clone, Copy, ValueEnum, Default)]
+pub enum SummaryFormat {
+    /// JSON with four-space indentation.
+    #[default]
+    Json,
+}
+
+/// Output formats of `compare`.
+#[derive(Debug, Clone, Copy, ValueEnum, Default)]
+pub enum CompareFormat {
+    /// A table per compared run.
+    #[default]
+    Text,
+    /// JSON.
+    Json,
+}
+
+/// Arguments of `milabench compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Run folders: the first is the baseline, each other is compared with it.
+    #[arg(num_args = 2.., required = true, value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Exit with status 1 when a benchmark is slower than the baseline by more than PCT
+    /// percent, beyond the noise.
+    #[arg(long, value_name = "PCT")]
+    pub fail_above: Option<f64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
+    /// Seed of the bootstrap resampling.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// Arguments of `milabench replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// An event file (`.data`) or a folder of them.
+    #[arg(value_name = "PATH")]
+    pub path: Utf8PathBuf,
+    /// Extra validation layers (comma-separated: loss, planning, usage, ... or `all`);
+    /// error, ensure_rate and version always run.
+    #[arg(long, value_delimiter = ',', value_name = "LAYERS")]
+    pub validations: Vec<String>,
+    /// GPUs the run had (the planning layer expects one process per GPU for per_gpu plans).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub gpus: usize,
 }
 
 /// Which suite to load and which of its benchmarks to keep.

@@ -1,7 +1,11 @@
 //! Command handlers: one module per command, each turning parsed arguments into a call to the
 //! facade and a rendering of its result.
 
+mod compare;
+mod replay;
+mod report;
 mod resolve;
+mod summary;
 
 use milabench::ExitCode;
 
@@ -11,5 +15,9 @@ use crate::args::{Cli, Command};
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Resolve(args) => resolve::run(&cli.global, &args),
+        Command::Report(args) => report::run(&cli.global, &args),
+        Command::Summary(args) => summary::run(&args),
+        Command::Compare(args) => compare::run(&args),
+        Command::Replay(args) => replay::run(&args),
     }
 }

@@ -15,6 +15,9 @@
 //! ```
 
 pub use milabench_config as config;
+pub use milabench_metrics as metrics;
+pub use milabench_report as report;
+pub use milabench_validate as validate;
 
 pub mod arch;
 pub mod error;

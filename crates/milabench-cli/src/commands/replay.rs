@@ -1,0 +1,40 @@
+//! `milabench replay`: the validation report of a recorded event stream.
+
+use milabench::ExitCode;
+use milabench::validate::{Entry, LayerName, Validation, ValidationContext, replay_entries};
+
+use crate::args::ReplayArgs;
+use crate::output::write_output;
+
+/// Replays the stream through the layers and prints their report.
+pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+    let mut names = LayerName::DEFAULT.to_vec();
+    for name in &args.validations {
+        if name == "all" {
+            names.extend(LayerName::ALL);
+        } else {
+            names.push(name.parse()?);
+        }
+    }
+    let entries = replay_entries(args.path.as_std_path())?;
+    let mut validation = Validation::new(
+        &names,
+        &ValidationContext {
+            gpu_count: args.gpus,
+        },
+    );
+    for e in &entries {
+        validation.observe(Entry {
+            tag: &e.tag,
+            config: &e.config,
+            record: &e.record,
+        });
+    }
+    let report = validation.finish();
+    write_output(None, &format!("{}\n{}", args.path, report.text))?;
+    Ok(if report.passed() {
+        ExitCode::Success
+    } else {
+        ExitCode::BenchmarkFailures
+    })
+}

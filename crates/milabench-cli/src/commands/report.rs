@@ -1,0 +1,54 @@
+//! `milabench report`: the results table and the suite score of run folders.
+
+use milabench::ExitCode;
+use milabench::config::settings::EnvVars;
+use milabench::report::{Format, ReportOptions, SuiteEntry, render, report_runs};
+
+use crate::args::{GlobalArgs, ReportArgs, ReportFormat};
+use crate::output::{warn, write_output};
+use crate::settings::load_settings;
+
+/// Builds and prints the report.
+pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let env = EnvVars::from_process();
+    let settings = load_settings(global, Some(&args.suite), &env)?;
+    let suite: Option<Vec<SuiteEntry>> = match settings.config {
+        Some(_) => {
+            let resolved = milabench::resolve(&settings, &args.suite.selection(), &env)?;
+            Some(
+                resolved
+                    .suite
+                    .runnable()
+                    .map(|bench| SuiteEntry {
+                        name: bench.name.clone(),
+                        weight: Some(bench.weight()),
+                        enabled: Some(bench.enabled()),
+                        group: Some(bench.group()),
+                    })
+                    .collect(),
+            )
+        }
+        None => None,
+    };
+    let options = ReportOptions {
+        price: args.price,
+        seed: args.seed,
+        ..ReportOptions::default()
+    };
+    let (report, set) = report_runs(&args.runs, suite.as_deref(), &options)?;
+    for warning in set.warnings() {
+        warn(&warning);
+    }
+    let format = match args.format {
+        ReportFormat::Text => Format::Text,
+        ReportFormat::Md => Format::Markdown,
+        ReportFormat::Csv => Format::Csv,
+        ReportFormat::Json => Format::Json,
+    };
+    write_output(args.output.as_deref(), &render(&report, format))?;
+    Ok(if report.passes() {
+        ExitCode::Success
+    } else {
+        ExitCode::BenchmarkFailures
+    })
+}

@@ -1,0 +1,19 @@
+//! `milabench summary`: the per-benchmark summary object as JSON.
+
+use milabench::ExitCode;
+use milabench::report::{load_runs, summarize, summary_json};
+
+use crate::args::SummaryArgs;
+use crate::output::{warn, write_output};
+
+/// Summarises the runs and prints the JSON.
+pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
+    let set = load_runs(&args.runs)?;
+    for warning in set.warnings() {
+        warn(&warning);
+    }
+    let mut text = summary_json(&summarize(&set)?);
+    text.push('\n');
+    write_output(args.output.as_deref(), &text)?;
+    Ok(ExitCode::Success)
+}

@@ -1,0 +1,36 @@
+//! Errors of run-folder access.
+
+use std::path::PathBuf;
+
+/// Why run data could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    /// A run folder given on the command line does not exist.
+    #[error(
+        "run folder {} does not exist; check the path (run folders are under <base>/runs/<run name>)",
+        path.display()
+    )]
+    MissingFolder {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// A folder or file could not be read.
+    #[error("could not read {}: {source}", path.display())]
+    Read {
+        /// What was being read.
+        path: PathBuf,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// An event file could not be written.
+    #[error(
+        "could not write {}: {source}; check that the disk is not full and the folder is writable",
+        path.display()
+    )]
+    Write {
+        /// What was being written.
+        path: PathBuf,
+        /// The system error.
+        source: std::io::Error,
+    },
+}

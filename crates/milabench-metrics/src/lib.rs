@@ -1,0 +1,27 @@
+//! The milabench event stream: typed events, the benchmark data-channel decoders, and run folders
+//! (`<run>/<tag>.data` JSON-lines files) written as events arrive and read back as streams.
+//!
+//! Files written by the Python milabench read back unchanged (including its bare `NaN` tokens),
+//! and what this crate writes the Python tool reads. Reading never loads a whole file: records
+//! come one line at a time, and lines that cannot be decoded become [`LineProblem`]s that the
+//! caller counts and reports instead of aborting.
+
+mod decode;
+mod error;
+mod event;
+mod folder;
+mod json;
+mod reader;
+mod tag;
+mod writer;
+
+pub use decode::{ChannelDecoder, LineSplitter, SmuggleDecoder, SmuggledLines, smuggle_encode};
+pub use error::MetricsError;
+pub use event::{
+    CpuSample, DataPayload, EndInfo, ErrorInfo, Event, FormatErrorInfo, GpuSample, Pipe, Record,
+    ReturnCode, StartInfo,
+};
+pub use folder::{DataFile, discover_data_files};
+pub use reader::{LineProblem, LineProblemKind, ProblemTally, ReadItem, RecordReader};
+pub use tag::Tag;
+pub use writer::{DataFileWriter, RunFolderWriter, record_to_line};

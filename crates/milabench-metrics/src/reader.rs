@@ -1,0 +1,347 @@
+//! Streaming reader of `.data` files: one record per line, bad lines reported, never fatal.
+
+use std::fmt;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::event::{Event, Pipe, Record};
+use crate::json::quote_non_finite;
+
+/// What was wrong with one line of a `.data` file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LineProblemKind {
+    /// The line held bytes that are not UTF-8 (they were replaced; the record was kept if the
+    /// rest parsed).
+    NotUtf8,
+    /// The line is not JSON.
+    NotJson,
+    /// The last line has no newline and is not JSON: the writer was killed mid-line.
+    Truncated,
+    /// The line is JSON but not an object with a string `event`.
+    NotARecord,
+    /// The file could not be read further.
+    Io,
+}
+
+impl LineProblemKind {
+    /// A short phrase describing the problem, used in warnings.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            LineProblemKind::NotUtf8 => "contain bytes that are not UTF-8",
+            LineProblemKind::NotJson => "are not JSON",
+            LineProblemKind::Truncated => "are cut short (the writer stopped mid-line)",
+            LineProblemKind::NotARecord => "are JSON but not an {\"event\": ...} record",
+            LineProblemKind::Io => "could not be read",
+        }
+    }
+}
+
+/// A line that did not give a record, or gave one only after repair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineProblem {
+    /// Line number, from 1.
+    pub line: usize,
+    /// What was wrong.
+    pub kind: LineProblemKind,
+    /// The parser's message, or the start of the line.
+    pub detail: String,
+}
+
+/// One item of a [`RecordReader`].
+// Records are the common case: boxing them would cost an allocation per line.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReadItem {
+    /// A decoded record.
+    Record(Record),
+    /// A line that was skipped or repaired.
+    Problem(LineProblem),
+}
+
+/// Streams the records of a JSON-lines event file, reusing one line buffer.
+#[derive(Debug)]
+pub struct RecordReader<R> {
+    input: R,
+    buf: Vec<u8>,
+    line: usize,
+    pending: Option<Record>,
+    done: bool,
+}
+
+impl<R: BufRead> RecordReader<R> {
+    /// A reader over `input`.
+    pub fn new(input: R) -> RecordReader<R> {
+        RecordReader {
+            input,
+            buf: Vec::with_capacity(4096),
+            line: 0,
+            pending: None,
+            done: false,
+        }
+    }
+
+    /// Number of lines read so far.
+    pub fn lines_read(&self) -> usize {
+        self.line
+    }
+}
+
+impl<R: BufRead> Iterator for RecordReader<R> {
+    type Item = ReadItem;
+
+    fn next(&mut self) -> Option<ReadItem> {
+        if let Some(record) = self.pending.take() {
+            return Some(ReadItem::Record(record));
+        }
+        loop {
+            if self.done {
+                return None;
+            }
+            self.buf.clear();
+            match self.input.read_until(b'\n', &mut self.buf) {
+                Ok(0) => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(_) => {}
+                Err(err) => {
+                    self.done = true;
+                    return Some(ReadItem::Problem(LineProblem {
+                        line: self.line + 1,
+                        kind: LineProblemKind::Io,
+                        detail: err.to_string(),
+                    }));
+                }
+            }
+            self.line += 1;
+            let complete = self.buf.last() == Some(&b'\n');
+            let bytes = trim_newline(&self.buf);
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let (text, utf8_ok) = match std::str::from_utf8(bytes) {
+                Ok(s) => (std::borrow::Cow::Borrowed(s), true),
+                Err(_) => (String::from_utf8_lossy(bytes), false),
+            };
+            let parsed = parse_record_line(&text);
+            let line = self.line;
+            return Some(match (parsed, utf8_ok) {
+                (Ok(record), true) => ReadItem::Record(record),
+                (Ok(record), false) => {
+                    self.pending = Some(record);
+                    problem(line, LineProblemKind::NotUtf8, &text)
+                }
+                (Err(_), false) => problem(line, LineProblemKind::NotUtf8, &text),
+                (Err(kind), true) => {
+                    let kind = if !complete && kind == LineProblemKind::NotJson {
+                        LineProblemKind::Truncated
+                    } else {
+                        kind
+                    };
+                    problem(line, kind, &text)
+                }
+            });
+        }
+    }
+}
+
+fn problem(line: usize, kind: LineProblemKind, text: &str) -> ReadItem {
+    let mut detail: String = text.chars().take(80).collect();
+    if detail.len() < text.len() {
+        detail.push_str("...");
+    }
+    ReadItem::Problem(LineProblem { line, kind, detail })
+}
+
+fn trim_newline(bytes: &[u8]) -> &[u8] {
+    let mut end = bytes.len();
+    while end > 0 && (bytes[end - 1] == b'\n' || bytes[end - 1] == b'\r') {
+        end -= 1;
+    }
+    &bytes[..end]
+}
+
+/// Decodes one line of a `.data` file (`{"event", "data", "pipe"}`).
+pub(crate) fn parse_record_line(text: &str) -> Result<Record, LineProblemKind> {
+    let text = quote_non_finite(text);
+    let value: Value = serde_json::from_str(&text).map_err(|_| LineProblemKind::NotJson)?;
+    let Value::Object(map) = value else {
+        return Err(LineProblemKind::NotARecord);
+    };
+    record_from_map(map).ok_or(LineProblemKind::NotARecord)
+}
+
+fn record_from_map(map: Map<String, Value>) -> Option<Record> {
+    let mut name = None;
+    let mut data = Value::Null;
+    let mut pipe = None;
+    let mut extra = Map::new();
+    for (key, value) in map {
+        match key.as_str() {
+            "event" => match value {
+                Value::String(s) => name = Some(s),
+                _ => return None,
+            },
+            "data" => data = value,
+            "pipe" => match value {
+                Value::String(s) => pipe = Some(Pipe::from_name(&s)),
+                Value::Null => {}
+                other => {
+                    extra.insert(key, other);
+                }
+            },
+            _ => {
+                extra.insert(key, value);
+            }
+        }
+    }
+    let name = name?;
+    Some(Record {
+        event: Event::from_parts(&name, data),
+        pipe,
+        extra,
+    })
+}
+
+/// Counts line problems per file and kind, so a warning names the file and the first line
+/// instead of repeating itself once per bad line.
+#[derive(Debug, Clone, Default)]
+pub struct ProblemTally {
+    entries: Vec<TallyEntry>,
+}
+
+#[derive(Debug, Clone)]
+struct TallyEntry {
+    path: PathBuf,
+    kind: LineProblemKind,
+    count: usize,
+    first: LineProblem,
+}
+
+impl ProblemTally {
+    /// Records `problem`, found in `path`.
+    pub fn add(&mut self, path: &Path, problem: LineProblem) {
+        if let Some(e) = self
+            .entries
+            .iter_mut()
+            .find(|e| e.kind == problem.kind && e.path == path)
+        {
+            e.count += 1;
+            return;
+        }
+        self.entries.push(TallyEntry {
+            path: path.to_owned(),
+            kind: problem.kind.clone(),
+            count: 1,
+            first: problem,
+        });
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Total number of bad lines.
+    pub fn total(&self) -> usize {
+        self.entries.iter().map(|e| e.count).sum()
+    }
+
+    /// One warning sentence per file and kind of problem.
+    pub fn warnings(&self) -> Vec<String> {
+        self.entries.iter().map(ToString::to_string).collect()
+    }
+}
+
+impl fmt::Display for TallyEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lines = if self.count == 1 { "line" } else { "lines" };
+        let verb = self.kind.describe();
+        let verb = if self.count == 1 {
+            verb.replacen("are ", "is ", 1)
+                .replacen("contain ", "contains ", 1)
+        } else {
+            verb.to_owned()
+        };
+        write!(
+            f,
+            "{}: {} {lines} {verb}, first at line {} ({}); {}",
+            self.path.display(),
+            self.count,
+            self.first.line,
+            self.first.detail,
+            if self.kind == LineProblemKind::NotUtf8 {
+                "the bytes were replaced and the records kept"
+            } else {
+                "they were skipped"
+            }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &[u8]) -> Vec<ReadItem> {
+        RecordReader::new(text).collect()
+    }
+
+    #[test]
+    fn reads_records_and_reports_bad_lines() {
+        let items = read(
+            b"{\"event\": \"stop\", \"data\": null, \"pipe\": \"data\"}\n\
+              not json\n\
+              [1, 2]\n\
+              \n\
+              {\"event\": \"data\", \"data\": {\"loss\": NaN}, \"pipe\": \"data\"}\n\
+              {\"event\": \"data\", \"da",
+        );
+        assert_eq!(items.len(), 5);
+        assert!(matches!(&items[0], ReadItem::Record(r) if r.event == Event::Stop));
+        assert!(
+            matches!(&items[1], ReadItem::Problem(p) if p.kind == LineProblemKind::NotJson && p.line == 2)
+        );
+        assert!(matches!(&items[2], ReadItem::Problem(p) if p.kind == LineProblemKind::NotARecord));
+        let ReadItem::Record(r) = &items[3] else {
+            panic!("{:?}", items[3])
+        };
+        let Event::Data(d) = &r.event else { panic!() };
+        assert!(d.loss.unwrap().is_nan());
+        assert!(
+            matches!(&items[4], ReadItem::Problem(p) if p.kind == LineProblemKind::Truncated && p.line == 6)
+        );
+    }
+
+    #[test]
+    fn non_utf8_lines_are_repaired_and_reported() {
+        let items =
+            read(b"{\"event\": \"line\", \"data\": \"caf\xe9\\n\", \"pipe\": \"stdout\"}\n");
+        assert!(matches!(&items[0], ReadItem::Problem(p) if p.kind == LineProblemKind::NotUtf8));
+        assert!(
+            matches!(&items[1], ReadItem::Record(r) if r.event == Event::Line("caf\u{fffd}\n".into()))
+        );
+    }
+
+    #[test]
+    fn tally_counts_per_file_and_kind() {
+        let mut tally = ProblemTally::default();
+        for line in [3, 7, 9] {
+            tally.add(
+                Path::new("a.data"),
+                LineProblem {
+                    line,
+                    kind: LineProblemKind::NotJson,
+                    detail: "x".into(),
+                },
+            );
+        }
+        assert_eq!(tally.total(), 3);
+        assert_eq!(
+            tally.warnings(),
+            ["a.data: 3 lines are not JSON, first at line 3 (x); they were skipped"]
+        );
+    }
+}

@@ -1,0 +1,36 @@
+//! Why a report could not be made.
+
+/// Errors of report building.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A run folder could not be read.
+    #[error(transparent)]
+    Metrics(#[from] milabench_metrics::MetricsError),
+    /// The folders hold no `.data` file at all.
+    #[error(
+        "no .data files found under {}; give the folder of a run (e.g. <base>/runs/<run name>) or a folder of runs",
+        sources.join(", ")
+    )]
+    NoDataFiles {
+        /// The folders as given.
+        sources: Vec<String>,
+    },
+    /// `.data` files exist but none holds a finished run.
+    #[error(
+        "none of the .data files under {} holds a finished benchmark run (a `config`, `start` and `end` event); {}",
+        sources.join(", "),
+        if warnings.is_empty() { "the files are empty".to_owned() } else { warnings.join("; ") }
+    )]
+    NoRuns {
+        /// The folders as given.
+        sources: Vec<String>,
+        /// What was wrong with the files.
+        warnings: Vec<String>,
+    },
+    /// The statistics query failed (a bug).
+    #[error("internal error while aggregating: {0}")]
+    Polars(#[from] polars::error::PolarsError),
+    /// Writing a rendering failed.
+    #[error("could not render the report: {0}")]
+    Render(String),
+}

@@ -1,0 +1,265 @@
+//! Reading run folders into one aggregate per `.data` file, streaming each file once.
+
+use std::path::{Path, PathBuf};
+
+use milabench_metrics::{
+    DataFile, Event, GpuSample, ProblemTally, ReadItem, ReturnCode, discover_data_files,
+};
+use serde_json::Value;
+
+use crate::error::ReportError;
+
+/// What one process recorded, reduced to what the report needs.
+#[derive(Debug, Clone)]
+pub struct RunFile {
+    /// The `.data` file.
+    pub path: PathBuf,
+    /// Its `config` event.
+    pub config: Value,
+    /// Its `meta` event, if any.
+    pub meta: Option<Value>,
+    /// `start.time`.
+    pub start_time: f64,
+    /// Training rates (`data` records with `task: train` and a `rate`).
+    pub train_rates: Vec<f64>,
+    /// GPU samples kept for this process (only its own device for per-GPU plans).
+    pub gpu_samples: Vec<Vec<(String, GpuSample)>>,
+    /// Energy drawn by the GPUs, kJ (0 without time stamps or power).
+    pub energy_kj: f64,
+    /// Seconds between the first and last GPU sample (0 without time stamps).
+    pub elapsed: f64,
+    /// `end.time - start.time`.
+    pub walltime: f64,
+    /// GPUs the process used: machines × (devices for njobs plans, else 1).
+    pub ngpu: i64,
+    /// The `device` of per-GPU plans, as text.
+    pub device: Option<String>,
+    /// Early-stopped, or return code 0 with training rates and no NaN loss (always true for
+    /// `nolog` processes).
+    pub success: bool,
+}
+
+impl RunFile {
+    /// The benchmark name (`config.name`).
+    pub fn name(&self) -> &str {
+        self.config
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+}
+
+/// Every run file found under some run folders, plus what could not be used.
+#[derive(Debug, Clone, Default)]
+pub struct RunSet {
+    /// The folders as given.
+    pub sources: Vec<String>,
+    /// Usable process runs, in folder order.
+    pub runs: Vec<RunFile>,
+    /// How many `.data` files were found.
+    pub files_found: usize,
+    /// Bad lines, counted per file and kind.
+    pub line_problems: ProblemTally,
+    /// Files that were left out, with the reason (unfinished runs, files without `config`).
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+impl RunSet {
+    /// Warnings a person should see: bad lines and skipped files, one sentence each.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = self.line_problems.warnings();
+        out.extend(
+            self.skipped
+                .iter()
+                .map(|(path, why)| format!("{}: {why}", path.display())),
+        );
+        out
+    }
+}
+
+/// Reads every `.data` file under `sources`.
+///
+/// Fails only when a folder does not exist, no `.data` file is found, or no file holds a
+/// finished run; anything less is a warning in the returned set.
+pub fn load_runs<S: AsRef<str>>(sources: &[S]) -> Result<RunSet, ReportError> {
+    let paths: Vec<&Path> = sources.iter().map(|s| Path::new(s.as_ref())).collect();
+    let files = discover_data_files(&paths)?;
+    let mut set = RunSet {
+        sources: sources.iter().map(|s| s.as_ref().to_owned()).collect(),
+        files_found: files.len(),
+        ..RunSet::default()
+    };
+    if files.is_empty() {
+        return Err(ReportError::NoDataFiles {
+            sources: set.sources,
+        });
+    }
+    for file in &files {
+        match read_run_file(file, &mut set.line_problems)? {
+            Ok(run) => set.runs.push(run),
+            Err(why) => set.skipped.push((file.path.clone(), why)),
+        }
+    }
+    if set.runs.is_empty() {
+        return Err(ReportError::NoRuns {
+            sources: set.sources.clone(),
+            warnings: set.warnings(),
+        });
+    }
+    Ok(set)
+}
+
+#[derive(Default)]
+struct Pending {
+    config: Option<Value>,
+    meta: Option<Value>,
+    start: Option<f64>,
+    end: Option<(f64, bool)>,
+    duplicate: Option<&'static str>,
+    early_stop: bool,
+    train_rates: Vec<f64>,
+    nan_loss: bool,
+    gpu: Vec<(Option<f64>, GpuSamples)>,
+}
+
+/// One `gpudata` record: a sample per device.
+type GpuSamples = Vec<(String, GpuSample)>;
+
+/// A run, or why the file is not one.
+pub type FileOutcome = Result<RunFile, String>;
+
+/// Aggregates one file; `Ok(Err(reason))` when it is not a usable run.
+pub fn read_run_file(
+    file: &DataFile,
+    problems: &mut ProblemTally,
+) -> Result<FileOutcome, ReportError> {
+    let mut p = Pending::default();
+    for item in file.records()? {
+        let record = match item {
+            ReadItem::Record(r) => r,
+            ReadItem::Problem(problem) => {
+                problems.add(&file.path, problem);
+                continue;
+            }
+        };
+        match record.event {
+            Event::Config(c) => p.config = Some(c),
+            Event::Meta(m) => p.meta = Some(m),
+            Event::Data(d) => {
+                if d.task.as_deref() == Some("train")
+                    && let Some(rate) = d.rate
+                {
+                    p.train_rates.push(rate);
+                }
+                if d.loss.is_some_and(f64::is_nan) {
+                    p.nan_loss = true;
+                }
+                if let Some(gpus) = d.gpudata {
+                    p.gpu.push((d.time.filter(|t| *t != 0.0), gpus));
+                }
+            }
+            Event::Stop => p.early_stop = true,
+            Event::Start(s) => {
+                if p.start.is_some() {
+                    p.duplicate = Some("start");
+                }
+                p.start = Some(s.time.unwrap_or(f64::NAN));
+            }
+            Event::End(e) => {
+                if p.end.is_some() {
+                    p.duplicate = Some("end");
+                }
+                let ok = matches!(e.return_code, ReturnCode::Code(0));
+                p.end = Some((e.time.unwrap_or(f64::NAN), ok));
+            }
+            _ => {}
+        }
+    }
+    Ok(finish(file, p))
+}
+
+fn finish(file: &DataFile, p: Pending) -> Result<RunFile, String> {
+    let config = match p.config {
+        Some(c) if c.as_object().is_some_and(|m| !m.is_empty()) => c,
+        _ => return Err("no `config` event: not a benchmark run (skipped)".into()),
+    };
+    if let Some(which) = p.duplicate {
+        return Err(format!(
+            "two `{which}` events: the file mixes several processes (skipped)"
+        ));
+    }
+    let (Some(start), Some((end, rc_zero))) = (p.start, p.end) else {
+        return Err(
+            "no `start` or `end` event: the run did not finish (skipped); re-run the benchmark"
+                .into(),
+        );
+    };
+    let device = config.get("device").and_then(|d| match d {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    });
+    let mut kept = Vec::new();
+    let mut energy = 0.0;
+    let mut first_time = None;
+    let mut last_time: Option<f64> = None;
+    for (now, sample) in p.gpu {
+        if first_time.is_none() {
+            first_time = now;
+        }
+        let sample: Vec<(String, GpuSample)> = match &device {
+            Some(dev) => match sample.into_iter().find(|(id, _)| id == dev) {
+                Some(one) => vec![one],
+                None => continue,
+            },
+            None => sample,
+        };
+        if let (Some(now), Some(last)) = (now, last_time) {
+            for (_, gpu) in &sample {
+                // Data from older voir versions has no power: it adds no energy.
+                energy += gpu.power.unwrap_or(0.0) * (now - last);
+            }
+        }
+        last_time = now;
+        kept.push(sample);
+    }
+    let elapsed = match (first_time, last_time) {
+        (Some(first), Some(last)) => last - first,
+        _ => 0.0,
+    };
+    let machines = config
+        .get("num_machines")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let method = config
+        .get("plan")
+        .and_then(|p| p.get("method"))
+        .and_then(Value::as_str);
+    let local = if method == Some("njobs") {
+        config
+            .get("devices")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len) as i64
+    } else {
+        1
+    };
+    let nolog = config
+        .get("tag")
+        .and_then(Value::as_array)
+        .is_some_and(|t| t.iter().any(|x| x == "nolog"));
+    let success = nolog || p.early_stop || (rc_zero && !p.nan_loss && !p.train_rates.is_empty());
+    Ok(RunFile {
+        path: file.path.clone(),
+        config,
+        meta: p.meta,
+        start_time: start,
+        train_rates: p.train_rates,
+        gpu_samples: kept,
+        energy_kj: energy / 1000.0,
+        elapsed,
+        walltime: end - start,
+        ngpu: machines * local,
+        device,
+        success,
+    })
+}

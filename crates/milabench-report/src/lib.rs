@@ -1,0 +1,54 @@
+//! Reports over milabench run folders: reads every `.data` file, pools each benchmark's
+//! measurements across files and folders, computes their statistics with polars, and renders
+//! the Python tool's report (same numbers, same text layout), its summary object, JSON, CSV and
+//! Markdown, and run-to-run comparisons.
+//!
+//! Differences from the Python tool, on purpose: data recorded without GPU `power` (older voir)
+//! is reported (the Python tool's current version prints nothing for it); files are visited in
+//! name order (Python: file-system order); without a suite file, weights come from the `config`
+//! events of the data (Python: empty output); NaN is written `null` in JSON.
+
+mod bootstrap;
+mod compare;
+mod error;
+mod ingest;
+mod json;
+mod pyfmt;
+mod render;
+mod report;
+mod stats;
+mod summary;
+
+pub use bootstrap::{Interval, SplitMix64, bootstrap_mean};
+pub use compare::{CompareRow, Comparison, Verdict, compare_runs, render_comparison};
+pub use error::ReportError;
+pub use ingest::{FileOutcome, RunFile, RunSet, load_runs, read_run_file};
+pub use render::{Format, render, render_csv, render_json, render_markdown, render_text};
+pub use report::{
+    Enabled, FAILURE_RATE_GATE, Report, ReportOptions, ReportRow, SuiteEntry, build_report,
+    suite_score, weights_from_summary,
+};
+pub use stats::{GroupId, Stats, StatsQuery};
+pub use summary::{BenchSummary, GpuLoad, Summary, summarize, summarize_runs, summary_json};
+
+/// Loads the runs under `sources` and builds their report in one call. `suite` gives the
+/// expected benchmarks and weights; `None` takes them from the data.
+pub fn report_runs<S: AsRef<str>>(
+    sources: &[S],
+    suite: Option<&[SuiteEntry]>,
+    options: &ReportOptions,
+) -> Result<(Report, RunSet), ReportError> {
+    let set = load_runs(sources)?;
+    let summary = summarize(&set)?;
+    let weights;
+    let suite = match suite {
+        Some(s) => s,
+        None => {
+            weights = weights_from_summary(&summary);
+            &weights
+        }
+    };
+    let failed = set.runs.iter().filter(|r| !r.success).count();
+    let report = build_report(&set.sources, &summary, suite, failed, options);
+    Ok((report, set))
+}

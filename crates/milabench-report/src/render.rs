@@ -1,0 +1,351 @@
+//! Renderers of a [`Report`]: the Python tool's text layout, JSON, CSV and Markdown.
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use crate::pyfmt::{fixed, percent};
+use crate::report::{Report, ReportRow, python_str};
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The Python tool's layout, byte for byte.
+    Text,
+    /// Markdown tables.
+    Markdown,
+    /// CSV, one row per benchmark and a last `(suite)` row.
+    Csv,
+    /// JSON for machines (`null` for missing numbers).
+    Json,
+}
+
+/// Renders `report` in `format`.
+pub fn render(report: &Report, format: Format) -> String {
+    match format {
+        Format::Text => render_text(report),
+        Format::Markdown => render_markdown(report),
+        Format::Csv => render_csv(report),
+        Format::Json => render_json(report),
+    }
+}
+
+type Cell = fn(&ReportRow) -> String;
+
+/// Columns of the breakdown: header and Python formatter (`None`: printed unpadded).
+fn columns(report: &Report) -> Vec<(&'static str, Option<Cell>)> {
+    let mut cols: Vec<(&'static str, Option<Cell>)> = vec![
+        ("fail", Some(|r| fixed(r.fail, 4, 0))),
+        ("n", Some(|r| fixed(r.n, 3, 0))),
+        ("ngpu", Some(|r| fixed(r.ngpu, 4, 0))),
+        ("perf", Some(|r| fixed(r.perf, 10, 2))),
+        ("sem%", Some(|r| percent(r.sem_pct, 6, 1))),
+        ("std%", Some(|r| percent(r.std_pct, 6, 1))),
+        ("peak_memory", Some(|r| fixed(r.peak_memory, 11, 0))),
+        ("score", Some(|r| fixed(r.score, 10, 2))),
+        ("weight", Some(|r| fixed(r.weight, 6, 2))),
+        ("energy (Kj)", Some(|r| fixed(r.energy_kj, 3, 3))),
+        ("perf_watt", Some(|r| fixed(r.perf_watt, 3, 3))),
+    ];
+    if report.has_median_watt {
+        cols.push((
+            "median_watt",
+            Some(|r| fixed(r.median_watt.unwrap_or(f64::NAN), 3, 3)),
+        ));
+    }
+    cols.push(("enabled", None));
+    cols
+}
+
+fn breakdown_table(report: &Report) -> String {
+    let cols = columns(report);
+    let cells: Vec<Vec<String>> = report
+        .rows
+        .iter()
+        .map(|r| {
+            cols.iter()
+                .map(|(_, f)| f.map_or_else(|| r.enabled.python_str(), |f| f(r)))
+                .collect()
+        })
+        .collect();
+    let index_width = report
+        .rows
+        .iter()
+        .map(|r| r.name.chars().count().max(5))
+        .max()
+        .unwrap_or(0);
+    let widths: Vec<usize> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, (name, f))| match f {
+            None => 0,
+            Some(_) => cells
+                .iter()
+                .map(|c| c[i].chars().count().max(name.len()))
+                .max()
+                .unwrap_or(0),
+        })
+        .collect();
+    let mut lines = Vec::new();
+    let mut header = vec![format!("{:<index_width$}", "index")];
+    header.extend(
+        cols.iter()
+            .zip(&widths)
+            .map(|((n, _), w)| format!("{n:>w$}")),
+    );
+    lines.push(header.join(" | "));
+    for (row, cells) in report.rows.iter().zip(&cells) {
+        let mut line = vec![format!("{:<index_width$}", row.name)];
+        line.extend(cells.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}")));
+        lines.push(line.join(" | "));
+    }
+    lines.join("\n")
+}
+
+/// `key:` padded to the longest key + 2, a space, the value (floats as `{:10.2f}`).
+fn key_table(entries: &[(String, String)]) -> String {
+    let width = entries.iter().map(|(k, _)| k.len()).max().unwrap_or(0) + 2;
+    entries
+        .iter()
+        .map(|(k, v)| format!("{:<width$} {v}", format!("{k}:")))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn score_entries(report: &Report) -> Vec<(String, String)> {
+    let verdict = if report.passes() { "PASS" } else { "FAIL" };
+    let mut scores = vec![
+        (
+            "Failure rate".to_owned(),
+            format!("{} ({verdict})", percent(report.failure_rate, 10, 2)),
+        ),
+        ("Score".to_owned(), fixed(report.score, 10, 2)),
+    ];
+    if let Some(price) = report.price {
+        scores.push(("Price ($)".to_owned(), fixed(price, 10, 2)));
+        scores.push((
+            "RPP (Price / Score)".to_owned(),
+            fixed(price / report.score, 10, 2),
+        ));
+    }
+    scores
+}
+
+fn system_entries(report: &Report) -> Vec<(String, String)> {
+    report
+        .system
+        .iter()
+        .map(|(k, v)| {
+            let text = match v {
+                Value::Number(n) if n.is_f64() => fixed(n.as_f64().unwrap_or(f64::NAN), 10, 2),
+                other => python_str(other),
+            };
+            (k.clone(), text)
+        })
+        .collect()
+}
+
+/// The Python tool's text report.
+pub fn render_text(report: &Report) -> String {
+    let mut out = String::new();
+    let mut line = |s: &str| {
+        out.push_str(s);
+        out.push('\n');
+    };
+    for source in &report.sources {
+        line(&format!("Source: {source}"));
+    }
+    let title = "Benchmark results";
+    let rule = "=".repeat(title.len());
+    line(&rule);
+    line(title);
+    line(&rule);
+    let section = |out: &mut dyn FnMut(&str), title: &str| {
+        out("");
+        out(title);
+        out(&"-".repeat(title.len()));
+    };
+    if !report.system.is_empty() {
+        section(&mut line, "System");
+        line(&key_table(&system_entries(report)));
+    }
+    section(&mut line, "Breakdown");
+    line(&breakdown_table(report));
+    section(&mut line, "Scores");
+    line(&key_table(&score_entries(report)));
+    if report.failed_files > 0 {
+        section(&mut line, "Errors");
+        line(&format!(
+            "{} errors, details in HTML report.",
+            report.failed_files
+        ));
+    }
+    out
+}
+
+fn num(x: f64) -> Value {
+    serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
+}
+
+/// The report as JSON.
+pub fn render_json(report: &Report) -> String {
+    let rows: Vec<Value> = report
+        .rows
+        .iter()
+        .map(|r| {
+            json!({
+                "name": r.name,
+                "fail": num(r.fail),
+                "n": num(r.n),
+                "ngpu": num(r.ngpu),
+                "perf": num(r.perf),
+                "perf_ci95": {"low": num(r.perf_ci.low), "high": num(r.perf_ci.high)},
+                "sem%": num(r.sem_pct),
+                "std%": num(r.std_pct),
+                "peak_memory": num(r.peak_memory),
+                "score": num(r.score),
+                "weight": num(r.weight),
+                "energy_kj": num(r.energy_kj),
+                "perf_watt": num(r.perf_watt),
+                "median_watt": r.median_watt.map_or(Value::Null, num),
+                "enabled": r.enabled.is_on(),
+            })
+        })
+        .collect();
+    let system: serde_json::Map<String, Value> = report.system.iter().cloned().collect();
+    let value = json!({
+        "sources": report.sources,
+        "system": system,
+        "benchmarks": rows,
+        "failure_rate": num(report.failure_rate),
+        "pass": report.passes(),
+        "score": num(report.score),
+        "score_ci95": {"low": num(report.score_ci.low), "high": num(report.score_ci.high)},
+        "price": report.price.map_or(Value::Null, num),
+        "rpp": report.price.map_or(Value::Null, |p| num(p / report.score)),
+        "failed_processes": report.failed_files,
+    });
+    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn csv_num(x: f64) -> String {
+    if x.is_nan() {
+        String::new()
+    } else {
+        format!("{x}")
+    }
+}
+
+fn csv_text(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// The report as CSV: numbers at full precision, empty cells for missing ones.
+pub fn render_csv(report: &Report) -> String {
+    let mut out = String::from(
+        "name,fail,n,ngpu,perf,perf_ci95_low,perf_ci95_high,sem%,std%,peak_memory,score,weight,energy_kj,perf_watt,median_watt,enabled\n",
+    );
+    for r in &report.rows {
+        let cells = [
+            csv_text(&r.name),
+            csv_num(r.fail),
+            csv_num(r.n),
+            csv_num(r.ngpu),
+            csv_num(r.perf),
+            csv_num(r.perf_ci.low),
+            csv_num(r.perf_ci.high),
+            csv_num(r.sem_pct),
+            csv_num(r.std_pct),
+            csv_num(r.peak_memory),
+            csv_num(r.score),
+            csv_num(r.weight),
+            csv_num(r.energy_kj),
+            csv_num(r.perf_watt),
+            r.median_watt.map_or_else(String::new, csv_num),
+            r.enabled.is_on().to_string(),
+        ];
+        let _ = writeln!(out, "{}", cells.join(","));
+    }
+    let fail: f64 = report
+        .rows
+        .iter()
+        .map(|r| r.fail)
+        .filter(|x| !x.is_nan())
+        .sum();
+    let n: f64 = report
+        .rows
+        .iter()
+        .map(|r| r.n)
+        .filter(|x| !x.is_nan())
+        .sum();
+    let _ = writeln!(
+        out,
+        "(suite),{},{},,,,,,,,{},,,,,{}",
+        csv_num(fail),
+        csv_num(n),
+        csv_num(report.score),
+        report.passes()
+    );
+    out
+}
+
+/// The report as Markdown.
+pub fn render_markdown(report: &Report) -> String {
+    let mut out = String::from("# Benchmark results\n\n");
+    for source in &report.sources {
+        let _ = writeln!(out, "Source: `{source}`  ");
+    }
+    if !report.system.is_empty() {
+        out.push_str("\n## System\n\n| key | value |\n|---|---|\n");
+        for (k, v) in system_entries(report) {
+            let _ = writeln!(out, "| {k} | {} |", v.trim());
+        }
+    }
+    out.push_str("\n## Breakdown\n\n");
+    let cols = columns(report);
+    let mut header = vec!["bench".to_owned()];
+    header.extend(cols.iter().map(|(n, _)| n.to_string()));
+    header.insert(5, "perf 95% CI".to_owned());
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(
+        out,
+        "|---|{}",
+        header[1..].iter().map(|_| "---:|").collect::<String>()
+    );
+    for r in &report.rows {
+        let mut cells = vec![r.name.clone()];
+        cells
+            .extend(cols.iter().map(|(_, f)| {
+                f.map_or_else(|| r.enabled.python_str(), |f| f(r).trim().to_owned())
+            }));
+        cells.insert(
+            5,
+            format!(
+                "[{}, {}]",
+                fixed(r.perf_ci.low, 0, 2),
+                fixed(r.perf_ci.high, 0, 2)
+            ),
+        );
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out.push_str("\n## Scores\n\n");
+    for (k, v) in score_entries(report) {
+        let _ = writeln!(out, "- **{k}**: {}", v.trim());
+    }
+    let _ = writeln!(
+        out,
+        "- **Score 95% CI**: [{}, {}]",
+        fixed(report.score_ci.low, 0, 2),
+        fixed(report.score_ci.high, 0, 2)
+    );
+    if report.failed_files > 0 {
+        let _ = writeln!(out, "\n{} processes failed.", report.failed_files);
+    }
+    out
+}

@@ -1,0 +1,391 @@
+//! The report table: one row per benchmark, the suite score and the failure-rate gate.
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use crate::bootstrap::{Interval, bootstrap_mean};
+use crate::summary::{BenchSummary, Summary};
+
+/// A benchmark the suite expects, with the weight it counts for (from a suite file, or from the
+/// `config` events of the data).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuiteEntry {
+    /// Benchmark name.
+    pub name: String,
+    /// Weight in the score.
+    pub weight: Option<f64>,
+    /// Whether it counts.
+    pub enabled: Option<bool>,
+    /// Group, used to order rows.
+    pub group: Option<String>,
+}
+
+/// How `enabled` is shown: the Python tool prints the value it found (`True`, `False`, `1`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Enabled {
+    /// A boolean from a configuration.
+    Bool(bool),
+    /// The default `1` of benchmarks that were expected but not run.
+    Int(i64),
+}
+
+impl Enabled {
+    fn from_value(v: &Value) -> Enabled {
+        match v {
+            Value::Bool(b) => Enabled::Bool(*b),
+            Value::Number(n) => Enabled::Int(n.as_i64().unwrap_or(0)),
+            _ => Enabled::Bool(false),
+        }
+    }
+
+    /// Whether the benchmark counts in the score.
+    pub fn is_on(self) -> bool {
+        match self {
+            Enabled::Bool(b) => b,
+            Enabled::Int(i) => i != 0,
+        }
+    }
+
+    /// Python's `str()`.
+    pub fn python_str(self) -> String {
+        match self {
+            Enabled::Bool(true) => "True".into(),
+            Enabled::Bool(false) => "False".into(),
+            Enabled::Int(i) => i.to_string(),
+        }
+    }
+}
+
+/// One row of the breakdown table. NaN marks a value that does not exist (a benchmark expected
+/// by the suite but absent from the data has NaN `n`, `fail`, `perf`, ...).
+#[derive(Debug, Clone)]
+pub struct ReportRow {
+    /// Benchmark name.
+    pub name: String,
+    /// Failed processes.
+    pub fail: f64,
+    /// Processes.
+    pub n: f64,
+    /// GPUs used.
+    pub ngpu: f64,
+    /// Mean training rate (trimmed, pooled).
+    pub perf: f64,
+    /// Standard error over the mean.
+    pub sem_pct: f64,
+    /// Standard deviation over the mean.
+    pub std_pct: f64,
+    /// Largest GPU memory use, MiB.
+    pub peak_memory: f64,
+    /// Throughput that counts in the score (per-GPU sums for per-GPU plans) × success ratio.
+    pub score: f64,
+    /// Weight in the suite score.
+    pub weight: f64,
+    /// GPU energy, kJ.
+    pub energy_kj: f64,
+    /// Items per kJ.
+    pub perf_watt: f64,
+    /// Mean over GPUs of the median power (only when GPU samples exist).
+    pub median_watt: Option<f64>,
+    /// Whether it counts.
+    pub enabled: Enabled,
+    /// 95% bootstrap interval of `perf`.
+    pub perf_ci: Interval,
+}
+
+/// The whole report.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Run folders, as given.
+    pub sources: Vec<String>,
+    /// System facts (`cpu`, `n_cpu`, `product`, `n_gpu`, `memory`) from the first `meta`.
+    pub system: Vec<(String, Value)>,
+    /// Rows, ordered by group then name.
+    pub rows: Vec<ReportRow>,
+    /// Whether the `median_watt` column is shown.
+    pub has_median_watt: bool,
+    /// Σ fail / max(Σ n, 1).
+    pub failure_rate: f64,
+    /// Weighted geometric mean of `score + 1` (−1 when no weight counts).
+    pub score: f64,
+    /// 95% bootstrap interval of the score.
+    pub score_ci: Interval,
+    /// `--price`.
+    pub price: Option<f64>,
+    /// Number of processes that failed.
+    pub failed_files: usize,
+}
+
+/// The failure rate above which a report says FAIL.
+pub const FAILURE_RATE_GATE: f64 = 0.01;
+
+impl Report {
+    /// Whether the failure rate passes the gate.
+    pub fn passes(&self) -> bool {
+        self.failure_rate <= FAILURE_RATE_GATE
+    }
+}
+
+/// Options of [`build_report`].
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// Price of the machine, for the price/performance line.
+    pub price: Option<f64>,
+    /// Bootstrap resamples for the intervals.
+    pub resamples: usize,
+    /// Seed of the resampling (fixed: intervals are reproducible).
+    pub seed: u64,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            price: None,
+            resamples: 1000,
+            seed: 0,
+        }
+    }
+}
+
+/// Weights taken from the `config` events of the data, when no suite file is given.
+pub fn weights_from_summary(summary: &Summary) -> Vec<SuiteEntry> {
+    summary
+        .values()
+        .map(|s| SuiteEntry {
+            name: s.name.clone(),
+            weight: s.weight.as_f64(),
+            // A benchmark that ran was enabled, unless its configuration says otherwise.
+            enabled: if s.enabled_given {
+                s.enabled.as_bool().or(s.enabled.as_i64().map(|i| i != 0))
+            } else {
+                Some(true)
+            },
+            group: Some(s.group.clone()),
+        })
+        .collect()
+}
+
+/// Builds the table and the scores. `suite` lists the benchmarks the suite expects (those
+/// absent from the data get `nan` rows) and gives their weights.
+pub fn build_report(
+    sources: &[String],
+    summary: &Summary,
+    suite: &[SuiteEntry],
+    failed_files: usize,
+    options: &ReportOptions,
+) -> Report {
+    let suite: IndexMap<&str, &SuiteEntry> = suite.iter().map(|e| (e.name.as_str(), e)).collect();
+    let mut names: Vec<&str> = summary.keys().map(String::as_str).collect();
+    for name in suite.keys() {
+        if !summary.contains_key(*name) {
+            names.push(name);
+        }
+    }
+    names.sort_unstable();
+    names.dedup();
+    let group_of = |name: &str| -> String {
+        if !suite.is_empty() {
+            suite
+                .get(name)
+                .and_then(|e| e.group.clone())
+                .unwrap_or_else(|| name.to_owned())
+        } else {
+            summary
+                .get(name)
+                .map_or_else(|| name.to_owned(), |s| s.group.clone())
+        }
+    };
+    names.sort_by_cached_key(|n| group_of(n));
+
+    let mut rows = Vec::with_capacity(names.len());
+    let mut samples = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let entry = suite.get(name).copied();
+        let row = make_row(
+            name,
+            summary.get(*name),
+            entry,
+            options.seed.wrapping_add(i as u64),
+            options.resamples,
+        );
+        samples.push(row.1);
+        rows.push(row.0);
+    }
+    let has_median_watt = rows.iter().any(|r| r.median_watt.is_some());
+    let fail: f64 = rows.iter().map(|r| r.fail).filter(|x| !x.is_nan()).sum();
+    let n: f64 = rows.iter().map(|r| r.n).filter(|x| !x.is_nan()).sum();
+    let failure_rate = fail / n.max(1.0);
+    let score = suite_score(rows.iter().map(|r| (r.score, r.weight, r.enabled)));
+    let score_ci = score_interval(&rows, &samples, options);
+    Report {
+        sources: sources.to_vec(),
+        system: system_block(summary),
+        rows,
+        has_median_watt,
+        failure_rate,
+        score,
+        score_ci,
+        price: options.price,
+        failed_files,
+    }
+}
+
+/// Weighted geometric mean of `score + 1`: `exp(Σ w·ln(1 + s) / Σ w)` with `w = weight ×
+/// enabled` and NaN scores counted as 0; −1 when the weights sum to 0.
+pub fn suite_score(rows: impl Iterator<Item = (f64, f64, Enabled)>) -> f64 {
+    let mut num = 0.0;
+    let mut den = 0.0;
+    for (score, weight, enabled) in rows {
+        let w = if enabled.is_on() { weight } else { 0.0 };
+        let s = if score.is_nan() { 0.0 } else { score };
+        num += (1.0 + s).ln() * w;
+        den += w;
+    }
+    if den == 0.0 { -1.0 } else { (num / den).exp() }
+}
+
+/// Bootstrap material of one row: the mean of each resample relative to the row's perf.
+type RowSamples = Vec<f64>;
+
+fn make_row(
+    name: &str,
+    s: Option<&BenchSummary>,
+    entry: Option<&SuiteEntry>,
+    seed: u64,
+    resamples: usize,
+) -> (ReportRow, RowSamples) {
+    let weight = entry
+        .and_then(|e| e.weight)
+        .or_else(|| s.and_then(|s| s.weight.as_f64()))
+        .unwrap_or(0.0);
+    let enabled = match (entry.and_then(|e| e.enabled), s) {
+        (Some(b), _) => Enabled::Bool(b),
+        (None, Some(s)) => Enabled::from_value(&s.enabled),
+        (None, None) => Enabled::Int(1),
+    };
+    let mut row = ReportRow {
+        name: name.to_owned(),
+        fail: f64::NAN,
+        n: f64::NAN,
+        ngpu: s.map_or(0.0, |s| s.ngpu as f64),
+        perf: f64::NAN,
+        sem_pct: f64::NAN,
+        std_pct: f64::NAN,
+        peak_memory: f64::NAN,
+        score: f64::NAN,
+        weight,
+        energy_kj: s.and_then(|s| s.energy).unwrap_or(0.0),
+        perf_watt: s.and_then(|s| s.perf_watt).unwrap_or(0.0),
+        median_watt: None,
+        enabled,
+        perf_ci: Interval::NAN,
+    };
+    let Some(s) = s else {
+        return (row, Vec::new());
+    };
+    row.n = s.n as f64;
+    row.fail = s.failures as f64;
+    row.perf = s.train_rate.mean;
+    row.std_pct = s.train_rate.std / row.perf;
+    row.sem_pct = s.train_rate.sem / row.perf;
+    if !s.gpu_load.is_empty() {
+        row.peak_memory = s
+            .gpu_load
+            .values()
+            .map(|g| g.memory.max)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let power: Vec<f64> = s.gpu_load.values().map(|g| g.power.median).collect();
+        row.median_watt = Some(power.iter().sum::<f64>() / power.len() as f64);
+    }
+    let acc: f64 = s.per_gpu.values().map(|p| p.mean).sum();
+    let ratio = 1.0 - row.fail / row.n.max(1.0);
+    row.score = (if acc > 0.0 { acc } else { row.perf }) * ratio;
+    let (ci, samples) = bootstrap_mean(&s.rates, resamples, seed);
+    row.perf_ci = ci;
+    // Each resample moves the row's score in proportion to its perf.
+    let rel = samples
+        .iter()
+        .map(|m| {
+            if row.perf != 0.0 {
+                m / row.perf
+            } else {
+                f64::NAN
+            }
+        })
+        .collect();
+    (row, rel)
+}
+
+fn score_interval(rows: &[ReportRow], samples: &[RowSamples], options: &ReportOptions) -> Interval {
+    let mut scores = Vec::with_capacity(options.resamples);
+    for b in 0..options.resamples {
+        let it = rows.iter().zip(samples).map(|(r, s)| {
+            let factor = s.get(b).copied().unwrap_or(1.0);
+            (r.score * factor, r.weight, r.enabled)
+        });
+        scores.push(suite_score(it));
+    }
+    Interval::from_samples(&mut scores)
+}
+
+fn system_block(summary: &Summary) -> Vec<(String, Value)> {
+    let Some(meta) = summary
+        .values()
+        .filter_map(|s| s.meta.as_ref())
+        .find(|m| m.as_object().is_some_and(|o| !o.is_empty()))
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (key, value) in meta.as_object().into_iter().flatten() {
+        match key.as_str() {
+            "accelerators" => {
+                let gpus = value.get("gpus").and_then(Value::as_object);
+                let last = gpus.and_then(|g| g.values().next_back());
+                out.push((
+                    "product".into(),
+                    last.and_then(|g| g.get("product"))
+                        .cloned()
+                        .unwrap_or(Value::from("NA")),
+                ));
+                out.push(("n_gpu".into(), Value::from(gpus.map_or(0, |g| g.len()))));
+                let total = last
+                    .and_then(|g| g.get("memory"))
+                    .and_then(|m| m.get("total"))
+                    .cloned()
+                    .unwrap_or(Value::from(0));
+                out.push(("memory".into(), Value::String(python_str(&total))));
+            }
+            "cpu" => {
+                out.push((
+                    "cpu".into(),
+                    value.get("brand").cloned().unwrap_or(Value::Null),
+                ));
+                out.push((
+                    "n_cpu".into(),
+                    value.get("count").cloned().unwrap_or(Value::Null),
+                ));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Python's `str()` of a JSON scalar.
+pub(crate) fn python_str(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Number(n) if n.is_f64() => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            if x.fract() == 0.0 && x.abs() < 1e16 {
+                format!("{x:.1}")
+            } else {
+                format!("{x}")
+            }
+        }
+        other => other.to_string(),
+    }
+}

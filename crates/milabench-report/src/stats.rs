@@ -1,0 +1,189 @@
+//! The statistics of every sample group of a report, computed in one polars query.
+
+use polars::prelude::*;
+use serde::Serialize;
+
+/// Summary statistics of one list of values, after dropping one minimum and one maximum when
+/// there are five values or more: percentiles with linear interpolation, mean, population
+/// standard deviation, and standard error of the mean. All NaN when there is no value.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Stats {
+    /// 0th percentile.
+    #[serde(serialize_with = "crate::json::finite_or_null")]
+    pub min: f64,
+    /// 25th percentile.
+    #[serde(serialize_with = "crate::json::finite_or_null")]
+    pub q1: f64,
+    /// 50th percentile.
+    #[serde(serialize_with = "crate::json::finite_or_null")]
+    pub median: f64,
+    /// 75th percentile.
+    #[serde(serialize_with = "crate::json::finite_or_null")]
+    pub q3: f64,
+    /// 100th percentile.
+    #[serde(serialize_with = "crate::json::finite_or_null")]
+    pub max: f64,
+    /// Mean.
+    #[serde(serialize_with = "crate::json::finite_or_null")]
+    pub mean: f64,
+    /// Population standard deviation (ddof 0).
+    #[serde(serialize_with = "crate::json::finite_or_null")]
+    pub std: f64,
+    /// `std / sqrt(count)`.
+    #[serde(serialize_with = "crate::json::finite_or_null")]
+    pub sem: f64,
+}
+
+impl Stats {
+    /// Statistics of nothing: every field NaN.
+    pub const NAN: Stats = Stats {
+        min: f64::NAN,
+        q1: f64::NAN,
+        median: f64::NAN,
+        q3: f64::NAN,
+        max: f64::NAN,
+        mean: f64::NAN,
+        std: f64::NAN,
+        sem: f64::NAN,
+    };
+}
+
+/// Collects values under numbered groups, then computes every group's [`Stats`] at once.
+#[derive(Debug, Default)]
+pub struct StatsQuery {
+    groups: Vec<u32>,
+    values: Vec<f64>,
+    group_count: u32,
+}
+
+/// Handle of a group of a [`StatsQuery`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GroupId(u32);
+
+impl GroupId {
+    /// Position of the group's statistics in the result of [`StatsQuery::run`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl StatsQuery {
+    /// An empty query.
+    pub fn new() -> StatsQuery {
+        StatsQuery::default()
+    }
+
+    /// A new, empty group.
+    pub fn group(&mut self) -> GroupId {
+        self.group_count += 1;
+        GroupId(self.group_count - 1)
+    }
+
+    /// Adds values to `group`.
+    pub fn extend(&mut self, group: GroupId, values: impl IntoIterator<Item = f64>) {
+        for v in values {
+            self.groups.push(group.0);
+            self.values.push(v);
+        }
+    }
+
+    /// Runs the query: one [`Stats`] per group, indexed by [`GroupId`].
+    pub fn run(self) -> PolarsResult<Vec<Stats>> {
+        let mut out = vec![Stats::NAN; self.group_count as usize];
+        if self.values.is_empty() {
+            return Ok(out);
+        }
+        let df = df!("g" => self.groups, "x" => self.values)?;
+        let q = |p: f64| col("x").quantile(lit(p), QuantileMethod::Linear);
+        let rank = col("x").cum_count(false).over([col("g")])?;
+        let size = col("x").len().over([col("g")])?;
+        let result = df
+            .lazy()
+            .sort(["g", "x"], SortMultipleOptions::default())
+            .with_columns([rank.alias("rank"), size.alias("size")])
+            // Five values or more: drop exactly one minimum and one maximum.
+            .filter(
+                col("size")
+                    .lt(lit(5u32))
+                    .or(col("rank").gt(lit(1u32)).and(col("rank").lt(col("size")))),
+            )
+            .group_by([col("g")])
+            .agg([
+                q(0.0).alias("min"),
+                q(0.25).alias("q1"),
+                q(0.5).alias("median"),
+                q(0.75).alias("q3"),
+                q(1.0).alias("max"),
+                col("x").mean().alias("mean"),
+                col("x").std(0).alias("std"),
+                col("x").len().cast(DataType::Float64).alias("n"),
+            ])
+            .collect()?;
+        let column = |name: &str| -> PolarsResult<Vec<f64>> {
+            Ok(result
+                .column(name)?
+                .cast(&DataType::Float64)?
+                .f64()?
+                .iter()
+                .map(|v| v.unwrap_or(f64::NAN))
+                .collect())
+        };
+        let groups: Vec<u32> = result
+            .column("g")?
+            .u32()?
+            .iter()
+            .map(|g| g.unwrap_or(u32::MAX))
+            .collect();
+        let [min, q1, median, q3, max, mean, std, n] =
+            ["min", "q1", "median", "q3", "max", "mean", "std", "n"].map(column);
+        let (min, q1, median, q3, max, mean, std, n) =
+            (min?, q1?, median?, q3?, max?, mean?, std?, n?);
+        for (i, g) in groups.into_iter().enumerate() {
+            if let Some(slot) = out.get_mut(g as usize) {
+                *slot = Stats {
+                    min: min[i],
+                    q1: q1[i],
+                    median: median[i],
+                    q3: q3[i],
+                    max: max[i],
+                    mean: mean[i],
+                    std: std[i],
+                    sem: std[i] / n[i].sqrt(),
+                };
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn trims_and_interpolates_like_numpy() {
+        let mut q = StatsQuery::new();
+        let small = q.group();
+        let big = q.group();
+        let empty = q.group();
+        q.extend(small, [3.0, 1.0, 2.0]);
+        q.extend(big, [10.0, 1.0, 2.0, 3.0, 4.0, 100.0]);
+        let s = q.run().unwrap();
+        // small: no trimming; numpy: mean 2, std sqrt(2/3), percentile 25 = 1.5
+        assert!(
+            close(s[0].mean, 2.0) && close(s[0].q1, 1.5) && close(s[0].std, (2.0f64 / 3.0).sqrt())
+        );
+        assert_eq!((s[0].min, s[0].max), (1.0, 3.0));
+        // big: 1 and 100 dropped -> [2, 3, 4, 10]
+        assert!(close(s[1].mean, 4.75));
+        assert_eq!((s[1].min, s[1].max), (2.0, 10.0));
+        assert!(close(s[1].median, 3.5));
+        assert!(close(s[1].q3, 5.5));
+        assert!(close(s[1].sem, s[1].std / 2.0));
+        assert!(s[empty.0 as usize].mean.is_nan());
+    }
+}
