@@ -1,4 +1,5 @@
 //! CLI integration tests of the `milabench` and `benchit` binaries (one test binary).
 
 mod common;
+mod report;
 mod resolve;

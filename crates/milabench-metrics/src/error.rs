@@ -15,22 +15,22 @@ pub enum MetricsError {
         path: PathBuf,
     },
     /// A folder or file could not be read.
-    #[error("could not read {}: {source}", path.display())]
+    #[error("could not read {}: {error}", path.display())]
     Read {
         /// What was being read.
         path: PathBuf,
         /// The system error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// An event file could not be written.
     #[error(
-        "could not write {}: {source}; check that the disk is not full and the folder is writable",
+        "could not write {}: {error}; check that the disk is not full and the folder is writable",
         path.display()
     )]
     Write {
         /// What was being written.
         path: PathBuf,
         /// The system error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }

@@ -30,9 +30,9 @@ impl DataFile {
 
     /// Streams the file's records.
     pub fn records(&self) -> Result<RecordReader<BufReader<File>>, MetricsError> {
-        let file = File::open(&self.path).map_err(|source| MetricsError::Read {
+        let file = File::open(&self.path).map_err(|error| MetricsError::Read {
             path: self.path.clone(),
-            source,
+            error,
         })?;
         Ok(RecordReader::new(BufReader::with_capacity(64 * 1024, file)))
     }
@@ -48,15 +48,15 @@ pub fn discover_data_files<P: AsRef<Path>>(roots: &[P]) -> Result<Vec<DataFile>,
     let mut found = Vec::new();
     for root in roots {
         let root = root.as_ref();
-        let meta = std::fs::metadata(root).map_err(|source| {
-            if source.kind() == std::io::ErrorKind::NotFound {
+        let meta = std::fs::metadata(root).map_err(|error| {
+            if error.kind() == std::io::ErrorKind::NotFound {
                 MetricsError::MissingFolder {
                     path: root.to_owned(),
                 }
             } else {
                 MetricsError::Read {
                     path: root.to_owned(),
-                    source,
+                    error,
                 }
             }
         })?;
@@ -70,9 +70,9 @@ pub fn discover_data_files<P: AsRef<Path>>(roots: &[P]) -> Result<Vec<DataFile>,
 }
 
 fn walk(dir: &Path, found: &mut Vec<DataFile>) -> Result<(), MetricsError> {
-    let read_err = |source| MetricsError::Read {
+    let read_err = |error| MetricsError::Read {
         path: dir.to_owned(),
-        source,
+        error,
     };
     let mut entries = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(read_err)? {

@@ -26,15 +26,24 @@ pub enum LineProblemKind {
 }
 
 impl LineProblemKind {
-    /// A short phrase describing the problem, used in warnings.
-    pub fn describe(&self) -> &'static str {
-        match self {
-            LineProblemKind::NotUtf8 => "contain bytes that are not UTF-8",
-            LineProblemKind::NotJson => "are not JSON",
-            LineProblemKind::Truncated => "are cut short (the writer stopped mid-line)",
-            LineProblemKind::NotARecord => "are JSON but not an {\"event\": ...} record",
-            LineProblemKind::Io => "could not be read",
+    /// A phrase describing the problem for `one` line or several, used in warnings.
+    pub fn describe_count(&self, one: bool) -> &'static str {
+        match (self, one) {
+            (LineProblemKind::NotUtf8, true) => "contains bytes that are not UTF-8",
+            (LineProblemKind::NotUtf8, false) => "contain bytes that are not UTF-8",
+            (LineProblemKind::NotJson, true) => "is not JSON",
+            (LineProblemKind::NotJson, false) => "are not JSON",
+            (LineProblemKind::Truncated, true) => "is cut short (the writer stopped mid-line)",
+            (LineProblemKind::Truncated, false) => "are cut short (the writer stopped mid-line)",
+            (LineProblemKind::NotARecord, true) => "is JSON but not an {\"event\": ...} record",
+            (LineProblemKind::NotARecord, false) => "are JSON but not {\"event\": ...} records",
+            (LineProblemKind::Io, _) => "could not be read",
         }
+    }
+
+    /// The phrase for a single line.
+    pub fn describe(&self) -> &'static str {
+        self.describe_count(true)
     }
 }
 
@@ -257,14 +266,9 @@ impl ProblemTally {
 
 impl fmt::Display for TallyEntry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let lines = if self.count == 1 { "line" } else { "lines" };
-        let verb = self.kind.describe();
-        let verb = if self.count == 1 {
-            verb.replacen("are ", "is ", 1)
-                .replacen("contain ", "contains ", 1)
-        } else {
-            verb.to_owned()
-        };
+        let one = self.count == 1;
+        let lines = if one { "line" } else { "lines" };
+        let verb = self.kind.describe_count(one);
         write!(
             f,
             "{}: {} {lines} {verb}, first at line {} ({}); {}",
@@ -272,10 +276,10 @@ impl fmt::Display for TallyEntry {
             self.count,
             self.first.line,
             self.first.detail,
-            if self.kind == LineProblemKind::NotUtf8 {
-                "the bytes were replaced and the records kept"
-            } else {
-                "they were skipped"
+            match (&self.kind, one) {
+                (LineProblemKind::NotUtf8, _) => "the bytes were replaced and the records kept",
+                (_, true) => "it was skipped",
+                (_, false) => "they were skipped",
             }
         )
     }

@@ -35,9 +35,9 @@ impl DataFileWriter {
             .create(true)
             .append(true)
             .open(&path)
-            .map_err(|source| MetricsError::Write {
+            .map_err(|error| MetricsError::Write {
                 path: path.clone(),
-                source,
+                error,
             })?;
         Ok(DataFileWriter { path, file })
     }
@@ -48,9 +48,9 @@ impl DataFileWriter {
         self.file
             .write_all(line.as_bytes())
             .and_then(|()| self.file.flush())
-            .map_err(|source| MetricsError::Write {
+            .map_err(|error| MetricsError::Write {
                 path: self.path.clone(),
-                source,
+                error,
             })
     }
 
@@ -71,9 +71,9 @@ impl RunFolderWriter {
     /// Creates the folder (and its parents) if needed.
     pub fn create(dir: impl Into<PathBuf>) -> Result<RunFolderWriter, MetricsError> {
         let dir = dir.into();
-        std::fs::create_dir_all(&dir).map_err(|source| MetricsError::Write {
+        std::fs::create_dir_all(&dir).map_err(|error| MetricsError::Write {
             path: dir.clone(),
-            source,
+            error,
         })?;
         Ok(RunFolderWriter {
             dir,
@@ -89,7 +89,7 @@ impl RunFolderWriter {
         }
         let writer = self.files.get_mut(tag).ok_or_else(|| MetricsError::Write {
             path: self.dir.clone(),
-            source: std::io::Error::other("writer vanished"),
+            error: std::io::Error::other("writer vanished"),
         })?;
         writer.append(record)
     }

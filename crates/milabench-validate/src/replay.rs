@@ -23,12 +23,12 @@ pub struct ReplayEntry {
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
     /// The file or folder does not exist or cannot be read.
-    #[error("cannot read {}: {source}; give an event file (.data) or a folder of them", path.display())]
+    #[error("cannot read {}: {error}; give an event file (.data) or a folder of them", path.display())]
     Read {
         /// The path.
         path: PathBuf,
         /// The system error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A line is not a record.
     #[error("{}:{line}: {detail}; the file is not a milabench event stream (one JSON object per line)", path.display())]
@@ -54,9 +54,9 @@ pub enum ReplayError {
 /// As in the Python tool, entries before a file's first `config` event are dropped, the `config`
 /// event itself is not replayed, and it gives the tag and configuration of what follows.
 pub fn replay_entries(path: &Path) -> Result<Vec<ReplayEntry>, ReplayError> {
-    let read_err = |source| ReplayError::Read {
+    let read_err = |error| ReplayError::Read {
         path: path.to_owned(),
-        source,
+        error,
     };
     let meta = std::fs::metadata(path).map_err(read_err)?;
     let files: Vec<PathBuf> = if meta.is_dir() {
@@ -105,9 +105,9 @@ pub fn replay_entries(path: &Path) -> Result<Vec<ReplayEntry>, ReplayError> {
 }
 
 fn read_stream(path: &Path) -> Result<(Vec<ReplayEntry>, bool), ReplayError> {
-    let file = File::open(path).map_err(|source| ReplayError::Read {
+    let file = File::open(path).map_err(|error| ReplayError::Read {
         path: path.to_owned(),
-        source,
+        error,
     })?;
     let mut current: Option<(Tag, Arc<Value>)> = None;
     let mut out = Vec::new();
