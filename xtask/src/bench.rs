@@ -2,11 +2,20 @@
 
 use clap::Args;
 
+mod report;
+mod resolve;
+
 /// Options of `cargo xtask bench`.
 #[derive(Debug, Args)]
-pub struct BenchArgs {}
+pub struct BenchArgs {
+    /// Size of the generated run folder for the ingestion figure, MiB.
+    #[arg(long, default_value_t = 1024)]
+    pub ingest_mb: usize,
+}
 
 /// Runs every benchmark and prints the table.
-pub fn run(_args: &BenchArgs) -> anyhow::Result<()> {
+pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    resolve::run()?;
+    report::run(args.ingest_mb)?;
     Ok(())
 }
