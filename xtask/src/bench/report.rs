@@ -187,7 +187,7 @@ pub fn run(ingest_mb: usize) -> anyhow::Result<()> {
     let source = report_dir.to_string_lossy().into_owned();
     let report = time(5, || {
         Ok(report_runs(
-            &[source.clone()],
+            std::slice::from_ref(&source),
             None,
             &ReportOptions::default(),
         )?)
