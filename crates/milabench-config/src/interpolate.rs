@@ -5,8 +5,6 @@
 //! interpolation takes the referenced value with its type (a mapping, a number); otherwise the
 //! pieces are joined as text.
 
-use std::collections::HashSet;
-
 use crate::error::{At, ConfigError};
 use crate::value::{Node, Value};
 
@@ -25,6 +23,12 @@ enum Piece {
     Ref(String),
 }
 
+/// Stands for the `$` of an escaped `\${` until every interpolation is resolved.
+const ESCAPED_DOLLAR: char = '\u{F8FF}';
+
+/// Deepest chain of interpolations followed before giving up.
+const MAX_DEPTH: usize = 128;
+
 /// Resolves every `${...}` in `root`, in place. `env` looks up environment variables for
 /// `oc.env`.
 pub fn resolve_all(
@@ -33,16 +37,35 @@ pub fn resolve_all(
 ) -> Result<(), ConfigError> {
     let mut resolver = Resolver {
         env,
-        done: HashSet::new(),
         active: Vec::new(),
+        escapes: false,
+        looked_up: rustc_hash::FxHashSet::default(),
     };
-    resolver.resolve_at(root, &Vec::new())
+    resolver.resolve_at(root, &mut Vec::new())?;
+    if resolver.escapes {
+        unescape(root);
+    }
+    Ok(())
 }
 
 struct Resolver<'e> {
     env: &'e dyn Fn(&str) -> Option<String>,
-    done: HashSet<Path>,
+    /// Strings being resolved, outermost first (to detect cycles).
     active: Vec<Path>,
+    /// Whether some string held an escaped `\${`.
+    escapes: bool,
+    /// Targets of lookups already resolved (e.g. `system`, copied into every benchmark).
+    looked_up: rustc_hash::FxHashSet<Path>,
+}
+
+/// Turns the placeholders of escaped `\${` back into `$`.
+fn unescape(node: &mut Node) {
+    match &mut node.value {
+        Value::Str(s) if s.contains(ESCAPED_DOLLAR) => *s = s.replace(ESCAPED_DOLLAR, "$"),
+        Value::Map(m) => m.values_mut().for_each(unescape),
+        Value::Seq(items) => items.iter_mut().for_each(unescape),
+        _ => {}
+    }
 }
 
 fn get<'a>(root: &'a Node, path: &[Step]) -> Option<&'a Node> {
@@ -50,6 +73,7 @@ fn get<'a>(root: &'a Node, path: &[Step]) -> Option<&'a Node> {
     for step in path {
         node = match (step, &node.value) {
             (Step::Key(k), Value::Map(m)) => m.get(k)?,
+            (Step::Index(i), Value::Map(m)) => m.get_index(*i)?.1,
             (Step::Index(i), Value::Seq(items)) => items.get(*i)?,
             (Step::Key(k), Value::Seq(items)) => items.get(k.parse::<usize>().ok()?)?,
             _ => return None,
@@ -63,6 +87,7 @@ fn get_mut<'a>(root: &'a mut Node, path: &[Step]) -> Option<&'a mut Node> {
     for step in path {
         node = match (step, &mut node.value) {
             (Step::Key(k), Value::Map(m)) => m.get_mut(k)?,
+            (Step::Index(i), Value::Map(m)) => m.get_index_mut(*i)?.1,
             (Step::Index(i), Value::Seq(items)) => items.get_mut(*i)?,
             (Step::Key(k), Value::Seq(items)) => items.get_mut(k.parse::<usize>().ok()?)?,
             _ => return None,
@@ -71,59 +96,71 @@ fn get_mut<'a>(root: &'a mut Node, path: &[Step]) -> Option<&'a mut Node> {
     Some(node)
 }
 
-fn path_text(path: &[Step]) -> String {
+/// The path as `a.b[0]`, with mapping positions turned back into keys.
+fn path_text(root: &Node, path: &[Step]) -> String {
     let mut out = String::new();
+    let mut node = Some(root);
     for step in path {
-        match step {
-            Step::Key(k) => {
+        let key = match (step, node.map(|n| &n.value)) {
+            (Step::Index(i), Some(Value::Map(m))) => m.get_index(*i).map(|(k, _)| k.clone()),
+            (Step::Key(k), _) => Some(k.clone()),
+            _ => None,
+        };
+        match key {
+            Some(k) => {
                 if !out.is_empty() {
                     out.push('.');
                 }
-                out.push_str(k);
+                out.push_str(&k);
             }
-            Step::Index(i) => out.push_str(&format!("[{i}]")),
+            None => {
+                if let Step::Index(i) = step {
+                    out.push_str(&format!("[{i}]"));
+                }
+            }
         }
+        node = node.and_then(|n| get(n, std::slice::from_ref(step)));
     }
     out
 }
 
 impl Resolver<'_> {
-    /// Makes sure the node at `path` and everything under it is resolved.
-    fn resolve_at(&mut self, root: &mut Node, path: &Path) -> Result<(), ConfigError> {
-        if self.done.contains(path) {
-            return Ok(());
-        }
+    /// Makes sure the node at `path` and everything under it is resolved. Children are
+    /// visited by position, so `path` may mix keys and positions.
+    fn resolve_at(&mut self, root: &mut Node, path: &mut Path) -> Result<(), ConfigError> {
         let Some(node) = get(root, path) else {
             return Ok(());
         };
         match &node.value {
             Value::Map(m) => {
-                let keys: Vec<String> = m.keys().cloned().collect();
-                for key in keys {
-                    let mut child = path.clone();
-                    child.push(Step::Key(key));
-                    self.resolve_at(root, &child)?;
+                for i in 0..m.len() {
+                    path.push(Step::Index(i));
+                    let result = self.resolve_at(root, path);
+                    path.pop();
+                    result?;
                 }
             }
             Value::Seq(items) => {
                 for i in 0..items.len() {
-                    let mut child = path.clone();
-                    child.push(Step::Index(i));
-                    self.resolve_at(root, &child)?;
+                    path.push(Step::Index(i));
+                    let result = self.resolve_at(root, path);
+                    path.pop();
+                    result?;
                 }
             }
             Value::Str(s) if s.contains("${") => {
                 let text = s.clone();
                 let location = node.location.clone();
-                if self.active.contains(path) {
-                    let chain: Vec<String> = self.active.iter().map(|p| path_text(p)).collect();
+                if self.active.contains(path) || self.active.len() > MAX_DEPTH {
+                    let mut chain: Vec<String> =
+                        self.active.iter().map(|p| path_text(root, p)).collect();
+                    chain.push(path_text(root, path));
                     return Err(ConfigError::Interpolation {
                         at: At(location),
                         expression: text,
                         message: format!(
-                            "the interpolation refers back to itself ({} -> {})",
-                            chain.join(" -> "),
-                            path_text(path)
+                            "the interpolation refers back to itself ({})",
+                            chain.join(" -> ")
                         ),
                         fix: "break the cycle between these keys".into(),
                     });
@@ -132,28 +169,17 @@ impl Resolver<'_> {
                 let resolved = self.resolve_string(root, path, &text, location.clone());
                 self.active.pop();
                 let value = resolved?;
+                let is_container = matches!(value.value, Value::Map(_) | Value::Seq(_));
                 if let Some(slot) = get_mut(root, path) {
                     *slot = Node::at(value.value, location.or(value.location));
                 }
-                // The value may be a copied container (e.g. `${system}`) that needs resolving.
-                self.resolve_children_after_copy(root, path)?;
+                // A copied container (e.g. `${system}`) was resolved before it was copied, but
+                // its relative references must still be checked in their new place.
+                if is_container {
+                    self.resolve_at(root, path)?;
+                }
             }
             _ => {}
-        }
-        self.done.insert(path.clone());
-        Ok(())
-    }
-
-    fn resolve_children_after_copy(
-        &mut self,
-        root: &mut Node,
-        path: &Path,
-    ) -> Result<(), ConfigError> {
-        let Some(node) = get(root, path) else {
-            return Ok(());
-        };
-        if matches!(node.value, Value::Map(_) | Value::Seq(_)) {
-            self.resolve_at(root, path)?;
         }
         Ok(())
     }
@@ -177,7 +203,10 @@ impl Resolver<'_> {
         let mut out = String::new();
         for piece in &pieces {
             match piece {
-                Piece::Text(t) => out.push_str(t),
+                Piece::Text(t) => {
+                    self.escapes |= t.contains(ESCAPED_DOLLAR);
+                    out.push_str(t);
+                }
                 Piece::Ref(expr) => {
                     let value = self.lookup(root, path, expr, &location)?;
                     if matches!(value.value, Value::Map(_) | Value::Seq(_)) {
@@ -242,7 +271,7 @@ impl Resolver<'_> {
             let prefix = &target[..end];
             if matches!(get(root, prefix), Some(Node { value: Value::Str(s), .. }) if s.contains("${"))
             {
-                self.resolve_at(root, &prefix.to_vec())?;
+                self.resolve_at(root, &mut prefix.to_vec())?;
             }
         }
         if get(root, &target).is_none() {
@@ -257,11 +286,15 @@ impl Resolver<'_> {
                 format!(" (keys there: {})", known.join(", "))
             };
             return Err(error(
-                format!("no value at `{}`{hint}", path_text(&target)),
+                format!("no value at `{}`{hint}", path_text(root, &target)),
                 "define that key, or correct the path (`.` = sibling keys, `..` = one level up); write `\\${` for a literal `${`",
             ));
         }
-        self.resolve_at(root, &target)?;
+        let mut target = target;
+        if !self.looked_up.contains(&target) {
+            self.resolve_at(root, &mut target)?;
+            self.looked_up.insert(target.clone());
+        }
         Ok(get(root, &target)
             .cloned()
             .unwrap_or_else(|| Node::new(Value::Null)))
@@ -307,7 +340,8 @@ fn split(text: &str) -> Result<Vec<Piece>, String> {
     let mut rest = text;
     while !rest.is_empty() {
         if let Some(after) = rest.strip_prefix("\\${") {
-            literal.push_str("${");
+            literal.push(ESCAPED_DOLLAR);
+            literal.push('{');
             rest = after;
         } else if let Some(after) = rest.strip_prefix("${") {
             let mut depth = 1;

@@ -10,7 +10,8 @@ use crate::value::{Map, Node, Value};
 pub fn merge(older: Node, newer: Node, path: &str) -> Result<Node, ConfigError> {
     match (older.value, newer.value) {
         (Value::Map(old), Value::Map(new)) => {
-            let mut result = Map::with_capacity(old.len() + new.len());
+            let mut result =
+                Map::with_capacity_and_hasher(old.len() + new.len(), Default::default());
             let mut new = new;
             for (key, old_value) in old {
                 match new.shift_remove(&key) {

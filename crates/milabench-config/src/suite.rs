@@ -206,7 +206,8 @@ pub fn resolve_suite(request: &SuiteRequest<'_>) -> Result<Suite, ConfigError> {
     let mut layers = vec![builtin_defaults()];
     let config = absolute(request.config);
     let mut stack = Vec::new();
-    file_layers(&config, None, &mut stack, &mut layers)?;
+    let mut loaded = HashSet::new();
+    file_layers(&config, None, &mut stack, &mut layers, &mut loaded)?;
     for (i, text) in request.overrides.iter().enumerate() {
         layers.push(parse_override(i + 1, text)?);
     }
@@ -220,14 +221,17 @@ pub fn resolve_suite(request: &SuiteRequest<'_>) -> Result<Suite, ConfigError> {
     let entries = expand_matrices(entries)?;
     let entries = resolve_inheritance(entries)?;
     let mut warnings = Vec::new();
-    let mut packs = Map::new();
+    let mut packs = Map::default();
     for (name, node) in &entries {
         if name.starts_with('_') || name == "*" {
             continue;
         }
-        packs.insert(name.clone(), finalize(name, node.clone(), &mut warnings)?);
+        packs.insert(
+            name.clone(),
+            finalize(name, node.clone(), &loaded, &mut warnings)?,
+        );
     }
-    let mut root = Map::new();
+    let mut root = Map::default();
     root.insert("system".into(), request.system.tree.clone());
     if let Some(multirun) = &request.system.multirun {
         root.insert("multirun".into(), multirun.clone());
@@ -352,6 +356,7 @@ fn file_layers(
     included_at: Option<(&str, Option<Location>)>,
     stack: &mut Vec<PathBuf>,
     layers: &mut Vec<Node>,
+    loaded: &mut HashSet<String>,
 ) -> Result<(), ConfigError> {
     if stack.iter().any(|f| f == file) {
         let (include, at) = included_at.unwrap_or(("", None));
@@ -378,9 +383,10 @@ fn file_layers(
         });
     }
     let doc = yaml::load_file(file, "suite file")?;
+    loaded.insert(file.display().to_string());
     let mut entries = match doc.value {
         Value::Map(m) => m,
-        Value::Null => Map::new(),
+        Value::Null => Map::default(),
         _ => {
             return Err(ConfigError::shape(
                 doc.location.clone(),
@@ -421,7 +427,13 @@ fn file_layers(
             } else {
                 normalize(&base.join(target))
             };
-            file_layers(&target, Some((name, item.location.clone())), stack, layers)?;
+            file_layers(
+                &target,
+                Some((name, item.location.clone())),
+                stack,
+                layers,
+                loaded,
+            )?;
         }
     }
     stack.pop();
@@ -475,7 +487,7 @@ pub fn parse_override(index: usize, text: &str) -> Result<Node, ConfigError> {
             ))
         })?;
         for key in path.split('.').rev() {
-            let mut map = Map::new();
+            let mut map = Map::default();
             map.insert(key.to_string(), node);
             node = Node::new(Value::Map(map));
         }
@@ -509,7 +521,7 @@ fn syntax_reason(err: &ConfigError) -> String {
 
 /// Replaces every entry with a `matrix` by one entry per combination of its values.
 fn expand_matrices(entries: Map) -> Result<Map, ConfigError> {
-    let mut out = Map::with_capacity(entries.len());
+    let mut out = Map::with_capacity_and_hasher(entries.len(), Default::default());
     let mut generated_by: std::collections::HashMap<String, String> = Default::default();
     for (name, entry) in entries {
         if entry.get("matrix").is_none() {
@@ -708,11 +720,10 @@ fn resolve_inheritance(mut entries: Map) -> Result<Map, ConfigError> {
     for name in &names {
         let mut bench = entries[name].clone();
         let mut chain = vec![name.clone()];
-        loop {
-            let Some(map) = bench.as_map_mut() else { break };
-            let Some(inherits) = map.shift_remove("inherits") else {
-                break;
-            };
+        while let Some(inherits) = bench
+            .as_map_mut()
+            .and_then(|map| map.shift_remove("inherits"))
+        {
             let location = inherits.location.clone();
             let parent_name = match &inherits.value {
                 Value::Str(s) => s.clone(),
@@ -797,7 +808,12 @@ fn tag_list(node: &Node, name: &str) -> Result<Vec<String>, ConfigError> {
 }
 
 /// Sets `name` and `tag`, makes `definition` absolute, and checks the monitor tag.
-fn finalize(name: &str, mut bench: Node, warnings: &mut Vec<String>) -> Result<Node, ConfigError> {
+fn finalize(
+    name: &str,
+    mut bench: Node,
+    loaded: &HashSet<String>,
+    warnings: &mut Vec<String>,
+) -> Result<Node, ConfigError> {
     let location = bench.location.clone();
     let Some(map) = bench.as_map_mut() else {
         return Err(ConfigError::shape(
@@ -814,9 +830,8 @@ fn finalize(name: &str, mut bench: Node, warnings: &mut Vec<String>) -> Result<N
         // Relative to the file that wrote `definition`, else to the entry's file.
         let written_in = def_location
             .as_ref()
-            .map(|l| PathBuf::from(&*l.file))
-            .filter(|f| f.is_file())
-            .and_then(|f| f.parent().map(Path::to_path_buf));
+            .filter(|l| loaded.contains(&*l.file))
+            .and_then(|l| Path::new(&*l.file).parent().map(Path::to_path_buf));
         let path = expand_user(Path::new(&path));
         let absolute = if path.is_absolute() {
             normalize(&path)

@@ -107,13 +107,13 @@ fn node_spec(node: &Node) -> Option<NodeSpec> {
 
 /// The built-in system defaults: one local node and folders under the base.
 fn defaults(inputs: &SystemInputs) -> Node {
-    let mut node = Map::new();
+    let mut node = Map::default();
     node.insert("name".into(), Node::str("local"));
     node.insert("ip".into(), Node::str("127.0.0.1"));
     node.insert("sshport".into(), Node::new(Value::Int(22)));
     node.insert("user".into(), Node::str(inputs.user.clone()));
     node.insert("main".into(), Node::new(Value::Bool(true)));
-    let mut dirs = Map::new();
+    let mut dirs = Map::default();
     for name in ["venv", "data", "runs", "extra", "cache"] {
         let value = inputs
             .dirs
@@ -123,9 +123,9 @@ fn defaults(inputs: &SystemInputs) -> Node {
             .unwrap_or_else(|| format!("${{system.base}}/{name}"));
         dirs.insert(name.into(), Node::str(value));
     }
-    let mut gpu = Map::new();
+    let mut gpu = Map::default();
     gpu.insert("count".into(), Node::new(Value::Int(0)));
-    let mut system = Map::new();
+    let mut system = Map::default();
     system.insert("arch".into(), Node::str(inputs.arch.clone()));
     system.insert("sshkey".into(), Node::new(Value::Null));
     system.insert(

@@ -26,8 +26,9 @@ impl fmt::Display for Location {
     }
 }
 
-/// An ordered mapping from key to node.
-pub type Map = IndexMap<String, Node>;
+/// An ordered mapping from key to node. Keys are short and trusted (suite files), so a fast
+/// non-cryptographic hasher is used.
+pub type Map = IndexMap<String, Node, rustc_hash::FxBuildHasher>;
 
 /// One value of the configuration tree.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,7 +81,7 @@ impl Node {
 
     /// An empty mapping node without a location.
     pub fn empty_map() -> Self {
-        Node::new(Value::Map(Map::new()))
+        Node::new(Value::Map(Map::default()))
     }
 
     /// The mapping inside this node, if it is one.

@@ -19,7 +19,7 @@ pub fn parse_str(text: &str, file: &str) -> Result<Node, ConfigError> {
     let mut builder = Builder {
         file: file.clone(),
         stack: Vec::new(),
-        anchors: HashMap::new(),
+        anchors: HashMap::default(),
         root: None,
         documents: 0,
     };
@@ -269,7 +269,7 @@ fn build_mapping(pairs: Vec<(Node, Node)>) -> Result<Map, ConfigError> {
             own.push((key_string(&key)?, value));
         }
     }
-    let mut map = Map::new();
+    let mut map = Map::default();
     for (k, v) in merged.into_iter().chain(own) {
         map.insert(k, v);
     }
@@ -278,7 +278,7 @@ fn build_mapping(pairs: Vec<(Node, Node)>) -> Result<Map, ConfigError> {
 
 /// `!expand-dot`: `{a.b.c: 1}` becomes `{a: {b: {c: 1}}}`; a `<<<` key splices its mapping in.
 fn expand_dots(map: Map, location: Location) -> Result<Node, ConfigError> {
-    let mut result = Node::at(Value::Map(Map::new()), Some(location.clone()));
+    let mut result = Node::at(Value::Map(Map::default()), Some(location.clone()));
     let mut todo: std::collections::VecDeque<(String, Node)> = map.into_iter().collect();
     while let Some((key, value)) = todo.pop_front() {
         if key == "<<<" {
@@ -297,11 +297,11 @@ fn expand_dots(map: Map, location: Location) -> Result<Node, ConfigError> {
         let mut part = value;
         let segments: Vec<&str> = key.split('.').collect();
         for segment in segments.iter().skip(1).rev() {
-            let mut m = Map::new();
+            let mut m = Map::default();
             m.insert((*segment).to_string(), part);
             part = Node::at(Value::Map(m), Some(location.clone()));
         }
-        let mut m = Map::new();
+        let mut m = Map::default();
         m.insert(segments[0].to_string(), part);
         result = merge(result, Node::at(Value::Map(m), Some(location.clone())), "")?;
     }
@@ -371,6 +371,19 @@ fn resolve_plain(text: &str) -> Value {
     }
     if let Some(b) = resolve_bool(text) {
         return Value::Bool(b);
+    }
+    // Like PyYAML, only scalars starting with a sign, a digit or a dot can be numbers.
+    if !text.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '+' | '.')) {
+        return Value::Str(text.to_string());
+    }
+    // Fast path for the most common numbers: plain decimal integers.
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'))
+        && let Ok(i) = text.parse::<i64>()
+    {
+        return Value::Int(i);
     }
     if FLOAT.is_match(text)
         && let Some(v) = resolve_float(text)
