@@ -416,6 +416,14 @@ fn every_bad_input_is_explained() {
             "dollar_literal",
             &["--config", "errors/dollar_literal.yaml"],
         ),
+        (
+            "unknown_placeholder",
+            &["--config", "errors/unknown_placeholder.yaml"],
+        ),
+        (
+            "bad_capability",
+            &["--config", "errors/bad_capability.yaml"],
+        ),
         ("missing_config_file", &["--config", "nowhere.yaml"]),
         ("no_config", &[]),
         (

@@ -146,6 +146,18 @@ pub enum ConfigError {
         /// How to fix it.
         fix: String,
     },
+    /// A launch-time value (placeholder, expression) cannot work.
+    #[error("{at}`{bench}`: {message}\n  fix: {fix}")]
+    Launch {
+        /// Where the value is.
+        at: At,
+        /// The benchmark.
+        bench: String,
+        /// What is wrong.
+        message: String,
+        /// How to fix it.
+        fix: String,
+    },
     /// A `--override` cannot be parsed.
     #[error(
         "invalid --override `{text}`: {message}\n  fix: write `bench.key=value` (value in YAML) or a YAML mapping such as `{{bench: {{argv: {{--batch-size: 64}}}}}}`"

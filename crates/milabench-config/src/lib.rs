@@ -8,6 +8,7 @@
 //! - [`suite`]: includes, overrides, matrices, inheritance, `*`, selection;
 //! - [`interpolate`]: `${...}` references over the resolved tree;
 //! - [`argv`]: rendering `argv` mappings into arguments;
+//! - [`launch_check`]: early checks of launch-time placeholders and expressions;
 //! - [`system`]: the system file (nodes, arch, GPU facts);
 //! - [`settings`]: built-in defaults, settings file, `MILABENCH_*` variables and flags;
 //! - [`placeholders`]: launch-time `{name}` placeholders and the safe expression evaluator.
@@ -15,6 +16,7 @@
 pub mod argv;
 pub mod error;
 pub mod interpolate;
+pub mod launch_check;
 pub mod merge;
 pub mod placeholders;
 pub mod run_name;

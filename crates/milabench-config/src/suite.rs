@@ -872,3 +872,120 @@ fn finalize(
 fn map_get_str(map: &Map, key: &str) -> Option<String> {
     map.get(key).and_then(Node::as_str).map(str::to_string)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::system::{SystemInputs, load_system};
+    use proptest::prelude::*;
+
+    fn resolve_text(text: &str, overrides: &[String]) -> Result<Suite, ConfigError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("suite.yaml");
+        std::fs::write(&path, text).expect("write");
+        std::fs::write(dir.path().join("other.yaml"), "_base: {enabled: true}\n").expect("write");
+        let system = load_system(
+            None,
+            &SystemInputs {
+                arch: "cpu".into(),
+                base: "/b".into(),
+                run_name: "r".into(),
+                user: "u".into(),
+                dirs: vec![],
+                detected_gpus: None,
+            },
+        )
+        .expect("system");
+        let env = |_: &str| None;
+        resolve_suite(&SuiteRequest {
+            config: &path,
+            system: &system,
+            overrides,
+            select: &[],
+            exclude: &[],
+            env: &env,
+        })
+    }
+
+    #[test]
+    fn inheritance_accumulates_tags_and_overrides_the_rest() {
+        let suite = resolve_text(
+            "_p: {inherits: _defaults, tags: [b, a], weight: 1, argv: {--x: 1, --y: 2}}\n\
+             c: {inherits: _p, tags: [c], argv: {--y: 3}, definition: d}\n",
+            &[],
+        )
+        .expect("resolves");
+        let c = &suite.benches[0];
+        assert_eq!(c.tags(), ["a", "b", "c"]);
+        assert_eq!(c.argv().expect("argv"), ["--x", "1", "--y", "3"]);
+        assert_eq!(c.group(), "c");
+        assert!(c.is_runnable());
+    }
+
+    #[test]
+    fn overrides_with_dashes_and_star() {
+        let suite = resolve_text(
+            "b-1: {inherits: _defaults, definition: d, argv: {--batch-size: 8}}\n",
+            &[
+                "b-1.argv.--batch-size=64".to_string(),
+                "{'*': {weight: 3}}".to_string(),
+            ],
+        )
+        .expect("resolves");
+        let b = &suite.benches[0];
+        assert_eq!(b.argv().expect("argv"), ["--batch-size", "64"]);
+        assert_eq!(b.weight(), 3.0);
+    }
+
+    fn fragment() -> impl Strategy<Value = String> {
+        let key = prop_oneof![
+            Just("include"),
+            Just("inherits"),
+            Just("matrix"),
+            Just("job"),
+            Just("name"),
+            Just("argv"),
+            Just("enabled"),
+            Just("tags"),
+            Just("definition"),
+            Just("append"),
+            Just("a"),
+            Just("_base"),
+            Just("*"),
+            Just("--x"),
+        ];
+        let value = prop_oneof![
+            Just("other.yaml".to_string()),
+            Just("_base".to_string()),
+            Just("a".to_string()),
+            Just("'${system.arch}'".to_string()),
+            Just("'${.name}'".to_string()),
+            Just("'${..x}'".to_string()),
+            Just("'{x}'".to_string()),
+            Just("[1, 2]".to_string()),
+            Just("!delete ''".to_string()),
+            Just("null".to_string()),
+            Just("false".to_string()),
+            Just("{x: [a, b]}".to_string()),
+            "[a-z0-9{}$.]{0,6}".prop_map(|s| format!("'{s}'")),
+        ];
+        (key, value, 0usize..3).prop_map(|(k, v, depth)| format!("{}{k}: {v}", "  ".repeat(depth)))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+        /// The resolver returns a result or an error for any suite, never panics.
+        #[test]
+        fn resolver_never_panics(lines in prop::collection::vec(fragment(), 0..12)) {
+            let text = lines.join("\n");
+            let _ = resolve_text(&text, &[]);
+        }
+
+        /// The YAML loader never panics, whatever the bytes.
+        #[test]
+        fn yaml_loader_never_panics(text in "\\PC{0,80}") {
+            let _ = yaml::parse_str(&text, "fuzz.yaml");
+        }
+    }
+}

@@ -80,6 +80,9 @@ pub fn resolve(
         exclude: &selection.exclude,
         env: &lookup,
     })?;
+    for bench in suite.benches.iter().filter(|b| b.matches_selection) {
+        milabench_config::launch_check::check_bench(bench, &suite.system)?;
+    }
     Ok(Resolved {
         run_name,
         arch,
