@@ -8,12 +8,14 @@
 //! - [`suite`]: includes, overrides, matrices, inheritance, `*`, selection;
 //! - [`interpolate`]: `${...}` references over the resolved tree;
 //! - [`argv`]: rendering `argv` mappings into arguments;
+//! - [`benchfile`]: the optional `benchfile.yaml` of a benchmark folder;
 //! - [`launch_check`]: early checks of launch-time placeholders and expressions;
 //! - [`system`]: the system file (nodes, arch, GPU facts);
 //! - [`settings`]: built-in defaults, settings file, `MILABENCH_*` variables and flags;
 //! - [`placeholders`]: launch-time `{name}` placeholders and the safe expression evaluator.
 
 pub mod argv;
+pub mod benchfile;
 pub mod error;
 pub mod interpolate;
 pub mod launch_check;

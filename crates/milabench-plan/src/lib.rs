@@ -2,6 +2,12 @@
 //! to launch ([`ProcessSpec`]). Nothing here starts a process or touches the disk, so every
 //! plan can be printed (`milabench run --dry-run`) and snapshot-tested.
 
+mod error;
+mod planner;
+mod script;
 mod spec;
 
+pub use error::PlanError;
+pub use planner::{PlanContext, RENDEZVOUS_PORT, plan_bench, visibility_variable};
+pub use script::{render_script, shell_quote};
 pub use spec::{BenchPlan, PlannedFile, ProcessSpec};

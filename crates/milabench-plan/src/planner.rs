@@ -1,0 +1,664 @@
+//! From one resolved benchmark to its processes.
+//!
+//! - `per_gpu`: one process per visible GPU, each seeing only its device through the vendor's
+//!   visibility variable, tagged `D<i>`; on a machine without GPUs, one process on the CPU
+//!   (tagged `D0`, as the Python tool names it).
+//! - `njobs`: `n` copies tagged `<i>`, each seeing every device.
+//! - `--repeat N`: tags get `R<i>` after the name.
+//! - launchers: voir (default), plain python, torchrun, accelerate, or the script itself.
+//! - multi-node (`num_machines > 1` with several nodes in the system file): one rank per node,
+//!   rank 0 on the main node; remote ranks through `ssh` with their environment forwarded by
+//!   `env`, the data channel in stdout, and tags `<node>` (`<node>.nolog` for ranks other
+//!   than 0). A rank on this machine runs directly, without ssh.
+
+use std::time::Duration;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use indexmap::IndexMap;
+use milabench_config::benchfile::{BenchFile, Launcher};
+use milabench_config::placeholders::{ArgResolver, LaunchContext, PackDirs};
+use milabench_config::settings::options::{CpuOptions, SizerOptions};
+use milabench_config::{Bench, Node, NodeSpec, PlanMethod};
+
+use crate::error::PlanError;
+use crate::spec::{BenchPlan, PlannedFile, ProcessSpec};
+
+/// Port of the torchrun/accelerate rendezvous on the main node.
+pub const RENDEZVOUS_PORT: u16 = 29400;
+
+/// Facts about the machine and the run that planning depends on.
+#[derive(Debug, Clone)]
+pub struct PlanContext {
+    /// The resolved `system` mapping.
+    pub system: Node,
+    /// Accelerator family (`cuda`, `rocm`, `xpu`, `hpu`, `cpu`).
+    pub arch: String,
+    /// Indices of the GPUs visible to milabench (empty on a machine without GPUs).
+    pub gpus: Vec<String>,
+    /// CPUs of this host.
+    pub host_cpu_count: usize,
+    /// CPU options (`auto(v, d)`, `n_worker`).
+    pub cpu: CpuOptions,
+    /// Sizer options (`auto_batch(n)`).
+    pub sizer: SizerOptions,
+    /// `(index, total)` when the suite is repeated (`--repeat`), to tag runs `R<i>`.
+    pub repeat: Option<(usize, usize)>,
+    /// `PATH` of the orchestrator, to which each environment's `bin/` is prepended.
+    pub path: String,
+    /// The base folder.
+    pub base: Utf8PathBuf,
+    /// Nodes of the system, main first.
+    pub nodes: Vec<NodeSpec>,
+    /// ssh key of the system file, if any.
+    pub ssh_key: Option<String>,
+}
+
+/// The variable that restricts a process to some GPUs, for an arch.
+pub fn visibility_variable(arch: &str) -> &'static str {
+    match arch {
+        "rocm" => "ROCR_VISIBLE_DEVICES",
+        "hpu" => "HABANA_VISIBLE_MODULES",
+        "xpu" => "ONEAPI_DEVICE_SELECTOR",
+        "cuda" => "CUDA_VISIBLE_DEVICES",
+        _ => "CPU_VISIBLE_DEVICE",
+    }
+}
+
+/// One logical job before it is spread over nodes.
+struct Job {
+    tag: Vec<String>,
+    devices: Vec<String>,
+    visibility: Option<String>,
+    job_number: Option<usize>,
+}
+
+/// Plans one benchmark.
+pub fn plan_bench(
+    bench: &Bench,
+    benchfile: &BenchFile,
+    ctx: &PlanContext,
+) -> Result<BenchPlan, PlanError> {
+    let definition = bench.definition().ok_or_else(|| PlanError::NoDefinition {
+        bench: bench.name.clone(),
+    })?;
+    let code = Utf8PathBuf::from(definition);
+    let dirs = bench_dirs(bench, &code);
+    let mut base_tag = vec![bench.name.clone()];
+    if let Some((index, total)) = ctx.repeat
+        && total > 1
+    {
+        base_tag.push(format!("R{index}"));
+    }
+    let jobs = match bench.plan()? {
+        PlanMethod::PerGpu if ctx.gpus.is_empty() => vec![Job {
+            tag: [base_tag.clone(), vec!["D0".into()]].concat(),
+            devices: Vec::new(),
+            visibility: Some("0".into()),
+            job_number: None,
+        }],
+        PlanMethod::PerGpu => ctx
+            .gpus
+            .iter()
+            .map(|gpu| Job {
+                tag: [base_tag.clone(), vec![format!("D{gpu}")]].concat(),
+                devices: vec![gpu.clone()],
+                visibility: Some(visibility_value(&ctx.arch, gpu)),
+                job_number: None,
+            })
+            .collect(),
+        PlanMethod::Njobs { n } => (0..n as usize)
+            .map(|i| Job {
+                tag: [base_tag.clone(), vec![i.to_string()]].concat(),
+                devices: ctx.gpus.clone(),
+                visibility: None,
+                job_number: Some(i),
+            })
+            .collect(),
+    };
+    let num_machines = match bench.config.get("num_machines").map(|n| &n.value) {
+        Some(milabench_config::Value::Int(n)) if *n > 1 => *n as usize,
+        _ => 1,
+    };
+    let ranks: Vec<NodeSpec> = if num_machines > 1 && ctx.nodes.len() > 1 {
+        ctx.nodes.iter().take(num_machines).cloned().collect()
+    } else {
+        Vec::new()
+    };
+    let mut processes = Vec::new();
+    let mut files = Vec::new();
+    for job in &jobs {
+        if ranks.is_empty() {
+            let (spec, file) = process(bench, benchfile, ctx, &dirs, job, None)?;
+            processes.push(spec);
+            files.extend(file);
+        } else {
+            for (rank, node) in ranks.iter().enumerate() {
+                let (spec, file) = process(
+                    bench,
+                    benchfile,
+                    ctx,
+                    &dirs,
+                    job,
+                    Some((rank, node, &ranks)),
+                )?;
+                processes.push(spec);
+                files.extend(file);
+            }
+        }
+    }
+    let max_duration = match bench.config.get("max_duration").map(|n| &n.value) {
+        Some(milabench_config::Value::Int(s)) if *s > 0 => Some(Duration::from_secs(*s as u64)),
+        Some(milabench_config::Value::Float(s)) if *s > 0.0 => Some(Duration::from_secs_f64(*s)),
+        None | Some(milabench_config::Value::Null) => None,
+        Some(other) => {
+            return Err(PlanError::Invalid {
+                bench: bench.name.clone(),
+                message: format!(
+                    "`max_duration` is {}, not a positive number of seconds",
+                    other.kind()
+                ),
+            });
+        }
+    };
+    Ok(BenchPlan {
+        bench: bench.name.clone(),
+        processes,
+        files,
+        max_duration,
+    })
+}
+
+fn visibility_value(arch: &str, gpu: &str) -> String {
+    if arch == "xpu" {
+        format!("level_zero:{gpu}")
+    } else {
+        gpu.to_string()
+    }
+}
+
+fn bench_dirs(bench: &Bench, code: &Utf8Path) -> PackDirs {
+    let dir = |key: &str| -> Utf8PathBuf {
+        bench
+            .config
+            .get("dirs")
+            .and_then(|d| d.get(key))
+            .map(|n| Utf8PathBuf::from(n.python_str()))
+            .unwrap_or_default()
+    };
+    PackDirs {
+        venv: dir("venv"),
+        code: code.to_path_buf(),
+        extra: dir("extra"),
+        data: dir("data"),
+        runs: dir("runs"),
+        cache: dir("cache"),
+    }
+}
+
+/// Builds one process: the launcher around the script and its resolved arguments.
+fn process(
+    bench: &Bench,
+    benchfile: &BenchFile,
+    ctx: &PlanContext,
+    dirs: &PackDirs,
+    job: &Job,
+    rank: Option<(usize, &NodeSpec, &[NodeSpec])>,
+) -> Result<(ProcessSpec, Option<PlannedFile>), PlanError> {
+    let mut tag = job.tag.clone();
+    if let Some((r, node, _)) = rank {
+        tag.push(node.name.clone());
+        if r > 0 {
+            tag.push("nolog".into());
+        }
+    }
+    let resolver = ArgResolver::new(LaunchContext {
+        system: ctx.system.to_json(),
+        host_cpu_count: ctx.host_cpu_count,
+        gpu_count: ctx.gpus.len(),
+        milabench_base: ctx.base.clone(),
+        dirs: dirs.clone(),
+        bench_name: bench.name.clone(),
+        benchmark_folder: dirs.code.clone(),
+        cpu: ctx.cpu.clone(),
+        sizer: ctx.sizer.clone(),
+        ..LaunchContext::default()
+    });
+    let resolve = |arg: &str| {
+        resolver.resolve(arg).map_err(|e| PlanError::Placeholder {
+            bench: bench.name.clone(),
+            message: e.to_string(),
+        })
+    };
+    let script_args: Vec<String> = bench
+        .argv()?
+        .iter()
+        .map(|a| resolve(a))
+        .collect::<Result<_, _>>()?;
+    let venv_bin = dirs.venv.join("bin");
+    let target: Vec<String> = match &benchfile.module {
+        Some(module) => vec!["-m".into(), module.clone()],
+        None => vec![dirs.code.join(&benchfile.script).to_string()],
+    };
+    let nproc = if job.devices.is_empty() {
+        benchfile.nproc_per_node.unwrap_or(1) as usize
+    } else {
+        job.devices.len()
+    };
+    let tag_name = tag.join(".");
+    let mut voir_file = None;
+    let mut use_stdout = benchfile.use_stdout || rank.is_some();
+    let mut argv: Vec<String> = Vec::new();
+    match benchfile.launcher {
+        Launcher::Voir => {
+            argv.push(venv_bin.join("voir").to_string());
+            if let Some(voir) = bench.config.get("voir") {
+                let content = serde_json::to_string(&voir.to_json()).unwrap_or_default();
+                let path = dirs.extra.join(format!(
+                    "voirconf-{tag_name}-{:016x}.json",
+                    fnv1a(content.as_bytes())
+                ));
+                argv.push("--config".into());
+                argv.push(path.to_string());
+                voir_file = Some(PlannedFile { path, content });
+            }
+            argv.extend(target);
+        }
+        Launcher::Python => {
+            argv.push(venv_bin.join("python").to_string());
+            argv.extend(target);
+        }
+        Launcher::Direct => {
+            if benchfile.module.is_some() {
+                return Err(PlanError::Invalid {
+                    bench: bench.name.clone(),
+                    message: "launcher `direct` runs a script; it cannot run a `module`".into(),
+                });
+            }
+            argv.extend(target);
+        }
+        Launcher::Torchrun => {
+            use_stdout = true;
+            argv.push(venv_bin.join("torchrun").to_string());
+            match rank {
+                Some((r, node, nodes)) => {
+                    let main = &nodes[0];
+                    argv.extend([
+                        format!("--nnodes={}", nodes.len()),
+                        format!("--node-rank={r}"),
+                        "--rdzv-backend=static".into(),
+                        format!("--rdzv-endpoint={}:{RENDEZVOUS_PORT}", main.ip),
+                        format!("--master-addr={}", main.ip),
+                        format!("--master-port={RENDEZVOUS_PORT}"),
+                        format!("--local-addr={}", node.ip),
+                    ]);
+                }
+                None => argv.push("--standalone".into()),
+            }
+            argv.push(format!("--nproc-per-node={nproc}"));
+            argv.push("--local-ranks-filter=0".into());
+            argv.extend(target);
+        }
+        Launcher::Accelerate => {
+            use_stdout = true;
+            let machines = rank.map_or(1, |(_, _, nodes)| nodes.len());
+            let machine_rank = rank.map_or(0, |(r, _, _)| r);
+            let main_ip = rank.map_or("127.0.0.1".to_string(), |(_, _, nodes)| nodes[0].ip.clone());
+            argv.push(venv_bin.join("accelerate").to_string());
+            argv.push("launch".into());
+            if nproc * machines > 1 && !job.devices.is_empty() {
+                argv.push("--multi_gpu".into());
+            }
+            argv.extend([
+                format!("--num_machines={machines}"),
+                format!("--machine_rank={machine_rank}"),
+                format!("--num_processes={}", nproc * machines),
+                format!("--main_process_ip={main_ip}"),
+                format!("--main_process_port={RENDEZVOUS_PORT}"),
+            ]);
+            argv.extend(target);
+        }
+    }
+    argv.extend(script_args);
+    let env = process_env(bench, benchfile, ctx, dirs, job, &resolve, use_stdout)?;
+    let mut config = bench.config.to_json();
+    if let Some(map) = config.as_object_mut() {
+        map.insert("tag".into(), serde_json::json!(tag));
+        map.insert(
+            "device".into(),
+            serde_json::json!(job.devices.first().cloned().unwrap_or_else(|| "0".into())),
+        );
+        map.insert("devices".into(), serde_json::json!(job.devices));
+        if let Some(n) = job.job_number {
+            map.insert("job-number".into(), serde_json::json!(n));
+        }
+    }
+    let cwd = dirs.code.clone();
+    let (argv, node) = match rank {
+        Some((_, node, _)) if !node.local => (
+            ssh_wrap(ctx, node, &cwd, &env, argv),
+            Some(node.name.clone()),
+        ),
+        Some((_, node, _)) => (argv, Some(node.name.clone())),
+        None => (argv, None),
+    };
+    Ok((
+        ProcessSpec {
+            tag,
+            argv,
+            env,
+            cwd,
+            node,
+            devices: job.devices.clone(),
+            use_stdout,
+            nolog: rank.is_some_and(|(r, _, _)| r > 0),
+            config,
+        },
+        voir_file,
+    ))
+}
+
+/// The variables a benchmark process gets on top of the orchestrator's environment.
+fn process_env(
+    bench: &Bench,
+    benchfile: &BenchFile,
+    ctx: &PlanContext,
+    dirs: &PackDirs,
+    job: &Job,
+    resolve: &dyn Fn(&str) -> Result<String, PlanError>,
+    use_stdout: bool,
+) -> Result<IndexMap<String, String>, PlanError> {
+    let mut env = IndexMap::new();
+    env.insert("VIRTUAL_ENV".to_string(), dirs.venv.to_string());
+    env.insert(
+        "PATH".to_string(),
+        format!("{}:{}", dirs.venv.join("bin"), ctx.path),
+    );
+    for (key, value) in [
+        ("VENV", &dirs.venv),
+        ("CODE", &dirs.code),
+        ("EXTRA", &dirs.extra),
+        ("DATA", &dirs.data),
+        ("RUNS", &dirs.runs),
+        ("CACHE", &dirs.cache),
+    ] {
+        env.insert(format!("MILABENCH_DIR_{key}"), value.to_string());
+    }
+    env.insert("MILABENCH_DATA_DIR".into(), dirs.data.to_string());
+    env.insert("MILABENCH_BASE".into(), ctx.base.to_string());
+    env.insert("MILABENCH_NAME".into(), bench.name.clone());
+    env.insert("OMP_NUM_THREADS".into(), resolve("{cpu_per_gpu}")?);
+    env.insert("XDG_CACHE_HOME".into(), dirs.cache.to_string());
+    env.insert("TORCH_HOME".into(), dirs.cache.to_string());
+    env.insert("HF_HOME".into(), dirs.data.to_string());
+    env.insert("PYTHONUNBUFFERED".into(), "1".into());
+    if let Some(stop) = bench
+        .config
+        .get("voir")
+        .and_then(|v| v.get("options"))
+        .and_then(|o| o.get("stop"))
+    {
+        env.insert("VOIR_EARLYSTOP_COUNT".into(), stop.python_str());
+    }
+    if use_stdout {
+        env.insert("MILABENCH_USE_STDOUT".into(), "1".into());
+    }
+    if let Some(value) = &job.visibility {
+        env.insert(visibility_variable(&ctx.arch).into(), value.clone());
+    }
+    env.insert(
+        "MILABENCH_CONFIG".into(),
+        serde_json::to_string(&bench.config.to_json()).unwrap_or_default(),
+    );
+    for (key, value) in &benchfile.env {
+        env.insert(key.clone(), value.clone());
+    }
+    if let Some(map) = bench.config.get("env").and_then(Node::as_map) {
+        for (key, value) in map {
+            env.insert(key.clone(), value.python_str());
+        }
+    }
+    Ok(env)
+}
+
+/// Wraps a command to run on a remote node: `ssh ... user@host env -C CWD K=V ... CMD`.
+fn ssh_wrap(
+    ctx: &PlanContext,
+    node: &NodeSpec,
+    cwd: &Utf8Path,
+    env: &IndexMap<String, String>,
+    argv: Vec<String>,
+) -> Vec<String> {
+    let mut out: Vec<String> = vec![
+        "ssh".into(),
+        "-oBatchMode=yes".into(),
+        "-oCheckHostIP=no".into(),
+        "-oStrictHostKeyChecking=no".into(),
+        "-p".into(),
+        node.sshport.to_string(),
+    ];
+    if let Some(key) = &ctx.ssh_key {
+        out.push(format!("-i{key}"));
+    }
+    out.push(format!("{}@{}", node.user, node.ip));
+    // ssh joins its arguments with spaces into one remote command line: quote each of them.
+    let mut remote: Vec<String> = vec!["env".into(), "-C".into(), cwd.to_string()];
+    remote.extend(env.iter().map(|(key, value)| format!("{key}={value}")));
+    remote.extend(argv);
+    out.extend(remote.iter().map(|a| crate::script::shell_quote(a)));
+    out
+}
+
+/// 64-bit FNV-1a, a stable short fingerprint for file names.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use milabench_config::suite::{SuiteRequest, resolve_suite};
+    use milabench_config::system::{SystemInputs, load_system};
+
+    const SUITE: &str = r#"
+_defaults:
+  enabled: true
+  max_duration: 90
+  voir: {options: {stop: 30, interval: 1s}}
+_base:
+  inherits: _defaults
+  definition: bench
+  install_group: torch
+  argv:
+    --workers: "auto({n_worker}, 4)"
+    --data: "{milabench_data}/set"
+    --batch-size: "auto_batch(64)"
+    --json: '{"x": 1}'
+mono:
+  inherits: _base
+  plan: {method: per_gpu}
+  env: {EXTRA: "1"}
+jobs:
+  inherits: _base
+  plan: {method: njobs, n: 2}
+ddp-nodes:
+  inherits: _base
+  plan: {method: njobs, n: 1}
+  num_machines: 2
+"#;
+
+    const SYSTEM: &str = "system:\n  arch: cuda\n  sshkey: /keys/id\n  nodes:\n    - {name: n0, ip: 127.0.0.1, user: me, main: true}\n    - {name: n1, ip: 10.254.0.2, user: me, sshport: 2222}\n";
+
+    fn plans(gpus: &[&str], benchfile: &BenchFile, system_text: Option<&str>) -> Vec<BenchPlan> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let suite_path = dir.path().join("suite.yaml");
+        std::fs::write(&suite_path, SUITE).expect("write");
+        let system_path = dir.path().join("system.yaml");
+        if let Some(text) = system_text {
+            std::fs::write(&system_path, text).expect("write");
+        }
+        let inputs = SystemInputs {
+            arch: "cuda".into(),
+            base: "/base".into(),
+            run_name: "run".into(),
+            user: "me".into(),
+            dirs: vec![],
+            detected_gpus: None,
+        };
+        let system =
+            load_system(system_text.map(|_| system_path.as_path()), &inputs).expect("system");
+        let env = |_: &str| None;
+        let suite = resolve_suite(&SuiteRequest {
+            config: &suite_path,
+            system: &system,
+            overrides: &[],
+            select: &[],
+            exclude: &[],
+            env: &env,
+        })
+        .expect("suite");
+        let ctx = PlanContext {
+            system: suite.system.clone(),
+            arch: "cuda".into(),
+            gpus: gpus.iter().map(|g| g.to_string()).collect(),
+            host_cpu_count: 16,
+            cpu: CpuOptions::default(),
+            sizer: SizerOptions::default(),
+            repeat: Some((1, 2)),
+            path: "/usr/bin".into(),
+            base: "/base".into(),
+            nodes: system.nodes(),
+            ssh_key: Some("/keys/id".into()),
+        };
+        let root = dir.path().display().to_string();
+        suite
+            .benches
+            .iter()
+            .map(|b| {
+                let mut plan = plan_bench(b, benchfile, &ctx).expect("plans");
+                // Make the snapshot independent of the temporary folder.
+                for p in &mut plan.processes {
+                    for a in &mut p.argv {
+                        *a = a.replace(&root, "[SUITE]");
+                    }
+                    p.cwd = Utf8PathBuf::from(p.cwd.as_str().replace(&root, "[SUITE]"));
+                    p.env.shift_remove("MILABENCH_CONFIG");
+                    for v in p.env.values_mut() {
+                        *v = v.replace(&root, "[SUITE]");
+                    }
+                    p.config = serde_json::Value::Null;
+                }
+                plan
+            })
+            .collect()
+    }
+
+    #[test]
+    fn per_gpu_njobs_and_nodes_on_two_gpus() {
+        let plans = plans(&["0", "1"], &BenchFile::default(), Some(SYSTEM));
+        let mono = &plans[0];
+        assert_eq!(mono.processes.len(), 2);
+        assert_eq!(mono.processes[1].tag, ["mono", "R1", "D1"]);
+        assert_eq!(mono.processes[1].env["CUDA_VISIBLE_DEVICES"], "1");
+        assert_eq!(mono.processes[0].env["OMP_NUM_THREADS"], "8");
+        assert_eq!(mono.processes[0].env["EXTRA"], "1");
+        assert_eq!(mono.max_duration, Some(Duration::from_secs(90)));
+        let argv = &mono.processes[0].argv;
+        assert!(argv[0].ends_with("venv/torch/bin/voir"), "{argv:?}");
+        assert_eq!(argv[1], "--config");
+        assert_eq!(mono.files.len(), 2);
+        assert!(mono.files[0].content.contains("\"stop\":30"));
+        assert_eq!(
+            argv[3..],
+            [
+                "[SUITE]/bench/main.py",
+                "--workers",
+                "4",
+                "--data",
+                "/base/data/set",
+                "--batch-size",
+                "64",
+                "--json",
+                "{\"x\": 1}"
+            ]
+        );
+        let jobs = &plans[1];
+        assert_eq!(jobs.processes.len(), 2);
+        assert_eq!(jobs.processes[1].tag, ["jobs", "R1", "1"]);
+        assert_eq!(jobs.processes[1].devices, ["0", "1"]);
+        assert!(!jobs.processes[1].env.contains_key("CUDA_VISIBLE_DEVICES"));
+        let nodes = &plans[2];
+        assert_eq!(nodes.processes.len(), 2);
+        assert_eq!(nodes.processes[0].tag, ["ddp-nodes", "R1", "0", "n0"]);
+        assert_eq!(
+            nodes.processes[1].tag,
+            ["ddp-nodes", "R1", "0", "n1", "nolog"]
+        );
+        assert!(nodes.processes[1].nolog && nodes.processes[1].use_stdout);
+        assert_eq!(
+            nodes.processes[0].argv[0], "/base/venv/torch/bin/voir",
+            "local rank runs without ssh"
+        );
+        assert_eq!(
+            nodes.processes[1].argv[..8],
+            [
+                "ssh",
+                "-oBatchMode=yes",
+                "-oCheckHostIP=no",
+                "-oStrictHostKeyChecking=no",
+                "-p",
+                "2222",
+                "-i/keys/id",
+                "me@10.254.0.2"
+            ]
+        );
+    }
+
+    #[test]
+    fn cpu_machine_gets_one_process() {
+        let plans = plans(&[], &BenchFile::default(), None);
+        let mono = &plans[0];
+        assert_eq!(mono.processes.len(), 1);
+        assert_eq!(mono.processes[0].tag, ["mono", "R1", "D0"]);
+        assert!(mono.processes[0].devices.is_empty());
+        assert_eq!(mono.processes[0].env["OMP_NUM_THREADS"], "16");
+        assert_eq!(
+            plans[2].processes.len(),
+            1,
+            "one node: no multi-node fan-out"
+        );
+    }
+
+    #[test]
+    fn torchrun_launcher_and_dry_run_script() {
+        let benchfile = BenchFile {
+            launcher: Launcher::Torchrun,
+            nproc_per_node: Some(2),
+            ..BenchFile::default()
+        };
+        let plans = plans(&[], &benchfile, Some(SYSTEM));
+        let jobs = &plans[1].processes[0];
+        assert!(jobs.use_stdout);
+        assert_eq!(
+            jobs.argv[1..4],
+            [
+                "--standalone",
+                "--nproc-per-node=2",
+                "--local-ranks-filter=0"
+            ]
+        );
+        let nodes = &plans[2].processes;
+        assert!(nodes[1].argv.iter().any(|a| a == "--node-rank=1"));
+        assert!(
+            nodes[1]
+                .argv
+                .iter()
+                .any(|a| a == "--rdzv-endpoint=127.0.0.1:29400")
+        );
+        insta::assert_snapshot!("dry_run_torchrun", crate::render_script(&plans));
+    }
+}
