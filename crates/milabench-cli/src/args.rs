@@ -59,6 +59,29 @@ pub enum Command {
     /// Replay a recorded event stream (.data file or run folder) through the validation layers
     /// and print their report. Exit status 1 when a layer objects.
     Replay(ReplayArgs),
+    /// Run the suite: every selected benchmark, one after the other, then the report.
+    ///
+    /// Benchmarks whose `requires_capabilities` are not met on this system are skipped (and
+    /// said so). With `--dry-run`, print the commands as a shell script instead.
+    Run(RunArgs),
+}
+
+/// Arguments of `milabench run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Which suite and which benchmarks.
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Name of the run folder under `<base>/runs` (`{time}` is replaced by the local time)
+    /// [env: MILABENCH_RUN_NAME] [default: <random>.{time}].
+    #[arg(long, value_name = "NAME")]
+    pub run_name: Option<String>,
+    /// Run the whole suite this many times (tags `R0`, `R1`, ...).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub repeat: usize,
+    /// Print the commands that would run, as a shell script, and run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Output formats of `report`.

@@ -5,6 +5,7 @@ mod compare;
 mod replay;
 mod report;
 mod resolve;
+mod run;
 mod summary;
 
 use milabench::ExitCode;
@@ -19,5 +20,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Summary(args) => summary::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Replay(args) => replay::run(&args),
+        Command::Run(args) => run::run(&cli.global, &args),
     }
 }

@@ -12,12 +12,22 @@ pub fn load_settings(
     suite: Option<&SuiteArgs>,
     env: &EnvVars,
 ) -> anyhow::Result<Settings> {
+    load_settings_with(global, suite, SettingsFlags::default(), env)
+}
+
+/// Like [`load_settings`], with more flags a command sets (e.g. `--run-name`).
+pub fn load_settings_with(
+    global: &GlobalArgs,
+    suite: Option<&SuiteArgs>,
+    more: SettingsFlags,
+    env: &EnvVars,
+) -> anyhow::Result<Settings> {
     let flags = SettingsFlags {
         settings: global.settings.clone(),
         base: global.base.clone(),
         config: suite.and_then(|s| s.config.clone()),
         system: suite.and_then(|s| s.system.clone()),
-        ..SettingsFlags::default()
+        ..more
     };
     let settings = Settings::load(&flags, env)?;
     let cwd = Utf8PathBuf::try_from(std::env::current_dir()?)

@@ -18,6 +18,12 @@ pub enum Error {
         "no suite file given\n  fix: pass --config FILE (for example --config config/standard.yaml) or set MILABENCH_CONFIG"
     )]
     NoSuite,
+    /// `system.options` or a `MILABENCH_*` option is invalid.
+    #[error("{0}")]
+    Options(String),
+    /// A benchmark cannot be planned.
+    #[error("{0}")]
+    Plan(String),
     /// The machine has GPUs of more than one vendor and no arch was chosen.
     #[error(
         "GPUs of several vendors were found ({found})\n  fix: choose one with --arch or MILABENCH_GPU_ARCH"
@@ -33,7 +39,12 @@ impl Error {
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
-            Error::Settings(_) | Error::Config(_) | Error::NoSuite | Error::AmbiguousArch { .. }
+            Error::Settings(_)
+                | Error::Config(_)
+                | Error::NoSuite
+                | Error::AmbiguousArch { .. }
+                | Error::Options(_)
+                | Error::Plan(_)
         )
     }
 }

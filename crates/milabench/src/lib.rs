@@ -16,14 +16,17 @@
 
 pub use milabench_config as config;
 pub use milabench_metrics as metrics;
+pub use milabench_plan as plan;
 pub use milabench_report as report;
 pub use milabench_validate as validate;
 
 pub mod arch;
 pub mod error;
 pub mod exit_code;
+pub mod planning;
 pub mod resolve;
 
 pub use error::Error;
 pub use exit_code::ExitCode;
+pub use planning::{PlanOptions, PlannedBench, plan_suite};
 pub use resolve::{Resolved, Selection, resolve};

@@ -1,0 +1,96 @@
+//! Planning a whole suite: which benchmarks run (capabilities checked, with the reason when one
+//! is skipped) and the processes of each.
+
+use camino::Utf8PathBuf;
+use milabench_config::Bench;
+use milabench_config::benchfile::BenchFile;
+use milabench_config::placeholders::unmet_capabilities;
+use milabench_config::settings::EnvVars;
+use milabench_config::settings::options::{CpuOptions, OptionSource, SizerOptions};
+use milabench_plan::{BenchPlan, PlanContext, plan_bench};
+
+use crate::error::Error;
+use crate::resolve::Resolved;
+
+/// What happens to one selected benchmark.
+#[derive(Debug, Clone)]
+pub enum PlannedBench {
+    /// It runs with this plan.
+    Run(BenchPlan),
+    /// Its `requires_capabilities` are not met on this system.
+    Skipped {
+        /// The benchmark.
+        bench: String,
+        /// The expressions that are false.
+        unmet: Vec<String>,
+    },
+}
+
+/// Options of a run that change the plan.
+#[derive(Debug, Clone, Default)]
+pub struct PlanOptions {
+    /// `(index, total)` of this repetition when `--repeat` is above 1.
+    pub repeat: Option<(usize, usize)>,
+    /// `PATH` of the orchestrator (each environment's `bin/` goes in front of it).
+    pub path: String,
+}
+
+/// The planning context of a resolved suite on this machine.
+pub fn plan_context(resolved: &Resolved, env: &EnvVars, options: &PlanOptions) -> Result<PlanContext, Error> {
+    let system_json = resolved.suite.system.to_json();
+    let source = OptionSource::new(env, system_json.get("options"));
+    let cpu = CpuOptions::read(&source).map_err(|e| Error::Options(e.to_string()))?;
+    let sizer = SizerOptions::read(&source).map_err(|e| Error::Options(e.to_string()))?;
+    let gpu_count = system_json
+        .get("gpu")
+        .and_then(|g| g.get("count"))
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    Ok(PlanContext {
+        system: resolved.suite.system.clone(),
+        arch: resolved.arch.clone(),
+        gpus: (0..gpu_count).map(|i| i.to_string()).collect(),
+        host_cpu_count: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpu,
+        sizer,
+        repeat: options.repeat,
+        path: options.path.clone(),
+        base: Utf8PathBuf::from(
+            system_json
+                .get("base")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default(),
+        ),
+        nodes: resolved.system.nodes(),
+        ssh_key: system_json
+            .get("sshkey")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string),
+    })
+}
+
+/// Plans one benchmark, or says why it is skipped.
+pub fn plan_one(bench: &Bench, ctx: &PlanContext) -> Result<PlannedBench, Error> {
+    let expressions: Vec<String> = match bench.config.get("requires_capabilities").map(|n| &n.value) {
+        Some(milabench_config::Value::Seq(items)) => items.iter().map(|n| n.python_str()).collect(),
+        _ => Vec::new(),
+    };
+    let system_json = ctx.system.to_json();
+    let unmet = unmet_capabilities(&expressions, &system_json).map_err(|e| Error::Plan(e.to_string()))?;
+    if !unmet.is_empty() {
+        return Ok(PlannedBench::Skipped {
+            bench: bench.name.clone(),
+            unmet: unmet.into_iter().map(str::to_string).collect(),
+        });
+    }
+    let folder = bench.definition().map(std::path::PathBuf::from).unwrap_or_default();
+    let benchfile = BenchFile::load(&folder)?;
+    let plan = plan_bench(bench, &benchfile, ctx).map_err(|e| Error::Plan(e.to_string()))?;
+    Ok(PlannedBench::Run(plan))
+}
+
+/// Plans every runnable benchmark of the suite, in suite order.
+pub fn plan_suite(resolved: &Resolved, env: &EnvVars, options: &PlanOptions) -> Result<Vec<PlannedBench>, Error> {
+    let ctx = plan_context(resolved, env, options)?;
+    resolved.suite.runnable().map(|bench| plan_one(bench, &ctx)).collect()
+}
