@@ -24,6 +24,9 @@ pub struct RunFile {
     pub train_rates: Vec<f64>,
     /// GPU samples kept for this process (only its own device for per-GPU plans).
     pub gpu_samples: Vec<Vec<(String, GpuSample)>>,
+    /// Largest host memory the process used, MiB: the resident memory of its process tree
+    /// (`process` samples), else the machine's used memory (`cpudata`); `None` without either.
+    pub host_peak_memory: Option<f64>,
     /// Energy drawn by the GPUs, kJ (0 without time stamps or power).
     pub energy_kj: f64,
     /// Seconds between the first and last GPU sample (0 without time stamps).
@@ -120,6 +123,16 @@ struct Pending {
     train_rates: Vec<f64>,
     nan_loss: bool,
     gpu: Vec<(Option<f64>, GpuSamples)>,
+    process_peak: Option<f64>,
+    cpudata_peak: Option<f64>,
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn raise(peak: &mut Option<f64>, bytes: Option<f64>) {
+    if let Some(b) = bytes.filter(|b| b.is_finite()) {
+        *peak = Some(peak.map_or(b / MIB, |p| p.max(b / MIB)));
+    }
 }
 
 /// One `gpudata` record: a sample per device.
@@ -153,6 +166,13 @@ pub fn read_run_file(
                 }
                 if d.loss.is_some_and(f64::is_nan) {
                     p.nan_loss = true;
+                }
+                if let Some(cpu) = &d.cpudata {
+                    raise(&mut p.cpudata_peak, cpu.memory.map(|[used, _]| used));
+                }
+                if let Some(process) = d.extra.get("process") {
+                    let rss = process.get("memory").and_then(|m| m.get(0));
+                    raise(&mut p.process_peak, rss.and_then(Value::as_f64));
                 }
                 if let Some(gpus) = d.gpudata {
                     p.gpu.push((d.time.filter(|t| *t != 0.0), gpus));
@@ -255,6 +275,7 @@ fn finish(file: &DataFile, p: Pending) -> Result<RunFile, String> {
         start_time: start,
         train_rates: p.train_rates,
         gpu_samples: kept,
+        host_peak_memory: p.process_peak.or(p.cpudata_peak),
         energy_kj: energy / 1000.0,
         elapsed,
         walltime: end - start,

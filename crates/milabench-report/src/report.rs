@@ -74,7 +74,8 @@ pub struct ReportRow {
     pub sem_pct: f64,
     /// Standard deviation over the mean.
     pub std_pct: f64,
-    /// Largest GPU memory use, MiB.
+    /// Largest GPU memory use, MiB; for benchmarks without GPU samples, the largest host memory
+    /// use of their process trees from the telemetry samples.
     pub peak_memory: f64,
     /// Throughput that counts in the score (per-GPU sums for per-GPU plans) × success ratio.
     pub score: f64,
@@ -295,6 +296,8 @@ fn make_row(
             .fold(f64::NEG_INFINITY, f64::max);
         let power: Vec<f64> = s.gpu_load.values().map(|g| g.power.median).collect();
         row.median_watt = Some(power.iter().sum::<f64>() / power.len() as f64);
+    } else if let Some(host) = s.host_peak_memory {
+        row.peak_memory = host;
     }
     let acc: f64 = s.per_gpu.values().map(|p| p.mean).sum();
     let ratio = 1.0 - row.fail / row.n.max(1.0);

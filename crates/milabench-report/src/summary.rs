@@ -60,6 +60,10 @@ pub struct BenchSummary {
     /// `train_rate.mean / (energy / elpased)`: items per kJ.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "opt_finite")]
     pub perf_watt: Option<f64>,
+    /// Largest host memory of its processes, MiB, from telemetry samples (not serialised: the
+    /// Python summary has no such key).
+    #[serde(skip)]
+    pub host_peak_memory: Option<f64>,
     /// Whether the configuration said `enabled` (not serialised).
     #[serde(skip)]
     pub enabled_given: bool,
@@ -196,6 +200,10 @@ pub fn summarize_runs<'a>(runs: impl Iterator<Item = &'a RunFile>) -> Result<Sum
             extra: serde_json::Map::new(),
             enabled: config.get("enabled").cloned().unwrap_or(Value::Bool(false)),
             enabled_given: config.get("enabled").is_some(),
+            host_peak_memory: files
+                .iter()
+                .filter_map(|f| f.host_peak_memory)
+                .reduce(f64::max),
             energy,
             elpased,
             perf_watt,
