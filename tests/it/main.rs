@@ -3,3 +3,4 @@
 mod common;
 mod report;
 mod resolve;
+mod sysinfo;

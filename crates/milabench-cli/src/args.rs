@@ -59,6 +59,12 @@ pub enum Command {
     /// Replay a recorded event stream (.data file or run folder) through the validation layers
     /// and print their report. Exit status 1 when a layer objects.
     Replay(ReplayArgs),
+    /// Print what this machine is: CPU model and cores, memory, operating system, accelerators
+    /// (read with NVML, nvidia-smi or rocm-smi) with their memory, load, temperature and power.
+    ///
+    /// The same facts a run records in each benchmark's `meta` event. A machine without GPUs
+    /// lists none; a GPU tool that fails is said as a warning, and the exit status stays 0.
+    Sysinfo(SysinfoArgs),
     /// Run the suite: every selected benchmark, one after the other, then the report.
     ///
     /// Benchmarks whose `requires_capabilities` are not met on this system are skipped (and
@@ -257,4 +263,22 @@ mod tests {
     fn clap_definition_is_consistent() {
         Cli::command().debug_assert();
     }
+}
+
+/// Output formats of `sysinfo`.
+#[derive(Debug, Clone, Copy, ValueEnum, Default)]
+pub enum SysinfoFormat {
+    /// One fact per line.
+    #[default]
+    Text,
+    /// JSON with every detail.
+    Json,
+}
+
+/// Arguments of `milabench sysinfo`.
+#[derive(Debug, Args)]
+pub struct SysinfoArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = SysinfoFormat::Text)]
+    pub format: SysinfoFormat,
 }

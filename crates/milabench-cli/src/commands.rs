@@ -7,6 +7,7 @@ mod report;
 mod resolve;
 mod run;
 mod summary;
+mod sysinfo;
 
 use milabench::ExitCode;
 
@@ -21,5 +22,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Run(args) => run::run(&cli.global, &args),
+        Command::Sysinfo(args) => sysinfo::run(&cli.global, &args),
     }
 }

@@ -18,6 +18,7 @@ pub use milabench_config as config;
 pub use milabench_metrics as metrics;
 pub use milabench_plan as plan;
 pub use milabench_report as report;
+pub use milabench_system as system;
 pub use milabench_validate as validate;
 
 pub mod arch;

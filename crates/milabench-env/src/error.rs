@@ -1,0 +1,172 @@
+//! Everything that can go wrong while finding Python, preparing the installer or building an
+//! environment. Each message names the thing at fault and what to do about it.
+
+use camino::Utf8PathBuf;
+
+/// An environment could not be found, built or pinned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EnvError {
+    /// No usable Python interpreter.
+    #[error(
+        "no Python interpreter: `{tried}` {reason}; install Python 3 or name one with --python / MILABENCH_PYTHON"
+    )]
+    PythonNotFound {
+        /// What was looked for.
+        tried: String,
+        /// Why it did not do.
+        reason: String,
+    },
+    /// The interpreter is older than the suite needs.
+    #[error(
+        "install group `{group}` needs Python {needed} or newer, but {python} is Python {found}; name a newer interpreter with --python / MILABENCH_PYTHON"
+    )]
+    PythonTooOld {
+        /// The install group that needs more.
+        group: String,
+        /// The interpreter.
+        python: Utf8PathBuf,
+        /// Its version.
+        found: String,
+        /// The least version the group accepts.
+        needed: String,
+    },
+    /// uv is not on `PATH` and could not be installed into the tools folder.
+    #[error(
+        "could not install uv into {tools} with `{python} -m pip`: {reason}; see {log}, put uv on PATH, or use --installer pip"
+    )]
+    UvBootstrap {
+        /// The tools folder.
+        tools: Utf8PathBuf,
+        /// The interpreter whose pip was used.
+        python: Utf8PathBuf,
+        /// What went wrong.
+        reason: String,
+        /// The log of the attempt.
+        log: Utf8PathBuf,
+    },
+    /// A benchmark's requirements could not be found.
+    #[error("benchmark `{bench}` (install group `{group}`): {problem}; {hint}")]
+    Requirements {
+        /// The benchmark.
+        bench: String,
+        /// Its install group.
+        group: String,
+        /// What is missing or wrong.
+        problem: String,
+        /// What to do.
+        hint: String,
+    },
+    /// The project tree (with `benchmarks/_benchmate` and `constraints/`) was not found.
+    #[error(
+        "cannot find the milabench project tree (a folder with benchmarks/_benchmate/pyproject.toml) above {start}; keep the suite file inside a milabench checkout"
+    )]
+    NoProjectTree {
+        /// Where the search started.
+        start: Utf8PathBuf,
+    },
+    /// A step of an install (venv creation, package install, compile) failed.
+    #[error("install group `{group}`: {step} failed{status}{details}\n  full log: {log}")]
+    StepFailed {
+        /// The install group.
+        group: String,
+        /// What was being done (`creating the environment`, `installing packages`, ...).
+        step: String,
+        /// The exit status, as text (` (exit status 1)`), or empty.
+        status: String,
+        /// The lines of the installer's output that say what went wrong (with a leading `: `),
+        /// or empty.
+        details: String,
+        /// The full log.
+        log: Utf8PathBuf,
+    },
+    /// The install was interrupted (Ctrl-C); nothing was marked as installed.
+    #[error(
+        "install group `{group}` was interrupted; the environment is not marked as installed and the next install starts it again (log: {log})"
+    )]
+    Interrupted {
+        /// The install group.
+        group: String,
+        /// The log of the interrupted step.
+        log: Utf8PathBuf,
+    },
+    /// `pin` needs uv.
+    #[error(
+        "`milabench pin` compiles requirements with uv; drop --installer pip (uv is bootstrapped when missing)"
+    )]
+    PinNeedsUv,
+    /// The `unpinned` variant has nothing to pin.
+    #[error(
+        "the `unpinned` variant uses requirements.in as it is and cannot be pinned; name an arch with --variant (cpu, cuda, rocm, xpu, hpu)"
+    )]
+    PinUnpinned,
+    /// The environment of a benchmark is not installed (or is out of date).
+    #[error(
+        "the environment of `{bench}` (install group `{group}`, {venv}) is {state}; run `milabench install --select {bench}` first"
+    )]
+    NotInstalled {
+        /// The benchmark.
+        bench: String,
+        /// Its install group.
+        group: String,
+        /// The venv folder.
+        venv: Utf8PathBuf,
+        /// `not installed` or `out of date`.
+        state: String,
+    },
+    /// A file or folder could not be read, written or created.
+    #[error(
+        "{action} {path}: {source}; check the folder exists, is writable and the disk is not full"
+    )]
+    Io {
+        /// What was being done (`could not create`, ...).
+        action: &'static str,
+        /// The path at fault.
+        path: Utf8PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A program could not be started at all.
+    #[error("could not start `{program}`: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+impl EnvError {
+    /// An I/O error about `path`.
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<Utf8PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> EnvError {
+        let path = path.into();
+        move |source| EnvError::Io {
+            action,
+            path,
+            source,
+        }
+    }
+
+    /// Whether this error is the user's interruption rather than a failure.
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, EnvError::Interrupted { .. })
+    }
+
+    /// Whether this error comes from what the suite or the flags ask for (bad input) rather than
+    /// from the installer or the machine.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            EnvError::PythonNotFound { .. }
+                | EnvError::PythonTooOld { .. }
+                | EnvError::Requirements { .. }
+                | EnvError::NoProjectTree { .. }
+                | EnvError::PinNeedsUv
+                | EnvError::PinUnpinned
+                | EnvError::NotInstalled { .. }
+        )
+    }
+}

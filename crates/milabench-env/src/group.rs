@@ -1,0 +1,202 @@
+//! What goes into an install group's environment: its benchmarks' requirement files (pinned per
+//! variant when present), the arch's constraints, installer arguments from the suite, and the
+//! least Python version the group accepts.
+
+use camino::{Utf8Path, Utf8PathBuf};
+use milabench_config::{Bench, Node, Value};
+
+use crate::error::EnvError;
+use crate::project::ProjectTree;
+use crate::python::{MIN_PYTHON, PythonVersion};
+
+/// The variant that installs `requirements.in` as written.
+pub const UNPINNED: &str = "unpinned";
+
+/// One requirement file of a benchmark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequirementFile {
+    /// The benchmark it belongs to.
+    pub bench: String,
+    /// The file.
+    pub path: Utf8PathBuf,
+    /// Whether it is a pinned `requirements.<variant>.txt` (else `requirements.in`).
+    pub pinned: bool,
+}
+
+/// A Python environment shared by benchmarks: what to install into it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstallGroup {
+    /// The group's name (`install_group` of its benchmarks).
+    pub name: String,
+    /// Its benchmarks, in suite order.
+    pub benches: Vec<String>,
+    /// Its benchmarks' definition folders, in suite order.
+    pub definitions: Vec<Utf8PathBuf>,
+    /// The variant asked for (`cpu`, `cuda`, ..., or `unpinned`).
+    pub variant: String,
+    /// The requirement files, in suite order.
+    pub requirements: Vec<RequirementFile>,
+    /// `constraints/<variant>.txt` (or `<arch>.txt` for `unpinned`), when it exists.
+    pub constraints: Option<Utf8PathBuf>,
+    /// Constraint lines from the benchmarks' `pip.constraints` settings.
+    pub extra_constraints: Vec<String>,
+    /// Installer arguments from the benchmarks' `pip.args` settings.
+    pub installer_args: Vec<String>,
+    /// The least Python version: the newest of the benchmarks' `requires_python` and
+    /// [`MIN_PYTHON`].
+    pub min_python: PythonVersion,
+    /// The venv folder the suite gives the group (`dirs.venv` of its first benchmark), if any.
+    pub venv: Option<Utf8PathBuf>,
+}
+
+impl InstallGroup {
+    /// Whether any requirement file fell back to `requirements.in` although a pinned variant
+    /// was asked for.
+    pub fn unpinned_fallbacks(&self) -> Vec<&RequirementFile> {
+        if self.variant == UNPINNED {
+            return Vec::new();
+        }
+        self.requirements.iter().filter(|r| !r.pinned).collect()
+    }
+}
+
+/// Groups `benches` by install group, in suite order of each group's first benchmark.
+///
+/// The variant is `variant` when given, else each benchmark's `install_variant` setting, else
+/// `arch`. A benchmark's pinned `requirements.<variant>.txt` is used when present, else its
+/// `requirements.in`.
+pub fn install_groups<'a>(
+    benches: impl IntoIterator<Item = &'a Bench>,
+    project: &ProjectTree,
+    arch: &str,
+    variant: Option<&str>,
+) -> Result<Vec<InstallGroup>, EnvError> {
+    let mut groups: Vec<InstallGroup> = Vec::new();
+    for bench in benches {
+        let name = bench.install_group();
+        let bench_variant = variant
+            .map(str::to_string)
+            .or_else(|| bench.str_setting("install_variant"))
+            .unwrap_or_else(|| arch.to_string());
+        let index = match groups.iter().position(|g| g.name == name) {
+            Some(index) => {
+                if groups[index].variant != bench_variant {
+                    return Err(EnvError::Requirements {
+                        bench: bench.name.clone(),
+                        group: name,
+                        problem: format!(
+                            "install_variant `{bench_variant}` differs from `{}` of the other benchmarks of the group",
+                            groups[index].variant
+                        ),
+                        hint: "give every benchmark of an install group the same install_variant, or pass --variant".into(),
+                    });
+                }
+                index
+            }
+            None => {
+                let constraints_name = if bench_variant == UNPINNED {
+                    arch
+                } else {
+                    &bench_variant
+                };
+                groups.push(InstallGroup {
+                    name: name.clone(),
+                    benches: Vec::new(),
+                    definitions: Vec::new(),
+                    variant: bench_variant.clone(),
+                    requirements: Vec::new(),
+                    constraints: project.constraints(constraints_name),
+                    extra_constraints: Vec::new(),
+                    installer_args: Vec::new(),
+                    min_python: MIN_PYTHON,
+                    venv: bench
+                        .config
+                        .get("dirs")
+                        .and_then(|d| d.get("venv"))
+                        .and_then(Node::as_str)
+                        .map(Utf8PathBuf::from),
+                });
+                groups.len() - 1
+            }
+        };
+        let group = &mut groups[index];
+        let definition = bench.definition().ok_or_else(|| EnvError::Requirements {
+            bench: bench.name.clone(),
+            group: name.clone(),
+            problem: "has no `definition` folder".into(),
+            hint: "set `definition:` to the benchmark's folder".into(),
+        })?;
+        let definition = Utf8PathBuf::from(definition);
+        group.benches.push(bench.name.clone());
+        if !group.definitions.contains(&definition) {
+            group.definitions.push(definition.clone());
+            group
+                .requirements
+                .push(requirement_file(bench, &name, &definition, &bench_variant)?);
+        }
+        if let Some(pip) = bench.config.get("pip") {
+            for arg in strings(pip.get("args")) {
+                if !group.installer_args.contains(&arg) {
+                    group.installer_args.push(arg);
+                }
+            }
+            for line in strings(pip.get("constraints")) {
+                if !group.extra_constraints.contains(&line) {
+                    group.extra_constraints.push(line);
+                }
+            }
+        }
+        if let Some(text) = bench.str_setting("requires_python") {
+            let needed = PythonVersion::parse(&text).ok_or_else(|| EnvError::Requirements {
+                bench: bench.name.clone(),
+                group: name.clone(),
+                problem: format!("`requires_python: {text}` is not a version"),
+                hint: "write a lower bound such as `requires_python: \">=3.11\"`".into(),
+            })?;
+            group.min_python = group.min_python.max(needed);
+        }
+    }
+    Ok(groups)
+}
+
+/// The requirement file of one benchmark for `variant`.
+fn requirement_file(
+    bench: &Bench,
+    group: &str,
+    definition: &Utf8Path,
+    variant: &str,
+) -> Result<RequirementFile, EnvError> {
+    if variant != UNPINNED {
+        let pinned = definition.join(format!("requirements.{variant}.txt"));
+        if pinned.is_file() {
+            return Ok(RequirementFile {
+                bench: bench.name.clone(),
+                path: pinned,
+                pinned: true,
+            });
+        }
+    }
+    let unpinned = definition.join("requirements.in");
+    if unpinned.is_file() {
+        return Ok(RequirementFile {
+            bench: bench.name.clone(),
+            path: unpinned,
+            pinned: false,
+        });
+    }
+    Err(EnvError::Requirements {
+        bench: bench.name.clone(),
+        group: group.to_string(),
+        problem: format!("neither {definition}/requirements.{variant}.txt nor {unpinned} exists"),
+        hint: "write the benchmark's requirements.in (one requirement a line)".into(),
+    })
+}
+
+/// A string or a list of strings from the suite.
+fn strings(node: Option<&Node>) -> Vec<String> {
+    match node.map(|n| &n.value) {
+        Some(Value::Seq(items)) => items.iter().map(Node::python_str).collect(),
+        Some(Value::Null) | None => Vec::new(),
+        Some(_) => vec![node.map(Node::python_str).unwrap_or_default()],
+    }
+}

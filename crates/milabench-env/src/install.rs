@@ -1,0 +1,405 @@
+//! Building install groups' environments: venv creation, the package install, the fingerprint.
+
+use std::time::{Duration, Instant};
+
+use camino::{Utf8Path, Utf8PathBuf};
+use milabench_config::settings::{BaseLayout, Installer};
+
+use crate::error::EnvError;
+use crate::fingerprint::{self, Fingerprint, FingerprintBuilder};
+use crate::group::InstallGroup;
+use crate::process::{Finished, Step, run_logged};
+use crate::project::ProjectTree;
+use crate::python::Python;
+use crate::tool::Tool;
+
+/// The package every environment gets besides its requirements (the benchmark instrumenter).
+pub const VOIR: &str = "voir";
+
+/// A stage of an install, for progress displays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Installing uv into the tools folder.
+    BootstrapUv,
+    /// Creating the virtual environment.
+    CreateVenv,
+    /// Installing the packages.
+    InstallPackages,
+    /// Compiling pinned requirement files.
+    Compile,
+}
+
+impl Stage {
+    /// What the stage does, in a few words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Stage::BootstrapUv => "not on PATH, installing it into the tools folder",
+            Stage::CreateVenv => "creating the environment",
+            Stage::InstallPackages => "installing packages",
+            Stage::Compile => "compiling requirements",
+        }
+    }
+}
+
+/// Progress of environment work, sent to the caller as it happens.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// A stage of `group` starts.
+    Stage {
+        /// The install group (`uv` for the bootstrap).
+        group: &'a str,
+        /// The stage.
+        stage: Stage,
+    },
+    /// A line of the installer's output.
+    Line {
+        /// The install group.
+        group: &'a str,
+        /// The line, without its end.
+        line: &'a str,
+    },
+}
+
+/// How an install of one group ended well.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The recorded fingerprint matched: nothing was done.
+    UpToDate {
+        /// The venv.
+        venv: Utf8PathBuf,
+        /// The fingerprint.
+        fingerprint: Fingerprint,
+    },
+    /// The environment was (re)built.
+    Installed {
+        /// The venv.
+        venv: Utf8PathBuf,
+        /// The fingerprint now recorded.
+        fingerprint: Fingerprint,
+        /// How long it took.
+        elapsed: Duration,
+        /// The installer log.
+        log: Utf8PathBuf,
+    },
+}
+
+/// What environment work needs: where things go, which Python, which installer.
+#[derive(Debug, Clone)]
+pub struct Environments {
+    /// The base folder layout.
+    pub layout: BaseLayout,
+    /// The checkout holding benchmate and the constraints.
+    pub project: ProjectTree,
+    /// The interpreter environments are made from.
+    pub python: Python,
+    /// The installer.
+    pub tool: Tool,
+    /// The accelerator family (part of every fingerprint).
+    pub arch: String,
+}
+
+/// What [`Environments::prepare`] needs to know.
+#[derive(Debug, Clone)]
+pub struct EnvOptions<'a> {
+    /// The base folder layout.
+    pub layout: BaseLayout,
+    /// The checkout holding benchmate and the constraints.
+    pub project: ProjectTree,
+    /// `--python` / `MILABENCH_PYTHON`, if given.
+    pub python: Option<&'a Utf8Path>,
+    /// `--installer`.
+    pub installer: Installer,
+    /// The accelerator family.
+    pub arch: String,
+    /// The `PATH` to search for `python3` and `uv`.
+    pub path_var: Option<&'a str>,
+}
+
+impl Environments {
+    /// Finds the interpreter and the installer (bootstrapping uv when needed).
+    pub fn prepare(
+        options: &EnvOptions<'_>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<Environments, EnvError> {
+        let python = Python::find(options.python, options.path_var)?;
+        let log = options.layout.logs.join("install/uv-bootstrap.log");
+        let mut announced = false;
+        let tool = Tool::prepare(
+            options.installer,
+            &python,
+            &options.layout.tools,
+            &log,
+            options.path_var,
+            &mut |line| {
+                if !announced {
+                    announced = true;
+                    on_event(Event::Stage {
+                        group: "uv",
+                        stage: Stage::BootstrapUv,
+                    });
+                }
+                on_event(Event::Line { group: "uv", line });
+            },
+        )?;
+        Ok(Environments {
+            layout: options.layout.clone(),
+            project: options.project.clone(),
+            python,
+            tool,
+            arch: options.arch.clone(),
+        })
+    }
+
+    /// The venv of `group`: the suite's `dirs.venv`, else `<venv root>/<group>`.
+    pub fn venv(&self, group: &InstallGroup) -> Utf8PathBuf {
+        group
+            .venv
+            .clone()
+            .unwrap_or_else(|| self.layout.venv.join(&group.name))
+    }
+
+    /// The installer log of `group`.
+    pub fn log(&self, group: &str) -> Utf8PathBuf {
+        self.layout
+            .logs
+            .join("install")
+            .join(format!("{group}.log"))
+    }
+
+    /// The fingerprint `group` would be installed with now.
+    pub fn fingerprint(&self, group: &InstallGroup) -> Result<Fingerprint, EnvError> {
+        let mut b = FingerprintBuilder::default();
+        b.value("format", "milabench-env 1")
+            .value("group", &group.name)
+            .value("arch", &self.arch)
+            .value("variant", &group.variant)
+            .value(
+                "python",
+                &format!("{} {}", self.python.executable, self.python.version),
+            )
+            .value("installer", &self.tool.describe())
+            .value("extra", VOIR);
+        for req in &group.requirements {
+            b.file(&format!("requirements of {}", req.bench), &req.path)?;
+        }
+        if let Some(constraints) = &group.constraints {
+            b.file("constraints", constraints)?;
+        }
+        for line in &group.extra_constraints {
+            b.value("pip.constraints", line);
+        }
+        for arg in &group.installer_args {
+            b.value("pip.args", arg);
+        }
+        b.file(
+            "benchmate",
+            &self.project.benchmate().join("pyproject.toml"),
+        )?;
+        Ok(b.finish())
+    }
+
+    /// Makes `group`'s environment match its inputs: nothing when the recorded fingerprint is
+    /// the current one (unless `force`), else a fresh venv, the install, and the fingerprint,
+    /// written last.
+    pub fn install(
+        &self,
+        group: &InstallGroup,
+        force: bool,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<Outcome, EnvError> {
+        self.python.check(&group.name, group.min_python)?;
+        let venv = self.venv(group);
+        let wanted = self.fingerprint(group)?;
+        if !force && fingerprint::read(&venv).is_some_and(|f| f.hash == wanted.hash) {
+            return Ok(Outcome::UpToDate {
+                venv,
+                fingerprint: wanted,
+            });
+        }
+        let started = Instant::now();
+        let log_path = self.log(&group.name);
+        let log_dir = log_path.parent().expect("a log file has a folder");
+        fs_err::create_dir_all(log_dir).map_err(EnvError::io("could not create", log_dir))?;
+        let mut log =
+            fs_err::File::create(&log_path).map_err(EnvError::io("could not create", &log_path))?;
+
+        // From here on the environment is not finished: no fingerprint until the end.
+        if venv.exists() {
+            fingerprint::remove(&venv)?;
+            fs_err::remove_dir_all(&venv).map_err(EnvError::io("could not remove", &venv))?;
+        }
+        let venv_root = venv.parent().unwrap_or(&self.layout.venv);
+        fs_err::create_dir_all(venv_root).map_err(EnvError::io("could not create", venv_root))?;
+
+        let mut run = |stage: Stage, step: Step| -> Result<(), EnvError> {
+            on_event(Event::Stage {
+                group: &group.name,
+                stage,
+            });
+            let finished = run_logged(&step, &log_path, &mut log, &mut |line| {
+                on_event(Event::Line {
+                    group: &group.name,
+                    line,
+                })
+            })?;
+            check(&group.name, stage, finished, &log_path)
+        };
+        run(Stage::CreateVenv, self.create_venv_step(&venv))?;
+        let constraint_files = self.constraint_files(group)?;
+        run(
+            Stage::InstallPackages,
+            self.install_step(group, &venv, &constraint_files),
+        )?;
+        fingerprint::write(&venv, &wanted)?;
+        Ok(Outcome::Installed {
+            venv,
+            fingerprint: wanted,
+            elapsed: started.elapsed(),
+            log: log_path,
+        })
+    }
+
+    fn create_venv_step(&self, venv: &Utf8Path) -> Step {
+        let python = self.python.executable.to_string();
+        let mut step = match &self.tool {
+            Tool::Uv { bin, .. } => {
+                let mut step = Step::new(
+                    bin,
+                    [
+                        "venv",
+                        "--no-project",
+                        "--no-config",
+                        "--python",
+                        &python,
+                        venv.as_str(),
+                    ]
+                    .map(String::from),
+                );
+                self.uv_env(&mut step);
+                step
+            }
+            Tool::Pip => Step::new(
+                &self.python.executable,
+                ["-m", "venv", venv.as_str()].map(String::from),
+            ),
+        };
+        step.cwd = venv.parent().map(Utf8Path::to_path_buf);
+        step
+    }
+
+    /// The constraint files of `group`: the arch's, then one written into `extra/<group>/`
+    /// with the suite's `pip.constraints` lines.
+    fn constraint_files(&self, group: &InstallGroup) -> Result<Vec<Utf8PathBuf>, EnvError> {
+        let mut files: Vec<Utf8PathBuf> = group.constraints.iter().cloned().collect();
+        if !group.extra_constraints.is_empty() {
+            let dir = self.layout.extra.join(&group.name);
+            fs_err::create_dir_all(&dir).map_err(EnvError::io("could not create", &dir))?;
+            let path = dir.join("pip-constraints.txt");
+            fs_err::write(&path, group.extra_constraints.join("\n") + "\n")
+                .map_err(EnvError::io("could not write", &path))?;
+            files.push(path);
+        }
+        Ok(files)
+    }
+
+    fn install_step(
+        &self,
+        group: &InstallGroup,
+        venv: &Utf8Path,
+        constraints: &[Utf8PathBuf],
+    ) -> Step {
+        let venv_python = venv.join("bin/python");
+        let mut args: Vec<String> = Vec::new();
+        for req in &group.requirements {
+            args.extend(["-r".to_string(), req.path.to_string()]);
+        }
+        for c in constraints {
+            args.extend(["-c".to_string(), c.to_string()]);
+        }
+        args.push(VOIR.to_string());
+        args.extend(["-e".to_string(), self.project.benchmate().to_string()]);
+        args.extend(group.installer_args.iter().cloned());
+        let mut step = match &self.tool {
+            Tool::Uv { bin, .. } => {
+                let mut head: Vec<String> = [
+                    "pip",
+                    "install",
+                    "--no-config",
+                    "--python",
+                    venv_python.as_str(),
+                    "--index-strategy",
+                    "unsafe-best-match",
+                ]
+                .map(String::from)
+                .to_vec();
+                head.extend(args);
+                let mut step = Step::new(bin, head);
+                self.uv_env(&mut step);
+                step
+            }
+            Tool::Pip => {
+                let mut head: Vec<String> = [
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "--no-input",
+                ]
+                .map(String::from)
+                .to_vec();
+                head.extend(args);
+                let mut step = Step::new(&venv_python, head);
+                step.env.push((
+                    "PIP_CACHE_DIR".into(),
+                    self.layout.cache.join("pip").to_string(),
+                ));
+                step
+            }
+        };
+        step.env.push(("VIRTUAL_ENV".into(), venv.to_string()));
+        step.env_remove
+            .extend(["PYTHONPATH", "PYTHONHOME", "PIP_REQUIRE_VIRTUALENV"].map(String::from));
+        step.cwd = Some(self.project.root.clone());
+        step
+    }
+
+    /// The variables every uv command gets: the shared cache, no interpreter downloads.
+    pub(crate) fn uv_env(&self, step: &mut Step) {
+        step.env.push((
+            "UV_CACHE_DIR".into(),
+            self.layout.cache.join("uv").to_string(),
+        ));
+        step.env
+            .push(("UV_PYTHON_DOWNLOADS".into(), "never".into()));
+    }
+}
+
+/// Turns a finished step into `Ok` or the error that names the group, the step and the log.
+pub(crate) fn check(
+    group: &str,
+    stage: Stage,
+    finished: Finished,
+    log: &Utf8Path,
+) -> Result<(), EnvError> {
+    if finished.success {
+        return Ok(());
+    }
+    if finished.interrupted {
+        return Err(EnvError::Interrupted {
+            group: group.to_string(),
+            log: log.to_path_buf(),
+        });
+    }
+    let details = if finished.diagnosis.is_empty() {
+        String::new()
+    } else {
+        format!(":\n    {}", finished.diagnosis.join("\n    "))
+    };
+    Err(EnvError::StepFailed {
+        group: group.to_string(),
+        step: stage.describe().to_string(),
+        status: finished.status,
+        details,
+        log: log.to_path_buf(),
+    })
+}

@@ -1,0 +1,44 @@
+//! Python environments for benchmarks: one virtual environment per install group, built with uv
+//! (or plain pip), kept in step with its requirements by a fingerprint.
+//!
+//! The pieces, in the order an install uses them:
+//!
+//! - [`Python`]: the interpreter (`--python`, `MILABENCH_PYTHON`, else `python3` on `PATH`),
+//!   probed once for its version and real path.
+//! - [`Tool`]: uv from `PATH`, else uv installed once into `<base>/tools/uv` with that
+//!   interpreter's pip (the `uv` package on the index carries the binary), or pip.
+//! - [`install_groups`]: benchmarks grouped by `install_group`; each group gets its benchmarks'
+//!   `requirements.<variant>.txt` (or `requirements.in` when no pin exists or the variant is
+//!   `unpinned`), `constraints/<variant>.txt` of the [`ProjectTree`], the suite's `pip.args` and
+//!   `pip.constraints`, `voir`, and `benchmarks/_benchmate` (editable).
+//! - [`Environments::install`]: compares the group's [`Fingerprint`] (file contents, Python,
+//!   installer version, arch, variant) with the one recorded in the venv; when they differ, it
+//!   removes the venv, builds a fresh one, installs, and records the fingerprint last. A failed
+//!   or interrupted install therefore never looks finished, and the next one starts clean.
+//! - [`Environments::pin`]: `uv pip compile` of each group into pinned files.
+//!
+//! All uv commands share one cache, `<base>/cache/uv`, so a second environment needing the same
+//! wheels links them instead of downloading them. Installer output goes line by line to
+//! `<base>/logs/install/<group>.log` and to the caller as [`Event`]s; this crate prints nothing.
+//!
+//! Why a fresh venv rather than an upgrade in place: an environment must be exactly what its
+//! inputs say, and uv's cache makes a rebuild cost little more than an incremental update.
+
+mod error;
+mod fingerprint;
+mod group;
+mod install;
+mod pin;
+mod process;
+mod project;
+mod python;
+mod tool;
+
+pub use error::EnvError;
+pub use fingerprint::{FINGERPRINT_FILE, Fingerprint, read as read_fingerprint};
+pub use group::{InstallGroup, RequirementFile, UNPINNED, install_groups};
+pub use install::{EnvOptions, Environments, Event, Outcome, Stage, VOIR};
+pub use pin::Pinned;
+pub use project::ProjectTree;
+pub use python::{MIN_PYTHON, Python, PythonVersion, find_on_path};
+pub use tool::Tool;
