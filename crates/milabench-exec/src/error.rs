@@ -1,0 +1,53 @@
+//! Why a plan could not be run or recorded.
+
+use std::path::PathBuf;
+
+use milabench_metrics::MetricsError;
+
+/// A failure of the orchestrator itself. What a benchmark process does wrong (it crashes, hangs,
+/// cannot be started) is not an error here: it is recorded in its `.data` file and in
+/// [`crate::BenchOutcome`].
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// Two processes of the plan have the same tag, so they would write the same files.
+    #[error(
+        "two processes of benchmark {bench} have the tag {tag}; each process needs its own tag \
+         (its events go to <run>/<tag>.data)"
+    )]
+    DuplicateTag {
+        /// The benchmark.
+        bench: String,
+        /// The tag given twice.
+        tag: String,
+    },
+    /// A process has an empty command line.
+    #[error("process {tag} of benchmark {bench} has an empty command line")]
+    EmptyCommand {
+        /// The benchmark.
+        bench: String,
+        /// The process.
+        tag: String,
+    },
+    /// A folder or file the run needs could not be written.
+    #[error(
+        "could not write {}: {error}; check that the disk is not full and the folder is writable",
+        path.display()
+    )]
+    Write {
+        /// What was being written.
+        path: PathBuf,
+        /// The system error.
+        error: std::io::Error,
+    },
+    /// An event could not be appended to a `.data` file.
+    #[error(transparent)]
+    Record(#[from] MetricsError),
+    /// The data channel pipe could not be made.
+    #[error("could not create the data-channel pipe for process {tag}: {error}")]
+    Pipe {
+        /// The process.
+        tag: String,
+        /// The system error.
+        error: std::io::Error,
+    },
+}

@@ -1,0 +1,127 @@
+//! Interruption: a flag the caller's Ctrl-C handler sets, which wakes the running plan.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+type Waker = Box<dyn Fn() + Send>;
+
+#[derive(Default)]
+struct Inner {
+    set: AtomicBool,
+    next_id: AtomicU64,
+    /// Wakes each plan running with this interrupt, by registration id.
+    wakers: Mutex<Vec<(u64, Waker)>>,
+    /// Process groups alive now, for [`Interrupt::kill_now`].
+    groups: Mutex<Vec<i32>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Asks running plans to stop: every process group is stopped (SIGTERM, SIGKILL after the
+/// grace period), `end` events with `return_code: "ERROR"` are written, and
+/// [`crate::run_plan`] returns an outcome marked interrupted. Cheap to clone; clones share the
+/// flag. Once set it stays set: the caller should not start more benchmarks.
+#[derive(Clone, Default)]
+pub struct Interrupt {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Interrupt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Interrupt")
+            .field("set", &self.is_set())
+            .finish()
+    }
+}
+
+impl Interrupt {
+    /// A flag not yet set.
+    pub fn new() -> Interrupt {
+        Interrupt::default()
+    }
+
+    /// Sets the flag and wakes the running plans. Safe to call from any thread (not from inside
+    /// a signal handler: use [`crate::install_ctrl_c`], which calls it from a plain thread).
+    pub fn trigger(&self) {
+        self.inner.set.store(true, Ordering::SeqCst);
+        for (_, wake) in lock(&self.inner.wakers).iter() {
+            wake();
+        }
+    }
+
+    /// Whether [`Interrupt::trigger`] was called.
+    pub fn is_set(&self) -> bool {
+        self.inner.set.load(Ordering::SeqCst)
+    }
+
+    /// SIGKILLs every benchmark process group alive now, without waiting: for a second Ctrl-C,
+    /// just before the orchestrator exits.
+    pub fn kill_now(&self) {
+        for &pgid in lock(&self.inner.groups).iter() {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        }
+    }
+
+    pub(crate) fn register_waker(&self, wake: Waker) -> u64 {
+        let id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
+        lock(&self.inner.wakers).push((id, wake));
+        id
+    }
+
+    pub(crate) fn unregister_waker(&self, id: u64) {
+        lock(&self.inner.wakers).retain(|(i, _)| *i != id);
+    }
+
+    pub(crate) fn add_group(&self, pgid: i32) {
+        lock(&self.inner.groups).push(pgid);
+    }
+
+    pub(crate) fn remove_group(&self, pgid: i32) {
+        lock(&self.inner.groups).retain(|g| *g != pgid);
+    }
+}
+
+/// Handle of the signal thread started by [`install_ctrl_c`]; dropping it keeps the handler,
+/// [`CtrlC::uninstall`] removes it.
+#[derive(Debug)]
+pub struct CtrlC {
+    handle: signal_hook::iterator::Handle,
+}
+
+impl CtrlC {
+    /// Stops listening for the signals (the default behaviour does not come back).
+    pub fn uninstall(self) {
+        self.handle.close();
+    }
+}
+
+/// Listens for SIGINT and SIGTERM on a thread: the first one triggers `interrupt` (the running
+/// plan stops its processes and returns; the caller exits with code 130); a second one SIGKILLs
+/// every benchmark process group at once and ends the orchestrator with the signal's default
+/// action.
+pub fn install_ctrl_c(interrupt: Interrupt) -> std::io::Result<CtrlC> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    let handle = signals.handle();
+    std::thread::Builder::new()
+        .name("milabench-ctrl-c".into())
+        .spawn(move || {
+            let mut seen = 0;
+            for signal in signals.forever() {
+                seen += 1;
+                if seen == 1 {
+                    interrupt.trigger();
+                } else {
+                    interrupt.kill_now();
+                    let _ = signal_hook::low_level::emulate_default_handler(signal);
+                }
+            }
+        })?;
+    Ok(CtrlC { handle })
+}

@@ -1,0 +1,63 @@
+//! Process supervision: runs the processes of one benchmark plan ([`BenchPlan`]) together and
+//! records exactly what they report into the run folder, without disturbing them.
+//!
+//! [`run_plan`] is the whole job: each process starts in its own process group with stdout,
+//! stderr and a data pipe (`DATA_FD`, or data smuggled in stdout with `use_stdout`); every event
+//! is appended and flushed to `<run>/<tag>.data` as it arrives (through `milabench-metrics`, so a
+//! killed orchestrator leaves a readable file); processes are stopped on early stop, on the
+//! plan's `max_duration` and on [`Interrupt`]; nothing they started survives the plan.
+//!
+//! Design notes:
+//!
+//! - **Threads, not async.** A plan has a handful of processes with three pipes each; one
+//!   blocking reader thread per pipe and one waiter thread per process cost nothing while they
+//!   sleep in `read`/`wait`, need no runtime, and keep the orchestrator at ~0% CPU (the Python
+//!   tool busy-polls a core). Readers decode on their own thread and send records through a
+//!   bounded channel to the caller's thread, the only writer of the files and the only owner of
+//!   process state (so the observer needs not be `Send`). The channel is bounded so a flooding
+//!   benchmark is slowed by its own full pipe instead of filling memory; lines are capped
+//!   ([`ExecOptions::max_line_bytes`]).
+//! - **Timers** (grace periods, `max_duration`) are the timeout of the writer's `recv`, so
+//!   nothing wakes up unless something happened or is due.
+//! - **Process trees** are found through the process group, a token in the environment that
+//!   descendants inherit (grandchildren that call `setsid` keep it), and parent pids, by reading
+//!   `/proc` only when something must be stopped (see the `tree` module for why
+//!   `PR_SET_CHILD_SUBREAPER` is not used).
+//! - **No `unsafe`**: the data pipe is passed by clearing close-on-exec on its write end for the
+//!   duration of the spawn, under a lock (see the `spawn` module).
+//! - **Success** follows the Python tool's rule ([`ProcessOutcome::success`]); the report and
+//!   validation layers judge the written files again on their own.
+//!
+//! ```no_run
+//! use milabench_exec::{ExecOptions, install_ctrl_c, run_plan};
+//! # fn plan() -> milabench_plan::BenchPlan { unimplemented!() }
+//! let options = ExecOptions::default();
+//! let _ctrl_c = install_ctrl_c(options.interrupt.clone()).expect("signal handler");
+//! let outcome = run_plan(&plan(), "runs/my-run".as_ref(), &options, &mut ())?;
+//! if outcome.interrupted {
+//!     std::process::exit(130);
+//! }
+//! for failed in outcome.failures() {
+//!     eprintln!("{} failed: {:?}", failed.tag, failed.errors);
+//! }
+//! # Ok::<(), milabench_exec::ExecError>(())
+//! ```
+
+mod error;
+mod interrupt;
+mod options;
+mod outcome;
+mod reader;
+mod run;
+mod spawn;
+mod tree;
+
+pub use error::ExecError;
+pub use interrupt::{CtrlC, Interrupt, install_ctrl_c};
+pub use milabench_plan::{BenchPlan, PlannedFile, ProcessSpec};
+pub use options::{
+    ExecObserver, ExecOptions, RecordSink, RunningSampler, SampledProcess, SamplerFactory,
+};
+pub use outcome::{BenchOutcome, ProcessOutcome};
+pub use run::run_plan;
+pub use tree::TOKEN_VAR;

@@ -1,0 +1,79 @@
+//! What happened to the processes of a plan.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use milabench_metrics::ReturnCode;
+
+/// How one process of a plan ended, as recorded in its `.data` file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessOutcome {
+    /// The tag (`bench.D0`).
+    pub tag: String,
+    /// The `return_code` written in its `end` event: the exit status (negative: the signal that
+    /// killed it), or the string `"ERROR"` when it could not be started or was aborted by the
+    /// orchestrator (interrupted).
+    pub return_code: ReturnCode,
+    /// The process sent `{"$event": "stop"}` (early stop): it counts as a success whatever its
+    /// return code.
+    pub stop_seen: bool,
+    /// Messages of the `error` events recorded for it (from the benchmark or the orchestrator).
+    pub errors: Vec<String>,
+    /// It was stopped because the plan's `max_duration` expired.
+    pub timed_out: bool,
+    /// It was stopped because the run was interrupted.
+    pub interrupted: bool,
+    /// From launch to the `end` event.
+    pub duration: Duration,
+    /// Number of training rates it reported (`data` events with `task: "train"` and a `rate`).
+    pub rate_count: usize,
+    /// It reported a NaN loss.
+    pub nan_loss: bool,
+    /// Its events are kept out of reports (`ProcessSpec::nolog`).
+    pub nolog: bool,
+    /// Its `.data` file.
+    pub data_file: PathBuf,
+}
+
+impl ProcessOutcome {
+    /// The verdict of the Python tool's live display and of `milabench report` for one process:
+    /// processes kept out of reports always pass; an early stop passes; otherwise the process
+    /// must exit with 0, have no `error` event and no NaN loss, and report at least one training
+    /// rate.
+    pub fn success(&self) -> bool {
+        self.nolog
+            || self.stop_seen
+            || (self.return_code.is_zero()
+                && self.errors.is_empty()
+                && !self.nan_loss
+                && self.rate_count > 0)
+    }
+}
+
+/// What happened when one benchmark plan ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchOutcome {
+    /// The benchmark's name.
+    pub bench: String,
+    /// One entry per process of the plan, in plan order.
+    pub processes: Vec<ProcessOutcome>,
+    /// The run was interrupted (Ctrl-C): the caller should stop and exit with code 130.
+    pub interrupted: bool,
+    /// The plan's `max_duration` expired before every process ended.
+    pub timed_out: bool,
+    /// From the first launch to the last `end` event.
+    pub duration: Duration,
+}
+
+impl BenchOutcome {
+    /// Every process succeeded (see [`ProcessOutcome::success`]) and the run was not
+    /// interrupted.
+    pub fn success(&self) -> bool {
+        !self.interrupted && self.processes.iter().all(ProcessOutcome::success)
+    }
+
+    /// The processes that failed.
+    pub fn failures(&self) -> impl Iterator<Item = &ProcessOutcome> {
+        self.processes.iter().filter(|p| !p.success())
+    }
+}

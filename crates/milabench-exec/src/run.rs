@@ -1,0 +1,680 @@
+//! The writer loop: runs on the caller's thread, owns every file of the plan, and is the only
+//! place where process state changes.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use milabench_metrics::{DataFileWriter, EndInfo, ErrorInfo, Event, Record, ReturnCode, StartInfo};
+use milabench_plan::{BenchPlan, ProcessSpec};
+use nix::sys::signal::Signal;
+use serde_json::Value;
+
+use crate::error::ExecError;
+use crate::options::{ExecObserver, ExecOptions, RecordSink, RunningSampler, SampledProcess};
+use crate::outcome::{BenchOutcome, ProcessOutcome};
+use crate::reader::{Decoded, Stream, drain};
+use crate::spawn::spawn;
+use crate::tree::signal_tree;
+
+/// Messages from reader, waiter and sampler threads to the writer loop.
+pub(crate) enum Msg {
+    /// Decoded output of one pipe.
+    Output {
+        proc: usize,
+        stream: Stream,
+        decoded: Decoded,
+    },
+    /// A pipe reached end of file (or could not be read).
+    Closed {
+        proc: usize,
+        stream: Stream,
+        error: Option<String>,
+    },
+    /// The process exited.
+    Exited {
+        proc: usize,
+        status: Result<ExitStatus, String>,
+    },
+    /// A telemetry record from a sampler.
+    Telemetry { proc: usize, record: Box<Record> },
+    /// Look at the interrupt flag.
+    Wake,
+}
+
+/// Messages in flight at most: with 64 KiB reads, a few MiB however fast processes write.
+const CHANNEL_DEPTH: usize = 64;
+
+static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stopping {
+    No,
+    /// SIGTERM sent at that instant.
+    Term(Instant),
+    /// SIGKILL sent at that instant.
+    Kill(Instant),
+}
+
+struct Proc<'a> {
+    spec: &'a ProcessSpec,
+    tag: String,
+    token: String,
+    writer: DataFileWriter,
+    stdout: Option<File>,
+    stderr: Option<File>,
+    pid: Option<i32>,
+    launched: Instant,
+    exit: Option<i64>,
+    open_streams: usize,
+    stopping: Stopping,
+    stop_seen: bool,
+    timed_out: bool,
+    interrupted: bool,
+    errors: Vec<String>,
+    rate_count: usize,
+    nan_loss: bool,
+    sampler: Option<Box<dyn RunningSampler>>,
+    outcome: Option<ProcessOutcome>,
+}
+
+fn now_epoch() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{s}")
+    }
+}
+
+fn exit_code(status: ExitStatus) -> i64 {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => i64::from(code),
+        (None, Some(signal)) => -i64::from(signal),
+        (None, None) => -1,
+    }
+}
+
+fn error_record(kind: &str, message: String) -> Record {
+    Record::new(
+        Event::Error(ErrorInfo {
+            kind: Some(kind.to_owned()),
+            message: Some(message),
+            ..ErrorInfo::default()
+        }),
+        None,
+    )
+}
+
+fn spawn_error_kind(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "FileNotFoundError",
+        std::io::ErrorKind::PermissionDenied => "PermissionError",
+        _ => "OSError",
+    }
+}
+
+struct Runner<'a, 'o> {
+    plan: &'a BenchPlan,
+    run_dir: &'a Path,
+    options: &'a ExecOptions,
+    observer: &'o mut dyn ExecObserver,
+    tx: SyncSender<Msg>,
+    procs: Vec<Proc<'a>>,
+    deadline: Option<Instant>,
+    timed_out: bool,
+    interrupted: bool,
+    fatal: Option<ExecError>,
+}
+
+impl<'a> Runner<'a, '_> {
+    /// Processes without an `end` event yet.
+    fn live(&self) -> Vec<usize> {
+        (0..self.procs.len())
+            .filter(|&i| self.procs[i].outcome.is_none())
+            .collect()
+    }
+
+    /// Appends a record to the process's file, updating what the outcome needs.
+    fn record(&mut self, idx: usize, record: Record) {
+        let p = &mut self.procs[idx];
+        match &record.event {
+            Event::Data(d) => {
+                if d.task.as_deref() == Some("train") && d.rate.is_some() {
+                    p.rate_count += 1;
+                }
+                if d.loss.is_some_and(f64::is_nan) {
+                    p.nan_loss = true;
+                }
+            }
+            Event::Stop => p.stop_seen = true,
+            Event::Error(e) => p.errors.push(match (&e.kind, &e.message) {
+                (Some(k), Some(m)) => format!("{k}: {m}"),
+                (Some(k), None) => k.clone(),
+                (None, Some(m)) => m.clone(),
+                (None, None) => "error".to_owned(),
+            }),
+            _ => {}
+        }
+        if let Err(e) = p.writer.append(&record) {
+            self.fail(ExecError::Record(e));
+        }
+        let p = &self.procs[idx];
+        self.observer.on_record(&p.tag, &record);
+        if matches!(record.event, Event::Stop) && p.exit.is_none() {
+            self.stop(idx, Instant::now());
+        }
+    }
+
+    /// A write failed: keep the first error and stop everything.
+    fn fail(&mut self, error: ExecError) {
+        if self.fatal.is_none() {
+            self.fatal = Some(error);
+            let now = Instant::now();
+            for i in self.live() {
+                self.stop(i, now);
+            }
+        }
+    }
+
+    fn raw_text(&mut self, idx: usize, stream: Stream, text: &[u8]) {
+        if text.is_empty() {
+            return;
+        }
+        let ext = match stream {
+            Stream::Stdout | Stream::SmuggledStdout => "stdout",
+            Stream::Stderr => "stderr",
+            Stream::Data => return,
+        };
+        let path = self.run_dir.join(format!("{}.{ext}", self.procs[idx].tag));
+        let p = &mut self.procs[idx];
+        let slot = if ext == "stdout" {
+            &mut p.stdout
+        } else {
+            &mut p.stderr
+        };
+        let result = match slot {
+            Some(f) => f.write_all(text),
+            None => OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| {
+                    f.write_all(text)?;
+                    *slot = Some(f);
+                    Ok(())
+                }),
+        };
+        if let Err(error) = result {
+            self.fail(ExecError::Write { path, error });
+        }
+    }
+
+    /// SIGTERM to the process's tree; SIGKILL follows after the grace period.
+    fn stop(&mut self, idx: usize, now: Instant) {
+        let p = &mut self.procs[idx];
+        if let (Some(pid), Stopping::No) = (p.pid, p.stopping) {
+            signal_tree(pid, &p.token, Signal::SIGTERM);
+            p.stopping = Stopping::Term(now);
+        }
+    }
+
+    fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Output {
+                proc,
+                stream,
+                decoded,
+            } => {
+                if self.procs[proc].outcome.is_some() {
+                    return;
+                }
+                self.raw_text(proc, stream, &decoded.text);
+                for record in decoded.records {
+                    self.record(proc, record);
+                }
+            }
+            Msg::Closed {
+                proc,
+                stream,
+                error,
+            } => {
+                if self.procs[proc].outcome.is_some() {
+                    return;
+                }
+                self.procs[proc].open_streams -= 1;
+                if let Some(e) = error {
+                    let name = match stream {
+                        Stream::Data => "data channel",
+                        Stream::Stderr => "stderr",
+                        Stream::Stdout | Stream::SmuggledStdout => "stdout",
+                    };
+                    self.record(
+                        proc,
+                        error_record("OSError", format!("could not read the {name}: {e}")),
+                    );
+                }
+                self.maybe_finish(proc);
+            }
+            Msg::Exited { proc, status } => {
+                let code = match status {
+                    Ok(status) => exit_code(status),
+                    Err(e) => {
+                        self.record(
+                            proc,
+                            error_record("OSError", format!("could not wait for the process: {e}")),
+                        );
+                        -1
+                    }
+                };
+                self.procs[proc].exit = Some(code);
+                if self.procs[proc].open_streams > 0 {
+                    // Its descendants still hold a pipe: the benchmark is over, stop them.
+                    self.stop(proc, Instant::now());
+                }
+                self.maybe_finish(proc);
+            }
+            Msg::Telemetry { proc, record } => {
+                if self.procs[proc].outcome.is_none() {
+                    self.record(proc, *record);
+                }
+            }
+            Msg::Wake => {}
+        }
+    }
+
+    fn maybe_finish(&mut self, idx: usize) {
+        let p = &self.procs[idx];
+        if p.outcome.is_none() && p.exit.is_some() && p.open_streams == 0 {
+            self.finish(idx);
+        }
+    }
+
+    /// Writes `end` and closes the process's books.
+    fn finish(&mut self, idx: usize) {
+        if let Some(sampler) = self.procs[idx].sampler.take() {
+            sampler.stop();
+        }
+        let p = &self.procs[idx];
+        let return_code = match p.exit {
+            Some(code) if !p.interrupted => ReturnCode::Code(code),
+            _ => ReturnCode::Other(Value::String("ERROR".into())),
+        };
+        let end = Record::new(
+            Event::End(EndInfo {
+                command: Some(Value::from(p.spec.argv.clone())),
+                time: Some(now_epoch()),
+                return_code: return_code.clone(),
+                extra: serde_json::Map::new(),
+            }),
+            None,
+        );
+        self.record(idx, end);
+        let p = &mut self.procs[idx];
+        if let Some(pid) = p.pid {
+            self.options.interrupt.remove_group(pid);
+        }
+        let outcome = ProcessOutcome {
+            tag: p.tag.clone(),
+            return_code,
+            stop_seen: p.stop_seen,
+            errors: p.errors.clone(),
+            timed_out: p.timed_out,
+            interrupted: p.interrupted,
+            duration: p.launched.elapsed(),
+            rate_count: p.rate_count,
+            nan_loss: p.nan_loss,
+            nolog: p.spec.nolog,
+            data_file: p.writer.path().to_path_buf(),
+        };
+        self.observer.on_end(&outcome);
+        self.procs[idx].outcome = Some(outcome);
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        let grace = self.options.grace;
+        let deadline = self.deadline.filter(|_| !self.timed_out);
+        self.live()
+            .into_iter()
+            .filter_map(|i| match self.procs[i].stopping {
+                Stopping::No => None,
+                Stopping::Term(at) => Some(at + grace),
+                Stopping::Kill(at) => Some(at + grace.max(Duration::from_secs(1))),
+            })
+            .chain(deadline)
+            .min()
+    }
+
+    fn check_timers(&mut self, now: Instant) {
+        if let Some(deadline) = self.deadline
+            && !self.timed_out
+            && now >= deadline
+        {
+            self.timed_out = true;
+            let message = format!(
+                "Terminating process because it ran for longer than {} seconds \
+                 (max_duration of {})",
+                seconds(self.plan.max_duration.unwrap_or_default()),
+                self.plan.bench
+            );
+            for i in self.live() {
+                self.procs[i].timed_out = true;
+                self.record(i, error_record("TimeoutError", message.clone()));
+                self.record(i, Record::new(Event::Message(message.clone()), None));
+                self.stop(i, now);
+            }
+        }
+        let grace = self.options.grace;
+        for i in self.live() {
+            let p = &mut self.procs[i];
+            match p.stopping {
+                Stopping::Term(at) if now >= at + grace => {
+                    if let Some(pid) = p.pid {
+                        signal_tree(pid, &p.token, Signal::SIGKILL);
+                    }
+                    p.stopping = Stopping::Kill(now);
+                }
+                Stopping::Kill(at) if now >= at + grace.max(Duration::from_secs(1)) => {
+                    // Killed and still not done: a pipe is held by something outside the tree,
+                    // or the process is stuck in the kernel. Stop waiting for it.
+                    if p.exit.is_none() {
+                        self.record(
+                            i,
+                            error_record(
+                                "TimeoutError",
+                                "the process did not exit after SIGKILL".into(),
+                            ),
+                        );
+                    }
+                    self.finish(i);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn on_interrupt(&mut self) {
+        self.interrupted = true;
+        let now = Instant::now();
+        for i in self.live() {
+            self.procs[i].interrupted = true;
+            self.record(
+                i,
+                error_record(
+                    "KeyboardInterrupt",
+                    "milabench was interrupted; the process group was stopped".into(),
+                ),
+            );
+            self.stop(i, now);
+        }
+    }
+
+    /// Writes `config`, `meta` and `start`, then starts the process and its threads.
+    fn launch(
+        &mut self,
+        idx: usize,
+        spec: &'a ProcessSpec,
+        token: String,
+    ) -> Result<(), ExecError> {
+        let tag = spec.tag_name();
+        let writer = DataFileWriter::open(self.run_dir.join(format!("{tag}.data")))?;
+        self.procs.push(Proc {
+            spec,
+            tag,
+            token,
+            writer,
+            stdout: None,
+            stderr: None,
+            pid: None,
+            launched: Instant::now(),
+            exit: None,
+            open_streams: 0,
+            stopping: Stopping::No,
+            stop_seen: false,
+            timed_out: false,
+            interrupted: false,
+            errors: Vec::new(),
+            rate_count: 0,
+            nan_loss: false,
+            sampler: None,
+            outcome: None,
+        });
+        self.record(idx, Record::new(Event::Config(spec.config.clone()), None));
+        if let Some(meta) = self.options.meta_for(spec.node.as_deref()) {
+            self.record(idx, Record::new(Event::Meta(meta.clone()), None));
+        }
+        let start = Record::new(
+            Event::Start(StartInfo {
+                command: spec.argv.clone(),
+                time: Some(now_epoch()),
+                extra: serde_json::Map::new(),
+            }),
+            None,
+        );
+        let spawned = spawn(spec, &self.procs[idx].token);
+        self.procs[idx].launched = Instant::now();
+        self.record(idx, start);
+        let mut spawned = match spawned {
+            Ok(s) => s,
+            Err(e) => {
+                let message = format!("could not start {} (in {}): {e}", spec.argv[0], spec.cwd);
+                self.record(idx, error_record(spawn_error_kind(&e), message));
+                self.finish(idx);
+                return Ok(());
+            }
+        };
+        let pid = spawned.child.id() as i32;
+        self.options.interrupt.add_group(pid);
+        self.procs[idx].pid = Some(pid);
+        let max_line = self.options.max_line_bytes;
+        let mut readers: Vec<(Stream, Box<dyn std::io::Read + Send>)> = Vec::new();
+        if let Some(out) = spawned.child.stdout.take() {
+            let stream = if spec.use_stdout {
+                Stream::SmuggledStdout
+            } else {
+                Stream::Stdout
+            };
+            readers.push((stream, Box::new(out)));
+        }
+        if let Some(err) = spawned.child.stderr.take() {
+            readers.push((Stream::Stderr, Box::new(err)));
+        }
+        if let Some(data) = spawned.data.take() {
+            readers.push((Stream::Data, Box::new(data)));
+        }
+        self.procs[idx].open_streams = readers.len();
+        for (stream, source) in readers {
+            let tx = self.tx.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("milabench-read-{pid}"))
+                .spawn(move || drain(source, idx, stream, max_line, tx));
+            if let Err(e) = thread {
+                self.procs[idx].open_streams -= 1;
+                self.record(
+                    idx,
+                    error_record("OSError", format!("could not start a reader thread: {e}")),
+                );
+            }
+        }
+        let tx = self.tx.clone();
+        let mut child = spawned.child;
+        let waiter = std::thread::Builder::new()
+            .name(format!("milabench-wait-{pid}"))
+            .spawn(move || {
+                let status = child.wait().map_err(|e| e.to_string());
+                let _ = tx.send(Msg::Exited { proc: idx, status });
+            });
+        if let Err(e) = waiter {
+            // Without a waiter the exit is never seen: kill it and say so.
+            signal_tree(pid, &self.procs[idx].token, Signal::SIGKILL);
+            self.record(
+                idx,
+                error_record("OSError", format!("could not start a waiter thread: {e}")),
+            );
+            self.procs[idx].exit = Some(-9);
+            self.procs[idx].stopping = Stopping::Kill(Instant::now());
+        }
+        self.observer.on_start(&self.procs[idx].tag, spec);
+        if let Some(factory) = &self.options.sampler {
+            let target = SampledProcess {
+                tag: &self.procs[idx].tag,
+                pid: pid as u32,
+                devices: &spec.devices,
+                node: spec.node.as_deref(),
+            };
+            let sink = RecordSink {
+                proc: idx,
+                tx: self.tx.clone(),
+            };
+            self.procs[idx].sampler = factory.start(&target, sink);
+        }
+        Ok(())
+    }
+
+    fn event_loop(&mut self, rx: &Receiver<Msg>) {
+        while !self.live().is_empty() {
+            if self.options.interrupt.is_set() && !self.interrupted {
+                self.on_interrupt();
+            }
+            let msg = match self.next_timer() {
+                Some(at) => rx.recv_timeout(at.saturating_duration_since(Instant::now())),
+                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match msg {
+                Ok(msg) => self.handle(msg),
+                Err(RecvTimeoutError::Timeout) => {}
+                // The runner holds a sender: this cannot happen.
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            self.check_timers(Instant::now());
+        }
+    }
+}
+
+fn write_planned_files(plan: &BenchPlan) -> Result<(), ExecError> {
+    for file in &plan.files {
+        let path = file.path.as_std_path();
+        let write = || -> std::io::Result<()> {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(path, &file.content)
+        };
+        write().map_err(|error| ExecError::Write {
+            path: PathBuf::from(path),
+            error,
+        })?;
+    }
+    Ok(())
+}
+
+fn check_plan(plan: &BenchPlan) -> Result<(), ExecError> {
+    let mut seen = std::collections::HashSet::new();
+    for spec in &plan.processes {
+        let tag = spec.tag_name();
+        if spec.argv.is_empty() {
+            return Err(ExecError::EmptyCommand {
+                bench: plan.bench.clone(),
+                tag,
+            });
+        }
+        if !seen.insert(tag.clone()) {
+            return Err(ExecError::DuplicateTag {
+                bench: plan.bench.clone(),
+                tag,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Runs every process of `plan` at once and records what they report in `run_dir`.
+///
+/// Writes the plan's files, then for each process appends to `<run_dir>/<tag>.data`: `config`,
+/// `meta` (when [`ExecOptions::meta`] gives one), `start`, every stdout/stderr `line` and
+/// data-channel record as it arrives, `error`s the orchestrator sees (the program cannot be
+/// started, the plan's `max_duration` expired, a pipe cannot be read, an interruption) and `end`
+/// once the process exited and its pipes are drained. Raw stdout and stderr text also go to
+/// `<tag>.stdout` and `<tag>.stderr`. A process that sends `{"$event": "stop"}` is stopped
+/// (SIGTERM to its tree, SIGKILL after [`ExecOptions::grace`]). When every process has ended,
+/// whatever is left of their trees is killed.
+///
+/// Returns `Err` only when the orchestrator itself fails (a file cannot be written, the plan is
+/// malformed); the processes are stopped first. Benchmark failures are in the outcome.
+pub fn run_plan(
+    plan: &BenchPlan,
+    run_dir: &Path,
+    options: &ExecOptions,
+    observer: &mut dyn ExecObserver,
+) -> Result<BenchOutcome, ExecError> {
+    check_plan(plan)?;
+    std::fs::create_dir_all(run_dir).map_err(|error| ExecError::Write {
+        path: run_dir.to_path_buf(),
+        error,
+    })?;
+    write_planned_files(plan)?;
+    let started = Instant::now();
+    if options.interrupt.is_set() {
+        return Ok(BenchOutcome {
+            bench: plan.bench.clone(),
+            processes: Vec::new(),
+            interrupted: true,
+            timed_out: false,
+            duration: Duration::ZERO,
+        });
+    }
+    let (tx, rx) = sync_channel(CHANNEL_DEPTH);
+    let waker = tx.clone();
+    let waker_id = options.interrupt.register_waker(Box::new(move || {
+        let _ = waker.try_send(Msg::Wake);
+    }));
+    let run_id = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut runner = Runner {
+        plan,
+        run_dir,
+        options,
+        observer,
+        tx,
+        procs: Vec::with_capacity(plan.processes.len()),
+        deadline: plan.max_duration.map(|d| started + d),
+        timed_out: false,
+        interrupted: false,
+        fatal: None,
+    };
+    for (idx, spec) in plan.processes.iter().enumerate() {
+        let token = format!("{}-{run_id}-{idx}", std::process::id());
+        if let Err(e) = runner.launch(idx, spec, token) {
+            runner.fail(e);
+            break;
+        }
+    }
+    runner.event_loop(&rx);
+    options.interrupt.unregister_waker(waker_id);
+    // Nothing a benchmark started outlives it.
+    for p in &runner.procs {
+        if let Some(pid) = p.pid {
+            signal_tree(pid, &p.token, Signal::SIGKILL);
+        }
+    }
+    if let Some(fatal) = runner.fatal {
+        return Err(fatal);
+    }
+    Ok(BenchOutcome {
+        bench: plan.bench.clone(),
+        processes: runner.procs.into_iter().filter_map(|p| p.outcome).collect(),
+        interrupted: runner.interrupted,
+        timed_out: runner.timed_out,
+        duration: started.elapsed(),
+    })
+}

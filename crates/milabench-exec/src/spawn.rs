@@ -1,0 +1,66 @@
+//! Starting one benchmark process: its own process group, piped stdout and stderr, and the data
+//! channel passed as an inherited file descriptor.
+//!
+//! Passing the data pipe without `unsafe`: `std::io::pipe()` makes both ends close-on-exec. While
+//! holding [`SPAWN_LOCK`], the write end's close-on-exec flag is cleared with `fcntl`, the child is
+//! spawned (it inherits the descriptor under the same number, announced as `DATA_FD`), and the
+//! parent closes its copy at once, so that the reader sees end of file when the benchmark's last
+//! process holding it exits. The lock keeps two plans of this program from leaking their write
+//! ends into each other's children; a process spawned at that instant by another library of the
+//! same program could still inherit it, which only delays the end of the data stream until that
+//! process exits (the writer stops waiting for it after the grace period).
+
+use std::io::PipeReader;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+use milabench_plan::ProcessSpec;
+use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+
+use crate::tree::TOKEN_VAR;
+
+static SPAWN_LOCK: Mutex<()> = Mutex::new(());
+
+/// A started process and the read end of its data channel (`None` with `use_stdout`).
+pub(crate) struct Spawned {
+    pub(crate) child: Child,
+    pub(crate) data: Option<PipeReader>,
+}
+
+fn base_command(spec: &ProcessSpec, token: &str) -> Command {
+    let mut cmd = Command::new(&spec.argv[0]);
+    cmd.args(&spec.argv[1..])
+        .current_dir(spec.cwd.as_std_path())
+        .envs(&spec.env)
+        .env("PYTHONUNBUFFERED", "1")
+        .env(TOKEN_VAR, token)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    cmd
+}
+
+/// Starts `spec` in a new process group whose id is the child's pid.
+pub(crate) fn spawn(spec: &ProcessSpec, token: &str) -> std::io::Result<Spawned> {
+    let mut cmd = base_command(spec, token);
+    if spec.use_stdout {
+        cmd.env("DATA_FD", "1").env("MILABENCH_USE_STDOUT", "1");
+        let _guard = SPAWN_LOCK.lock();
+        let child = cmd.spawn()?;
+        return Ok(Spawned { child, data: None });
+    }
+    let (reader, writer) = std::io::pipe()?;
+    cmd.env("DATA_FD", writer.as_raw_fd().to_string());
+    let guard = SPAWN_LOCK.lock();
+    fcntl(&writer, FcntlArg::F_SETFD(FdFlag::empty()))?;
+    let child = cmd.spawn();
+    drop(writer);
+    drop(guard);
+    Ok(Spawned {
+        child: child?,
+        data: Some(reader),
+    })
+}

@@ -1,0 +1,675 @@
+//! Running real processes: tiny Python scripts that speak the data-channel protocol, one per
+//! fault the orchestrator must survive.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use camino::Utf8PathBuf;
+use indexmap::IndexMap;
+use milabench_exec::{
+    BenchOutcome, BenchPlan, ExecObserver, ExecOptions, PlannedFile, ProcessOutcome, ProcessSpec,
+    RecordSink, RunningSampler, SampledProcess, SamplerFactory, run_plan,
+};
+use milabench_metrics::{Event, Record, ReturnCode};
+use serde_json::{Value, json};
+
+/// Python helpers every script starts with: `send(obj)` on the data channel (the `DATA_FD` pipe,
+/// or smuggled in stdout when `DATA_FD=1`).
+const PRELUDE: &str = r#"
+import json, os, signal, subprocess, sys, time
+FD = int(os.environ["DATA_FD"])
+_chan = None if FD == 1 else os.fdopen(FD, "w", buffering=1)
+def send(obj):
+    text = json.dumps(obj) + "\n"
+    if _chan is None:
+        h = text.encode().hex().translate(str.maketrans("abcdef", ":;<=>?"))
+        sys.stdout.write("\x1b[" + h + "z")
+        sys.stdout.flush()
+    else:
+        _chan.write(text)
+def rate(r):
+    send({"task": "train", "rate": r, "units": "items/s"})
+"#;
+
+struct Bench {
+    dir: tempfile::TempDir,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        Bench {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn run_dir(&self) -> PathBuf {
+        self.path("run")
+    }
+
+    fn script(&self, name: &str, body: &str) -> String {
+        let path = self.path(name);
+        std::fs::write(&path, format!("{PRELUDE}\n{body}")).unwrap();
+        path.to_str().unwrap().to_owned()
+    }
+
+    fn spec(&self, tag: &[&str], argv: &[&str]) -> ProcessSpec {
+        ProcessSpec {
+            tag: tag.iter().map(|s| s.to_string()).collect(),
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            env: IndexMap::new(),
+            cwd: Utf8PathBuf::from_path_buf(self.dir.path().to_path_buf()).unwrap(),
+            node: None,
+            devices: Vec::new(),
+            use_stdout: false,
+            nolog: false,
+            config: json!({"name": tag[0], "tag": tag}),
+        }
+    }
+
+    /// A plan of one process running `body` with python3.
+    fn plan(&self, body: &str) -> BenchPlan {
+        let script = self.script("main.py", body);
+        BenchPlan {
+            bench: "bench".into(),
+            processes: vec![self.spec(&["bench", "D0"], &["python3", &script])],
+            files: Vec::new(),
+            max_duration: None,
+        }
+    }
+
+    fn run(&self, plan: &BenchPlan) -> BenchOutcome {
+        run_plan(plan, &self.run_dir(), &options(), &mut ()).unwrap()
+    }
+
+    /// The events of `<tag>.data` as JSON.
+    fn events(&self, tag: &str) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.run_dir().join(format!("{tag}.data"))).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    }
+
+    fn text(&self, name: &str) -> String {
+        std::fs::read_to_string(self.run_dir().join(name)).unwrap_or_default()
+    }
+}
+
+fn options() -> ExecOptions {
+    ExecOptions {
+        grace: Duration::from_millis(200),
+        ..ExecOptions::default()
+    }
+}
+
+fn names(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect()
+}
+
+fn only(outcome: &BenchOutcome) -> &ProcessOutcome {
+    assert_eq!(outcome.processes.len(), 1);
+    &outcome.processes[0]
+}
+
+fn end_code(events: &[Value]) -> Value {
+    let end = events.last().unwrap();
+    assert_eq!(end["event"], "end", "{events:?}");
+    end["data"]["return_code"].clone()
+}
+
+/// Whether `pid` is still running (a zombie waiting for its reaper does not count).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat[stat.rfind(')').unwrap() + 2..].chars().next().unwrap();
+            state != 'Z' && state != 'X'
+        }
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn success_with_rates_records_everything_in_order() {
+    let b = Bench::new();
+    let plan = b.plan(
+        r#"
+send({"$event": "phase", "$data": {"name": "init"}})
+print("hello from stdout")
+print("a warning", file=sys.stderr)
+for i in range(3):
+    rate(100.0 + i)
+send({"task": "train", "loss": 0.5})
+print(os.environ["PYTHONUNBUFFERED"], os.environ.get("MILABENCH_USE_STDOUT"))
+"#,
+    );
+    let mut opts = options();
+    opts.meta = Some(json!({"cpu": {"count": 2}}));
+    let outcome = run_plan(&plan, &b.run_dir(), &opts, &mut ()).unwrap();
+    let p = only(&outcome);
+    assert_eq!(p.return_code, ReturnCode::Code(0));
+    assert_eq!(p.rate_count, 3);
+    assert!(p.success() && outcome.success(), "{outcome:?}");
+    assert!(!outcome.interrupted && !outcome.timed_out);
+
+    let events = b.events("bench.D0");
+    let names = names(&events);
+    assert_eq!(&names[..4], ["config", "meta", "start", "phase"]);
+    assert_eq!(events[0]["data"], plan.processes[0].config);
+    assert_eq!(events[1]["data"]["cpu"]["count"], 2);
+    assert_eq!(events[2]["data"]["command"][0], "python3");
+    assert!(events[2]["data"]["time"].as_f64().unwrap() > 1.6e9);
+    assert_eq!(names.iter().filter(|n| **n == "data").count(), 4);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "line" && e["pipe"] == "stderr" && e["data"] == "a warning\n")
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "data" && e["pipe"] == "data" && e["data"]["rate"] == 102.0)
+    );
+    assert_eq!(end_code(&events), 0);
+    assert_eq!(b.text("bench.D0.stdout"), "hello from stdout\n1 None\n");
+    assert_eq!(b.text("bench.D0.stderr"), "a warning\n");
+}
+
+#[test]
+fn non_zero_exit_is_a_failure() {
+    let b = Bench::new();
+    let outcome = b.run(&b.plan("rate(1.0)\nsys.exit(3)"));
+    let p = only(&outcome);
+    assert_eq!(p.return_code, ReturnCode::Code(3));
+    assert!(!p.success() && !outcome.success());
+    assert_eq!(end_code(&b.events("bench.D0")), 3);
+}
+
+#[test]
+fn an_exception_is_a_failure_with_its_traceback() {
+    let b = Bench::new();
+    let outcome = b.run(&b.plan("rate(1.0)\nraise ValueError('boom')"));
+    let p = only(&outcome);
+    assert_eq!(p.return_code, ReturnCode::Code(1));
+    assert!(!p.success());
+    assert!(b.text("bench.D0.stderr").contains("ValueError: boom"));
+}
+
+#[test]
+fn max_duration_stops_a_hanging_benchmark() {
+    let b = Bench::new();
+    let mut plan = b.plan("rate(1.0)\ntime.sleep(60)");
+    plan.max_duration = Some(Duration::from_millis(500));
+    let t = Instant::now();
+    let outcome = b.run(&plan);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(t.elapsed() >= Duration::from_millis(500));
+    let p = only(&outcome);
+    assert!(p.timed_out && outcome.timed_out);
+    assert_eq!(p.return_code, ReturnCode::Code(-15));
+    assert!(!p.success());
+    let events = b.events("bench.D0");
+    let error = events.iter().find(|e| e["event"] == "error").unwrap();
+    assert_eq!(error["data"]["type"], "TimeoutError");
+    let message = events.iter().find(|e| e["event"] == "message").unwrap();
+    assert!(
+        message["data"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 0.5 seconds"),
+        "{message}"
+    );
+    assert_eq!(end_code(&events), -15);
+}
+
+#[test]
+fn sigterm_ignored_means_sigkill_after_the_grace_period() {
+    let b = Bench::new();
+    let mut plan = b.plan(
+        r#"
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+rate(1.0)
+print("ready", flush=True)
+while True:
+    time.sleep(0.05)
+"#,
+    );
+    plan.max_duration = Some(Duration::from_millis(300));
+    let t = Instant::now();
+    let outcome = b.run(&plan);
+    assert!(
+        t.elapsed() >= Duration::from_millis(500),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert_eq!(only(&outcome).return_code, ReturnCode::Code(-9));
+}
+
+#[test]
+fn no_grandchild_survives() {
+    let b = Bench::new();
+    let pids = b.path("pids");
+    let plan = b.plan(&format!(
+        r#"
+PIDS = {pids:?}
+sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+# A child in the same group, one in its own session, and a daemon (double fork, setsid, no pipes).
+a = subprocess.Popen(sleeper)
+b = subprocess.Popen(sleeper, start_new_session=True)
+c = subprocess.Popen([sys.executable, "-c", '''
+import os, subprocess, sys, time
+if os.fork() == 0:
+    os.setsid()
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open({pids:?} + ".daemon", "w") as f:
+        f.write(str(p.pid))
+    time.sleep(60)
+'''], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=())
+c.wait()
+while not os.path.exists(PIDS + ".daemon"):
+    time.sleep(0.01)
+with open(PIDS, "w") as f:
+    f.write(f"{{a.pid}} {{b.pid}} {{open(PIDS + '.daemon').read()}}")
+rate(1.0)
+"#
+    ));
+    let t = Instant::now();
+    let outcome = b.run(&plan);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_eq!(only(&outcome).return_code, ReturnCode::Code(0));
+    let text = std::fs::read_to_string(&pids).unwrap();
+    let pids: Vec<i32> = text
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 3);
+    // Give the kernel a moment to deliver the final SIGKILLs.
+    let wait = Instant::now();
+    while pids.iter().any(|&p| alive(p)) && wait.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for pid in pids {
+        assert!(!alive(pid), "process {pid} survived the benchmark");
+    }
+}
+
+#[test]
+fn garbage_on_the_data_channel_is_recorded_and_the_run_goes_on() {
+    let b = Bench::new();
+    let plan = b.plan(
+        r#"
+_chan.write("this is not json\n")
+_chan.write('{"rate": 1}{"rate": 2}\n')
+_chan.flush()
+os.write(FD, b"\xff\xfe not utf-8\n")
+sys.stdout.buffer.write(b"caf\xe9 latin-1\n")
+sys.stdout.flush()
+rate(5.0)
+"#,
+    );
+    let outcome = b.run(&plan);
+    let p = only(&outcome);
+    assert_eq!(p.rate_count, 1);
+    assert!(p.success(), "{p:?}");
+    let events = b.events("bench.D0");
+    let errors: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "format_error")
+        .collect();
+    assert_eq!(errors.len(), 3, "{events:?}");
+    assert_eq!(errors[0]["data"]["line"], "this is not json\n");
+    assert_eq!(errors[2]["data"]["type"], "UnicodeDecodeError");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "line" && e["data"].as_str().unwrap().starts_with("caf"))
+    );
+    assert_eq!(end_code(&events), 0);
+}
+
+/// Peak resident memory of this test process, in KiB.
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_flood_on_the_data_channel_and_stdout_keeps_memory_bounded() {
+    let b = Bench::new();
+    let before = peak_rss_kib();
+    let plan = b.plan(
+        r#"
+block = b"x" * (1 << 20)
+for _ in range(100):       # 100 MiB without a newline on the data channel
+    os.write(FD, block)
+os.write(FD, b"\n")
+line = b"y" * 1023 + b"\n"
+chunk = line * 1024
+for _ in range(10):        # 10 MiB of short lines on stdout
+    sys.stdout.buffer.write(chunk)
+sys.stdout.flush()
+rate(7.0)
+"#,
+    );
+    let outcome = b.run(&plan);
+    let p = only(&outcome);
+    assert!(p.success(), "{p:?}");
+    let grown = peak_rss_kib().saturating_sub(before);
+    assert!(grown < 64 * 1024, "memory grew by {grown} KiB");
+    let events = b.events("bench.D0");
+    let cut: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "format_error")
+        .collect();
+    assert_eq!(cut.len(), 1);
+    assert_eq!(cut[0]["data"]["type"], "LineTooLong");
+    assert_eq!(
+        events.iter().filter(|e| e["event"] == "line").count(),
+        10 * 1024
+    );
+    assert_eq!(
+        std::fs::metadata(b.run_dir().join("bench.D0.stdout"))
+            .unwrap()
+            .len(),
+        10 << 20
+    );
+}
+
+#[test]
+fn never_reporting_a_rate_is_a_failure() {
+    let b = Bench::new();
+    let outcome = b.run(&b.plan("print('working')"));
+    let p = only(&outcome);
+    assert_eq!(p.return_code, ReturnCode::Code(0));
+    assert_eq!(p.rate_count, 0);
+    assert!(!p.success());
+}
+
+#[test]
+fn a_missing_script_is_a_failure() {
+    let b = Bench::new();
+    let mut plan = b.plan("");
+    plan.processes[0].argv = vec![
+        "python3".into(),
+        b.path("nope/main.py").to_str().unwrap().into(),
+    ];
+    let outcome = b.run(&plan);
+    let p = only(&outcome);
+    assert_eq!(p.return_code, ReturnCode::Code(2));
+    assert!(b.text("bench.D0.stderr").contains("can't open file"));
+}
+
+#[test]
+fn a_missing_program_or_folder_is_recorded_without_panic() {
+    let b = Bench::new();
+    let mut plan = b.plan("");
+    plan.processes[0].argv = vec!["/no/such/program".into()];
+    let mut second = plan.processes[0].clone();
+    second.tag = vec!["bench".into(), "D1".into()];
+    second.argv = vec!["python3".into(), "-c".into(), "pass".into()];
+    second.cwd = "/no/such/folder".into();
+    plan.processes.push(second);
+    let outcome = b.run(&plan);
+    assert_eq!(outcome.processes.len(), 2);
+    for p in &outcome.processes {
+        assert_eq!(p.return_code, ReturnCode::Other(json!("ERROR")));
+        assert!(!p.success());
+        assert!(
+            p.errors[0].starts_with("FileNotFoundError: could not start"),
+            "{p:?}"
+        );
+    }
+    for tag in ["bench.D0", "bench.D1"] {
+        let events = b.events(tag);
+        assert_eq!(names(&events), ["config", "start", "error", "end"]);
+        assert_eq!(end_code(&events), "ERROR");
+    }
+}
+
+#[test]
+fn early_stop_stops_the_process_and_counts_as_success() {
+    let b = Bench::new();
+    let plan = b.plan(
+        r#"
+for i in range(5):
+    rate(10.0)
+send({"$event": "stop"})
+time.sleep(60)
+"#,
+    );
+    let t = Instant::now();
+    let outcome = b.run(&plan);
+    assert!(t.elapsed() < Duration::from_secs(5));
+    let p = only(&outcome);
+    assert!(p.stop_seen);
+    assert_eq!(p.return_code, ReturnCode::Code(-15));
+    assert!(p.success() && outcome.success());
+    let events = b.events("bench.D0");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "stop" && e["pipe"] == "data" && e["data"].is_null())
+    );
+}
+
+#[test]
+fn processes_of_a_plan_run_concurrently_with_their_own_files() {
+    let b = Bench::new();
+    let script = b.script(
+        "main.py",
+        r#"
+time.sleep(0.6)
+rate(float(sys.argv[1]))
+print(os.environ["CUDA_VISIBLE_DEVICES"], FD)
+"#,
+    );
+    let mut first = b.spec(&["bench", "D0"], &["python3", &script, "1"]);
+    first.env.insert("CUDA_VISIBLE_DEVICES".into(), "0".into());
+    let mut second = b.spec(&["bench", "D1"], &["python3", &script, "2"]);
+    second.env.insert("CUDA_VISIBLE_DEVICES".into(), "1".into());
+    let plan = BenchPlan {
+        bench: "bench".into(),
+        processes: vec![first, second],
+        files: vec![PlannedFile {
+            path: Utf8PathBuf::from_path_buf(b.path("extra/deep/voirconf.json")).unwrap(),
+            content: "{}".into(),
+        }],
+        max_duration: None,
+    };
+    let t = Instant::now();
+    let outcome = b.run(&plan);
+    assert!(
+        t.elapsed() < Duration::from_millis(1100),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(outcome.success(), "{outcome:?}");
+    assert_eq!(
+        std::fs::read_to_string(b.path("extra/deep/voirconf.json")).unwrap(),
+        "{}"
+    );
+    for (tag, device, rate) in [("bench.D0", "0", 1.0), ("bench.D1", "1", 2.0)] {
+        let events = b.events(tag);
+        assert!(events.iter().any(|e| e["data"]["rate"] == rate));
+        assert!(
+            b.text(&format!("{tag}.stdout"))
+                .starts_with(&format!("{device} "))
+        );
+    }
+}
+
+#[test]
+fn interrupt_stops_everything_and_leaves_readable_files() {
+    let b = Bench::new();
+    let script = b.script(
+        "main.py",
+        "rate(1.0)\nprint('up', flush=True)\ntime.sleep(60)",
+    );
+    let plan = BenchPlan {
+        bench: "bench".into(),
+        processes: vec![
+            b.spec(&["bench", "0"], &["python3", &script]),
+            b.spec(&["bench", "1"], &["python3", &script]),
+        ],
+        files: Vec::new(),
+        max_duration: None,
+    };
+    let opts = options();
+    let interrupt = opts.interrupt.clone();
+    let trigger = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        interrupt.trigger();
+    });
+    let t = Instant::now();
+    let outcome = run_plan(&plan, &b.run_dir(), &opts, &mut ()).unwrap();
+    trigger.join().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(outcome.interrupted && !outcome.success());
+    for p in &outcome.processes {
+        assert!(p.interrupted);
+        assert_eq!(p.return_code, ReturnCode::Other(json!("ERROR")));
+    }
+    for tag in ["bench.0", "bench.1"] {
+        let events = b.events(tag);
+        assert_eq!(end_code(&events), "ERROR");
+        assert!(
+            events
+                .iter()
+                .any(|e| e["event"] == "error" && e["data"]["type"] == "KeyboardInterrupt")
+        );
+    }
+    // A plan started after the interruption does not launch anything.
+    let again = run_plan(&plan, &b.run_dir(), &opts, &mut ()).unwrap();
+    assert!(again.interrupted && again.processes.is_empty());
+}
+
+#[test]
+fn data_smuggled_in_stdout_is_separated() {
+    let b = Bench::new();
+    let mut plan = b.plan(
+        r#"
+print("plain text")
+rate(3.0)
+print(os.environ["DATA_FD"], os.environ["MILABENCH_USE_STDOUT"])
+"#,
+    );
+    plan.processes[0].use_stdout = true;
+    let outcome = b.run(&plan);
+    assert!(only(&outcome).success(), "{outcome:?}");
+    let events = b.events("bench.D0");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "data" && e["pipe"] == "data" && e["data"]["rate"] == 3.0)
+    );
+    assert_eq!(b.text("bench.D0.stdout"), "plain text\n1 1\n");
+}
+
+#[derive(Default)]
+struct Seen {
+    starts: Vec<String>,
+    rates: Vec<f64>,
+    ends: Vec<(String, bool)>,
+}
+
+impl ExecObserver for Seen {
+    fn on_start(&mut self, tag: &str, _spec: &ProcessSpec) {
+        self.starts.push(tag.to_owned());
+    }
+    fn on_record(&mut self, _tag: &str, record: &Record) {
+        if let Event::Data(d) = &record.event
+            && let Some(rate) = d.rate
+        {
+            self.rates.push(rate);
+        }
+    }
+    fn on_end(&mut self, outcome: &ProcessOutcome) {
+        self.ends.push((outcome.tag.clone(), outcome.success()));
+    }
+}
+
+struct TickSampler {
+    seen_pids: Arc<Mutex<Vec<u32>>>,
+}
+
+struct Ticking {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl RunningSampler for Ticking {
+    fn stop(self: Box<Self>) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.thread.join().unwrap();
+    }
+}
+
+impl SamplerFactory for TickSampler {
+    fn start(
+        &self,
+        process: &SampledProcess<'_>,
+        sink: RecordSink,
+    ) -> Option<Box<dyn RunningSampler>> {
+        self.seen_pids.lock().unwrap().push(process.pid);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+                let record = Record::new(
+                    Event::from_parts("data", json!({"task": "main", "cpudata": {"load": 1.0}})),
+                    Some(milabench_metrics::Pipe::Data),
+                );
+                sink.send(record);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        Some(Box::new(Ticking { stop, thread }))
+    }
+}
+
+#[test]
+fn observer_and_sampler_see_the_run() {
+    let b = Bench::new();
+    let plan = b.plan("rate(4.0)\ntime.sleep(0.3)\nrate(5.0)");
+    let pids = Arc::new(Mutex::new(Vec::new()));
+    let mut opts = options();
+    opts.sampler = Some(Arc::new(TickSampler {
+        seen_pids: pids.clone(),
+    }));
+    let mut seen = Seen::default();
+    let outcome = run_plan(&plan, &b.run_dir(), &opts, &mut seen).unwrap();
+    assert!(outcome.success());
+    assert_eq!(seen.starts, ["bench.D0"]);
+    assert_eq!(seen.rates, [4.0, 5.0]);
+    assert_eq!(seen.ends, [("bench.D0".to_owned(), true)]);
+    assert_eq!(pids.lock().unwrap().len(), 1);
+    let events = b.events("bench.D0");
+    let samples = events
+        .iter()
+        .filter(|e| e["data"]["cpudata"]["load"] == 1.0)
+        .count();
+    assert!(samples >= 3, "{samples}");
+    assert_eq!(end_code(&events), 0);
+}
+
+#[test]
+fn duplicate_tags_are_refused_before_anything_starts() {
+    let b = Bench::new();
+    let mut plan = b.plan("rate(1.0)");
+    plan.processes.push(plan.processes[0].clone());
+    let err = run_plan(&plan, &b.run_dir(), &options(), &mut ()).unwrap_err();
+    assert!(err.to_string().contains("bench.D0"), "{err}");
+    assert!(!Path::new(&b.run_dir()).join("bench.D0.data").exists());
+}
