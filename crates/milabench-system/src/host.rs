@@ -75,7 +75,11 @@ pub fn host_facts(measure_load: bool) -> Result<HostFacts, SystemError> {
     if measure_load {
         std::thread::sleep(sysinfo::MINIMUM_CPU_UPDATE_INTERVAL.max(Duration::from_millis(200)));
         sys.refresh_cpu_usage();
-        load_per_core = sys.cpus().iter().map(|c| c.usage()).collect();
+        load_per_core = sys
+            .cpus()
+            .iter()
+            .map(|c| (c.usage() * 10.0).round() / 10.0)
+            .collect();
     }
     let first = sys.cpus().first();
     let cpu = CpuFacts {
