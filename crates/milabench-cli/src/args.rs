@@ -70,6 +70,121 @@ pub enum Command {
     /// Benchmarks whose `requires_capabilities` are not met on this system are skipped (and
     /// said so). With `--dry-run`, print the commands as a shell script instead.
     Run(RunArgs),
+    /// Build the Python environment of every install group of the selected benchmarks.
+    ///
+    /// One venv per install group under `<base>/venv/`, made with uv (found on PATH, else
+    /// installed once into `<base>/tools/` with the interpreter's pip) or pip. Each gets its
+    /// benchmarks' `requirements.<variant>.txt` (their `requirements.in` when no pin exists),
+    /// `constraints/<variant>.txt`, voir and benchmate. A group whose inputs did not change since
+    /// its last successful install is left alone. Installer output goes to
+    /// `<base>/logs/install/<group>.log`. Exit status 1 when a group fails.
+    Install(InstallArgs),
+    /// Pin requirements: compile each benchmark's `requirements.in` into
+    /// `requirements.<variant>.txt` with `uv pip compile` under `constraints/<variant>.txt`.
+    ///
+    /// Benchmarks sharing an install group are first compiled together into
+    /// `.pin/constraints-<variant>-<group>.txt`, so they agree on every version.
+    Pin(PinArgs),
+    /// Open a shell (or run `-- CMD...`) in a benchmark's environment, with the variables and
+    /// working folder a run gives it.
+    Dev(DevArgs),
+    /// Create a new benchmark folder from the template (a working minimal benchmark).
+    New(NewArgs),
+}
+
+/// Arguments of `milabench new`.
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// Name of the benchmark (its folder and its key in a suite).
+    pub name: String,
+    /// Folder that receives the new benchmark folder.
+    #[arg(long, default_value = "benchmarks", value_name = "DIR")]
+    pub dest: std::path::PathBuf,
+}
+
+/// Installers for `--installer`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum InstallerArg {
+    /// uv (bootstrapped into `<base>/tools` when not on PATH).
+    Uv,
+    /// pip of each environment.
+    Pip,
+}
+
+/// Accelerator families for `--arch`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ArchArg {
+    /// NVIDIA.
+    Cuda,
+    /// AMD.
+    Rocm,
+    /// Intel GPUs.
+    Xpu,
+    /// Intel Gaudi.
+    Hpu,
+    /// No accelerator.
+    Cpu,
+}
+
+/// Flags shared by the commands that build or use environments.
+#[derive(Debug, Args)]
+pub struct EnvArgs {
+    /// Python interpreter environments are made from [env: MILABENCH_PYTHON] [default: python3
+    /// on PATH].
+    #[arg(long, value_name = "PYTHON")]
+    pub python: Option<Utf8PathBuf>,
+    /// Accelerator family [env: MILABENCH_GPU_ARCH] [default: detected from the drivers].
+    #[arg(long, value_enum)]
+    pub arch: Option<ArchArg>,
+}
+
+/// Arguments of `milabench install`.
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// Which suite and which benchmarks.
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Interpreter and arch.
+    #[command(flatten)]
+    pub env: EnvArgs,
+    /// Rebuild every environment, even those whose inputs did not change.
+    #[arg(long)]
+    pub force: bool,
+    /// Requirements variant: `cpu`, `cuda`, `rocm`, `xpu`, `hpu` (pinned files) or `unpinned`
+    /// (`requirements.in`) [default: each benchmark's `install_variant`, i.e. the arch].
+    #[arg(long, value_name = "VARIANT")]
+    pub variant: Option<String>,
+    /// Package installer [env: MILABENCH_INSTALLER] [default: uv].
+    #[arg(long, value_enum)]
+    pub installer: Option<InstallerArg>,
+}
+
+/// Arguments of `milabench pin`.
+#[derive(Debug, Args)]
+pub struct PinArgs {
+    /// Which suite and which benchmarks.
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Interpreter and arch.
+    #[command(flatten)]
+    pub env: EnvArgs,
+    /// Variant to pin [default: the arch].
+    #[arg(long, value_parser = ["cpu", "cuda", "rocm", "xpu", "hpu"])]
+    pub variant: Option<String>,
+}
+
+/// Arguments of `milabench dev`.
+#[derive(Debug, Args)]
+pub struct DevArgs {
+    /// Which suite (selection flags narrow the candidates).
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// The benchmark whose environment to enter.
+    #[arg(value_name = "BENCH")]
+    pub bench: String,
+    /// Command to run instead of a shell (after `--`).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 /// Arguments of `milabench run`.
@@ -88,6 +203,10 @@ pub struct RunArgs {
     /// Print the commands that would run, as a shell script, and run nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Continue the run named by `--run-name`: leave out the benchmarks whose processes already
+    /// completed in its folder.
+    #[arg(long, requires = "run_name")]
+    pub resume: bool,
 }
 
 /// Output formats of `report`.

@@ -2,6 +2,10 @@
 //! facade and a rendering of its result.
 
 mod compare;
+mod dev;
+mod install;
+mod new;
+mod pin;
 mod replay;
 mod report;
 mod resolve;
@@ -23,5 +27,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Replay(args) => replay::run(&args),
         Command::Run(args) => run::run(&cli.global, &args),
         Command::Sysinfo(args) => sysinfo::run(&cli.global, &args),
+        Command::New(args) => new::run(&args),
+        Command::Install(args) => install::run(&cli.global, &args),
+        Command::Pin(args) => pin::run(&cli.global, &args),
+        Command::Dev(args) => dev::run(&cli.global, &args),
     }
 }

@@ -9,5 +9,9 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
     for cause in err.chain().skip(1) {
         eprintln!("  caused by: {cause}");
     }
-    ExitCode::BadInput
+    match err.downcast_ref::<milabench::env::EnvError>() {
+        Some(e) if e.is_interrupted() => ExitCode::Interrupted,
+        Some(e) if !e.is_bad_input() => ExitCode::BenchmarkFailures,
+        _ => ExitCode::BadInput,
+    }
 }

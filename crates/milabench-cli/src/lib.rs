@@ -5,6 +5,7 @@
 mod args;
 mod commands;
 mod errors;
+mod live;
 mod output;
 mod settings;
 

@@ -25,3 +25,9 @@ pub fn write_output(path: Option<&camino::Utf8Path>, text: &str) -> anyhow::Resu
         }
     }
 }
+
+/// Prints an informational line on stderr.
+#[allow(clippy::print_stderr)]
+pub fn note(message: &str) {
+    eprintln!("{message}");
+}

@@ -24,6 +24,12 @@ pub enum Error {
     /// A benchmark cannot be planned.
     #[error("{0}")]
     Plan(String),
+    /// The machine could not be described (CPU, memory, GPUs).
+    #[error("cannot read this machine's facts: {0}")]
+    System(String),
+    /// The orchestrator failed to run a benchmark (not the benchmark failing).
+    #[error("{0}")]
+    Exec(String),
     /// The machine has GPUs of more than one vendor and no arch was chosen.
     #[error(
         "GPUs of several vendors were found ({found})\n  fix: choose one with --arch or MILABENCH_GPU_ARCH"

@@ -15,6 +15,8 @@
 //! ```
 
 pub use milabench_config as config;
+pub use milabench_env as env;
+pub use milabench_exec as exec;
 pub use milabench_metrics as metrics;
 pub use milabench_plan as plan;
 pub use milabench_report as report;
@@ -26,6 +28,8 @@ pub mod error;
 pub mod exit_code;
 pub mod planning;
 pub mod resolve;
+pub mod run;
+pub mod scaffold;
 
 pub use error::Error;
 pub use exit_code::ExitCode;

@@ -36,7 +36,11 @@ pub struct PlanOptions {
 }
 
 /// The planning context of a resolved suite on this machine.
-pub fn plan_context(resolved: &Resolved, env: &EnvVars, options: &PlanOptions) -> Result<PlanContext, Error> {
+pub fn plan_context(
+    resolved: &Resolved,
+    env: &EnvVars,
+    options: &PlanOptions,
+) -> Result<PlanContext, Error> {
     let system_json = resolved.suite.system.to_json();
     let source = OptionSource::new(env, system_json.get("options"));
     let cpu = CpuOptions::read(&source).map_err(|e| Error::Options(e.to_string()))?;
@@ -71,26 +75,39 @@ pub fn plan_context(resolved: &Resolved, env: &EnvVars, options: &PlanOptions) -
 
 /// Plans one benchmark, or says why it is skipped.
 pub fn plan_one(bench: &Bench, ctx: &PlanContext) -> Result<PlannedBench, Error> {
-    let expressions: Vec<String> = match bench.config.get("requires_capabilities").map(|n| &n.value) {
+    let expressions: Vec<String> = match bench.config.get("requires_capabilities").map(|n| &n.value)
+    {
         Some(milabench_config::Value::Seq(items)) => items.iter().map(|n| n.python_str()).collect(),
         _ => Vec::new(),
     };
     let system_json = ctx.system.to_json();
-    let unmet = unmet_capabilities(&expressions, &system_json).map_err(|e| Error::Plan(e.to_string()))?;
+    let unmet =
+        unmet_capabilities(&expressions, &system_json).map_err(|e| Error::Plan(e.to_string()))?;
     if !unmet.is_empty() {
         return Ok(PlannedBench::Skipped {
             bench: bench.name.clone(),
             unmet: unmet.into_iter().map(str::to_string).collect(),
         });
     }
-    let folder = bench.definition().map(std::path::PathBuf::from).unwrap_or_default();
+    let folder = bench
+        .definition()
+        .map(std::path::PathBuf::from)
+        .unwrap_or_default();
     let benchfile = BenchFile::load(&folder)?;
     let plan = plan_bench(bench, &benchfile, ctx).map_err(|e| Error::Plan(e.to_string()))?;
     Ok(PlannedBench::Run(plan))
 }
 
 /// Plans every runnable benchmark of the suite, in suite order.
-pub fn plan_suite(resolved: &Resolved, env: &EnvVars, options: &PlanOptions) -> Result<Vec<PlannedBench>, Error> {
+pub fn plan_suite(
+    resolved: &Resolved,
+    env: &EnvVars,
+    options: &PlanOptions,
+) -> Result<Vec<PlannedBench>, Error> {
     let ctx = plan_context(resolved, env, options)?;
-    resolved.suite.runnable().map(|bench| plan_one(bench, &ctx)).collect()
+    resolved
+        .suite
+        .runnable()
+        .map(|bench| plan_one(bench, &ctx))
+        .collect()
 }

@@ -5,11 +5,31 @@ use std::path::{Path, PathBuf};
 
 /// The template's files: name, content, executable.
 const TEMPLATE: &[(&str, &str, bool)] = &[
-    ("main.py", include_str!("../../../benchmarks/_template/main.py"), true),
-    ("prepare.py", include_str!("../../../benchmarks/_template/prepare.py"), true),
-    ("requirements.in", include_str!("../../../benchmarks/_template/requirements.in"), false),
-    ("benchfile.yaml", include_str!("../../../benchmarks/_template/benchfile.yaml"), false),
-    ("README.md", include_str!("../../../benchmarks/_template/README.md"), false),
+    (
+        "main.py",
+        include_str!("../../../benchmarks/_template/main.py"),
+        true,
+    ),
+    (
+        "prepare.py",
+        include_str!("../../../benchmarks/_template/prepare.py"),
+        true,
+    ),
+    (
+        "requirements.in",
+        include_str!("../../../benchmarks/_template/requirements.in"),
+        false,
+    ),
+    (
+        "benchfile.yaml",
+        include_str!("../../../benchmarks/_template/benchfile.yaml"),
+        false,
+    ),
+    (
+        "README.md",
+        include_str!("../../../benchmarks/_template/README.md"),
+        false,
+    ),
 ];
 
 /// Why a benchmark folder cannot be made.
@@ -17,7 +37,9 @@ const TEMPLATE: &[(&str, &str, bool)] = &[
 #[non_exhaustive]
 pub enum ScaffoldError {
     /// The name cannot be a folder and suite key.
-    #[error("`{0}` is not a usable benchmark name\n  fix: use letters, digits, `-` and `_`, not starting with `_` or `-`")]
+    #[error(
+        "`{0}` is not a usable benchmark name\n  fix: use letters, digits, `-` and `_`, not starting with `_` or `-`"
+    )]
     BadName(String),
     /// The folder exists already.
     #[error("{0} already exists\n  fix: choose another name or remove that folder")]
@@ -36,7 +58,9 @@ pub enum ScaffoldError {
 pub fn new_benchmark(parent: &Path, name: &str) -> Result<Vec<PathBuf>, ScaffoldError> {
     let usable = !name.is_empty()
         && !name.starts_with(['_', '-'])
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !usable {
         return Err(ScaffoldError::BadName(name.to_string()));
     }
@@ -73,9 +97,16 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let files = new_benchmark(dir.path(), "my-bench").expect("made");
         assert_eq!(files.len(), TEMPLATE.len());
-        let readme = std::fs::read_to_string(dir.path().join("my-bench/README.md")).expect("readme");
+        let readme =
+            std::fs::read_to_string(dir.path().join("my-bench/README.md")).expect("readme");
         assert!(readme.contains("definition: ../benchmarks/my-bench"));
-        assert!(matches!(new_benchmark(dir.path(), "my-bench"), Err(ScaffoldError::Exists(_))));
-        assert!(matches!(new_benchmark(dir.path(), "_x"), Err(ScaffoldError::BadName(_))));
+        assert!(matches!(
+            new_benchmark(dir.path(), "my-bench"),
+            Err(ScaffoldError::Exists(_))
+        ));
+        assert!(matches!(
+            new_benchmark(dir.path(), "_x"),
+            Err(ScaffoldError::BadName(_))
+        ));
     }
 }

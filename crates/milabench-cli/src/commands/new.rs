@@ -13,8 +13,20 @@ pub fn run(args: &NewArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "created {} ({} files)", folder.display(), files.len())?;
     writeln!(out, "next:")?;
-    writeln!(out, "  1. edit {}/main.py (the work) and requirements.in (its packages)", folder.display())?;
-    writeln!(out, "  2. add it to a suite (snippet in {}/README.md)", folder.display())?;
-    writeln!(out, "  3. milabench run --config SUITE.yaml --select {} --dry-run", args.name)?;
+    writeln!(
+        out,
+        "  1. edit {}/main.py (the work) and requirements.in (its packages)",
+        folder.display()
+    )?;
+    writeln!(
+        out,
+        "  2. add it to a suite (snippet in {}/README.md)",
+        folder.display()
+    )?;
+    writeln!(
+        out,
+        "  3. milabench run --config SUITE.yaml --select {} --dry-run",
+        args.name
+    )?;
     Ok(ExitCode::Success)
 }

@@ -4,7 +4,14 @@ use std::io::Write;
 
 use milabench::ExitCode;
 use milabench::config::settings::{EnvVars, SettingsFlags};
+use std::time::Duration;
+
+use milabench::report::{Format, ReportOptions, SuiteEntry, render, report_runs};
+use milabench::run::RunOptions;
 use milabench::{PlanOptions, PlannedBench};
+
+use crate::live::LiveDisplay;
+use crate::output::write_output;
 
 use crate::args::{GlobalArgs, RunArgs};
 use crate::output::warn;
@@ -46,7 +53,52 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         std::io::stdout().lock().write_all(script.as_bytes())?;
         return Ok(ExitCode::Success);
     }
-    anyhow::bail!(
-        "running benchmarks needs the execution layer, which is not in this build yet\n  fix: use --dry-run to see the commands"
-    )
+    let interrupt = milabench::exec::Interrupt::new();
+    let ctrl_c = milabench::exec::install_ctrl_c(interrupt.clone())?;
+    let options = RunOptions {
+        repeat: args.repeat,
+        resume: args.resume,
+        grace: Duration::from_secs(10),
+        interrupt,
+        path: std::env::var("PATH").unwrap_or_default(),
+    };
+    let mut display = LiveDisplay::new();
+    let summary = milabench::run::run_suite(&resolved, &env, &options, &mut display)?;
+    ctrl_c.uninstall();
+    let run_dir = summary.run_dir.display().to_string();
+    if summary.outcomes.is_empty() && summary.already_done.is_empty() {
+        warn("no benchmark ran (all skipped or none selected)");
+        return Ok(if summary.interrupted {
+            ExitCode::Interrupted
+        } else {
+            ExitCode::Success
+        });
+    }
+    let entries: Vec<SuiteEntry> = resolved
+        .suite
+        .runnable()
+        .map(|bench| SuiteEntry {
+            name: bench.name.clone(),
+            weight: Some(bench.weight()),
+            enabled: Some(bench.enabled()),
+            group: Some(bench.group()),
+        })
+        .collect();
+    let (report, set) = report_runs(
+        std::slice::from_ref(&run_dir),
+        Some(&entries),
+        &ReportOptions::default(),
+    )?;
+    for warning in set.warnings() {
+        warn(&warning);
+    }
+    write_output(None, &render(&report, Format::Text))?;
+    crate::output::note(&format!("run folder: {run_dir}"));
+    Ok(if summary.interrupted {
+        ExitCode::Interrupted
+    } else if summary.success() && report.passes() {
+        ExitCode::Success
+    } else {
+        ExitCode::BenchmarkFailures
+    })
 }

@@ -1,0 +1,85 @@
+//! `milabench dev BENCH [-- CMD...]`: a shell or a command inside a benchmark's environment,
+//! with the variables and working folder its run processes get (taken from its plan).
+
+use std::os::unix::process::CommandExt as _;
+
+use anyhow::{Context as _, bail};
+use milabench::config::settings::EnvVars;
+use milabench::env::read_fingerprint;
+use milabench::planning::{PlanOptions, PlannedBench, plan_context, plan_one};
+use milabench::{ExitCode, env::EnvError};
+
+use crate::args::{DevArgs, GlobalArgs};
+use crate::settings::load_settings;
+
+/// Replaces this process with the shell or the command.
+#[allow(clippy::print_stderr)]
+pub fn run(global: &GlobalArgs, args: &DevArgs) -> anyhow::Result<ExitCode> {
+    let env = EnvVars::from_process();
+    let settings = load_settings(global, Some(&args.suite), &env)?;
+    let resolved = milabench::resolve(&settings, &args.suite.selection(), &env)?;
+    let Some(bench) = resolved
+        .suite
+        .benches
+        .iter()
+        .find(|b| b.name == args.bench && b.matches_selection)
+    else {
+        let known: Vec<&str> = resolved.suite.runnable().map(|b| b.name.as_str()).collect();
+        bail!(
+            "no benchmark `{}` in the suite; known: {}",
+            args.bench,
+            known.join(", ")
+        );
+    };
+    let venv = bench
+        .config
+        .get("dirs")
+        .and_then(|d| d.get("venv"))
+        .and_then(|v| v.as_str())
+        .map(camino::Utf8PathBuf::from)
+        .unwrap_or_else(|| settings.layout().venv.join(bench.install_group()));
+    if read_fingerprint(&venv).is_none() {
+        return Err(EnvError::NotInstalled {
+            bench: bench.name.clone(),
+            group: bench.install_group(),
+            venv,
+            state: "not installed".into(),
+        }
+        .into());
+    }
+    let options = PlanOptions {
+        path: std::env::var("PATH").unwrap_or_default(),
+        ..PlanOptions::default()
+    };
+    let ctx = plan_context(&resolved, &env, &options)?;
+    let plan = match plan_one(bench, &ctx)? {
+        PlannedBench::Run(plan) => plan,
+        PlannedBench::Skipped { bench, unmet } => {
+            bail!(
+                "`{bench}` does not run on this system ({})",
+                unmet.join(", ")
+            )
+        }
+    };
+    let process = plan
+        .processes
+        .first()
+        .with_context(|| format!("the plan of `{}` has no process", bench.name))?;
+    let (program, rest) = match args.command.split_first() {
+        Some((program, rest)) => (program.clone(), rest.to_vec()),
+        None => {
+            let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
+            eprintln!(
+                "entering the environment of `{}` ({venv}) in {}; `exit` leaves it",
+                bench.name, process.cwd
+            );
+            (shell, Vec::new())
+        }
+    };
+    let err = std::process::Command::new(&program)
+        .args(&rest)
+        .envs(&process.env)
+        .current_dir(&process.cwd)
+        .exec();
+    Err(err).with_context(|| format!("could not start `{program}`"))
+}

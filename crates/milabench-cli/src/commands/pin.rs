@@ -1,0 +1,41 @@
+//! `milabench pin`: compile each install group's requirements into pinned files per variant.
+
+use milabench::ExitCode;
+use milabench::config::settings::Installer;
+
+use super::install::{Progress, say, setup};
+use crate::args::{GlobalArgs, PinArgs};
+
+/// Pins the selected groups.
+pub fn run(global: &GlobalArgs, args: &PinArgs) -> anyhow::Result<ExitCode> {
+    let mut progress = Progress::new();
+    // Pinning always compiles with uv, whatever installer the environments use.
+    let setup = setup(
+        global,
+        &args.suite,
+        &args.env,
+        Some(Installer::Uv),
+        args.variant.as_deref(),
+        &mut progress,
+    )?;
+    let variant = setup.variant.clone().unwrap_or_else(|| setup.arch.clone());
+    for group in &setup.groups {
+        progress.start(&group.name);
+        let result = setup
+            .envs
+            .pin(group, &variant, &mut |event| progress.event(event));
+        progress.done();
+        let pinned = result?;
+        if let Some(lock) = &pinned.group_lock {
+            say(&format!("{}: group lock {lock}", group.name));
+        }
+        for file in &pinned.files {
+            say(&format!("{}: wrote {file}", group.name));
+        }
+    }
+    say(&format!(
+        "pin: {} group(s) pinned for `{variant}`; `milabench install` uses these files",
+        setup.groups.len()
+    ));
+    Ok(ExitCode::Success)
+}

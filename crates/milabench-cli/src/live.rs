@@ -1,0 +1,140 @@
+//! Live display of a run on stderr: one line per benchmark as it starts and ends, and in a
+//! terminal a status line (elapsed time, latest rate, progress toward the early stop) that is
+//! rewritten in place. Outside a terminal only the start and end lines are printed.
+
+use std::io::{IsTerminal, Write};
+use std::time::Instant;
+
+use milabench::exec::{ExecObserver, ProcessOutcome, ProcessSpec};
+use milabench::metrics::{Event, Record};
+use milabench::run::{RunEvent, RunObserver};
+
+/// Prints run progress on stderr.
+pub struct LiveDisplay {
+    terminal: bool,
+    bench: String,
+    started: Instant,
+    last_draw: Instant,
+    rate: Option<f64>,
+    units: String,
+    progress: Option<(f64, f64)>,
+}
+
+impl LiveDisplay {
+    /// A display that draws a status line when stderr is a terminal.
+    pub fn new() -> LiveDisplay {
+        LiveDisplay {
+            terminal: std::io::stderr().is_terminal(),
+            bench: String::new(),
+            started: Instant::now(),
+            last_draw: Instant::now(),
+            rate: None,
+            units: String::new(),
+            progress: None,
+        }
+    }
+
+    #[allow(clippy::print_stderr)]
+    fn line(&self, text: &str) {
+        if self.terminal {
+            eprint!("\r\x1b[2K");
+        }
+        eprintln!("{text}");
+    }
+
+    #[allow(clippy::print_stderr)]
+    fn draw(&mut self) {
+        if !self.terminal || self.last_draw.elapsed().as_millis() < 200 {
+            return;
+        }
+        self.last_draw = Instant::now();
+        let rate = self
+            .rate
+            .map(|r| format!("{r:.2} {}", self.units))
+            .unwrap_or_else(|| "no rate yet".into());
+        let progress = self
+            .progress
+            .map(|(done, total)| format!(", {done:.0}/{total:.0} observations"))
+            .unwrap_or_default();
+        eprint!(
+            "\r\x1b[2K  {} {:>6.1}s  {rate}{progress}",
+            self.bench,
+            self.started.elapsed().as_secs_f64()
+        );
+        let _ = std::io::stderr().flush();
+    }
+}
+
+impl ExecObserver for LiveDisplay {
+    fn on_start(&mut self, _tag: &str, _spec: &ProcessSpec) {}
+
+    fn on_record(&mut self, _tag: &str, record: &Record) {
+        if let Event::Data(data) = &record.event {
+            if let Some(rate) = data.rate {
+                self.rate = Some(rate);
+                if let Some(units) = &data.units {
+                    self.units = units.clone();
+                }
+            }
+            if let Some([done, total]) = data.progress {
+                self.progress = Some((done, total));
+            }
+            self.draw();
+        }
+    }
+
+    fn on_end(&mut self, outcome: &ProcessOutcome) {
+        if !outcome.success() {
+            let reason = outcome
+                .errors
+                .last()
+                .cloned()
+                .unwrap_or_else(|| format!("return code {:?}", outcome.return_code));
+            self.line(&format!("  {} failed: {}", outcome.tag, reason.trim()));
+        }
+    }
+}
+
+impl RunObserver for LiveDisplay {
+    fn on_run_event(&mut self, event: RunEvent<'_>) {
+        match event {
+            RunEvent::BenchStart { plan } => {
+                self.bench = plan.bench.clone();
+                self.started = Instant::now();
+                self.rate = None;
+                self.progress = None;
+                let n = plan.processes.len();
+                self.line(&format!(
+                    "{}: starting {n} process{}",
+                    plan.bench,
+                    if n == 1 { "" } else { "es" }
+                ));
+            }
+            RunEvent::Skipped { bench, unmet } => self.line(&format!(
+                "{bench}: skipped, this system does not meet {}",
+                unmet.join(", ")
+            )),
+            RunEvent::AlreadyDone { bench } => self.line(&format!(
+                "{bench}: already complete in this run folder, not run again"
+            )),
+            RunEvent::BenchEnd { outcome } => {
+                let verdict = if outcome.interrupted {
+                    "interrupted"
+                } else if outcome.success() {
+                    "ok"
+                } else {
+                    "FAILED"
+                };
+                let rate = self
+                    .rate
+                    .map(|r| format!(", last rate {r:.2} {}", self.units))
+                    .unwrap_or_default();
+                self.line(&format!(
+                    "{}: {verdict} in {:.1}s{rate}",
+                    outcome.bench,
+                    outcome.duration.as_secs_f64()
+                ));
+            }
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! Running a suite: benchmarks one after the other in suite order, each through
+//! `milabench-exec`, with the machine's `meta` recorded once per host and telemetry sampled
+//! beside every process. Skipped benchmarks are reported, not silently dropped; `--resume`
+//! leaves out the benchmarks a run folder already holds complete.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use milabench_config::settings::EnvVars;
+use milabench_exec::{
+    BenchOutcome, ExecObserver, ExecOptions, Interrupt, RecordSink, RunningSampler, SampledProcess,
+    SamplerFactory, run_plan,
+};
+use milabench_metrics::{Event, ReadItem, Record};
+use milabench_plan::BenchPlan;
+use milabench_system::{GpuDiscovery, MilabenchVersion, Sampler, SamplerConfig, SystemFacts};
+
+use crate::error::Error;
+use crate::planning::{PlanOptions, PlannedBench, plan_context, plan_one};
+use crate::resolve::Resolved;
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Times to run the whole suite.
+    pub repeat: usize,
+    /// Leave out benchmarks whose processes already completed in the run folder.
+    pub resume: bool,
+    /// SIGTERM-to-SIGKILL grace period.
+    pub grace: Duration,
+    /// Set by the Ctrl-C handler.
+    pub interrupt: Interrupt,
+    /// `PATH` of the orchestrator.
+    pub path: String,
+}
+
+/// Something that happened at the level of the suite, for live display.
+#[derive(Debug)]
+pub enum RunEvent<'a> {
+    /// A benchmark is about to start.
+    BenchStart {
+        /// Its plan.
+        plan: &'a BenchPlan,
+    },
+    /// A benchmark is skipped because the system does not meet its requirements.
+    Skipped {
+        /// The benchmark.
+        bench: &'a str,
+        /// The unmet `requires_capabilities` expressions.
+        unmet: &'a [String],
+    },
+    /// A benchmark was left out because the run folder already holds it complete.
+    AlreadyDone {
+        /// The benchmark.
+        bench: &'a str,
+    },
+    /// A benchmark ended.
+    BenchEnd {
+        /// What happened.
+        outcome: &'a BenchOutcome,
+    },
+}
+
+/// Live view of a suite run: suite-level events plus every process event.
+pub trait RunObserver: ExecObserver {
+    /// A suite-level event.
+    fn on_run_event(&mut self, event: RunEvent<'_>);
+}
+
+/// What a suite run did.
+#[derive(Debug, Clone, Default)]
+pub struct RunSummary {
+    /// The run folder.
+    pub run_dir: PathBuf,
+    /// One outcome per benchmark run.
+    pub outcomes: Vec<BenchOutcome>,
+    /// Benchmarks skipped for unmet capabilities.
+    pub skipped: Vec<String>,
+    /// Benchmarks left out because they were already complete (`--resume`).
+    pub already_done: Vec<String>,
+    /// The run was interrupted.
+    pub interrupted: bool,
+}
+
+impl RunSummary {
+    /// Every benchmark that ran succeeded and the run was not interrupted.
+    pub fn success(&self) -> bool {
+        !self.interrupted && self.outcomes.iter().all(BenchOutcome::success)
+    }
+}
+
+/// The run folder of a resolved suite: `<runs>/<run name>`, or the run name itself when it is a
+/// path (starts with `/`, `.` or `~`).
+pub fn run_dir(resolved: &Resolved) -> PathBuf {
+    let name = &resolved.run_name;
+    if name.starts_with(['/', '.', '~']) {
+        return PathBuf::from(name);
+    }
+    let runs = resolved
+        .suite
+        .system
+        .get("dirs")
+        .and_then(|d| d.get("runs"))
+        .map(|r| PathBuf::from(r.python_str()))
+        .unwrap_or_else(|| PathBuf::from("runs"));
+    runs.join(name)
+}
+
+/// Telemetry beside each process: `milabench-system`'s sampler writing into its `.data` file.
+struct Telemetry {
+    gpus: GpuDiscovery,
+}
+
+struct RunningTelemetry(milabench_system::SamplerHandle);
+
+impl RunningSampler for RunningTelemetry {
+    fn stop(self: Box<Self>) {
+        let _ = self.0.stop();
+    }
+}
+
+impl SamplerFactory for Telemetry {
+    fn start(
+        &self,
+        process: &SampledProcess<'_>,
+        sink: RecordSink,
+    ) -> Option<Box<dyn RunningSampler>> {
+        if process.node.is_some_and(|n| n != "local") && process.tag.ends_with(".nolog") {
+            return None;
+        }
+        let gpus: Vec<u32> = process
+            .devices
+            .iter()
+            .filter_map(|d| d.parse().ok())
+            .collect();
+        let interval = Duration::from_secs_f64(SAMPLE_INTERVAL_SECS);
+        let config = SamplerConfig::new(interval).gpus(gpus).process(process.pid);
+        Sampler::start(self.gpus.clone(), config, move |event: Event| {
+            sink.send(Record::new(event, None));
+        })
+        .ok()
+        .map(|handle| Box::new(RunningTelemetry(handle)) as Box<dyn RunningSampler>)
+    }
+}
+
+/// Seconds between telemetry samples when the benchmark's `voir.options.gpu_poll` is not read
+/// (the Python tool's default is 3 s).
+const SAMPLE_INTERVAL_SECS: f64 = 3.0;
+
+/// Runs every runnable benchmark of the suite.
+pub fn run_suite(
+    resolved: &Resolved,
+    env: &EnvVars,
+    options: &RunOptions,
+    observer: &mut dyn RunObserver,
+) -> Result<RunSummary, Error> {
+    let run_dir = run_dir(resolved);
+    let gpus = milabench_system::discover(Some(&resolved.arch));
+    let facts = SystemFacts::collect(&gpus, false).map_err(|e| Error::System(e.to_string()))?;
+    let version = MilabenchVersion::new(env!("CARGO_PKG_VERSION"));
+    let mut python_cache: HashMap<PathBuf, Option<milabench_system::PythonVersions>> =
+        HashMap::new();
+    let sampler: Arc<dyn SamplerFactory> = Arc::new(Telemetry { gpus });
+    let mut summary = RunSummary {
+        run_dir: run_dir.clone(),
+        ..RunSummary::default()
+    };
+    for index in 0..options.repeat {
+        let plan_options = PlanOptions {
+            repeat: (options.repeat > 1).then_some((index, options.repeat)),
+            path: options.path.clone(),
+        };
+        let ctx = plan_context(resolved, env, &plan_options)?;
+        for bench in resolved.suite.runnable() {
+            if options.interrupt.is_set() {
+                summary.interrupted = true;
+                return Ok(summary);
+            }
+            let plan = match plan_one(bench, &ctx)? {
+                PlannedBench::Skipped { bench, unmet } => {
+                    observer.on_run_event(RunEvent::Skipped {
+                        bench: &bench,
+                        unmet: &unmet,
+                    });
+                    summary.skipped.push(bench);
+                    continue;
+                }
+                PlannedBench::Run(plan) => plan,
+            };
+            if options.resume && already_complete(&plan, &run_dir) {
+                observer.on_run_event(RunEvent::AlreadyDone { bench: &plan.bench });
+                summary.already_done.push(plan.bench.clone());
+                continue;
+            }
+            let python = bench
+                .config
+                .get("dirs")
+                .and_then(|d| d.get("venv"))
+                .map(|v| PathBuf::from(v.python_str()).join("bin/python"));
+            let versions = python.and_then(|p| {
+                python_cache
+                    .entry(p.clone())
+                    .or_insert_with(|| {
+                        milabench_system::python_versions(&p, Duration::from_secs(30))
+                    })
+                    .clone()
+            });
+            let exec_options = ExecOptions {
+                grace: options.grace,
+                meta: Some(facts.meta(&version, versions.as_ref())),
+                interrupt: options.interrupt.clone(),
+                sampler: Some(sampler.clone()),
+                ..ExecOptions::default()
+            };
+            observer.on_run_event(RunEvent::BenchStart { plan: &plan });
+            let outcome = run_plan(&plan, &run_dir, &exec_options, observer)
+                .map_err(|e| Error::Exec(e.to_string()))?;
+            observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });
+            let interrupted = outcome.interrupted;
+            summary.outcomes.push(outcome);
+            if interrupted {
+                summary.interrupted = true;
+                return Ok(summary);
+            }
+        }
+    }
+    Ok(summary)
+}
+
+/// Whether every process of `plan` already has a complete, successful `.data` file in
+/// `run_dir`: an `end` event, and an early stop or a zero return code with a rate.
+fn already_complete(plan: &BenchPlan, run_dir: &Path) -> bool {
+    plan.processes.iter().all(|process| {
+        let path = run_dir.join(format!("{}.data", process.tag_name()));
+        let Ok(reader) = milabench_metrics::DataFile::new(path).records() else {
+            return false;
+        };
+        let (mut ended_ok, mut stopped, mut rated) = (false, false, false);
+        for item in reader {
+            let ReadItem::Record(record) = item else {
+                continue;
+            };
+            match &record.event {
+                Event::Stop => stopped = true,
+                Event::End(end) => ended_ok = end.return_code.is_zero(),
+                Event::Data(data) if data.rate.is_some() => rated = true,
+                _ => {}
+            }
+        }
+        process.nolog || stopped || (ended_ok && rated)
+    })
+}
