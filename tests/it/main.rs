@@ -1,6 +1,7 @@
 //! CLI integration tests of the `milabench` and `benchit` binaries (one test binary).
 
 mod common;
+mod install;
 mod report;
 mod resolve;
 mod sysinfo;

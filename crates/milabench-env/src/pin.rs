@@ -102,6 +102,7 @@ impl Environments {
             for c in constraints {
                 args.extend(["-c".to_string(), relative(root, c)]);
             }
+            args.extend(group.installer_args.iter().cloned());
             let mut step = Step::new(bin, args);
             self.uv_env(&mut step);
             step.cwd = Some(root.clone());

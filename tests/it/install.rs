@@ -1,0 +1,307 @@
+//! `milabench install`, `pin` and `dev` against a local wheel folder: no package index is
+//! reached. The uv tests bootstrap uv from a wheel kept in the user's cache folder (fetched
+//! once with pip; skipped with a message when that is impossible).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::{fixtures, milabench, run};
+
+/// A throwaway project: a suite with one benchmark `tiny` (install group `tinygroup`) whose
+/// requirements come from `wheels/`.
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    fn new(requirements: &str, extra_bench_settings: &str) -> Project {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        fs_err::create_dir_all(root.join("bench/tiny")).expect("mkdir");
+        fs_err::write(root.join("bench/tiny/requirements.in"), requirements).expect("write");
+        let wheels = root.join("wheels");
+        for (name, version) in [("voir", "0.2.99"), ("tinydep", "1.0"), ("tinydep", "2.0")] {
+            make_wheel(&wheels, name, version);
+        }
+        let suite = format!(
+            "tiny:\n  inherits: _defaults\n  enabled: true\n  tags: [monogpu]\n  definition: bench/tiny\n  install_group: tinygroup\n  pip:\n    args: [--no-index, --find-links, {}]\n{extra_bench_settings}",
+            wheels.display()
+        );
+        fs_err::write(root.join("suite.yaml"), suite).expect("write");
+        Project { dir }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn base(&self) -> PathBuf {
+        self.root().join("base")
+    }
+
+    fn venv(&self) -> PathBuf {
+        self.base().join("venv/tinygroup")
+    }
+
+    /// `milabench <command> --config suite.yaml --base base <args>`.
+    fn cmd(&self, command: &str, args: &[&str]) -> Command {
+        let mut cmd = milabench(self.root());
+        cmd.arg(command)
+            .args(["--config", "suite.yaml", "--base"])
+            .arg(self.base())
+            .args(args);
+        cmd
+    }
+}
+
+fn make_wheel(dir: &Path, name: &str, version: &str) {
+    let status = Command::new("python3")
+        .arg(fixtures().join("install/make_wheel.py"))
+        .arg(dir)
+        .args([name, version])
+        .status()
+        .expect("python3 runs");
+    assert!(status.success());
+}
+
+fn python(venv: &Path, code: &str) -> String {
+    let out = Command::new(venv.join("bin/python"))
+        .args(["-c", code])
+        .output()
+        .expect("the venv's python runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn pip_install_then_nothing_to_do_then_dev() {
+    let project = Project::new("tinydep\n", "");
+    let first = run(&mut project.cmd("install", &["--installer", "pip"]));
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    assert!(
+        first.stdout.contains("tinygroup: installed in"),
+        "{}",
+        first.stdout
+    );
+    assert!(
+        first.stderr.contains("no requirements.cpu.txt for `tiny`"),
+        "{}",
+        first.stderr
+    );
+    assert_eq!(
+        python(
+            &project.venv(),
+            "import voir, benchmate, tinydep; print(voir.__version__, benchmate.__version__, tinydep.__version__)"
+        ),
+        "0.2.99 0.1.0 2.0"
+    );
+    assert!(project.venv().join(".milabench-install.json").is_file());
+    let log = fs_err::read_to_string(project.base().join("logs/install/tinygroup.log"))
+        .expect("the log is kept");
+    assert!(log.contains("pip install"), "{log}");
+
+    let second = run(&mut project.cmd("install", &["--installer", "pip"]));
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        second
+            .stdout
+            .contains("tinygroup: up to date, nothing to do"),
+        "{}",
+        second.stdout
+    );
+
+    // A changed requirement file means a rebuild.
+    fs_err::write(
+        project.root().join("bench/tiny/requirements.in"),
+        "tinydep==1.0\n",
+    )
+    .expect("write");
+    let third = run(&mut project.cmd("install", &["--installer", "pip"]));
+    assert!(third.stdout.contains("installed in"), "{}", third.stdout);
+    assert_eq!(
+        python(
+            &project.venv(),
+            "import tinydep; print(tinydep.__version__)"
+        ),
+        "1.0"
+    );
+
+    let dev = run(&mut project.cmd(
+        "dev",
+        &[
+            "tiny",
+            "--",
+            "python",
+            "-c",
+            "import os, sys; print(sys.prefix == os.environ['VIRTUAL_ENV'], os.environ['MILABENCH_DIR_DATA'], os.getcwd())",
+        ],
+    ));
+    assert_eq!(dev.code, 0, "{}", dev.stderr);
+    let words: Vec<&str> = dev.stdout.split_whitespace().collect();
+    assert_eq!(words[0], "True", "{}", dev.stdout);
+    assert!(words[1].ends_with("base/data"), "{}", dev.stdout);
+    assert!(words[2].ends_with("bench/tiny"), "{}", dev.stdout);
+}
+
+#[test]
+fn missing_package_fails_without_fingerprint_and_retries_cleanly() {
+    let project = Project::new("tinydep\nzzz-no-such-package-milabench\n", "");
+    let out = run(&mut project.cmd("install", &["--installer", "pip"]));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("tinygroup: FAILED"), "{}", out.stdout);
+    for needle in [
+        "install group `tinygroup`",
+        "zzz-no-such-package-milabench",
+        "logs/install/tinygroup.log",
+    ] {
+        assert!(out.stderr.contains(needle), "{needle} in {}", out.stderr);
+    }
+    assert!(!project.venv().join(".milabench-install.json").exists());
+
+    let dev = run(&mut project.cmd("dev", &["tiny", "--", "true"]));
+    assert_eq!(dev.code, 2, "{}", dev.stderr);
+    assert!(
+        dev.stderr.contains("milabench install --select tiny"),
+        "{}",
+        dev.stderr
+    );
+
+    fs_err::write(
+        project.root().join("bench/tiny/requirements.in"),
+        "tinydep\n",
+    )
+    .expect("write");
+    let retry = run(&mut project.cmd("install", &["--installer", "pip"]));
+    assert_eq!(retry.code, 0, "{}", retry.stderr);
+    assert!(retry.stdout.contains("installed in"), "{}", retry.stdout);
+}
+
+#[test]
+fn bad_python_and_bad_base_are_named() {
+    let project = Project::new("tinydep\n", "  requires_python: \">=9.1\"\n");
+    let too_old = run(&mut project.cmd("install", &["--installer", "pip"]));
+    assert_eq!(too_old.code, 2, "{}", too_old.stderr);
+    assert!(
+        too_old
+            .stderr
+            .contains("`tinygroup` needs Python 9.1 or newer"),
+        "{}",
+        too_old.stderr
+    );
+
+    let missing = run(&mut project.cmd(
+        "install",
+        &["--installer", "pip", "--python", "/no/such/python3"],
+    ));
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("/no/such/python3` does not exist"),
+        "{}",
+        missing.stderr
+    );
+
+    // A base folder that cannot be created (its parent is a file): the path is named.
+    let project = Project::new("tinydep\n", "");
+    fs_err::write(project.root().join("blocker"), "").expect("write");
+    let mut cmd = milabench(project.root());
+    cmd.args([
+        "install",
+        "--installer",
+        "pip",
+        "--config",
+        "suite.yaml",
+        "--base",
+    ])
+    .arg(project.root().join("blocker/base"));
+    let blocked = run(&mut cmd);
+    assert_ne!(blocked.code, 0);
+    assert!(
+        blocked.stderr.contains("blocker/base"),
+        "{}",
+        blocked.stderr
+    );
+}
+
+/// A folder holding the `uv` wheel, downloaded once into the user's cache folder; `None` (the
+/// uv tests then skip) when it cannot be had.
+fn uv_wheels() -> Option<PathBuf> {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?
+        .join("milabench-rs-tests/wheels");
+    let has_uv = |dir: &Path| {
+        fs_err::read_dir(dir).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("uv-"))
+        })
+    };
+    if !has_uv(&cache) {
+        let _ = Command::new("python3")
+            .args(["-m", "pip", "download", "--quiet", "--no-deps", "--dest"])
+            .arg(&cache)
+            .arg("uv")
+            .status();
+    }
+    has_uv(&cache).then_some(cache)
+}
+
+/// `PATH` without any folder holding `uv`.
+fn path_without_uv() -> String {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|dir| !Path::new(dir).join("uv").exists())
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+#[test]
+#[allow(clippy::print_stderr)]
+fn uv_bootstrap_install_and_pin() {
+    let Some(wheels) = uv_wheels() else {
+        eprintln!("SKIPPED: no uv wheel in the cache and none could be downloaded");
+        return;
+    };
+    let project = Project::new("tinydep\n", "");
+    let with_uv_wheels = |mut cmd: Command| {
+        cmd.env("PATH", path_without_uv())
+            .env("PIP_NO_INDEX", "1")
+            .env("PIP_FIND_LINKS", &wheels);
+        cmd
+    };
+    let out = run(&mut with_uv_wheels(project.cmd("install", &[])));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(project.base().join("tools/uv/bin/uv").is_file());
+    assert!(out.stdout.contains("installed in"), "{}", out.stdout);
+    assert!(out.stdout.contains("with uv "), "{}", out.stdout);
+    assert!(project.base().join("cache/uv").is_dir());
+
+    let pin = run(&mut with_uv_wheels(
+        project.cmd("pin", &["--variant", "cpu"]),
+    ));
+    assert_eq!(pin.code, 0, "{}{}", pin.stdout, pin.stderr);
+    let pinned = fs_err::read_to_string(project.root().join("bench/tiny/requirements.cpu.txt"))
+        .expect("pinned file written");
+    assert!(pinned.contains("milabench pin --variant cpu"), "{pinned}");
+    assert!(pinned.contains("tinydep==2.0"), "{pinned}");
+
+    // The pinned file is what the next install uses (a new input: rebuilt, no warning).
+    let again = run(&mut with_uv_wheels(project.cmd("install", &[])));
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(again.stdout.contains("installed in"), "{}", again.stdout);
+    assert!(
+        !again.stderr.contains("no requirements.cpu.txt"),
+        "{}",
+        again.stderr
+    );
+    let recorded = fs_err::read_to_string(project.venv().join(".milabench-install.json"))
+        .expect("fingerprint");
+    assert!(recorded.contains("requirements.cpu.txt"), "{recorded}");
+    let last = run(&mut with_uv_wheels(project.cmd("install", &[])));
+    assert!(last.stdout.contains("up to date"), "{}", last.stdout);
+}
