@@ -90,6 +90,20 @@ pub enum Command {
     Dev(DevArgs),
     /// Create a new benchmark folder from the template (a working minimal benchmark).
     New(NewArgs),
+    /// Run each selected benchmark's prepare step once (datasets, model files), in its
+    /// environment, with the arguments its run will get.
+    ///
+    /// The step is `benchfile.yaml`'s `prepare` command, else `prepare.py` when the folder has
+    /// one. Events go to `<base>/runs/prepare.<time>/`. Exit status 1 when a step fails.
+    Prepare(PrepareArgs),
+}
+
+/// Arguments of `milabench prepare`.
+#[derive(Debug, Args)]
+pub struct PrepareArgs {
+    /// Which suite and which benchmarks.
+    #[command(flatten)]
+    pub suite: SuiteArgs,
 }
 
 /// Arguments of `milabench new`.

@@ -6,6 +6,7 @@ mod dev;
 mod install;
 mod new;
 mod pin;
+mod prepare;
 mod replay;
 mod report;
 mod resolve;
@@ -28,6 +29,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(&cli.global, &args),
         Command::Sysinfo(args) => sysinfo::run(&cli.global, &args),
         Command::New(args) => new::run(&args),
+        Command::Prepare(args) => prepare::run(&cli.global, &args),
         Command::Install(args) => install::run(&cli.global, &args),
         Command::Pin(args) => pin::run(&cli.global, &args),
         Command::Dev(args) => dev::run(&cli.global, &args),

@@ -6,18 +6,22 @@ use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 use milabench::exec::{ExecObserver, ProcessOutcome, ProcessSpec};
-use milabench::metrics::{Event, Record};
+use milabench::metrics::{Event, Pipe, Record, ReturnCode};
 use milabench::run::{RunEvent, RunObserver};
 
 /// Prints run progress on stderr.
 pub struct LiveDisplay {
     terminal: bool,
+    /// Judge processes by their exit status only (prepare steps report no rate).
+    exit_status_only: bool,
     bench: String,
     started: Instant,
     last_draw: Instant,
     rate: Option<f64>,
     units: String,
     progress: Option<(f64, f64)>,
+    /// Last line each process wrote on stderr, to explain a failure.
+    last_stderr: std::collections::HashMap<String, String>,
 }
 
 impl LiveDisplay {
@@ -25,12 +29,30 @@ impl LiveDisplay {
     pub fn new() -> LiveDisplay {
         LiveDisplay {
             terminal: std::io::stderr().is_terminal(),
+            exit_status_only: false,
             bench: String::new(),
             started: Instant::now(),
             last_draw: Instant::now(),
             rate: None,
             units: String::new(),
             progress: None,
+            last_stderr: std::collections::HashMap::new(),
+        }
+    }
+
+    /// A display for prepare steps, which succeed by exiting with status 0.
+    pub fn for_prepare() -> LiveDisplay {
+        LiveDisplay {
+            exit_status_only: true,
+            ..LiveDisplay::new()
+        }
+    }
+
+    fn passed(&self, outcome: &ProcessOutcome) -> bool {
+        if self.exit_status_only {
+            outcome.return_code.is_zero() && outcome.errors.is_empty()
+        } else {
+            outcome.success()
         }
     }
 
@@ -68,7 +90,13 @@ impl LiveDisplay {
 impl ExecObserver for LiveDisplay {
     fn on_start(&mut self, _tag: &str, _spec: &ProcessSpec) {}
 
-    fn on_record(&mut self, _tag: &str, record: &Record) {
+    fn on_record(&mut self, tag: &str, record: &Record) {
+        if let (Event::Line(line), Some(Pipe::Stderr)) = (&record.event, &record.pipe)
+            && !line.trim().is_empty()
+        {
+            self.last_stderr
+                .insert(tag.to_string(), line.trim().to_string());
+        }
         if let Event::Data(data) = &record.event {
             if let Some(rate) = data.rate {
                 self.rate = Some(rate);
@@ -84,13 +112,28 @@ impl ExecObserver for LiveDisplay {
     }
 
     fn on_end(&mut self, outcome: &ProcessOutcome) {
-        if !outcome.success() {
-            let reason = outcome
+        if !self.passed(outcome) {
+            let status = match &outcome.return_code {
+                ReturnCode::Code(0) if outcome.rate_count == 0 => {
+                    "exited with status 0 without reporting a rate".to_string()
+                }
+                ReturnCode::Code(code) if *code < 0 => format!("killed by signal {}", -code),
+                ReturnCode::Code(code) => format!("exited with status {code}"),
+                ReturnCode::Other(value) => format!("ended with {value}"),
+            };
+            let detail = outcome
                 .errors
                 .last()
-                .cloned()
-                .unwrap_or_else(|| format!("return code {:?}", outcome.return_code));
-            self.line(&format!("  {} failed: {}", outcome.tag, reason.trim()));
+                .or_else(|| self.last_stderr.get(&outcome.tag));
+            let reason = match detail {
+                Some(detail) => format!("{status}: {}", detail.trim()),
+                None => status,
+            };
+            self.line(&format!(
+                "  {} failed, {reason} (events in {})",
+                outcome.tag,
+                outcome.data_file.display()
+            ));
         }
     }
 }
@@ -120,7 +163,7 @@ impl RunObserver for LiveDisplay {
             RunEvent::BenchEnd { outcome } => {
                 let verdict = if outcome.interrupted {
                     "interrupted"
-                } else if outcome.success() {
+                } else if outcome.processes.iter().all(|p| self.passed(p)) {
                     "ok"
                 } else {
                     "FAILED"

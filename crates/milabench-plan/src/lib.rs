@@ -8,6 +8,6 @@ mod script;
 mod spec;
 
 pub use error::PlanError;
-pub use planner::{PlanContext, RENDEZVOUS_PORT, plan_bench, visibility_variable};
+pub use planner::{PlanContext, RENDEZVOUS_PORT, plan_bench, plan_prepare, visibility_variable};
 pub use script::{render_script, shell_quote};
 pub use spec::{BenchPlan, PlannedFile, ProcessSpec};

@@ -168,6 +168,64 @@ pub fn plan_bench(
     })
 }
 
+/// Plans the prepare step of a benchmark: one process, in its environment, that receives the
+/// same arguments as the run (`benchfile.prepare`, else `prepare.py` when `has_prepare_script`).
+/// `None` when there is nothing to prepare.
+pub fn plan_prepare(
+    bench: &Bench,
+    benchfile: &BenchFile,
+    ctx: &PlanContext,
+    has_prepare_script: bool,
+) -> Result<Option<BenchPlan>, PlanError> {
+    let definition = bench.definition().ok_or_else(|| PlanError::NoDefinition {
+        bench: bench.name.clone(),
+    })?;
+    let code = Utf8PathBuf::from(definition);
+    let dirs = bench_dirs(bench, &code);
+    let python = dirs.venv.join("bin").join("python").to_string();
+    let command: Vec<String> = match &benchfile.prepare {
+        Some(command) if command.is_empty() => return Ok(None),
+        Some(command) => {
+            let mut command = command.clone();
+            if command[0].ends_with(".py") {
+                command.insert(0, python);
+            }
+            command
+        }
+        None if has_prepare_script => vec![python, code.join("prepare.py").to_string()],
+        None => return Ok(None),
+    };
+    let job = Job {
+        tag: vec![bench.name.clone()],
+        devices: Vec::new(),
+        visibility: None,
+        job_number: None,
+    };
+    let (mut spec, _) = process(
+        bench,
+        &BenchFile {
+            launcher: Launcher::Direct,
+            script: String::new(),
+            module: None,
+            ..benchfile.clone()
+        },
+        ctx,
+        &dirs,
+        &job,
+        None,
+    )?;
+    // `process` built `[<folder>/, args...]` for the direct launcher: swap in the command.
+    let args: Vec<String> = spec.argv.drain(1..).collect();
+    spec.argv = command;
+    spec.argv.extend(args);
+    Ok(Some(BenchPlan {
+        bench: bench.name.clone(),
+        processes: vec![spec],
+        files: Vec::new(),
+        max_duration: None,
+    }))
+}
+
 fn visibility_value(arch: &str, gpu: &str) -> String {
     if arch == "xpu" {
         format!("level_zero:{gpu}")
@@ -615,6 +673,60 @@ ddp-nodes:
                 "-i/keys/id",
                 "me@10.254.0.2"
             ]
+        );
+    }
+
+    #[test]
+    fn prepare_runs_the_script_with_the_run_arguments() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let suite_path = dir.path().join("suite.yaml");
+        std::fs::write(&suite_path, SUITE).expect("write");
+        let inputs = SystemInputs {
+            arch: "cpu".into(),
+            base: "/base".into(),
+            run_name: "run".into(),
+            user: "me".into(),
+            dirs: vec![],
+            detected_gpus: None,
+        };
+        let system = load_system(None, &inputs).expect("system");
+        let env = |_: &str| None;
+        let suite = resolve_suite(&SuiteRequest {
+            config: &suite_path,
+            system: &system,
+            overrides: &[],
+            select: &[],
+            exclude: &[],
+            env: &env,
+        })
+        .expect("suite");
+        let ctx = PlanContext {
+            system: suite.system.clone(),
+            arch: "cpu".into(),
+            gpus: vec![],
+            host_cpu_count: 2,
+            cpu: CpuOptions::default(),
+            sizer: SizerOptions::default(),
+            repeat: None,
+            path: "/usr/bin".into(),
+            base: "/base".into(),
+            nodes: system.nodes(),
+            ssh_key: None,
+        };
+        let bench = &suite.benches[0];
+        let plan = plan_prepare(bench, &BenchFile::default(), &ctx, true)
+            .expect("plans")
+            .expect("has a prepare step");
+        let argv = &plan.processes[0].argv;
+        assert_eq!(argv[0], "/base/venv/torch/bin/python");
+        assert!(argv[1].ends_with("bench/prepare.py"), "{argv:?}");
+        assert_eq!(argv[2..4], ["--workers", "4"]);
+        assert_eq!(plan.processes[0].tag, ["mono"]);
+        assert!(plan.max_duration.is_none());
+        assert!(
+            plan_prepare(bench, &BenchFile::default(), &ctx, false)
+                .expect("ok")
+                .is_none()
         );
     }
 

@@ -108,6 +108,24 @@ pub fn run_dir(resolved: &Resolved) -> PathBuf {
     runs.join(name)
 }
 
+/// Creates the data, cache and scratch folders of every runnable benchmark.
+fn make_bench_folders(resolved: &Resolved) -> Result<(), Error> {
+    for bench in resolved.suite.runnable() {
+        for key in ["data", "cache", "extra", "runs"] {
+            if let Some(dir) = bench.config.get("dirs").and_then(|d| d.get(key)) {
+                let dir = PathBuf::from(dir.python_str());
+                std::fs::create_dir_all(&dir).map_err(|e| {
+                    Error::Exec(format!(
+                        "cannot create {}: {e}\n  fix: check that the base folder is writable (--base or MILABENCH_BASE)",
+                        dir.display()
+                    ))
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Telemetry beside each process: `milabench-system`'s sampler writing into its `.data` file.
 struct Telemetry {
     gpus: GpuDiscovery,
@@ -157,6 +175,7 @@ pub fn run_suite(
     observer: &mut dyn RunObserver,
 ) -> Result<RunSummary, Error> {
     let run_dir = run_dir(resolved);
+    make_bench_folders(resolved)?;
     let gpus = milabench_system::discover(Some(&resolved.arch));
     let facts = SystemFacts::collect(&gpus, false).map_err(|e| Error::System(e.to_string()))?;
     let version = MilabenchVersion::new(env!("CARGO_PKG_VERSION"));
@@ -225,6 +244,62 @@ pub fn run_suite(
                 return Ok(summary);
             }
         }
+    }
+    Ok(summary)
+}
+
+/// Runs the prepare step of every runnable benchmark (once per benchmark, no time limit), with
+/// events recorded under `<runs>/prepare.<time>/`. Benchmarks with nothing to prepare are left
+/// out of the summary.
+pub fn prepare_suite(
+    resolved: &Resolved,
+    env: &EnvVars,
+    options: &RunOptions,
+    observer: &mut dyn RunObserver,
+) -> Result<RunSummary, Error> {
+    let runs = run_dir(resolved)
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let stamp = jiff::Zoned::now().strftime("%Y-%m-%d_%H-%M-%S").to_string();
+    let prepare_dir = runs.join(format!("prepare.{stamp}"));
+    make_bench_folders(resolved)?;
+    let ctx = plan_context(
+        resolved,
+        env,
+        &PlanOptions {
+            repeat: None,
+            path: options.path.clone(),
+        },
+    )?;
+    let mut summary = RunSummary {
+        run_dir: prepare_dir.clone(),
+        ..RunSummary::default()
+    };
+    for bench in resolved.suite.runnable() {
+        if options.interrupt.is_set() {
+            summary.interrupted = true;
+            break;
+        }
+        let folder = PathBuf::from(bench.definition().unwrap_or_default());
+        let benchfile = milabench_config::benchfile::BenchFile::load(&folder)?;
+        let has_script = folder.join("prepare.py").is_file();
+        let Some(plan) = milabench_plan::plan_prepare(bench, &benchfile, &ctx, has_script)
+            .map_err(|e| Error::Plan(e.to_string()))?
+        else {
+            continue;
+        };
+        let exec_options = ExecOptions {
+            grace: options.grace,
+            interrupt: options.interrupt.clone(),
+            ..ExecOptions::default()
+        };
+        observer.on_run_event(RunEvent::BenchStart { plan: &plan });
+        let outcome = run_plan(&plan, &prepare_dir, &exec_options, observer)
+            .map_err(|e| Error::Exec(e.to_string()))?;
+        observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });
+        summary.interrupted |= outcome.interrupted;
+        summary.outcomes.push(outcome);
     }
     Ok(summary)
 }

@@ -1,0 +1,275 @@
+//! `milabench run` and `prepare` end to end with tiny protocol-speaking benchmarks (no torch):
+//! success, failures that do not stop the run, time limits, skips, dry runs and `--resume`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::common::{milabench, run};
+
+/// A scratch project: `benchmarks/`, a suite file and a base folder whose environment's
+/// `python` is the system interpreter (a real venv is not needed to run these benchmarks).
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    fn new(suite: &str) -> Project {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let venv_bin = dir.path().join("base/venv/tiny/bin");
+        fs_err::create_dir_all(&venv_bin).expect("venv folder");
+        let python = which_python3();
+        std::os::unix::fs::symlink(python, venv_bin.join("python")).expect("symlink python");
+        fs_err::write(dir.path().join("suite.yaml"), suite).expect("suite");
+        Project { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes `benchmarks/<name>/main.py` with a python launcher.
+    fn bench(&self, name: &str, main: &str) {
+        let folder = self.path().join("benchmarks").join(name);
+        fs_err::create_dir_all(&folder).expect("bench folder");
+        fs_err::write(folder.join("main.py"), main).expect("main.py");
+        fs_err::write(folder.join("benchfile.yaml"), "launcher: python\n").expect("benchfile");
+    }
+
+    fn milabench(&self) -> std::process::Command {
+        let mut cmd = milabench(self.path());
+        cmd.env("MILABENCH_BASE", self.path().join("base"));
+        cmd
+    }
+
+    fn data_file(&self, run: &str, tag: &str) -> String {
+        fs_err::read_to_string(
+            self.path()
+                .join("base/runs")
+                .join(run)
+                .join(format!("{tag}.data")),
+        )
+        .unwrap_or_default()
+    }
+}
+
+fn which_python3() -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|p| p.join("python3"))
+                .find(|p| p.is_file())
+        })
+        .expect("python3 on PATH")
+}
+
+/// A benchmark that reports `n` rates through DATA_FD, then exits with `code`.
+fn reporting(n: usize, code: i32) -> String {
+    format!(
+        "import json, os, sys\nout = os.fdopen(int(os.environ['DATA_FD']), 'w', buffering=1)\n\
+         for i in range({n}):\n    out.write(json.dumps({{'task': 'train', 'rate': 100.0 + i, 'units': 'items/s'}}) + '\\n')\n\
+         out.write(json.dumps({{'task': 'train', 'loss': 0.5}}) + '\\n')\nprint('bye')\nsys.exit({code})\n"
+    )
+}
+
+const SUITE: &str = "\
+_base:
+  inherits: _defaults
+  install_group: tiny
+  tags: [monogpu]
+  weight: 1
+  max_duration: 30
+good:
+  inherits: _base
+  definition: benchmarks/good
+crashes:
+  inherits: _base
+  definition: benchmarks/crashes
+missing:
+  inherits: _base
+  definition: benchmarks/missing
+silent:
+  inherits: _base
+  definition: benchmarks/silent
+slow:
+  inherits: _base
+  definition: benchmarks/slow
+  max_duration: 1
+needs-gpus:
+  inherits: _base
+  definition: benchmarks/good
+  requires_capabilities: [\"gpu['count'] > 1\"]
+";
+
+fn project() -> Project {
+    let project = Project::new(SUITE);
+    project.bench("good", &reporting(6, 0));
+    project.bench("crashes", "raise RuntimeError('boom')\n");
+    project.bench("silent", "print('I never report a rate')\n");
+    project.bench("slow", "import time\ntime.sleep(60)\n");
+    fs_err::create_dir_all(project.path().join("benchmarks/missing")).expect("missing folder");
+    project
+}
+
+#[test]
+fn failures_are_recorded_and_the_run_goes_on() {
+    let project = project();
+    let started = Instant::now();
+    let out = run(project
+        .milabench()
+        .args(["run", "--config", "suite.yaml", "--run-name", "r1"]));
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the 1 s limit of `slow` was honoured"
+    );
+    assert_eq!(out.code, 1, "failures give exit code 1:\n{}", out.stderr);
+    // Every benchmark was tried; the skipped one says why.
+    for bench in ["good", "crashes", "missing", "silent", "slow"] {
+        assert!(
+            out.stderr.contains(&format!("{bench}: starting")),
+            "{bench} started:\n{}",
+            out.stderr
+        );
+    }
+    assert!(
+        out.stderr
+            .contains("needs-gpus: skipped, this system does not meet gpu['count'] > 1"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("good: ok"), "{}", out.stderr);
+    assert!(out.stderr.contains("crashes: FAILED"), "{}", out.stderr);
+    // The report has the right rate for the good benchmark: mean of 101..104 (min and max dropped).
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("good "))
+        .expect("good row");
+    assert!(row.contains("102.50"), "{row}");
+    // What each failure left in its file.
+    let good = project.data_file("r1", "good.D0");
+    for event in [
+        "\"config\"",
+        "\"meta\"",
+        "\"start\"",
+        "\"data\"",
+        "\"line\"",
+        "\"end\"",
+    ] {
+        assert!(good.contains(event), "good.D0.data has {event}");
+    }
+    assert!(
+        project
+            .data_file("r1", "crashes.D0")
+            .contains("RuntimeError")
+    );
+    let missing = project.data_file("r1", "missing.D0");
+    assert!(
+        missing.contains("\"end\""),
+        "missing main.py still ends: {missing}"
+    );
+    let slow = project.data_file("r1", "slow.D0");
+    assert!(slow.contains("\"error\""), "timeout recorded: {slow}");
+}
+
+#[test]
+fn dry_run_prints_the_commands() {
+    let project = project();
+    let out = run(project.milabench().args([
+        "run",
+        "--config",
+        "suite.yaml",
+        "--dry-run",
+        "--select",
+        "good",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with("#!/bin/sh"));
+    assert!(
+        out.stdout
+            .contains("# --- good (1 process, stopped after 30 s)")
+    );
+    assert!(out.stdout.contains("/base/venv/tiny/bin/python"));
+    assert!(out.stdout.contains("benchmarks/good/main.py"));
+    assert!(
+        !project.path().join("base/runs").exists(),
+        "a dry run runs nothing"
+    );
+}
+
+#[test]
+fn prepare_runs_prepare_scripts() {
+    let project = project();
+    fs_err::write(
+        project.path().join("benchmarks/good/prepare.py"),
+        "import os, pathlib\npathlib.Path(os.environ['MILABENCH_DATA_DIR'], 'good.txt').write_text('x')\n",
+    )
+    .expect("prepare.py");
+    let out =
+        run(project
+            .milabench()
+            .args(["prepare", "--config", "suite.yaml", "--select", "good"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(project.path().join("base/data/good.txt").is_file());
+}
+
+#[test]
+fn resume_finishes_a_killed_run() {
+    let project = Project::new(
+        "_base:\n  inherits: _defaults\n  install_group: tiny\n  tags: [monogpu]\n  weight: 1\n\
+         first:\n  inherits: _base\n  definition: benchmarks/first\n\
+         second:\n  inherits: _base\n  definition: benchmarks/second\n",
+    );
+    project.bench("first", &reporting(3, 0));
+    // The second benchmark waits for a file that only the test creates.
+    let gate = project.path().join("gate");
+    project.bench(
+        "second",
+        &format!(
+            "import os, time\nwhile not os.path.exists({gate:?}):\n    time.sleep(0.05)\n{}",
+            reporting(3, 0)
+        ),
+    );
+    let mut child = project
+        .milabench()
+        .args(["run", "--config", "suite.yaml", "--run-name", "killed"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !project
+        .data_file("killed", "second.D0")
+        .contains("\"start\"")
+    {
+        assert!(Instant::now() < deadline, "second benchmark never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL the orchestrator");
+    child.wait().expect("reaped");
+    fs_err::write(&gate, "open").expect("gate");
+    // The killed run folder already reports what it holds.
+    let partial = run(project
+        .milabench()
+        .args(["report", "--runs", "base/runs/killed"]));
+    assert!(
+        partial.stdout.contains("first"),
+        "{}\n{}",
+        partial.stdout,
+        partial.stderr
+    );
+    let out = run(project.milabench().args([
+        "run",
+        "--config",
+        "suite.yaml",
+        "--run-name",
+        "killed",
+        "--resume",
+    ]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("first: already complete"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("second: ok"), "{}", out.stderr);
+}
