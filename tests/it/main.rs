@@ -4,4 +4,5 @@ mod common;
 mod install;
 mod report;
 mod resolve;
+mod run;
 mod sysinfo;
