@@ -2,6 +2,7 @@
 
 use clap::Args;
 
+mod exec;
 mod report;
 mod resolve;
 
@@ -17,5 +18,6 @@ pub struct BenchArgs {
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     resolve::run()?;
     report::run(args.ingest_mb)?;
+    exec::run()?;
     Ok(())
 }

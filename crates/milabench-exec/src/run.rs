@@ -50,6 +50,10 @@ pub(crate) enum Msg {
 /// Messages in flight at most: with 64 KiB reads, a few MiB however fast processes write.
 const CHANNEL_DEPTH: usize = 64;
 
+/// After the process exits, how long its descendants may keep its pipes open before they are
+/// stopped (at most the grace period).
+const DRAIN_WINDOW: Duration = Duration::from_secs(1);
+
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -71,6 +75,8 @@ struct Proc<'a> {
     pid: Option<i32>,
     launched: Instant,
     exit: Option<i64>,
+    /// When the exit was seen; descendants still holding a pipe a moment later are stopped.
+    exited_at: Option<Instant>,
     open_streams: usize,
     stopping: Stopping,
     stop_seen: bool,
@@ -279,10 +285,7 @@ impl<'a> Runner<'a, '_> {
                     }
                 };
                 self.procs[proc].exit = Some(code);
-                if self.procs[proc].open_streams > 0 {
-                    // Its descendants still hold a pipe: the benchmark is over, stop them.
-                    self.stop(proc, Instant::now());
-                }
+                self.procs[proc].exited_at = Some(Instant::now());
                 self.maybe_finish(proc);
             }
             Msg::Telemetry { proc, record } => {
@@ -342,13 +345,18 @@ impl<'a> Runner<'a, '_> {
         self.procs[idx].outcome = Some(outcome);
     }
 
+    /// How long descendants may keep a pipe open after the process exited.
+    fn drain_window(&self) -> Duration {
+        self.options.grace.min(DRAIN_WINDOW)
+    }
+
     fn next_timer(&self) -> Option<Instant> {
         let grace = self.options.grace;
         let deadline = self.deadline.filter(|_| !self.timed_out);
         self.live()
             .into_iter()
             .filter_map(|i| match self.procs[i].stopping {
-                Stopping::No => None,
+                Stopping::No => self.procs[i].exited_at.map(|at| at + self.drain_window()),
                 Stopping::Term(at) => Some(at + grace),
                 Stopping::Kill(at) => Some(at + grace.max(Duration::from_secs(1))),
             })
@@ -376,9 +384,15 @@ impl<'a> Runner<'a, '_> {
             }
         }
         let grace = self.options.grace;
+        let drain = self.drain_window();
         for i in self.live() {
             let p = &mut self.procs[i];
             match p.stopping {
+                Stopping::No if p.exited_at.is_some_and(|at| now >= at + drain) => {
+                    // The process exited but its descendants still hold a pipe: the benchmark
+                    // is over, stop them.
+                    self.stop(i, now);
+                }
                 Stopping::Term(at) if now >= at + grace => {
                     if let Some(pid) = p.pid {
                         signal_tree(pid, &p.token, Signal::SIGKILL);
@@ -439,6 +453,7 @@ impl<'a> Runner<'a, '_> {
             pid: None,
             launched: Instant::now(),
             exit: None,
+            exited_at: None,
             open_streams: 0,
             stopping: Stopping::No,
             stop_seen: false,
