@@ -200,3 +200,81 @@ fn strings(node: Option<&Node>) -> Vec<String> {
         Some(_) => vec![node.map(Node::python_str).unwrap_or_default()],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bench(name: &str, definition: &Utf8Path, extra: serde_json::Value) -> Bench {
+        let mut config = serde_json::json!({
+            "install_group": "g", "definition": definition.as_str(),
+        });
+        config
+            .as_object_mut()
+            .expect("object")
+            .extend(extra.as_object().expect("object").clone());
+        Bench {
+            name: name.into(),
+            config: Node::from_json(&config),
+            matches_selection: true,
+        }
+    }
+
+    #[test]
+    fn pinned_files_win_and_settings_merge() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = Utf8Path::from_path(dir.path()).expect("utf8");
+        let (a, b) = (root.join("a"), root.join("b"));
+        for d in [&a, &b] {
+            fs_err::create_dir_all(d).expect("mkdir");
+            fs_err::write(d.join("requirements.in"), "x\n").expect("write");
+        }
+        fs_err::write(a.join("requirements.cpu.txt"), "x==1\n").expect("write");
+        let benches = [
+            bench(
+                "one",
+                &a,
+                serde_json::json!({"pip": {"args": ["--no-index"]}}),
+            ),
+            bench("two", &b, serde_json::json!({"requires_python": ">=3.12"})),
+            bench(
+                "three",
+                &a,
+                serde_json::json!({"pip": {"constraints": "x<2"}}),
+            ),
+        ];
+        let project = ProjectTree { root: root.into() };
+        let groups = install_groups(&benches, &project, "cpu", None).expect("groups");
+        assert_eq!(groups.len(), 1);
+        let g = &groups[0];
+        assert_eq!(g.benches, ["one", "two", "three"]);
+        assert_eq!(g.requirements.len(), 2, "one file per folder");
+        assert!(g.requirements[0].pinned && !g.requirements[1].pinned);
+        assert_eq!(g.unpinned_fallbacks().len(), 1);
+        assert_eq!(g.installer_args, ["--no-index"]);
+        assert_eq!(g.extra_constraints, ["x<2"]);
+        assert_eq!(g.min_python.to_string(), "3.12.0");
+
+        let unpinned = install_groups(&benches, &project, "cpu", Some(UNPINNED)).expect("ok");
+        assert!(unpinned[0].requirements.iter().all(|r| !r.pinned));
+        assert!(unpinned[0].unpinned_fallbacks().is_empty());
+    }
+
+    #[test]
+    fn missing_requirements_and_mixed_variants_are_errors() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = Utf8Path::from_path(dir.path()).expect("utf8");
+        let project = ProjectTree { root: root.into() };
+        let lone = [bench("lone", root, serde_json::json!({}))];
+        let err = install_groups(&lone, &project, "cpu", None).expect_err("no file");
+        assert!(err.to_string().contains("requirements.in"), "{err}");
+
+        fs_err::write(root.join("requirements.in"), "x\n").expect("write");
+        let mixed = [
+            bench("a", root, serde_json::json!({"install_variant": "cpu"})),
+            bench("b", root, serde_json::json!({"install_variant": "cuda"})),
+        ];
+        let err = install_groups(&mixed, &project, "cpu", None).expect_err("mixed");
+        assert!(err.to_string().contains("install_variant"), "{err}");
+    }
+}
