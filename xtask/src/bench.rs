@@ -5,6 +5,7 @@ use clap::Args;
 mod exec;
 mod report;
 mod resolve;
+mod system;
 
 /// Options of `cargo xtask bench`.
 #[derive(Debug, Args)]
@@ -18,6 +19,7 @@ pub struct BenchArgs {
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     resolve::run()?;
     report::run(args.ingest_mb)?;
+    system::run()?;
     exec::run()?;
     Ok(())
 }

@@ -44,5 +44,5 @@ pub use host::{CpuFacts, HostFacts, MemoryFacts, OsFacts, host_facts};
 pub use meta::{MilabenchVersion, PythonVersions, SystemFacts, python_versions};
 pub use sampler::{
     Collector, DEFAULT_POLL_INTERVAL, Sampler, SamplerConfig, SamplerHandle, SamplerStats,
-    poll_interval,
+    poll_interval, thread_cpu_time,
 };

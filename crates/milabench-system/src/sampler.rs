@@ -244,10 +244,17 @@ impl Collector {
         out
     }
 
+    /// Finds the members of the tree under the root pid: through the kernel's `children` lists
+    /// where there are some (cheap: only the tree is read), else from every process's parent.
     fn refresh_tree(&mut self, now: Instant) {
         let Some(root) = self.config.root_pid else {
             return;
         };
+        self.tree_searched = Some(now);
+        if let Some(tree) = proc_children_tree(root) {
+            self.tree = tree.into_iter().map(Pid::from_u32).collect();
+            return;
+        }
         self.sys
             .refresh_processes_specifics(ProcessesToUpdate::All, true, process_kind());
         let mut children: HashMap<Pid, Vec<Pid>> = HashMap::new();
@@ -268,7 +275,6 @@ impl Collector {
             }
         }
         self.tree = tree;
-        self.tree_searched = Some(now);
     }
 
     fn process(&mut self) -> Option<Value> {
@@ -279,13 +285,12 @@ impl Collector {
             .is_none_or(|t| now.duration_since(t) >= TREE_REFRESH)
         {
             self.refresh_tree(now);
-        } else {
-            self.sys.refresh_processes_specifics(
-                ProcessesToUpdate::Some(&self.tree),
-                true,
-                process_kind(),
-            );
         }
+        self.sys.refresh_processes_specifics(
+            ProcessesToUpdate::Some(&self.tree),
+            true,
+            process_kind(),
+        );
         let members: Vec<&sysinfo::Process> = self
             .tree
             .iter()
@@ -316,6 +321,33 @@ impl Collector {
     }
 }
 
+/// The tree under `root` from `/proc/<pid>/task/<tid>/children` (Linux with
+/// `CONFIG_PROC_CHILDREN`); `None` where the kernel does not provide those lists.
+fn proc_children_tree(root: u32) -> Option<Vec<u32>> {
+    let tasks = |pid: u32| std::fs::read_dir(format!("/proc/{pid}/task"));
+    let own = std::process::id();
+    if !std::path::Path::new(&format!("/proc/{own}/task/{own}/children")).exists() {
+        return None;
+    }
+    let mut tree = Vec::new();
+    let mut stack = vec![root];
+    while let Some(pid) = stack.pop() {
+        // A process gone in the meantime simply leaves the tree.
+        let Ok(threads) = tasks(pid) else { continue };
+        tree.push(pid);
+        for thread in threads.flatten() {
+            let Ok(list) = std::fs::read_to_string(thread.path().join("children")) else {
+                continue;
+            };
+            stack.extend(
+                list.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    Some(tree)
+}
+
 fn record(time: f64, fill: impl FnOnce(&mut DataPayload)) -> Event {
     let mut d = DataPayload {
         task: Some("main".into()),
@@ -339,6 +371,8 @@ pub struct SamplerStats {
     pub samples: u64,
     /// Wall time spent taking them.
     pub busy: Duration,
+    /// CPU time the sampler thread used in all (Linux; `None` elsewhere).
+    pub cpu_time: Option<Duration>,
     /// Problems announced, one sentence each (each was also sent as a `message` event).
     pub warnings: Vec<String>,
 }
@@ -398,6 +432,7 @@ impl Sampler {
                     }
                 }
                 stats.warnings = collector.warnings;
+                stats.cpu_time = thread_cpu_time();
                 stats
             })
             .map_err(SystemError::Thread)?;
@@ -406,6 +441,13 @@ impl Sampler {
             thread: Some(thread),
         })
     }
+}
+
+/// CPU time used so far by the calling thread (from `/proc/thread-self/schedstat`, in ns).
+pub fn thread_cpu_time() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns = text.split_whitespace().next()?.parse::<u64>().ok()?;
+    Some(Duration::from_nanos(ns))
 }
 
 /// A running sampler. Dropping it stops it too.
