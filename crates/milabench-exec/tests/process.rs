@@ -208,7 +208,7 @@ fn max_duration_stops_a_hanging_benchmark() {
     plan.max_duration = Some(Duration::from_millis(500));
     let t = Instant::now();
     let outcome = b.run(&plan);
-    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert!(t.elapsed() >= Duration::from_millis(500));
     let p = only(&outcome);
     assert!(p.timed_out && outcome.timed_out);
@@ -248,7 +248,7 @@ while True:
         "{:?}",
         t.elapsed()
     );
-    assert!(t.elapsed() < Duration::from_secs(5));
+    assert!(t.elapsed() < Duration::from_secs(10));
     assert_eq!(only(&outcome).return_code, ReturnCode::Code(-9));
 }
 
@@ -283,7 +283,7 @@ rate(1.0)
     ));
     let t = Instant::now();
     let outcome = b.run(&plan);
-    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert_eq!(only(&outcome).return_code, ReturnCode::Code(0));
     let text = std::fs::read_to_string(&pids).unwrap();
     let pids: Vec<i32> = text
@@ -451,7 +451,7 @@ time.sleep(60)
     );
     let t = Instant::now();
     let outcome = b.run(&plan);
-    assert!(t.elapsed() < Duration::from_secs(5));
+    assert!(t.elapsed() < Duration::from_secs(10));
     let p = only(&outcome);
     assert!(p.stop_seen);
     assert_eq!(p.return_code, ReturnCode::Code(-15));
@@ -470,14 +470,21 @@ fn processes_of_a_plan_run_concurrently_with_their_own_files() {
     let script = b.script(
         "main.py",
         r#"
-time.sleep(0.6)
-rate(float(sys.argv[1]))
+# Each copy announces itself, then waits for the other: only concurrent copies both succeed.
+me, other = sys.argv[1], sys.argv[2]
+open(me + ".here", "w").close()
+deadline = time.time() + 20
+while not os.path.exists(other + ".here"):
+    if time.time() > deadline:
+        sys.exit("the other process never ran alongside")
+    time.sleep(0.01)
+rate(float(me))
 print(os.environ["CUDA_VISIBLE_DEVICES"], FD)
 "#,
     );
-    let mut first = b.spec(&["bench", "D0"], &["python3", &script, "1"]);
+    let mut first = b.spec(&["bench", "D0"], &["python3", &script, "1", "2"]);
     first.env.insert("CUDA_VISIBLE_DEVICES".into(), "0".into());
-    let mut second = b.spec(&["bench", "D1"], &["python3", &script, "2"]);
+    let mut second = b.spec(&["bench", "D1"], &["python3", &script, "2", "1"]);
     second.env.insert("CUDA_VISIBLE_DEVICES".into(), "1".into());
     let plan = BenchPlan {
         bench: "bench".into(),
@@ -488,13 +495,7 @@ print(os.environ["CUDA_VISIBLE_DEVICES"], FD)
         }],
         max_duration: None,
     };
-    let t = Instant::now();
     let outcome = b.run(&plan);
-    assert!(
-        t.elapsed() < Duration::from_millis(1100),
-        "{:?}",
-        t.elapsed()
-    );
     assert!(outcome.success(), "{outcome:?}");
     assert_eq!(
         std::fs::read_to_string(b.path("extra/deep/voirconf.json")).unwrap(),
@@ -535,7 +536,7 @@ fn interrupt_stops_everything_and_leaves_readable_files() {
     let t = Instant::now();
     let outcome = run_plan(&plan, &b.run_dir(), &opts, &mut ()).unwrap();
     trigger.join().unwrap();
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert!(outcome.interrupted && !outcome.success());
     for p in &outcome.processes {
         assert!(p.interrupted);
