@@ -23,3 +23,28 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     exec::run()?;
     Ok(())
 }
+
+/// Builds and runs `example` of `package` in release, returning its standard output (the
+/// measurement programs print JSON); `what` names the measurement in errors.
+fn release_example_output(package: &str, example: &str, what: &str) -> anyhow::Result<String> {
+    use anyhow::{Context, bail};
+    let output = std::process::Command::new(env!("CARGO"))
+        .args([
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            package,
+            "--example",
+            example,
+        ])
+        .output()
+        .with_context(|| format!("could not start cargo for the {what} measurement"))?;
+    if !output.status.success() {
+        bail!(
+            "the {what} measurement failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    String::from_utf8(output.stdout).context("measurement output is not UTF-8")
+}

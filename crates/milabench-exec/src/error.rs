@@ -1,7 +1,5 @@
 //! Why a plan could not be run or recorded.
 
-use std::path::PathBuf;
-
 use milabench_metrics::MetricsError;
 
 /// A failure of the orchestrator itself. What a benchmark process does wrong (it crashes, hangs,
@@ -28,20 +26,10 @@ pub enum ExecError {
         /// The process.
         tag: String,
     },
-    /// A folder or file the run needs could not be written.
-    #[error(
-        "could not write {}: {error}; check that the disk is not full and the folder is writable",
-        path.display()
-    )]
-    Write {
-        /// What was being written.
-        path: PathBuf,
-        /// The system error.
-        error: std::io::Error,
-    },
-    /// An event could not be appended to a `.data` file.
+    /// A folder or file of the run (run folder, `.data`, `.stdout`, `.stderr`, a planned file)
+    /// could not be written.
     #[error(transparent)]
-    Record(#[from] MetricsError),
+    Write(#[from] MetricsError),
     /// The data channel pipe could not be made.
     #[error("could not create the data-channel pipe for process {tag}: {error}")]
     Pipe {

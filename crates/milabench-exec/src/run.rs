@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use milabench_metrics::{DataFileWriter, EndInfo, ErrorInfo, Event, Record, ReturnCode, StartInfo};
+use milabench_metrics::{
+    DataFileWriter, EndInfo, ErrorInfo, Event, MetricsError, Record, ReturnCode, StartInfo,
+};
 use milabench_plan::{BenchPlan, ProcessSpec};
 use nix::sys::signal::Signal;
 use serde_json::Value;
@@ -174,7 +176,7 @@ impl<'a> Runner<'a, '_> {
             _ => {}
         }
         if let Err(e) = p.writer.append(&record) {
-            self.fail(ExecError::Record(e));
+            self.fail(ExecError::Write(e));
         }
         let p = &self.procs[idx];
         self.observer.on_record(&p.tag, &record);
@@ -223,7 +225,7 @@ impl<'a> Runner<'a, '_> {
                 }),
         };
         if let Err(error) = result {
-            self.fail(ExecError::Write { path, error });
+            self.fail(write_error(path, error));
         }
     }
 
@@ -577,6 +579,10 @@ impl<'a> Runner<'a, '_> {
     }
 }
 
+fn write_error(path: PathBuf, error: std::io::Error) -> ExecError {
+    ExecError::Write(MetricsError::Write { path, error })
+}
+
 fn write_planned_files(plan: &BenchPlan) -> Result<(), ExecError> {
     for file in &plan.files {
         let path = file.path.as_std_path();
@@ -586,10 +592,7 @@ fn write_planned_files(plan: &BenchPlan) -> Result<(), ExecError> {
             }
             std::fs::write(path, &file.content)
         };
-        write().map_err(|error| ExecError::Write {
-            path: PathBuf::from(path),
-            error,
-        })?;
+        write().map_err(|error| write_error(path.to_path_buf(), error))?;
     }
     Ok(())
 }
@@ -634,10 +637,7 @@ pub fn run_plan(
     observer: &mut dyn ExecObserver,
 ) -> Result<BenchOutcome, ExecError> {
     check_plan(plan)?;
-    std::fs::create_dir_all(run_dir).map_err(|error| ExecError::Write {
-        path: run_dir.to_path_buf(),
-        error,
-    })?;
+    std::fs::create_dir_all(run_dir).map_err(|error| write_error(run_dir.to_path_buf(), error))?;
     write_planned_files(plan)?;
     let started = Instant::now();
     if options.interrupt.is_set() {

@@ -3,33 +3,13 @@
 //! build of `milabench-exec`'s `bench_exec` example against bare spawns of the same Python
 //! script, alternated in the same run.
 
-use std::process::Command;
-
 use anyhow::{Context, bail};
 use serde_json::Value;
 
 /// Runs the measurement and prints its lines of the table.
 pub fn run() -> anyhow::Result<()> {
     eprintln!("==> bench: exec (building the release measurement program; about 40 s of runs)");
-    let output = Command::new(env!("CARGO"))
-        .args([
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "milabench-exec",
-            "--example",
-            "bench_exec",
-        ])
-        .output()
-        .context("could not start cargo for the exec measurement")?;
-    if !output.status.success() {
-        bail!(
-            "the exec measurement failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let text = String::from_utf8(output.stdout).context("measurement output is not UTF-8")?;
+    let text = super::release_example_output("milabench-exec", "bench_exec", "exec")?;
     for line in text.lines() {
         let f: Value = serde_json::from_str(line).context("measurement output is not JSON")?;
         let num = |k: &str| f[k].as_f64().unwrap_or(f64::NAN);

@@ -2,32 +2,12 @@
 //! matrix), resolved by the release build of `milabench-config`'s `bench_resolve` example;
 //! baseline: parsing the same YAML files, in the same process.
 
-use std::process::Command;
-
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 /// Runs the measurement and prints its line of the table.
 pub fn run() -> anyhow::Result<()> {
     eprintln!("==> bench: resolve (building the release measurement program)");
-    let output = Command::new(env!("CARGO"))
-        .args([
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "milabench-config",
-            "--example",
-            "bench_resolve",
-        ])
-        .output()
-        .context("could not start cargo for the resolve measurement")?;
-    if !output.status.success() {
-        bail!(
-            "the resolve measurement failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let line = String::from_utf8(output.stdout).context("measurement output is not UTF-8")?;
+    let line = super::release_example_output("milabench-config", "bench_resolve", "resolve")?;
     let figure: serde_json::Value =
         serde_json::from_str(line.trim()).context("measurement output is not JSON")?;
     let value = figure["value_ms"].as_f64().unwrap_or(f64::NAN);

@@ -3,32 +3,12 @@
 //! slowdown of a CPU-bound loop with sampling every 0.1 s; baseline: the same loop without the
 //! sampler, in adjacent runs of the same process.
 
-use std::process::Command;
-
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 /// Runs the measurement and prints its lines of the table.
 pub fn run() -> anyhow::Result<()> {
     eprintln!("==> bench: sampler (building the release measurement program)");
-    let output = Command::new(env!("CARGO"))
-        .args([
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "milabench-system",
-            "--example",
-            "bench_sampler",
-        ])
-        .output()
-        .context("could not start cargo for the sampler measurement")?;
-    if !output.status.success() {
-        bail!(
-            "the sampler measurement failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let line = String::from_utf8(output.stdout).context("measurement output is not UTF-8")?;
+    let line = super::release_example_output("milabench-system", "bench_sampler", "sampler")?;
     let f: serde_json::Value =
         serde_json::from_str(line.trim()).context("measurement output is not JSON")?;
     let num = |key: &str| f[key].as_f64().unwrap_or(f64::NAN);
