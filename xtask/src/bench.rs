@@ -3,6 +3,7 @@
 use clap::Args;
 
 mod exec;
+mod install;
 mod report;
 mod resolve;
 mod system;
@@ -13,6 +14,9 @@ pub struct BenchArgs {
     /// Size of the generated run folder for the ingestion figure, MiB.
     #[arg(long, default_value_t = 1024)]
     pub ingest_mb: usize,
+    /// Also time cold installs of a torch environment with uv and with pip (downloads GBs).
+    #[arg(long)]
+    pub torch: bool,
 }
 
 /// Runs every benchmark and prints the table.
@@ -20,6 +24,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     resolve::run()?;
     report::run(args.ingest_mb)?;
     system::run()?;
+    install::run(args.torch)?;
     exec::run()?;
     Ok(())
 }
