@@ -141,6 +141,7 @@ impl ExecObserver for LiveDisplay {
 impl RunObserver for LiveDisplay {
     fn on_run_event(&mut self, event: RunEvent<'_>) {
         match event {
+            RunEvent::System { header } => self.line(header.trim_end()),
             RunEvent::BenchStart { plan } => {
                 self.bench = plan.bench.clone();
                 self.started = Instant::now();

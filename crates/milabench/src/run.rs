@@ -39,6 +39,11 @@ pub struct RunOptions {
 /// Something that happened at the level of the suite, for live display.
 #[derive(Debug)]
 pub enum RunEvent<'a> {
+    /// The machine the suite runs on, in one paragraph (once, before the first benchmark).
+    System {
+        /// The paragraph.
+        header: &'a str,
+    },
     /// A benchmark is about to start.
     BenchStart {
         /// Its plan.
@@ -129,6 +134,8 @@ fn make_bench_folders(resolved: &Resolved) -> Result<(), Error> {
 /// Telemetry beside each process: `milabench-system`'s sampler writing into its `.data` file.
 struct Telemetry {
     gpus: GpuDiscovery,
+    /// The benchmark's `voir.options.gpu_poll` (3 s by default).
+    interval: Duration,
 }
 
 struct RunningTelemetry(milabench_system::SamplerHandle);
@@ -153,8 +160,9 @@ impl SamplerFactory for Telemetry {
             .iter()
             .filter_map(|d| d.parse().ok())
             .collect();
-        let interval = Duration::from_secs_f64(SAMPLE_INTERVAL_SECS);
-        let config = SamplerConfig::new(interval).gpus(gpus).process(process.pid);
+        let config = SamplerConfig::new(self.interval)
+            .gpus(gpus)
+            .process(process.pid);
         Sampler::start(self.gpus.clone(), config, move |event: Event| {
             sink.send(Record::new(event, None));
         })
@@ -162,10 +170,6 @@ impl SamplerFactory for Telemetry {
         .map(|handle| Box::new(RunningTelemetry(handle)) as Box<dyn RunningSampler>)
     }
 }
-
-/// Seconds between telemetry samples when the benchmark's `voir.options.gpu_poll` is not read
-/// (the Python tool's default is 3 s).
-const SAMPLE_INTERVAL_SECS: f64 = 3.0;
 
 /// Runs every runnable benchmark of the suite.
 pub fn run_suite(
@@ -181,7 +185,9 @@ pub fn run_suite(
     let version = MilabenchVersion::new(env!("CARGO_PKG_VERSION"));
     let mut python_cache: HashMap<PathBuf, Option<milabench_system::PythonVersions>> =
         HashMap::new();
-    let sampler: Arc<dyn SamplerFactory> = Arc::new(Telemetry { gpus });
+    observer.on_run_event(RunEvent::System {
+        header: &facts.header(),
+    });
     let mut summary = RunSummary {
         run_dir: run_dir.clone(),
         ..RunSummary::default()
@@ -226,11 +232,15 @@ pub fn run_suite(
                     })
                     .clone()
             });
+            let sampler: Arc<dyn SamplerFactory> = Arc::new(Telemetry {
+                gpus: gpus.clone(),
+                interval: milabench_system::poll_interval(&bench.config.to_json()),
+            });
             let exec_options = ExecOptions {
                 grace: options.grace,
                 meta: Some(facts.meta(&version, versions.as_ref())),
                 interrupt: options.interrupt.clone(),
-                sampler: Some(sampler.clone()),
+                sampler: Some(sampler),
                 ..ExecOptions::default()
             };
             observer.on_run_event(RunEvent::BenchStart { plan: &plan });
