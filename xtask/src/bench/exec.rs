@@ -26,11 +26,12 @@ pub fn run() -> anyhow::Result<()> {
                 met(num("ratio_best") >= 0.995)
             ),
             Some("cpu") => println!(
-                "{:<40} {:.3}% of a core ({:.1} ms CPU over {:.1} s; Python milabench: 100%)  target < 1%: {}",
+                "{:<40} {:.3}% of a core ({:.1} ms CPU over {:.1} s; 1 s runs: {:.3}%; Python milabench: 100%)  target < 1%: {}",
                 "exec: orchestrator CPU while running",
                 num("percent_of_core"),
                 num("cpu_ms"),
                 num("wall_ms") / 1e3,
+                num("short_runs_percent"),
                 met(num("percent_of_core") < 1.0)
             ),
             Some("startup") => println!(
