@@ -15,7 +15,10 @@
 //! file's `config_base`; a string matrix value is one value, not a list of characters; matrix
 //! argv values mix matrix and launch-time placeholders; include and inheritance cycles are
 //! errors instead of endless loops; keys with dashes work in dotted overrides; a benchmark
-//! without `group`/`install_group` gets its name rather than crashing selection.
+//! without `group`/`install_group` gets its name rather than crashing selection. The resolved
+//! `system` is kept once in [`Suite::system`] instead of being copied into every benchmark (the
+//! Python tool's `system: ${system}` default); the `config` event of a process and
+//! `milabench resolve --with-system` put it back in.
 
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
@@ -290,7 +293,6 @@ fn builtin_defaults() -> Node {
     let text = "\
 _defaults:
   run_name: ${system.run_name}
-  system: ${system}
   group: ${.name}
   install_group: ${.group}
   install_variant: ${system.arch}

@@ -107,7 +107,7 @@ impl Builder {
             Event::Scalar(text, style, anchor, tag) => {
                 let location = self.location(&span);
                 let tag = tag.as_deref().map(tag_name);
-                let node = scalar(&text, style, tag.as_deref(), location)?;
+                let node = scalar(text.into_owned(), style, tag.as_deref(), location)?;
                 if anchor > 0 {
                     self.anchors.insert(anchor, node.clone());
                 }
@@ -213,14 +213,16 @@ fn unknown_tag(tag: &str, location: Location) -> ConfigError {
 }
 
 /// Turns a mapping key into the string milabench sees.
-fn key_string(key: &Node) -> Result<String, ConfigError> {
-    match &key.value {
-        Value::Str(s) => Ok(s.clone()),
-        Value::Seq(_) | Value::Map(_) | Value::Delete => Err(ConfigError::shape(
+fn key_string(key: Node) -> Result<String, ConfigError> {
+    if matches!(key.value, Value::Seq(_) | Value::Map(_) | Value::Delete) {
+        return Err(ConfigError::shape(
             key.location.clone(),
             format!("{} cannot be used as a mapping key", key.kind()),
             "use a plain string as the key",
-        )),
+        ));
+    }
+    match key.value {
+        Value::Str(s) => Ok(s),
         _ => Ok(key.python_str()),
     }
 }
@@ -266,7 +268,7 @@ fn build_mapping(pairs: Vec<(Node, Node)>) -> Result<Map, ConfigError> {
                 merged.extend(source);
             }
         } else {
-            own.push((key_string(&key)?, value));
+            own.push((key_string(key)?, value));
         }
     }
     let mut map = Map::default();
@@ -332,24 +334,24 @@ static INT: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Builds a scalar node with PyYAML's YAML 1.1 implicit typing for plain scalars.
 fn scalar(
-    text: &str,
+    text: String,
     style: ScalarStyle,
     tag: Option<&str>,
     location: Location,
 ) -> Result<Node, ConfigError> {
     let value = match tag {
         Some("!delete") => Value::Delete,
-        Some("!!str") => Value::Str(text.to_string()),
+        Some("!!str") => Value::Str(text),
         Some("!!null") => Value::Null,
-        Some("!!bool") => resolve_bool(text)
+        Some("!!bool") => resolve_bool(&text)
             .map(Value::Bool)
-            .ok_or_else(|| bad_tagged(text, "!!bool", &location))?,
-        Some("!!int") => resolve_int(text).ok_or_else(|| bad_tagged(text, "!!int", &location))?,
+            .ok_or_else(|| bad_tagged(&text, "!!bool", &location))?,
+        Some("!!int") => resolve_int(&text).ok_or_else(|| bad_tagged(&text, "!!int", &location))?,
         Some("!!float") => {
-            resolve_float(text).ok_or_else(|| bad_tagged(text, "!!float", &location))?
+            resolve_float(&text).ok_or_else(|| bad_tagged(&text, "!!float", &location))?
         }
         Some(other) => return Err(unknown_tag(other, location)),
-        None if style != ScalarStyle::Plain => Value::Str(text.to_string()),
+        None if style != ScalarStyle::Plain => Value::Str(text),
         None => resolve_plain(text),
     };
     Ok(Node::at(value, Some(location)))
@@ -364,7 +366,8 @@ fn bad_tagged(text: &str, tag: &str, location: &Location) -> ConfigError {
 }
 
 /// Resolves an untagged plain scalar.
-fn resolve_plain(text: &str) -> Value {
+fn resolve_plain(owned: String) -> Value {
+    let text = owned.as_str();
     match text {
         "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
         _ => {}
@@ -374,7 +377,7 @@ fn resolve_plain(text: &str) -> Value {
     }
     // Like PyYAML, only scalars starting with a sign, a digit or a dot can be numbers.
     if !text.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '+' | '.')) {
-        return Value::Str(text.to_string());
+        return Value::Str(owned);
     }
     // Fast path for the most common numbers: plain decimal integers.
     let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
@@ -395,7 +398,7 @@ fn resolve_plain(text: &str) -> Value {
     {
         return v;
     }
-    Value::Str(text.to_string())
+    Value::Str(owned)
 }
 
 fn resolve_bool(text: &str) -> Option<bool> {

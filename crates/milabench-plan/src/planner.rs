@@ -377,9 +377,9 @@ fn process(
         }
     }
     argv.extend(script_args);
-    let env = process_env(bench, benchfile, ctx, dirs, job, &resolve, use_stdout)?;
     let mut config = bench.config.to_json();
     if let Some(map) = config.as_object_mut() {
+        map.insert("system".into(), ctx.system.to_json());
         map.insert("tag".into(), serde_json::json!(tag));
         map.insert(
             "device".into(),
@@ -390,6 +390,9 @@ fn process(
             map.insert("job-number".into(), serde_json::json!(n));
         }
     }
+    let env = process_env(
+        bench, benchfile, ctx, dirs, job, &resolve, use_stdout, &config,
+    )?;
     let cwd = dirs.code.clone();
     let (argv, node) = match rank {
         Some((_, node, _)) if !node.local => (
@@ -416,6 +419,7 @@ fn process(
 }
 
 /// The variables a benchmark process gets on top of the orchestrator's environment.
+#[allow(clippy::too_many_arguments)]
 fn process_env(
     bench: &Bench,
     benchfile: &BenchFile,
@@ -424,6 +428,7 @@ fn process_env(
     job: &Job,
     resolve: &dyn Fn(&str) -> Result<String, PlanError>,
     use_stdout: bool,
+    config: &serde_json::Value,
 ) -> Result<IndexMap<String, String>, PlanError> {
     let mut env = IndexMap::new();
     env.insert("VIRTUAL_ENV".to_string(), dirs.venv.to_string());
@@ -465,7 +470,7 @@ fn process_env(
     }
     env.insert(
         "MILABENCH_CONFIG".into(),
-        serde_json::to_string(&bench.config.to_json()).unwrap_or_default(),
+        serde_json::to_string(config).unwrap_or_default(),
     );
     for (key, value) in &benchfile.env {
         env.insert(key.clone(), value.clone());

@@ -47,7 +47,8 @@ pub fn run(global: &GlobalArgs, args: &ResolveArgs) -> anyhow::Result<ExitCode> 
             bench.matches_selection
         };
         if shown {
-            out.insert(bench.name.clone(), bench_json(bench, args.with_system)?);
+            let system = args.with_system.then(|| resolved.suite.system.to_json());
+            out.insert(bench.name.clone(), bench_json(bench, system)?);
         }
     }
     let out = Value::Object(out);
@@ -66,12 +67,12 @@ pub fn run(global: &GlobalArgs, args: &ResolveArgs) -> anyhow::Result<ExitCode> 
 }
 
 /// One benchmark's settings, leading keys first, plus the rendered argv.
-fn bench_json(bench: &Bench, with_system: bool) -> anyhow::Result<Value> {
+fn bench_json(bench: &Bench, system: Option<Value>) -> anyhow::Result<Value> {
     let Value::Object(mut all) = bench.config.to_json() else {
         anyhow::bail!("benchmark `{}` is not a mapping", bench.name);
     };
-    if !with_system {
-        all.shift_remove("system");
+    if let Some(system) = system {
+        all.insert("system".into(), system);
     }
     let mut ordered = Map::new();
     for key in LEADING_KEYS {
