@@ -221,6 +221,15 @@ pub struct RunArgs {
     /// completed in its folder.
     #[arg(long, requires = "run_name")]
     pub resume: bool,
+    /// Observation preset, applied like an `--override` after the suite: `smoke` (a few
+    /// observations, to check that everything runs), `normal`, `high` (more observations, tighter
+    /// figures); read from `fidelity/<NAME>.yaml` beside the suite file.
+    #[arg(long, value_name = "NAME")]
+    pub fidelity: Option<String>,
+    /// Skip the set-up `run` does first (`install` of the selected benchmarks' environments,
+    /// then `prepare`); use it when both are done.
+    #[arg(long)]
+    pub no_setup: bool,
 }
 
 /// Output formats of `report`.

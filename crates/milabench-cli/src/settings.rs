@@ -1,7 +1,7 @@
 //! Turning flags into resolved settings: built-in defaults, settings file, `MILABENCH_*`
 //! variables, then these flags (figment does the layering in `milabench-config`).
 
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
 use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
 
 use crate::args::{GlobalArgs, SuiteArgs};
@@ -32,5 +32,29 @@ pub fn load_settings_with(
     let settings = Settings::load(&flags, env)?;
     let cwd = Utf8PathBuf::try_from(std::env::current_dir()?)
         .map_err(|e| anyhow::anyhow!("the current folder is not valid UTF-8: {e}"))?;
-    Ok(settings.absolutize(&cwd))
+    let mut settings = settings.absolutize(&cwd);
+    if suite.is_some() && settings.config.is_none() {
+        settings.config = default_suite(&settings, &cwd)?;
+    }
+    Ok(settings)
+}
+
+/// The suite used when no `--config`, `MILABENCH_CONFIG` or settings file names one:
+/// `config/cpu.yaml` without accelerators, `config/standard.yaml` with them, looked up in the
+/// current folder and then above the executable (a binary under `<repo>/target/` finds the
+/// repository's). Says which on stderr. `None` (the command then says a suite is needed) when
+/// neither place has it.
+fn default_suite(settings: &Settings, cwd: &Utf8Path) -> anyhow::Result<Option<Utf8PathBuf>> {
+    let arch = milabench::resolve::arch_of(settings)?;
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|e| Utf8PathBuf::try_from(e).ok());
+    let Some(found) = milabench::resolve::default_suite(&arch, cwd, exe.as_deref()) else {
+        return Ok(None);
+    };
+    crate::output::note(&format!(
+        "no --config given: using {} ({})",
+        found.path, found.reason
+    ));
+    Ok(Some(found.path))
 }

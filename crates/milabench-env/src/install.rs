@@ -365,12 +365,30 @@ impl Environments {
 
     /// The variables every uv command gets: the shared cache, no interpreter downloads.
     pub(crate) fn uv_env(&self, step: &mut Step) {
-        step.env.push((
-            "UV_CACHE_DIR".into(),
-            self.layout.cache.join("uv").to_string(),
-        ));
+        step.env
+            .push(("UV_CACHE_DIR".into(), self.uv_cache().to_string()));
         step.env
             .push(("UV_PYTHON_DOWNLOADS".into(), "never".into()));
+    }
+}
+
+impl Environments {
+    /// uv's cache: `UV_CACHE_DIR` when set, else the user's cache folder
+    /// (`$XDG_CACHE_HOME/milabench-rs/uv`, `~/.cache/milabench-rs/uv`), shared by every base
+    /// folder so that a new base (a test, a second suite) does not download torch again; the
+    /// base's `cache/uv` only when no home is known.
+    pub fn uv_cache(&self) -> Utf8PathBuf {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        if let Some(dir) = var("UV_CACHE_DIR") {
+            return Utf8PathBuf::from(dir);
+        }
+        let user = var("XDG_CACHE_HOME")
+            .map(Utf8PathBuf::from)
+            .or_else(|| var("HOME").map(|home| Utf8PathBuf::from(home).join(".cache")));
+        match user {
+            Some(dir) => dir.join("milabench-rs").join("uv"),
+            None => self.layout.cache.join("uv"),
+        }
     }
 }
 

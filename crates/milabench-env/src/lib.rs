@@ -17,8 +17,9 @@
 //!   or interrupted install therefore never looks finished, and the next one starts clean.
 //! - [`Environments::pin`]: `uv pip compile` of each group into pinned files.
 //!
-//! All uv commands share one cache, `<base>/cache/uv`, so a second environment needing the same
-//! wheels links them instead of downloading them. Installer output goes line by line to
+//! All uv commands share one cache, the user's `~/.cache/milabench-rs/uv` (or `UV_CACHE_DIR`; see
+//! [`Environments::uv_cache`]), so a second environment, even in another base folder, links the
+//! same wheels instead of downloading them. Installer output goes line by line to
 //! `<base>/logs/install/<group>.log` and to the caller as [`Event`]s; this crate prints nothing.
 //!
 //! Why a fresh venv rather than an upgrade in place: an environment must be exactly what its

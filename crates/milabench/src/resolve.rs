@@ -8,6 +8,45 @@ use milabench_config::system::{SystemConfig, SystemInputs, load_system};
 use crate::arch;
 use crate::error::Error;
 
+/// The suite used when none is named: `standard.yaml` on a machine with accelerators,
+/// `cpu.yaml` otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DefaultSuite {
+    /// The suite file found.
+    pub path: camino::Utf8PathBuf,
+    /// Why this one, in words (`no accelerator found`, `accelerator family cuda`).
+    pub reason: String,
+}
+
+/// Finds the default suite for `arch`: `config/<file>` in `cwd`, else in the first ancestor of
+/// the executable's folder that has one (a binary under `<repo>/target/<profile>/` finds the
+/// repository's `config/`). `None` when neither has it.
+pub fn default_suite(
+    arch: &str,
+    cwd: &camino::Utf8Path,
+    exe: Option<&camino::Utf8Path>,
+) -> Option<DefaultSuite> {
+    let (file, reason) = if arch == "cpu" {
+        ("cpu.yaml", "no accelerator found".to_string())
+    } else {
+        ("standard.yaml", format!("accelerator family {arch}"))
+    };
+    let relative = camino::Utf8Path::new("config").join(file);
+    std::iter::once(cwd)
+        .chain(exe.into_iter().flat_map(|e| e.ancestors().skip(1)))
+        .map(|dir| dir.join(&relative))
+        .find(|candidate| candidate.is_file())
+        .map(|path| DefaultSuite { path, reason })
+}
+
+/// The accelerator family of `settings` (`--arch`/system), else detected from the drivers.
+pub fn arch_of(settings: &Settings) -> Result<String, Error> {
+    match settings.arch {
+        Some(arch) => Ok(arch.as_str().to_string()),
+        None => arch::detect(std::path::Path::new("/")),
+    }
+}
+
 /// Which benchmarks of the suite, and how to change them.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
@@ -39,10 +78,7 @@ pub fn resolve(
     env: &EnvVars,
 ) -> Result<Resolved, Error> {
     let config = settings.config.as_ref().ok_or(Error::NoSuite)?;
-    let arch = match settings.arch {
-        Some(arch) => arch.as_str().to_string(),
-        None => arch::detect(std::path::Path::new("/"))?,
-    };
+    let arch = arch_of(settings)?;
     let now = jiff::Zoned::now().datetime();
     let mut rng = fastrand::Rng::new();
     let run_name =
@@ -89,4 +125,27 @@ pub fn resolve(
         system,
         suite,
     })
+}
+
+#[cfg(test)]
+mod default_suite_tests {
+    use super::*;
+
+    #[test]
+    fn picks_by_arch_in_cwd_then_next_to_the_executable() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let root = camino::Utf8Path::from_path(root.path()).expect("utf8");
+        std::fs::create_dir_all(root.join("repo/config")).expect("mkdir");
+        std::fs::create_dir_all(root.join("repo/target/debug")).expect("mkdir");
+        std::fs::create_dir_all(root.join("elsewhere")).expect("mkdir");
+        std::fs::write(root.join("repo/config/cpu.yaml"), "{}").expect("write");
+        std::fs::write(root.join("repo/config/standard.yaml"), "{}").expect("write");
+        let exe = root.join("repo/target/debug/milabench");
+        let found = default_suite("cpu", &root.join("elsewhere"), Some(&exe)).expect("found");
+        assert_eq!(found.path, root.join("repo/config/cpu.yaml"));
+        assert_eq!(found.reason, "no accelerator found");
+        let found = default_suite("cuda", &root.join("repo"), None).expect("found");
+        assert_eq!(found.path, root.join("repo/config/standard.yaml"));
+        assert!(default_suite("cpu", &root.join("elsewhere"), None).is_none());
+    }
 }

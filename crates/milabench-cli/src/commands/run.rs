@@ -13,7 +13,11 @@ use milabench::{PlanOptions, PlannedBench};
 use crate::live::LiveDisplay;
 use crate::output::write_output;
 
-use crate::args::{GlobalArgs, RunArgs};
+use anyhow::Context as _;
+use camino::Utf8Path;
+use milabench::config::settings::Settings;
+
+use crate::args::{EnvArgs, GlobalArgs, InstallArgs, PrepareArgs, RunArgs, SuiteArgs};
 use crate::output::warn;
 use crate::settings::load_settings_with;
 
@@ -28,7 +32,13 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         ..SettingsFlags::default()
     };
     let settings = load_settings_with(global, Some(&args.suite), more, &env)?;
-    let resolved = milabench::resolve(&settings, &args.suite.selection(), &env)?;
+    let mut selection = args.suite.selection();
+    if let Some(name) = &args.fidelity {
+        selection
+            .overrides
+            .push(fidelity_override(&settings, name)?);
+    }
+    let resolved = milabench::resolve(&settings, &selection, &env)?;
     for warning in &resolved.suite.warnings {
         warn(warning);
     }
@@ -52,6 +62,12 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         let script = milabench::plan::render_script(&plans);
         std::io::stdout().lock().write_all(script.as_bytes())?;
         return Ok(ExitCode::Success);
+    }
+    if !args.no_setup {
+        let code = setup(global, args, settings.config.as_deref())?;
+        if code != ExitCode::Success {
+            return Ok(code);
+        }
     }
     let interrupt = milabench::exec::Interrupt::new();
     let ctrl_c = milabench::exec::install_ctrl_c(interrupt.clone())?;
@@ -101,4 +117,75 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::BenchmarkFailures
     })
+}
+
+/// The override layer of a fidelity preset: `fidelity/<name>.yaml` beside the suite file.
+fn fidelity_override(settings: &Settings, name: &str) -> anyhow::Result<String> {
+    let suite = settings
+        .config
+        .as_deref()
+        .context("--fidelity needs a suite file (--config)")?;
+    let folder = suite
+        .parent()
+        .unwrap_or(Utf8Path::new("."))
+        .join("fidelity");
+    let path = folder.join(format!("{name}.yaml"));
+    if !path.is_file() {
+        let mut known: Vec<String> = std::fs::read_dir(&folder)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                name.strip_suffix(".yaml").map(str::to_string)
+            })
+            .collect();
+        known.sort();
+        anyhow::bail!(
+            "unknown fidelity `{name}`: there is no {path}\n  fix: use one of: {}",
+            if known.is_empty() {
+                "(none: the folder has no presets)".to_string()
+            } else {
+                known.join(", ")
+            }
+        );
+    }
+    std::fs::read_to_string(&path).with_context(|| format!("could not read {path}"))
+}
+
+/// What `run` does before running: installs the selected benchmarks' environments (up-to-date
+/// ones are left alone), then runs their prepare steps. A failed install stops here; a failed
+/// prepare does not: the benchmarks run, and those without their data fail with their own message.
+fn setup(
+    global: &GlobalArgs,
+    args: &RunArgs,
+    config: Option<&Utf8Path>,
+) -> anyhow::Result<ExitCode> {
+    let suite = || SuiteArgs {
+        config: config.map(Utf8Path::to_path_buf),
+        system: args.suite.system.clone(),
+        select: args.suite.select.clone(),
+        exclude: args.suite.exclude.clone(),
+        overrides: args.suite.overrides.clone(),
+    };
+    let install = InstallArgs {
+        suite: suite(),
+        env: EnvArgs {
+            python: None,
+            arch: None,
+        },
+        force: false,
+        variant: None,
+        installer: None,
+    };
+    let code = super::install::run(global, &install)?;
+    if code != ExitCode::Success {
+        warn("install failed: nothing was run (see above)");
+        return Ok(code);
+    }
+    let code = super::prepare::run(global, &PrepareArgs { suite: suite() })?;
+    if code == ExitCode::Interrupted {
+        return Ok(code);
+    }
+    Ok(ExitCode::Success)
 }
