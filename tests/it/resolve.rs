@@ -425,7 +425,6 @@ fn every_bad_input_is_explained() {
             &["--config", "errors/bad_capability.yaml"],
         ),
         ("missing_config_file", &["--config", "nowhere.yaml"]),
-        ("no_config", &[]),
         (
             "bad_override",
             &["--config", "basic.yaml", "--override", "[1, 2]"],

@@ -78,14 +78,7 @@ fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let files = write_suite(dir.path());
     let suite_path = files.last().expect("suite file").clone();
-    let inputs = SystemInputs {
-        arch: "cpu".into(),
-        base: "/tmp/base".into(),
-        run_name: "bench".into(),
-        user: "bench".into(),
-        dirs: Vec::new(),
-        detected_gpus: None,
-    };
+    let inputs = SystemInputs::local("cpu", "/tmp/base", "bench");
     let system = load_system(None, &inputs).expect("system");
     let env = |_: &str| None;
     let resolve = || {

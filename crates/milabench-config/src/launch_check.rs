@@ -68,14 +68,7 @@ pub fn check_bench(bench: &Bench, system: &Node) -> Result<(), ConfigError> {
 /// A launch context good enough to check names: this host's CPU count, the system's GPU count
 /// and the benchmark's folders.
 fn context(bench: &Bench, system: &Node) -> LaunchContext {
-    let dir = |key: &str| -> Utf8PathBuf {
-        bench
-            .config
-            .get("dirs")
-            .and_then(|d| d.get(key))
-            .map(|n| Utf8PathBuf::from(n.python_str()))
-            .unwrap_or_default()
-    };
+    let dir = |key: &str| Utf8PathBuf::from(bench.dir(key).unwrap_or_default());
     let definition = Utf8PathBuf::from(bench.definition().unwrap_or_default());
     let gpu_count = match system
         .get("gpu")

@@ -139,6 +139,14 @@ impl Bench {
             .unwrap_or_else(|| self.group())
     }
 
+    /// One of the benchmark's folders (`dirs.<key>`: venv, data, runs, extra, cache), if set.
+    pub fn dir(&self, key: &str) -> Option<String> {
+        self.config
+            .get("dirs")
+            .and_then(|d| d.get(key))
+            .map(Node::python_str)
+    }
+
     /// The definition folder, if any.
     pub fn definition(&self) -> Option<String> {
         self.config
@@ -886,18 +894,7 @@ mod tests {
         let path = dir.path().join("suite.yaml");
         std::fs::write(&path, text).expect("write");
         std::fs::write(dir.path().join("other.yaml"), "_base: {enabled: true}\n").expect("write");
-        let system = load_system(
-            None,
-            &SystemInputs {
-                arch: "cpu".into(),
-                base: "/b".into(),
-                run_name: "r".into(),
-                user: "u".into(),
-                dirs: vec![],
-                detected_gpus: None,
-            },
-        )
-        .expect("system");
+        let system = load_system(None, &SystemInputs::local("cpu", "/b", "r")).expect("system");
         let env = |_: &str| None;
         resolve_suite(&SuiteRequest {
             config: &path,

@@ -32,6 +32,21 @@ pub struct SystemInputs {
     pub detected_gpus: Option<DetectedGpus>,
 }
 
+impl SystemInputs {
+    /// Inputs for a machine without GPUs and without folder overrides (tests, examples,
+    /// embedders that only resolve).
+    pub fn local(arch: &str, base: &str, run_name: &str) -> SystemInputs {
+        SystemInputs {
+            arch: arch.into(),
+            base: base.into(),
+            run_name: run_name.into(),
+            user: "milabench".into(),
+            dirs: Vec::new(),
+            detected_gpus: None,
+        }
+    }
+}
+
 /// GPU facts detected on the local machine.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DetectedGpus {

@@ -235,14 +235,7 @@ fn visibility_value(arch: &str, gpu: &str) -> String {
 }
 
 fn bench_dirs(bench: &Bench, code: &Utf8Path) -> PackDirs {
-    let dir = |key: &str| -> Utf8PathBuf {
-        bench
-            .config
-            .get("dirs")
-            .and_then(|d| d.get(key))
-            .map(|n| Utf8PathBuf::from(n.python_str()))
-            .unwrap_or_default()
-    };
+    let dir = |key: &str| Utf8PathBuf::from(bench.dir(key).unwrap_or_default());
     PackDirs {
         venv: dir("venv"),
         code: code.to_path_buf(),
@@ -524,8 +517,8 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use milabench_config::suite::{SuiteRequest, resolve_suite};
-    use milabench_config::system::{SystemInputs, load_system};
+    use milabench_config::suite::{Suite, SuiteRequest, resolve_suite};
+    use milabench_config::system::{SystemConfig, SystemInputs, load_system};
 
     const SUITE: &str = r#"
 _defaults:
@@ -556,7 +549,8 @@ ddp-nodes:
 
     const SYSTEM: &str = "system:\n  arch: cuda\n  sshkey: /keys/id\n  nodes:\n    - {name: n0, ip: 127.0.0.1, user: me, main: true}\n    - {name: n1, ip: 10.254.0.2, user: me, sshport: 2222}\n";
 
-    fn plans(gpus: &[&str], benchfile: &BenchFile, system_text: Option<&str>) -> Vec<BenchPlan> {
+    /// The test suite resolved for `arch`, with an optional system file.
+    fn resolved(arch: &str, system_text: Option<&str>) -> (tempfile::TempDir, SystemConfig, Suite) {
         let dir = tempfile::tempdir().expect("tempdir");
         let suite_path = dir.path().join("suite.yaml");
         std::fs::write(&suite_path, SUITE).expect("write");
@@ -564,14 +558,7 @@ ddp-nodes:
         if let Some(text) = system_text {
             std::fs::write(&system_path, text).expect("write");
         }
-        let inputs = SystemInputs {
-            arch: "cuda".into(),
-            base: "/base".into(),
-            run_name: "run".into(),
-            user: "me".into(),
-            dirs: vec![],
-            detected_gpus: None,
-        };
+        let inputs = SystemInputs::local(arch, "/base", "run");
         let system =
             load_system(system_text.map(|_| system_path.as_path()), &inputs).expect("system");
         let env = |_: &str| None;
@@ -584,18 +571,38 @@ ddp-nodes:
             env: &env,
         })
         .expect("suite");
-        let ctx = PlanContext {
+        (dir, system, suite)
+    }
+
+    /// A planning context for the resolved suite.
+    fn context(
+        suite: &Suite,
+        system: &SystemConfig,
+        arch: &str,
+        gpus: &[&str],
+        cpus: usize,
+    ) -> PlanContext {
+        PlanContext {
             system: suite.system.clone(),
-            arch: "cuda".into(),
+            arch: arch.into(),
             gpus: gpus.iter().map(|g| g.to_string()).collect(),
-            host_cpu_count: 16,
+            host_cpu_count: cpus,
             cpu: CpuOptions::default(),
             sizer: SizerOptions::default(),
-            repeat: Some((1, 2)),
+            repeat: None,
             path: "/usr/bin".into(),
             base: "/base".into(),
             nodes: system.nodes(),
+            ssh_key: None,
+        }
+    }
+
+    fn plans(gpus: &[&str], benchfile: &BenchFile, system_text: Option<&str>) -> Vec<BenchPlan> {
+        let (dir, system, suite) = resolved("cuda", system_text);
+        let ctx = PlanContext {
+            repeat: Some((1, 2)),
             ssh_key: Some("/keys/id".into()),
+            ..context(&suite, &system, "cuda", gpus, 16)
         };
         let root = dir.path().display().to_string();
         suite
@@ -683,41 +690,8 @@ ddp-nodes:
 
     #[test]
     fn prepare_runs_the_script_with_the_run_arguments() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let suite_path = dir.path().join("suite.yaml");
-        std::fs::write(&suite_path, SUITE).expect("write");
-        let inputs = SystemInputs {
-            arch: "cpu".into(),
-            base: "/base".into(),
-            run_name: "run".into(),
-            user: "me".into(),
-            dirs: vec![],
-            detected_gpus: None,
-        };
-        let system = load_system(None, &inputs).expect("system");
-        let env = |_: &str| None;
-        let suite = resolve_suite(&SuiteRequest {
-            config: &suite_path,
-            system: &system,
-            overrides: &[],
-            select: &[],
-            exclude: &[],
-            env: &env,
-        })
-        .expect("suite");
-        let ctx = PlanContext {
-            system: suite.system.clone(),
-            arch: "cpu".into(),
-            gpus: vec![],
-            host_cpu_count: 2,
-            cpu: CpuOptions::default(),
-            sizer: SizerOptions::default(),
-            repeat: None,
-            path: "/usr/bin".into(),
-            base: "/base".into(),
-            nodes: system.nodes(),
-            ssh_key: None,
-        };
+        let (_dir, system, suite) = resolved("cpu", None);
+        let ctx = context(&suite, &system, "cpu", &[], 2);
         let bench = &suite.benches[0];
         let plan = plan_prepare(bench, &BenchFile::default(), &ctx, true)
             .expect("plans")

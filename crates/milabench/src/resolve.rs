@@ -127,6 +127,22 @@ pub fn resolve(
     })
 }
 
+impl Resolved {
+    /// The benchmarks that would run, as the report's list of expected entries (weights,
+    /// `enabled`, groups).
+    pub fn report_entries(&self) -> Vec<milabench_report::SuiteEntry> {
+        self.suite
+            .runnable()
+            .map(|bench| milabench_report::SuiteEntry {
+                name: bench.name.clone(),
+                weight: Some(bench.weight()),
+                enabled: Some(bench.enabled()),
+                group: Some(bench.group()),
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod default_suite_tests {
     use super::*;
