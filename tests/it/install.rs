@@ -270,6 +270,7 @@ fn uv_bootstrap_install_and_pin() {
     let project = Project::new("tinydep\n", "");
     let with_uv_wheels = |mut cmd: Command| {
         cmd.env("PATH", path_without_uv())
+            .env("UV_CACHE_DIR", project.base().join("cache/uv"))
             .env("PIP_NO_INDEX", "1")
             .env("PIP_FIND_LINKS", &wheels);
         cmd

@@ -114,9 +114,14 @@ fn project() -> Project {
 fn failures_are_recorded_and_the_run_goes_on() {
     let project = project();
     let started = Instant::now();
-    let out = run(project
-        .milabench()
-        .args(["run", "--config", "suite.yaml", "--run-name", "r1"]));
+    let out = run(project.milabench().args([
+        "run",
+        "--no-setup",
+        "--config",
+        "suite.yaml",
+        "--run-name",
+        "r1",
+    ]));
     assert!(
         started.elapsed() < Duration::from_secs(25),
         "the 1 s limit of `slow` was honoured"
@@ -176,6 +181,7 @@ fn dry_run_prints_the_commands() {
     let project = project();
     let out = run(project.milabench().args([
         "run",
+        "--no-setup",
         "--config",
         "suite.yaml",
         "--dry-run",
@@ -231,7 +237,14 @@ fn resume_finishes_a_killed_run() {
     );
     let mut child = project
         .milabench()
-        .args(["run", "--config", "suite.yaml", "--run-name", "killed"])
+        .args([
+            "run",
+            "--no-setup",
+            "--config",
+            "suite.yaml",
+            "--run-name",
+            "killed",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -259,6 +272,7 @@ fn resume_finishes_a_killed_run() {
     );
     let out = run(project.milabench().args([
         "run",
+        "--no-setup",
         "--config",
         "suite.yaml",
         "--run-name",

@@ -43,6 +43,64 @@ pub fn run() -> anyhow::Result<()> {
             "ci",
         ],
     )?;
+    benchmate_tests()?;
+    eprintln!("==> e2e: install, prepare, smoke run and report of the CPU suite");
+    crate::e2e::run()?;
     eprintln!("==> ci: all steps passed");
+    Ok(())
+}
+
+/// benchmate's pytest suite, in a small venv without torch (`target/benchmate-tests-venv`:
+/// pytest and voir from the package index, installed once and kept).
+fn benchmate_tests() -> anyhow::Result<()> {
+    let root = crate::e2e::repo_root();
+    let venv = root.join("target/benchmate-tests-venv");
+    let python = venv.join("bin/python");
+    let ready = venv.join(".installed");
+    if !ready.exists() {
+        eprintln!("==> benchmate: making {}", venv.display());
+        let _ = std::fs::remove_dir_all(&venv);
+        run_command(
+            "benchmate venv",
+            Command::new("python3").arg("-m").arg("venv").arg(&venv),
+        )?;
+        run_command(
+            "benchmate venv",
+            Command::new(&python).args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "pytest",
+                "voir>=0.2.19",
+            ]),
+        )?;
+        std::fs::write(&ready, "pytest voir\n").context("could not mark the venv ready")?;
+    }
+    eprintln!("==> benchmate: pytest benchmarks/_benchmate/tests");
+    run_command(
+        "benchmate tests",
+        Command::new(&python)
+            .args([
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "benchmarks/_benchmate/tests",
+            ])
+            .current_dir(&root),
+    )
+}
+
+/// Runs `command` and fails with `step` when it fails.
+fn run_command(step: &str, command: &mut Command) -> anyhow::Result<()> {
+    let status = command
+        .status()
+        .with_context(|| format!("could not start step `{step}`"))?;
+    if !status.success() {
+        bail!("step `{step}` failed ({status})");
+    }
     Ok(())
 }

@@ -3,12 +3,15 @@
 //! - `ci`: formatting check, clippy with warnings denied, every test under nextest.
 //! - `bench`: the performance table, each figure a ratio against a baseline measured in the
 //!   same run.
+//! - `e2e`: real install (torch from the package index), prepare, smoke run and report of the
+//!   CPU suite.
 
 // A developer tool: printing progress and tables is its whole job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
 mod ci;
+mod e2e;
 
 use clap::{Parser, Subcommand};
 
@@ -28,11 +31,14 @@ enum Flow {
     Ci,
     /// Measure the performance targets and print them as a table.
     Bench(bench::BenchArgs),
+    /// Real install, prepare, smoke run and report of the CPU suite in a scratch base folder.
+    E2e,
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().flow {
         Flow::Ci => ci::run(),
         Flow::Bench(args) => bench::run(&args),
+        Flow::E2e => e2e::run(),
     }
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Callable, TypeVar
 
@@ -30,9 +31,17 @@ def stop_count(default: int = 60) -> int:
 
 
 def skip_count(default: int = 0) -> int:
-    """Warm-up observations to leave out: ``VOIR_EARLYSTOP_SKIP`` (from ``voir.options.skip``),
-    else ``default``."""
-    return _flag("VOIR_EARLYSTOP_SKIP", int, default)
+    """Warm-up observations to leave out: ``VOIR_EARLYSTOP_SKIP``, else ``voir.options.skip`` of
+    the benchmark's settings (``MILABENCH_CONFIG``, set by milabench), else ``default``."""
+    return _flag("VOIR_EARLYSTOP_SKIP", int, _configured_skip(default))
+
+
+def _configured_skip(default: int) -> int:
+    try:
+        config = json.loads(os.environ.get("MILABENCH_CONFIG", "{}"))
+        return int(config["voir"]["options"]["skip"])
+    except (ValueError, KeyError, TypeError):
+        return default
 
 
 def earlystop_count() -> int:

@@ -187,3 +187,13 @@ def test_optimizer_step_callback() -> None:
     observer = BenchObserver(push=Recorder(), step_callback=lambda: calls.append(1))
     optimizer = observer.optimizer(Optimizer())
     assert optimizer.step() == "stepped" and calls == [1]
+
+
+def test_skip_comes_from_the_benchmark_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VOIR_EARLYSTOP_SKIP", raising=False)
+    monkeypatch.setenv("MILABENCH_CONFIG", '{"voir": {"options": {"stop": 3, "skip": 2}}}')
+    clock, push = FakeClock(), Recorder()
+    loader = timed(batches(100), clock, push, earlystop=5)
+    for _ in loader:
+        clock.advance(1.0)
+    assert loader.skip == 2 and len(push.rates()) == 3

@@ -32,8 +32,21 @@ pub fn load_settings_with(
     let settings = Settings::load(&flags, env)?;
     let cwd = Utf8PathBuf::try_from(std::env::current_dir()?)
         .map_err(|e| anyhow::anyhow!("the current folder is not valid UTF-8: {e}"))?;
-    let mut settings = settings.absolutize(&cwd);
-    if suite.is_some() && settings.config.is_none() {
+    Ok(settings.absolutize(&cwd))
+}
+
+/// Like [`load_settings_with`], for the commands that work on a suite (`resolve`, `install`,
+/// `pin`, `prepare`, `run`): when nothing names a suite, the default one for this machine.
+pub fn load_suite_settings(
+    global: &GlobalArgs,
+    suite: &SuiteArgs,
+    more: SettingsFlags,
+    env: &EnvVars,
+) -> anyhow::Result<Settings> {
+    let mut settings = load_settings_with(global, Some(suite), more, env)?;
+    if settings.config.is_none() {
+        let cwd = Utf8PathBuf::try_from(std::env::current_dir()?)
+            .map_err(|e| anyhow::anyhow!("the current folder is not valid UTF-8: {e}"))?;
         settings.config = default_suite(&settings, &cwd)?;
     }
     Ok(settings)

@@ -16,7 +16,7 @@ use milabench::env::{
 
 use crate::args::{ArchArg, EnvArgs, GlobalArgs, InstallArgs, InstallerArg, SuiteArgs};
 use crate::output::warn;
-use crate::settings::load_settings_with;
+use crate::settings::load_suite_settings;
 
 /// Everything `install` and `pin` work on.
 pub(super) struct Setup {
@@ -47,7 +47,7 @@ pub(super) fn setup(
         installer,
         ..SettingsFlags::default()
     };
-    let settings = load_settings_with(global, Some(suite), more, &env)?;
+    let settings = load_suite_settings(global, suite, more, &env)?;
     let resolved = milabench::resolve(&settings, &suite.selection(), &env)?;
     for warning in &resolved.suite.warnings {
         warn(warning);

@@ -9,12 +9,12 @@ use milabench::run::RunOptions;
 use crate::args::{GlobalArgs, PrepareArgs};
 use crate::live::LiveDisplay;
 use crate::output::{note, warn};
-use crate::settings::load_settings;
+use crate::settings::load_suite_settings;
 
 /// Runs the command.
 pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> {
     let env = EnvVars::from_process();
-    let settings = load_settings(global, Some(&args.suite), &env)?;
+    let settings = load_suite_settings(global, &args.suite, Default::default(), &env)?;
     let resolved = milabench::resolve(&settings, &args.suite.selection(), &env)?;
     for warning in &resolved.suite.warnings {
         warn(warning);

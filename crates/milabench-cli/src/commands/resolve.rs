@@ -9,7 +9,7 @@ use milabench::config::settings::EnvVars;
 use serde_json::{Map, Value};
 
 use crate::args::{GlobalArgs, ResolveArgs, StructuredFormat};
-use crate::settings::load_settings;
+use crate::settings::load_suite_settings;
 
 /// Keys shown first, in this order; the others follow in suite order.
 const LEADING_KEYS: [&str; 16] = [
@@ -34,7 +34,7 @@ const LEADING_KEYS: [&str; 16] = [
 /// Resolves the suite and prints it.
 pub fn run(global: &GlobalArgs, args: &ResolveArgs) -> anyhow::Result<ExitCode> {
     let env = EnvVars::from_process();
-    let settings = load_settings(global, Some(&args.suite), &env)?;
+    let settings = load_suite_settings(global, &args.suite, Default::default(), &env)?;
     let resolved = milabench::resolve(&settings, &args.suite.selection(), &env)?;
     for warning in &resolved.suite.warnings {
         crate::output::warn(warning);

@@ -19,7 +19,7 @@ use milabench::config::settings::Settings;
 
 use crate::args::{EnvArgs, GlobalArgs, InstallArgs, PrepareArgs, RunArgs, SuiteArgs};
 use crate::output::warn;
-use crate::settings::load_settings_with;
+use crate::settings::load_suite_settings;
 
 /// Runs the command.
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -31,7 +31,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         run_name: args.run_name.clone(),
         ..SettingsFlags::default()
     };
-    let settings = load_settings_with(global, Some(&args.suite), more, &env)?;
+    let settings = load_suite_settings(global, &args.suite, more, &env)?;
     let mut selection = args.suite.selection();
     if let Some(name) = &args.fidelity {
         selection
@@ -90,16 +90,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
             ExitCode::Success
         });
     }
-    let entries: Vec<SuiteEntry> = resolved
-        .suite
-        .runnable()
-        .map(|bench| SuiteEntry {
-            name: bench.name.clone(),
-            weight: Some(bench.weight()),
-            enabled: Some(bench.enabled()),
-            group: Some(bench.group()),
-        })
-        .collect();
+    let entries: Vec<SuiteEntry> = resolved.report_entries();
     let (report, set) = report_runs(
         std::slice::from_ref(&run_dir),
         Some(&entries),

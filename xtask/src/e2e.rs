@@ -1,0 +1,150 @@
+//! `cargo xtask e2e`: the real thing on this machine, end to end. Builds `milabench`, then in a
+//! scratch base folder: `install` of the CPU suite (uv, torch from the package index; uv's cache
+//! is the user's `~/.cache/milabench-rs/uv`, so only the first run on a machine downloads),
+//! `prepare`, `run --fidelity smoke`, and `report --format json`. Asserts that every benchmark of
+//! the suite succeeded with a positive rate and that the run passed its validation layers (the
+//! run's exit code says both). The base folder is removed afterwards, whatever happened.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+
+/// The suite the end-to-end run uses.
+pub const SUITE: &str = "config/cpu.yaml";
+
+/// Runs the flow and prints how long each step took.
+pub fn run() -> anyhow::Result<()> {
+    let start = Instant::now();
+    let root = repo_root();
+    let bin = build(&root)?;
+    let base = tempfile::Builder::new()
+        .prefix("milabench-e2e-")
+        .tempdir()
+        .context("could not make the scratch base folder")?;
+    let timings = flow(&root, &bin, base.path(), &[])?;
+    for (step, seconds) in &timings {
+        eprintln!("==> e2e: {step} took {seconds:.1} s");
+    }
+    eprintln!("==> e2e: passed in {:.1} s", start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The workspace root (xtask lives one folder below it).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask has a parent folder")
+        .to_path_buf()
+}
+
+/// Builds the `milabench` binary (dev profile) and returns its path.
+pub fn build(root: &Path) -> anyhow::Result<PathBuf> {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--locked", "--bin", "milabench"])
+        .current_dir(root)
+        .status()
+        .context("could not start cargo build")?;
+    if !status.success() {
+        bail!("building milabench failed ({status})");
+    }
+    Ok(root.join("target/debug/milabench"))
+}
+
+/// install, prepare, run (smoke) and report the CPU suite in `base`, checking each step;
+/// returns each step's wall time. `extra_run` goes to `run` (e.g. a `--select`).
+pub fn flow(
+    root: &Path,
+    bin: &Path,
+    base: &Path,
+    extra_run: &[&str],
+) -> anyhow::Result<Vec<(&'static str, f64)>> {
+    let base_arg = base.to_str().context("the temporary folder is not UTF-8")?;
+    let common = ["--base", base_arg];
+    let mut timings = Vec::new();
+    let steps: [(&'static str, Vec<&str>); 3] = [
+        ("install", vec!["install", "--config", SUITE]),
+        ("prepare", vec!["prepare", "--config", SUITE]),
+        (
+            "run",
+            [
+                &[
+                    "run",
+                    "--config",
+                    SUITE,
+                    "--fidelity",
+                    "smoke",
+                    "--no-setup",
+                ][..],
+                &["--run-name", "e2e"],
+                extra_run,
+            ]
+            .concat(),
+        ),
+    ];
+    for (step, args) in steps {
+        let started = Instant::now();
+        let status = Command::new(bin)
+            .args(common)
+            .args(&args)
+            .current_dir(root)
+            .status()
+            .with_context(|| format!("could not start milabench {step}"))?;
+        timings.push((step, started.elapsed().as_secs_f64()));
+        if !status.success() {
+            bail!("milabench {step} failed ({status}); its logs are under {base_arg}");
+        }
+    }
+    let started = Instant::now();
+    let runs = base.join("runs/e2e");
+    let output = Command::new(bin)
+        .args(["report", "--format", "json", "--config", SUITE, "--runs"])
+        .arg(&runs)
+        .current_dir(root)
+        .output()
+        .context("could not start milabench report")?;
+    timings.push(("report", started.elapsed().as_secs_f64()));
+    if !output.status.success() {
+        bail!(
+            "milabench report failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let report: serde_json::Value =
+        serde_json::from_slice(&output.stdout).context("the report is not JSON")?;
+    check_report(&report)?;
+    Ok(timings)
+}
+
+/// Every enabled benchmark ran, none failed, each has a positive rate; the run passes.
+fn check_report(report: &serde_json::Value) -> anyhow::Result<()> {
+    let benches = report["benchmarks"]
+        .as_array()
+        .context("the report has no `benchmarks` list")?;
+    if benches.is_empty() {
+        bail!("the report lists no benchmark");
+    }
+    let mut problems = Vec::new();
+    for bench in benches {
+        let name = bench["name"].as_str().unwrap_or("?");
+        let perf = bench["perf"].as_f64().unwrap_or(f64::NAN);
+        let fail = bench["fail"].as_f64().unwrap_or(f64::NAN);
+        let n = bench["n"].as_f64().unwrap_or(0.0);
+        if n < 1.0 || fail != 0.0 || perf.is_nan() || perf <= 0.0 {
+            problems.push(format!("{name}: n {n}, fail {fail}, perf {perf}"));
+        } else {
+            eprintln!("==> e2e: {name}: {perf:.3}");
+        }
+    }
+    if report["pass"].as_bool() != Some(true) {
+        problems.push("the report says the run does not pass".into());
+    }
+    if !problems.is_empty() {
+        bail!(
+            "the end-to-end run is not clean:\n  {}",
+            problems.join("\n  ")
+        );
+    }
+    Ok(())
+}
