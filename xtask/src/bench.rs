@@ -6,6 +6,7 @@ mod exec;
 mod install;
 mod report;
 mod resolve;
+mod suite;
 mod system;
 
 /// Options of `cargo xtask bench`.
@@ -26,6 +27,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     system::run()?;
     install::run(args.torch)?;
     exec::run()?;
+    suite::run()?;
     Ok(())
 }
 

@@ -1,0 +1,131 @@
+//! The CPU suite end to end: wall time of `install` (warm), `prepare`, `run --fidelity smoke`
+//! and `report` (the e2e flow), then each benchmark's mean rate under milabench next to the
+//! same script, arguments and environment run bare with the venv's Python (no voir, no
+//! milabench; rates read from its stdout). torchrun benchmarks have no bare twin and are left
+//! out of the ratio.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::Context;
+use serde_json::Value;
+
+/// Runs the measurement and prints its lines of the table.
+pub fn run() -> anyhow::Result<()> {
+    eprintln!("==> bench: suite (the smoke CPU suite end to end, then each benchmark bare)");
+    let root = crate::e2e::repo_root();
+    let bin = crate::e2e::build(&root)?;
+    let base = tempfile::Builder::new()
+        .prefix("milabench-bench-suite-")
+        .tempdir()?;
+    let timings = crate::e2e::flow(&root, &bin, base.path(), &[])?;
+    let total: f64 = timings.iter().map(|(_, s)| s).sum();
+    let steps: Vec<String> = timings
+        .iter()
+        .map(|(step, s)| format!("{step} {s:.0} s"))
+        .collect();
+    println!(
+        "{:<40} {total:.0} s ({})",
+        "suite: smoke CPU suite end to end",
+        steps.join(", ")
+    );
+    for entry in fs_err::read_dir(base.path().join("runs/e2e"))? {
+        let path = entry?.path();
+        if path.extension().is_none_or(|e| e != "data") {
+            continue;
+        }
+        let Some((name, under, command, env)) = read_run(&path)? else {
+            continue;
+        };
+        let Some(bare) = bare_rate(&command, &env)? else {
+            continue;
+        };
+        println!(
+            "{:<40} ratio {:.3}: {under:.3} under milabench vs {bare:.3} bare  target >= 0.99: {}",
+            format!("suite: {name} rate"),
+            under / bare,
+            if under / bare >= 0.99 {
+                "met"
+            } else {
+                "NOT met"
+            }
+        );
+    }
+    Ok(())
+}
+
+type RunFacts = (String, f64, Vec<String>, BTreeMap<String, String>);
+
+/// The benchmark's name, mean train rate, command and environment from its `.data` file.
+fn read_run(path: &Path) -> anyhow::Result<Option<RunFacts>> {
+    let mut rates = Vec::new();
+    let (mut name, mut command, mut env) = (String::new(), Vec::new(), BTreeMap::new());
+    for line in fs_err::read_to_string(path)?.lines() {
+        let Ok(record) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        match record["event"].as_str() {
+            Some("config") => {
+                name = record["data"]["name"].as_str().unwrap_or("?").to_string();
+                let config = serde_json::to_string(&record["data"])?;
+                env.insert("MILABENCH_CONFIG".into(), config);
+                if let Some(stop) = record["data"]["voir"]["options"]["stop"].as_i64() {
+                    env.insert("VOIR_EARLYSTOP_COUNT".into(), stop.to_string());
+                }
+            }
+            Some("start") => {
+                command = record["data"]["command"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect();
+            }
+            Some("data") if record["data"]["task"] == "train" => {
+                if let Some(rate) = record["data"]["rate"].as_f64() {
+                    rates.push(rate);
+                }
+            }
+            _ => {}
+        }
+    }
+    if rates.is_empty() || command.first().is_none_or(|c| !c.ends_with("/voir")) {
+        return Ok(None);
+    }
+    Ok(Some((name, mean(&rates), command, env)))
+}
+
+/// Runs the voir command bare (the venv's python on the script, `--config` dropped) and returns
+/// the mean of the rates it prints.
+fn bare_rate(command: &[String], env: &BTreeMap<String, String>) -> anyhow::Result<Option<f64>> {
+    let python = command[0].replace("/bin/voir", "/bin/python");
+    let mut args: Vec<&String> = Vec::new();
+    let mut rest = command[1..].iter();
+    while let Some(arg) = rest.next() {
+        if arg == "--config" {
+            rest.next();
+        } else {
+            args.push(arg);
+        }
+    }
+    let script = Path::new(args[0].as_str());
+    let output = Command::new(&python)
+        .args(&args)
+        .envs(env)
+        .env_remove("DATA_FD")
+        .current_dir(script.parent().unwrap_or(Path::new(".")))
+        .output()
+        .with_context(|| format!("could not start {python}"))?;
+    let rates: Vec<f64> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|r| r["task"] == "train")
+        .filter_map(|r| r["rate"].as_f64())
+        .collect();
+    Ok((!rates.is_empty()).then(|| mean(&rates)))
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
