@@ -1,6 +1,7 @@
 //! `cargo xtask e2e`: the real thing on this machine, end to end. Builds `milabench`, then in a
 //! scratch base folder: `install` of the CPU suite (uv, torch from the package index; uv's cache
-//! is the user's `~/.cache/milabench-rs/uv`, so only the first run on a machine downloads),
+//! is the user's `~/.cache/milabench-rs/uv` through `UV_CACHE_DIR`, so only the first run on a
+//! machine downloads),
 //! `prepare`, `run --fidelity smoke`, and `report --format json`. Asserts that every benchmark of
 //! the suite succeeded with a positive rate and that the run passed its validation layers (the
 //! run's exit code says both). The base folder is removed afterwards, whatever happened.
@@ -29,6 +30,21 @@ pub fn run() -> anyhow::Result<()> {
     }
     eprintln!("==> e2e: passed in {:.1} s", start.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// The uv cache shared by every e2e run of this user: `$UV_CACHE_DIR` when set, else
+/// `$XDG_CACHE_HOME/milabench-rs/uv` or `~/.cache/milabench-rs/uv`.
+pub fn user_uv_cache() -> PathBuf {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var("UV_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    var("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("milabench-rs")
+        .join("uv")
 }
 
 /// The workspace root (xtask lives one folder below it).
@@ -86,6 +102,7 @@ pub fn flow(
     for (step, args) in steps {
         let started = Instant::now();
         let status = Command::new(bin)
+            .env("UV_CACHE_DIR", user_uv_cache())
             .args(common)
             .args(&args)
             .current_dir(root)

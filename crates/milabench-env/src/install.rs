@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
-use milabench_config::settings::{BaseLayout, Installer};
+use milabench_config::settings::{BaseLayout, Installer, env_vars};
 
 use crate::error::EnvError;
 use crate::fingerprint::{self, Fingerprint, FingerprintBuilder};
@@ -373,21 +373,13 @@ impl Environments {
 }
 
 impl Environments {
-    /// uv's cache: `UV_CACHE_DIR` when set, else the user's cache folder
-    /// (`$XDG_CACHE_HOME/milabench-rs/uv`, `~/.cache/milabench-rs/uv`), shared by every base
-    /// folder so that a new base (a test, a second suite) does not download torch again; the
-    /// base's `cache/uv` only when no home is known.
+    /// uv's cache: one per base folder, `<base>/cache/uv`, shared by every install group so the
+    /// second environment that needs torch links it instead of downloading it again; uv's own
+    /// `UV_CACHE_DIR` wins when it is set (tests and `cargo xtask e2e` share the user's cache).
     pub fn uv_cache(&self) -> Utf8PathBuf {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        if let Some(dir) = var("UV_CACHE_DIR") {
-            return Utf8PathBuf::from(dir);
-        }
-        let user = var("XDG_CACHE_HOME")
-            .map(Utf8PathBuf::from)
-            .or_else(|| var("HOME").map(|home| Utf8PathBuf::from(home).join(".cache")));
-        match user {
-            Some(dir) => dir.join("milabench-rs").join("uv"),
-            None => self.layout.cache.join("uv"),
+        match std::env::var(env_vars::UV_CACHE_DIR) {
+            Ok(dir) if !dir.is_empty() => Utf8PathBuf::from(dir),
+            _ => self.layout.cache.join("uv"),
         }
     }
 }

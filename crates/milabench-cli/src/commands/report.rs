@@ -15,18 +15,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let suite: Option<Vec<SuiteEntry>> = match settings.config {
         Some(_) => {
             let resolved = milabench::resolve(&settings, &args.suite.selection(), &env)?;
-            Some(
-                resolved
-                    .suite
-                    .runnable()
-                    .map(|bench| SuiteEntry {
-                        name: bench.name.clone(),
-                        weight: Some(bench.weight()),
-                        enabled: Some(bench.enabled()),
-                        group: Some(bench.group()),
-                    })
-                    .collect(),
-            )
+            Some(resolved.report_entries())
         }
         None => None,
     };

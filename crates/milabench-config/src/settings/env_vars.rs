@@ -74,6 +74,11 @@ pub const MILABENCH_SIZER_SAVE: &str = "MILABENCH_SIZER_SAVE";
 /// Option `sizer.config` (path): scaling file read by the sizer.
 pub const MILABENCH_SIZER_CONFIG: &str = "MILABENCH_SIZER_CONFIG";
 
+/// uv's own cache variable, honoured by installs: when set, every environment links packages
+/// from that cache instead of `$BASE/cache/uv` (tests and `cargo xtask e2e` point it at the
+/// user's cache folder so repeated runs do not download again).
+pub const UV_CACHE_DIR: &str = "UV_CACHE_DIR";
+
 /// Every constant of this module, for listings and documentation.
 pub const ALL: &[&str] = &[
     MILABENCH_BASE,
