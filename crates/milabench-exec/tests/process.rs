@@ -160,7 +160,10 @@ print(os.environ["PYTHONUNBUFFERED"], os.environ.get("MILABENCH_USE_STDOUT"))
 
     let events = b.events("bench.D0");
     let names = names(&events);
-    assert_eq!(&names[..4], ["config", "meta", "start", "phase"]);
+    // `config`, `meta` and `start` come first; after them the order between pipes (stdout and
+    // the data channel) is whatever the reader threads saw first.
+    assert_eq!(&names[..3], ["config", "meta", "start"]);
+    assert!(names.contains(&"phase"), "{names:?}");
     assert_eq!(events[0]["data"], plan.processes[0].config);
     assert_eq!(events[1]["data"]["cpu"]["count"], 2);
     assert_eq!(events[2]["data"]["command"][0], "python3");
