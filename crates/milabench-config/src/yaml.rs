@@ -3,9 +3,8 @@
 //! Every node keeps its file:line:column.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
-use regex_lite::Regex;
 use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
 
 use crate::error::{At, ConfigError};
@@ -310,27 +309,181 @@ fn expand_dots(map: Map, location: Location) -> Result<Node, ConfigError> {
     Ok(result)
 }
 
-static FLOAT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?",
-        r"|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?",
-        r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*",
-        r"|[-+]?\.(?:inf|Inf|INF)",
-        r"|\.(?:nan|NaN|NAN))$"
-    ))
-    .expect("valid float pattern")
-});
+/// A cursor over the bytes of a scalar, for PyYAML's number patterns.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
 
-static INT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"^(?:[-+]?0b[0-1_]+",
-        r"|[-+]?0[0-7_]+",
-        r"|[-+]?(?:0|[1-9][0-9_]*)",
-        r"|[-+]?0x[0-9a-fA-F_]+",
-        r"|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$"
-    ))
-    .expect("valid int pattern")
-});
+impl<'a> Cursor<'a> {
+    fn new(text: &'a str) -> Self {
+        Cursor {
+            bytes: text.as_bytes(),
+            pos: 0,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.pos == self.bytes.len()
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    /// Consumes one byte if it satisfies `f`.
+    fn eat(&mut self, f: impl Fn(u8) -> bool) -> bool {
+        match self.peek() {
+            Some(b) if f(b) => {
+                self.pos += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Consumes bytes while they satisfy `f`; returns how many.
+    fn eat_while(&mut self, f: impl Fn(u8) -> bool) -> usize {
+        let start = self.pos;
+        while self.eat(&f) {}
+        self.pos - start
+    }
+
+    fn eat_str(&mut self, s: &str) -> bool {
+        if self.bytes[self.pos..].starts_with(s.as_bytes()) {
+            self.pos += s.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn sign(&mut self) {
+        self.eat(|b| b == b'-' || b == b'+');
+    }
+
+    /// `(:[0-5]?[0-9])+`: at least one base-60 group.
+    fn sexagesimal_groups(&mut self) -> bool {
+        let mut groups = 0;
+        while self.peek() == Some(b':') {
+            let save = self.pos;
+            self.pos += 1;
+            let digits = self.eat_while(|b| b.is_ascii_digit());
+            let ok = match digits {
+                1 => true,
+                2 => self.bytes[self.pos - 2] <= b'5',
+                _ => false,
+            };
+            if !ok {
+                self.pos = save;
+                break;
+            }
+            groups += 1;
+        }
+        groups > 0
+    }
+
+    /// `([eE][-+][0-9]+)?`
+    fn optional_exponent(&mut self) {
+        let save = self.pos;
+        if self.eat(|b| b == b'e' || b == b'E')
+            && self.eat(|b| b == b'-' || b == b'+')
+            && self.eat_while(|b| b.is_ascii_digit()) > 0
+        {
+            return;
+        }
+        self.pos = save;
+    }
+}
+
+fn digit_or_underscore(b: u8) -> bool {
+    b.is_ascii_digit() || b == b'_'
+}
+
+/// Whether `text` is a float for PyYAML's YAML 1.1 resolver.
+fn is_pyyaml_float(text: &str) -> bool {
+    let full = |f: &dyn Fn(&mut Cursor) -> bool| {
+        let mut c = Cursor::new(text);
+        f(&mut c) && c.done()
+    };
+    // [-+]?[0-9][0-9_]*\.[0-9_]*([eE][-+][0-9]+)?
+    full(&|c| {
+        c.sign();
+        c.eat(|b| b.is_ascii_digit()) && {
+            c.eat_while(digit_or_underscore);
+            c.eat(|b| b == b'.')
+        } && {
+            c.eat_while(digit_or_underscore);
+            c.optional_exponent();
+            true
+        }
+    })
+    // \.[0-9][0-9_]*([eE][-+][0-9]+)?
+    || full(&|c| {
+        c.eat(|b| b == b'.') && c.eat(|b| b.is_ascii_digit()) && {
+            c.eat_while(digit_or_underscore);
+            c.optional_exponent();
+            true
+        }
+    })
+    // [-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\.[0-9_]*
+    || full(&|c| {
+        c.sign();
+        c.eat(|b| b.is_ascii_digit()) && {
+            c.eat_while(digit_or_underscore);
+            c.sexagesimal_groups()
+        } && c.eat(|b| b == b'.') && {
+            c.eat_while(digit_or_underscore);
+            true
+        }
+    })
+    // [-+]?\.(inf|Inf|INF)
+    || full(&|c| {
+        c.sign();
+        c.eat_str(".inf") || c.eat_str(".Inf") || c.eat_str(".INF")
+    })
+    // \.(nan|NaN|NAN)
+    || full(&|c| c.eat_str(".nan") || c.eat_str(".NaN") || c.eat_str(".NAN"))
+}
+
+/// Whether `text` is an integer for PyYAML's YAML 1.1 resolver.
+fn is_pyyaml_int(text: &str) -> bool {
+    let full = |f: &dyn Fn(&mut Cursor) -> bool| {
+        let mut c = Cursor::new(text);
+        f(&mut c) && c.done()
+    };
+    // [-+]?0b[0-1_]+
+    full(&|c| {
+        c.sign();
+        c.eat_str("0b") && c.eat_while(|b| b == b'0' || b == b'1' || b == b'_') > 0
+    })
+    // [-+]?0[0-7_]+
+    || full(&|c| {
+        c.sign();
+        c.eat(|b| b == b'0') && c.eat_while(|b| (b'0'..=b'7').contains(&b) || b == b'_') > 0
+    })
+    // [-+]?(0|[1-9][0-9_]*)
+    || full(&|c| {
+        c.sign();
+        c.eat(|b| b == b'0') || (c.eat(|b| (b'1'..=b'9').contains(&b)) && {
+            c.eat_while(digit_or_underscore);
+            true
+        })
+    })
+    // [-+]?0x[0-9a-fA-F_]+
+    || full(&|c| {
+        c.sign();
+        c.eat_str("0x") && c.eat_while(|b| b.is_ascii_hexdigit() || b == b'_') > 0
+    })
+    // [-+]?[1-9][0-9_]*(:[0-5]?[0-9])+
+    || full(&|c| {
+        c.sign();
+        c.eat(|b| (b'1'..=b'9').contains(&b)) && {
+            c.eat_while(digit_or_underscore);
+            c.sexagesimal_groups()
+        }
+    })
+}
 
 /// Builds a scalar node with PyYAML's YAML 1.1 implicit typing for plain scalars.
 fn scalar(
@@ -388,12 +541,12 @@ fn resolve_plain(owned: String) -> Value {
     {
         return Value::Int(i);
     }
-    if FLOAT.is_match(text)
+    if is_pyyaml_float(text)
         && let Some(v) = resolve_float(text)
     {
         return v;
     }
-    if INT.is_match(text)
+    if is_pyyaml_int(text)
         && let Some(v) = resolve_int(text)
     {
         return v;
@@ -513,6 +666,29 @@ mod tests {
             assert_eq!(value_of(text), want, "{text}");
         }
         assert!(matches!(value_of(".nan"), Float(x) if x.is_nan()));
+    }
+
+    proptest::proptest! {
+        /// The hand-written matchers agree with PyYAML's regular expressions.
+        #[test]
+        fn number_matchers_match_pyyaml_patterns(text in "[-+0-9._:eEbxaAfinIFNT]{0,8}") {
+            let float = regex_lite::Regex::new(concat!(
+                r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?",
+                r"|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?",
+                r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*",
+                r"|[-+]?\.(?:inf|Inf|INF)",
+                r"|\.(?:nan|NaN|NAN))$"
+            )).expect("pattern");
+            let int = regex_lite::Regex::new(concat!(
+                r"^(?:[-+]?0b[0-1_]+",
+                r"|[-+]?0[0-7_]+",
+                r"|[-+]?(?:0|[1-9][0-9_]*)",
+                r"|[-+]?0x[0-9a-fA-F_]+",
+                r"|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$"
+            )).expect("pattern");
+            proptest::prop_assert_eq!(is_pyyaml_float(&text), float.is_match(&text), "float {}", text);
+            proptest::prop_assert_eq!(is_pyyaml_int(&text), int.is_match(&text), "int {}", text);
+        }
     }
 
     #[test]
