@@ -12,28 +12,13 @@ import pytest
 
 pytest.importorskip("voir")
 
+# The standard voirfile of the suite's benchmarks; its options come from a voir config file, as
+# milabench gives them (`voir --config voirconf.json`).
 VOIRFILE = """
-from dataclasses import dataclass
-
-from voir import configurable
-
-from benchmate.instruments import capture_arguments
-from benchmate.monitor import voirfile_monitor
-
-
-@dataclass
-class Config:
-    stop: int = 3
-    skip: int = 1
-    gpu_poll: float = 0
-
-
-@configurable
-def instrument_main(ov, options: Config):
-    yield ov.phases.init
-    voirfile_monitor(ov, options)
-    ov.require(capture_arguments)
+from benchmate.default_voirfile import Config, instrument_main
 """
+
+VOIRCONF = {"options": {"stop": 3, "skip": 1, "gpu_poll": 0}}
 
 SCRIPT = """
 import sys
@@ -53,6 +38,7 @@ print("script finished")
 
 def run_under_voir(tmp_path: pathlib.Path, *argv: str) -> tuple[list[dict], str, int]:
     (tmp_path / "voirfile.py").write_text(VOIRFILE)
+    (tmp_path / "voirconf.json").write_text(json.dumps(VOIRCONF))
     (tmp_path / "main.py").write_text(SCRIPT)
     read, write = os.pipe()
     env = dict(os.environ, DATA_FD=str(write))
@@ -61,7 +47,8 @@ def run_under_voir(tmp_path: pathlib.Path, *argv: str) -> tuple[list[dict], str,
     env.pop("BENCHMATE_OBSERVATION_COUNT", None)
     voir = shutil.which("voir", path=os.path.dirname(sys.executable)) or "voir"
     proc = subprocess.Popen(
-        [voir, "main.py", *argv], cwd=tmp_path, env=env, pass_fds=[write],
+        [voir, "--config", "voirconf.json", "main.py", *argv], cwd=tmp_path, env=env,
+        pass_fds=[write],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     os.close(write)
