@@ -21,7 +21,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from benchmate.observer import BenchObserver
-from benchmate.options import add_common_arguments, precision_for
+from benchmate.options import add_common_arguments, optimizer_step, precision_for
 
 
 def parse_args() -> argparse.Namespace:
@@ -69,14 +69,7 @@ def main() -> None:
         for x, y in observer.loader(itertools.repeat((images, labels), args.steps)):
             with precision.autocast():
                 loss = criterion(model(x), y)
-            optimizer.zero_grad(set_to_none=True)
-            if scaler is not None:
-                scaler.scale(loss).backward()
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                loss.backward()
-                optimizer.step()
+            optimizer_step(loss, optimizer, scaler)
             if observer.done:
                 break
     finally:

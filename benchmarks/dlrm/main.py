@@ -22,7 +22,7 @@ from torch import nn
 
 from args import data_file, parse_args
 from benchmate.observer import BenchObserver
-from benchmate.options import pick_device, precision_for
+from benchmate.options import optimizer_step, pick_device, precision_for
 
 
 # Optimizers that accept the sparse gradients of the embedding bags.
@@ -115,14 +115,7 @@ def main(argv: list[str] | None = None) -> None:
         with precision.autocast():
             logits = model(dense, sparse)
         loss = observer.record_loss(criterion(logits.float(), labels))
-        optimizer.zero_grad(set_to_none=True)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            loss.backward()
-            optimizer.step()
+        optimizer_step(loss, optimizer, scaler)
         if observer.done or step + 1 >= args.steps:
             break
 

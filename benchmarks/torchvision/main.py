@@ -19,7 +19,7 @@ from torchvision import transforms
 
 from args import parse_args
 from benchmate.observer import BenchObserver
-from benchmate.options import pick_device, precision_for
+from benchmate.options import optimizer_step, pick_device, precision_for
 
 
 def image_folder(args: argparse.Namespace) -> torch.utils.data.DataLoader:
@@ -75,14 +75,7 @@ def main(argv: list[str] | None = None) -> None:
             labels = labels.to(device, non_blocking=True)
             with precision.autocast():
                 loss = criterion(model(images), labels)
-            optimizer.zero_grad(set_to_none=True)
-            if scaler is not None:
-                scaler.scale(loss).backward()
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                loss.backward()
-                optimizer.step()
+            optimizer_step(loss, optimizer, scaler)
         if observer.done:
             break
 

@@ -17,7 +17,7 @@ import itertools
 import torch
 
 from benchmate.observer import BenchObserver
-from benchmate.options import add_common_arguments, pick_device, precision_for
+from benchmate.options import add_common_arguments, optimizer_step, pick_device, precision_for
 
 MODELS = ("bert", "gpt2", "llama-tiny", "t5")
 
@@ -108,14 +108,7 @@ def main() -> None:
     for batch in observer.loader(itertools.islice(itertools.cycle(batches), args.steps)):
         with precision.autocast():
             loss = observer.record_loss(model(**batch).loss)
-        optimizer.zero_grad(set_to_none=True)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            loss.backward()
-            optimizer.step()
+        optimizer_step(loss, optimizer, scaler)
         if observer.done:
             break
 

@@ -64,6 +64,19 @@ class Precision:
         return None
 
 
+def optimizer_step(loss: Any, optimizer: Any, scaler: Any) -> None:
+    """One training update: clear the gradients, backward pass, optimizer step, through the
+    gradient scaler of ``Precision.grad_scaler`` when there is one (fp16 on an accelerator)."""
+    optimizer.zero_grad(set_to_none=True)
+    if scaler is None:
+        loss.backward()
+        optimizer.step()
+    else:
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+
+
 def precision_for(name: str, device: Any) -> Precision:
     """Checks that ``device`` can run ``name`` and turns on what it needs (TF32 matmuls).
 
