@@ -17,7 +17,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--synthetic-data", action="store_true", help="one random batch, no I/O")
     parser.add_argument("--num-workers", type=int, default=2, help="DataLoader workers")
     parser.add_argument("--epochs", type=int, default=100, help="upper bound on epochs")
-    parser.add_argument("--lr", type=float, default=0.01, help="SGD learning rate")
+    parser.add_argument("--lr", type=float, default=0.01, help="learning rate")
+    parser.add_argument(
+        "--optimizer",
+        choices=["sgd", "adamw"],
+        default="sgd",
+        help="sgd (momentum 0.9) suits resnets; adamw suits convnext-style models",
+    )
     parser.add_argument("--image-size", type=int, default=224, help="side of the training crops")
     parser.add_argument("--num-classes", type=int, default=100, help="classes (folders) of the data")
     parser.add_argument("--dataset-size", type=int, default=2000, help="images prepare.py makes")

@@ -63,7 +63,10 @@ def main(argv: list[str] | None = None) -> None:
     torch.manual_seed(0)
     model = getattr(torchvision.models, args.model)(weights=None, num_classes=args.num_classes)
     model = model.to(device).train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    if args.optimizer == "adamw":
+        optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     scaler = precision.grad_scaler()
     observer = BenchObserver(device=device, batch_size_fn=lambda batch: len(batch[0]))
     criterion = observer.criterion(nn.CrossEntropyLoss())

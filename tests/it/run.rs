@@ -286,4 +286,35 @@ fn resume_finishes_a_killed_run() {
         out.stderr
     );
     assert!(out.stderr.contains("second: ok"), "{}", out.stderr);
+    // The killed attempt was set aside, not mixed into the new file, and both rows report.
+    let runs = project.path().join("base/runs/killed");
+    assert!(
+        runs.join("second.D0.data.1").is_file(),
+        "partial attempt kept"
+    );
+    let second = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("second "))
+        .expect("second row");
+    assert!(
+        second.contains(" 0 |"),
+        "second succeeded in the report: {second}"
+    );
+    // Reusing the name without --resume is refused before anything runs.
+    let again = run(project.milabench().args([
+        "run",
+        "--no-setup",
+        "--config",
+        "suite.yaml",
+        "--run-name",
+        "killed",
+    ]));
+    assert_eq!(again.code, 2, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("already holds a run"),
+        "{}",
+        again.stderr
+    );
+    assert!(again.stderr.contains("--resume"), "{}", again.stderr);
 }

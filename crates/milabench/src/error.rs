@@ -24,6 +24,12 @@ pub enum Error {
     /// A benchmark cannot be planned.
     #[error("{0}")]
     Plan(String),
+    /// The run folder already holds a run and `--resume` was not asked.
+    #[error(
+        "{} already holds a run\n  fix: pass --resume to finish it, or choose another --run-name",
+        .0.display()
+    )]
+    RunExists(std::path::PathBuf),
     /// The machine could not be described (CPU, memory, GPUs).
     #[error("cannot read this machine's facts: {0}")]
     System(String),
@@ -51,6 +57,7 @@ impl Error {
                 | Error::AmbiguousArch { .. }
                 | Error::Options(_)
                 | Error::Plan(_)
+                | Error::RunExists(_)
         )
     }
 }

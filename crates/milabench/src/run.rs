@@ -179,6 +179,9 @@ pub fn run_suite(
     observer: &mut dyn RunObserver,
 ) -> Result<RunSummary, Error> {
     let run_dir = run_dir(resolved);
+    if !options.resume && holds_data(&run_dir) {
+        return Err(Error::RunExists(run_dir));
+    }
     make_bench_folders(resolved)?;
     let gpus = milabench_system::discover(Some(&resolved.arch));
     let facts = SystemFacts::collect(&gpus, false).map_err(|e| Error::System(e.to_string()))?;
@@ -219,6 +222,7 @@ pub fn run_suite(
                 summary.already_done.push(plan.bench.clone());
                 continue;
             }
+            set_aside_partial_files(&plan, &run_dir)?;
             let python = bench
                 .config
                 .get("dirs")
@@ -312,6 +316,40 @@ pub fn prepare_suite(
         summary.outcomes.push(outcome);
     }
     Ok(summary)
+}
+
+/// Whether a run folder already holds event files.
+fn holds_data(run_dir: &Path) -> bool {
+    std::fs::read_dir(run_dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "data"))
+    })
+}
+
+/// Renames what an unfinished earlier attempt of `plan` left (`<tag>.data`, `.stdout`,
+/// `.stderr`) to `<tag>.data.<n>` etc., so the new attempt starts clean files (one process per
+/// file, as reports expect) and nothing recorded is lost.
+fn set_aside_partial_files(plan: &BenchPlan, run_dir: &Path) -> Result<(), Error> {
+    for process in &plan.processes {
+        let tag = process.tag_name();
+        if !run_dir.join(format!("{tag}.data")).exists() {
+            continue;
+        }
+        let attempt = (1..)
+            .find(|n| !run_dir.join(format!("{tag}.data.{n}")).exists())
+            .unwrap_or(1);
+        for suffix in ["data", "stdout", "stderr"] {
+            let from = run_dir.join(format!("{tag}.{suffix}"));
+            if from.exists() {
+                let to = run_dir.join(format!("{tag}.{suffix}.{attempt}"));
+                std::fs::rename(&from, &to).map_err(|e| {
+                    Error::Exec(format!("cannot set aside {}: {e}", from.display()))
+                })?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether every process of `plan` already has a complete, successful `.data` file in
