@@ -82,15 +82,8 @@ fn main() {
     let system = load_system(None, &inputs).expect("system");
     let env = |_: &str| None;
     let resolve = || {
-        resolve_suite(&SuiteRequest {
-            config: &suite_path,
-            system: &system,
-            overrides: &[],
-            select: &[],
-            exclude: &[],
-            env: &env,
-        })
-        .expect("the generated suite resolves")
+        resolve_suite(&SuiteRequest::whole(&suite_path, &system, &env))
+            .expect("the generated suite resolves")
     };
     let count = resolve().benches.len();
     assert_eq!(count, PARTS * PER_PART + MATRIX[0] * MATRIX[1]);

@@ -50,6 +50,24 @@ pub struct SuiteRequest<'a> {
     pub env: &'a dyn Fn(&str) -> Option<String>,
 }
 
+impl<'a> SuiteRequest<'a> {
+    /// A request for the whole suite: no overrides, no selection.
+    pub fn whole(
+        config: &'a Path,
+        system: &'a SystemConfig,
+        env: &'a dyn Fn(&str) -> Option<String>,
+    ) -> SuiteRequest<'a> {
+        SuiteRequest {
+            config,
+            system,
+            overrides: &[],
+            select: &[],
+            exclude: &[],
+            env,
+        }
+    }
+}
+
 /// A resolved suite.
 #[derive(Debug, Clone)]
 pub struct Suite {
@@ -897,12 +915,8 @@ mod tests {
         let system = load_system(None, &SystemInputs::local("cpu", "/b", "r")).expect("system");
         let env = |_: &str| None;
         resolve_suite(&SuiteRequest {
-            config: &path,
-            system: &system,
             overrides,
-            select: &[],
-            exclude: &[],
-            env: &env,
+            ..SuiteRequest::whole(&path, &system, &env)
         })
     }
 

@@ -562,15 +562,7 @@ ddp-nodes:
         let system =
             load_system(system_text.map(|_| system_path.as_path()), &inputs).expect("system");
         let env = |_: &str| None;
-        let suite = resolve_suite(&SuiteRequest {
-            config: &suite_path,
-            system: &system,
-            overrides: &[],
-            select: &[],
-            exclude: &[],
-            env: &env,
-        })
-        .expect("suite");
+        let suite = resolve_suite(&SuiteRequest::whole(&suite_path, &system, &env)).expect("suite");
         (dir, system, suite)
     }
 
