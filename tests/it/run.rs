@@ -41,6 +41,15 @@ impl Project {
         cmd
     }
 
+    /// `milabench run --no-setup --config suite.yaml ARGS`: the suite of this project, without
+    /// install and prepare (the environment is the system interpreter).
+    fn run_command(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = self.milabench();
+        cmd.args(["run", "--no-setup", "--config", "suite.yaml"])
+            .args(args);
+        cmd
+    }
+
     fn data_file(&self, run: &str, tag: &str) -> String {
         fs_err::read_to_string(
             self.path()
@@ -114,14 +123,7 @@ fn project() -> Project {
 fn failures_are_recorded_and_the_run_goes_on() {
     let project = project();
     let started = Instant::now();
-    let out = run(project.milabench().args([
-        "run",
-        "--no-setup",
-        "--config",
-        "suite.yaml",
-        "--run-name",
-        "r1",
-    ]));
+    let out = run(&mut project.run_command(&["--run-name", "r1"]));
     assert!(
         started.elapsed() < Duration::from_secs(25),
         "the 1 s limit of `slow` was honoured"
@@ -179,15 +181,7 @@ fn failures_are_recorded_and_the_run_goes_on() {
 #[test]
 fn dry_run_prints_the_commands() {
     let project = project();
-    let out = run(project.milabench().args([
-        "run",
-        "--no-setup",
-        "--config",
-        "suite.yaml",
-        "--dry-run",
-        "--select",
-        "good",
-    ]));
+    let out = run(&mut project.run_command(&["--dry-run", "--select", "good"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.starts_with("#!/bin/sh"));
     assert!(
@@ -236,15 +230,7 @@ fn resume_finishes_a_killed_run() {
         ),
     );
     let mut child = project
-        .milabench()
-        .args([
-            "run",
-            "--no-setup",
-            "--config",
-            "suite.yaml",
-            "--run-name",
-            "killed",
-        ])
+        .run_command(&["--run-name", "killed"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -270,15 +256,7 @@ fn resume_finishes_a_killed_run() {
         partial.stdout,
         partial.stderr
     );
-    let out = run(project.milabench().args([
-        "run",
-        "--no-setup",
-        "--config",
-        "suite.yaml",
-        "--run-name",
-        "killed",
-        "--resume",
-    ]));
+    let out = run(&mut project.run_command(&["--run-name", "killed", "--resume"]));
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stderr.contains("first: already complete"),
@@ -302,14 +280,7 @@ fn resume_finishes_a_killed_run() {
         "second succeeded in the report: {second}"
     );
     // Reusing the name without --resume is refused before anything runs.
-    let again = run(project.milabench().args([
-        "run",
-        "--no-setup",
-        "--config",
-        "suite.yaml",
-        "--run-name",
-        "killed",
-    ]));
+    let again = run(&mut project.run_command(&["--run-name", "killed"]));
     assert_eq!(again.code, 2, "{}", again.stderr);
     assert!(
         again.stderr.contains("already holds a run"),

@@ -169,6 +169,17 @@ impl Validation {
         }
     }
 
+    /// Feeds every replayed entry, in order (see [`replay_entries`]).
+    pub fn observe_replay(&mut self, entries: &[ReplayEntry]) {
+        for e in entries {
+            self.observe(Entry {
+                tag: &e.tag,
+                config: &e.config,
+                record: &e.record,
+            });
+        }
+    }
+
     /// Every layer writes its sections; returns the text and the verdicts.
     pub fn finish(&self) -> ValidationReport {
         let mut summary = Summary::new();

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use milabench_validate::{Entry, LayerName, Validation, ValidationContext, replay_entries};
+use milabench_validate::{LayerName, Validation, ValidationContext, replay_entries};
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/milabench")
@@ -11,13 +11,7 @@ fn fixtures() -> PathBuf {
 fn run(layer: LayerName, replay: &str, gpus: usize) -> (String, u64) {
     let entries = replay_entries(&fixtures().join("replays").join(replay)).unwrap();
     let mut validation = Validation::new(&[layer], &ValidationContext { gpu_count: gpus });
-    for e in &entries {
-        validation.observe(Entry {
-            tag: &e.tag,
-            config: &e.config,
-            record: &e.record,
-        });
-    }
+    validation.observe_replay(&entries);
     let report = validation.finish();
     (report.text.clone(), report.combined_code())
 }

@@ -1,7 +1,7 @@
 //! `milabench replay`: the validation report of a recorded event stream.
 
 use milabench::ExitCode;
-use milabench::validate::{Entry, LayerName, Validation, ValidationContext, replay_entries};
+use milabench::validate::{LayerName, Validation, ValidationContext, replay_entries};
 
 use crate::args::ReplayArgs;
 use crate::output::write_output;
@@ -23,13 +23,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             gpu_count: args.gpus,
         },
     );
-    for e in &entries {
-        validation.observe(Entry {
-            tag: &e.tag,
-            config: &e.config,
-            record: &e.record,
-        });
-    }
+    validation.observe_replay(&entries);
     let report = validation.finish();
     write_output(None, &format!("{}\n{}", args.path, report.text))?;
     Ok(if report.passed() {
