@@ -1,5 +1,8 @@
 //! `benchit`: benchmark the models a Python script uses on several runtimes, and run
-//! PARAM-style operator microbenchmarks. The model and operator pipelines arrive with their
-//! issues; today the crate holds the command-line surface so the binary is in place.
+//! PARAM-style operator microbenchmarks.
+//!
+//! The Rust side owns the command line, the build cache, rebuild decisions, timeouts, statistics
+//! and reports; a Python worker in `benchmate` (`python -m benchmate.benchit`) runs the user's
+//! code. `docs/benchit-protocol.md` describes how they talk.
 
 pub mod cli;
