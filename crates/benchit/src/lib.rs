@@ -4,5 +4,10 @@
 //! The Rust side owns the command line, the build cache, rebuild decisions, timeouts, statistics
 //! and reports; a Python worker in `benchmate` (`python -m benchmate.benchit`) runs the user's
 //! code. `docs/benchit-protocol.md` describes how they talk.
+//!
+//! - [`env`]: the managed Python environment the worker runs in.
+//! - [`worker`]: one worker process and its JSON-lines streams.
 
 pub mod cli;
+pub mod env;
+pub mod worker;

@@ -78,12 +78,35 @@ impl Interrupt {
         lock(&self.inner.wakers).retain(|(i, _)| *i != id);
     }
 
+    /// Registers process group `pgid` (started by another library) so that
+    /// [`Interrupt::kill_now`] reaches it too, until the returned guard is dropped.
+    pub fn watch_group(&self, pgid: i32) -> WatchedGroup {
+        self.add_group(pgid);
+        WatchedGroup {
+            interrupt: self.clone(),
+            pgid,
+        }
+    }
+
     pub(crate) fn add_group(&self, pgid: i32) {
         lock(&self.inner.groups).push(pgid);
     }
 
     pub(crate) fn remove_group(&self, pgid: i32) {
         lock(&self.inner.groups).retain(|g| *g != pgid);
+    }
+}
+
+/// A process group registered with [`Interrupt::watch_group`]; dropping it unregisters the group.
+#[derive(Debug)]
+pub struct WatchedGroup {
+    interrupt: Interrupt,
+    pgid: i32,
+}
+
+impl Drop for WatchedGroup {
+    fn drop(&mut self) {
+        self.interrupt.remove_group(self.pgid);
     }
 }
 

@@ -53,7 +53,7 @@ mod spawn;
 mod tree;
 
 pub use error::ExecError;
-pub use interrupt::{CtrlC, Interrupt, install_ctrl_c};
+pub use interrupt::{CtrlC, Interrupt, WatchedGroup, install_ctrl_c};
 pub use milabench_plan::{BenchPlan, PlannedFile, ProcessSpec};
 pub use options::{
     ExecObserver, ExecOptions, RecordSink, RunningSampler, SampledProcess, SamplerFactory,

@@ -64,6 +64,14 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Says that `what` is not built yet and exits with status 2 (temporary, while the commands are
+/// being written).
+#[allow(clippy::print_stderr)]
+fn not_yet(what: &str, _inputs: &[String]) -> ExitCode {
+    eprintln!("error: benchit {what} is not available in this build yet.");
+    ExitCode::from(2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,12 +114,4 @@ mod tests {
         use clap::CommandFactory;
         Cli::command().debug_assert();
     }
-}
-
-/// Says that `what` is not built yet and exits with status 2 (temporary, while the commands are
-/// being written).
-#[allow(clippy::print_stderr)]
-fn not_yet(what: &str, _inputs: &[String]) -> ExitCode {
-    eprintln!("error: benchit {what} is not available in this build yet.");
-    ExitCode::from(2)
 }

@@ -1,0 +1,183 @@
+//! The Python side of benchit: the managed `benchit` environment (torch, onnx, onnxruntime,
+//! benchmate), built with `milabench-env` on first use and kept in step with
+//! `benchmarks/benchit/requirements.in` by its fingerprint, or a worker command the user names.
+
+use camino::{Utf8Path, Utf8PathBuf};
+use milabench_config::settings::{BaseLayout, DirOverrides, Installer};
+use milabench_env::{
+    EnvError, EnvOptions, Environments, Event, InstallGroup, MIN_PYTHON, ProjectTree,
+    RequirementFile,
+};
+
+use crate::worker::{WorkerCommand, WorkerError};
+
+/// The folder holding the managed environment (`venv/benchit`, `logs/install`, `tools`).
+pub const HOME_VAR: &str = "BENCHIT_HOME";
+
+/// The interpreter the managed environment is made from (default: `python3` on `PATH`).
+pub const PYTHON_VAR: &str = "BENCHIT_PYTHON";
+
+/// The install group name of the managed environment.
+pub const GROUP: &str = "benchit";
+
+/// Where the worker comes from and where its environment lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvSettings {
+    /// The base folder of the managed environment.
+    pub home: Utf8PathBuf,
+    /// The interpreter to make it from, when not `python3` on `PATH`.
+    pub python: Option<Utf8PathBuf>,
+    /// A worker command replacing the managed environment (`BENCHIT_WORKER`).
+    pub worker: Option<WorkerCommand>,
+    /// The accelerator family whose constraints apply (`cpu`, `cuda`).
+    pub arch: String,
+    /// Where to look for the checkout holding benchmate (the current folder, usually).
+    pub start: Utf8PathBuf,
+}
+
+/// Why the worker could not be made ready.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// `BENCHIT_WORKER` is unusable.
+    #[error(transparent)]
+    Worker(#[from] WorkerError),
+    /// Building the environment failed.
+    #[error("could not set up the benchit Python environment: {0}")]
+    Env(#[from] EnvError),
+    /// A path is not UTF-8 or the home folder is unknown.
+    #[error("{0}")]
+    Path(String),
+}
+
+impl EnvSettings {
+    /// Settings from the environment: [`HOME_VAR`] (default `~/.local/share/benchit`),
+    /// [`PYTHON_VAR`], `BENCHIT_WORKER`, for accelerator family `arch`.
+    pub fn from_env(arch: &str) -> Result<EnvSettings, SetupError> {
+        let home = match std::env::var(HOME_VAR) {
+            Ok(home) if !home.is_empty() => Utf8PathBuf::from(home),
+            _ => {
+                let user_home = std::env::var("HOME").map_err(|_| {
+                    SetupError::Path(format!(
+                        "HOME is not set; set {HOME_VAR} to the folder for benchit's Python environment"
+                    ))
+                })?;
+                Utf8PathBuf::from(user_home).join(".local/share/benchit")
+            }
+        };
+        let start = std::env::current_dir()
+            .ok()
+            .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
+            .ok_or_else(|| SetupError::Path("the current folder is not a UTF-8 path".into()))?;
+        Ok(EnvSettings {
+            home,
+            python: std::env::var(PYTHON_VAR)
+                .ok()
+                .filter(|p| !p.is_empty())
+                .map(Utf8PathBuf::from),
+            worker: WorkerCommand::from_env()?,
+            arch: arch.to_string(),
+            start,
+        })
+    }
+}
+
+/// The `benchit` install group of the checkout `project`: `benchmarks/benchit`'s pinned
+/// `requirements.<arch>.txt` when there is one, else its `requirements.in`, under
+/// `constraints/<arch>.txt`.
+pub fn install_group(project: &ProjectTree, arch: &str) -> InstallGroup {
+    let folder = project.root.join("benchmarks/benchit");
+    let pinned = folder.join(format!("requirements.{arch}.txt"));
+    let (path, is_pinned) = if pinned.is_file() {
+        (pinned, true)
+    } else {
+        (folder.join("requirements.in"), false)
+    };
+    InstallGroup {
+        name: GROUP.into(),
+        benches: vec![GROUP.into()],
+        definitions: vec![folder],
+        variant: arch.into(),
+        requirements: vec![RequirementFile {
+            bench: GROUP.into(),
+            path,
+            pinned: is_pinned,
+        }],
+        constraints: project.constraints(arch),
+        extra_constraints: Vec::new(),
+        installer_args: Vec::new(),
+        min_python: MIN_PYTHON,
+        venv: None,
+    }
+}
+
+/// The worker command: `BENCHIT_WORKER` when set, else `python -m benchmate.benchit` in the
+/// managed environment, installed or brought up to date first (progress through `on_event`;
+/// the installer's full output goes to `<home>/logs/install/benchit.log`).
+pub fn prepare_worker(
+    settings: &EnvSettings,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<WorkerCommand, SetupError> {
+    if let Some(worker) = &settings.worker {
+        return Ok(worker.clone());
+    }
+    let project = ProjectTree::locate(&settings.start)?;
+    let layout = BaseLayout::new(&settings.home, &DirOverrides::default());
+    let path_var = std::env::var("PATH").ok();
+    let envs = Environments::prepare(
+        &EnvOptions {
+            layout,
+            project: project.clone(),
+            python: settings.python.as_deref(),
+            installer: Installer::Uv,
+            arch: settings.arch.clone(),
+            path_var: path_var.as_deref(),
+        },
+        on_event,
+    )?;
+    let group = install_group(&project, &settings.arch);
+    let venv = match envs.install(&group, false, on_event)? {
+        milabench_env::Outcome::UpToDate { venv, .. }
+        | milabench_env::Outcome::Installed { venv, .. } => venv,
+    };
+    Ok(WorkerCommand::python(&python_of(&venv)))
+}
+
+/// The interpreter of `venv`.
+fn python_of(venv: &Utf8Path) -> Utf8PathBuf {
+    venv.join("bin/python")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_group_installs_the_requirements_of_benchmarks_benchit() {
+        let root = Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let project = ProjectTree::locate(&root).unwrap();
+        let group = install_group(&project, "cpu");
+        assert_eq!(group.name, "benchit");
+        assert!(group.requirements[0].path.is_file());
+        let text = fs_err::read_to_string(&group.requirements[0].path).unwrap();
+        for package in ["torch", "onnx", "onnxruntime", "onnxconverter-common"] {
+            assert!(
+                text.lines().any(|l| l.trim() == package),
+                "{package} missing"
+            );
+        }
+        assert!(group.constraints.is_some(), "constraints/cpu.txt applies");
+    }
+
+    #[test]
+    fn a_named_worker_skips_the_managed_environment() {
+        let settings = EnvSettings {
+            home: "/nonexistent".into(),
+            python: None,
+            worker: Some(WorkerCommand::parse("python3 fake.py").unwrap()),
+            arch: "cpu".into(),
+            start: "/nonexistent".into(),
+        };
+        let cmd = prepare_worker(&settings, &mut |_| {}).unwrap();
+        assert_eq!(cmd.display(), "python3 fake.py");
+    }
+}
