@@ -6,8 +6,10 @@
 //! code. `docs/benchit-protocol.md` describes how they talk.
 //!
 //! - [`env`]: the managed Python environment the worker runs in.
+//! - [`ops`]: PARAM-style operator microbenchmarks: config expansion, ids, the run.
 //! - [`worker`]: one worker process and its JSON-lines streams.
 
 pub mod cli;
 pub mod env;
+pub mod ops;
 pub mod worker;

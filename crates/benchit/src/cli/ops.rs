@@ -1,18 +1,272 @@
-//! `benchit ops`: operator microbenchmarks from JSON configs. (Being built: issue 9.)
+//! `benchit ops`: operator microbenchmarks from PARAM-style JSON configs.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::Args;
+use camino::Utf8PathBuf;
+use clap::{Args, ValueEnum};
+use milabench_exec::Interrupt;
+
+use crate::env::{EnvSettings, prepare_worker};
+use crate::ops::stats::{summarize, table};
+use crate::ops::{self, ExecMode, ExpandedRun, OpsConfig, Outcome, RunOptions, RunRecord};
+
+/// Exit status when every run was measured.
+const SUCCESS: u8 = 0;
+/// Exit status when at least one run failed (the others ran).
+const RUN_FAILURES: u8 = 1;
+/// Exit status for bad input: flags, config, ids, output prefix.
+const BAD_INPUT: u8 = 2;
+/// Exit status when the run could not go on (the worker did not start, a timeout).
+const SETUP_FAILED: u8 = 3;
+/// Exit status after Ctrl-C.
+const INTERRUPTED: u8 = 130;
+
+/// How results are printed on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// A table of median and p90 times per id (or the ids, with --list).
+    Text,
+    /// One JSON document.
+    Json,
+}
 
 /// Arguments of `benchit ops`.
 #[derive(Debug, Args)]
+#[command(
+    about = "Run operator microbenchmarks from a PARAM-style JSON config",
+    long_about = "Run operator microbenchmarks from a PARAM-style JSON config.\n\n\
+        The config maps operator names (torch.add, torch.nn.Linear, aten::mm, ...) to build and \
+        input argument specs; `__range__` and `__copy__` expand into one run per combination, \
+        with PARAM's ids `<config>|<build>|<input>` (range ids `<variant>_<combination>`). Each \
+        run is timed by a Python worker (torch), `-w` warm-up then `-i` measured iterations. \
+        A run that cannot work (unknown operator or dtype, negative size, reversed value_range, \
+        an operator raising) is recorded as failed with its reason and the others run.\n\n\
+        Results go to `<prefix>_<pid>_<time>.json` as JSON lines in PARAM's record shape (a setup \
+        line, one line per run, a closing `finish_time` line always written); stdout gets a table \
+        of median and p90 times per id.\n\n\
+        Exit status: 0 all runs measured, 1 some runs failed, 2 bad input, 3 the worker could not \
+        start or timed out, 130 interrupted.",
+    after_help = "Examples:\n  \
+        benchit ops -c benchmarks/opbench/configs/simple_add.json -w 5 -i 20\n  \
+        benchit ops -c mm_range.json --list\n  \
+        benchit ops -c mm_range.json -r 'torch.mm|0|0|0_3' -s 'torch.mm|0|0|1_2'"
+)]
 pub(crate) struct OpsArgs {
-    /// Path of the JSON config.
+    /// The JSON config.
+    #[arg(short, long, value_name = "CONFIG.json")]
+    config: Utf8PathBuf,
+    /// Warm-up iterations per run (timed, recorded apart).
+    #[arg(short, long, default_value_t = 1, value_name = "N")]
+    warmup: u32,
+    /// Measured iterations per run. `-w 0 -i 0` records the runs without measuring them.
+    #[arg(
+        short = 'i',
+        long = "iterations",
+        alias = "iteration",
+        default_value_t = 1,
+        value_name = "N"
+    )]
+    iterations: u32,
+    /// Also time the backward pass (gradient creation is not timed).
     #[arg(short, long)]
-    config: String,
+    backward: bool,
+    /// torch device: cpu, cuda, cuda:1, ...
+    #[arg(short, long, default_value = "cpu")]
+    device: String,
+    /// Output files are PREFIX_<pid>_<unix time>.json (plus _trace.json and _worker.log).
+    #[arg(
+        short = 'o',
+        long,
+        default_value = "benchmark_result",
+        value_name = "PREFIX"
+    )]
+    output_prefix: String,
+    /// Start at this id, inclusive: `op|config|build|input`, e.g. `torch.add|0|0|0_3`.
+    #[arg(short, long, value_name = "ID")]
+    resume_id: Option<String>,
+    /// Stop before this id (exclusive).
+    #[arg(short, long = "stop-id", alias = "stop_id", value_name = "ID")]
+    stop_id: Option<String>,
+    /// Append to the output file instead of replacing it.
+    #[arg(short, long)]
+    append: bool,
+    /// How iterations are timed; the modes differ on CUDA only.
+    #[arg(long, value_enum, default_value = "discrete")]
+    exec_mode: ExecMode,
+    /// Write a torch profiler (Kineto) trace: PREFIX_<pid>_<unix time>_trace.json.
+    #[arg(short, long)]
+    profile: bool,
+    /// Print the expanded ids (with -r/-s applied) and exit; needs no Python.
+    #[arg(long)]
+    list: bool,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Seconds one worker process may live.
+    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
+    timeout: u64,
 }
 
 /// Runs `benchit ops`.
+#[allow(clippy::print_stderr)]
 pub(crate) fn run(args: OpsArgs) -> ExitCode {
-    crate::cli::not_yet("operator benchmarking", std::slice::from_ref(&args.config))
+    match run_inner(&args) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(BAD_INPUT)
+        }
+    }
+}
+
+fn run_inner(args: &OpsArgs) -> anyhow::Result<u8> {
+    let config = OpsConfig::load(&args.config)?;
+    let all = ops::expand(&config);
+    let runs = ops::select(&all, args.resume_id.as_deref(), args.stop_id.as_deref())?;
+    if args.list {
+        print_list(runs, args.format)?;
+        return Ok(SUCCESS);
+    }
+    let options = RunOptions {
+        config_file: args.config.clone(),
+        device: args.device.clone(),
+        warmup: args.warmup,
+        iterations: args.iterations,
+        backward: args.backward,
+        exec_mode: args.exec_mode,
+        profile: args.profile,
+        output_prefix: args.output_prefix.clone(),
+        append: args.append,
+        resume_id: args.resume_id.clone(),
+        stop_id: args.stop_id.clone(),
+        timeout: Duration::from_secs(args.timeout),
+    };
+    let worker = if options.is_dry_run() || runs.iter().all(|r| r.spec.is_err()) {
+        None
+    } else {
+        Some(worker_command(&args.device)?)
+    };
+    let interrupt = Interrupt::new();
+    let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
+    let total = runs.len();
+    let mut done = 0;
+    let summary = ops::run(runs, &options, worker.as_ref(), &interrupt, &mut |record| {
+        done += 1;
+        progress(done, total, record);
+    });
+    ctrl_c.uninstall();
+    let summary = summary?;
+    print_summary(&summary, args.format)?;
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("wrote {}", summary.output);
+        if let Some(trace) = &summary.trace_file {
+            eprintln!("profiler trace: {trace}");
+        }
+        if let Some(error) = &summary.error {
+            eprintln!("error: {error}");
+        }
+    }
+    let failed = summary
+        .records
+        .iter()
+        .any(|r| matches!(r.outcome, Outcome::Failed(_)));
+    Ok(if summary.interrupted {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "interrupted: {} of {total} runs recorded",
+                summary.records.len()
+            );
+        }
+        INTERRUPTED
+    } else if summary.error.is_some() {
+        SETUP_FAILED
+    } else if failed {
+        RUN_FAILURES
+    } else {
+        SUCCESS
+    })
+}
+
+/// `BENCHIT_WORKER`, or the managed environment (built on first use).
+#[allow(clippy::print_stderr)]
+fn worker_command(device: &str) -> anyhow::Result<crate::worker::WorkerCommand> {
+    let arch = if device.starts_with("cuda") {
+        "cuda"
+    } else {
+        "cpu"
+    };
+    let settings = EnvSettings::from_env(arch)?;
+    let mut announced = false;
+    let command = prepare_worker(&settings, &mut |event| {
+        if let milabench_env::Event::Stage { group, stage } = event
+            && !announced
+        {
+            announced = true;
+            eprintln!(
+                "benchit: preparing the Python environment ({group}: {stage:?}); the first time takes minutes"
+            );
+        }
+    })?;
+    Ok(command)
+}
+
+#[allow(clippy::print_stderr)]
+fn progress(done: usize, total: usize, record: &RunRecord) {
+    let what = match &record.outcome {
+        Outcome::Measured(_) => "ok".to_string(),
+        Outcome::DryRun => "listed".to_string(),
+        Outcome::Failed(reason) => format!("FAILED: {reason}"),
+    };
+    eprintln!("[{done}/{total}] {}|{} {what}", record.op_name, record.id);
+}
+
+#[allow(clippy::print_stdout)]
+fn print_list(runs: &[ExpandedRun], format: Format) -> anyhow::Result<()> {
+    match format {
+        Format::Text => {
+            for run in runs {
+                match &run.spec {
+                    Ok(_) => println!("{}", run.full_id()),
+                    Err(problem) => println!("{}  (will fail: {problem})", run.full_id()),
+                }
+            }
+        }
+        Format::Json => {
+            let list: Vec<serde_json::Value> = runs
+                .iter()
+                .map(|run| {
+                    serde_json::json!({
+                        "op_name": run.op_name,
+                        "id": run.id.to_string(),
+                        "config": run.config,
+                        "problem": run.spec.as_ref().err(),
+                    })
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&list)?);
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::print_stdout)]
+fn print_summary(summary: &ops::RunSummary, format: Format) -> anyhow::Result<()> {
+    let rows = summarize(&summary.records);
+    match format {
+        Format::Text => print!("{}", table(&rows)),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "output": summary.output,
+                "trace_file": summary.trace_file,
+                "interrupted": summary.interrupted,
+                "error": summary.error,
+                "runs": rows,
+            }))?
+        ),
+    }
+    Ok(())
 }

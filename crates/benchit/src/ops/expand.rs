@@ -1,0 +1,271 @@
+//! From a checked config to the ordered list of runs, with PARAM's ids, and the `--resume-id` /
+//! `--stop-id` selection.
+//!
+//! Order: operators in file order; for each, its `config` entries (`config_id` 0, 1, ...); for
+//! each, its build variants (or the single id `0` when there is no build), and for each build,
+//! its input variants. Ids are `<config_id>|<build_id>|<input_id>`, where a build or input id is
+//! the index of the spec in its list (`DefaultConfigIterator`) or `<variant>_<combination>`
+//! (`RangeConfigIterator`). The combinations of one spec are the Cartesian product of its
+//! positional arguments then its keyword arguments, the last varying fastest.
+//!
+//! One deliberate difference from PARAM: PARAM appends each build id to the previous one
+//! (`0|0_0|…`, then `0|0_0|0_1|…`), a bug; here every build variant gets its own
+//! `<config_id>|<build_id>` prefix (`0|0_0|…`, `0|0_1|…`).
+
+use std::fmt;
+
+use serde_json::{Map, Value, json};
+
+use super::config::{ArgTemplate, CallTemplate, ConfigEntry, IteratorKind, OpEntry, OpsConfig};
+use super::path::JsonPath;
+use super::spec::{CallSpec, DEFAULT_GENERATOR, RunSpec};
+
+/// A run's id without the operator name: `<config_id>|<build_id>|<input_id>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RunId {
+    /// Index in the operator's `config` list.
+    pub config: usize,
+    /// The build id (`0` when the operator has no build).
+    pub build: String,
+    /// The input id.
+    pub input: String,
+}
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}|{}|{}", self.config, self.build, self.input)
+    }
+}
+
+/// One expanded run: an operator, an id and the macro-free spec.
+#[derive(Debug, Clone)]
+pub struct ExpandedRun {
+    /// The operator name.
+    pub op_name: String,
+    /// Its id.
+    pub id: RunId,
+    /// The expanded spec as PARAM writes it in records: `{"build": ..., "input": ...}`.
+    pub config: Value,
+    /// The checked spec, or why this id cannot run (one line, naming the JSON path).
+    pub spec: Result<RunSpec, String>,
+}
+
+impl ExpandedRun {
+    /// The id used by `--resume-id` and `--stop-id`: `<op>|<config>|<build>|<input>`.
+    pub fn full_id(&self) -> String {
+        format!("{}|{}", self.op_name, self.id)
+    }
+}
+
+/// Every run of `config`, in order.
+pub fn expand(config: &OpsConfig) -> Vec<ExpandedRun> {
+    let mut runs = Vec::with_capacity(usize::try_from(config.run_count()).unwrap_or(0));
+    for op in &config.ops {
+        let generators = check_generators(op);
+        for (config_id, entry) in op.configs.iter().enumerate() {
+            expand_entry(op, config_id, entry, generators.as_ref().err(), &mut runs);
+        }
+    }
+    runs
+}
+
+/// Why no run of `op` can work because of its data generators, if so.
+fn check_generators(op: &OpEntry) -> Result<(), String> {
+    let check = |key: &str, value: &Option<String>, needed: bool| match value {
+        None if needed => Err(format!(
+            "{}: no \"{key}\"; add \"{key}\": \"{DEFAULT_GENERATOR}\"",
+            op.path
+        )),
+        Some(name) if name != DEFAULT_GENERATOR => Err(format!(
+            "{}: unknown data generator \"{name}\"; use \"{DEFAULT_GENERATOR}\"",
+            op.path.key(key)
+        )),
+        _ => Ok(()),
+    };
+    let has_build = op.configs.iter().any(|c| !c.build.is_empty());
+    check("input_data_generator", &op.input_data_generator, true)?;
+    check("build_data_generator", &op.build_data_generator, has_build)
+}
+
+fn expand_entry(
+    op: &OpEntry,
+    config_id: usize,
+    entry: &ConfigEntry,
+    generator_problem: Option<&String>,
+    runs: &mut Vec<ExpandedRun>,
+) {
+    let builds: Vec<(String, Option<Variant>)> = if entry.build.is_empty() {
+        vec![("0".to_string(), None)]
+    } else {
+        variants(&entry.build, op.build_iterator)
+            .map(|variant| (variant.id.clone(), Some(variant)))
+            .collect()
+    };
+    for (build_id, build) in builds {
+        let build_spec = build.as_ref().map(Variant::check).transpose();
+        for input in variants(&entry.input, op.input_iterator) {
+            let spec = match (generator_problem, &build_spec) {
+                (Some(problem), _) | (None, Err(problem)) => Err(problem.clone()),
+                (None, Ok(build)) => input.check().map(|input| RunSpec {
+                    build: build.clone(),
+                    input,
+                }),
+            };
+            runs.push(ExpandedRun {
+                op_name: op.name.clone(),
+                id: RunId {
+                    config: config_id,
+                    build: build_id.clone(),
+                    input: input.id,
+                },
+                config: json!({
+                    "build": build.as_ref().map(|b| &b.value),
+                    "input": input.value,
+                }),
+                spec,
+            });
+        }
+    }
+}
+
+/// One expanded build or input spec.
+struct Variant {
+    id: String,
+    value: Value,
+    path: JsonPath,
+    /// A `__copy__` rule that could not apply.
+    copy_problem: Option<String>,
+}
+
+impl Variant {
+    fn check(&self) -> Result<CallSpec, String> {
+        match &self.copy_problem {
+            Some(problem) => Err(problem.clone()),
+            None => CallSpec::check(&self.value, &self.path),
+        }
+    }
+}
+
+/// Each variant of a build or input list, in order.
+fn variants(specs: &[CallTemplate], iterator: IteratorKind) -> impl Iterator<Item = Variant> + '_ {
+    specs
+        .iter()
+        .enumerate()
+        .flat_map(move |(variant, template)| {
+            (0..template.combinations()).map(move |combination| {
+                let (value, copy_problem) = combination_of(template, combination);
+                Variant {
+                    id: match iterator {
+                        IteratorKind::Default => variant.to_string(),
+                        IteratorKind::Range => format!("{variant}_{combination}"),
+                    },
+                    value,
+                    path: template.path.clone(),
+                    copy_problem,
+                }
+            })
+        })
+}
+
+/// The `index`-th combination of a spec (last argument varying fastest) with its `__copy__`
+/// rules applied, and the first rule that could not apply.
+fn combination_of(template: &CallTemplate, mut index: u64) -> (Value, Option<String>) {
+    let all: Vec<&ArgTemplate> = template
+        .args
+        .iter()
+        .chain(template.kwargs.iter().map(|(_, t)| t))
+        .collect();
+    let mut chosen = vec![Value::Null; all.len()];
+    for (slot, arg) in all.iter().enumerate().rev() {
+        let n = arg.alternatives.len() as u64;
+        chosen[slot] = arg.alternatives[(index % n) as usize].clone();
+        index /= n;
+    }
+    let mut problem = None;
+    for (slot, arg) in all.iter().enumerate() {
+        for rule in &arg.copies {
+            let source = chosen[rule.from_arg]
+                .get("shape")
+                .and_then(|s| s.get(rule.from_dim))
+                .cloned();
+            let target = chosen[slot]
+                .get_mut("shape")
+                .and_then(|s| s.get_mut(rule.dim));
+            match (source, target) {
+                (Some(value), Some(target)) => *target = value,
+                _ => {
+                    problem.get_or_insert_with(|| {
+                        format!(
+                            "{}: cannot copy argument {}'s shape[{}] into shape[{}]: no such dimension",
+                            arg.path.key("__copy__"),
+                            rule.from_arg,
+                            rule.from_dim,
+                            rule.dim
+                        )
+                    });
+                }
+            }
+        }
+    }
+    let kwargs: Map<String, Value> = template
+        .kwargs
+        .iter()
+        .map(|(name, _)| name.clone())
+        .zip(chosen.split_off(template.args.len()))
+        .collect();
+    (json!({"args": chosen, "kwargs": kwargs}), problem)
+}
+
+/// Why `--resume-id` / `--stop-id` cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectError {
+    /// No run has that id.
+    #[error(
+        "no run has the {flag} `{id}`; ids look like `torch.add|0|0|0_3` (`benchit ops --list` prints them)"
+    )]
+    Unknown {
+        /// `--resume-id` or `--stop-id`.
+        flag: &'static str,
+        /// The id given.
+        id: String,
+    },
+    /// The stop id comes before the resume id.
+    #[error("the --stop-id `{stop}` comes before the --resume-id `{resume}`: nothing would run")]
+    Reversed {
+        /// The resume id.
+        resume: String,
+        /// The stop id.
+        stop: String,
+    },
+}
+
+/// The runs from `resume` (inclusive) up to `stop` (exclusive); ids include the operator name.
+pub fn select<'a>(
+    runs: &'a [ExpandedRun],
+    resume: Option<&str>,
+    stop: Option<&str>,
+) -> Result<&'a [ExpandedRun], SelectError> {
+    let find = |flag: &'static str, id: &str| {
+        runs.iter()
+            .position(|r| r.full_id() == id)
+            .ok_or_else(|| SelectError::Unknown {
+                flag,
+                id: id.to_string(),
+            })
+    };
+    let start = resume
+        .map(|id| find("--resume-id", id))
+        .transpose()?
+        .unwrap_or(0);
+    let end = stop
+        .map(|id| find("--stop-id", id))
+        .transpose()?
+        .unwrap_or(runs.len());
+    if end < start {
+        return Err(SelectError::Reversed {
+            resume: resume.unwrap_or_default().to_string(),
+            stop: stop.unwrap_or_default().to_string(),
+        });
+    }
+    Ok(&runs[start..end])
+}
