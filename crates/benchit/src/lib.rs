@@ -6,10 +6,14 @@
 //! code. `docs/benchit-protocol.md` describes how they talk.
 //!
 //! - [`env`]: the managed Python environment the worker runs in.
+//! - [`models`]: model benchmarking: discovery, the build cache, runtimes, statistics.
 //! - [`ops`]: PARAM-style operator microbenchmarks: config expansion, ids, the run.
 //! - [`worker`]: one worker process and its JSON-lines streams.
 
 pub mod cli;
 pub mod env;
+pub mod models;
 pub mod ops;
 pub mod worker;
+
+pub use models::{benchmark_model, benchmark_script};

@@ -1,0 +1,246 @@
+//! Model benchmarking: discover the models of Python scripts (or take ONNX files), build them
+//! (ONNX export, ORT optimisation, optional fp16) into a cache, and time them on each runtime.
+//!
+//! The Python worker (`python -m benchmate.benchit models`) runs the user's code; this module
+//! owns everything else: inputs and labels, the build cache and its `state.yaml`, staleness and
+//! rebuild policies, one worker per input with a timeout, statistics, and typed results. It
+//! never prints: progress goes to an [`Observer`].
+//!
+//! ```no_run
+//! use benchit::models::{BenchmarkOptions, Runtime, Quiet, benchmark_script};
+//! use benchit::worker::WorkerCommand;
+//!
+//! let mut options = BenchmarkOptions::new("/tmp/benchit-cache");
+//! options.runtimes = vec![Runtime::Ort, Runtime::TorchEager];
+//! let worker = WorkerCommand::parse("python3 -m benchmate.benchit")?;
+//! let result = benchmark_script("benchmarks/benchit/mlp.py", &options, &worker, &mut Quiet)?;
+//! for model in &result.models {
+//!     println!("{} {}", model.model.class, model.invocations.len());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod cache;
+pub mod input;
+pub mod options;
+pub mod protocol;
+pub mod report;
+pub mod results;
+mod run;
+pub mod staleness;
+pub mod state;
+pub mod stats;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use milabench_exec::Interrupt;
+
+pub use cache::{Cache, CacheError};
+pub use input::{Input, InputError, InputKind};
+pub use options::{Action, BenchmarkOptions, Device, Exporter, RebuildPolicy, Runtime};
+pub use results::{
+    BenchmarkReport, BuildResult, Failure, FailureKind, InputResult, InputStatus, InvocationResult,
+    ModelResult, RuntimeResult, StageResult,
+};
+pub use run::{Observer, Quiet};
+pub use stats::Statistics;
+
+use crate::worker::WorkerCommand;
+
+/// Why a benchmark could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelsError {
+    /// An input cannot be used.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The options contradict each other or the inputs.
+    #[error("{0}")]
+    Options(String),
+    /// The cache cannot be used.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+}
+
+/// Checks the options against the inputs before anything runs.
+fn validate(options: &BenchmarkOptions, inputs: &[Input]) -> Result<(), ModelsError> {
+    let bad = |message: String| Err(ModelsError::Options(message));
+    if options.runtimes.is_empty() {
+        return bad("no runtime given; name at least one with --runtime (ort, torch-eager, torch-compiled, trt)".into());
+    }
+    if options.iterations == 0 {
+        return bad("--iterations must be at least 1".into());
+    }
+    if options.batch_size == 0 {
+        return bad("--batch-size must be at least 1".into());
+    }
+    if options.device == Device::X86
+        && let Some(r) = options.runtimes.iter().find(|r| r.needs_gpu())
+    {
+        return bad(format!(
+            "runtime {r} runs on an NVIDIA GPU; add --device nvidia, or use ort on x86"
+        ));
+    }
+    if options.action == Action::Benchmark
+        && let Some(input) = inputs.iter().find(|i| i.kind == InputKind::Onnx)
+        && let Some(r) = options.runtimes.iter().find(|r| !r.needs_onnx())
+    {
+        return bad(format!(
+            "{} is an ONNX file and runtime {r} needs the torch model; use --runtime ort for ONNX files, or benchmark the script that makes the model",
+            input.arg
+        ));
+    }
+    Ok(())
+}
+
+/// Benchmarks `inputs` (`script.py`, `script.py::HASH,HASH`, `model.onnx`; relative to `cwd`)
+/// one worker each, in order. Ctrl-C through `interrupt` stops the current worker and skips the
+/// rest (`interrupted` in the report).
+pub fn benchmark(
+    inputs: &[String],
+    cwd: &Utf8Path,
+    options: &BenchmarkOptions,
+    worker: &WorkerCommand,
+    interrupt: &Interrupt,
+    observer: &mut dyn Observer,
+) -> Result<BenchmarkReport, ModelsError> {
+    let inputs = inputs
+        .iter()
+        .map(|arg| Input::parse(arg, cwd))
+        .collect::<Result<Vec<_>, _>>()?;
+    validate(options, &inputs)?;
+    let mut runtimes = options.runtimes.clone();
+    runtimes.dedup();
+    let options = BenchmarkOptions {
+        runtimes,
+        ..options.clone()
+    };
+    let cache = Cache::create(&options.cache_dir)?;
+    let cx = run::Context {
+        options: &options,
+        cache: &cache,
+        worker,
+        interrupt,
+        cwd,
+        device_problem: run::device_problem(options.device, &options.runtimes),
+        uid: format!("{}-{}", std::process::id(), state::now()),
+    };
+    let mut report = BenchmarkReport::default();
+    for (index, input) in inputs.iter().enumerate() {
+        if interrupt.is_set() {
+            report.interrupted = true;
+            break;
+        }
+        observer.on_input_start(input, index, inputs.len());
+        let result = run::run_input(&cx, input, observer);
+        observer.on_input_end(&result);
+        report.interrupted |= result.status == InputStatus::Interrupted;
+        report.inputs.push(result);
+    }
+    Ok(report)
+}
+
+/// The current folder, for relative inputs.
+fn current_dir() -> Result<Utf8PathBuf, ModelsError> {
+    std::env::current_dir()
+        .ok()
+        .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
+        .ok_or_else(|| ModelsError::Options("the current folder is not a UTF-8 path".into()))
+}
+
+/// Benchmarks every model of the Python script `script` (optionally `script.py::HASH,HASH`).
+pub fn benchmark_script(
+    script: impl AsRef<str>,
+    options: &BenchmarkOptions,
+    worker: &WorkerCommand,
+    observer: &mut dyn Observer,
+) -> Result<InputResult, ModelsError> {
+    one(
+        script.as_ref(),
+        InputKind::Script,
+        options,
+        worker,
+        observer,
+    )
+}
+
+/// Benchmarks one model: an ONNX file, or the invocation `script.py::HASH` of a script.
+pub fn benchmark_model(
+    model: impl AsRef<str>,
+    options: &BenchmarkOptions,
+    worker: &WorkerCommand,
+    observer: &mut dyn Observer,
+) -> Result<InputResult, ModelsError> {
+    let model = model.as_ref();
+    let kind = if model.contains("::") {
+        InputKind::Script
+    } else {
+        InputKind::Onnx
+    };
+    if kind == InputKind::Script && model.split_once("::").is_some_and(|(_, t)| t.contains(',')) {
+        return Err(ModelsError::Options(format!(
+            "`{model}` names several invocations; benchmark_model takes one (`script.py::HASH`), benchmark_script takes several"
+        )));
+    }
+    one(model, kind, options, worker, observer)
+}
+
+fn one(
+    arg: &str,
+    kind: InputKind,
+    options: &BenchmarkOptions,
+    worker: &WorkerCommand,
+    observer: &mut dyn Observer,
+) -> Result<InputResult, ModelsError> {
+    let cwd = current_dir()?;
+    let input = Input::parse(arg, &cwd)?;
+    if input.kind != kind {
+        return Err(ModelsError::Options(match kind {
+            InputKind::Script => format!("`{arg}` is not a Python script (.py)"),
+            InputKind::Onnx => format!("`{arg}` is neither an ONNX file nor `script.py::HASH`"),
+        }));
+    }
+    let report = benchmark(
+        &[arg.to_string()],
+        &cwd,
+        options,
+        worker,
+        &Interrupt::new(),
+        observer,
+    )?;
+    Ok(report
+        .inputs
+        .into_iter()
+        .next()
+        .expect("one input gives one result"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs(dir: &Utf8Path, args: &[&str]) -> Vec<Input> {
+        args.iter().map(|a| Input::parse(a, dir).unwrap()).collect()
+    }
+
+    #[test]
+    fn contradictory_options_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = Utf8Path::from_path(dir.path()).unwrap();
+        fs_err::write(cwd.join("m.onnx"), "").unwrap();
+        fs_err::write(cwd.join("s.py"), "").unwrap();
+        let mut options = BenchmarkOptions::new("/c");
+        validate(&options, &inputs(cwd, &["s.py", "m.onnx"])).unwrap();
+        options.runtimes = vec![Runtime::Ort, Runtime::TorchEager];
+        let err = validate(&options, &inputs(cwd, &["m.onnx"])).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("m.onnx is an ONNX file and runtime torch-eager")
+        );
+        options.runtimes = vec![Runtime::Trt];
+        let err = validate(&options, &inputs(cwd, &["s.py"])).unwrap_err();
+        assert!(err.to_string().contains("add --device nvidia"));
+        options.device = Device::Nvidia;
+        validate(&options, &inputs(cwd, &["s.py"])).unwrap();
+        options.iterations = 0;
+        assert!(validate(&options, &[]).is_err());
+    }
+}

@@ -1,0 +1,777 @@
+//! One input through its worker: start the worker, answer each target invocation with the
+//! stages and runtimes it needs (after the staleness decision and with `state.yaml` marked
+//! running), record what comes back in the build folder, and turn a crash, a timeout or Ctrl-C
+//! into failures of what was in progress, never into a build that claims success.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use milabench_exec::Interrupt;
+
+use super::cache::{Cache, clean_folder};
+use super::input::{Input, InputKind, Labels, build_name, parse_labels};
+use super::options::{Action, BenchmarkOptions, Device, Runtime};
+use super::protocol::{
+    BenchmarkEvent, BenchmarkRequest, BuildRequest, Event, Hello, InvocationEvent, Reply, Request,
+    StageEvent,
+};
+use super::results::{
+    BuildResult, Failure, FailureKind, InputResult, InputStatus, InvocationResult, ModelResult,
+    RuntimeResult, StageResult,
+};
+use super::staleness::{Wanted, decide};
+use super::state::{
+    BuildConfig, BuildInfo, BuildState, BuildStats, BuildStatus, ModelInfo, RuntimeRecord,
+    STATE_FILE, STATS_FILE, StateError, Versions, now, read_yaml, stage_output, write_yaml,
+};
+use super::stats::Statistics;
+use crate::worker::{Worker, WorkerCommand, WorkerError, WorkerOptions};
+
+/// Receives progress while inputs run. Every method has an empty default.
+pub trait Observer {
+    /// An input starts (`index` of `total`, from 0).
+    fn on_input_start(&mut self, _input: &Input, _index: usize, _total: usize) {}
+    /// Something changed in the input being run.
+    fn on_progress(&mut self, _result: &InputResult) {}
+    /// Something a person should know.
+    fn on_warning(&mut self, _message: &str) {}
+    /// An input ended.
+    fn on_input_end(&mut self, _result: &InputResult) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Quiet;
+
+impl Observer for Quiet {}
+
+/// What every input of a call shares.
+pub(crate) struct Context<'a> {
+    pub options: &'a BenchmarkOptions,
+    pub cache: &'a Cache,
+    pub worker: &'a WorkerCommand,
+    pub interrupt: &'a Interrupt,
+    pub cwd: &'a Utf8Path,
+    /// Why the device cannot be used here (no GPU for `nvidia`), when it cannot.
+    pub device_problem: Option<String>,
+    /// Identifies this benchit process in `state.yaml`.
+    pub uid: String,
+}
+
+/// A build being made or measured for one invocation.
+struct Pending {
+    state: BuildState,
+    stats: BuildStats,
+    dir: Utf8PathBuf,
+}
+
+/// One input in progress.
+struct Run<'a, 'o> {
+    cx: &'a Context<'a>,
+    input: &'a Input,
+    observer: &'o mut dyn Observer,
+    result: InputResult,
+    labels: Labels,
+    versions: Versions,
+    pending: HashMap<String, Pending>,
+}
+
+/// Runs `input` through its own worker.
+pub(crate) fn run_input(
+    cx: &Context<'_>,
+    input: &Input,
+    observer: &mut dyn Observer,
+) -> InputResult {
+    let started = Instant::now();
+    let (labels, label_warnings) = match input.kind {
+        InputKind::Script => fs_err::read_to_string(&input.path)
+            .map(|text| parse_labels(&text))
+            .unwrap_or_default(),
+        InputKind::Onnx => Default::default(),
+    };
+    let mut run = Run {
+        cx,
+        input,
+        observer,
+        result: InputResult {
+            input: input.arg.clone(),
+            path: input.path.clone(),
+            kind: input.kind,
+            status: InputStatus::Running,
+            log: cx.cache.log_path(input.stem()),
+            versions: None,
+            labels: labels.clone(),
+            models: Vec::new(),
+            failure: None,
+            warnings: Vec::new(),
+            seconds: 0.0,
+        },
+        labels,
+        versions: Versions::of(&Hello::default()),
+        pending: HashMap::new(),
+    };
+    for warning in label_warnings {
+        run.warn(format!("{}: {warning}", input.arg));
+    }
+    run.go();
+    run.result.seconds = started.elapsed().as_secs_f64();
+    run.result
+}
+
+impl Run<'_, '_> {
+    fn warn(&mut self, message: String) {
+        self.observer.on_warning(&message);
+        self.result.warnings.push(message);
+    }
+
+    fn fail(&mut self, kind: FailureKind, message: String, traceback: Option<String>) {
+        self.result.status = if kind == FailureKind::Interrupted {
+            InputStatus::Interrupted
+        } else {
+            InputStatus::Failed
+        };
+        self.result.failure = Some(Failure {
+            kind,
+            message,
+            traceback,
+        });
+    }
+
+    fn go(&mut self) {
+        let options = self.cx.options;
+        if options.resume {
+            match self.cx.cache.attempted(&self.input.path) {
+                Ok(true) => {
+                    self.result.status = InputStatus::Skipped;
+                    return;
+                }
+                Ok(false) => {}
+                Err(e) => return self.fail(FailureKind::Cache, e.to_string(), None),
+            }
+        }
+        if let Err(e) = self.cx.cache.record_attempt(&self.input.path) {
+            return self.fail(FailureKind::Cache, e.to_string(), None);
+        }
+        let log = self.result.log.clone();
+        let spawned = Worker::spawn(
+            self.cx.worker,
+            WorkerOptions {
+                mode: "models",
+                cwd: self.cx.cwd,
+                log: &log,
+                env: Vec::new(),
+                timeout: options.timeout,
+                interrupt: self.cx.interrupt.clone(),
+            },
+        );
+        let mut worker = match spawned {
+            Ok(worker) => worker,
+            Err(e) => return self.fail(FailureKind::Start, e.to_string(), None),
+        };
+        let request = match self.input.kind {
+            InputKind::Script => Request::Script {
+                script: self.input.path.to_string(),
+                script_args: options.script_args.clone(),
+                targets: self.input.targets.clone(),
+                max_depth: options.max_depth,
+                analyze_only: options.action == Action::Analyze,
+            },
+            InputKind::Onnx => Request::Onnx {
+                path: self.input.path.to_string(),
+            },
+        };
+        let outcome = worker
+            .send(&request)
+            .and_then(|()| self.converse(&mut worker));
+        match outcome {
+            Ok(true) => {
+                let exit = worker.finish();
+                if self.result.failure.is_none() {
+                    self.result.status = InputStatus::Done;
+                }
+                if !exit.success() {
+                    self.warn(format!(
+                        "{}: the worker {exit} after finishing; see its log {log}",
+                        self.input.arg
+                    ));
+                }
+            }
+            Ok(false) => {
+                let exit = worker.finish();
+                self.fail(
+                    FailureKind::Crash,
+                    format!("the worker {exit} before finishing; see its log {log}"),
+                    None,
+                );
+            }
+            Err(e) => {
+                drop(worker);
+                let kind = match &e {
+                    WorkerError::Timeout { .. } => FailureKind::Timeout,
+                    WorkerError::Interrupted => FailureKind::Interrupted,
+                    WorkerError::Protocol { .. } => FailureKind::Protocol,
+                    _ => FailureKind::Crash,
+                };
+                self.fail(kind, e.to_string(), None);
+            }
+        }
+        self.close_pending();
+        self.check_targets();
+        self.observer.on_progress(&self.result);
+    }
+
+    /// Reads events until `done` (`Ok(true)`) or the end of the stream (`Ok(false)`).
+    fn converse(&mut self, worker: &mut Worker) -> Result<bool, WorkerError> {
+        while let Some(event) = worker.next_event::<Event>()? {
+            match event {
+                Event::Hello(hello) => {
+                    self.versions = Versions::of(&hello);
+                    self.result.versions = Some(hello);
+                }
+                Event::Model(model) => {
+                    if !self
+                        .result
+                        .models
+                        .iter()
+                        .any(|m| m.model.model_hash == model.model_hash)
+                    {
+                        self.result.models.push(ModelResult {
+                            model,
+                            invocations: Vec::new(),
+                        });
+                    }
+                }
+                Event::Invocation(invocation) => {
+                    let wants_reply =
+                        invocation.is_target && self.cx.options.action != Action::Analyze;
+                    let reply = self.add_invocation(invocation);
+                    if wants_reply {
+                        self.observer.on_progress(&self.result);
+                        worker.send(&reply)?;
+                    }
+                }
+                Event::Stage(stage) => self.stage(stage),
+                Event::OnnxInfo(info) => {
+                    if let Some(p) = self.pending.get_mut(&info.invocation_hash) {
+                        p.stats.onnx_info.retain(|i| i.file != info.file);
+                        p.stats.onnx_info.push(info.clone());
+                    }
+                    if let Some(build) = self.build_mut(&info.invocation_hash) {
+                        build.onnx.retain(|i| i.file != info.file);
+                        build.onnx.push(info);
+                    }
+                }
+                Event::Benchmark(benchmark) => self.benchmark(benchmark),
+                Event::InvocationDone { invocation_hash } => self.invocation_done(&invocation_hash),
+                Event::Calls { invocations } => {
+                    for call in invocations {
+                        if let Some(inv) = self.result.invocation_mut(&call.invocation_hash) {
+                            inv.executed = Some(call.executed);
+                            inv.seconds = Some(call.seconds);
+                        }
+                    }
+                }
+                Event::ScriptError(error) => self.fail(
+                    FailureKind::ScriptError,
+                    format!("the script raised {}: {}", error.kind, error.message),
+                    error.traceback,
+                ),
+                Event::Error(fault) => {
+                    self.fail(FailureKind::WorkerError, fault.message, fault.traceback)
+                }
+                Event::Done => return Ok(true),
+            }
+            self.observer.on_progress(&self.result);
+        }
+        Ok(false)
+    }
+
+    fn build_mut(&mut self, invocation_hash: &str) -> Option<&mut BuildResult> {
+        self.result
+            .invocation_mut(invocation_hash)
+            .and_then(|i| i.build.as_mut())
+    }
+
+    /// Records an invocation; for a target, decides the build and returns the reply.
+    fn add_invocation(&mut self, inv: InvocationEvent) -> Reply {
+        let mut entry = InvocationResult {
+            invocation_hash: inv.invocation_hash.clone(),
+            parent_invocation_hash: inv.parent_invocation_hash.clone(),
+            input_shapes: inv.input_shapes.clone(),
+            input_dtypes: inv.input_dtypes.clone(),
+            is_target: inv.is_target,
+            executed: None,
+            seconds: None,
+            build: None,
+        };
+        let reply = if inv.is_target && self.cx.options.action != Action::Analyze {
+            let (reply, build) = self.plan_build(&inv);
+            entry.build = Some(build);
+            reply
+        } else {
+            Reply::skip()
+        };
+        match self
+            .result
+            .models
+            .iter_mut()
+            .find(|m| m.model.model_hash == inv.model_hash)
+        {
+            Some(model) => model.invocations.push(entry),
+            None => self.warn(format!(
+                "{}: the worker reported invocation {} of a model it never announced ({})",
+                self.input.arg, inv.invocation_hash, inv.model_hash
+            )),
+        }
+        reply
+    }
+
+    /// The stages the options ask for this input's models.
+    fn wanted_stages(&self) -> Vec<&'static str> {
+        let mut stages = self.cx.options.stages();
+        if self.input.kind == InputKind::Onnx
+            && let Some(first) = stages.first_mut()
+        {
+            *first = "receive";
+        }
+        stages
+    }
+
+    fn plan_build(&mut self, inv: &InvocationEvent) -> (Reply, BuildResult) {
+        let options = self.cx.options;
+        let name = build_name(self.input.stem(), &self.labels, &inv.invocation_hash);
+        let dir = self.cx.cache.build_dir(&name);
+        let mut build = BuildResult {
+            build_name: name.clone(),
+            build_dir: dir.clone(),
+            planned_stages: Vec::new(),
+            rebuild_reasons: Vec::new(),
+            stages: Vec::new(),
+            onnx: Vec::new(),
+            runtimes: Vec::new(),
+            done: false,
+            failure: None,
+        };
+        if let Some(problem) = &self.cx.device_problem {
+            build.failure = Some(Failure {
+                kind: FailureKind::WorkerError,
+                message: problem.clone(),
+                traceback: None,
+            });
+            return (Reply::skip(), build);
+        }
+        let stages = self.wanted_stages();
+        let state_path = dir.join(STATE_FILE);
+        let existing: Result<Option<BuildState>, String> =
+            read_yaml(&state_path).map_err(|e| match e {
+                StateError::Corrupt { problem, .. } => format!("{STATE_FILE}: {problem}"),
+                other => other.to_string(),
+            });
+        let wanted = Wanted {
+            build_dir: &dir,
+            build_name: &name,
+            model_hash: &inv.weights_hash,
+            input_shapes: &inv.input_shapes,
+            input_dtypes: &inv.input_dtypes,
+            versions: &self.versions,
+            opset: options.opset,
+            exporter: options.exporter.as_str(),
+            stages: &stages,
+        };
+        let decision = match decide(
+            options.rebuild,
+            existing.as_ref().map(Option::as_ref).map_err(Clone::clone),
+            &wanted,
+        ) {
+            Ok(decision) => decision,
+            Err(e) => {
+                build.failure = Some(Failure {
+                    kind: FailureKind::Cache,
+                    message: e.to_string(),
+                    traceback: None,
+                });
+                return (Reply::skip(), build);
+            }
+        };
+        if let Some(warning) = &decision.warning {
+            self.warn(warning.clone());
+        }
+        build.planned_stages = decision.stages.clone();
+        build.rebuild_reasons = decision.reasons.clone();
+        let prepared = self
+            .cx
+            .cache
+            .prepare_build(&name, decision.fresh)
+            .and_then(|dir| {
+                self.cx.cache.record_build(&self.input.path, &name)?;
+                Ok(dir)
+            });
+        if let Err(e) = prepared {
+            build.failure = Some(Failure {
+                kind: FailureKind::Cache,
+                message: e.to_string(),
+                traceback: None,
+            });
+            return (Reply::skip(), build);
+        }
+        let kept = if decision.fresh {
+            None
+        } else {
+            existing.ok().flatten()
+        };
+        let mut state = kept.unwrap_or_else(|| self.new_state(&name, inv));
+        state.config.sequence = stages.iter().map(|s| s.to_string()).collect();
+        state.config.fp16 = options.fp16;
+        state.info.all_build_stages = state.config.sequence.clone();
+        state.rebuild = options.rebuild.as_str().to_string();
+        state.uid = self.cx.uid.clone();
+        if let Some(first) = decision.stages.first() {
+            let keep = stages.iter().position(|s| s == first).unwrap_or(0);
+            state.info.completed_build_stages.truncate(keep);
+            state.build_status = BuildStatus::BuildRunning;
+            state.info.current_build_stage = Some(first.clone());
+            state.info.failure = None;
+        } else {
+            state.build_status = BuildStatus::SuccessfulBuild;
+        }
+        if let Err(e) = self.save_state(&dir, &mut state) {
+            build.failure = Some(Failure {
+                kind: FailureKind::Cache,
+                message: e.to_string(),
+                traceback: None,
+            });
+            return (Reply::skip(), build);
+        }
+        let stats_path = dir.join(STATS_FILE);
+        let mut stats: BuildStats = read_yaml(&stats_path).ok().flatten().unwrap_or_default();
+        stats.build_name = name.clone();
+        stats.script = self.input.path.to_string();
+        stats.labels = self.labels.clone();
+        stats.device = options.device.as_str().to_string();
+        stats.model = self.model_info(inv);
+        let benchmarks = if options.action == Action::Benchmark {
+            let onnx_stage = if options.fp16 { "fp16" } else { "optimize" };
+            options
+                .runtimes
+                .iter()
+                .map(|runtime| BenchmarkRequest {
+                    runtime: runtime.as_str().to_string(),
+                    onnx: runtime
+                        .needs_onnx()
+                        .then(|| stage_output(&dir, &name, options.opset, onnx_stage).to_string()),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.pending.insert(
+            inv.invocation_hash.clone(),
+            Pending {
+                state,
+                stats,
+                dir: dir.clone(),
+            },
+        );
+        let reply = Reply::Build(BuildRequest {
+            build_dir: dir.to_string(),
+            build_name: name,
+            stages: decision.stages,
+            opset: options.opset,
+            exporter: options.exporter.as_str().to_string(),
+            benchmarks,
+            warmup: options.warmup,
+            iterations: options.iterations,
+            device: options.device.as_str().to_string(),
+        });
+        (reply, build)
+    }
+
+    fn new_state(&self, name: &str, inv: &InvocationEvent) -> BuildState {
+        let model_type = match (
+            self.input.kind,
+            self.model_of(&inv.model_hash).map(|m| m.compiled),
+        ) {
+            (InputKind::Onnx, _) => "onnx_file",
+            (_, Some(true)) => "pytorch_compiled",
+            _ => "pytorch",
+        };
+        BuildState {
+            build_status: BuildStatus::NotStarted,
+            cache_dir: self.cx.cache.dir().to_string(),
+            config: BuildConfig {
+                build_name: name.to_string(),
+                onnx_opset: self.cx.options.opset,
+                sequence: Vec::new(),
+                exporter: self.cx.options.exporter.as_str().to_string(),
+                fp16: self.cx.options.fp16,
+            },
+            expected_input_shapes: inv.input_shapes.clone(),
+            expected_input_dtypes: inv.input_dtypes.clone(),
+            info: BuildInfo::default(),
+            intermediate_results: Vec::new(),
+            model_hash: inv.weights_hash.clone(),
+            model_type: model_type.to_string(),
+            benchit_version: self.versions.benchit.clone(),
+            torch_version: self.versions.torch.clone(),
+            onnx_version: self.versions.onnx.clone(),
+            onnxruntime_version: self.versions.onnxruntime.clone(),
+            rebuild: String::new(),
+            uid: String::new(),
+            updated: String::new(),
+        }
+    }
+
+    fn model_of(&self, model_hash: &str) -> Option<&super::protocol::ModelEvent> {
+        self.result
+            .models
+            .iter()
+            .map(|m| &m.model)
+            .find(|m| m.model_hash == model_hash)
+    }
+
+    fn model_info(&self, inv: &InvocationEvent) -> ModelInfo {
+        let model = self.model_of(&inv.model_hash);
+        ModelInfo {
+            hash: inv.model_hash.clone(),
+            invocation_hash: inv.invocation_hash.clone(),
+            class: model.map(|m| m.class.clone()).unwrap_or_default(),
+            file: model.and_then(|m| m.file.clone()),
+            line: model.and_then(|m| m.line),
+            name: model.and_then(|m| m.name.clone()),
+            parameters: model.map_or(0, |m| m.parameters),
+            parameter_bytes: model.map_or(0, |m| m.parameter_bytes),
+            input_shapes: inv.input_shapes.clone(),
+            input_dtypes: inv.input_dtypes.clone(),
+        }
+    }
+
+    fn save_state(&self, dir: &Utf8Path, state: &mut BuildState) -> Result<(), StateError> {
+        state.updated = now();
+        write_yaml(&dir.join(STATE_FILE), state)
+    }
+
+    fn stage(&mut self, event: StageEvent) {
+        let ok = event.status == "ok";
+        if let Some(mut p) = self.pending.remove(&event.invocation_hash) {
+            let info = &mut p.state.info;
+            info.build_stage_execution_times
+                .insert(event.stage.clone(), event.seconds);
+            if ok {
+                info.completed_build_stages.push(event.stage.clone());
+                match event.stage.as_str() {
+                    "export" | "receive" => info.base_onnx_exported = true,
+                    "optimize" => info.opt_onnx_exported = true,
+                    "fp16" => info.converted_onnx_exported = true,
+                    _ => {}
+                }
+                if let Some(output) = &event.output {
+                    p.state.intermediate_results.push(output.clone());
+                }
+                let next = info
+                    .all_build_stages
+                    .iter()
+                    .skip_while(|s| **s != event.stage)
+                    .nth(1)
+                    .cloned();
+                info.current_build_stage = next;
+            } else {
+                info.current_build_stage = None;
+                info.failure = Some(format!(
+                    "{}: {}",
+                    event.stage,
+                    event.message.clone().unwrap_or_else(|| "failed".into())
+                ));
+                p.state.build_status = BuildStatus::FailedBuild;
+            }
+            if let Err(e) = self.save_state(&p.dir.clone(), &mut p.state) {
+                self.warn(e.to_string());
+            }
+            self.pending.insert(event.invocation_hash.clone(), p);
+        }
+        if let Some(build) = self.build_mut(&event.invocation_hash) {
+            build.stages.push(StageResult {
+                stage: event.stage,
+                ok,
+                seconds: event.seconds,
+                output: event.output,
+                message: event.message,
+                traceback: event.traceback,
+            });
+        }
+    }
+
+    fn benchmark(&mut self, event: BenchmarkEvent) {
+        let batch_size = self.cx.options.batch_size;
+        let ok = event.status == "ok";
+        let statistics = if ok {
+            Statistics::of(&event.times_ns, batch_size)
+        } else {
+            None
+        };
+        let message = match (&event.message, ok, &statistics) {
+            (Some(m), _, _) => Some(m.clone()),
+            (None, true, None) => Some("no timed call (--iterations 0?)".to_string()),
+            (None, false, _) => Some("failed".to_string()),
+            _ => None,
+        };
+        let ok = ok && statistics.is_some();
+        if let Some(p) = self.pending.get_mut(&event.invocation_hash) {
+            p.stats.runtimes.insert(
+                event.runtime.clone(),
+                RuntimeRecord {
+                    status: if ok { "ok" } else { "error" }.to_string(),
+                    runtime_version: event.runtime_version.clone(),
+                    provider: event.provider.clone(),
+                    compile_seconds: event.compile_seconds,
+                    warmup: event.warmup,
+                    statistics: statistics.clone(),
+                    message: message.clone(),
+                    times_ns: event.times_ns.clone(),
+                },
+            );
+        }
+        if let Some(build) = self.build_mut(&event.invocation_hash) {
+            build.runtimes.retain(|r| r.runtime != event.runtime);
+            build.runtimes.push(RuntimeResult {
+                runtime: event.runtime,
+                ok,
+                runtime_version: event.runtime_version,
+                provider: event.provider,
+                compile_seconds: event.compile_seconds,
+                statistics,
+                message,
+                traceback: event.traceback,
+            });
+        }
+    }
+
+    fn invocation_done(&mut self, invocation_hash: &str) {
+        let Some(mut p) = self.pending.remove(invocation_hash) else {
+            return;
+        };
+        if p.state.build_status == BuildStatus::BuildRunning {
+            let all_done = p
+                .state
+                .info
+                .all_build_stages
+                .iter()
+                .all(|s| p.state.info.completed_build_stages.contains(s));
+            p.state.build_status = if all_done {
+                BuildStatus::SuccessfulBuild
+            } else {
+                p.state.info.failure = Some("the worker skipped stages it was asked for".into());
+                BuildStatus::FailedBuild
+            };
+            p.state.info.current_build_stage = None;
+        }
+        self.finish_build(p, invocation_hash, None);
+    }
+
+    /// Writes the final state and stats of a build and marks it done (`failure`: why it ended
+    /// early).
+    fn finish_build(&mut self, mut p: Pending, invocation_hash: &str, failure: Option<Failure>) {
+        if failure.is_some() && p.state.build_status == BuildStatus::BuildRunning {
+            p.state.build_status = BuildStatus::FailedBuild;
+            p.state.info.failure = failure.as_ref().map(|f| f.message.clone());
+        }
+        let dir = p.dir.clone();
+        if let Err(e) = self.save_state(&dir, &mut p.state) {
+            self.warn(e.to_string());
+        }
+        p.stats.updated = now();
+        if let Err(e) = write_yaml(&dir.join(STATS_FILE), &p.stats) {
+            self.warn(e.to_string());
+        }
+        if self.cx.options.lean_cache
+            && let Err(e) = clean_folder(&dir)
+        {
+            self.warn(e.to_string());
+        }
+        let requested: Vec<Runtime> = if self.cx.options.action == Action::Benchmark {
+            self.cx.options.runtimes.clone()
+        } else {
+            Vec::new()
+        };
+        let reason = failure
+            .as_ref()
+            .map(|f| f.message.clone())
+            .unwrap_or_else(|| "the worker did not report it".into());
+        if let Some(build) = self.build_mut(invocation_hash) {
+            build.done = failure.is_none();
+            for runtime in requested {
+                if !build.runtimes.iter().any(|r| r.runtime == runtime.as_str()) {
+                    build.runtimes.push(RuntimeResult {
+                        runtime: runtime.as_str().to_string(),
+                        ok: false,
+                        runtime_version: None,
+                        provider: None,
+                        compile_seconds: None,
+                        statistics: None,
+                        message: Some(reason.clone()),
+                        traceback: None,
+                    });
+                }
+            }
+            if build.failure.is_none() {
+                build.failure = failure;
+            }
+        }
+    }
+
+    /// Marks every build still in progress as failed with the input's failure.
+    fn close_pending(&mut self) {
+        let failure = self.result.failure.clone().unwrap_or(Failure {
+            kind: FailureKind::Crash,
+            message: "the worker ended without finishing this model".into(),
+            traceback: None,
+        });
+        let hashes: Vec<String> = self.pending.keys().cloned().collect();
+        for hash in hashes {
+            if let Some(p) = self.pending.remove(&hash) {
+                self.finish_build(p, &hash, Some(failure.clone()));
+            }
+        }
+    }
+
+    /// Warns about `::` targets the script never invoked.
+    fn check_targets(&mut self) {
+        let seen: Vec<String> = self
+            .result
+            .models
+            .iter()
+            .flat_map(|m| m.invocations.iter().map(|i| i.invocation_hash.clone()))
+            .collect();
+        let missing: Vec<String> = self
+            .input
+            .targets
+            .iter()
+            .filter(|t| !seen.contains(t))
+            .cloned()
+            .collect();
+        if !missing.is_empty() && self.result.status == InputStatus::Done {
+            self.warn(format!(
+                "{}: no invocation has hash {}; the script's invocations are {}",
+                self.input.arg,
+                missing.join(", "),
+                if seen.is_empty() {
+                    "none".to_string()
+                } else {
+                    seen.join(", ")
+                }
+            ));
+        }
+    }
+}
+
+/// Why `device` cannot run here, if it cannot: `nvidia` needs an NVIDIA GPU.
+pub(crate) fn device_problem(device: Device, runtimes: &[Runtime]) -> Option<String> {
+    let wants_gpu = device == Device::Nvidia || runtimes.iter().any(|r| r.needs_gpu());
+    if !wants_gpu {
+        return None;
+    }
+    let (gpus, _) = milabench_system::discover(Some("cuda")).devices();
+    gpus.is_empty().then(|| {
+        "needs a GPU: --device nvidia (and trt) run on an NVIDIA GPU, and none was found on this machine; use --device x86".to_string()
+    })
+}

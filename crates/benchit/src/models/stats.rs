@@ -1,0 +1,170 @@
+//! Statistics of one runtime's timed calls: latency mean, median, p90, p99, standard deviation,
+//! extremes, throughput and the 95% confidence interval of the mean (Student's t, so that short
+//! runs get honest, wider intervals).
+
+use serde::{Deserialize, Serialize};
+
+/// The summary of the timed calls of one model on one runtime. Latencies in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Statistics {
+    /// Timed calls.
+    pub iterations: usize,
+    /// Mean latency.
+    pub mean_ms: f64,
+    /// Median latency.
+    pub median_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// Sample standard deviation (0 for a single call).
+    pub std_ms: f64,
+    /// Fastest call.
+    pub min_ms: f64,
+    /// Slowest call.
+    pub max_ms: f64,
+    /// Lower bound of the 95% confidence interval of the mean.
+    pub ci95_low_ms: f64,
+    /// Upper bound of the 95% confidence interval of the mean.
+    pub ci95_high_ms: f64,
+    /// Samples per second: batch size / mean latency.
+    pub throughput: f64,
+    /// The batch size the throughput counts.
+    pub batch_size: u32,
+}
+
+impl Statistics {
+    /// The statistics of `times_ns`; `None` when there is no time.
+    pub fn of(times_ns: &[u64], batch_size: u32) -> Option<Statistics> {
+        if times_ns.is_empty() {
+            return None;
+        }
+        let mut ms: Vec<f64> = times_ns.iter().map(|&t| t as f64 / 1e6).collect();
+        ms.sort_by(f64::total_cmp);
+        let n = ms.len();
+        let mean = ms.iter().sum::<f64>() / n as f64;
+        let std = if n > 1 {
+            (ms.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        let half_width = if n > 1 {
+            t_975(n - 1) * std / (n as f64).sqrt()
+        } else {
+            0.0
+        };
+        Some(Statistics {
+            iterations: n,
+            mean_ms: mean,
+            median_ms: quantile_sorted(&ms, 0.5),
+            p90_ms: quantile_sorted(&ms, 0.9),
+            p99_ms: quantile_sorted(&ms, 0.99),
+            std_ms: std,
+            min_ms: ms[0],
+            max_ms: ms[n - 1],
+            ci95_low_ms: mean - half_width,
+            ci95_high_ms: mean + half_width,
+            throughput: if mean > 0.0 {
+                f64::from(batch_size) * 1000.0 / mean
+            } else {
+                f64::INFINITY
+            },
+            batch_size,
+        })
+    }
+}
+
+/// The `q` quantile of sorted, non-empty `values`, linearly interpolated between the nearest
+/// ranks (numpy's default).
+fn quantile_sorted(values: &[f64], q: f64) -> f64 {
+    let position = q.clamp(0.0, 1.0) * (values.len() - 1) as f64;
+    let low = position.floor() as usize;
+    let high = position.ceil() as usize;
+    values[low] + (values[high] - values[low]) * (position - low as f64)
+}
+
+/// Two-sided 95% critical values of Student's t for 1 to 30 degrees of freedom.
+const T_975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// The 97.5% quantile of Student's t with `df` degrees of freedom: the table up to 30, then the
+/// Cornish-Fisher expansion around the normal quantile (Abramowitz & Stegun 26.7.5), exact to
+/// the third decimal there.
+fn t_975(df: usize) -> f64 {
+    if (1..=T_975.len()).contains(&df) {
+        return T_975[df - 1];
+    }
+    let z: f64 = 1.959_963_985;
+    let v = df.max(1) as f64;
+    let g1 = (z.powi(3) + z) / 4.0;
+    let g2 = (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / 96.0;
+    let g3 = (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / 384.0;
+    let g4 = (79.0 * z.powi(9) + 776.0 * z.powi(7) + 1482.0 * z.powi(5)
+        - 1920.0 * z.powi(3)
+        - 945.0 * z)
+        / 92160.0;
+    z + g1 / v + g2 / v.powi(2) + g3 / v.powi(3) + g4 / v.powi(4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tolerance: f64) -> bool {
+        (a - b).abs() <= tolerance
+    }
+
+    #[test]
+    fn nothing_timed_gives_no_statistics() {
+        assert_eq!(Statistics::of(&[], 1), None);
+    }
+
+    #[test]
+    fn known_sample() {
+        // 1..=10 ms.
+        let times: Vec<u64> = (1..=10).map(|ms| ms * 1_000_000).collect();
+        let s = Statistics::of(&times, 1).unwrap();
+        assert_eq!(s.iterations, 10);
+        assert!(close(s.mean_ms, 5.5, 1e-12));
+        assert!(close(s.median_ms, 5.5, 1e-12));
+        assert!(close(s.p90_ms, 9.1, 1e-12));
+        assert!(close(s.p99_ms, 9.91, 1e-12));
+        assert!(close(s.std_ms, 3.027_650_354, 1e-9));
+        assert_eq!((s.min_ms, s.max_ms), (1.0, 10.0));
+        // mean ± t(9) * s / sqrt(10) = 5.5 ± 2.262 * 0.957427
+        assert!(close(s.ci95_low_ms, 5.5 - 2.165_700, 1e-5));
+        assert!(close(s.ci95_high_ms, 5.5 + 2.165_700, 1e-5));
+        assert!(close(s.throughput, 1000.0 / 5.5, 1e-9));
+    }
+
+    #[test]
+    fn throughput_counts_the_batch() {
+        let s = Statistics::of(&[2_000_000, 2_000_000], 8).unwrap();
+        assert!(close(s.throughput, 4000.0, 1e-9));
+        assert_eq!(s.std_ms, 0.0);
+        assert_eq!(s.ci95_low_ms, s.ci95_high_ms);
+    }
+
+    #[test]
+    fn a_single_call_has_a_point_interval() {
+        let s = Statistics::of(&[1_500_000], 1).unwrap();
+        assert_eq!((s.mean_ms, s.median_ms, s.p99_ms), (1.5, 1.5, 1.5));
+        assert_eq!((s.std_ms, s.ci95_low_ms, s.ci95_high_ms), (0.0, 1.5, 1.5));
+    }
+
+    #[test]
+    fn student_t_quantiles() {
+        assert_eq!(t_975(1), 12.706);
+        assert_eq!(t_975(30), 2.042);
+        // Reference values: 40 -> 2.0211, 60 -> 2.0003, 120 -> 1.9799, large -> 1.96.
+        assert!(close(t_975(40), 2.0211, 5e-4));
+        assert!(close(t_975(60), 2.0003, 5e-4));
+        assert!(close(t_975(120), 1.9799, 5e-4));
+        assert!(close(t_975(100_000), 1.96, 1e-3));
+        // Monotone where the table meets the expansion.
+        assert!(t_975(31) < t_975(30));
+    }
+}
