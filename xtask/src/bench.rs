@@ -31,20 +31,34 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Builds and runs `example` of `package` in release, returning its standard output (the
-/// measurement programs print JSON); `what` names the measurement in errors.
+/// Builds and runs `example` of `package` with the `measure` profile (release, except polars:
+/// see the root Cargo.toml) and `args`, returning its standard output (the measurement programs
+/// print their figures); `what` names the measurement in errors.
 fn release_example_output(package: &str, example: &str, what: &str) -> anyhow::Result<String> {
+    measure_example_output(package, example, &[], what)
+}
+
+/// [`release_example_output`] with arguments for the program.
+fn measure_example_output(
+    package: &str,
+    example: &str,
+    args: &[String],
+    what: &str,
+) -> anyhow::Result<String> {
     use anyhow::{Context, bail};
     let output = std::process::Command::new(env!("CARGO"))
         .args([
             "run",
-            "--release",
+            "--profile",
+            "measure",
             "--quiet",
             "--package",
             package,
             "--example",
             example,
+            "--",
         ])
+        .args(args)
         .output()
         .with_context(|| format!("could not start cargo for the {what} measurement"))?;
     if !output.status.success() {

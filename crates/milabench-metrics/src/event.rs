@@ -303,37 +303,44 @@ impl DataPayload {
     pub fn from_map(map: Map<String, Value>) -> DataPayload {
         let mut d = DataPayload::default();
         for (key, value) in map {
-            match key.as_str() {
-                "task" => take(&mut d.task, key, value, &mut d.extra, string),
-                "time" => take(&mut d.time, key, value, &mut d.extra, as_f64),
-                "rate" => take(&mut d.rate, key, value, &mut d.extra, as_f64),
-                "units" => take(&mut d.units, key, value, &mut d.extra, string),
-                "loss" => take(&mut d.loss, key, value, &mut d.extra, as_f64),
-                "progress" => take(&mut d.progress, key, value, &mut d.extra, pair),
-                "gpudata" => match value {
-                    Value::Object(gpus) => {
-                        d.gpudata = Some(
-                            gpus.into_iter()
-                                .map(|(id, s)| (id, GpuSample::from_value(s)))
-                                .collect(),
-                        );
-                    }
-                    value => {
-                        d.extra.insert(key, value);
-                    }
-                },
-                "cpudata" => match value {
-                    Value::Object(m) => d.cpudata = Some(CpuSample::from_map(m)),
-                    value => {
-                        d.extra.insert(key, value);
-                    }
-                },
-                _ => {
-                    d.extra.insert(key, value);
-                }
-            }
+            d.set(key, value);
         }
         d
+    }
+
+    /// Files one key of the payload: into its typed field when the value has the expected
+    /// shape, else into `extra`.
+    pub(crate) fn set(&mut self, key: String, value: Value) {
+        let d = self;
+        match key.as_str() {
+            "task" => take(&mut d.task, key, value, &mut d.extra, string),
+            "time" => take(&mut d.time, key, value, &mut d.extra, as_f64),
+            "rate" => take(&mut d.rate, key, value, &mut d.extra, as_f64),
+            "units" => take(&mut d.units, key, value, &mut d.extra, string),
+            "loss" => take(&mut d.loss, key, value, &mut d.extra, as_f64),
+            "progress" => take(&mut d.progress, key, value, &mut d.extra, pair),
+            "gpudata" => match value {
+                Value::Object(gpus) => {
+                    d.gpudata = Some(
+                        gpus.into_iter()
+                            .map(|(id, s)| (id, GpuSample::from_value(s)))
+                            .collect(),
+                    );
+                }
+                value => {
+                    d.extra.insert(key, value);
+                }
+            },
+            "cpudata" => match value {
+                Value::Object(m) => d.cpudata = Some(CpuSample::from_map(m)),
+                value => {
+                    d.extra.insert(key, value);
+                }
+            },
+            _ => {
+                d.extra.insert(key, value);
+            }
+        }
     }
 
     /// The payload as a JSON object.
@@ -387,24 +394,30 @@ pub struct GpuSample {
 }
 
 impl GpuSample {
-    fn from_value(value: Value) -> GpuSample {
+    pub(crate) fn from_value(value: Value) -> GpuSample {
         let mut s = GpuSample::default();
         let Value::Object(map) = value else {
             s.extra.insert(String::new(), value);
             return s;
         };
         for (key, value) in map {
-            match key.as_str() {
-                "memory" => take(&mut s.memory, key, value, &mut s.extra, pair),
-                "load" => take(&mut s.load, key, value, &mut s.extra, as_f64),
-                "temperature" => take(&mut s.temperature, key, value, &mut s.extra, as_f64),
-                "power" => take(&mut s.power, key, value, &mut s.extra, as_f64),
-                _ => {
-                    s.extra.insert(key, value);
-                }
-            }
+            s.set(key, value);
         }
         s
+    }
+
+    /// Files one key of the sample (see [`DataPayload::set`]).
+    pub(crate) fn set(&mut self, key: String, value: Value) {
+        let s = self;
+        match key.as_str() {
+            "memory" => take(&mut s.memory, key, value, &mut s.extra, pair),
+            "load" => take(&mut s.load, key, value, &mut s.extra, as_f64),
+            "temperature" => take(&mut s.temperature, key, value, &mut s.extra, as_f64),
+            "power" => take(&mut s.power, key, value, &mut s.extra, as_f64),
+            _ => {
+                s.extra.insert(key, value);
+            }
+        }
     }
 
     fn to_value(&self) -> Value {

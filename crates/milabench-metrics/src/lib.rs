@@ -12,6 +12,7 @@ mod event;
 mod folder;
 mod json;
 mod reader;
+mod record_de;
 mod tag;
 mod writer;
 

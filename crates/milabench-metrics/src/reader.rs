@@ -175,6 +175,10 @@ fn trim_newline(bytes: &[u8]) -> &[u8] {
 /// Decodes one line of a `.data` file (`{"event", "data", "pipe"}`).
 pub(crate) fn parse_record_line(text: &str) -> Result<Record, LineProblemKind> {
     let text = quote_non_finite(text);
+    if let Some(record) = crate::record_de::decode_record(&text) {
+        return Ok(record);
+    }
+    // Not a record: find out whether it is JSON at all.
     let value: Value = serde_json::from_str(&text).map_err(|_| LineProblemKind::NotJson)?;
     let Value::Object(map) = value else {
         return Err(LineProblemKind::NotARecord);
@@ -182,7 +186,7 @@ pub(crate) fn parse_record_line(text: &str) -> Result<Record, LineProblemKind> {
     record_from_map(map).ok_or(LineProblemKind::NotARecord)
 }
 
-fn record_from_map(map: Map<String, Value>) -> Option<Record> {
+pub(crate) fn record_from_map(map: Map<String, Value>) -> Option<Record> {
     let mut name = None;
     let mut data = Value::Null;
     let mut pipe = None;
@@ -256,6 +260,20 @@ impl ProblemTally {
     /// Total number of bad lines.
     pub fn total(&self) -> usize {
         self.entries.iter().map(|e| e.count).sum()
+    }
+
+    /// Adds the counts of `other` (a tally of later files) after this one's.
+    pub fn merge(&mut self, other: ProblemTally) {
+        for entry in other.entries {
+            match self
+                .entries
+                .iter_mut()
+                .find(|e| e.kind == entry.kind && e.path == entry.path)
+            {
+                Some(e) => e.count += entry.count,
+                None => self.entries.push(entry),
+            }
+        }
     }
 
     /// One warning sentence per file and kind of problem.

@@ -97,8 +97,9 @@ pub fn load_runs<S: AsRef<str>>(sources: &[S]) -> Result<RunSet, ReportError> {
             sources: set.sources,
         });
     }
-    for file in &files {
-        match read_run_file(file, &mut set.line_problems)? {
+    for (file, (outcome, problems)) in files.iter().zip(read_in_parallel(&files)) {
+        set.line_problems.merge(problems);
+        match outcome? {
             Ok(run) => set.runs.push(run),
             Err(why) => set.skipped.push((file.path.clone(), why)),
         }
@@ -110,6 +111,47 @@ pub fn load_runs<S: AsRef<str>>(sources: &[S]) -> Result<RunSet, ReportError> {
         });
     }
     Ok(set)
+}
+
+/// What reading one file gave, and its bad lines.
+type FileRead = (Result<FileOutcome, ReportError>, ProblemTally);
+
+/// Reads `files` on as many threads as there are cores (files are independent); the results
+/// come back in the order of `files`, so reports and warnings do not depend on timing.
+fn read_in_parallel(files: &[DataFile]) -> Vec<FileRead> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(files.len())
+        .max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let read_some = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(file) = files.get(i) else {
+                return done;
+            };
+            let mut problems = ProblemTally::default();
+            let outcome = read_run_file(file, &mut problems);
+            done.push((i, (outcome, problems)));
+        }
+    };
+    let mut slots: Vec<Option<FileRead>> = files.iter().map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(read_some)).collect();
+        let mine = read_some();
+        let theirs = helpers.into_iter().flat_map(|h| {
+            h.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        for (i, read) in mine.into_iter().chain(theirs) {
+            slots[i] = Some(read);
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| slot.expect("every file is read once"))
+        .collect()
 }
 
 #[derive(Default)]

@@ -131,7 +131,7 @@ impl Report {
 pub struct ReportOptions {
     /// Price of the machine, for the price/performance line.
     pub price: Option<f64>,
-    /// Bootstrap resamples for the intervals.
+    /// Bootstrap resamples for the intervals; 0 leaves them out (NaN).
     pub resamples: usize,
     /// Seed of the resampling (fixed: intervals are reproducible).
     pub seed: u64,
@@ -143,6 +143,21 @@ impl Default for ReportOptions {
             price: None,
             resamples: 1000,
             seed: 0,
+        }
+    }
+}
+
+impl ReportOptions {
+    /// The default options for a report rendered as `format`: the text layout (the Python
+    /// tool's) shows no confidence interval, so it skips the bootstrap.
+    pub fn for_format(format: crate::render::Format) -> ReportOptions {
+        ReportOptions {
+            resamples: if format == crate::render::Format::Text {
+                0
+            } else {
+                ReportOptions::default().resamples
+            },
+            ..ReportOptions::default()
         }
     }
 }

@@ -19,21 +19,21 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let options = ReportOptions {
-        price: args.price,
-        seed: args.seed,
-        ..ReportOptions::default()
-    };
-    let (report, set) = report_runs(&args.runs, suite.as_deref(), &options)?;
-    for warning in set.warnings() {
-        warn(&warning);
-    }
     let format = match args.format {
         ReportFormat::Text => Format::Text,
         ReportFormat::Md => Format::Markdown,
         ReportFormat::Csv => Format::Csv,
         ReportFormat::Json => Format::Json,
     };
+    let options = ReportOptions {
+        price: args.price,
+        seed: args.seed,
+        ..ReportOptions::for_format(format)
+    };
+    let (report, set) = report_runs(&args.runs, suite.as_deref(), &options)?;
+    for warning in set.warnings() {
+        warn(&warning);
+    }
     write_output(args.output.as_deref(), &render(&report, format))?;
     Ok(if report.passes() {
         ExitCode::Success

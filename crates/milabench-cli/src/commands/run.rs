@@ -94,7 +94,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let (report, set) = report_runs(
         std::slice::from_ref(&run_dir),
         Some(&entries),
-        &ReportOptions::default(),
+        &ReportOptions::for_format(Format::Text),
     )?;
     for warning in set.warnings() {
         warn(&warning);

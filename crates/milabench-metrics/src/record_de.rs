@@ -1,0 +1,286 @@
+//! Decoding a record line straight into [`Record`], without building a JSON tree first.
+//!
+//! Most lines of a `.data` file are `data` events whose payload is an object of a few numbers,
+//! sometimes with a nested `gpudata` object per device. Parsing them into `serde_json::Value`
+//! and then picking the fields costs an ordered map per object; here the payload's keys are
+//! visited as the parser meets them and filed into the typed fields with the same rules as
+//! [`DataPayload::from_map`] (a value of an unexpected shape goes to `extra`). When `event` comes
+//! after `data` in a line, or the payload has another shape, the slower tree path decides, so the
+//! result is always the one [`Event::from_parts`] gives.
+
+use std::fmt;
+
+use serde::de::value::SeqAccessDeserializer;
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value};
+
+use crate::event::{DataPayload, Event, GpuSample, Pipe, Record};
+
+/// Parses one line as a record; `None` when it is not a JSON object with a string `event`
+/// (the caller then classifies the line with a plain parse).
+pub(crate) fn decode_record(text: &str) -> Option<Record> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let record = de.deserialize_map(RecordVisitor).ok()??;
+    de.end().ok()?;
+    Some(record)
+}
+
+/// Visits the top-level object; `Ok(None)` when `event` is missing or not a string.
+struct RecordVisitor;
+
+impl<'de> Visitor<'de> for RecordVisitor {
+    type Value = Option<Record>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an event record")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut name: Option<String> = None;
+        let mut event: Option<Event> = None;
+        let mut early_data: Option<Value> = None;
+        let mut pipe = None;
+        let mut bad_event = false;
+        let mut extra = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "event" => match map.next_value::<Value>()? {
+                    Value::String(s) => name = Some(s),
+                    _ => bad_event = true,
+                },
+                "data" => match &name {
+                    Some(n) => event = Some(map.next_value_seed(PayloadSeed { name: n })?),
+                    None => early_data = Some(map.next_value()?),
+                },
+                "pipe" => match map.next_value::<Value>()? {
+                    Value::String(s) => pipe = Some(Pipe::from_name(&s)),
+                    Value::Null => {}
+                    other => {
+                        extra.insert(key, other);
+                    }
+                },
+                _ => {
+                    let value = map.next_value()?;
+                    extra.insert(key, value);
+                }
+            }
+        }
+        let Some(name) = name.filter(|_| !bad_event) else {
+            return Ok(None);
+        };
+        let event = match event {
+            Some(event) => event,
+            None => Event::from_parts(&name, early_data.unwrap_or(Value::Null)),
+        };
+        Ok(Some(Record { event, pipe, extra }))
+    }
+}
+
+/// Decodes the `data` field of a record whose event name is known.
+struct PayloadSeed<'a> {
+    name: &'a str,
+}
+
+impl<'de> DeserializeSeed<'de> for PayloadSeed<'_> {
+    type Value = Event;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Event, D::Error> {
+        match self.name {
+            "data" => match deserializer.deserialize_any(DataVisitor)? {
+                Either::Typed(payload) => Ok(Event::Data(Box::new(payload))),
+                Either::Other(value) => Ok(Event::from_parts(self.name, value)),
+            },
+            name => {
+                let value = <Value as Deserialize>::deserialize(deserializer)?;
+                Ok(Event::from_parts(name, value))
+            }
+        }
+    }
+}
+
+/// A value decoded into its typed form, or kept as JSON when it has another shape.
+enum Either<T> {
+    Typed(T),
+    Other(Value),
+}
+
+/// Implements the non-object cases of a visitor that expects an object: each becomes
+/// `Either::Other` with the JSON value the parser saw.
+macro_rules! other_shapes {
+    () => {
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+            Ok(Either::Other(Value::Bool(v)))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Either::Other(Value::from(v)))
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Either::Other(Value::from(v)))
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            Ok(Either::Other(
+                serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+            ))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Either::Other(Value::String(v.to_owned())))
+        }
+        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+            Ok(Either::Other(Value::String(v)))
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Either::Other(Value::Null))
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Either::Other(Value::Null))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            <Value as Deserialize>::deserialize(SeqAccessDeserializer::new(seq)).map(Either::Other)
+        }
+    };
+}
+
+/// The payload of a `data` event.
+struct DataVisitor;
+
+impl<'de> Visitor<'de> for DataVisitor {
+    type Value = Either<DataPayload>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a data payload")
+    }
+
+    other_shapes!();
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut payload = DataPayload::default();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "gpudata" {
+                match map.next_value_seed(GpuDataSeed)? {
+                    Either::Typed(samples) => payload.gpudata = Some(samples),
+                    Either::Other(value) => payload.set(key, value),
+                }
+            } else {
+                let value = map.next_value()?;
+                payload.set(key, value);
+            }
+        }
+        Ok(Either::Typed(payload))
+    }
+}
+
+/// `gpudata`: one sample per device id.
+struct GpuDataSeed;
+
+impl<'de> DeserializeSeed<'de> for GpuDataSeed {
+    type Value = Either<Vec<(String, GpuSample)>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(GpuDataVisitor)
+    }
+}
+
+struct GpuDataVisitor;
+
+impl<'de> Visitor<'de> for GpuDataVisitor {
+    type Value = Either<Vec<(String, GpuSample)>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("GPU samples by device")
+    }
+
+    other_shapes!();
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut samples = Vec::new();
+        while let Some(id) = map.next_key::<String>()? {
+            let sample = match map.next_value_seed(GpuSampleSeed)? {
+                Either::Typed(sample) => sample,
+                Either::Other(value) => GpuSample::from_value(value),
+            };
+            samples.push((id, sample));
+        }
+        Ok(Either::Typed(samples))
+    }
+}
+
+/// One device's sample.
+struct GpuSampleSeed;
+
+impl<'de> DeserializeSeed<'de> for GpuSampleSeed {
+    type Value = Either<GpuSample>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(GpuSampleVisitor)
+    }
+}
+
+struct GpuSampleVisitor;
+
+impl<'de> Visitor<'de> for GpuSampleVisitor {
+    type Value = Either<GpuSample>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a GPU sample")
+    }
+
+    other_shapes!();
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut sample = GpuSample::default();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value()?;
+            sample.set(key, value);
+        }
+        Ok(Either::Typed(sample))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The slow path: a tree first, then the typed event.
+    fn via_tree(text: &str) -> Option<Record> {
+        let Value::Object(map) = serde_json::from_str::<Value>(text).ok()? else {
+            return None;
+        };
+        crate::reader::record_from_map(map)
+    }
+
+    #[test]
+    fn gives_the_same_records_as_the_tree_path() {
+        let lines = [
+            r#"{"event": "data", "data": {"rate": 12.5, "units": "items/s", "task": "train"}, "pipe": "data"}"#,
+            r#"{"event": "data", "data": {"task": "main", "time": 17.5, "gpudata": {"0": {"memory": [1, 2.5], "load": 0.9, "temperature": 60, "power": 300.5, "odd": [1]}, "1": 3}}, "pipe": "data"}"#,
+            r#"{"event": "data", "data": {"gpudata": [1, 2], "cpudata": {"memory": [1, 2], "load": 5}, "process": {"memory": [3]}}}"#,
+            r#"{"event": "data", "data": {"loss": "Infinity", "progress": [1, 70], "rate": "fast", "task": 3}, "pipe": "data"}"#,
+            r#"{"event": "data", "data": [1, 2], "pipe": "data"}"#,
+            r#"{"event": "data", "data": null}"#,
+            r#"{"data": {"rate": 1.0, "task": "train"}, "event": "data", "pipe": "data"}"#,
+            r#"{"event": "line", "data": "step 1\n", "pipe": "stderr"}"#,
+            r#"{"event": "config", "data": {"name": "x", "tag": ["x", "D0"]}, "pipe": null, "extra": {"a": 1}}"#,
+            r#"{"event": "stop", "data": null, "pipe": "data"}"#,
+            r#"{"event": "end", "data": {"return_code": 0, "time": 3.5}, "pipe": 7}"#,
+            r#"{"event": "phase", "data": {"name": "init"}, "pipe": null}"#,
+            r#"{"pipe": "data"}"#,
+            r#"{"event": 3, "data": {}}"#,
+        ];
+        for line in lines {
+            assert_eq!(decode_record(line), via_tree(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn lines_that_are_not_single_objects_are_refused() {
+        for line in [
+            "[1, 2]",
+            "3",
+            r#"{"event": "data", "data": {}} {}"#,
+            r#"{"event": "x""#,
+        ] {
+            assert_eq!(decode_record(line), None, "{line}");
+        }
+    }
+}
