@@ -215,6 +215,6 @@ def lookup(name: str) -> Operator:
     if callable(target) and not isinstance(target, type):
         return CallableOp(name, target)
     raise OperatorError(
-        f"unknown operator {name!r}: not a torch function, torch.nn module, aten:: operator or "
-        f"model; PARAM's names: {', '.join(known_names())}"
+        f"unknown operator {name!r}: not a torch.* function, a torch.nn module, an aten:: "
+        f"operator or one of the models {', '.join(ops_models.MODELS)}"
     )

@@ -114,7 +114,7 @@ pub(crate) fn run(args: OpsArgs) -> ExitCode {
     match run_inner(&args) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {err}");
             ExitCode::from(BAD_INPUT)
         }
     }

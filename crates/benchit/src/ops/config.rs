@@ -20,7 +20,7 @@ pub const MAX_RUNS: u64 = 50_000_000;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read the ops config {file}: {source}")]
+    #[error("cannot read the ops config {file}: {source}; check the -c/--config path")]
     Read {
         /// The config file.
         file: Utf8PathBuf,
@@ -168,7 +168,7 @@ pub struct CopyRule {
 impl OpsConfig {
     /// Reads and checks a config file.
     pub fn load(file: &Utf8Path) -> Result<OpsConfig, ConfigError> {
-        let text = fs_err::read_to_string(file).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(file).map_err(|source| ConfigError::Read {
             file: file.to_path_buf(),
             source,
         })?;
@@ -723,4 +723,63 @@ fn parse_copies(value: &Value, at: &JsonPath) -> Checked<Vec<CopyRule>> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> String {
+        OpsConfig::parse(text, "c.json").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn structural_problems_name_the_json_path() {
+        let cases = [
+            (
+                "[1]",
+                "c.json: at .: a config is an object mapping operator names",
+            ),
+            (
+                r#"{"torch.add": {"config": {"input": []}}}"#,
+                r#"c.json: at ."torch.add".config: "config" is a list"#,
+            ),
+            (
+                r#"{"torch.add": {"config": [{"inputs": []}]}}"#,
+                r#"c.json: at ."torch.add".config[0].inputs: unknown key "inputs"; the keys here are build, input"#,
+            ),
+            (
+                r#"{"torch.add": {"config": [{"input": [{"args": [{"type": "tensor", "shape": [[1, 4], 2], "__range__": ["shape"]}]}]}]}}"#,
+                r#"c.json: at ."torch.add".config[0].input[0].args[0].__range__: __range__ is expanded only by "RangeConfigIterator""#,
+            ),
+            (
+                r#"{"torch.add": {"input_iterator": "RangeConfigIterator", "config": [{"input": [{"args": [{"type": "int", "value": [5, 1], "__range__": ["value"]}]}]}]}}"#,
+                r#"c.json: at ."torch.add".config[0].input[0].args[0].value: the range [5,1] is empty"#,
+            ),
+            (
+                r#"{"torch.add": {"input_iterator": "RangeIterator", "config": []}}"#,
+                r#"c.json: at ."torch.add".input_iterator: unknown iterator "RangeIterator"; use one of DefaultConfigIterator, RangeConfigIterator"#,
+            ),
+            (
+                r#"{"torch.mm": {"input_iterator": "RangeConfigIterator", "config": [{"input": [{"args": [{"type": "tensor", "dtype": "float", "shape": [-1, 2], "__copy__": [{"shape": [0, [3, 1]]}]}]}]}]}}"#,
+                r#"c.json: at ."torch.mm".config[0].input[0].args[0].__copy__: copies from positional argument 3 but the spec has 1 positional argument(s)"#,
+            ),
+            ("{\"a\": 1,}", "c.json:1:9: not valid JSON"),
+        ];
+        for (text, expected) in cases {
+            let message = error(text);
+            assert!(
+                message.starts_with(expected),
+                "{message}\n  expected: {expected}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_huge_expansion_is_refused_before_it_is_made() {
+        let text = r#"{"torch.add": {"input_iterator": "RangeConfigIterator", "config": [{"input": [{"args": [
+            {"type": "int", "value": [1, 100000], "__range__": ["value"]},
+            {"type": "int", "value": [1, 100000], "__range__": ["value"]}]}]}]}}"#;
+        assert!(error(text).contains("expands to 10000000000 runs, more than 50000000"));
+    }
 }

@@ -269,3 +269,219 @@ pub fn select<'a>(
     }
     Ok(&runs[start..end])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(text: &str) -> Vec<ExpandedRun> {
+        expand(&OpsConfig::parse(text, "test.json").unwrap())
+    }
+
+    fn ids(runs: &[ExpandedRun]) -> Vec<String> {
+        runs.iter().map(ExpandedRun::full_id).collect()
+    }
+
+    fn shapes(runs: &[ExpandedRun]) -> Vec<String> {
+        runs.iter()
+            .map(|r| {
+                r.config["input"]["args"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| format!("{}:{}", a["dtype"], a["shape"]).replace('"', ""))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    }
+
+    const ADD_RANGE: &str = r#"{"torch.add": {
+        "input_data_generator": "PyTorch:DefaultDataGenerator",
+        "input_iterator": "RangeConfigIterator",
+        "config": [{"input": [
+            {"args": [
+                {"type": "tensor", "dtype": "float", "shape": [[128, 256, 128], 8], "__range__": ["shape"]},
+                {"type": "tensor", "dtype": "float", "shape": [1, 8]}]},
+            {"args": [
+                {"type": "tensor", "dtype": ["float", "double"], "shape": [[1, 2], 4], "__range__": ["dtype", "shape"]},
+                {"type": "int", "value": [1, 5, 2], "__range__": ["value"]}]}
+        ]}]}}"#;
+
+    #[test]
+    fn range_ids_count_variants_and_combinations_the_last_argument_fastest() {
+        let runs = runs(ADD_RANGE);
+        assert_eq!(
+            ids(&runs),
+            [
+                "torch.add|0|0|0_0",
+                "torch.add|0|0|0_1",
+                "torch.add|0|0|1_0",
+                "torch.add|0|0|1_1",
+                "torch.add|0|0|1_2",
+                "torch.add|0|0|1_3",
+                "torch.add|0|0|1_4",
+                "torch.add|0|0|1_5",
+                "torch.add|0|0|1_6",
+                "torch.add|0|0|1_7",
+                "torch.add|0|0|1_8",
+                "torch.add|0|0|1_9",
+                "torch.add|0|0|1_10",
+                "torch.add|0|0|1_11",
+            ]
+        );
+        assert_eq!(
+            shapes(&runs[..2]),
+            ["float:[128,8] float:[1,8]", "float:[256,8] float:[1,8]"]
+        );
+        let second: Vec<String> = runs[2..]
+            .iter()
+            .map(|r| {
+                let args = &r.config["input"]["args"];
+                format!(
+                    "{}{} {}",
+                    args[0]["dtype"], args[0]["shape"], args[1]["value"]
+                )
+                .replace('"', "")
+            })
+            .collect();
+        assert_eq!(
+            second,
+            [
+                "float[1,4] 1",
+                "float[1,4] 3",
+                "float[1,4] 5",
+                "float[2,4] 1",
+                "float[2,4] 3",
+                "float[2,4] 5",
+                "double[1,4] 1",
+                "double[1,4] 3",
+                "double[1,4] 5",
+                "double[2,4] 1",
+                "double[2,4] 3",
+                "double[2,4] 5",
+            ]
+        );
+        // Macros are gone from what is recorded and sent.
+        assert!(!runs[0].config.to_string().contains("__range__"));
+        assert!(runs.iter().all(|r| r.spec.is_ok()));
+    }
+
+    #[test]
+    fn copies_keep_matmul_dimensions_consistent() {
+        let runs = runs(
+            r#"{"torch.mm": {
+            "input_data_generator": "PyTorch:DefaultDataGenerator",
+            "input_iterator": "RangeConfigIterator",
+            "config": [{"input": [{"args": [
+                {"type": "tensor", "dtype": "float", "shape": [[2, 4, 2], [8, 16, 8]], "__range__": ["shape"]},
+                {"type": "tensor", "dtype": "float", "shape": [-1, [3, 5, 2]], "__range__": ["shape"],
+                 "__copy__": [{"shape": [0, [0, 1]]}]}]}]}]}}"#,
+        );
+        assert_eq!(
+            shapes(&runs),
+            [
+                "float:[2,8] float:[8,3]",
+                "float:[2,8] float:[8,5]",
+                "float:[2,16] float:[16,3]",
+                "float:[2,16] float:[16,5]",
+                "float:[4,8] float:[8,3]",
+                "float:[4,8] float:[8,5]",
+                "float:[4,16] float:[16,3]",
+                "float:[4,16] float:[16,5]",
+            ]
+        );
+        assert_eq!(runs[7].full_id(), "torch.mm|0|0|0_7");
+    }
+
+    #[test]
+    fn every_build_variant_gets_its_own_id_unlike_param() {
+        let runs = runs(
+            r#"{"torch.nn.Linear": {
+            "build_data_generator": "PyTorch:DefaultDataGenerator",
+            "input_data_generator": "PyTorch:DefaultDataGenerator",
+            "build_iterator": "RangeConfigIterator",
+            "config": [
+              {"build": [{"args": [{"type": "int", "value": 8}, {"type": "int", "value": [1, 3], "__range__": ["value"]}]}],
+               "input": [{"args": [{"type": "tensor", "dtype": "float", "shape": [2, 8]}]},
+                         {"args": [{"type": "tensor", "dtype": "float", "shape": [4, 8]}]}]},
+              {"input": [{"args": [{"type": "tensor", "dtype": "float", "shape": [1, 8]}]}]}
+            ]}}"#,
+        );
+        assert_eq!(
+            ids(&runs),
+            [
+                "torch.nn.Linear|0|0_0|0",
+                "torch.nn.Linear|0|0_0|1",
+                "torch.nn.Linear|0|0_1|0",
+                "torch.nn.Linear|0|0_1|1",
+                "torch.nn.Linear|0|0_2|0",
+                "torch.nn.Linear|0|0_2|1",
+                "torch.nn.Linear|1|0|0",
+            ]
+        );
+        assert_eq!(runs[2].config["build"]["args"][1]["value"], 2);
+        assert_eq!(runs[6].config["build"], Value::Null);
+    }
+
+    #[test]
+    fn a_bad_value_fails_its_id_only() {
+        let runs = runs(
+            r#"{"torch.add": {
+            "input_data_generator": "PyTorch:DefaultDataGenerator",
+            "input_iterator": "RangeConfigIterator",
+            "config": [{"input": [{"args": [
+                {"type": "tensor", "dtype": ["float", "half", "double"], "shape": [2], "__range__": ["dtype"]}]}]}]},
+            "torch.mul": {"config": [{"input": [{"args": []}]}]}}"#,
+        );
+        let problems: Vec<Option<&String>> = runs.iter().map(|r| r.spec.as_ref().err()).collect();
+        assert!(problems[0].is_none() && problems[2].is_none());
+        assert!(problems[1].unwrap().contains("unknown dtype \"half\""));
+        assert_eq!(
+            problems[3].unwrap(),
+            ".\"torch.mul\": no \"input_data_generator\"; add \"input_data_generator\": \"PyTorch:DefaultDataGenerator\""
+        );
+    }
+
+    #[test]
+    fn resume_is_inclusive_and_stop_exclusive() {
+        let all = runs(ADD_RANGE);
+        let picked = select(&all, Some("torch.add|0|0|0_1"), Some("torch.add|0|0|1_2")).unwrap();
+        assert_eq!(
+            ids(picked),
+            [
+                "torch.add|0|0|0_1",
+                "torch.add|0|0|1_0",
+                "torch.add|0|0|1_1"
+            ]
+        );
+        assert_eq!(
+            select(&all, Some("torch.add|0|0|1_11"), None)
+                .unwrap()
+                .len(),
+            1
+        );
+        assert_eq!(
+            select(&all, None, Some("torch.add|0|0|0_0")).unwrap().len(),
+            0
+        );
+        assert_eq!(
+            select(&all, Some("0|0|0_1"), None).unwrap_err().to_string(),
+            "no run has the --resume-id `0|0|0_1`; ids look like `torch.add|0|0|0_3` (`benchit ops --list` prints them)"
+        );
+        assert!(matches!(
+            select(&all, Some("torch.add|0|0|1_2"), Some("torch.add|0|0|0_1")),
+            Err(SelectError::Reversed { .. })
+        ));
+    }
+
+    #[test]
+    fn the_default_iterator_numbers_specs() {
+        let runs = runs(
+            r#"{"torch.relu": {"input_data_generator": "PyTorch:DefaultDataGenerator",
+            "config": [{"input": [{"args": [{"type": "tensor", "dtype": "float", "shape": [3]}]},
+                                  {"args": [{"type": "tensor", "dtype": "float", "shape": [5]}]}]}]}}"#,
+        );
+        assert_eq!(ids(&runs), ["torch.relu|0|0|0", "torch.relu|0|0|1"]);
+    }
+}

@@ -1,0 +1,377 @@
+//! `benchit ops`: listing, selection, bad input, and runs against a fake worker that speaks the
+//! protocol without torch (`tests/fixtures/benchit/fake_ops_worker.py`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{Output, fixtures, run};
+
+fn config(name: &str) -> PathBuf {
+    fixtures().join("benchit").join(name)
+}
+
+/// `benchit ops` run from `cwd` with the fake worker and no `BENCHIT_*` variable of the caller.
+fn ops(cwd: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_benchit"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("BENCHIT_") {
+            cmd.env_remove(key);
+        }
+    }
+    let worker = format!("python3 {}", config("fake_ops_worker.py").display());
+    cmd.current_dir(cwd)
+        .env("BENCHIT_WORKER", worker)
+        .env("BENCHIT_HOME", cwd.join("home"))
+        .arg("ops")
+        .args(args);
+    cmd
+}
+
+/// Paths, and the pid and time in output file names, replaced by markers.
+fn redact(text: &str, cwd: &Path) -> String {
+    let text = crate::common::redact(text).replace(&cwd.display().to_string(), "[CWD]");
+    let marker = "benchmark_result_";
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(marker) {
+        out.push_str(&rest[..at + marker.len()]);
+        rest = &rest[at + marker.len()..];
+        let stamp = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '_')
+            .unwrap_or(rest.len());
+        if stamp > 0 {
+            out.push_str("[PID]_[TIME]");
+            // Keep the separator before a suffix such as `_worker.log`.
+            let keep_underscore = rest[..stamp].ends_with('_');
+            rest = &rest[stamp..];
+            if keep_underscore {
+                out.push('_');
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The lines of the only output file in `cwd`.
+fn output_lines(cwd: &Path) -> Vec<Value> {
+    let files: Vec<PathBuf> = fs_err::read_dir(cwd)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with("benchmark_result_")
+                && name.ends_with(".json")
+                && !name.ends_with("_trace.json")
+        })
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    fs_err::read_to_string(&files[0])
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every output line is JSON"))
+        .collect()
+}
+
+fn shown(out: &Output, cwd: &Path) -> String {
+    format!(
+        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
+        out.code,
+        redact(&out.stdout, cwd),
+        redact(&out.stderr, cwd)
+    )
+}
+
+#[test]
+fn list_prints_param_ids_without_python() {
+    let dir = tempfile::tempdir().unwrap();
+    let range = config("range.json");
+    let mut cmd = ops(dir.path(), &["-c", range.to_str().unwrap(), "--list"]);
+    cmd.env("BENCHIT_WORKER", "/nonexistent/python");
+    let out = run(&mut cmd);
+    insta::assert_snapshot!(shown(&out, dir.path()));
+}
+
+#[test]
+fn list_honours_resume_inclusive_and_stop_exclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let range = config("range.json");
+    let out = run(&mut ops(
+        dir.path(),
+        &[
+            "-c",
+            range.to_str().unwrap(),
+            "--list",
+            "-r",
+            "torch.mm|0|0|0_1",
+            "-s",
+            "torch.mm|0|0|1_0",
+        ],
+    ));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        "torch.mm|0|0|0_1\ntorch.mm|0|0|0_2\ntorch.mm|0|0|0_3\n"
+    );
+}
+
+#[test]
+fn bad_input_is_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        fs_err::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let not_json = write("not_json.json", "{\"torch.add\": {\"config\": [}\n");
+    let schema = write(
+        "schema.json",
+        r#"{"torch.add": {"input_iterator": "RangeConfigIterator", "config": [{"input": [{"args": [{"type": "int", "value": [4, 1], "__range__": ["value"]}]}]}]}}"#,
+    );
+    let range = config("range.json");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["-c", "missing.json"],
+        vec!["-c", &not_json],
+        vec!["-c", &schema],
+        vec!["-c", range.to_str().unwrap(), "-r", "0|0|0_1"],
+        vec!["-c", range.to_str().unwrap(), "--exec-mode", "bursty"],
+    ];
+    let mut text = String::new();
+    for args in cases {
+        let out = run(&mut ops(dir.path(), &args));
+        let command = redact(&args.join(" "), dir.path());
+        text.push_str(&format!(
+            "$ benchit ops {command}\n{}\n",
+            shown(&out, dir.path())
+        ));
+    }
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn every_expanded_id_gets_one_record_with_the_iterations_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let range = config("range.json");
+    let out = run(&mut ops(
+        dir.path(),
+        &["-c", range.to_str().unwrap(), "-w", "2", "-i", "3", "-b"],
+    ));
+    // Two ids have bad specs: the run goes on and exits with 1.
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    insta::assert_snapshot!(redact(&out.stdout, dir.path()));
+    let lines = output_lines(dir.path());
+    assert_eq!(lines.len(), 1 + 6 + 1);
+    let setup = &lines[0];
+    assert_eq!(setup["run_options"]["warmup"], 2);
+    assert_eq!(setup["run_options"]["iteration"], 3);
+    assert_eq!(setup["run_options"]["pass_type"], "backward");
+    assert_eq!(setup["sys_info"]["python_version"], "fake");
+    assert!(setup["sys_info"]["hostname"].is_string());
+    let ids: Vec<&str> = lines[1..7]
+        .iter()
+        .map(|l| l["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "0|0|0_0", "0|0|0_1", "0|0|0_2", "0|0|0_3", "0|0|1_0", "0|0|1_1"
+        ]
+    );
+    for line in &lines[1..5] {
+        assert_eq!(line["op_name"], "torch.mm");
+        for pass in ["forward", "backward"] {
+            assert_eq!(
+                line["metric"][pass]["warmup.time"]
+                    .as_array()
+                    .unwrap()
+                    .len(),
+                2
+            );
+            assert_eq!(
+                line["metric"][pass]["measure.time"]
+                    .as_array()
+                    .unwrap()
+                    .len(),
+                3
+            );
+        }
+    }
+    // The expanded spec, copies applied, macros gone.
+    assert_eq!(
+        lines[2]["config"]["input"]["args"][1],
+        serde_json::json!({"type": "tensor", "dtype": "float", "shape": [8, 5]})
+    );
+    assert!(
+        lines[5]["error"]
+            .as_str()
+            .unwrap()
+            .contains("shape: negative size -2")
+    );
+    let last = lines.last().unwrap();
+    assert!(last["finish_time"].is_string());
+    assert_eq!(last["failed"], 2);
+}
+
+#[test]
+fn failures_are_isolated_and_a_crashed_worker_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = config("faults.json");
+    let out = run(&mut ops(
+        dir.path(),
+        &["-c", faults.to_str().unwrap(), "-i", "2"],
+    ));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    insta::assert_snapshot!(shown(&out, dir.path()));
+    let lines = output_lines(dir.path());
+    let summary: Vec<String> = lines[1..lines.len() - 1]
+        .iter()
+        .map(|l| {
+            let outcome = match l.get("metric") {
+                Some(m) => format!("measured {}", m["forward"]["measure.time"]),
+                None => "failed".to_string(),
+            };
+            format!(
+                "{}|{} {outcome}",
+                l["op_name"].as_str().unwrap(),
+                l["id"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            "fake.raise|0|0|0 failed",
+            "fake.crash|0|0|0 failed",
+            "torch.add|0|0|0 failed",
+            "torch.add|0|0|1 measured [1.0,2.0]",
+        ]
+    );
+    assert_eq!(lines.last().unwrap()["failed"], 3);
+}
+
+#[test]
+fn ctrl_c_still_closes_the_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let hang = config("hang.json");
+    let mut child = ops(dir.path(), &["-c", hang.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the first run is recorded: the worker then hangs on the second.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let recorded = fs_err::read_dir(dir.path()).unwrap().any(|e| {
+            let path = e.unwrap().path();
+            path.extension().is_some_and(|x| x == "json")
+                && fs_err::read_to_string(&path).unwrap().lines().count() >= 2
+        });
+        if recorded {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the first run was never recorded"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let code = child.wait().unwrap().code();
+    assert_eq!(code, Some(130));
+    let lines = output_lines(dir.path());
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[1]["id"], "0|0|0");
+    assert_eq!(lines[2]["interrupted"], true);
+    assert!(lines[2]["finish_time"].is_string());
+}
+
+#[test]
+fn a_worker_that_cannot_start_ends_the_run_with_a_closing_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let range = config("range.json");
+    let mut cmd = ops(dir.path(), &["-c", range.to_str().unwrap()]);
+    cmd.env(
+        "BENCHIT_WORKER",
+        "python3 -c 'import sys; print(\"No module named torch\", file=sys.stderr); sys.exit(1)'",
+    );
+    let out = run(&mut cmd);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    let lines = output_lines(dir.path());
+    assert_eq!(lines.len(), 2);
+    let error = lines[1]["error"].as_str().unwrap();
+    assert!(
+        error.contains(
+            "exited with code 1 before it was ready (last log line: No module named torch)"
+        ),
+        "{error}"
+    );
+    assert!(out.stderr.contains(error), "{}", out.stderr);
+}
+
+#[test]
+fn a_dry_run_records_every_id_without_a_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let range = config("range.json");
+    let mut cmd = ops(
+        dir.path(),
+        &[
+            "-c",
+            range.to_str().unwrap(),
+            "-w",
+            "0",
+            "-i",
+            "0",
+            "--format",
+            "json",
+        ],
+    );
+    cmd.env("BENCHIT_WORKER", "/nonexistent/python");
+    let out = run(&mut cmd);
+    assert_eq!(out.code, 1, "two ids are invalid: {}", out.stderr);
+    let summary: Value = serde_json::from_str(&out.stdout).unwrap();
+    let statuses: Vec<&str> = summary["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            "dry-run", "dry-run", "dry-run", "dry-run", "failed", "failed"
+        ]
+    );
+    let lines = output_lines(dir.path());
+    assert_eq!(lines[1]["metric"], serde_json::json!({}));
+}
+
+#[test]
+fn profiling_names_the_trace_before_the_closing_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = config("hang.json");
+    let out = run(&mut ops(
+        dir.path(),
+        &[
+            "-c",
+            faults.to_str().unwrap(),
+            "-p",
+            "-s",
+            "fake.hang|0|0|0",
+        ],
+    ));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = output_lines(dir.path());
+    let trace = lines[2]["trace_file"].as_str().unwrap();
+    assert!(
+        trace.ends_with("_trace.json") && Path::new(trace).is_file(),
+        "{trace}"
+    );
+    assert!(lines[3]["finish_time"].is_string());
+}
