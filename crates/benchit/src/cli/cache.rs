@@ -1,19 +1,205 @@
-//! `benchit cache`: list, inspect, delete and report builds. (Being built: issue 8.)
+//! `benchit cache`: list, inspect, delete, clean and report the builds of the cache.
 
 use std::process::ExitCode;
 
-use clap::Subcommand;
+use camino::{Utf8Path, Utf8PathBuf};
+use clap::{Args, Subcommand};
+
+use crate::models::cache::{BuildEntry, Cache, default_cache_dir};
+use crate::models::report;
+use crate::models::state::{STATE_FILE, STATS_FILE};
+
+use super::{BAD_INPUT, SUCCESS};
+
+/// Arguments of `benchit cache`.
+#[derive(Debug, Args)]
+#[command(
+    about = "Inspect and manage the build cache",
+    long_about = "Inspect and manage the build cache: one folder per build (state.yaml, \
+        stats.yaml, stage logs, onnx/), made by `benchit benchmark`.",
+    after_help = "Examples:\n  \
+        benchit cache list\n  \
+        benchit cache stats mlp_24adc42f\n  \
+        benchit cache report -o reports/\n  \
+        benchit cache clean --all        # keep results, drop ONNX files\n  \
+        benchit cache delete --all --cache-dir /tmp/bc"
+)]
+pub(crate) struct CacheArgs {
+    /// The build cache [default: ~/.cache/benchit].
+    #[arg(long, env = "BENCHIT_CACHE_DIR", global = true, value_name = "DIR")]
+    cache_dir: Option<Utf8PathBuf>,
+    #[command(subcommand)]
+    command: CacheCommand,
+}
 
 /// The `benchit cache` commands.
 #[derive(Debug, Subcommand)]
-pub(crate) enum CacheCommand {
-    /// List the builds in the cache.
+enum CacheCommand {
+    /// List the builds: name, status, runtimes measured.
     List,
+    /// Print a build's state.yaml and stats.yaml.
+    Stats {
+        /// The build name (`benchit cache list` shows them).
+        build: String,
+    },
+    /// Delete a build (or every build) and forget it in the cache database.
+    Delete {
+        /// The build name.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        build: Option<String>,
+        /// Every build.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Delete build artifacts (ONNX files), keeping text, YAML and JSON files.
+    Clean {
+        /// The build name.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        build: Option<String>,
+        /// Every build.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Write a CSV and a JSON report: one row per build and runtime, failures with their
+    /// message.
+    Report {
+        /// The folder for benchit-report-<date>.csv and .json.
+        #[arg(short, long, default_value = ".", value_name = "DIR")]
+        output_dir: Utf8PathBuf,
+    },
+    /// Print the cache folder.
+    Location,
 }
 
 /// Runs a `benchit cache` command.
-pub(crate) fn run(command: CacheCommand) -> ExitCode {
-    match command {
-        CacheCommand::List => crate::cli::not_yet("the build cache", &[]),
+#[allow(clippy::print_stderr)]
+pub(crate) fn run(args: CacheArgs) -> ExitCode {
+    match run_inner(args) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(BAD_INPUT)
+        }
     }
+}
+
+#[allow(clippy::print_stdout)]
+fn run_inner(args: CacheArgs) -> anyhow::Result<u8> {
+    let dir = match args.cache_dir {
+        Some(dir) => dir,
+        None => default_cache_dir()?,
+    };
+    if let CacheCommand::Location = args.command {
+        println!("{dir}");
+        return Ok(SUCCESS);
+    }
+    let cache = Cache::open(&dir)?;
+    match args.command {
+        CacheCommand::Location => unreachable!("handled above"),
+        CacheCommand::List => {
+            let builds = cache.builds()?;
+            if builds.is_empty() {
+                println!("no build in {dir}");
+            }
+            for build in &builds {
+                println!("{}", list_line(build));
+            }
+        }
+        CacheCommand::Stats { build } => {
+            let entry = cache.build(&build)?;
+            for file in [STATE_FILE, STATS_FILE] {
+                let path = entry.dir.join(file);
+                println!("# {path}");
+                match fs_err::read_to_string(&path) {
+                    Ok(text) => print!("{text}"),
+                    Err(e) => println!("(cannot be read: {e})"),
+                }
+            }
+            for problem in entry.problems() {
+                println!("# problem: {problem}");
+            }
+        }
+        CacheCommand::Delete { build, all } => {
+            if all {
+                let names = cache.delete_all()?;
+                println!("deleted {} build{}", names.len(), plural(names.len()));
+            } else if let Some(build) = build {
+                cache.delete(&build)?;
+                println!("deleted {build}");
+            }
+        }
+        CacheCommand::Clean { build, all } => {
+            let names: Vec<String> = if all {
+                cache.builds()?.into_iter().map(|b| b.name).collect()
+            } else {
+                build.into_iter().collect()
+            };
+            let mut removed = 0;
+            for name in &names {
+                removed += cache.clean(name)?;
+            }
+            println!(
+                "removed {removed} file{} from {} build{}",
+                plural(removed),
+                names.len(),
+                plural(names.len())
+            );
+        }
+        CacheCommand::Report { output_dir } => {
+            let rows = report::rows(&cache.builds()?);
+            let (csv, json) = write_report(&output_dir, &rows)?;
+            println!(
+                "{} row{} written to {csv} and {json}",
+                rows.len(),
+                plural(rows.len())
+            );
+        }
+    }
+    Ok(SUCCESS)
+}
+
+/// `<name>  <status>  <runtime> <mean> ms, ...` or the problems of a damaged build.
+fn list_line(build: &BuildEntry) -> String {
+    let problems = build.problems();
+    if !problems.is_empty() {
+        return format!("{}  DAMAGED: {}", build.name, problems.join("; "));
+    }
+    let status = match &build.state {
+        Ok(Some(state)) => state.build_status.as_str(),
+        _ => "unknown",
+    };
+    let runtimes: Vec<String> = match &build.stats {
+        Ok(Some(stats)) => stats
+            .runtimes
+            .iter()
+            .map(|(name, record)| match &record.statistics {
+                Some(s) if record.status == "ok" => format!("{name} {:.4} ms", s.mean_ms),
+                _ => format!("{name} failed"),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    if runtimes.is_empty() {
+        format!("{}  {status}", build.name)
+    } else {
+        format!("{}  {status}  {}", build.name, runtimes.join(", "))
+    }
+}
+
+/// Writes `benchit-report-<date>.csv` and `.json` in `dir`; returns their paths.
+fn write_report(
+    dir: &Utf8Path,
+    rows: &[report::ReportRow],
+) -> anyhow::Result<(Utf8PathBuf, Utf8PathBuf)> {
+    fs_err::create_dir_all(dir)?;
+    let date = jiff::Zoned::now().date();
+    let csv = dir.join(format!("benchit-report-{date}.csv"));
+    let json = dir.join(format!("benchit-report-{date}.json"));
+    fs_err::write(&csv, report::to_csv(rows))?;
+    fs_err::write(&json, serde_json::to_string_pretty(rows)? + "\n")?;
+    Ok((csv, json))
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }

@@ -29,8 +29,7 @@ enum Command {
     /// Run operator microbenchmarks from a PARAM-style JSON config.
     Ops(ops::OpsArgs),
     /// Inspect and manage the build cache.
-    #[command(subcommand)]
-    Cache(cache::CacheCommand),
+    Cache(cache::CacheArgs),
 }
 
 /// Names the first argument may take without being a script.
@@ -60,16 +59,46 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Benchmark(args) => models::run(args),
         Command::Ops(args) => ops::run(args),
-        Command::Cache(command) => cache::run(command),
+        Command::Cache(args) => cache::run(args),
     }
 }
 
-/// Says that `what` is not built yet and exits with status 2 (temporary, while the commands are
-/// being written).
+/// Exit status: everything asked for was done.
+const SUCCESS: u8 = 0;
+/// Exit status: some model or input failed (the others ran).
+const FAILURES: u8 = 1;
+/// Exit status: bad input (flags, files, cache folder).
+const BAD_INPUT: u8 = 2;
+/// Exit status after Ctrl-C.
+const INTERRUPTED: u8 = 130;
+
+/// The worker command: `BENCHIT_WORKER`, or the managed environment for `arch` (`cpu`,
+/// `cuda`), built on first use with its progress on stderr.
 #[allow(clippy::print_stderr)]
-fn not_yet(what: &str, _inputs: &[String]) -> ExitCode {
-    eprintln!("error: benchit {what} is not available in this build yet.");
-    ExitCode::from(2)
+fn worker_command(arch: &str) -> anyhow::Result<crate::worker::WorkerCommand> {
+    use crate::env::{EnvSettings, prepare_worker};
+    let settings = EnvSettings::from_env(arch)?;
+    let mut last_stage = None;
+    let prepared = prepare_worker(&settings, &mut |event| {
+        if let milabench_env::Event::Stage { group, stage } = event
+            && last_stage != Some(stage)
+        {
+            if last_stage.is_none() {
+                eprintln!(
+                    "setting up the benchit Python environment (first use, takes minutes) in {}",
+                    settings.home
+                );
+            }
+            last_stage = Some(stage);
+            eprintln!("  {group}: {}", stage.describe());
+        }
+    });
+    prepared.map_err(|err| {
+        anyhow::Error::new(err).context(format!(
+            "the benchit Python environment is not ready; the install log is {}",
+            settings.home.join("logs/install/benchit.log")
+        ))
+    })
 }
 
 #[cfg(test)]

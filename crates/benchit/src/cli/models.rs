@@ -1,18 +1,619 @@
-//! `benchit benchmark`: discover, build and time the models of scripts. (Being built: issue 8.)
+//! `benchit benchmark`: discover, build and time the models of scripts (or ONNX files), with a
+//! live status tree on stderr and a summary (or one JSON document) on stdout.
 
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
-use clap::Args;
+use camino::Utf8PathBuf;
+use clap::{Args, ValueEnum};
+use milabench_exec::Interrupt;
+
+use crate::models::cache::default_cache_dir;
+use crate::models::{
+    Action, BenchmarkOptions, BenchmarkReport, BuildResult, Device, Exporter, Input, InputResult,
+    InputStatus, ModelsError, Observer, RebuildPolicy, Runtime,
+};
+
+use super::{BAD_INPUT, FAILURES, INTERRUPTED, SUCCESS, worker_command};
+
+/// Set to `1` to see full Python tracebacks under failures.
+pub(crate) const TRACEBACK_VAR: &str = "BENCHIT_TRACEBACK";
+
+/// How results are printed on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// A table: one line per model and runtime.
+    Text,
+    /// One JSON document of typed results.
+    Json,
+}
 
 /// Arguments of `benchit benchmark`.
 #[derive(Debug, Args)]
+#[command(
+    about = "Discover the models of Python scripts (or take .onnx files), build them and time them on each runtime",
+    long_about = "Discover the models of Python scripts (or take .onnx files), build them and time \
+        them on each runtime.\n\n\
+        Each input runs in its own Python worker. A script runs as a module named after its file \
+        (an `if __name__ == \"__main__\":` block does not run); every torch.nn.Module it calls is \
+        discovered, and each unique (model, input shapes) pair, an invocation, is built: ONNX \
+        export, ONNX Runtime optimisation, fp16 conversion with --fp16. Every runtime asked for \
+        is then timed on the model it claims: --warmup untimed calls, then --iterations timed \
+        ones (torch-compiled's compile time is reported apart). Latencies are reported as mean, \
+        median, p90, p99, standard deviation, min and a 95% confidence interval of the mean; \
+        throughput is --batch-size / mean.\n\n\
+        Build cache: one folder per invocation, <cache>/<script>[_<author label>]_<hash>, with \
+        state.yaml (what the build holds and how it was made), stats.yaml (the model and each \
+        runtime's measurements), stage logs and onnx/. Worker logs (the script's own output) go \
+        to <cache>/logs/<script>.log.\n\n\
+        --rebuild if_needed (default) reuses a build unless the model's weights, the input \
+        shapes or dtypes, the tool versions (benchit, torch, onnx, onnxruntime), the opset or \
+        the exporter changed, or the build failed; `always` rebuilds every time; `never` reuses \
+        a successful build even when stale (with a warning) and refuses an unreadable one. Only \
+        missing stages run: a second call with the same options rebuilds nothing.\n\n\
+        Failures stay with their model: a script error, a worker crash, or a worker running past \
+        --timeout marks what was in progress as failed and the next input runs. \
+        BENCHIT_TRACEBACK=1 shows full Python tracebacks. Ctrl-C stops the worker; no build is \
+        left claiming success.\n\n\
+        The worker runs in benchit's own Python environment (torch, onnx, onnxruntime, \
+        benchmate), built on first use under $BENCHIT_HOME (default ~/.local/share/benchit); \
+        BENCHIT_WORKER='python -m benchmate.benchit' uses an interpreter of yours instead.\n\n\
+        Exit status: 0 everything measured, 1 some model or input failed, 2 bad input, \
+        130 interrupted.",
+    after_help = "Examples:\n  \
+        benchit benchmarks/benchit/mlp.py --runtime ort torch-eager\n  \
+        benchit mlp.py --analyze-only                 # list models and invocation hashes\n  \
+        benchit mlp.py::24adc42f --iterations 500     # one invocation\n  \
+        benchit model.onnx --fp16\n  \
+        benchit mlp.py --script-args \"--batch 8\" --batch-size 8 --format json\n  \
+        benchit cache list"
+)]
 pub(crate) struct BenchmarkArgs {
-    /// Python scripts (`script.py`, `script.py::HASH,HASH`) or ONNX files.
-    #[arg(required = true)]
+    /// Python scripts (`script.py`, `script.py::HASH,HASH`) or ONNX files (`model.onnx`).
+    #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<String>,
+    /// The device the models run on.
+    #[arg(long, value_enum, default_value = "x86")]
+    device: Device,
+    /// Runtimes to time; each one is measured. Default: ort.
+    #[arg(long = "runtime", alias = "runtimes", value_enum, num_args = 1.., value_name = "RUNTIME")]
+    runtimes: Vec<Runtime>,
+    /// Timed calls per runtime.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    iterations: u32,
+    /// Untimed calls before the timed ones.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    warmup: u32,
+    /// Discover the models only (no build, no timing).
+    #[arg(long, conflicts_with = "build_only")]
+    analyze_only: bool,
+    /// Discover and build, do not time.
+    #[arg(long)]
+    build_only: bool,
+    /// Also analyse sub-modules down to this depth.
+    #[arg(long, default_value_t = 0, value_name = "D")]
+    max_depth: u32,
+    /// Arguments for the scripts, split like a shell would (`--script-args "--batch 8"`).
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    script_args: Option<String>,
+    /// What to do with cached builds.
+    #[arg(long, value_enum, default_value = "if_needed")]
+    rebuild: RebuildPolicy,
+    /// The build cache [default: ~/.cache/benchit].
+    #[arg(long, env = "BENCHIT_CACHE_DIR", value_name = "DIR")]
+    cache_dir: Option<Utf8PathBuf>,
+    /// After each model, delete build artifacts (keep text, YAML and JSON files).
+    #[arg(long)]
+    lean_cache: bool,
+    /// Skip scripts the cache says were already attempted.
+    #[arg(long)]
+    resume: bool,
+    /// Seconds each input's worker may run.
+    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
+    timeout: u64,
+    /// ONNX opset of exports.
+    #[arg(long, default_value_t = 17, value_name = "N")]
+    opset: u32,
+    /// Convert the optimised model to fp16; ONNX runtimes then run it.
+    #[arg(long)]
+    fp16: bool,
+    /// How torch models become ONNX.
+    #[arg(long, value_enum, default_value = "torchscript")]
+    exporter: Exporter,
+    /// Samples per call, to turn latency into throughput.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    batch_size: u32,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+impl BenchmarkArgs {
+    fn options(&self) -> anyhow::Result<BenchmarkOptions> {
+        let cache_dir = match &self.cache_dir {
+            Some(dir) => dir.clone(),
+            None => default_cache_dir()?,
+        };
+        let script_args = match &self.script_args {
+            None => Vec::new(),
+            Some(line) => shlex::split(line).ok_or_else(|| {
+                anyhow::anyhow!("--script-args `{line}` has unbalanced quotes")
+            })?,
+        };
+        Ok(BenchmarkOptions {
+            cache_dir,
+            device: self.device,
+            runtimes: if self.runtimes.is_empty() {
+                vec![Runtime::Ort]
+            } else {
+                self.runtimes.clone()
+            },
+            iterations: self.iterations,
+            warmup: self.warmup,
+            action: if self.analyze_only {
+                Action::Analyze
+            } else if self.build_only {
+                Action::Build
+            } else {
+                Action::Benchmark
+            },
+            max_depth: self.max_depth,
+            script_args,
+            rebuild: self.rebuild,
+            lean_cache: self.lean_cache,
+            resume: self.resume,
+            timeout: Duration::from_secs(self.timeout),
+            opset: self.opset,
+            fp16: self.fp16,
+            exporter: self.exporter,
+            batch_size: self.batch_size,
+        })
+    }
 }
 
 /// Runs `benchit benchmark`.
+#[allow(clippy::print_stderr)]
 pub(crate) fn run(args: BenchmarkArgs) -> ExitCode {
-    crate::cli::not_yet("model benchmarking", &args.inputs)
+    match run_inner(&args) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            let code = match err.downcast_ref::<ModelsError>() {
+                Some(_) => BAD_INPUT,
+                None if err.downcast_ref::<crate::env::SetupError>().is_some() => FAILURES,
+                None => BAD_INPUT,
+            };
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn run_inner(args: &BenchmarkArgs) -> anyhow::Result<u8> {
+    let options = args.options()?;
+    let cwd = std::env::current_dir()
+        .ok()
+        .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
+        .ok_or_else(|| anyhow::anyhow!("the current folder is not a UTF-8 path"))?;
+    // Bad inputs are reported before the Python environment is prepared.
+    for arg in &args.inputs {
+        Input::parse(arg, &cwd).map_err(ModelsError::from)?;
+    }
+    let arch = match options.device {
+        Device::X86 => "cpu",
+        Device::Nvidia => "cuda",
+    };
+    let worker = worker_command(arch)?;
+    let interrupt = Interrupt::new();
+    let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
+    let mut display = StatusDisplay::new(options.action);
+    let report = crate::models::benchmark(
+        &args.inputs,
+        &cwd,
+        &options,
+        &worker,
+        &interrupt,
+        &mut display,
+    );
+    ctrl_c.uninstall();
+    let report = report?;
+    print_results(&report, args.format, options.action)?;
+    Ok(if report.interrupted {
+        INTERRUPTED
+    } else if report.success() {
+        SUCCESS
+    } else {
+        FAILURES
+    })
+}
+
+/// Prints the summary table or the JSON document on stdout, and a closing line on stderr.
+#[allow(clippy::print_stderr)]
+fn print_results(report: &BenchmarkReport, format: Format, action: Action) -> anyhow::Result<()> {
+    let text = match format {
+        Format::Json => serde_json::to_string_pretty(report)? + "\n",
+        Format::Text if action == Action::Benchmark => summary_table(report),
+        Format::Text => String::new(),
+    };
+    // A closed stdout (`| head`) is not an error worth more than the results already shown.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    let models: usize = report.inputs.iter().map(|i| i.models.len()).sum();
+    let failed = report.inputs.iter().filter(|i| !i.success()).count();
+    let mut line = format!(
+        "{} input{}, {models} model{} discovered",
+        report.inputs.len(),
+        plural(report.inputs.len()),
+        plural(models)
+    );
+    if failed > 0 {
+        let _ = write!(line, ", {failed} input{} with failures", plural(failed));
+    }
+    if report.interrupted {
+        line.push_str("; interrupted");
+    }
+    eprintln!("{line}");
+    Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// One line per measured (model, invocation, runtime).
+fn summary_table(report: &BenchmarkReport) -> String {
+    let mut rows = vec![[
+        "input".to_string(),
+        "model".into(),
+        "invocation".into(),
+        "runtime".into(),
+        "mean ms".into(),
+        "p90 ms".into(),
+        "±95% ms".into(),
+        "throughput/s".into(),
+        "status".into(),
+    ]];
+    for input in &report.inputs {
+        for model in &input.models {
+            for inv in &model.invocations {
+                let Some(build) = &inv.build else { continue };
+                if build.runtimes.is_empty()
+                    && let Some(failure) = &build.failure
+                {
+                    rows.push([
+                        input.input.clone(),
+                        model.model.class.clone(),
+                        inv.invocation_hash.clone(),
+                        "-".into(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        format!("FAILED: {}", failure.message),
+                    ]);
+                }
+                for rt in &build.runtimes {
+                    let s = rt.statistics.as_ref();
+                    let num = |f: fn(&crate::models::Statistics) -> f64, digits: usize| {
+                        s.map(|s| format!("{:.digits$}", f(s))).unwrap_or_default()
+                    };
+                    rows.push([
+                        input.input.clone(),
+                        model.model.class.clone(),
+                        inv.invocation_hash.clone(),
+                        rt.runtime.clone(),
+                        num(|s| s.mean_ms, 4),
+                        num(|s| s.p90_ms, 4),
+                        num(|s| (s.ci95_high_ms - s.ci95_low_ms) / 2.0, 4),
+                        num(|s| s.throughput, 1),
+                        if rt.ok {
+                            "ok".into()
+                        } else {
+                            format!("FAILED: {}", rt.message.as_deref().unwrap_or("failed"))
+                        },
+                    ]);
+                }
+            }
+        }
+    }
+    if rows.len() == 1 {
+        return String::new();
+    }
+    let widths: Vec<usize> = (0..9)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut text = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let width = widths[c];
+            if c == 8 {
+                line.push_str(cell);
+            } else if (4..8).contains(&c) {
+                let _ = write!(line, "{cell:>width$}  ");
+            } else {
+                let _ = write!(line, "{cell:<width$}  ");
+            }
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text
+}
+
+/// The status tree on stderr: redrawn in place on a terminal; outside one, a line when an input
+/// starts, warnings as they come, and the tree of each input when it ends.
+struct StatusDisplay {
+    terminal: bool,
+    tracebacks: bool,
+    action: Action,
+    /// Lines of the tree drawn last (to redraw over them).
+    drawn: usize,
+    last_draw: Instant,
+}
+
+impl StatusDisplay {
+    fn new(action: Action) -> StatusDisplay {
+        StatusDisplay {
+            terminal: std::io::stderr().is_terminal(),
+            tracebacks: std::env::var(TRACEBACK_VAR).is_ok_and(|v| v == "1" || v == "true"),
+            action,
+            drawn: 0,
+            last_draw: Instant::now(),
+        }
+    }
+
+    #[allow(clippy::print_stderr)]
+    fn draw(&mut self, result: &InputResult, last: bool) {
+        let text = render(result, self.action, self.tracebacks);
+        let mut err = std::io::stderr().lock();
+        if self.terminal && self.drawn > 0 {
+            let _ = write!(err, "\x1b[{}A\x1b[J", self.drawn);
+        }
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.flush();
+        self.drawn = if last { 0 } else { text.lines().count() };
+        self.last_draw = Instant::now();
+    }
+}
+
+impl Observer for StatusDisplay {
+    #[allow(clippy::print_stderr)]
+    fn on_input_start(&mut self, input: &Input, index: usize, total: usize) {
+        if !self.terminal {
+            eprintln!("[{}/{total}] {}", index + 1, input.arg);
+        }
+    }
+
+    fn on_progress(&mut self, result: &InputResult) {
+        if self.terminal && self.last_draw.elapsed() >= Duration::from_millis(100) {
+            self.draw(result, false);
+        }
+    }
+
+    #[allow(clippy::print_stderr)]
+    fn on_warning(&mut self, message: &str) {
+        if self.terminal && self.drawn > 0 {
+            eprint!("\x1b[{}A\x1b[J", self.drawn);
+            self.drawn = 0;
+        }
+        eprintln!("warning: {message}");
+    }
+
+    fn on_input_end(&mut self, result: &InputResult) {
+        self.draw(result, true);
+    }
+}
+
+/// The status tree of one input.
+fn render(result: &InputResult, action: Action, tracebacks: bool) -> String {
+    let mut out = String::new();
+    let status = match result.status {
+        InputStatus::Running => "running".to_string(),
+        InputStatus::Done => format!("done in {:.1} s", result.seconds),
+        InputStatus::Skipped => "skipped: already attempted (--resume)".to_string(),
+        InputStatus::Failed => "FAILED".to_string(),
+        InputStatus::Interrupted => "interrupted".to_string(),
+    };
+    let _ = writeln!(out, "{}: {status}", result.input);
+    if result.models.is_empty() && matches!(result.status, InputStatus::Done) {
+        let _ = writeln!(out, "  no model was called");
+    }
+    for model in &result.models {
+        let m = &model.model;
+        let indent = "  ".repeat(m.depth as usize + 1);
+        let file_name = m.file.as_deref().and_then(|f| f.rsplit('/').next());
+        let name = m.name.as_deref().or(file_name).unwrap_or("(unnamed)");
+        let location = match (&m.file, m.line) {
+            (Some(file), Some(line)) => format!(" at {}:{line}", short_path(file)),
+            _ => String::new(),
+        };
+        let compiled = if m.compiled { ", torch.compile'd" } else { "" };
+        let _ = writeln!(
+            out,
+            "{indent}{name}: {}{location}, {} parameters ({}){compiled}",
+            m.class,
+            thousands(m.parameters),
+            bytes(m.parameter_bytes)
+        );
+        for inv in &model.invocations {
+            let shapes: Vec<String> = inv
+                .input_shapes
+                .iter()
+                .map(|(k, shape)| {
+                    let dtype = inv.input_dtypes.get(k).map(String::as_str).unwrap_or("");
+                    format!("{k}: {dtype}{shape:?}")
+                })
+                .collect();
+            let calls = inv
+                .executed
+                .map(|n| format!(", called {n}x"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{indent}  {}  {}{calls}",
+                inv.invocation_hash,
+                shapes.join(", ")
+            );
+            if let Some(build) = &inv.build {
+                render_build(&mut out, &indent, build, action, tracebacks);
+            }
+        }
+    }
+    if let Some(failure) = &result.failure {
+        let _ = writeln!(out, "  FAILED: {}", failure.message);
+        if let Some(tb) = failure.traceback.as_deref().filter(|_| tracebacks) {
+            indented(&mut out, tb, "    ");
+        } else if failure.traceback.is_some() {
+            let _ = writeln!(
+                out,
+                "    (full traceback: {TRACEBACK_VAR}=1; the script's output is in {})",
+                result.log
+            );
+        }
+    }
+    out
+}
+
+fn render_build(out: &mut String, indent: &str, build: &BuildResult, action: Action, tracebacks: bool) {
+    let pad = format!("{indent}    ");
+    let stages: Vec<String> = build
+        .stages
+        .iter()
+        .map(|s| {
+            if s.ok {
+                format!("{} {:.2} s", s.stage, s.seconds)
+            } else {
+                format!("{} FAILED", s.stage)
+            }
+        })
+        .collect();
+    let state = match (build.done, &build.failure) {
+        (false, Some(_)) if stages.is_empty() => "not built".to_string(),
+        (false, Some(_)) => format!("stopped ({})", stages.join(", ")),
+        (false, None) => "in progress".to_string(),
+        (true, _) if build.cached() => "reused from the cache".to_string(),
+        (true, _) => format!("built ({})", stages.join(", ")),
+    };
+    let _ = writeln!(out, "{pad}build {}: {state}", build.build_dir);
+    for reason in build.rebuild_reasons.iter().filter(|r| !r.is_empty()) {
+        let _ = writeln!(out, "{pad}  rebuilt: {reason}");
+    }
+    for stage in build.stages.iter().filter(|s| !s.ok) {
+        let _ = writeln!(
+            out,
+            "{pad}  {} failed: {}",
+            stage.stage,
+            stage.message.as_deref().unwrap_or("see the stage log")
+        );
+        if let Some(tb) = stage.traceback.as_deref().filter(|_| tracebacks) {
+            indented(out, tb, &format!("{pad}    "));
+        }
+    }
+    if action == Action::Benchmark {
+        let width = build.runtimes.iter().map(|r| r.runtime.len()).max().unwrap_or(0);
+        for rt in &build.runtimes {
+            match (&rt.statistics, rt.ok) {
+                (Some(s), true) => {
+                    let compile = rt
+                        .compile_seconds
+                        .map(|c| format!(", compiled in {c:.2} s"))
+                        .unwrap_or_default();
+                    let version = rt
+                        .runtime_version
+                        .as_deref()
+                        .map(|v| format!(" v{v}"))
+                        .unwrap_or_default();
+                    let _ = writeln!(
+                        out,
+                        "{pad}{:<width$}  mean {:.4} ms (±{:.4}), p90 {:.4} ms, {:.1}/s{version}{compile}",
+                        rt.runtime,
+                        s.mean_ms,
+                        (s.ci95_high_ms - s.ci95_low_ms) / 2.0,
+                        s.p90_ms,
+                        s.throughput,
+                    );
+                }
+                _ => {
+                    let _ = writeln!(
+                        out,
+                        "{pad}{:<width$}  FAILED: {}",
+                        rt.runtime,
+                        rt.message.as_deref().unwrap_or("failed")
+                    );
+                    if let Some(tb) = rt.traceback.as_deref().filter(|_| tracebacks) {
+                        indented(out, tb, &format!("{pad}  "));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(failure) = &build.failure
+        && build.runtimes.iter().all(|r| r.ok)
+    {
+        let _ = writeln!(out, "{pad}FAILED: {}", failure.message);
+    }
+}
+
+fn indented(out: &mut String, text: &str, pad: &str) {
+    for line in text.trim_end().lines() {
+        let _ = writeln!(out, "{pad}{line}");
+    }
+}
+
+/// `path` relative to the current folder when it is under it.
+fn short_path(path: &str) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| {
+            std::path::Path::new(path)
+                .strip_prefix(cwd)
+                .ok()
+                .map(|p| p.display().to_string())
+        })
+        .unwrap_or_else(|| path.to_string())
+}
+
+/// `1234567` -> `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A byte count in B, KiB, MiB or GiB.
+fn bytes(n: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < units.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", units[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_readable() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(bytes(240), "240 B");
+        assert_eq!(bytes(34_068), "33.3 KiB");
+        assert_eq!(bytes(3 * 1024 * 1024 * 1024), "3.0 GiB");
+    }
 }
