@@ -1,0 +1,296 @@
+"""Build stages of ``benchit``: ONNX export (or receipt of an ONNX file), ONNX Runtime graph
+optimisation and fp16 conversion, each writing a fixed file name under ``<build_dir>/onnx/``
+and its own output to ``<build_dir>/log_<stage>.txt``.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import inspect
+import os
+import shutil
+import sys
+import time
+import traceback
+import warnings
+from typing import Any, Callable, Iterator, Optional
+
+from benchmate.benchit.protocol import one_line
+
+#: The stages in pipeline order.
+STAGES = ("export", "receive", "optimize", "fp16")
+
+#: The lowest opset the ``receive`` stage accepts, as MLAgility.
+MIN_OPSET = 13
+
+
+class StageError(RuntimeError):
+    """A stage that could not produce its output (the message says why)."""
+
+
+@dataclasses.dataclass
+class BuildPlan:
+    """The build part of the Rust side's reply to an invocation."""
+
+    build_dir: str
+    build_name: str
+    stages: list[str]
+    opset: int
+    exporter: str
+
+    @classmethod
+    def from_reply(cls, reply: dict[str, Any]) -> "BuildPlan":
+        """Read the build fields of a reply."""
+        return cls(
+            build_dir=reply["build_dir"],
+            build_name=reply["build_name"],
+            stages=list(reply.get("stages", [])),
+            opset=int(reply.get("opset", 17)),
+            exporter=reply.get("exporter", "torchscript"),
+        )
+
+    def output(self, stage: str) -> str:
+        """The file a stage writes."""
+        suffix = {"export": "base", "receive": "base", "optimize": "opt", "fp16": "opt-f16"}[stage]
+        return os.path.join(self.build_dir, "onnx", f"{self.build_name}-op{self.opset}-{suffix}.onnx")
+
+
+@dataclasses.dataclass
+class StageResult:
+    """The outcome of one stage, as the ``stage`` event reports it."""
+
+    stage: str
+    status: str
+    seconds: float
+    output: Optional[str]
+    message: Optional[str] = None
+    traceback: Optional[str] = None
+
+    def fields(self) -> dict[str, Any]:
+        """The event's fields."""
+        return dataclasses.asdict(self)
+
+
+def run_stages(plan: BuildPlan, source: Callable[[str, str], None],
+               on_stage: Callable[[StageResult], None]) -> Optional[str]:
+    """Run the plan's stages in order, reporting each; stop at the first failure.
+
+    ``source(stage, path)`` produces the base ONNX file (export or receive). Returns the newest
+    ONNX file this build holds (the last stage's output, or the newest one already there), or
+    ``None`` when a stage failed or nothing is there.
+    """
+    os.makedirs(os.path.join(plan.build_dir, "onnx"), exist_ok=True)
+    newest = None
+    for stage in plan.stages:
+        result = _run_stage(plan, stage, source)
+        on_stage(result)
+        if result.status != "ok":
+            return None
+        newest = result.output
+    return newest or existing_onnx(plan)
+
+
+def existing_onnx(plan: BuildPlan) -> Optional[str]:
+    """The most recently written ONNX file of this build, if any."""
+    folder = os.path.join(plan.build_dir, "onnx")
+    if not os.path.isdir(folder):
+        return None
+    files = [os.path.join(folder, name) for name in os.listdir(folder)
+             if name.startswith(plan.build_name) and name.endswith(".onnx")]
+    return max(files, key=os.path.getmtime, default=None)
+
+
+def _run_stage(plan: BuildPlan, stage: str, source: Callable[[str, str], None]) -> StageResult:
+    """Run one stage with its output in its log file; failures become an error result."""
+    if stage not in STAGES:
+        return StageResult(stage, "error", 0.0, None, f"unknown stage {stage!r}")
+    output = plan.output(stage)
+    log_path = os.path.join(plan.build_dir, f"log_{stage}.txt")
+    start = time.perf_counter()
+    try:
+        with _output_to(log_path):
+            if stage in ("export", "receive"):
+                source(stage, output)
+            elif stage == "optimize":
+                optimize(plan.output("export"), output)
+            else:
+                convert_fp16(plan.output("optimize"), output)
+    except Exception as error:  # noqa: BLE001 - every failure becomes an error event
+        text = traceback.format_exc()
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(text)
+        return StageResult(stage, "error", time.perf_counter() - start, None,
+                           f"{one_line(error)} (see {log_path})", text)
+    return StageResult(stage, "ok", time.perf_counter() - start, output)
+
+
+@contextlib.contextmanager
+def _output_to(path: str) -> Iterator[None]:
+    """Send Python and C-level stdout/stderr, and warnings, to ``path`` for the duration."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with open(path, "w", encoding="utf-8") as log:
+        saved = os.dup(1), os.dup(2)
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), \
+                    warnings.catch_warnings():
+                warnings.simplefilter("always")
+                warnings.showwarning = _warning_writer(log)
+                yield
+                log.flush()
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def _warning_writer(log: Any) -> Callable[..., None]:
+    """A ``warnings.showwarning`` that writes to ``log`` (whatever else recorded warnings)."""
+
+    def show(message: Any, category: type, filename: str, lineno: int, file: Any = None,
+             line: Optional[str] = None) -> None:
+        log.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    return show
+
+
+def export_torch(module: Any, args: tuple, kwargs: dict[str, Any], path: str, opset: int,
+                 exporter: str) -> None:
+    """Export ``module`` called with ``args``/``kwargs`` to ``path`` and check the result.
+
+    Inputs are passed in the order of the forward signature; ``exporter`` is ``torchscript``
+    (``dynamo=False``) or ``dynamo``.
+    """
+    import onnx
+    import torch
+
+    if exporter not in ("torchscript", "dynamo"):
+        raise StageError(f"unknown exporter {exporter!r} (torchscript or dynamo)")
+    ordered = ordered_inputs(module, args, kwargs)
+    names = list(ordered) if all(isinstance(v, torch.Tensor) for v in ordered.values()) else None
+    print(f"exporting {type(module).__name__} with inputs {list(ordered)} (opset {opset}, "
+          f"{exporter})")
+    torch.onnx.export(
+        module,
+        tuple(args),
+        path,
+        kwargs=dict(kwargs) or None,
+        input_names=names,
+        opset_version=opset,
+        do_constant_folding=True,
+        dynamo=exporter == "dynamo",
+        **({"external_data": False} if exporter == "dynamo" else {}),
+    )
+    if not os.path.exists(path):
+        raise StageError("the exporter wrote no file")
+    onnx.checker.check_model(path)
+
+
+def ordered_inputs(module: Any, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The call's inputs named after the forward's parameters, in signature order."""
+    try:
+        bound = inspect.signature(module.forward).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return {f"input_{index}": value for index, value in
+                enumerate([*args, *kwargs.values()], start=1)}
+    ordered: dict[str, Any] = {}
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            ordered.update({f"{name}_{i}": item for i, item in enumerate(value)})
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            ordered.update(value)
+        else:
+            ordered[name] = value
+    return ordered
+
+
+def receive_onnx(source: str, path: str) -> None:
+    """Check an ONNX file given as input (opset, static input shapes) and copy it to ``path``."""
+    import onnx
+
+    model = onnx.load(source, load_external_data=False)
+    opset = onnx_opset(model)
+    if opset is not None and opset < MIN_OPSET:
+        raise StageError(f"opset {opset} is below {MIN_OPSET}")
+    dynamic = dynamic_inputs(model)
+    if dynamic:
+        raise StageError(f"inputs {dynamic} have dynamic dimensions: freeze the model's input shapes")
+    shutil.copyfile(source, path)
+
+
+def optimize(source: str, path: str) -> None:
+    """ONNX Runtime basic graph optimisation of ``source``, saved to ``path``."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = path
+    onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+    if not os.path.exists(path):
+        raise StageError("onnxruntime wrote no optimised model")
+
+
+def convert_fp16(source: str, path: str) -> None:
+    """Convert the float tensors of ``source`` to float16 (inputs and outputs included)."""
+    import onnx
+    from onnxconverter_common import float16
+
+    onnx.shape_inference.infer_shapes_path(source, path)
+    model = onnx.load(path)
+    block = [op for op in float16.DEFAULT_OP_BLOCK_LIST
+             if op not in ("InstanceNormalization", "Resize", "Max")]
+    converted = float16.convert_float_to_float16(model, op_block_list=block,
+                                                 disable_shape_infer=True)
+    onnx.save(converted, path)
+    onnx.checker.check_model(path)
+
+
+def onnx_opset(model: Any) -> Optional[int]:
+    """The default-domain opset of an ONNX model."""
+    for entry in model.opset_import:
+        if entry.domain in ("", "ai.onnx"):
+            return entry.version
+    return None
+
+
+def graph_inputs(model: Any) -> dict[str, list[int]]:
+    """The model's real inputs (not initializers) and their dimensions, -1 for dynamic ones."""
+    initializers = {init.name for init in model.graph.initializer}
+    inputs = {}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        dims = value.type.tensor_type.shape.dim
+        inputs[value.name] = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else -1
+                              for d in dims]
+    return inputs
+
+
+def dynamic_inputs(model: Any) -> list[str]:
+    """Names of inputs with a dimension that is not a fixed positive number."""
+    return [name for name, dims in graph_inputs(model).items() if -1 in dims]
+
+
+def onnx_info(path: str) -> dict[str, Any]:
+    """The ``onnx_info`` event's fields for an ONNX file."""
+    import onnx
+
+    model = onnx.load(path, load_external_data=False)
+    ops = collections.Counter(
+        node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+        for node in model.graph.node
+    )
+    return {
+        "file": path,
+        "ir_version": model.ir_version,
+        "opset": onnx_opset(model),
+        "size_bytes": os.path.getsize(path),
+        "ops": dict(sorted(ops.items())),
+        "inputs": graph_inputs(model),
+    }

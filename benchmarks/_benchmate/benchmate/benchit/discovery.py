@@ -1,0 +1,396 @@
+"""Model discovery: which ``torch.nn.Module``s a script calls, with which inputs, how often.
+
+Instead of MLAgility's profiler over every frame's locals, :class:`Discovery` replaces
+``torch.nn.Module.__call__`` with a thin wrapper. A call made while no tracked call is in progress
+is a top-level model (depth 0); a call made from inside a tracked model's forward is a sub-model
+when the callee is a direct child of that model and the nesting is within ``max_depth``. Every
+other call takes a fast path (one length comparison) straight to torch. ``torch.nn.Module.__init__``
+is wrapped too, to remember where in the user's script each module was made.
+
+What to do with a discovery (send events, build, benchmark) is the business of a
+:class:`Listener`; this module only observes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+import time
+import weakref
+from typing import Any, Iterator, Optional
+
+import torch
+
+from benchmate.benchit.hashing import (
+    UnsupportedInput,
+    invocation_hash,
+    model_hash,
+    named_inputs,
+    shapes_and_dtypes,
+)
+
+#: Classes defined in ``torch.nn.modules.activation``; MLAgility does not count them as models.
+ACTIVATIONS = frozenset(
+    cls
+    for cls in vars(torch.nn.modules.activation).values()
+    if isinstance(cls, type)
+    and issubclass(cls, torch.nn.Module)
+    and cls.__module__ == torch.nn.modules.activation.__name__
+)
+
+
+def _optimized_module_type() -> Optional[type]:
+    """The class ``torch.compile`` wraps modules in, or ``None`` when dynamo is unavailable."""
+    try:
+        from torch._dynamo.eval_frame import OptimizedModule
+    except ImportError:  # pragma: no cover - torch builds without dynamo
+        return None
+    return OptimizedModule
+
+
+@dataclasses.dataclass
+class ModelRecord:
+    """One discovered model architecture (instances with the same model hash share a record)."""
+
+    model_hash: str
+    class_name: str
+    module_name: str
+    file: Optional[str]
+    line: Optional[int]
+    name: Optional[str]
+    parameters: int
+    parameter_bytes: int
+    depth: int
+    parent_hash: Optional[str]
+    compiled: bool
+
+
+@dataclasses.dataclass
+class InvocationRecord:
+    """One unique (model, inputs) pair and its call statistics."""
+
+    invocation_hash: str
+    model_hash: str
+    parent_invocation_hash: Optional[str]
+    shapes: dict[str, tuple]
+    dtypes: dict[str, str]
+    is_target: bool
+    executed: int = 0
+    seconds: float = 0.0
+    announced: bool = False
+
+
+@dataclasses.dataclass
+class Call:
+    """What a first call hands to the listener once the real forward has returned."""
+
+    module: torch.nn.Module
+    record: ModelRecord
+    invocation: InvocationRecord
+    args: tuple
+    kwargs: dict[str, Any]
+    plan: Any
+
+
+class Listener:
+    """Receives discoveries; the default does nothing (analysis only)."""
+
+    def model_found(self, record: ModelRecord) -> None:
+        """A model hash seen for the first time."""
+
+    def invocation_found(self, record: ModelRecord, invocation: InvocationRecord,
+                         module: torch.nn.Module) -> Any:
+        """An invocation at its first call, before the forward runs. A value other than ``None``
+        asks for :meth:`first_call_done` (with copies of the inputs) after the forward."""
+        return None
+
+    def first_call_done(self, call: Call) -> None:
+        """The first call of an invocation that asked for it has returned its outputs."""
+
+    def first_call_failed(self, call: Call) -> None:
+        """The first call of an invocation that asked for it raised."""
+
+    def input_error(self, record: ModelRecord, error: UnsupportedInput) -> None:
+        """A call whose inputs cannot be described (reported once per model and message)."""
+
+
+@dataclasses.dataclass
+class _Active:
+    """A tracked call in progress (the stack entry); ``None`` entries block their subtree."""
+
+    module: torch.nn.Module
+    record: ModelRecord
+    invocation: InvocationRecord
+    accepts_children: bool
+
+
+class Discovery:
+    """Observes the ``torch.nn.Module`` calls of one script run.
+
+    Use as a context manager around the script: it patches ``torch.nn.Module`` on entry and
+    restores it on exit. :meth:`paused` restores torch while the worker builds or benchmarks.
+    """
+
+    def __init__(self, script: str, max_depth: int, targets: set[str], listener: Listener):
+        self.script = script
+        self.max_depth = max_depth
+        self.targets = targets
+        self.listener = listener
+        self.models: dict[str, ModelRecord] = {}
+        self.invocations: dict[str, InvocationRecord] = {}
+        self._records: "weakref.WeakKeyDictionary[torch.nn.Module, ModelRecord]" = (
+            weakref.WeakKeyDictionary()
+        )
+        self._locations: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = (
+            weakref.WeakKeyDictionary()
+        )
+        self._by_signature: dict[tuple, InvocationRecord] = {}
+        self._reported_errors: set[tuple[str, str]] = set()
+        self._stack: list[Optional[_Active]] = []
+        self._optimized = _optimized_module_type()
+        self._original_call = torch.nn.Module.__call__
+        self._original_init = torch.nn.Module.__init__
+    # -- patching ---------------------------------------------------------------------------
+
+    def __enter__(self) -> "Discovery":
+        self._install()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._uninstall()
+
+    def _install(self) -> None:
+        """Put the call and constructor wrappers on ``torch.nn.Module``."""
+        original_call = self._original_call
+        original_init = self._original_init
+        stack = self._stack
+        max_depth = self.max_depth
+        discovery = self
+
+        def __call__(module, *args, **kwargs):  # noqa: N807 - replaces Module.__call__
+            if len(stack) > max_depth:
+                return original_call(module, *args, **kwargs)
+            return discovery._call(module, args, kwargs)
+
+        def __init__(module, *args, **kwargs):  # noqa: N807 - replaces Module.__init__
+            original_init(module, *args, **kwargs)
+            discovery._remember_location(module, sys._getframe(1))
+
+        torch.nn.Module.__call__ = __call__
+        torch.nn.Module.__init__ = __init__
+
+    def _uninstall(self) -> None:
+        """Give ``torch.nn.Module`` its own methods back."""
+        torch.nn.Module.__call__ = self._original_call
+        torch.nn.Module.__init__ = self._original_init
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Unpatched torch for the duration (builds and benchmarks)."""
+        self._uninstall()
+        try:
+            yield
+        finally:
+            self._install()
+
+    # -- construction sites -----------------------------------------------------------------
+
+    def _remember_location(self, module: torch.nn.Module, frame: Any) -> None:
+        """Record the first frame of the script outside the module's own constructors."""
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename == self.script and not (
+                code.co_name == "__init__" and frame.f_locals.get("self") is module
+            ):
+                self._locations[module] = (self.script, frame.f_lineno)
+                return
+            frame = frame.f_back
+
+    # -- calls ------------------------------------------------------------------------------
+
+    def _call(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
+        """A call within ``max_depth``: track it when it is a model, else block its subtree."""
+        original = self._original_call
+        if torch.compiler.is_compiling():
+            return original(module, *args, **kwargs)
+        stack = self._stack
+        parent = stack[-1] if stack else None
+        tracked = None
+        if not stack or (parent is not None and parent.accepts_children
+                         and _is_child(parent.module, module)):
+            tracked = self._track(module, parent, args, kwargs, sys._getframe(2))
+        if tracked is None:
+            stack.append(None)
+            try:
+                return original(module, *args, **kwargs)
+            finally:
+                stack.pop()
+        return self._run(module, tracked, args, kwargs)
+
+    def _track(self, module: torch.nn.Module, parent: Optional[_Active], args: tuple,
+               kwargs: dict, caller: Any) -> Optional[tuple[_Active, Any]]:
+        """The stack entry and listener plan of a model call, or ``None`` when it is no model
+        (activation, no parameters) or its inputs cannot be described."""
+        if type(module) in ACTIVATIONS:
+            return None
+        record = self._records.get(module)
+        if record is None:
+            record = self._discover(module, parent, caller)
+            if record is None:
+                return None
+        parent_invocation = parent.invocation.invocation_hash if parent else None
+        invocation = self._invocation(record, parent_invocation, args, kwargs)
+        if invocation is None:
+            return None
+        target = self._target(module)
+        plan = None
+        if not invocation.announced:
+            invocation.announced = True
+            plan = self.listener.invocation_found(record, invocation, target)
+        active = _Active(module=target, record=record, invocation=invocation,
+                         accepts_children=target is module)
+        return active, plan
+
+    def _target(self, module: torch.nn.Module) -> torch.nn.Module:
+        """The module itself, or the original module of a ``torch.compile`` wrapper."""
+        if self._optimized is not None and isinstance(module, self._optimized):
+            return module._orig_mod
+        return module
+
+    def _discover(self, module: torch.nn.Module, parent: Optional[_Active],
+                  caller: Any) -> Optional[ModelRecord]:
+        """The record of a module called for the first time (shared by identical
+        architectures), or ``None`` while it has no parameters."""
+        target = self._target(module)
+        parameters = list(target.parameters())
+        count = sum(p.numel() for p in parameters)
+        if count == 0:
+            return None
+        hash_ = model_hash(target)
+        record = self.models.get(hash_)
+        if record is None:
+            file, line = self._locations.get(module) or self._locations.get(target) or (None, None)
+            record = ModelRecord(
+                model_hash=hash_,
+                class_name=type(target).__name__,
+                module_name=type(target).__module__,
+                file=file,
+                line=line,
+                name=_variable_name(module, parent, caller),
+                parameters=count,
+                parameter_bytes=sum(p.numel() * p.element_size() for p in parameters),
+                depth=len(self._stack),
+                parent_hash=parent.record.model_hash if parent else None,
+                compiled=target is not module,
+            )
+            self.models[hash_] = record
+            self.listener.model_found(record)
+        self._records[module] = record
+        return record
+
+    def _invocation(self, record: ModelRecord, parent_invocation: Optional[str], args: tuple,
+                    kwargs: dict) -> Optional[InvocationRecord]:
+        """The invocation of these inputs (created at first sight), or ``None`` after reporting
+        inputs that cannot be described."""
+        signature = _signature(record.model_hash, parent_invocation, args, kwargs)
+        if signature is not None:
+            known = self._by_signature.get(signature)
+            if known is not None:
+                return known
+        try:
+            shapes, dtypes = shapes_and_dtypes(named_inputs(args, kwargs))
+        except UnsupportedInput as error:
+            key = (record.model_hash, str(error))
+            if key not in self._reported_errors:
+                self._reported_errors.add(key)
+                self.listener.input_error(record, error)
+            return None
+        hash_ = invocation_hash(record.model_hash, parent_invocation, shapes, dtypes)
+        invocation = self.invocations.get(hash_)
+        if invocation is None:
+            invocation = InvocationRecord(
+                invocation_hash=hash_,
+                model_hash=record.model_hash,
+                parent_invocation_hash=parent_invocation,
+                shapes=shapes,
+                dtypes=dtypes,
+                is_target=not self.targets or hash_ in self.targets,
+            )
+            self.invocations[hash_] = invocation
+        if signature is not None:
+            self._by_signature[signature] = invocation
+        return invocation
+
+    def _run(self, module: torch.nn.Module, tracked: tuple[_Active, Any], args: tuple,
+             kwargs: dict) -> Any:
+        """Run a tracked call: time it, count it, and hand a first call to the listener."""
+        active, plan = tracked
+        call = None
+        if plan is not None:
+            call = Call(module=active.module, record=active.record, invocation=active.invocation,
+                        args=_copy_inputs(args), kwargs=_copy_inputs(kwargs), plan=plan)
+        stack = self._stack
+        stack.append(active)
+        start = time.perf_counter()
+        try:
+            outputs = self._original_call(module, *args, **kwargs)
+        except BaseException:
+            stack.pop()
+            if call is not None:
+                self.listener.first_call_failed(call)
+            raise
+        elapsed = time.perf_counter() - start
+        stack.pop()
+        active.invocation.executed += 1
+        active.invocation.seconds += elapsed
+        if call is not None:
+            self.listener.first_call_done(call)
+        return outputs
+
+
+def _is_child(parent: torch.nn.Module, module: torch.nn.Module) -> bool:
+    """Whether ``module`` is a direct child (attribute) of ``parent``."""
+    return any(child is module for child in parent._modules.values())
+
+
+def _variable_name(module: torch.nn.Module, parent: Optional[_Active], caller: Any) -> Optional[str]:
+    """The attribute name of a sub-model in its parent, or the caller's variable holding a
+    top-level model."""
+    if parent is not None:
+        for name, child in parent.module._modules.items():
+            if child is module:
+                return name
+        return None
+    for scope in (caller.f_locals, caller.f_globals):
+        for name, value in scope.items():
+            if value is module:
+                return name
+    return None
+
+
+def _signature(model_hash_: str, parent_invocation: Optional[str], args: tuple,
+               kwargs: dict) -> Optional[tuple]:
+    """A cheap key of calls whose inputs are all tensors (shape, dtype, name), else ``None``."""
+    key: list = [model_hash_, parent_invocation]
+    for value in args:
+        if not isinstance(value, torch.Tensor):
+            return None
+        key.append((value.shape, value.dtype))
+    for name, value in kwargs.items():
+        if not isinstance(value, torch.Tensor):
+            return None
+        key.append((name, value.shape, value.dtype))
+    return tuple(key)
+
+
+def _copy_inputs(value: Any) -> Any:
+    """Detached copies of the tensors in ``value`` (through lists, tuples and dicts), so a
+    forward that changes its inputs in place cannot change what gets built and timed."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy_inputs(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _copy_inputs(item) for key, item in value.items()}
+    return value

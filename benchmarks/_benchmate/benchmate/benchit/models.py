@@ -1,0 +1,354 @@
+"""Mode ``models`` of the benchit worker (``docs/benchit-protocol.md``): run a user's script
+under discovery, or take an ONNX file, and build and benchmark what the Rust side asks for.
+
+Everything the script prints goes to the log (see :meth:`Protocol.take_stdout`); every failure
+of a build or a benchmark becomes an event and the script goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import os
+import platform
+import sys
+import traceback
+from typing import Any, Callable, Optional
+
+import benchmate
+from benchmate.benchit.protocol import Protocol, ProtocolError, one_line
+from benchmate.benchit.runtimes import package_version
+
+
+class WorkerAbort(BaseException):
+    """The protocol broke (Rust closed the stream or sent nonsense): stop everything, including
+    the user's script, which must not be able to catch it as an ``Exception``."""
+
+
+def serve(protocol: Protocol) -> int:
+    """Answer one request of mode ``models``; return the worker's exit status."""
+    protocol.send("hello", python=platform.python_version(), torch=package_version("torch"),
+                  onnx=package_version("onnx"), onnxruntime=package_version("onnxruntime"),
+                  benchmate=package_version("benchmate") or benchmate.__version__)
+    try:
+        request = _receive(protocol)
+        kind = request.get("request")
+        if kind == "script":
+            ScriptSession(protocol, request).run()
+        elif kind == "onnx":
+            serve_onnx(protocol, request)
+        else:
+            protocol.send("error", message=f"unknown request {kind!r} (script or onnx)",
+                          traceback=None)
+    except WorkerAbort as abort:
+        print(f"benchit worker: {abort}", file=sys.stderr)
+        return 3
+    protocol.send("done")
+    return 0
+
+
+def _receive(protocol: Protocol) -> dict[str, Any]:
+    """One line from Rust, or :class:`WorkerAbort` when the protocol broke."""
+    try:
+        return protocol.receive()
+    except ProtocolError as error:
+        raise WorkerAbort(str(error)) from None
+
+
+@dataclasses.dataclass
+class Work:
+    """One invocation to build and benchmark, as the reply asks."""
+
+    invocation_hash: str
+    reply: dict[str, Any]
+    #: Produces the base ONNX file: ``source(stage, path)`` for ``export`` or ``receive``.
+    source: Callable[[str, str], None]
+    #: The live model and the captured inputs, or ``None`` for an ONNX file input.
+    torch_call: Optional[tuple[Any, tuple, dict[str, Any]]]
+    #: Inputs for ONNX Runtime by name (``None``: random values from the graph's shapes).
+    tensors: Optional[dict[str, Any]]
+
+
+def carry_out(protocol: Protocol, work: Work) -> None:
+    """Run the requested stages and runtimes, sending ``stage``, ``onnx_info`` and
+    ``benchmark`` events, then ``invocation_done``."""
+    from benchmate.benchit.build import BuildPlan, onnx_info, run_stages
+
+    hash_ = work.invocation_hash
+    failed = []
+
+    def on_stage(result: Any) -> None:
+        if result.status != "ok":
+            failed.append(result.stage)
+        protocol.send("stage", invocation_hash=hash_, **result.fields())
+
+    try:
+        plan = BuildPlan.from_reply(work.reply)
+        newest = run_stages(plan, work.source, on_stage)
+        if newest is not None and not failed:
+            try:
+                protocol.send("onnx_info", invocation_hash=hash_, **onnx_info(newest))
+            except Exception as error:  # noqa: BLE001 - a broken file is reported, not fatal
+                _send_error(protocol, error, invocation_hash=hash_)
+        for benchmark in work.reply.get("benchmarks", []):
+            _benchmark(protocol, work, benchmark, build_failed=bool(failed))
+    except Exception as error:  # noqa: BLE001 - a malformed reply must not stop the script
+        _send_error(protocol, error, invocation_hash=hash_)
+    protocol.send("invocation_done", invocation_hash=hash_)
+
+
+def _benchmark(protocol: Protocol, work: Work, request: dict[str, Any], build_failed: bool) -> None:
+    """Time one runtime and send its ``benchmark`` event (an error event on failure)."""
+    from benchmate.benchit.runtimes import ONNX_RUNTIMES, TORCH_RUNTIMES, run_ort, run_torch
+
+    runtime = request.get("runtime")
+    reply = work.reply
+    warmup, iterations = int(reply.get("warmup", 10)), int(reply.get("iterations", 100))
+    device = reply.get("device", "x86")
+    fields: dict[str, Any] = {"invocation_hash": work.invocation_hash, "runtime": runtime}
+    try:
+        if runtime in ONNX_RUNTIMES:
+            path = request.get("onnx")
+            if build_failed:
+                raise RuntimeError("build failed")
+            if not path or not os.path.exists(path):
+                raise FileNotFoundError(f"ONNX file {path} does not exist")
+            measured = run_ort(path, runtime, device, work.tensors, warmup, iterations)
+        elif runtime in TORCH_RUNTIMES:
+            if work.torch_call is None:
+                raise TypeError(f"{runtime} needs a PyTorch model, not an ONNX file")
+            model, args, kwargs = work.torch_call
+            measured = run_torch(model, runtime, device, args, kwargs, warmup, iterations)
+        else:
+            raise ValueError(f"unknown runtime {runtime!r}")
+    except Exception as error:  # noqa: BLE001 - every failure becomes an error event
+        protocol.send("benchmark", **fields, status="error", runtime_version=None, provider=None,
+                      compile_seconds=None, warmup=warmup, times_ns=[],
+                      message=_message(error), traceback=_traceback(error))
+        return
+    protocol.send("benchmark", **fields, status="ok", **dataclasses.asdict(measured),
+                  message=None, traceback=None)
+
+
+def _message(error: BaseException) -> str:
+    """The one-line message of a failure (``build failed`` stays as the protocol spells it)."""
+    return str(error) if str(error) == "build failed" else one_line(error)
+
+
+def _traceback(error: BaseException) -> str:
+    """The full traceback text of ``error``."""
+    return "".join(traceback.format_exception(type(error), error, error.__traceback__))
+
+
+def _send_error(protocol: Protocol, error: BaseException, **fields: Any) -> None:
+    """Report a failure of the worker's own that concerns no single stage or runtime."""
+    protocol.send("error", message=one_line(error), traceback=_traceback(error), **fields)
+
+
+def _file_sha256(path: str) -> str:
+    """The sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# -- scripts ---------------------------------------------------------------------------------
+
+
+class ScriptSession:
+    """One script run under discovery, talking to Rust through ``protocol``."""
+
+    def __init__(self, protocol: Protocol, request: dict[str, Any]):
+        self.protocol = protocol
+        self.script = os.path.abspath(request["script"])
+        self.script_args = [str(arg) for arg in request.get("script_args", [])]
+        self.targets = set(request.get("targets", []))
+        self.max_depth = int(request.get("max_depth", 0))
+        self.analyze_only = bool(request.get("analyze_only", False))
+        self.discovery: Any = None
+
+    def run(self) -> None:
+        """Run the script as a module named after its file stem, then send ``calls``."""
+        from benchmate.benchit.discovery import Discovery
+
+        stem = os.path.splitext(os.path.basename(self.script))[0]
+        sys.argv = [self.script, *self.script_args]
+        sys.path.insert(0, os.path.dirname(self.script))
+        sys.path.append(os.getcwd())
+        self.discovery = Discovery(self.script, self.max_depth, self.targets, _Events(self))
+        with self.discovery:
+            self._execute(stem)
+        self.protocol.send("calls", invocations=[
+            {"invocation_hash": inv.invocation_hash, "executed": inv.executed,
+             "seconds": inv.seconds}
+            for inv in self.discovery.invocations.values()
+        ])
+
+    def _execute(self, stem: str) -> None:
+        """Execute the script's module; report its failure as a ``script_error``."""
+        try:
+            spec = importlib.util.spec_from_file_location(stem, self.script)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load {self.script} as a Python module")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules.setdefault(stem, module)
+            spec.loader.exec_module(module)
+        except WorkerAbort:
+            raise
+        except SystemExit as exit_:
+            if exit_.code not in (None, 0):
+                self._script_error(exit_, f"the script exited with status {exit_.code!r}")
+        except BaseException as error:  # noqa: BLE001 - whatever the script raises is reported
+            self._script_error(error, one_line(error))
+
+    def _script_error(self, error: BaseException, message: str) -> None:
+        """Send ``script_error`` with the traceback from the script's first frame on."""
+        tb = error.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != self.script:
+            tb = tb.tb_next
+        text = "".join(traceback.format_exception(type(error), error, tb))
+        self.protocol.send("script_error", kind=type(error).__name__, message=message,
+                           traceback=text)
+
+
+class _Events:
+    """The discovery listener of a :class:`ScriptSession`: turns discoveries into events and
+    first calls of targets into builds and benchmarks."""
+
+    def __init__(self, session: ScriptSession):
+        self.session = session
+        self.protocol = session.protocol
+
+    def model_found(self, record: Any) -> None:
+        """Send the ``model`` event."""
+        self.protocol.send("model", model_hash=record.model_hash, **{"class": record.class_name},
+                           module=record.module_name, file=record.file, line=record.line,
+                           name=record.name, parameters=record.parameters,
+                           parameter_bytes=record.parameter_bytes, depth=record.depth,
+                           parent_hash=record.parent_hash, compiled=record.compiled)
+
+    def invocation_found(self, record: Any, invocation: Any, module: Any) -> Optional[dict]:
+        """Send the ``invocation`` event; for a target, wait for the reply and return it unless
+        it says skip."""
+        from benchmate.benchit.hashing import weights_hash
+
+        with self.session.discovery.paused():
+            digest = weights_hash(module)
+        self.protocol.send(
+            "invocation", model_hash=record.model_hash,
+            invocation_hash=invocation.invocation_hash,
+            parent_invocation_hash=invocation.parent_invocation_hash,
+            input_shapes={key: list(shape) for key, shape in invocation.shapes.items()},
+            input_dtypes=invocation.dtypes, is_target=invocation.is_target,
+            weights_hash=digest)
+        if not invocation.is_target or self.session.analyze_only:
+            return None
+        reply = _receive(self.protocol)
+        return None if reply.get("skip") else reply
+
+    def first_call_done(self, call: Any) -> None:
+        """Build and benchmark the invocation, with torch unpatched, after its real forward."""
+        from benchmate.benchit.build import export_torch, ordered_inputs
+        from benchmate.benchit.runtimes import inference_mode_of
+
+        module, args, kwargs = call.module, call.args, call.kwargs
+
+        def source(stage: str, path: str) -> None:
+            if stage != "export":
+                raise ValueError(f"stage {stage} needs an ONNX file input; a script is exported")
+            export_torch(module, args, kwargs, path, int(call.plan.get("opset", 17)),
+                         call.plan.get("exporter", "torchscript"))
+
+        with self.session.discovery.paused(), inference_mode_of(module):
+            tensors = _numpy_inputs(ordered_inputs(module, args, kwargs))
+            carry_out(self.protocol, Work(call.invocation.invocation_hash, call.plan, source,
+                                          (module, args, kwargs), tensors))
+
+    def first_call_failed(self, call: Any) -> None:
+        """The forward raised: nothing is built; close the invocation for Rust."""
+        self.protocol.send("invocation_done", invocation_hash=call.invocation.invocation_hash)
+
+    def input_error(self, record: Any, error: BaseException) -> None:
+        """Report inputs that cannot be described; the call itself runs untracked."""
+        self.protocol.send("error", model_hash=record.model_hash,
+                           message=f"{record.class_name} ({record.model_hash}): {error}; "
+                                   "this call is not analysed",
+                           traceback=None)
+
+
+def _numpy_inputs(ordered: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """The captured tensors as numpy arrays by input name (``name.i`` for sequence items);
+    ``None`` when a tensor cannot be converted (ONNX Runtime then fails with a clear message)."""
+    import torch
+
+    arrays: dict[str, Any] = {}
+    for name, value in ordered.items():
+        items = enumerate(value) if isinstance(value, (list, tuple)) else [(None, value)]
+        for index, item in items:
+            if isinstance(item, torch.Tensor):
+                key = name if index is None else f"{name}.{index}"
+                arrays[key] = item.detach().cpu().numpy()
+    return arrays
+
+
+# -- ONNX files ------------------------------------------------------------------------------
+
+
+def serve_onnx(protocol: Protocol, request: dict[str, Any]) -> None:
+    """Announce an ONNX file as one model with one invocation, then build and benchmark it."""
+    import onnx
+
+    from benchmate.benchit.build import dynamic_inputs, graph_inputs, receive_onnx
+    from benchmate.benchit.hashing import invocation_hash
+
+    path = os.path.abspath(request["path"])
+    try:
+        digest = _file_sha256(path)
+        model = onnx.load(path, load_external_data=False)
+    except Exception as error:  # noqa: BLE001 - an unreadable file is reported
+        _send_error(protocol, error)
+        return
+    model_hash = digest[:8]
+    sizes = [(_numel(init.dims), onnx.helper.tensor_dtype_to_np_dtype(init.data_type).itemsize)
+             for init in model.graph.initializer]
+    protocol.send("model", model_hash=model_hash, **{"class": "onnx"}, module=None, file=path,
+                  line=None, name=os.path.splitext(os.path.basename(path))[0],
+                  parameters=sum(n for n, _ in sizes),
+                  parameter_bytes=sum(n * size for n, size in sizes),
+                  depth=0, parent_hash=None, compiled=False)
+    dynamic = dynamic_inputs(model)
+    if dynamic:
+        protocol.send("error", model_hash=model_hash, traceback=None,
+                      message=f"inputs {dynamic} have dynamic dimensions: "
+                              "freeze the model's input shapes")
+        return
+    shapes = {name: tuple(dims) for name, dims in sorted(graph_inputs(model).items())}
+    elem_types = {value.name: value.type.tensor_type.elem_type for value in model.graph.input}
+    dtypes = {name: onnx.helper.tensor_dtype_to_np_dtype(elem_types[name]).name
+              for name in shapes}
+    hash_ = invocation_hash(model_hash, None, shapes, dtypes)
+    protocol.send("invocation", model_hash=model_hash, invocation_hash=hash_,
+                  parent_invocation_hash=None,
+                  input_shapes={k: list(v) for k, v in shapes.items()}, input_dtypes=dtypes,
+                  is_target=True, weights_hash=digest)
+    reply = _receive(protocol)
+    if reply.get("skip"):
+        return
+
+    def source(stage: str, output: str) -> None:
+        if stage != "receive":
+            raise ValueError(f"stage {stage} needs a PyTorch model; an ONNX file is received")
+        receive_onnx(path, output)
+
+    carry_out(protocol, Work(hash_, reply, source, None, None))
+
+
+def _numel(dims: Any) -> int:
+    """The number of elements of a tensor with these dimensions."""
+    count = 1
+    for dim in dims:
+        count *= dim
+    return count

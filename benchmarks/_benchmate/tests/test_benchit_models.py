@@ -1,0 +1,386 @@
+"""The benchit worker's mode ``models``: discovery, hashes, builds, runtimes and failures.
+
+Needs torch, onnx and onnxruntime (the e2e environment); skipped where torch is missing. Most
+tests serve the request in this process (:func:`benchit_driver.run_in_process`); a few run the
+real worker subprocess as Rust does.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from benchit_driver import (  # noqa: E402 - after the skips
+    build_replier,
+    of_kind,
+    run_in_process,
+    run_worker,
+    script_request,
+)
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "benchit"
+
+
+def write_script(folder: pathlib.Path, name: str, body: str) -> pathlib.Path:
+    """A script file in ``folder`` with ``body`` dedented."""
+    path = folder / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def analyze(script: pathlib.Path, **options) -> list[dict]:
+    """The events of an analysis-only run of ``script`` in this process."""
+    events, status = run_in_process(script_request(script, analyze_only=True, **options))
+    assert status == 0
+    assert events[0]["event"] == "hello" and events[-1]["event"] == "done"
+    return events
+
+
+def calls_by_hash(events: list[dict]) -> dict[str, int]:
+    """Executed count of every invocation from the ``calls`` event."""
+    (calls,) = of_kind(events, "calls")
+    return {entry["invocation_hash"]: entry["executed"] for entry in calls["invocations"]}
+
+
+# -- hashes ----------------------------------------------------------------------------------
+
+
+def test_hashes_are_mlagility_values() -> None:
+    from benchmate.benchit.hashing import invocation_hash, model_hash, shapes_and_dtypes
+
+    class SmallModel(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(11, 5)
+
+    model = SmallModel()
+    assert model_hash(model) == "2a1e15ca"
+    shapes, dtypes = shapes_and_dtypes({"x": torch.rand(11)})
+    assert invocation_hash("2a1e15ca", None, shapes, dtypes) == "24adc42f"
+
+
+def test_input_descriptions_follow_mlagility() -> None:
+    from benchmate.benchit.hashing import UnsupportedInput, named_inputs, shapes_and_dtypes
+
+    inputs = named_inputs((torch.zeros(2, 3, dtype=torch.int64), [torch.rand(4), None]),
+                          {"flag": True, "scale": 0.5, "mask": None})
+    shapes, dtypes = shapes_and_dtypes(inputs)
+    assert list(shapes) == ["Positional Arg 1", "Positional Arg 2[0]", "flag", "scale"]
+    assert shapes["Positional Arg 1"] == (2, 3) and dtypes["Positional Arg 1"] == "int64"
+    assert shapes["flag"] == (1,) and dtypes["flag"] == "bool" and dtypes["scale"] == "float"
+    with pytest.raises(UnsupportedInput):
+        shapes_and_dtypes({"x": {"nested": torch.rand(1)}})
+
+
+def test_weights_hash_changes_with_a_weight() -> None:
+    from benchmate.benchit.hashing import weights_hash
+
+    model = torch.nn.Linear(3, 2)
+    before = weights_hash(model)
+    assert before == weights_hash(model) and len(before) == 64
+    with torch.no_grad():
+        model.weight[0, 0] += 1
+    assert weights_hash(model) != before
+
+
+# -- discovery of the examples ---------------------------------------------------------------
+
+
+def test_hello_world_is_discovered_with_mlagility_hashes() -> None:
+    events = analyze(EXAMPLES / "hello_world.py")
+    (model,) = of_kind(events, "model")
+    assert model["model_hash"] == "2a1e15ca" and model["class"] == "SmallModel"
+    assert model["name"] == "model" and model["file"] == str(EXAMPLES / "hello_world.py")
+    assert model["line"] == 22 and model["module"] == "hello_world"
+    assert (model["parameters"], model["parameter_bytes"]) == (60, 240)
+    (invocation,) = of_kind(events, "invocation")
+    assert invocation["invocation_hash"] == "24adc42f"
+    assert invocation["input_shapes"] == {"x": [11]}
+    assert invocation["input_dtypes"] == {"x": "float32"}
+    assert calls_by_hash(events) == {"24adc42f": 1}
+
+
+@pytest.mark.parametrize("script, classes, shapes_and_calls", [
+    ("mlp.py", ["MLP"], [({"Positional Arg 1": [8, 64]}, 10)]),
+    ("cnn.py", ["SmallCNN"], [({"Positional Arg 1": [2, 3, 32, 32]}, 2)]),
+    ("transformer_block.py", ["TransformerEncoderLayer"],
+     [({"Positional Arg 1": [2, 16, 64]}, 1)]),
+    ("two_models.py", ["Encoder", "Head"],
+     [({"Positional Arg 1": [1, 32]}, 2), ({"Positional Arg 1": [1, 16]}, 3),
+      ({"Positional Arg 1": [8, 32]}, 1)]),
+])
+def test_examples_are_discovered(script: str, classes: list, shapes_and_calls: list) -> None:
+    events = analyze(EXAMPLES / script)
+    models = of_kind(events, "model")
+    assert [m["class"] for m in models] == classes
+    assert all(m["depth"] == 0 and m["parameters"] > 0 for m in models)
+    invocations = of_kind(events, "invocation")
+    counts = calls_by_hash(events)
+    assert [(i["input_shapes"], counts[i["invocation_hash"]]) for i in invocations] == \
+        shapes_and_calls
+    assert all(i["input_dtypes"] == {k: "float32" for k in i["input_shapes"]}
+               for i in invocations)
+
+
+def test_sub_models_down_to_max_depth_name_their_parents() -> None:
+    events = analyze(EXAMPLES / "two_models.py", max_depth=1)
+    models = {m["class"] + ":" + str(m["name"]): m for m in of_kind(events, "model")}
+    assert set(models) == {"Encoder:encoder", "Linear:proj", "Head:head", "Linear:fc"}
+    assert models["Linear:proj"]["depth"] == 1
+    assert models["Linear:proj"]["parent_hash"] == models["Encoder:encoder"]["model_hash"]
+    assert models["Linear:fc"]["parent_hash"] == models["Head:head"]["model_hash"]
+    invocations = of_kind(events, "invocation")
+    by_hash = {i["invocation_hash"]: i for i in invocations}
+    projections = [i for i in invocations
+                   if i["model_hash"] == models["Linear:proj"]["model_hash"]]
+    assert len(projections) == 2
+    for projection in projections:
+        parent = by_hash[projection["parent_invocation_hash"]]
+        assert parent["model_hash"] == models["Encoder:encoder"]["model_hash"]
+        assert parent["input_shapes"] == projection["input_shapes"]
+    counts = calls_by_hash(events)
+    assert sorted(counts[i["invocation_hash"]] for i in projections) == [1, 2]
+
+
+def test_targets_select_invocations(tmp_path: pathlib.Path) -> None:
+    events, _ = run_in_process(
+        script_request(EXAMPLES / "two_models.py", targets=("deadbeef",)),
+        build_replier(tmp_path))
+    assert not any(i["is_target"] for i in of_kind(events, "invocation"))
+    assert not of_kind(events, "stage")
+
+
+def test_inputs_without_a_shape_are_reported_and_the_script_goes_on(
+        tmp_path: pathlib.Path) -> None:
+    script = write_script(tmp_path, "odd_inputs.py", """
+        import torch
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(3, 3)
+            def forward(self, x, options=None):
+                return self.fc(x)
+        net = Net()
+        net(torch.rand(3), options={"fast": True})
+        net(torch.rand(3))
+        """)
+    events = analyze(script)
+    (error,) = of_kind(events, "error")
+    assert "options" in error["message"] and "dict" in error["message"]
+    (invocation,) = of_kind(events, "invocation")
+    assert calls_by_hash(events) == {invocation["invocation_hash"]: 1}
+    assert not of_kind(events, "script_error")
+
+
+# -- builds and benchmarks -------------------------------------------------------------------
+
+
+def test_full_build_in_the_worker_process(tmp_path: pathlib.Path) -> None:
+    replier = build_replier(tmp_path, stages=("export", "optimize", "fp16"),
+                            runtimes=("ort", "torch-eager"), onnx_stage="fp16", iterations=7)
+    events, status, log = run_worker(script_request(EXAMPLES / "hello_world.py"), replier)
+    assert status == 0 and events[-1] == {"event": "done"}
+    assert "tensor([" in log  # the script's print went to the log, not the protocol
+    stages = of_kind(events, "stage")
+    assert [(s["stage"], s["status"]) for s in stages] == \
+        [("export", "ok"), ("optimize", "ok"), ("fp16", "ok")]
+    build_dir = tmp_path / "b_24adc42f"
+    for stage in stages:
+        assert os.path.exists(stage["output"]) and stage["seconds"] > 0
+        assert (build_dir / f"log_{stage['stage']}.txt").exists()
+    assert stages[0]["output"].endswith("b_24adc42f-op17-base.onnx")
+    (info,) = of_kind(events, "onnx_info")
+    assert info["file"].endswith("-opt-f16.onnx") and info["ops"].get("Gemm") == 1
+    assert info["inputs"] == {"x": [11]} and info["opset"] == 17 and info["size_bytes"] > 0
+    fp16 = onnx.load(info["file"])
+    assert fp16.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
+    benchmarks = of_kind(events, "benchmark")
+    assert [(b["runtime"], b["status"]) for b in benchmarks] == \
+        [("ort", "ok"), ("torch-eager", "ok")]
+    assert all(len(b["times_ns"]) == 7 and min(b["times_ns"]) > 0 for b in benchmarks)
+    assert benchmarks[0]["provider"] == "CPUExecutionProvider"
+    assert of_kind(events, "invocation_done") == [
+        {"event": "invocation_done", "invocation_hash": "24adc42f"}]
+
+
+def test_ort_runs_the_fp32_model_when_asked(tmp_path: pathlib.Path) -> None:
+    replier = build_replier(tmp_path, stages=("export", "optimize"), runtimes=("ort",),
+                            onnx_stage="optimize", iterations=3, warmup=1)
+    events, _ = run_in_process(script_request(EXAMPLES / "mlp.py"), replier)
+    (benchmark,) = of_kind(events, "benchmark")
+    assert benchmark["status"] == "ok" and len(benchmark["times_ns"]) == 3
+    assert benchmark["warmup"] == 1
+    (info,) = of_kind(events, "onnx_info")
+    assert info["file"].endswith("-opt.onnx")
+
+
+def test_an_empty_stage_list_uses_the_cached_build(tmp_path: pathlib.Path) -> None:
+    request = script_request(EXAMPLES / "hello_world.py")
+    run_in_process(request, build_replier(tmp_path, stages=("export", "optimize"),
+                                          runtimes=()))
+    events, _ = run_in_process(request, build_replier(tmp_path, stages=(), runtimes=("ort",),
+                                                      iterations=2))
+    assert not of_kind(events, "stage")
+    (info,) = of_kind(events, "onnx_info")
+    assert info["file"].endswith("-opt.onnx")
+    assert [b["status"] for b in of_kind(events, "benchmark")] == ["ok"]
+
+
+def test_a_model_that_cannot_be_exported_still_runs_in_torch(tmp_path: pathlib.Path) -> None:
+    # Data-dependent control flow alone only warns under the torchscript exporter (it traces
+    # one branch); a forward whose result is a Python set cannot be exported at all.
+    script = write_script(tmp_path, "positives.py", """
+        import torch
+        class Positives(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(4, 4)
+            def forward(self, x):
+                y = self.fc(x)
+                return {int(i) for i in (y > 0).nonzero().flatten()}
+        model = Positives()
+        found = model(torch.rand(4))
+        print("after the build", sorted(found))
+        finished = True
+        """)
+    replier = build_replier(tmp_path / "cache", stages=("export", "optimize"),
+                            runtimes=("ort", "torch-eager"), iterations=3)
+    events, _ = run_in_process(script_request(script), replier)
+    (stage,) = of_kind(events, "stage")
+    assert stage["stage"] == "export" and stage["status"] == "error"
+    assert stage["message"] and "\n" not in stage["message"] and "Traceback" in stage["traceback"]
+    assert not of_kind(events, "onnx_info")
+    ort, eager = of_kind(events, "benchmark")
+    assert (ort["status"], ort["message"]) == ("error", "build failed")
+    assert eager["status"] == "ok" and len(eager["times_ns"]) == 3
+    assert not of_kind(events, "script_error")
+    import positives  # the script ran to its end as a module named after its stem
+    assert positives.finished
+
+
+def test_the_build_leaves_the_script_unaffected(tmp_path: pathlib.Path) -> None:
+    script = write_script(tmp_path, "untouched.py", """
+        import torch
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
+        model[1].eval()
+        torch.manual_seed(1)
+        x = torch.rand(4)
+        out = model(x)
+        training = [m.training for m in model.modules()]
+        grad = torch.is_grad_enabled()
+        after = torch.rand(1)
+        torch.manual_seed(1)
+        torch.rand(4)
+        expected = torch.rand(1)
+        """)
+    replier = build_replier(tmp_path / "cache", runtimes=("ort", "torch-eager"))
+    events, _ = run_in_process(script_request(script), replier)
+    assert [b["status"] for b in of_kind(events, "benchmark")] == ["ok", "ok"]
+    import untouched
+    assert untouched.training == [True, True, False]
+    assert untouched.grad and untouched.out.requires_grad
+    assert torch.equal(untouched.after, untouched.expected)
+
+
+def test_an_onnx_file_is_received_and_benchmarked(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "linear.onnx"
+    torch.onnx.export(torch.nn.Linear(6, 2), (torch.rand(3, 6),), str(path), dynamo=False,
+                      opset_version=17, input_names=["x"])
+    replier = build_replier(tmp_path / "cache", stages=("receive", "optimize"),
+                            runtimes=("ort", "torch-eager"), iterations=4)
+    events, status = run_in_process({"request": "onnx", "path": str(path)}, replier)
+    assert status == 0
+    (model,) = of_kind(events, "model")
+    assert model["class"] == "onnx" and model["parameters"] == 14
+    (invocation,) = of_kind(events, "invocation")
+    assert invocation["input_shapes"] == {"x": [3, 6]}
+    assert invocation["input_dtypes"] == {"x": "float32"}
+    assert [s["status"] for s in of_kind(events, "stage")] == ["ok", "ok"]
+    ort, eager = of_kind(events, "benchmark")
+    assert ort["status"] == "ok" and len(ort["times_ns"]) == 4
+    assert eager["status"] == "error" and "ONNX file" in eager["message"]
+
+
+def test_an_onnx_file_with_dynamic_shapes_is_refused(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "dynamic.onnx"
+    torch.onnx.export(torch.nn.Linear(6, 2), (torch.rand(3, 6),), str(path), dynamo=False,
+                      opset_version=17, input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+    events, status = run_in_process({"request": "onnx", "path": str(path)})
+    assert status == 0
+    (error,) = of_kind(events, "error")
+    assert "freeze the model's input shapes" in error["message"]
+    assert not of_kind(events, "invocation")
+
+
+def test_gpu_runtimes_say_they_need_a_gpu(tmp_path: pathlib.Path) -> None:
+    import onnxruntime
+
+    if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
+        pytest.skip("this machine has a CUDA provider")
+    replier = build_replier(tmp_path, runtimes=("ort",), device="nvidia")
+    events, _ = run_in_process(script_request(EXAMPLES / "hello_world.py"), replier)
+    (benchmark,) = of_kind(events, "benchmark")
+    assert benchmark["status"] == "error" and "needs a GPU" in benchmark["message"]
+
+
+@pytest.mark.skipif(not os.environ.get("BENCHIT_TEST_COMPILE"),
+                    reason="torch.compile takes tens of seconds on CPU; set BENCHIT_TEST_COMPILE=1")
+def test_torch_compiled_reports_its_compile_time_apart(tmp_path: pathlib.Path) -> None:
+    replier = build_replier(tmp_path, stages=(), runtimes=("torch-compiled",), iterations=4)
+    events, _ = run_in_process(script_request(EXAMPLES / "hello_world.py"), replier)
+    (benchmark,) = of_kind(events, "benchmark")
+    assert benchmark["status"] == "ok" and benchmark["compile_seconds"] > 0
+    assert len(benchmark["times_ns"]) == 4
+
+
+# -- script failures -------------------------------------------------------------------------
+
+
+def test_a_syntax_error_is_a_script_error(tmp_path: pathlib.Path) -> None:
+    script = write_script(tmp_path, "broken.py", "import torch\ndef oops(:\n    pass\n")
+    events, status, log = run_worker(script_request(script, analyze_only=True))
+    assert status == 0
+    assert [e["event"] for e in events] == ["hello", "script_error", "calls", "done"]
+    error = events[1]
+    assert error["kind"] == "SyntaxError" and "broken.py" in error["traceback"]
+    assert "Traceback" not in log
+
+
+def test_an_early_exit_keeps_what_was_discovered(tmp_path: pathlib.Path) -> None:
+    script = write_script(tmp_path, "quits.py", """
+        import sys
+        import torch
+        model = torch.nn.Linear(2, 2)
+        model(torch.rand(2))
+        sys.exit(3)
+        model(torch.rand(5, 2))
+        """)
+    events = analyze(script)
+    (error,) = of_kind(events, "script_error")
+    assert error["kind"] == "SystemExit" and "3" in error["message"]
+    assert list(calls_by_hash(events).values()) == [1]
+    assert [e["event"] for e in events][-3:] == ["script_error", "calls", "done"]
+
+
+def test_a_clean_exit_is_no_error(tmp_path: pathlib.Path) -> None:
+    script = write_script(tmp_path, "done_early.py", "import sys\nsys.exit(0)\n")
+    assert not of_kind(analyze(script), "script_error")
+
+
+def test_script_arguments_and_module_name(tmp_path: pathlib.Path) -> None:
+    script = write_script(tmp_path, "args.py", """
+        import sys
+        seen = (__name__, list(sys.argv))
+        if __name__ == "__main__":
+            raise SystemExit("the main block must not run")
+        """)
+    analyze(script, script_args=("--batch", "2"))
+    import args
+    assert args.seen == ("args", [str(script), "--batch", "2"])
