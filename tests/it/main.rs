@@ -1,5 +1,6 @@
 //! CLI integration tests of the `milabench` and `benchit` binaries (one test binary).
 
+mod benchit;
 mod benchit_ops;
 mod common;
 mod install;

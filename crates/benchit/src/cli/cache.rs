@@ -101,8 +101,9 @@ fn run_inner(args: CacheArgs) -> anyhow::Result<u8> {
             if builds.is_empty() {
                 println!("no build in {dir}");
             }
+            let width = builds.iter().map(|b| b.name.len()).max().unwrap_or(0);
             for build in &builds {
-                println!("{}", list_line(build));
+                println!("{}", list_line(build, width));
             }
         }
         CacheCommand::Stats { build } => {
@@ -159,10 +160,11 @@ fn run_inner(args: CacheArgs) -> anyhow::Result<u8> {
 }
 
 /// `<name>  <status>  <runtime> <mean> ms, ...` or the problems of a damaged build.
-fn list_line(build: &BuildEntry) -> String {
+fn list_line(build: &BuildEntry, width: usize) -> String {
+    let name = format!("{:<width$}", build.name);
     let problems = build.problems();
     if !problems.is_empty() {
-        return format!("{}  DAMAGED: {}", build.name, problems.join("; "));
+        return format!("{name}  DAMAGED: {}", problems.join("; "));
     }
     let status = match &build.state {
         Ok(Some(state)) => state.build_status.as_str(),
@@ -180,9 +182,9 @@ fn list_line(build: &BuildEntry) -> String {
         _ => Vec::new(),
     };
     if runtimes.is_empty() {
-        format!("{}  {status}", build.name)
+        format!("{name}  {status}")
     } else {
-        format!("{}  {status}  {}", build.name, runtimes.join(", "))
+        format!("{name}  {status:<16}  {}", runtimes.join(", "))
     }
 }
 

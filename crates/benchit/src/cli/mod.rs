@@ -47,10 +47,10 @@ fn with_default_command(mut args: Vec<OsString>) -> Vec<OsString> {
     args
 }
 
-/// Whether `arg` names a script or an ONNX file (the part before `::`).
+/// Whether `arg` names a file (it has a `.` or a `/`): then `benchmark` checks it is a script or
+/// an ONNX file, with a message that says so.
 fn looks_like_input(arg: &str) -> bool {
-    let file = arg.split("::").next().unwrap_or(arg).to_ascii_lowercase();
-    file.ends_with(".py") || file.ends_with(".onnx")
+    arg.contains('.') || arg.contains('/')
 }
 
 /// Parses the command line and runs `benchit`; returns the process exit code.

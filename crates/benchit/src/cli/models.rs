@@ -138,9 +138,8 @@ impl BenchmarkArgs {
         };
         let script_args = match &self.script_args {
             None => Vec::new(),
-            Some(line) => shlex::split(line).ok_or_else(|| {
-                anyhow::anyhow!("--script-args `{line}` has unbalanced quotes")
-            })?,
+            Some(line) => shlex::split(line)
+                .ok_or_else(|| anyhow::anyhow!("--script-args `{line}` has unbalanced quotes"))?,
         };
         Ok(BenchmarkOptions {
             cache_dir,
@@ -475,7 +474,13 @@ fn render(result: &InputResult, action: Action, tracebacks: bool) -> String {
     out
 }
 
-fn render_build(out: &mut String, indent: &str, build: &BuildResult, action: Action, tracebacks: bool) {
+fn render_build(
+    out: &mut String,
+    indent: &str,
+    build: &BuildResult,
+    action: Action,
+    tracebacks: bool,
+) {
     let pad = format!("{indent}    ");
     let stages: Vec<String> = build
         .stages
@@ -511,7 +516,12 @@ fn render_build(out: &mut String, indent: &str, build: &BuildResult, action: Act
         }
     }
     if action == Action::Benchmark {
-        let width = build.runtimes.iter().map(|r| r.runtime.len()).max().unwrap_or(0);
+        let width = build
+            .runtimes
+            .iter()
+            .map(|r| r.runtime.len())
+            .max()
+            .unwrap_or(0);
         for rt in &build.runtimes {
             match (&rt.statistics, rt.ok) {
                 (Some(s), true) => {

@@ -1,0 +1,595 @@
+//! `benchit benchmark` and `benchit cache` against a fake models worker that speaks the protocol
+//! without torch (`tests/fixtures/benchit/fake_models_worker.py`, driven by the `# fake:` line
+//! of each fixture script): discovery and measurements, cache reuse and rebuild policies,
+//! failures (build, script, crash, kill, timeout, protocol), bad input, the cache commands.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{Output, fixtures, run};
+
+/// A scratch cache and home; commands run in `tests/fixtures/benchit` with the fake worker.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    fn cache(&self) -> PathBuf {
+        self.dir.path().join("cache")
+    }
+
+    /// `benchit ARGS` in the fixture folder, with the fake worker, the scratch cache and no
+    /// `BENCHIT_*` variable of the caller.
+    fn benchit(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_benchit"));
+        for (key, _) in std::env::vars() {
+            if key.starts_with("BENCHIT_") {
+                cmd.env_remove(key);
+            }
+        }
+        let worker = format!(
+            "python3 {}",
+            folder().join("fake_models_worker.py").display()
+        );
+        cmd.current_dir(folder())
+            .env("BENCHIT_WORKER", worker)
+            .env("BENCHIT_HOME", self.dir.path().join("home"))
+            .env("BENCHIT_CACHE_DIR", self.cache())
+            .args(args);
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        run(&mut self.benchit(args))
+    }
+
+    /// Paths and durations replaced by markers.
+    fn redact(&self, text: &str) -> String {
+        let text =
+            crate::common::redact(text).replace(&self.dir.path().display().to_string(), "[TMP]");
+        let mut out = String::new();
+        for line in text.lines() {
+            out.push_str(&match line.find("done in ") {
+                Some(at) => format!("{}done in [T] s", &line[..at]),
+                None => line.to_string(),
+            });
+            out.push('\n');
+        }
+        out
+    }
+
+    fn shown(&self, out: &Output) -> String {
+        format!(
+            "exit: {}\n--- stdout\n{}--- stderr\n{}",
+            out.code,
+            self.redact(&out.stdout),
+            self.redact(&out.stderr)
+        )
+    }
+
+    fn state(&self, build: &str) -> String {
+        fs_err::read_to_string(self.cache().join(build).join("state.yaml")).unwrap_or_default()
+    }
+}
+
+fn folder() -> PathBuf {
+    fixtures().join("benchit")
+}
+
+#[test]
+fn two_models_are_discovered_built_and_measured() {
+    let s = Scratch::new();
+    let out = s.run(&[
+        "two_models.py",
+        "--runtime",
+        "ort",
+        "torch-eager",
+        "--iterations",
+        "5",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    insta::assert_snapshot!(s.shown(&out));
+    let state = s.state("two_models_tester_24adc42f");
+    assert!(state.contains("build_status: successful_build"), "{state}");
+    assert!(state.contains("torch_version: 2.15.0-fake"), "{state}");
+    let stats =
+        fs_err::read_to_string(s.cache().join("two_models_tester_24adc42f/stats.yaml")).unwrap();
+    assert!(stats.contains("torch-eager:"), "{stats}");
+    assert!(stats.contains("- 2004000"), "raw times are kept: {stats}");
+    let log = fs_err::read_to_string(s.cache().join("logs/two_models.log")).unwrap();
+    assert!(log.contains("runs with argv []"), "{log}");
+}
+
+#[test]
+fn a_second_call_reuses_the_cache_and_rebuild_always_does_not() {
+    let s = Scratch::new();
+    let args = ["two_models.py::24adc42f", "--iterations", "3"];
+    assert_eq!(s.run(&args).code, 0);
+    let again = s.run(&args);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("reused from the cache"),
+        "{}",
+        again.stderr
+    );
+    assert!(!again.stderr.contains("built ("), "{}", again.stderr);
+    // Only the target was built.
+    assert!(!s.cache().join("two_models_tester_5b2e7d10").exists());
+    let always = s.run(&[&args[..], &["--rebuild", "always"]].concat());
+    assert_eq!(always.code, 0);
+    assert!(
+        always
+            .stderr
+            .contains("built (export 0.01 s, optimize 0.01 s)"),
+        "{}",
+        always.stderr
+    );
+    assert!(
+        always.stderr.contains("rebuilt: --rebuild always"),
+        "{}",
+        always.stderr
+    );
+    // A new stage asked for (fp16) is built on top of the cached ones.
+    let fp16 = s.run(&[&args[..], &["--fp16"]].concat());
+    assert!(
+        fp16.stderr.contains("built (fp16 0.01 s)"),
+        "{}",
+        fp16.stderr
+    );
+}
+
+#[test]
+fn changed_weights_rebuild_if_needed_and_not_with_never() {
+    let s = Scratch::new();
+    let script = s.dir.path().join("weights.py");
+    let text = fs_err::read_to_string(folder().join("script_error.py"))
+        .unwrap()
+        .replace(
+            "\"script_error\": {\"kind\": \"ValueError\", \"message\": \"the script gave up\"}, ",
+            "",
+        );
+    fs_err::write(&script, &text).unwrap();
+    let script = script.display().to_string();
+    assert_eq!(s.run(&[&script, "--iterations", "2"]).code, 0);
+    fs_err::write(
+        &*script,
+        text.replace(
+            "\"dtypes\": {\"x\": \"float32\"}",
+            "\"dtypes\": {\"x\": \"float32\"}, \"weights\": \"new\"",
+        ),
+    )
+    .unwrap();
+    let never = s.run(&[&script, "--iterations", "2", "--rebuild", "never"]);
+    assert_eq!(never.code, 0, "{}", never.stderr);
+    assert!(never.stderr.contains("warning: build weights_24adc42f is stale (the model or its weights changed) but --rebuild never keeps it"), "{}", never.stderr);
+    assert!(
+        never.stderr.contains("reused from the cache"),
+        "{}",
+        never.stderr
+    );
+    let needed = s.run(&[&script, "--iterations", "2"]);
+    assert!(
+        needed
+            .stderr
+            .contains("warning: rebuilding weights_24adc42f: the model or its weights changed"),
+        "{}",
+        needed.stderr
+    );
+    assert!(needed.stderr.contains("built (export"), "{}", needed.stderr);
+}
+
+#[test]
+fn a_failed_export_fails_onnx_runtimes_only() {
+    let s = Scratch::new();
+    let out = s.run(&[
+        "build_fails.py",
+        "--runtime",
+        "ort",
+        "torch-eager",
+        "--iterations",
+        "2",
+    ]);
+    assert_eq!(out.code, 1);
+    insta::assert_snapshot!(s.shown(&out));
+    assert!(
+        s.state("build_fails_1234abcd")
+            .contains("build_status: failed_build")
+    );
+    // With BENCHIT_TRACEBACK=1 the stage's traceback is shown.
+    let traced = run(s
+        .benchit(&["build_fails.py", "--iterations", "2"])
+        .env("BENCHIT_TRACEBACK", "1"));
+    assert!(
+        traced.stderr.contains("TorchExportError: export"),
+        "{}",
+        traced.stderr
+    );
+}
+
+#[test]
+fn a_script_error_keeps_what_was_measured() {
+    let s = Scratch::new();
+    let out = s.run(&["script_error.py", "--iterations", "2"]);
+    assert_eq!(out.code, 1);
+    insta::assert_snapshot!(s.shown(&out));
+    let traced = run(s
+        .benchit(&["script_error.py", "--iterations", "2"])
+        .env("BENCHIT_TRACEBACK", "1"));
+    assert!(
+        traced.stderr.contains("    ValueError: the script gave up"),
+        "{}",
+        traced.stderr
+    );
+}
+
+#[test]
+fn a_crash_fails_the_build_in_progress_and_the_next_input_runs() {
+    let s = Scratch::new();
+    let out = s.run(&[
+        "crash.py",
+        "killed.py",
+        "two_models.py::24adc42f",
+        "--iterations",
+        "2",
+    ]);
+    assert_eq!(out.code, 1);
+    insta::assert_snapshot!(s.shown(&out));
+    // The cache does not claim the interrupted build.
+    let state = s.state("crash_24adc42f");
+    assert!(state.contains("build_status: failed_build"), "{state}");
+    assert!(state.contains("exited with code 3"), "{state}");
+    // The next call rebuilds it (and crashes again, the same way).
+    let again = s.run(&["crash.py", "--iterations", "2"]);
+    assert!(
+        again
+            .stderr
+            .contains("rebuilt: the previous build did not succeed (failed_build)"),
+        "{}",
+        again.stderr
+    );
+}
+
+#[test]
+fn a_hanging_worker_times_out() {
+    let s = Scratch::new();
+    let started = std::time::Instant::now();
+    let out = s.run(&[
+        "hang.py",
+        "model.onnx",
+        "--timeout",
+        "1",
+        "--iterations",
+        "2",
+    ]);
+    assert!(started.elapsed().as_secs() < 20);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains(
+            "hang.py: FAILED\n  FAILED: timed out after 1 s (--timeout); the worker was stopped"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("model.onnx  onnx   "), "{}", out.stdout);
+}
+
+#[test]
+fn protocol_garbage_is_named() {
+    let s = Scratch::new();
+    let out = s.run(&["garbage.py"]);
+    assert_eq!(out.code, 1);
+    let err = s.redact(&out.stderr);
+    assert!(err.contains("the benchit worker broke the protocol (expected ident at line 1 column 2) with the line `this is not JSON`; see its log [TMP]/cache/logs/garbage.log"), "{err}");
+}
+
+#[test]
+fn onnx_files_run_on_ort_only() {
+    let s = Scratch::new();
+    let out = s.run(&["model.onnx", "--iterations", "2"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("built (receive 0.01 s, optimize 0.01 s)"),
+        "{}",
+        out.stderr
+    );
+    let bad = s.run(&["model.onnx", "--runtime", "torch-eager"]);
+    assert_eq!(bad.code, 2);
+    insta::assert_snapshot!(s.shown(&bad));
+    let dynamic = s.run(&["dynamic.onnx"]);
+    assert_eq!(dynamic.code, 1);
+    assert!(
+        dynamic
+            .stderr
+            .contains("FAILED: input `x` has a dynamic dimension; freeze the model's input shapes"),
+        "{}",
+        dynamic.stderr
+    );
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_runs() {
+    let s = Scratch::new();
+    let cases: [&[&str]; 6] = [
+        &["two_models.py", "--runtime", "tvm"],
+        &["two_models.py", "--device", "tpu"],
+        &["notes.txt"],
+        &["missing.py"],
+        &["two_models.py::zz"],
+        &["two_models.py", "--runtime", "trt"],
+    ];
+    let mut text = String::new();
+    for args in cases {
+        let out = s.run(args);
+        text.push_str(&format!(
+            "$ benchit {}\n{}\n",
+            s.redact(&args.join(" ")).trim_end(),
+            s.shown(&out)
+        ));
+    }
+    insta::assert_snapshot!(text);
+    assert!(!s.cache().exists(), "bad input creates no cache");
+}
+
+#[test]
+fn nvidia_without_a_gpu_fails_each_model_clearly() {
+    let s = Scratch::new();
+    let out = s.run(&[
+        "two_models.py::24adc42f",
+        "--device",
+        "nvidia",
+        "--iterations",
+        "2",
+    ]);
+    if out.stderr.contains("needs a GPU") {
+        assert_eq!(out.code, 1);
+        assert!(
+            out.stdout.contains("FAILED: needs a GPU: --device nvidia"),
+            "{}",
+            out.stdout
+        );
+    } else {
+        // A machine with an NVIDIA GPU: the (fake) worker measures the model.
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+}
+
+#[test]
+fn analyze_only_lists_models_without_building() {
+    let s = Scratch::new();
+    let out = s.run(&["two_models.py", "--analyze-only"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    insta::assert_snapshot!(s.shown(&out));
+    assert!(fs_err::read_dir(s.cache()).unwrap().all(|e| {
+        let name = e.unwrap().file_name();
+        name == ".benchit_cache"
+            || name == "logs"
+            || name.to_string_lossy().starts_with(".cache_database")
+    }));
+}
+
+#[test]
+fn json_results_are_typed() {
+    let s = Scratch::new();
+    let out = s.run(&[
+        "two_models.py::24adc42f",
+        "--runtime",
+        "ort",
+        "torch-compiled",
+        "--iterations",
+        "4",
+        "--batch-size",
+        "8",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["interrupted"], false);
+    let input = &doc["inputs"][0];
+    assert_eq!(input["status"], "done");
+    assert_eq!(input["labels"]["author"][0], "tester");
+    let mlp = &input["models"][0];
+    assert_eq!(mlp["class"], "MLP");
+    let build = &mlp["invocations"][0]["build"];
+    assert_eq!(build["build_name"], "two_models_tester_24adc42f");
+    let ort = &build["runtimes"][0];
+    assert_eq!(ort["runtime"], "ort");
+    assert_eq!(ort["statistics"]["iterations"], 4);
+    assert_eq!(ort["statistics"]["mean_ms"], 1.0015);
+    assert_eq!(ort["statistics"]["throughput"], 8000.0 / 1.0015);
+    let compiled = &build["runtimes"][1];
+    assert_eq!(compiled["compile_seconds"], 1.5);
+    // The other model's invocations were analysed, not built.
+    assert!(input["models"][1]["invocations"][0]["build"].is_null());
+}
+
+#[test]
+fn resume_skips_scripts_already_attempted() {
+    let s = Scratch::new();
+    assert_eq!(s.run(&["crash.py", "--iterations", "2"]).code, 1);
+    let out = s.run(&[
+        "crash.py",
+        "two_models.py::24adc42f",
+        "--resume",
+        "--iterations",
+        "2",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("crash.py: skipped: already attempted (--resume)"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn corrupt_builds_are_named_and_rebuilt_if_needed() {
+    let s = Scratch::new();
+    let args = ["two_models.py::24adc42f", "--iterations", "2"];
+    assert_eq!(s.run(&args).code, 0);
+    let build = s.cache().join("two_models_tester_24adc42f");
+    fs_err::write(build.join("state.yaml"), "build_status: [half a file").unwrap();
+    let list = s.run(&["cache", "list"]);
+    assert_eq!(list.code, 0);
+    assert!(
+        list.stdout
+            .contains("two_models_tester_24adc42f  DAMAGED: "),
+        "{}",
+        list.stdout
+    );
+    assert!(
+        list.stdout.contains("state.yaml is damaged"),
+        "{}",
+        list.stdout
+    );
+    let never = s.run(&[&args[..], &["--rebuild", "never"]].concat());
+    assert_eq!(never.code, 1);
+    assert!(
+        never.stderr.contains("cannot be read (state.yaml: "),
+        "{}",
+        never.stderr
+    );
+    assert!(never.stderr.contains("--rebuild never forbids rebuilding it; use --rebuild if_needed, or delete it with `benchit cache delete two_models_tester_24adc42f`"), "{}", never.stderr);
+    let needed = s.run(&args);
+    assert_eq!(needed.code, 0, "{}", needed.stderr);
+    assert!(
+        needed
+            .stderr
+            .contains("warning: the state of build two_models_tester_24adc42f cannot be read"),
+        "{}",
+        needed.stderr
+    );
+    assert!(
+        s.state("two_models_tester_24adc42f")
+            .contains("successful_build")
+    );
+    // A folder that is not a cache.
+    let not_cache = s.run(&["cache", "list", "--cache-dir", "/"]);
+    assert_eq!(not_cache.code, 2);
+    assert!(
+        not_cache
+            .stderr
+            .contains("/ is not a benchit cache (no .benchit_cache marker)"),
+        "{}",
+        not_cache.stderr
+    );
+}
+
+#[test]
+fn cache_commands() {
+    let s = Scratch::new();
+    assert_eq!(
+        s.run(&[
+            "two_models.py",
+            "build_fails.py",
+            "--runtime",
+            "ort",
+            "torch-eager",
+            "--iterations",
+            "2"
+        ])
+        .code,
+        1
+    );
+    let mut text = String::new();
+    for args in [
+        &["cache", "list"][..],
+        &["cache", "location"],
+        &["cache", "report", "-o", "REPORT"],
+        &["cache", "clean", "two_models_tester_24adc42f"],
+        &["cache", "delete", "two_models_tester_77aa0f31"],
+        &["cache", "delete", "nope"],
+        &["cache", "list"],
+        &["cache", "delete", "--all"],
+        &["cache", "list"],
+    ] {
+        let report_dir = s.dir.path().join("reports").display().to_string();
+        let args: Vec<&str> = args
+            .iter()
+            .map(|a| {
+                if *a == "REPORT" {
+                    report_dir.as_str()
+                } else {
+                    a
+                }
+            })
+            .collect();
+        let out = s.run(&args);
+        text.push_str(&format!(
+            "$ benchit {}\n{}\n",
+            s.redact(&args.join(" ")).trim_end(),
+            s.shown(&out)
+        ));
+    }
+    let text: String = text
+        .lines()
+        .map(|l| match l.find("benchit-report-") {
+            Some(_) => redact_dates(l),
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn cache_report_has_one_row_per_build_and_runtime() {
+    let s = Scratch::new();
+    s.run(&[
+        "two_models.py::24adc42f",
+        "build_fails.py",
+        "--runtime",
+        "ort",
+        "torch-eager",
+        "--iterations",
+        "2",
+    ]);
+    let out_dir = s.dir.path().join("reports");
+    let out = s.run(&["cache", "report", "-o", &out_dir.display().to_string()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let csv = only_file(&out_dir, "csv");
+    let csv = s.redact(&fs_err::read_to_string(csv).unwrap());
+    insta::assert_snapshot!(csv);
+    let json: Value =
+        serde_json::from_str(&fs_err::read_to_string(only_file(&out_dir, "json")).unwrap())
+            .unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 4);
+    assert_eq!(
+        json[0]["error"],
+        "build failed: export: export failed: data-dependent control flow; build failed"
+    );
+}
+
+fn only_file(dir: &Path, ext: &str) -> PathBuf {
+    let files: Vec<PathBuf> = fs_err::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files.into_iter().next().unwrap()
+}
+
+/// `benchit-report-2026-11-22` -> `benchit-report-[DATE]`.
+fn redact_dates(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("benchit-report-") {
+        let end = at + "benchit-report-".len();
+        out.push_str(&rest[..end]);
+        out.push_str("[DATE]");
+        rest = &rest[(end + 10).min(rest.len())..];
+    }
+    out.push_str(rest);
+    out
+}
