@@ -2,6 +2,7 @@
 
 use clap::Args;
 
+mod benchit;
 mod exec;
 mod install;
 mod report;
@@ -18,6 +19,10 @@ pub struct BenchArgs {
     /// Also time cold installs of a torch environment with uv and with pip (downloads GBs).
     #[arg(long)]
     pub torch: bool,
+    /// Python with torch, onnx and onnxruntime for the benchit figures [default: the managed
+    /// benchit environment].
+    #[arg(long, value_name = "PYTHON")]
+    pub benchit_python: Option<std::path::PathBuf>,
 }
 
 /// Runs every benchmark and prints the table.
@@ -28,6 +33,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     install::run(args.torch)?;
     exec::run()?;
     suite::run()?;
+    benchit::run(args.benchit_python.as_deref())?;
     Ok(())
 }
 

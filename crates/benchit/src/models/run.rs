@@ -190,7 +190,8 @@ impl Run<'_, '_> {
                 if self.result.failure.is_none() {
                     self.result.status = InputStatus::Done;
                 }
-                if !exit.success() {
+                // A worker stopped by its grace period after `done` (signal) finished its work.
+                if exit.code.is_some_and(|code| code != 0) {
                     self.warn(format!(
                         "{}: the worker {exit} after finishing; see its log {log}",
                         self.input.arg

@@ -1,0 +1,110 @@
+//! benchit's measurement honesty, with `benchmate.benchit.measure` in a Python environment that
+//! has torch (the managed benchit environment, or `--benchit-python`): the discovery overhead on
+//! a script's own run time (bare runs alternate with runs under discovery in one process; target
+//! under 5%), and the worker's torch-eager latency next to a plain `timeit` loop of the same model
+//! call in the same process (target within 2%). Without such an environment the figures are
+//! skipped with a line that says how to get them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+/// The example script measured.
+const SCRIPT: &str = "benchmarks/benchit/mlp.py";
+
+/// Runs the measurements and prints their lines of the table.
+pub fn run(python: Option<&Path>) -> anyhow::Result<()> {
+    eprintln!("==> bench: benchit (discovery overhead, worker latency vs timeit)");
+    let root = crate::e2e::repo_root();
+    let python = python.map_or_else(managed_python, Path::to_path_buf);
+    if let Err(problem) = has_torch(&python, &root) {
+        println!(
+            "{:<40} skipped: {problem}; run `benchit {SCRIPT}` once to build the managed environment, or pass --benchit-python",
+            "benchit: discovery overhead, timeit"
+        );
+        return Ok(());
+    }
+    let overhead = measure(&python, &root, &["overhead", SCRIPT, "--runs", "7"])?;
+    let num = |v: &Value, key: &str| v[key].as_f64().unwrap_or(f64::NAN);
+    let ratio = num(&overhead, "ratio");
+    println!(
+        "{:<40} ratio {ratio:.3}: {:.1} ms under discovery vs {:.1} ms bare  target < 1.05: {}",
+        "benchit: discovery overhead (mlp.py)",
+        num(&overhead, "discovery_seconds") * 1e3,
+        num(&overhead, "bare_seconds") * 1e3,
+        if ratio < 1.05 { "met" } else { "NOT met" }
+    );
+    let timeit = measure(
+        &python,
+        &root,
+        &["timeit", SCRIPT, "--iterations", "1000", "--rounds", "5"],
+    )?;
+    let ratio = num(&timeit, "ratio");
+    println!(
+        "{:<40} ratio {ratio:.3}: {:.2} us benchit vs {:.2} us timeit  target within 2%: {}",
+        "benchit: torch-eager latency vs timeit",
+        num(&timeit, "worker_mean_ns") / 1e3,
+        num(&timeit, "timeit_mean_ns") / 1e3,
+        if (ratio - 1.0).abs() <= 0.02 {
+            "met"
+        } else {
+            "NOT met"
+        }
+    );
+    Ok(())
+}
+
+/// The interpreter of the managed benchit environment (`$BENCHIT_HOME/venv/benchit`).
+fn managed_python() -> PathBuf {
+    let home = std::env::var_os("BENCHIT_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".local/share/benchit")
+        });
+    home.join("venv/benchit/bin/python")
+}
+
+/// `python` with benchmate from the checkout on its path.
+fn python_command(python: &Path, root: &Path) -> Command {
+    let mut cmd = Command::new(python);
+    cmd.current_dir(root)
+        .env("PYTHONPATH", root.join("benchmarks/_benchmate"));
+    cmd
+}
+
+/// Whether `python` imports torch, onnx and onnxruntime; the reason when not.
+fn has_torch(python: &Path, root: &Path) -> Result<(), String> {
+    let out = python_command(python, root)
+        .args(["-c", "import torch, onnx, onnxruntime"])
+        .output()
+        .map_err(|e| format!("{} cannot run ({e})", python.display()))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} lacks torch, onnx or onnxruntime",
+            python.display()
+        ))
+    }
+}
+
+/// Runs `python -m benchmate.benchit.measure ARGS` and reads its JSON line.
+fn measure(python: &Path, root: &Path, args: &[&str]) -> anyhow::Result<Value> {
+    let out = python_command(python, root)
+        .args(["-m", "benchmate.benchit.measure"])
+        .args(args)
+        .output()
+        .with_context(|| format!("could not start {}", python.display()))?;
+    if !out.status.success() {
+        bail!(
+            "benchmate.benchit.measure {} failed:\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last().unwrap_or_default();
+    serde_json::from_str(line).with_context(|| format!("measurement output is not JSON: {line}"))
+}
