@@ -593,3 +593,43 @@ fn redact_dates(line: &str) -> String {
     out.push_str(rest);
     out
 }
+
+#[test]
+fn ctrl_c_stops_cleanly_and_no_build_claims_success() {
+    let s = Scratch::new();
+    let mut child = s
+        .benchit(&["hang_in_build.py", "two_models.py", "--iterations", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("benchit starts");
+    let started = std::time::Instant::now();
+    while !s
+        .state("hang_in_build_24adc42f")
+        .contains("completed_build_stages:\n  - export")
+    {
+        assert!(started.elapsed().as_secs() < 30, "the build never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        s.state("hang_in_build_24adc42f")
+            .contains("build_status: build_running")
+    );
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("hang_in_build.py: interrupted"), "{stderr}");
+    assert!(stderr.contains("; interrupted"), "{stderr}");
+    assert!(
+        !stderr.contains("two_models.py"),
+        "the next input does not start: {stderr}"
+    );
+    let state = s.state("hang_in_build_24adc42f");
+    assert!(state.contains("build_status: failed_build"), "{state}");
+    assert!(state.contains("failure: interrupted"), "{state}");
+}

@@ -435,6 +435,12 @@ fn render(result: &InputResult, action: Action, tracebacks: bool) -> String {
             thousands(m.parameters),
             bytes(m.parameter_bytes)
         );
+        if let Some(failure) = &model.failure {
+            let _ = writeln!(out, "{indent}  FAILED: {}", failure.message);
+            if let Some(tb) = failure.traceback.as_deref().filter(|_| tracebacks) {
+                indented(&mut out, tb, &format!("{indent}    "));
+            }
+        }
         for inv in &model.invocations {
             let shapes: Vec<String> = inv
                 .input_shapes

@@ -301,6 +301,10 @@ pub struct ScriptError {
 /// The `error` event: the worker could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkerFault {
+    /// The model concerned (its calls could not be analysed, an ONNX file with dynamic
+    /// dimensions); `None` when the whole input failed.
+    #[serde(default)]
+    pub model_hash: Option<String>,
     /// One line.
     pub message: String,
     /// The full traceback, when there is one.

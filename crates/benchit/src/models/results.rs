@@ -107,6 +107,7 @@ impl InputResult {
     /// Whether the input and each of its builds did what was asked.
     pub fn success(&self) -> bool {
         self.failure.is_none()
+            && self.models.iter().all(|m| m.failure.is_none())
             && self
                 .models
                 .iter()
@@ -132,6 +133,9 @@ pub struct ModelResult {
     pub model: ModelEvent,
     /// Its unique invocations, in order.
     pub invocations: Vec<InvocationResult>,
+    /// What the worker could not do with it (inputs it cannot describe, dynamic dimensions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
 }
 
 /// One unique (model, inputs) pair.

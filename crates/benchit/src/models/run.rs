@@ -240,6 +240,7 @@ impl Run<'_, '_> {
                         self.result.models.push(ModelResult {
                             model,
                             invocations: Vec::new(),
+                            failure: None,
                         });
                     }
                 }
@@ -278,14 +279,31 @@ impl Run<'_, '_> {
                     format!("the script raised {}: {}", error.kind, error.message),
                     error.traceback,
                 ),
-                Event::Error(fault) => {
-                    self.fail(FailureKind::WorkerError, fault.message, fault.traceback)
-                }
+                Event::Error(fault) => self.worker_error(fault),
                 Event::Done => return Ok(true),
             }
             self.observer.on_progress(&self.result);
         }
         Ok(false)
+    }
+
+    /// An `error` event: a failure of the model it names, else of the whole input.
+    fn worker_error(&mut self, fault: super::protocol::WorkerFault) {
+        let failure = Failure {
+            kind: FailureKind::WorkerError,
+            message: fault.message,
+            traceback: fault.traceback,
+        };
+        let model = fault.model_hash.as_deref().and_then(|hash| {
+            self.result
+                .models
+                .iter_mut()
+                .find(|m| m.model.model_hash == hash)
+        });
+        match model {
+            Some(model) => model.failure = Some(failure),
+            None => self.fail(failure.kind, failure.message, failure.traceback),
+        }
     }
 
     fn build_mut(&mut self, invocation_hash: &str) -> Option<&mut BuildResult> {
