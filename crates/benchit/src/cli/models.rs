@@ -340,6 +340,9 @@ fn summary_table(report: &BenchmarkReport) -> String {
     text
 }
 
+/// The most lines of a tree redrawn in place while its input runs.
+const LIVE_LINES: usize = 20;
+
 /// The status tree on stderr: redrawn in place on a terminal; outside one, a line when an input
 /// starts, warnings as they come, and the tree of each input when it ends.
 struct StatusDisplay {
@@ -364,7 +367,15 @@ impl StatusDisplay {
 
     #[allow(clippy::print_stderr)]
     fn draw(&mut self, result: &InputResult, last: bool) {
-        let text = render(result, self.action, self.tracebacks);
+        let mut text = render(result, self.action, self.tracebacks);
+        if !last {
+            // While in progress only the tail is redrawn, so that the cursor never has to move
+            // above the top of a small terminal.
+            let lines: Vec<&str> = text.lines().collect();
+            if lines.len() > LIVE_LINES {
+                text = lines[lines.len() - LIVE_LINES..].join("\n") + "\n";
+            }
+        }
         let mut err = std::io::stderr().lock();
         if self.terminal && self.drawn > 0 {
             let _ = write!(err, "\x1b[{}A\x1b[J", self.drawn);

@@ -276,7 +276,7 @@ impl Run<'_, '_> {
                 }
                 Event::ScriptError(error) => self.fail(
                     FailureKind::ScriptError,
-                    format!("the script raised {}: {}", error.kind, error.message),
+                    script_error_message(&error),
                     error.traceback,
                 ),
                 Event::Error(fault) => self.worker_error(fault),
@@ -783,6 +783,20 @@ impl Run<'_, '_> {
     }
 }
 
+/// One line for a `script_error`: `the script raised Kind: message` (the worker's message may
+/// already start with the kind), or the message alone for `SystemExit`.
+fn script_error_message(error: &super::protocol::ScriptError) -> String {
+    let message = error
+        .message
+        .strip_prefix(&format!("{}: ", error.kind))
+        .unwrap_or(&error.message);
+    if error.kind == "SystemExit" {
+        message.to_string()
+    } else {
+        format!("the script raised {}: {message}", error.kind)
+    }
+}
+
 /// Why `device` cannot run here, if it cannot: `nvidia` needs an NVIDIA GPU.
 pub(crate) fn device_problem(device: Device, runtimes: &[Runtime]) -> Option<String> {
     let wants_gpu = device == Device::Nvidia || runtimes.iter().any(|r| r.needs_gpu());
@@ -793,4 +807,34 @@ pub(crate) fn device_problem(device: Device, runtimes: &[Runtime]) -> Option<Str
     gpus.is_empty().then(|| {
         "needs a GPU: --device nvidia (and trt) run on an NVIDIA GPU, and none was found on this machine; use --device x86".to_string()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::protocol::ScriptError;
+
+    #[test]
+    fn script_errors_read_as_one_line() {
+        let error = |kind: &str, message: &str| ScriptError {
+            kind: kind.into(),
+            message: message.into(),
+            traceback: None,
+        };
+        assert_eq!(
+            script_error_message(&error(
+                "SyntaxError",
+                "SyntaxError: invalid syntax (a.py, line 4)"
+            )),
+            "the script raised SyntaxError: invalid syntax (a.py, line 4)"
+        );
+        assert_eq!(
+            script_error_message(&error("ValueError", "bad")),
+            "the script raised ValueError: bad"
+        );
+        assert_eq!(
+            script_error_message(&error("SystemExit", "the script exited with status 3")),
+            "the script exited with status 3"
+        );
+    }
 }
