@@ -597,7 +597,7 @@ fn redact_dates(line: &str) -> String {
 #[test]
 fn ctrl_c_stops_cleanly_and_no_build_claims_success() {
     let s = Scratch::new();
-    let mut child = s
+    let child = s
         .benchit(&["hang_in_build.py", "two_models.py", "--iterations", "2"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
