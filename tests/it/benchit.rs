@@ -633,3 +633,43 @@ fn ctrl_c_stops_cleanly_and_no_build_claims_success() {
     assert!(state.contains("build_status: failed_build"), "{state}");
     assert!(state.contains("failure: interrupted"), "{state}");
 }
+
+#[test]
+fn an_environment_that_cannot_be_built_is_explained() {
+    let s = Scratch::new();
+    let out = run(s
+        .benchit(&["two_models.py"])
+        .env_remove("BENCHIT_WORKER")
+        .env("BENCHIT_PYTHON", "/nonexistent/python3"));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let err = s.redact(&out.stderr);
+    assert!(
+        err.starts_with("error: the benchit Python environment is not ready; the install log is [TMP]/home/logs/install/benchit.log: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("`/nonexistent/python3` does not exist"),
+        "{err}"
+    );
+    assert_eq!(err.matches("does not exist").count(), 1, "{err}");
+}
+
+#[test]
+fn help_explains_the_cache_and_rebuild_policies() {
+    let s = Scratch::new();
+    let out = s.run(&["benchmark", "--help"]);
+    assert_eq!(out.code, 0);
+    for phrase in [
+        "--rebuild if_needed (default) reuses a build",
+        "BENCHIT_TRACEBACK=1",
+        "benchit mlp.py::24adc42f",
+        "[default: ~/.cache/benchit]",
+        "- torch-compiled: The live torch model under `torch.compile`",
+    ] {
+        assert!(
+            out.stdout.contains(phrase),
+            "{phrase} missing from:\n{}",
+            out.stdout
+        );
+    }
+}

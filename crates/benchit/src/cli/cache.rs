@@ -77,7 +77,7 @@ pub(crate) fn run(args: CacheArgs) -> ExitCode {
     match run_inner(args) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", super::describe(&err));
             ExitCode::from(BAD_INPUT)
         }
     }

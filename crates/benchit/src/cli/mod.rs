@@ -22,13 +22,11 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+// Each command's help (about, long_about, examples) is on its arguments struct: a doc comment
+// here would replace it.
 enum Command {
-    /// Discover the models of Python scripts (or take .onnx files), build them, and time them on
-    /// each runtime.
     Benchmark(models::BenchmarkArgs),
-    /// Run operator microbenchmarks from a PARAM-style JSON config.
     Ops(ops::OpsArgs),
-    /// Inspect and manage the build cache.
     Cache(cache::CacheArgs),
 }
 
@@ -71,6 +69,22 @@ const FAILURES: u8 = 1;
 const BAD_INPUT: u8 = 2;
 /// Exit status after Ctrl-C.
 const INTERRUPTED: u8 = 130;
+
+/// `err` and its causes on one line, each cause once (an error whose message already quotes its
+/// source does not repeat it).
+fn describe(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&cause);
+        }
+    }
+    text
+}
 
 /// The worker command: `BENCHIT_WORKER`, or the managed environment for `arch` (`cpu`,
 /// `cuda`), built on first use with its progress on stderr.
@@ -136,6 +150,15 @@ mod tests {
         );
         assert_eq!(argv(&["benchit", "--help"]), ["benchit", "--help"]);
         assert_eq!(argv(&["benchit", "cach"]), ["benchit", "cach"]);
+    }
+
+    #[test]
+    fn causes_are_shown_once() {
+        let inner = std::io::Error::other("disk full");
+        let err = anyhow::Error::new(inner).context("cannot write x: disk full");
+        assert_eq!(describe(&err), "cannot write x: disk full");
+        let err = anyhow::Error::new(std::io::Error::other("disk full")).context("cannot write x");
+        assert_eq!(describe(&err), "cannot write x: disk full");
     }
 
     #[test]

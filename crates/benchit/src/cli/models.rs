@@ -178,11 +178,13 @@ pub(crate) fn run(args: BenchmarkArgs) -> ExitCode {
     match run_inner(&args) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: {err:#}");
-            let code = match err.downcast_ref::<ModelsError>() {
-                Some(_) => BAD_INPUT,
-                None if err.downcast_ref::<crate::env::SetupError>().is_some() => FAILURES,
-                None => BAD_INPUT,
+            eprintln!("error: {}", super::describe(&err));
+            // An environment that cannot be built for a reason of the user's (no Python, a
+            // package that does not exist) is bad input; a failing install is a failure.
+            let code = match err.downcast_ref::<crate::env::SetupError>() {
+                Some(crate::env::SetupError::Env(e)) if e.is_interrupted() => INTERRUPTED,
+                Some(crate::env::SetupError::Env(e)) if !e.is_bad_input() => FAILURES,
+                _ => BAD_INPUT,
             };
             ExitCode::from(code)
         }
