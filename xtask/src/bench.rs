@@ -5,6 +5,7 @@ use clap::Args;
 mod benchit;
 mod exec;
 mod install;
+mod ops;
 mod report;
 mod resolve;
 mod suite;
@@ -34,6 +35,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     exec::run()?;
     suite::run()?;
     benchit::run(args.benchit_python.as_deref())?;
+    ops::run(args.benchit_python.as_deref())?;
     Ok(())
 }
 

@@ -57,7 +57,7 @@ pub fn run(python: Option<&Path>) -> anyhow::Result<()> {
 }
 
 /// The interpreter of the managed benchit environment (`$BENCHIT_HOME/venv/benchit`).
-fn managed_python() -> PathBuf {
+pub(super) fn managed_python() -> PathBuf {
     let home = std::env::var_os("BENCHIT_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -67,7 +67,7 @@ fn managed_python() -> PathBuf {
 }
 
 /// `python` with benchmate from the checkout on its path.
-fn python_command(python: &Path, root: &Path) -> Command {
+pub(super) fn python_command(python: &Path, root: &Path) -> Command {
     let mut cmd = Command::new(python);
     cmd.current_dir(root)
         .env("PYTHONPATH", root.join("benchmarks/_benchmate"));
@@ -75,7 +75,7 @@ fn python_command(python: &Path, root: &Path) -> Command {
 }
 
 /// Whether `python` imports torch, onnx and onnxruntime; the reason when not.
-fn has_torch(python: &Path, root: &Path) -> Result<(), String> {
+pub(super) fn has_torch(python: &Path, root: &Path) -> Result<(), String> {
     let out = python_command(python, root)
         .args(["-c", "import torch, onnx, onnxruntime"])
         .output()

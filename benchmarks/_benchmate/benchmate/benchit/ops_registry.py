@@ -44,6 +44,11 @@ class Operator:
 
     def forward(self, *args: Any, **kwargs: Any) -> None:
         """One call; the output is kept for ``backward``."""
+        self.out = self.target()(*args, **kwargs)
+
+    def target(self) -> Callable[..., Any]:
+        """The callable one iteration calls, returning the output (the timing loops call it
+        directly, without the frame of :meth:`forward`, and keep the output themselves)."""
         raise NotImplementedError
 
     def create_grad(self) -> None:
@@ -86,8 +91,8 @@ class CallableOp(Operator):
         super().__init__(name)
         self.func = func
 
-    def forward(self, *args: Any, **kwargs: Any) -> None:
-        self.out = self.func(*args, **kwargs)
+    def target(self) -> Callable[..., Any]:
+        return self.func
 
 
 class BuildableOp(Operator):
@@ -103,10 +108,10 @@ class BuildableOp(Operator):
     def build(self, *args: Any, **kwargs: Any) -> None:
         self.module = self.constructor(*args, **kwargs).to(self.device)
 
-    def forward(self, *args: Any, **kwargs: Any) -> None:
+    def target(self) -> Callable[..., Any]:
         if self.module is None:
             raise OperatorError(f"{self.name} is a module class: give it a \"build\" spec")
-        self.out = self.module(*args, **kwargs)
+        return self.module
 
 
 class InPlaceOp(Operator):
@@ -116,11 +121,16 @@ class InPlaceOp(Operator):
         super().__init__(name)
         self.method = method
 
-    def forward(self, *args: Any, **kwargs: Any) -> None:
-        if not args:
-            raise OperatorError(f"{self.name} needs the tensor to update as its first argument")
-        with torch.no_grad():
-            self.out = getattr(args[0], self.method)(*args[1:], **kwargs)
+    def target(self) -> Callable[..., Any]:
+        method = self.method
+
+        def update(*args: Any, **kwargs: Any) -> Any:
+            if not args:
+                raise OperatorError(f"{self.name} needs the tensor to update as its first argument")
+            with torch.no_grad():
+                return getattr(args[0], method)(*args[1:], **kwargs)
+
+        return update
 
     def create_grad(self) -> None:
         raise OperatorError(f"{self.name} works in place and has no backward")
@@ -147,8 +157,8 @@ class AtenOp(Operator):
             raise OperatorError(f"the schema names {qualified}, not {self.name}")
         self.overload = _aten_overload(qualified[len("aten::") :])
 
-    def forward(self, *args: Any, **kwargs: Any) -> None:
-        self.out = self.overload(*args, **kwargs)
+    def target(self) -> Callable[..., Any]:
+        return self.overload
 
 
 def _aten_overload(qualified: str) -> Any:

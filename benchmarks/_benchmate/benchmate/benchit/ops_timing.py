@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any, Callable, ContextManager
+from typing import Any, Callable, ContextManager, Optional
 
 import torch
 from torch.autograd.profiler import record_function
@@ -31,8 +31,11 @@ from benchmate.benchit.ops_registry import Operator
 
 MODES = ("discrete", "continuous", "continuous_events")
 
-# Opens a profiler range named after the pass ("forward", "backward", ...).
-Named = Callable[[str], ContextManager[Any]]
+# Opens a profiler range named after the pass ("forward", "backward", ...); None when not profiling.
+Named = Optional[Callable[[str], ContextManager[Any]]]
+# What a loop calls: the operator's callable, its positional and keyword arguments.
+Call = tuple[Callable[..., Any], list[Any], dict[str, Any]]
+_NO_RANGE = contextlib.nullcontext()
 MIB = float(2**20)
 
 
@@ -62,48 +65,66 @@ def _pass(times: list[float], memory: list[float], tag: str) -> dict[str, list[f
     return {f"{tag}.time": times, f"{tag}.gpu.memory": memory}
 
 
-def _discrete(op: Operator, call: Callable[[], None], n: int, backward: bool, timer: Timer, named: Named):
-    forward_times: list[float] = []
+def _scope(named: Named, name: str) -> ContextManager[Any]:
+    return named(name) if named else _NO_RANGE
+
+
+def _ms(times_ns: list[int]) -> list[float]:
+    return [t / 1e6 for t in times_ns]
+
+
+def _discrete(op: Operator, call: Call, n: int, backward: bool, timer: Timer, named: Named):
+    # Only the call (and the device synchronisation) is inside the timed region; the clock
+    # readings are converted to milliseconds after the loop.
+    target, args, kwargs = call
+    forward_ns: list[int] = []
     forward_memory: list[float] = []
-    backward_times: list[float] = []
+    backward_ns: list[int] = []
     backward_memory: list[float] = []
     clock = time.perf_counter_ns
+    cuda = timer.cuda
     for _ in range(n):
-        timer.sync()
-        timer.reset_peak()
-        with named("forward"):
-            start = clock()
-            call()
+        if cuda:
             timer.sync()
+            timer.reset_peak()
+        with _scope(named, "forward"):
+            start = clock()
+            out = target(*args, **kwargs)
+            if cuda:
+                timer.sync()
             end = clock()
-        forward_times.append((end - start) / 1e6)
-        if timer.cuda:
+        op.out = out
+        forward_ns.append(end - start)
+        if cuda:
             forward_memory.append(timer.peak_mib())
         if backward:
             op.create_grad()
-            timer.sync()
-            timer.reset_peak()
-            with named("backward"):
+            if cuda:
+                timer.sync()
+                timer.reset_peak()
+            with _scope(named, "backward"):
                 start = clock()
                 op.backward()
-                timer.sync()
+                if cuda:
+                    timer.sync()
                 end = clock()
-            backward_times.append((end - start) / 1e6)
-            if timer.cuda:
+            backward_ns.append(end - start)
+            if cuda:
                 backward_memory.append(timer.peak_mib())
-    return (forward_times, forward_memory), (backward_times, backward_memory)
+    return (_ms(forward_ns), forward_memory), (_ms(backward_ns), backward_memory)
 
 
-def _continuous(op: Operator, call: Callable[[], None], n: int, backward: bool, timer: Timer, named: Named):
+def _continuous(op: Operator, call: Call, n: int, backward: bool, timer: Timer, named: Named):
     if n == 0:
         return ([], []), ([], [])
+    target, args, kwargs = call
     clock = time.perf_counter_ns
     timer.sync()
     timer.reset_peak()
-    with named("forward"):
+    with _scope(named, "forward"):
         start = clock()
         for _ in range(n):
-            call()
+            target(*args, **kwargs)
         timer.sync()
         forward = (clock() - start) / 1e6 / n
     forward_memory = [timer.peak_mib()]
@@ -111,9 +132,9 @@ def _continuous(op: Operator, call: Callable[[], None], n: int, backward: bool, 
         return ([forward], forward_memory), ([], [])
     timer.reset_peak()
     total = 0
-    with named("forward_backward"):
+    with _scope(named, "forward_backward"):
         for _ in range(n):
-            call()
+            op.out = target(*args, **kwargs)
             op.create_grad()
             timer.sync()
             start = clock()
@@ -123,31 +144,35 @@ def _continuous(op: Operator, call: Callable[[], None], n: int, backward: bool, 
     return ([forward], forward_memory), ([total / 1e6 / n], [timer.peak_mib()])
 
 
-def _events(op: Operator, call: Callable[[], None], n: int, backward: bool, timer: Timer, named: Named):
-    forward_times: list[float] = []
+def _events(op: Operator, call: Call, n: int, backward: bool, timer: Timer, named: Named):
+    target, args, kwargs = call
+
+    def event() -> Any:
+        return torch.cuda.Event(enable_timing=True)
+
     backward_times: list[float] = []
+    backward_memory: list[float] = []
     timer.sync()
     timer.reset_peak()
-    with named("forward"):
+    with _scope(named, "forward"):
         pairs = []
         for _ in range(n):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start, end = event(), event()
             start.record()
-            call()
+            target(*args, **kwargs)
             end.record()
             pairs.append((start, end))
         timer.sync()
         forward_times = [s.elapsed_time(e) for s, e in pairs]
     forward_memory = [timer.peak_mib()]
-    backward_memory: list[float] = []
     if backward:
         timer.reset_peak()
-        with named("backward"):
+        with _scope(named, "backward"):
             pairs = []
             for _ in range(n):
-                call()
+                op.out = target(*args, **kwargs)
                 op.create_grad()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start, end = event(), event()
                 start.record()
                 op.backward()
                 end.record()
@@ -181,25 +206,20 @@ def measure(
         loop = _continuous
     elif timer.cuda and mode == "continuous_events":
         loop = _events
-
-    def call() -> None:
-        op.forward(*args, **kwargs)
-
+    call = (op.target(), args, kwargs)
     metric: dict[str, Any] = {"forward": {}}
     if backward:
         metric["backward"] = {}
     for tag, n in (("warmup", warmup), ("measure", iterations)):
-        with _range(label, tag):
-            fwd, bwd = loop(op, call, n, backward, timer, _namer(label, tag))
+        named = _namer(label, tag) if label else None
+        with _scope(_namer(label, "") if label else None, tag):
+            fwd, bwd = loop(op, call, n, backward, timer, named)
         metric["forward"].update(_pass(*fwd, tag))
         if backward:
             metric["backward"].update(_pass(*bwd, tag))
     return metric
 
 
-def _range(label: str | None, tag: str) -> ContextManager[Any]:
-    return record_function(f"{label}|{tag}]") if label else contextlib.nullcontext()
-
-
-def _namer(label: str | None, tag: str) -> Named:
-    return lambda name: _range(label and f"{label}|{tag}", name)
+def _namer(label: str, tag: str) -> Callable[[str], ContextManager[Any]]:
+    prefix = f"{label}|{tag}|" if tag else f"{label}|"
+    return lambda name: record_function(f"{prefix}{name}]")

@@ -14,7 +14,7 @@
 
 use std::fmt;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::config::{ArgTemplate, CallTemplate, ConfigEntry, IteratorKind, OpEntry, OpsConfig};
 use super::path::JsonPath;
@@ -118,10 +118,13 @@ fn expand_entry(
                     build: build_id.clone(),
                     input: input.id,
                 },
-                config: json!({
-                    "build": build.as_ref().map(|b| &b.value),
-                    "input": input.value,
-                }),
+                config: object([
+                    (
+                        "build",
+                        build.as_ref().map_or(Value::Null, |b| b.value.clone()),
+                    ),
+                    ("input", input.value),
+                ]),
                 spec,
             });
         }
@@ -213,7 +216,24 @@ fn combination_of(template: &CallTemplate, mut index: u64) -> (Value, Option<Str
         .map(|(name, _)| name.clone())
         .zip(chosen.split_off(template.args.len()))
         .collect();
-    (json!({"args": chosen, "kwargs": kwargs}), problem)
+    (
+        object([
+            ("args", Value::Array(chosen)),
+            ("kwargs", Value::Object(kwargs)),
+        ]),
+        problem,
+    )
+}
+
+/// A JSON object of two members, built by moving the values in (`json!` would copy them
+/// through serde).
+fn object(members: [(&str, Value); 2]) -> Value {
+    Value::Object(
+        members
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
 }
 
 /// Why `--resume-id` / `--stop-id` cannot be used.
