@@ -673,3 +673,36 @@ fn help_explains_the_cache_and_rebuild_policies() {
         );
     }
 }
+
+#[test]
+fn labels_select_scripts() {
+    let s = Scratch::new();
+    let out = s.run(&[
+        "two_models.py::24adc42f",
+        "build_fails.py",
+        "--labels",
+        "author::someone,tester",
+        "--iterations",
+        "2",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("build_fails.py: skipped: its labels do not match --labels"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("two_models.py::24adc42f  MLP"),
+        "{}",
+        out.stdout
+    );
+    let bad = s.run(&["two_models.py", "--labels", "author"]);
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr
+            .contains("--labels `author` is not `key::value[,value]`"),
+        "{}",
+        bad.stderr
+    );
+}

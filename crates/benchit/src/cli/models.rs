@@ -11,6 +11,7 @@ use clap::{Args, ValueEnum};
 use milabench_exec::Interrupt;
 
 use crate::models::cache::default_cache_dir;
+use crate::models::input::parse_label_filter;
 use crate::models::{
     Action, BenchmarkOptions, BenchmarkReport, BuildResult, Device, Exporter, Input, InputResult,
     InputStatus, ModelsError, Observer, RebuildPolicy, Runtime,
@@ -110,6 +111,10 @@ pub(crate) struct BenchmarkArgs {
     /// Skip scripts the cache says were already attempted.
     #[arg(long)]
     resume: bool,
+    /// Only scripts whose first line `# labels: key::v1,v2 ...` has, for each key given, one of
+    /// the values given.
+    #[arg(long, num_args = 1.., value_name = "KEY::VALUES")]
+    labels: Vec<String>,
     /// Seconds each input's worker may run.
     #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
     timeout: u64,
@@ -168,6 +173,7 @@ impl BenchmarkArgs {
             fp16: self.fp16,
             exporter: self.exporter,
             batch_size: self.batch_size,
+            labels: parse_label_filter(&self.labels).map_err(anyhow::Error::msg)?,
         })
     }
 }
@@ -423,7 +429,10 @@ fn render(result: &InputResult, action: Action, tracebacks: bool) -> String {
     let status = match result.status {
         InputStatus::Running => "running".to_string(),
         InputStatus::Done => format!("done in {:.1} s", result.seconds),
-        InputStatus::Skipped => "skipped: already attempted (--resume)".to_string(),
+        InputStatus::Skipped => format!(
+            "skipped: {}",
+            result.skipped.as_deref().unwrap_or("not run")
+        ),
         InputStatus::Failed => "FAILED".to_string(),
         InputStatus::Interrupted => "interrupted".to_string(),
     };

@@ -151,6 +151,40 @@ pub fn parse_labels(text: &str) -> (Labels, Vec<String>) {
     (labels, warnings)
 }
 
+/// Parses `--labels` items (`key::v1,v2`) into the labels a script must carry.
+pub fn parse_label_filter(items: &[String]) -> Result<Labels, String> {
+    let mut labels = Labels::new();
+    for item in items {
+        match item.split_once("::") {
+            Some((key, values)) if !key.is_empty() && !values.is_empty() => {
+                labels.entry(key.to_string()).or_default().extend(
+                    values
+                        .split(',')
+                        .filter(|v| !v.is_empty())
+                        .map(str::to_string),
+                );
+            }
+            _ => {
+                return Err(format!(
+                    "--labels `{item}` is not `key::value[,value]` (for example `author::me`)"
+                ));
+            }
+        }
+    }
+    Ok(labels)
+}
+
+/// Whether a script with `labels` is selected by `required`: for every required key, the script
+/// has at least one of its values. (MLAgility checked the reverse, that each of the script's
+/// values was required, so a script with more values than asked was dropped.)
+pub fn labels_match(labels: &Labels, required: &Labels) -> bool {
+    required.iter().all(|(key, wanted)| {
+        labels
+            .get(key)
+            .is_some_and(|values| values.iter().any(|v| wanted.contains(v)))
+    })
+}
+
 /// `<stem>[_<author>]_<invocation hash>`: the build name (and folder) of one invocation.
 pub fn build_name(stem: &str, labels: &Labels, invocation_hash: &str) -> String {
     match labels.get("author").and_then(|a| a.first()) {
@@ -204,6 +238,24 @@ mod tests {
         assert!(warnings[0].contains("`oops`"));
         assert!(parse_labels("import torch\n# labels: a::b\n").0.is_empty());
         assert!(parse_labels("").0.is_empty());
+    }
+
+    #[test]
+    fn label_filters_select_scripts_with_one_of_the_values() {
+        let (labels, _) = parse_labels("# labels: author::me test_group::a,b\n");
+        let filter = |items: &[&str]| {
+            parse_label_filter(&items.iter().map(|i| i.to_string()).collect::<Vec<_>>()).unwrap()
+        };
+        assert!(labels_match(&labels, &Labels::new()));
+        assert!(labels_match(&labels, &filter(&["test_group::a"])));
+        assert!(labels_match(
+            &labels,
+            &filter(&["test_group::c,b", "author::me"])
+        ));
+        assert!(!labels_match(&labels, &filter(&["test_group::c"])));
+        assert!(!labels_match(&labels, &filter(&["task::x"])));
+        assert!(parse_label_filter(&["nokey".to_string()]).is_err());
+        assert!(parse_label_filter(&["k::".to_string()]).is_err());
     }
 
     #[test]

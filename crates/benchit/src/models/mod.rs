@@ -107,8 +107,12 @@ pub fn benchmark(
         .map(|arg| Input::parse(arg, cwd))
         .collect::<Result<Vec<_>, _>>()?;
     validate(options, &inputs)?;
-    let mut runtimes = options.runtimes.clone();
-    runtimes.dedup();
+    let mut runtimes: Vec<Runtime> = Vec::new();
+    for runtime in &options.runtimes {
+        if !runtimes.contains(runtime) {
+            runtimes.push(*runtime);
+        }
+    }
     let options = BenchmarkOptions {
         runtimes,
         ..options.clone()

@@ -178,6 +178,8 @@ pub struct BenchmarkOptions {
     pub exporter: Exporter,
     /// Samples per call, for the throughput.
     pub batch_size: u32,
+    /// Only scripts carrying these labels run (empty: every script).
+    pub labels: super::input::Labels,
 }
 
 impl BenchmarkOptions {
@@ -201,6 +203,7 @@ impl BenchmarkOptions {
             fp16: false,
             exporter: Exporter::Torchscript,
             batch_size: 1,
+            labels: super::input::Labels::new(),
         }
     }
 

@@ -33,7 +33,7 @@ pub enum InputStatus {
     Running,
     /// The worker finished.
     Done,
-    /// Skipped: `--resume` and the cache database says it was attempted.
+    /// Skipped (see `skipped`).
     Skipped,
     /// The script or the worker failed (see `failure`).
     Failed,
@@ -97,6 +97,9 @@ pub struct InputResult {
     /// Why the input failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+    /// Why the input was skipped (`--resume`, `--labels`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
     /// Things a person should know (stale builds, unknown targets, malformed labels).
     pub warnings: Vec<String>,
     /// Seconds the input took.

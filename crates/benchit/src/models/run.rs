@@ -10,7 +10,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use milabench_exec::Interrupt;
 
 use super::cache::{Cache, clean_folder};
-use super::input::{Input, InputKind, Labels, build_name, parse_labels};
+use super::input::{Input, InputKind, Labels, build_name, labels_match, parse_labels};
 use super::options::{Action, BenchmarkOptions, Device, Runtime};
 use super::protocol::{
     BenchmarkEvent, BenchmarkRequest, BuildRequest, Event, Hello, InvocationEvent, Reply, Request,
@@ -104,6 +104,7 @@ pub(crate) fn run_input(
             labels: labels.clone(),
             models: Vec::new(),
             failure: None,
+            skipped: None,
             warnings: Vec::new(),
             seconds: 0.0,
         },
@@ -140,10 +141,16 @@ impl Run<'_, '_> {
 
     fn go(&mut self) {
         let options = self.cx.options;
+        if self.input.kind == InputKind::Script && !labels_match(&self.labels, &options.labels) {
+            self.result.status = InputStatus::Skipped;
+            self.result.skipped = Some("its labels do not match --labels".into());
+            return;
+        }
         if options.resume {
             match self.cx.cache.attempted(&self.input.path) {
                 Ok(true) => {
                     self.result.status = InputStatus::Skipped;
+                    self.result.skipped = Some("already attempted (--resume)".into());
                     return;
                 }
                 Ok(false) => {}
