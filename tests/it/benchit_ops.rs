@@ -302,7 +302,7 @@ fn a_worker_that_cannot_start_ends_the_run_with_a_closing_line() {
         "python3 -c 'import sys; print(\"No module named torch\", file=sys.stderr); sys.exit(1)'",
     );
     let out = run(&mut cmd);
-    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert_eq!(out.code, 1, "{}", out.stderr);
     let lines = output_lines(dir.path());
     assert_eq!(lines.len(), 2);
     let error = lines[1]["error"].as_str().unwrap();

@@ -7,20 +7,9 @@ use camino::Utf8PathBuf;
 use clap::{Args, ValueEnum};
 use milabench_exec::Interrupt;
 
-use crate::env::{EnvSettings, prepare_worker};
+use super::{BAD_INPUT, FAILURES, INTERRUPTED, SUCCESS, describe, worker_command};
 use crate::ops::stats::{summarize, table};
 use crate::ops::{self, ExecMode, ExpandedRun, OpsConfig, Outcome, RunOptions, RunRecord};
-
-/// Exit status when every run was measured.
-const SUCCESS: u8 = 0;
-/// Exit status when at least one run failed (the others ran).
-const RUN_FAILURES: u8 = 1;
-/// Exit status for bad input: flags, config, ids, output prefix.
-const BAD_INPUT: u8 = 2;
-/// Exit status when the run could not go on (the worker did not start, a timeout).
-const SETUP_FAILED: u8 = 3;
-/// Exit status after Ctrl-C.
-const INTERRUPTED: u8 = 130;
 
 /// How results are printed on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -45,8 +34,9 @@ enum Format {
         Results go to `<prefix>_<pid>_<time>.json` as JSON lines in PARAM's record shape (a setup \
         line, one line per run, a closing `finish_time` line always written); stdout gets a table \
         of median and p90 times per id.\n\n\
-        Exit status: 0 all runs measured, 1 some runs failed, 2 bad input, 3 the worker could not \
-        start or timed out, 130 interrupted.",
+        Exit status: 0 all runs measured; 1 some runs failed, or the run ended early (the worker \
+        could not start, a timeout, a failed install of the Python environment); 2 bad input; \
+        130 interrupted.",
     after_help = "Examples:\n  \
         benchit ops -c benchmarks/opbench/configs/simple_add.json -w 5 -i 20\n  \
         benchit ops -c mm_range.json --list\n  \
@@ -114,8 +104,15 @@ pub(crate) fn run(args: OpsArgs) -> ExitCode {
     match run_inner(&args) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: {err}");
-            ExitCode::from(BAD_INPUT)
+            eprintln!("error: {}", describe(&err));
+            // As `benchit benchmark`: an environment that cannot be built for a reason of the
+            // user's is bad input, a failing install a failure.
+            let code = match err.downcast_ref::<crate::env::SetupError>() {
+                Some(crate::env::SetupError::Env(e)) if e.is_interrupted() => INTERRUPTED,
+                Some(crate::env::SetupError::Env(e)) if !e.is_bad_input() => FAILURES,
+                _ => BAD_INPUT,
+            };
+            ExitCode::from(code)
         }
     }
 }
@@ -145,7 +142,12 @@ fn run_inner(args: &OpsArgs) -> anyhow::Result<u8> {
     let worker = if options.is_dry_run() || runs.iter().all(|r| r.spec.is_err()) {
         None
     } else {
-        Some(worker_command(&args.device)?)
+        let arch = if args.device.starts_with("cuda") {
+            "cuda"
+        } else {
+            "cpu"
+        };
+        Some(worker_command(arch)?)
     };
     let interrupt = Interrupt::new();
     let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
@@ -181,36 +183,11 @@ fn run_inner(args: &OpsArgs) -> anyhow::Result<u8> {
             );
         }
         INTERRUPTED
-    } else if summary.error.is_some() {
-        SETUP_FAILED
-    } else if failed {
-        RUN_FAILURES
+    } else if summary.error.is_some() || failed {
+        FAILURES
     } else {
         SUCCESS
     })
-}
-
-/// `BENCHIT_WORKER`, or the managed environment (built on first use).
-#[allow(clippy::print_stderr)]
-fn worker_command(device: &str) -> anyhow::Result<crate::worker::WorkerCommand> {
-    let arch = if device.starts_with("cuda") {
-        "cuda"
-    } else {
-        "cpu"
-    };
-    let settings = EnvSettings::from_env(arch)?;
-    let mut announced = false;
-    let command = prepare_worker(&settings, &mut |event| {
-        if let milabench_env::Event::Stage { group, stage } = event
-            && !announced
-        {
-            announced = true;
-            eprintln!(
-                "benchit: preparing the Python environment ({group}: {stage:?}); the first time takes minutes"
-            );
-        }
-    })?;
-    Ok(command)
 }
 
 #[allow(clippy::print_stderr)]
