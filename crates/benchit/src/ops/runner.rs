@@ -501,12 +501,10 @@ impl Session<'_> {
                 Err(err) => return Err(err.to_string()),
             }
         }
-        let exit = worker.finish();
-        if exit.success() {
-            Ok(trace)
-        } else {
-            Err(format!("the benchit worker {exit} after it was done"))
-        }
+        // Everything was said: how the process then ends (torch's teardown can outlast the
+        // grace period and be stopped) changes nothing.
+        worker.finish();
+        Ok(trace)
     }
 }
 
