@@ -66,18 +66,6 @@ impl Runtime {
     pub fn needs_gpu(self) -> bool {
         self == Runtime::Trt
     }
-
-    /// The runtime of a protocol name.
-    pub fn from_name(name: &str) -> Option<Runtime> {
-        [
-            Runtime::Ort,
-            Runtime::TorchEager,
-            Runtime::TorchCompiled,
-            Runtime::Trt,
-        ]
-        .into_iter()
-        .find(|r| r.as_str() == name)
-    }
 }
 
 impl fmt::Display for Runtime {
@@ -244,16 +232,38 @@ mod tests {
         assert!(options.stages().is_empty());
     }
 
+    /// `as_str` (protocol, files) agrees with the command line and with serde.
+    fn names_agree<T: clap::ValueEnum + Serialize>(value: T, name: &str) {
+        let possible = value.to_possible_value().expect("a visible value");
+        assert_eq!(possible.get_name(), name);
+        assert_eq!(
+            serde_json::to_string(&value).unwrap(),
+            format!("\"{name}\"")
+        );
+    }
+
     #[test]
-    fn runtime_names_round_trip() {
+    fn names_are_the_same_everywhere() {
         for runtime in [
             Runtime::Ort,
             Runtime::TorchEager,
             Runtime::TorchCompiled,
             Runtime::Trt,
         ] {
-            assert_eq!(Runtime::from_name(runtime.as_str()), Some(runtime));
+            names_agree(runtime, runtime.as_str());
         }
-        assert_eq!(Runtime::from_name("tvm"), None);
+        for policy in [
+            RebuildPolicy::IfNeeded,
+            RebuildPolicy::Always,
+            RebuildPolicy::Never,
+        ] {
+            names_agree(policy, policy.as_str());
+        }
+        for device in [Device::X86, Device::Nvidia] {
+            names_agree(device, device.as_str());
+        }
+        for exporter in [Exporter::Torchscript, Exporter::Dynamo] {
+            names_agree(exporter, exporter.as_str());
+        }
     }
 }
