@@ -76,7 +76,7 @@ impl Statistics {
 
 /// The `q` quantile of sorted, non-empty `values`, linearly interpolated between the nearest
 /// ranks (numpy's default).
-fn quantile_sorted(values: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile_sorted(values: &[f64], q: f64) -> f64 {
     let position = q.clamp(0.0, 1.0) * (values.len() - 1) as f64;
     let low = position.floor() as usize;
     let high = position.ceil() as usize;

@@ -5,20 +5,17 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::runner::{Outcome, RunRecord};
+use crate::models::stats::quantile_sorted;
 
-/// The median and 90th percentile of a list, linearly interpolated between the nearest ranks
-/// (numpy's default); `None` for an empty list.
+/// The `q` quantile of a list, linearly interpolated between the nearest ranks (numpy's default,
+/// as `benchit benchmark`'s statistics); `None` for an empty list.
 pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let position = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
-    let low = position.floor() as usize;
-    let high = position.ceil() as usize;
-    let weight = position - low as f64;
-    Some(sorted[low] + (sorted[high] - sorted[low]) * weight)
+    Some(quantile_sorted(&sorted, q))
 }
 
 /// The summary of one pass of one run.
