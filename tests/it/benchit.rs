@@ -273,7 +273,7 @@ fn a_hanging_worker_times_out() {
     assert_eq!(out.code, 1);
     assert!(
         out.stderr.contains(
-            "hang.py: FAILED\n  FAILED: timed out after 1 s (--timeout); the worker was stopped"
+            "hang.py: FAILED\n  FAILED: timed out after 1 s (--timeout); the worker was stopped; see its log "
         ),
         "{}",
         out.stderr

@@ -221,7 +221,12 @@ impl Run<'_, '_> {
                     WorkerError::Protocol { .. } => FailureKind::Protocol,
                     _ => FailureKind::Crash,
                 };
-                self.fail(kind, e.to_string(), None);
+                let message = match kind {
+                    // Where the script was stuck is in its output.
+                    FailureKind::Timeout => format!("{e}; see its log {log}"),
+                    _ => e.to_string(),
+                };
+                self.fail(kind, message, None);
             }
         }
         self.close_pending();
