@@ -525,7 +525,8 @@ fn render_build(
         (false, Some(_)) if stages.is_empty() => "not built".to_string(),
         (false, Some(_)) => format!("stopped ({})", stages.join(", ")),
         (false, None) => "in progress".to_string(),
-        (true, _) if build.cached() => "reused from the cache".to_string(),
+        (true, _) if build.reused => "reused from the cache".to_string(),
+        (true, _) if stages.is_empty() => "no ONNX build needed".to_string(),
         (true, _) => format!("built ({})", stages.join(", ")),
     };
     let _ = writeln!(out, "{pad}build {}: {state}", build.build_dir);

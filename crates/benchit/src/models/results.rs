@@ -169,8 +169,10 @@ pub struct BuildResult {
     pub build_name: String,
     /// The build folder.
     pub build_dir: Utf8PathBuf,
-    /// The stages asked for (empty: the cached build was reused).
+    /// The stages asked for.
     pub planned_stages: Vec<String>,
+    /// The cache held every stage needed (none ran); `false` when none was needed.
+    pub reused: bool,
     /// Why the cache was not reused as it was.
     pub rebuild_reasons: Vec<String>,
     /// The stages run.
@@ -194,10 +196,6 @@ impl BuildResult {
             && self.runtimes.iter().all(|r| r.ok)
     }
 
-    /// Whether the cache held everything (no stage was run).
-    pub fn cached(&self) -> bool {
-        self.planned_stages.is_empty()
-    }
 }
 
 /// One build stage.

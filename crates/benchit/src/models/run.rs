@@ -377,6 +377,7 @@ impl Run<'_, '_> {
             build_name: name.clone(),
             build_dir: dir.clone(),
             planned_stages: Vec::new(),
+            reused: false,
             rebuild_reasons: Vec::new(),
             stages: Vec::new(),
             onnx: Vec::new(),
@@ -429,6 +430,7 @@ impl Run<'_, '_> {
             self.warn(warning.clone());
         }
         build.planned_stages = decision.stages.clone();
+        build.reused = !stages.is_empty() && decision.stages.is_empty();
         build.rebuild_reasons = decision.reasons.clone();
         let prepared = self
             .cx
