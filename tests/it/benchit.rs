@@ -388,9 +388,16 @@ fn json_results_are_typed() {
         "4",
         "--batch-size",
         "8",
+        "--script-args",
+        "--batch 8 --name 'a b'",
         "--format",
         "json",
     ]);
+    let log = fs_err::read_to_string(s.cache().join("logs/two_models.log")).unwrap();
+    assert!(
+        log.contains("runs with argv ['--batch', '8', '--name', 'a b']"),
+        "{log}"
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let doc: Value = serde_json::from_str(&out.stdout).expect("one JSON document");
     assert_eq!(doc["interrupted"], false);
