@@ -99,7 +99,7 @@ fn worker_command(arch: &str) -> anyhow::Result<crate::worker::WorkerCommand> {
         {
             if last_stage.is_none() {
                 eprintln!(
-                    "setting up the benchit Python environment (first use, takes minutes) in {}",
+                    "setting up the benchit Python environment in {} (first use, or its requirements changed; this takes minutes)",
                     settings.home
                 );
             }
