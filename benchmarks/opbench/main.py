@@ -4,10 +4,11 @@
 Each step calls every run of the config once (each op built and its inputs generated once, up
 front, by benchmate's ops worker code). The rate is operator calls per second
 (``units: calls/s``); when every operator's FLOPs are known (``mm``, ``matmul``, ``bmm``,
-``baddbmm``, ``addmm``, ``Linear``, elementwise ``add``/``mul``) a ``tflops`` record follows at the
-end (TFLOP/s over the measured steps).
+``baddbmm``, ``addmm``, ``Linear``, elementwise ``add``/``mul``) a record
+``{"value": TFLOP/s, "units": "TFLOP/s", "task": "train"}`` follows at the end (over the measured
+steps).
 
-``--config`` takes a PARAM-style config without ``__range__``/``__copy__`` (relative paths are
+``--ops`` takes a PARAM-style config without ``__range__``/``__copy__`` (relative paths are
 looked up in ``configs/`` of this folder), or the expanded list written by
 ``benchit ops -c CONFIG --list --format json``, which handles ranges.
 """
@@ -40,7 +41,8 @@ def parse_args() -> argparse.Namespace:
     """The options of this benchmark."""
     parser = argparse.ArgumentParser(description="Operator calls per second of a benchit ops config.")
     parser.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
-    parser.add_argument("--config", default="suite.json", help="config file (relative: under configs/)")
+    # Not `--config`: voir takes that option for itself wherever it appears.
+    parser.add_argument("--ops", default="suite.json", help="ops config file (relative: under configs/)")
     parser.add_argument("--repeat", type=int, default=10, help="passes over the config per step")
     parser.add_argument("--steps", type=int, default=100000, help="upper bound on steps")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
@@ -88,13 +90,13 @@ def flops(name: str, op: Any, args: list[Any], kwargs: dict[str, Any]) -> float 
     return None
 
 
-def main() -> int:
+def main() -> None:
     """Calls the operators until the observer has its observations."""
     args = parse_args()
     device = pick_device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
-    path = pathlib.Path(args.config)
+    path = pathlib.Path(args.ops)
     if not path.is_absolute() and not path.exists():
         path = HERE / "configs" / path
     try:
@@ -113,8 +115,7 @@ def main() -> int:
             total_flops = None if count is None or total_flops is None else total_flops + count
             calls.append((op, inputs, kwargs))
     except (OSError, ValueError, LookupError, KeyError, TypeError) as exc:
-        print(f"opbench: cannot use {path}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+        raise SystemExit(f"opbench: cannot use {path}: {type(exc).__name__}: {exc}") from None
     per_step = len(calls) * args.repeat
     observer = BenchObserver(device=device, batch_size_fn=lambda _: per_step, units="calls/s")
     steps = 0
@@ -134,10 +135,10 @@ def main() -> int:
     if total_flops and started is not None and steps > 1:
         seconds = time.perf_counter() - started
         tflops = total_flops * args.repeat * (steps - 1) / seconds / 1e12
-        observer.record_metric(task="train", tflops=tflops)
+        # `value` is among the keys milabench's voir instruments forward (benchmate.monitor).
+        observer.record_metric(task="train", value=tflops, units="TFLOP/s")
         print(f"opbench: {tflops:.4f} TFLOP/s over {steps - 1} steps", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
