@@ -713,3 +713,20 @@ fn labels_select_scripts() {
         bad.stderr
     );
 }
+
+#[test]
+fn bad_options_are_refused_before_the_environment_is_prepared() {
+    let s = Scratch::new();
+    // No worker named: preparing the environment would fail differently (no Python here).
+    let out = run(s
+        .benchit(&["two_models.py", "--runtime", "trt"])
+        .env_remove("BENCHIT_WORKER")
+        .env("BENCHIT_PYTHON", "/nonexistent/python3"));
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("runtime trt runs on an NVIDIA GPU; add --device nvidia"),
+        "{}",
+        out.stderr
+    );
+}

@@ -14,7 +14,7 @@ use crate::models::cache::default_cache_dir;
 use crate::models::input::parse_label_filter;
 use crate::models::{
     Action, BenchmarkOptions, BenchmarkReport, BuildResult, Device, Exporter, Input, InputResult,
-    InputStatus, ModelsError, Observer, RebuildPolicy, Runtime,
+    InputStatus, Observer, RebuildPolicy, Runtime,
 };
 
 use super::{BAD_INPUT, FAILURES, INTERRUPTED, SUCCESS, worker_command};
@@ -203,10 +203,8 @@ fn run_inner(args: &BenchmarkArgs) -> anyhow::Result<u8> {
         .ok()
         .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
         .ok_or_else(|| anyhow::anyhow!("the current folder is not a UTF-8 path"))?;
-    // Bad inputs are reported before the Python environment is prepared.
-    for arg in &args.inputs {
-        Input::parse(arg, &cwd).map_err(ModelsError::from)?;
-    }
+    // Bad input is reported before the Python environment is prepared.
+    crate::models::check(&args.inputs, &cwd, &options)?;
     let arch = match options.device {
         Device::X86 => "cpu",
         Device::Nvidia => "cuda",

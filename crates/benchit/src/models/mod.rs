@@ -60,7 +60,23 @@ pub enum ModelsError {
     Cache(#[from] CacheError),
 }
 
-/// Checks the options against the inputs before anything runs.
+/// Parses `inputs` (relative to `cwd`) and checks the options against them: what
+/// [`benchmark`] refuses before anything runs, for callers that want to know before preparing
+/// the worker.
+pub fn check(
+    inputs: &[String],
+    cwd: &Utf8Path,
+    options: &BenchmarkOptions,
+) -> Result<Vec<Input>, ModelsError> {
+    let inputs = inputs
+        .iter()
+        .map(|arg| Input::parse(arg, cwd))
+        .collect::<Result<Vec<_>, _>>()?;
+    validate(options, &inputs)?;
+    Ok(inputs)
+}
+
+/// Checks the options against the inputs.
 fn validate(options: &BenchmarkOptions, inputs: &[Input]) -> Result<(), ModelsError> {
     let bad = |message: String| Err(ModelsError::Options(message));
     if options.runtimes.is_empty() {
@@ -102,11 +118,7 @@ pub fn benchmark(
     interrupt: &Interrupt,
     observer: &mut dyn Observer,
 ) -> Result<BenchmarkReport, ModelsError> {
-    let inputs = inputs
-        .iter()
-        .map(|arg| Input::parse(arg, cwd))
-        .collect::<Result<Vec<_>, _>>()?;
-    validate(options, &inputs)?;
+    let inputs = check(inputs, cwd, options)?;
     let mut runtimes: Vec<Runtime> = Vec::new();
     for runtime in &options.runtimes {
         if !runtimes.contains(runtime) {

@@ -195,7 +195,6 @@ impl BuildResult {
             && self.stages.iter().all(|s| s.ok)
             && self.runtimes.iter().all(|r| r.ok)
     }
-
 }
 
 /// One build stage.
