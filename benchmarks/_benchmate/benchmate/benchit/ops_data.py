@@ -57,8 +57,8 @@ def make_tensor(spec: dict[str, Any], device: torch.device) -> torch.Tensor:
             value = torch.randint(int(low), int(high) + 1, shape, device=device).bool()
         else:
             value = torch.randint(int(low), int(high) + 1, shape, dtype=dtype, device=device)
-    elif not shape:
-        value = torch.empty((), dtype=dtype, device=device).uniform_(-10, 10) if dtype.is_floating_point else torch.randint(-10, 10, (), dtype=dtype, device=device)
+    elif not shape and dtype.is_floating_point:
+        value = torch.empty((), dtype=dtype, device=device).uniform_(-10, 10)
     elif dtype.is_floating_point:
         value = torch.rand(shape, dtype=dtype, device=device)
     elif dtype == torch.bool:
