@@ -252,29 +252,27 @@ fn failures_are_isolated_and_a_crashed_worker_is_replaced() {
     assert_eq!(lines.last().unwrap()["failed"], 3);
 }
 
-#[test]
-fn ctrl_c_still_closes_the_output_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let hang = config("hang.json");
-    let mut child = ops(dir.path(), &["-c", hang.to_str().unwrap()])
+/// Starts `benchit ops ARGS` in `dir`, waits until `ready` holds for a file of `dir`, sends
+/// SIGINT and returns the exit code.
+fn interrupt_when(dir: &Path, args: &[&str], ready: impl Fn(&Path, &str) -> bool) -> Option<i32> {
+    let mut child = ops(dir, args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Wait until the first run is recorded: the worker then hangs on the second.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let recorded = fs_err::read_dir(dir.path()).unwrap().any(|e| {
+        let seen = fs_err::read_dir(dir).unwrap().any(|e| {
             let path = e.unwrap().path();
-            path.extension().is_some_and(|x| x == "json")
-                && fs_err::read_to_string(&path).unwrap().lines().count() >= 2
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            ready(&path, &text)
         });
-        if recorded {
+        if seen {
             break;
         }
         assert!(
             Instant::now() < deadline,
-            "the first run was never recorded"
+            "benchit never got ready to be interrupted"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -283,13 +281,38 @@ fn ctrl_c_still_closes_the_output_file() {
         .status()
         .unwrap();
     assert!(status.success());
-    let code = child.wait().unwrap().code();
+    child.wait().unwrap().code()
+}
+
+#[test]
+fn ctrl_c_still_closes_the_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let hang = config("hang.json");
+    // Once the first run is recorded, the worker hangs on the second.
+    let code = interrupt_when(dir.path(), &["-c", hang.to_str().unwrap()], |path, text| {
+        path.extension().is_some_and(|x| x == "json") && text.lines().count() >= 2
+    });
     assert_eq!(code, Some(130));
     let lines = output_lines(dir.path());
     assert_eq!(lines.len(), 3, "{lines:?}");
     assert_eq!(lines[1]["id"], "0|0|0");
     assert_eq!(lines[2]["interrupted"], true);
     assert!(lines[2]["finish_time"].is_string());
+}
+
+#[test]
+fn ctrl_c_while_the_worker_starts_is_an_interruption_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let hang = config("hang.json");
+    let args = ["-c", hang.to_str().unwrap(), "-d", "fake:slow-start"];
+    let code = interrupt_when(dir.path(), &args, |path, text| {
+        path.to_string_lossy().ends_with("_worker.log") && text.contains("fake worker: setup")
+    });
+    assert_eq!(code, Some(130));
+    let lines = output_lines(dir.path());
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[1]["interrupted"], true);
+    assert_eq!(lines[1]["error"], Value::Null);
 }
 
 #[test]

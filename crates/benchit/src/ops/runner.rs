@@ -250,6 +250,7 @@ pub fn run(
     if needs_worker {
         match session.start() {
             Ok(info) => sys_info.extend(info),
+            Err(_) if interrupt.is_set() => summary.interrupted = true,
             Err(problem) => summary.error = Some(problem),
         }
     }
@@ -295,7 +296,7 @@ fn run_each(
     summary: &mut RunSummary,
     on_record: &mut dyn FnMut(&RunRecord),
 ) -> Result<(), RunError> {
-    if summary.error.is_some() {
+    if summary.error.is_some() || summary.interrupted {
         return Ok(());
     }
     for run in runs {
@@ -430,6 +431,9 @@ impl Session<'_> {
         if self.worker.is_none()
             && let Err(problem) = self.start()
         {
+            if self.interrupt.is_set() {
+                return Step::Interrupted;
+            }
             return Step::Fatal(Outcome::Failed(problem.clone()), problem);
         }
         let id = run.id.to_string();
