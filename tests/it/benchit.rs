@@ -121,6 +121,8 @@ fn a_second_call_reuses_the_cache_and_rebuild_always_does_not() {
         again.stderr
     );
     assert!(!again.stderr.contains("built ("), "{}", again.stderr);
+    let log = fs_err::read_to_string(s.cache().join("logs/two_models.log")).unwrap();
+    assert!(log.contains("reply for 24adc42f: stages []"), "{log}");
     // Only the target was built.
     assert!(!s.cache().join("two_models_tester_5b2e7d10").exists());
     let always = s.run(&[&args[..], &["--rebuild", "always"]].concat());
