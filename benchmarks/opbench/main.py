@@ -45,7 +45,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--ops", default="suite.json", help="ops config file (relative: under configs/)")
     parser.add_argument("--repeat", type=int, default=10, help="passes over the config per step")
     parser.add_argument("--steps", type=int, default=100000, help="upper bound on steps")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads: 1 as benchit ops and PARAM (0: torch's default)"
+    )
     return parser.parse_args()
 
 
@@ -94,7 +96,7 @@ def main() -> None:
     """Calls the operators until the observer has its observations."""
     args = parse_args()
     device = pick_device(args.device)
-    if args.threads:
+    if args.threads > 0:
         torch.set_num_threads(args.threads)
     path = pathlib.Path(args.ops)
     if not path.is_absolute() and not path.exists():
