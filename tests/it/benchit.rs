@@ -146,6 +146,25 @@ fn a_second_call_reuses_the_cache_and_rebuild_always_does_not() {
         "{}",
         fp16.stderr
     );
+    // A torch-only call keeps what the build holds; ort after it reuses the build.
+    let torch = s.run(&[&args[..], &["--runtime", "torch-eager"]].concat());
+    assert!(
+        torch.stderr.contains("no ONNX build needed"),
+        "{}",
+        torch.stderr
+    );
+    let state = s.state("two_models_tester_24adc42f");
+    assert!(
+        state.contains("  sequence:\n  - export\n  - optimize\n  - fp16\n"),
+        "{state}"
+    );
+    assert!(state.contains("converted_onnx_exported: true"), "{state}");
+    let ort = s.run(&[&args[..], &["--fp16"]].concat());
+    assert!(
+        ort.stderr.contains("reused from the cache"),
+        "{}",
+        ort.stderr
+    );
 }
 
 #[test]

@@ -454,12 +454,11 @@ impl Run<'_, '_> {
             existing.ok().flatten()
         };
         let mut state = kept.unwrap_or_else(|| self.new_state(&name, inv));
-        state.config.sequence = stages.iter().map(|s| s.to_string()).collect();
-        state.config.fp16 = options.fp16;
-        state.info.all_build_stages = state.config.sequence.clone();
         state.rebuild = options.rebuild.as_str().to_string();
         state.uid = self.cx.uid.clone();
         if let Some(first) = decision.stages.first() {
+            // The stages from `first` on are redone; what came after them in the old build
+            // was made from outputs that are about to change.
             let keep = stages.iter().position(|s| s == first).unwrap_or(0);
             state.info.completed_build_stages.truncate(keep);
             state.build_status = BuildStatus::BuildRunning;
@@ -468,6 +467,8 @@ impl Run<'_, '_> {
         } else {
             state.build_status = BuildStatus::SuccessfulBuild;
         }
+        state.plan_stages(&stages);
+        state.sync_outputs(&dir);
         if let Err(e) = self.save_state(&dir, &mut state) {
             build.failure = Some(Failure {
                 kind: FailureKind::Cache,
@@ -592,15 +593,6 @@ impl Run<'_, '_> {
                 .insert(event.stage.clone(), event.seconds);
             if ok {
                 info.completed_build_stages.push(event.stage.clone());
-                match event.stage.as_str() {
-                    "export" | "receive" => info.base_onnx_exported = true,
-                    "optimize" => info.opt_onnx_exported = true,
-                    "fp16" => info.converted_onnx_exported = true,
-                    _ => {}
-                }
-                if let Some(output) = &event.output {
-                    p.state.intermediate_results.push(output.clone());
-                }
                 let next = info
                     .all_build_stages
                     .iter()
@@ -617,6 +609,7 @@ impl Run<'_, '_> {
                 ));
                 p.state.build_status = BuildStatus::FailedBuild;
             }
+            p.state.sync_outputs(&p.dir);
             if let Err(e) = self.save_state(&p.dir.clone(), &mut p.state) {
                 self.warn(e.to_string());
             }

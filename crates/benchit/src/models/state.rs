@@ -117,6 +117,52 @@ pub struct BuildState {
     pub updated: String,
 }
 
+/// Build stages in the order they run.
+const STAGE_ORDER: [&str; 4] = ["receive", "export", "optimize", "fp16"];
+
+impl BuildState {
+    /// Sets the stages the build holds after this call: those completed and kept, and `wanted`,
+    /// in build order; `config.fp16` says whether the fp16 model is one of them.
+    pub fn plan_stages(&mut self, wanted: &[&str]) {
+        let completed = &self.info.completed_build_stages;
+        self.info.all_build_stages = STAGE_ORDER
+            .iter()
+            .filter(|s| wanted.contains(s) || completed.iter().any(|c| c == *s))
+            .map(|s| s.to_string())
+            .collect();
+        self.config.sequence = self.info.all_build_stages.clone();
+        self.config.fp16 = self.config.sequence.iter().any(|s| s == "fp16");
+    }
+
+    /// Derives the `*_onnx_exported` flags and `intermediate_results` from the completed stages
+    /// of the build in `build_dir`.
+    pub fn sync_outputs(&mut self, build_dir: &Utf8Path) {
+        let done = |names: &[&str]| {
+            self.info
+                .completed_build_stages
+                .iter()
+                .any(|c| names.contains(&c.as_str()))
+        };
+        self.info.base_onnx_exported = done(&["export", "receive"]);
+        self.info.opt_onnx_exported = done(&["optimize"]);
+        self.info.converted_onnx_exported = done(&["fp16"]);
+        self.intermediate_results = self
+            .info
+            .completed_build_stages
+            .iter()
+            .map(|stage| {
+                stage_output(
+                    build_dir,
+                    &self.config.build_name,
+                    self.config.onnx_opset,
+                    stage,
+                )
+                .to_string()
+            })
+            .collect();
+    }
+}
+
 /// The tool versions that make a build stale when they change.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Versions {
@@ -359,6 +405,24 @@ pub(crate) mod tests {
         fs_err::write(&path, "build_status: [oops\n").unwrap();
         let err = read_yaml::<BuildState>(&path).unwrap_err().to_string();
         assert!(err.contains("state.yaml is damaged"), "{err}");
+    }
+
+    #[test]
+    fn planned_stages_keep_what_the_build_holds() {
+        let mut state = sample_state();
+        state.plan_stages(&[]);
+        assert_eq!(state.config.sequence, ["export", "optimize"]);
+        state.plan_stages(&["export", "optimize", "fp16"]);
+        assert_eq!(state.info.all_build_stages, ["export", "optimize", "fp16"]);
+        assert!(state.config.fp16);
+        state.info.completed_build_stages = vec!["export".into()];
+        state.sync_outputs(Utf8Path::new("/c/b"));
+        assert!(state.info.base_onnx_exported);
+        assert!(!state.info.opt_onnx_exported && !state.info.converted_onnx_exported);
+        assert_eq!(
+            state.intermediate_results,
+            ["/c/b/onnx/hello_world_24adc42f-op17-base.onnx"]
+        );
     }
 
     #[test]
