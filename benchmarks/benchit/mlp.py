@@ -1,4 +1,7 @@
-"""A small multi-layer perceptron, called on a batch of 8 ten times."""
+"""A small multi-layer perceptron, called on a batch of 8 a hundred times (``--calls N`` to change:
+the worst case of discovery's per-call overhead, as the model is tiny)."""
+
+import argparse
 
 import torch
 
@@ -23,8 +26,12 @@ class MLP(torch.nn.Module):
         return self.layers(x)
 
 
+parser = argparse.ArgumentParser()
+parser.add_argument("--calls", type=int, default=100)
+calls = parser.parse_args().calls
+
 model = MLP()
 batch = torch.rand(8, 64)
-for _ in range(10):
+for _ in range(calls):
     scores = model(batch)
 print("predicted classes:", scores.argmax(dim=1).tolist())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import pathlib
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -108,7 +109,7 @@ def test_hello_world_is_discovered_with_mlagility_hashes() -> None:
 
 
 @pytest.mark.parametrize("script, classes, shapes_and_calls", [
-    ("mlp.py", ["MLP"], [({"Positional Arg 1": [8, 64]}, 10)]),
+    ("mlp.py", ["MLP"], [({"Positional Arg 1": [8, 64]}, 100)]),
     ("cnn.py", ["SmallCNN"], [({"Positional Arg 1": [2, 3, 32, 32]}, 2)]),
     ("transformer_block.py", ["TransformerEncoderLayer"],
      [({"Positional Arg 1": [2, 16, 64]}, 1)]),
@@ -289,6 +290,7 @@ def test_the_build_leaves_the_script_unaffected(tmp_path: pathlib.Path) -> None:
     assert torch.equal(untouched.after, untouched.expected)
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_an_onnx_file_is_received_and_benchmarked(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "linear.onnx"
     torch.onnx.export(torch.nn.Linear(6, 2), (torch.rand(3, 6),), str(path), dynamo=False,
@@ -308,6 +310,7 @@ def test_an_onnx_file_is_received_and_benchmarked(tmp_path: pathlib.Path) -> Non
     assert eager["status"] == "error" and "ONNX file" in eager["message"]
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_an_onnx_file_with_dynamic_shapes_is_refused(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "dynamic.onnx"
     torch.onnx.export(torch.nn.Linear(6, 2), (torch.rand(3, 6),), str(path), dynamo=False,
@@ -384,3 +387,25 @@ def test_script_arguments_and_module_name(tmp_path: pathlib.Path) -> None:
     analyze(script, script_args=("--batch", "2"))
     import args
     assert args.seen == ("args", [str(script), "--batch", "2"])
+
+
+def test_a_broken_reply_stops_the_worker_without_done() -> None:
+    def not_an_object(event: dict) -> Any:
+        return "not an object"
+
+    events, status, log = run_worker(script_request(EXAMPLES / "hello_world.py"), not_an_object)
+    assert status == 3 and "benchit worker:" in log and "JSON object" in log
+    assert events[-1]["event"] == "invocation"
+    assert "Traceback" not in log
+
+
+# -- measurements ----------------------------------------------------------------------------
+
+
+def test_measurements_report_ratios() -> None:
+    from benchmate.benchit.measure import compare_timeit, overhead
+
+    result = overhead(str(EXAMPLES / "hello_world.py"), 1, [])
+    assert result["ratio"] > 0 and result["bare_seconds"] > 0
+    result = compare_timeit(str(EXAMPLES / "hello_world.py"), 20, 1, [])
+    assert result["model"] == "SmallModel" and result["ratio"] > 0

@@ -218,9 +218,9 @@ def receive_onnx(source: str, path: str) -> None:
     opset = onnx_opset(model)
     if opset is not None and opset < MIN_OPSET:
         raise StageError(f"opset {opset} is below {MIN_OPSET}")
-    dynamic = dynamic_inputs(model)
-    if dynamic:
-        raise StageError(f"inputs {dynamic} have dynamic dimensions: freeze the model's input shapes")
+    problem = dynamic_shape_problem(model)
+    if problem:
+        raise StageError(problem)
     shutil.copyfile(source, path)
 
 
@@ -272,9 +272,12 @@ def graph_inputs(model: Any) -> dict[str, list[int]]:
     return inputs
 
 
-def dynamic_inputs(model: Any) -> list[str]:
-    """Names of inputs with a dimension that is not a fixed positive number."""
-    return [name for name, dims in graph_inputs(model).items() if -1 in dims]
+def dynamic_shape_problem(model: Any) -> Optional[str]:
+    """What is wrong when some input has a dimension that is not a fixed positive number."""
+    dynamic = [name for name, dims in graph_inputs(model).items() if -1 in dims]
+    if not dynamic:
+        return None
+    return f"inputs {dynamic} have dynamic dimensions: freeze the model's input shapes"
 
 
 def onnx_info(path: str) -> dict[str, Any]:

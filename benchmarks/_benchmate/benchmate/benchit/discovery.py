@@ -16,9 +16,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sys
-import time
 import weakref
-from typing import Any, Iterator, Optional
+from time import perf_counter
+from typing import Any, Iterator, NamedTuple, Optional
 
 import torch
 
@@ -29,6 +29,8 @@ from benchmate.benchit.hashing import (
     named_inputs,
     shapes_and_dtypes,
 )
+
+is_compiling = torch.compiler.is_compiling
 
 #: Classes defined in ``torch.nn.modules.activation``; MLAgility does not count them as models.
 ACTIVATIONS = frozenset(
@@ -64,6 +66,8 @@ class ModelRecord:
     depth: int
     parent_hash: Optional[str]
     compiled: bool
+    #: Invocations by input signature (see :func:`_signature`), shared by identical models.
+    signatures: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclasses.dataclass
@@ -115,9 +119,8 @@ class Listener:
         """A call whose inputs cannot be described (reported once per model and message)."""
 
 
-@dataclasses.dataclass
-class _Active:
-    """A tracked call in progress (the stack entry); ``None`` entries block their subtree."""
+class _Active(NamedTuple):
+    """A tracked call in progress (a stack entry; ``None`` entries block their subtree)."""
 
     module: torch.nn.Module
     record: ModelRecord
@@ -139,13 +142,12 @@ class Discovery:
         self.listener = listener
         self.models: dict[str, ModelRecord] = {}
         self.invocations: dict[str, InvocationRecord] = {}
-        self._records: "weakref.WeakKeyDictionary[torch.nn.Module, ModelRecord]" = (
+        self._known: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = (
             weakref.WeakKeyDictionary()
         )
         self._locations: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = (
             weakref.WeakKeyDictionary()
         )
-        self._by_signature: dict[tuple, InvocationRecord] = {}
         self._reported_errors: set[tuple[str, str]] = set()
         self._stack: list[Optional[_Active]] = []
         self._optimized = _optimized_module_type()
@@ -210,47 +212,63 @@ class Discovery:
     # -- calls ------------------------------------------------------------------------------
 
     def _call(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
-        """A call within ``max_depth``: track it when it is a model, else block its subtree."""
+        """A call within ``max_depth``: track it when it is a model, else block its subtree.
+
+        This is the hot path of discovery: known models with known input signatures cost a few
+        dictionary lookups and two clock reads.
+        """
         original = self._original_call
-        if torch.compiler.is_compiling():
+        if is_compiling():
             return original(module, *args, **kwargs)
         stack = self._stack
         parent = stack[-1] if stack else None
-        tracked = None
-        if not stack or (parent is not None and parent.accepts_children
-                         and _is_child(parent.module, module)):
-            tracked = self._track(module, parent, args, kwargs, sys._getframe(2))
-        if tracked is None:
-            stack.append(None)
-            try:
-                return original(module, *args, **kwargs)
-            finally:
-                stack.pop()
-        return self._run(module, tracked, args, kwargs)
-
-    def _track(self, module: torch.nn.Module, parent: Optional[_Active], args: tuple,
-               kwargs: dict, caller: Any) -> Optional[tuple[_Active, Any]]:
-        """The stack entry and listener plan of a model call, or ``None`` when it is no model
-        (activation, no parameters) or its inputs cannot be described."""
-        if type(module) in ACTIVATIONS:
-            return None
-        record = self._records.get(module)
-        if record is None:
-            record = self._discover(module, parent, caller)
-            if record is None:
-                return None
+        if stack and (parent is None or not parent.accepts_children
+                      or not _is_child(parent.module, module)):
+            return self._blocked(module, args, kwargs)
+        known = self._known.get(module)
+        if known is None:
+            known = self._discover(module, parent)
+            if known is None:
+                return self._blocked(module, args, kwargs)
+        target, record = known
         parent_invocation = parent.invocation.invocation_hash if parent else None
-        invocation = self._invocation(record, parent_invocation, args, kwargs)
+        signature = _signature(parent_invocation, args, kwargs)
+        invocation = record.signatures.get(signature) if signature is not None else None
         if invocation is None:
-            return None
-        target = self._target(module)
-        plan = None
+            invocation = self._invocation(record, parent_invocation, args, kwargs, signature)
+            if invocation is None:
+                return self._blocked(module, args, kwargs)
+        call = None
         if not invocation.announced:
             invocation.announced = True
             plan = self.listener.invocation_found(record, invocation, target)
-        active = _Active(module=target, record=record, invocation=invocation,
-                         accepts_children=target is module)
-        return active, plan
+            if plan is not None:
+                call = Call(module=target, record=record, invocation=invocation,
+                            args=_copy_inputs(args), kwargs=_copy_inputs(kwargs), plan=plan)
+        stack.append(_Active(target, record, invocation, target is module))
+        start = perf_counter()
+        try:
+            outputs = original(module, *args, **kwargs)
+        except BaseException:
+            stack.pop()
+            if call is not None:
+                self.listener.first_call_failed(call)
+            raise
+        elapsed = perf_counter() - start
+        stack.pop()
+        invocation.executed += 1
+        invocation.seconds += elapsed
+        if call is not None:
+            self.listener.first_call_done(call)
+        return outputs
+
+    def _blocked(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
+        """Run an untracked call; calls made inside it are not tracked either."""
+        self._stack.append(None)
+        try:
+            return self._original_call(module, *args, **kwargs)
+        finally:
+            self._stack.pop()
 
     def _target(self, module: torch.nn.Module) -> torch.nn.Module:
         """The module itself, or the original module of a ``torch.compile`` wrapper."""
@@ -258,11 +276,14 @@ class Discovery:
             return module._orig_mod
         return module
 
-    def _discover(self, module: torch.nn.Module, parent: Optional[_Active],
-                  caller: Any) -> Optional[ModelRecord]:
-        """The record of a module called for the first time (shared by identical
-        architectures), or ``None`` while it has no parameters."""
+    def _discover(self, module: torch.nn.Module, parent: Optional[_Active]
+                  ) -> Optional[tuple[torch.nn.Module, ModelRecord]]:
+        """The target module and record of a module called for the first time (identical
+        architectures share a record), or ``None`` when it is no model: an activation, or
+        nothing with parameters (yet)."""
         target = self._target(module)
+        if type(target) in ACTIVATIONS:
+            return None
         parameters = list(target.parameters())
         count = sum(p.numel() for p in parameters)
         if count == 0:
@@ -270,7 +291,8 @@ class Discovery:
         hash_ = model_hash(target)
         record = self.models.get(hash_)
         if record is None:
-            file, line = self._locations.get(module) or self._locations.get(target) or (None, None)
+            file, line = self._locations.get(target) or self._locations.get(module) or (None, None)
+            caller = sys._getframe(3)  # the frame that called the model
             record = ModelRecord(
                 model_hash=hash_,
                 class_name=type(target).__name__,
@@ -286,18 +308,14 @@ class Discovery:
             )
             self.models[hash_] = record
             self.listener.model_found(record)
-        self._records[module] = record
-        return record
+        known = (target, record)
+        self._known[module] = known
+        return known
 
     def _invocation(self, record: ModelRecord, parent_invocation: Optional[str], args: tuple,
-                    kwargs: dict) -> Optional[InvocationRecord]:
+                    kwargs: dict, signature: Optional[tuple]) -> Optional[InvocationRecord]:
         """The invocation of these inputs (created at first sight), or ``None`` after reporting
         inputs that cannot be described."""
-        signature = _signature(record.model_hash, parent_invocation, args, kwargs)
-        if signature is not None:
-            known = self._by_signature.get(signature)
-            if known is not None:
-                return known
         try:
             shapes, dtypes = shapes_and_dtypes(named_inputs(args, kwargs))
         except UnsupportedInput as error:
@@ -319,34 +337,8 @@ class Discovery:
             )
             self.invocations[hash_] = invocation
         if signature is not None:
-            self._by_signature[signature] = invocation
+            record.signatures[signature] = invocation
         return invocation
-
-    def _run(self, module: torch.nn.Module, tracked: tuple[_Active, Any], args: tuple,
-             kwargs: dict) -> Any:
-        """Run a tracked call: time it, count it, and hand a first call to the listener."""
-        active, plan = tracked
-        call = None
-        if plan is not None:
-            call = Call(module=active.module, record=active.record, invocation=active.invocation,
-                        args=_copy_inputs(args), kwargs=_copy_inputs(kwargs), plan=plan)
-        stack = self._stack
-        stack.append(active)
-        start = time.perf_counter()
-        try:
-            outputs = self._original_call(module, *args, **kwargs)
-        except BaseException:
-            stack.pop()
-            if call is not None:
-                self.listener.first_call_failed(call)
-            raise
-        elapsed = time.perf_counter() - start
-        stack.pop()
-        active.invocation.executed += 1
-        active.invocation.seconds += elapsed
-        if call is not None:
-            self.listener.first_call_done(call)
-        return outputs
 
 
 def _is_child(parent: torch.nn.Module, module: torch.nn.Module) -> bool:
@@ -354,7 +346,8 @@ def _is_child(parent: torch.nn.Module, module: torch.nn.Module) -> bool:
     return any(child is module for child in parent._modules.values())
 
 
-def _variable_name(module: torch.nn.Module, parent: Optional[_Active], caller: Any) -> Optional[str]:
+def _variable_name(module: torch.nn.Module, parent: Optional[_Active],
+                   caller: Any) -> Optional[str]:
     """The attribute name of a sub-model in its parent, or the caller's variable holding a
     top-level model."""
     if parent is not None:
@@ -369,18 +362,20 @@ def _variable_name(module: torch.nn.Module, parent: Optional[_Active], caller: A
     return None
 
 
-def _signature(model_hash_: str, parent_invocation: Optional[str], args: tuple,
-               kwargs: dict) -> Optional[tuple]:
-    """A cheap key of calls whose inputs are all tensors (shape, dtype, name), else ``None``."""
-    key: list = [model_hash_, parent_invocation]
+def _signature(parent_invocation: Optional[str], args: tuple, kwargs: dict) -> Optional[tuple]:
+    """A cheap key of calls whose inputs are all tensors (name, shape, dtype), else ``None``."""
+    key: list = [parent_invocation]
     for value in args:
         if not isinstance(value, torch.Tensor):
             return None
-        key.append((value.shape, value.dtype))
+        key.append(value.shape)
+        key.append(value.dtype)
     for name, value in kwargs.items():
         if not isinstance(value, torch.Tensor):
             return None
-        key.append((name, value.shape, value.dtype))
+        key.append(name)
+        key.append(value.shape)
+        key.append(value.dtype)
     return tuple(key)
 
 

@@ -13,6 +13,7 @@ import importlib.util
 import os
 import platform
 import sys
+import time
 import traceback
 from typing import Any, Callable, Optional
 
@@ -60,6 +61,7 @@ def _receive(protocol: Protocol) -> dict[str, Any]:
 class Work:
     """One invocation to build and benchmark, as the reply asks."""
 
+    model_hash: str
     invocation_hash: str
     reply: dict[str, Any]
     #: Produces the base ONNX file: ``source(stage, path)`` for ``export`` or ``receive``.
@@ -90,11 +92,11 @@ def carry_out(protocol: Protocol, work: Work) -> None:
             try:
                 protocol.send("onnx_info", invocation_hash=hash_, **onnx_info(newest))
             except Exception as error:  # noqa: BLE001 - a broken file is reported, not fatal
-                _send_error(protocol, error, invocation_hash=hash_)
+                _send_error(protocol, error, model_hash=work.model_hash, invocation_hash=hash_)
         for benchmark in work.reply.get("benchmarks", []):
             _benchmark(protocol, work, benchmark, build_failed=bool(failed))
     except Exception as error:  # noqa: BLE001 - a malformed reply must not stop the script
-        _send_error(protocol, error, invocation_hash=hash_)
+        _send_error(protocol, error, model_hash=work.model_hash, invocation_hash=hash_)
     protocol.send("invocation_done", invocation_hash=hash_)
 
 
@@ -169,6 +171,8 @@ class ScriptSession:
         self.max_depth = int(request.get("max_depth", 0))
         self.analyze_only = bool(request.get("analyze_only", False))
         self.discovery: Any = None
+        #: Wall time of the script's own execution under discovery (set by :meth:`run`).
+        self.script_seconds = 0.0
 
     def run(self) -> None:
         """Run the script as a module named after its file stem, then send ``calls``."""
@@ -180,7 +184,9 @@ class ScriptSession:
         sys.path.append(os.getcwd())
         self.discovery = Discovery(self.script, self.max_depth, self.targets, _Events(self))
         with self.discovery:
+            start = time.perf_counter()
             self._execute(stem)
+            self.script_seconds = time.perf_counter() - start
         self.protocol.send("calls", invocations=[
             {"invocation_hash": inv.invocation_hash, "executed": inv.executed,
              "seconds": inv.seconds}
@@ -231,12 +237,13 @@ class _Events:
                            parent_hash=record.parent_hash, compiled=record.compiled)
 
     def invocation_found(self, record: Any, invocation: Any, module: Any) -> Optional[dict]:
-        """Send the ``invocation`` event; for a target, wait for the reply and return it unless
-        it says skip."""
+        """Send the ``invocation`` event (with the weights hash only when it may be built: hashing
+        every weight of a large model costs seconds); for a target, wait for the reply and return
+        it unless it says skip."""
         from benchmate.benchit.hashing import weights_hash
 
-        with self.session.discovery.paused():
-            digest = weights_hash(module)
+        will_build = invocation.is_target and not self.session.analyze_only
+        digest = weights_hash(module) if will_build else ""
         self.protocol.send(
             "invocation", model_hash=record.model_hash,
             invocation_hash=invocation.invocation_hash,
@@ -264,8 +271,8 @@ class _Events:
 
         with self.session.discovery.paused(), inference_mode_of(module):
             tensors = _numpy_inputs(ordered_inputs(module, args, kwargs))
-            carry_out(self.protocol, Work(call.invocation.invocation_hash, call.plan, source,
-                                          (module, args, kwargs), tensors))
+            carry_out(self.protocol, Work(call.record.model_hash, call.invocation.invocation_hash,
+                                          call.plan, source, (module, args, kwargs), tensors))
 
     def first_call_failed(self, call: Any) -> None:
         """The forward raised: nothing is built; close the invocation for Rust."""
@@ -301,7 +308,7 @@ def serve_onnx(protocol: Protocol, request: dict[str, Any]) -> None:
     """Announce an ONNX file as one model with one invocation, then build and benchmark it."""
     import onnx
 
-    from benchmate.benchit.build import dynamic_inputs, graph_inputs, receive_onnx
+    from benchmate.benchit.build import dynamic_shape_problem, graph_inputs, receive_onnx
     from benchmate.benchit.hashing import invocation_hash
 
     path = os.path.abspath(request["path"])
@@ -319,11 +326,9 @@ def serve_onnx(protocol: Protocol, request: dict[str, Any]) -> None:
                   parameters=sum(n for n, _ in sizes),
                   parameter_bytes=sum(n * size for n, size in sizes),
                   depth=0, parent_hash=None, compiled=False)
-    dynamic = dynamic_inputs(model)
-    if dynamic:
-        protocol.send("error", model_hash=model_hash, traceback=None,
-                      message=f"inputs {dynamic} have dynamic dimensions: "
-                              "freeze the model's input shapes")
+    problem = dynamic_shape_problem(model)
+    if problem:
+        protocol.send("error", model_hash=model_hash, message=problem, traceback=None)
         return
     shapes = {name: tuple(dims) for name, dims in sorted(graph_inputs(model).items())}
     elem_types = {value.name: value.type.tensor_type.elem_type for value in model.graph.input}
@@ -343,7 +348,7 @@ def serve_onnx(protocol: Protocol, request: dict[str, Any]) -> None:
             raise ValueError(f"stage {stage} needs a PyTorch model; an ONNX file is received")
         receive_onnx(path, output)
 
-    carry_out(protocol, Work(hash_, reply, source, None, None))
+    carry_out(protocol, Work(model_hash, hash_, reply, source, None, None))
 
 
 def _numel(dims: Any) -> int:

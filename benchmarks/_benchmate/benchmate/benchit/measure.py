@@ -1,0 +1,168 @@
+"""Measurements of the worker itself, for ``cargo xtask bench`` (each prints one JSON object):
+
+``python -m benchmate.benchit.measure overhead SCRIPT [--runs N] [--script-args "ARGS"]``
+    the script's own run time (its module's execution) bare and under discovery (analysis
+    only, events discarded; patching torch before and restoring it after are left out), ``N``
+    alternating runs in one process; ``ratio`` = discovery / bare of the fastest runs (noise on a
+    shared machine only ever adds time; the medians are reported too). Target < 1.05.
+
+``python -m benchmate.benchit.measure timeit SCRIPT [--iterations N] [--rounds R]
+[--script-args "ARGS"]``
+    the worker's ``torch-eager`` mean latency for the first invocation of the script's first
+    model next to a plain ``timeit`` loop of the same call (under ``eval()`` and ``no_grad()``)
+    in the same process, ``R`` alternating rounds; ``ratio`` = worker / timeit of the fastest
+    rounds' means (medians reported too). Target within 2%.
+
+Both set ``torch.set_num_threads(1)`` first (``--threads N`` to change, 0 for torch's default):
+the figures are about the worker's own cost, and tiny multi-threaded kernels on a shared machine
+time the scheduler rather than the code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import shlex
+import statistics
+import sys
+import time
+import timeit
+from typing import Any, Iterator
+
+from benchmate.benchit.discovery import Call, Discovery, Listener
+from benchmate.benchit.runtimes import inference_mode_of, run_torch
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Discard what the script prints."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        yield
+
+
+def _run_script(path: str, script_args: list[str]) -> None:
+    """Execute ``path`` once as a fresh module named after its stem."""
+    sys.argv = [path, *script_args]
+    stem = os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+class _NullProtocol:
+    """A protocol that discards every event (an analysis run needs no reply)."""
+
+    def send(self, event: str, **fields: Any) -> None:
+        """Drop the event."""
+
+    def receive(self) -> dict[str, Any]:
+        """Never needed in analysis-only runs."""
+        raise RuntimeError("an analysis run reads nothing")
+
+
+def overhead(path: str, runs: int, script_args: list[str]) -> dict[str, Any]:
+    """Median run time of the script bare and under the worker's discovery."""
+    from benchmate.benchit.models import ScriptSession
+
+    path = os.path.abspath(path)
+    request = {"request": "script", "script": path, "script_args": script_args,
+               "analyze_only": True}
+    sys.path.insert(0, os.path.dirname(path))
+    bare, discovered = [], []
+    with _quiet():
+        _run_script(path, script_args)  # warm: imports, allocator, kernels
+        for _ in range(runs):
+            start = time.perf_counter()
+            _run_script(path, script_args)
+            bare.append(time.perf_counter() - start)
+            session = ScriptSession(_NullProtocol(), request)
+            session.run()
+            discovered.append(session.script_seconds)
+    return {"measure": "overhead", "script": path, "script_args": script_args, "runs": runs,
+            "bare_seconds": min(bare), "discovery_seconds": min(discovered),
+            "bare_median_seconds": statistics.median(bare),
+            "discovery_median_seconds": statistics.median(discovered),
+            "ratio": min(discovered) / min(bare)}
+
+
+class _FirstCall(Listener):
+    """Keeps the first call of the first model (its module and copies of its inputs)."""
+
+    def __init__(self) -> None:
+        self.call: Call | None = None
+
+    def invocation_found(self, record: Any, invocation: Any, module: Any) -> Any:
+        """Ask for the first invocation's inputs."""
+        return True if self.call is None else None
+
+    def first_call_done(self, call: Call) -> None:
+        """Keep the first call."""
+        if self.call is None:
+            self.call = call
+
+
+def compare_timeit(path: str, iterations: int, rounds: int,
+                   script_args: list[str]) -> dict[str, Any]:
+    """The worker's torch-eager mean next to a plain timeit loop of the same call."""
+    import torch
+
+    path = os.path.abspath(path)
+    listener = _FirstCall()
+    sys.path.insert(0, os.path.dirname(path))
+    with _quiet(), Discovery(path, 0, set(), listener):
+        _run_script(path, script_args)
+    if listener.call is None:
+        raise SystemExit(f"{path} called no model")
+    model, args, kwargs = listener.call.module, listener.call.args, listener.call.kwargs
+    worker, plain = [], []
+    for _ in range(rounds):
+        measured = run_torch(model, "torch-eager", "x86", args, kwargs, 10, iterations)
+        worker.append(statistics.fmean(measured.times_ns))
+        with inference_mode_of(model), torch.no_grad():
+            timer = timeit.Timer(lambda: model(*args, **kwargs))
+            timer.timeit(10)
+            plain.append(timer.timeit(iterations) / iterations * 1e9)
+    return {"measure": "timeit", "script": path, "model": type(model).__name__,
+            "iterations": iterations, "rounds": rounds, "worker_mean_ns": min(worker),
+            "timeit_mean_ns": min(plain), "worker_median_ns": statistics.median(worker),
+            "timeit_median_ns": statistics.median(plain), "ratio": min(worker) / min(plain)}
+
+
+def main(argv: list[str]) -> int:
+    """Parse the command line, measure, print the JSON result."""
+    parser = argparse.ArgumentParser(prog="python -m benchmate.benchit.measure")
+    commands = parser.add_subparsers(dest="command", required=True)
+    over = commands.add_parser("overhead", help="discovery overhead on a script's run time")
+    over.add_argument("script")
+    over.add_argument("--runs", type=int, default=7)
+    compare = commands.add_parser("timeit", help="worker latency next to a timeit loop")
+    compare.add_argument("script")
+    compare.add_argument("--iterations", type=int, default=1000)
+    compare.add_argument("--rounds", type=int, default=5)
+    for command in (over, compare):
+        command.add_argument("--script-args", default="", help="the script's arguments")
+        command.add_argument("--threads", type=int, default=1,
+                             help="torch's intra-op threads (0: torch's default)")
+    options = parser.parse_args(argv)
+    script_args = shlex.split(options.script_args)
+    if options.threads > 0:
+        import torch
+
+        torch.set_num_threads(options.threads)
+    if options.command == "overhead":
+        result = overhead(options.script, options.runs, script_args)
+    else:
+        result = compare_timeit(options.script, options.iterations, options.rounds, script_args)
+    import torch
+
+    result["threads"] = torch.get_num_threads()
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
