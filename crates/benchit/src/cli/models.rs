@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use camino::Utf8PathBuf;
 use clap::{Args, ValueEnum};
@@ -357,7 +357,8 @@ struct StatusDisplay {
     action: Action,
     /// Lines of the tree drawn last (to redraw over them).
     drawn: usize,
-    last_draw: Instant,
+    /// The text drawn last (an unchanged tree is not redrawn).
+    shown: String,
 }
 
 impl StatusDisplay {
@@ -367,7 +368,7 @@ impl StatusDisplay {
             tracebacks: std::env::var(TRACEBACK_VAR).is_ok_and(|v| v == "1" || v == "true"),
             action,
             drawn: 0,
-            last_draw: Instant::now(),
+            shown: String::new(),
         }
     }
 
@@ -382,6 +383,9 @@ impl StatusDisplay {
                 text = lines[lines.len() - LIVE_LINES..].join("\n") + "\n";
             }
         }
+        if !last && text == self.shown {
+            return;
+        }
         let mut err = std::io::stderr().lock();
         if self.terminal && self.drawn > 0 {
             let _ = write!(err, "\x1b[{}A\x1b[J", self.drawn);
@@ -389,7 +393,7 @@ impl StatusDisplay {
         let _ = err.write_all(text.as_bytes());
         let _ = err.flush();
         self.drawn = if last { 0 } else { text.lines().count() };
-        self.last_draw = Instant::now();
+        self.shown = if last { String::new() } else { text };
     }
 }
 
@@ -402,7 +406,9 @@ impl Observer for StatusDisplay {
     }
 
     fn on_progress(&mut self, result: &InputResult) {
-        if self.terminal && self.last_draw.elapsed() >= Duration::from_millis(100) {
+        // Events come at the pace of builds and measurements, not of model calls: every change
+        // is drawn.
+        if self.terminal {
             self.draw(result, false);
         }
     }
@@ -412,6 +418,7 @@ impl Observer for StatusDisplay {
         if self.terminal && self.drawn > 0 {
             eprint!("\x1b[{}A\x1b[J", self.drawn);
             self.drawn = 0;
+            self.shown.clear();
         }
         eprintln!("warning: {message}");
     }
