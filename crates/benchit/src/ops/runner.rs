@@ -437,9 +437,10 @@ impl Session<'_> {
             return Step::Fatal(Outcome::Failed(problem.clone()), problem);
         }
         let id = run.id.to_string();
-        let Some(worker) = self.worker.as_mut() else {
-            return Step::Interrupted;
-        };
+        let worker = self
+            .worker
+            .as_mut()
+            .expect("start() keeps the worker it started");
         let job = json!({"request": "run", "op_name": run.op_name, "id": id, "config": run.config});
         if let Err(err) = worker.send(&job) {
             return self.lost(err.to_string());
