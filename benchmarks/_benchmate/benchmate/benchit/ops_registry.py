@@ -207,7 +207,8 @@ def _resolve_dotted(name: str) -> Any:
 
 
 def known_names() -> list[str]:
-    """The names PARAM registers plus the whole models (for messages and tests)."""
+    """The names PARAM registers plus the whole models (what the worker is known to serve; the
+    tests check every one resolves)."""
     return [*IN_PLACE, *CALLABLE, *BUILDABLE, *ops_models.MODELS]
 
 

@@ -78,7 +78,8 @@ pub(crate) struct OpsArgs {
     /// Stop before this id (exclusive).
     #[arg(short, long = "stop-id", alias = "stop_id", value_name = "ID")]
     stop_id: Option<String>,
-    /// Append to the output file instead of replacing it.
+    /// Append to the output file instead of replacing it (as PARAM; the file name holds the pid
+    /// and start time, so only an existing file of that name is concerned).
     #[arg(short, long)]
     append: bool,
     /// How iterations are timed; the modes differ on CUDA only.
@@ -168,6 +169,9 @@ fn run_inner(args: &OpsArgs) -> anyhow::Result<u8> {
         }
         if let Some(error) = &summary.error {
             eprintln!("error: {error}");
+        }
+        if summary.worker_log.is_file() {
+            eprintln!("worker log: {}", summary.worker_log);
         }
     }
     let failed = summary
