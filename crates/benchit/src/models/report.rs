@@ -47,6 +47,8 @@ pub struct ReportRow {
     pub std_ms: Option<f64>,
     /// Fastest call, ms.
     pub min_ms: Option<f64>,
+    /// Slowest call, ms.
+    pub max_ms: Option<f64>,
     /// 95% confidence interval of the mean, low, ms.
     pub ci95_low_ms: Option<f64>,
     /// 95% confidence interval of the mean, high, ms.
@@ -126,6 +128,7 @@ pub fn rows(builds: &[BuildEntry]) -> Vec<ReportRow> {
                         p99_ms: s.map(|s| s.p99_ms),
                         std_ms: s.map(|s| s.std_ms),
                         min_ms: s.map(|s| s.min_ms),
+                        max_ms: s.map(|s| s.max_ms),
                         ci95_low_ms: s.map(|s| s.ci95_low_ms),
                         ci95_high_ms: s.map(|s| s.ci95_high_ms),
                         throughput: s.map(|s| s.throughput),
@@ -171,6 +174,7 @@ pub fn to_csv(rows: &[ReportRow]) -> String {
         "p99_ms",
         "std_ms",
         "min_ms",
+        "max_ms",
         "ci95_low_ms",
         "ci95_high_ms",
         "throughput",
@@ -205,6 +209,7 @@ pub fn to_csv(rows: &[ReportRow]) -> String {
             num(r.p99_ms),
             num(r.std_ms),
             num(r.min_ms),
+            num(r.max_ms),
             num(r.ci95_low_ms),
             num(r.ci95_high_ms),
             num(r.throughput),
