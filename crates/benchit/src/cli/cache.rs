@@ -89,13 +89,15 @@ fn run_inner(args: CacheArgs) -> anyhow::Result<u8> {
         Some(dir) => dir,
         None => default_cache_dir()?,
     };
-    if let CacheCommand::Location = args.command {
-        println!("{dir}");
-        return Ok(SUCCESS);
-    }
-    let cache = Cache::open(&dir)?;
+    let cache = match args.command {
+        CacheCommand::Location => {
+            println!("{dir}");
+            return Ok(SUCCESS);
+        }
+        _ => Cache::open(&dir)?,
+    };
     match args.command {
-        CacheCommand::Location => unreachable!("handled above"),
+        CacheCommand::Location => {}
         CacheCommand::List => {
             let builds = cache.builds()?;
             if builds.is_empty() {
