@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::{Args, Subcommand};
 
-use crate::models::cache::{BuildEntry, Cache, default_cache_dir};
+use crate::models::cache::{BuildEntry, CACHE_VAR, Cache, default_cache_dir};
 use crate::models::report;
 use crate::models::state::{STATE_FILE, STATS_FILE};
 
@@ -26,7 +26,7 @@ use super::{BAD_INPUT, SUCCESS};
 )]
 pub(crate) struct CacheArgs {
     /// The build cache [default: ~/.cache/benchit].
-    #[arg(long, env = "BENCHIT_CACHE_DIR", global = true, value_name = "DIR")]
+    #[arg(long, env = CACHE_VAR, global = true, value_name = "DIR")]
     cache_dir: Option<Utf8PathBuf>,
     #[command(subcommand)]
     command: CacheCommand,

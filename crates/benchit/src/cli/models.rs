@@ -10,7 +10,7 @@ use camino::Utf8PathBuf;
 use clap::{Args, ValueEnum};
 use milabench_exec::Interrupt;
 
-use crate::models::cache::default_cache_dir;
+use crate::models::cache::{CACHE_VAR, default_cache_dir};
 use crate::models::input::parse_label_filter;
 use crate::models::{
     Action, BenchmarkOptions, BenchmarkReport, BuildResult, Device, Exporter, Input, InputResult,
@@ -103,7 +103,7 @@ pub(crate) struct BenchmarkArgs {
     #[arg(long, value_enum, default_value = "if_needed")]
     rebuild: RebuildPolicy,
     /// The build cache [default: ~/.cache/benchit].
-    #[arg(long, env = "BENCHIT_CACHE_DIR", value_name = "DIR")]
+    #[arg(long, env = CACHE_VAR, value_name = "DIR")]
     cache_dir: Option<Utf8PathBuf>,
     /// After each model, delete build artifacts (keep text, YAML and JSON files).
     #[arg(long)]
