@@ -652,7 +652,10 @@ fn ctrl_c_stops_cleanly_and_no_build_claims_success() {
     assert_eq!(out.status.code(), Some(130));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("hang_in_build.py: interrupted"), "{stderr}");
-    assert!(stderr.contains("; interrupted"), "{stderr}");
+    assert!(
+        stderr.contains(", 1 input not run; interrupted"),
+        "{stderr}"
+    );
     assert!(
         !stderr.contains("two_models.py"),
         "the next input does not start: {stderr}"
@@ -750,4 +753,29 @@ fn bad_options_are_refused_before_the_environment_is_prepared() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn a_worker_that_cannot_start_stops_the_run() {
+    let s = Scratch::new();
+    let out = run(s
+        .benchit(&["two_models.py", "model.onnx", "--format", "json"])
+        .env("BENCHIT_WORKER", "/nonexistent/python -m benchmate.benchit"));
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains(
+            "FAILED: could not start the benchit worker `/nonexistent/python -m benchmate.benchit models`"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .ends_with("1 input, 0 models discovered, 1 input with failures, 1 input not run\n"),
+        "{}",
+        out.stderr
+    );
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["inputs"][0]["failure"]["kind"], "start");
+    assert_eq!(doc["not_run"][0], "model.onnx");
 }

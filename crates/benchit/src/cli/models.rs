@@ -254,6 +254,10 @@ fn print_results(report: &BenchmarkReport, format: Format, action: Action) -> an
     if failed > 0 {
         let _ = write!(line, ", {failed} input{} with failures", plural(failed));
     }
+    if !report.not_run.is_empty() {
+        let n = report.not_run.len();
+        let _ = write!(line, ", {n} input{} not run", plural(n));
+    }
     if report.interrupted {
         line.push_str("; interrupted");
     }

@@ -140,17 +140,23 @@ pub fn benchmark(
         uid: format!("{}-{}", std::process::id(), state::now()),
     };
     let mut report = BenchmarkReport::default();
+    // A worker that cannot start for one input cannot start for the next ones either.
+    let mut cannot_start = false;
     for (index, input) in inputs.iter().enumerate() {
-        if interrupt.is_set() {
-            report.interrupted = true;
-            break;
+        if interrupt.is_set() || cannot_start {
+            report.not_run.push(input.arg.clone());
+            continue;
         }
         observer.on_input_start(input, index, inputs.len());
         let result = run::run_input(&cx, input, observer);
         observer.on_input_end(&result);
-        report.interrupted |= result.status == InputStatus::Interrupted;
+        cannot_start = result
+            .failure
+            .as_ref()
+            .is_some_and(|f| f.kind == FailureKind::Start);
         report.inputs.push(result);
     }
+    report.interrupted = interrupt.is_set();
     Ok(report)
 }
 

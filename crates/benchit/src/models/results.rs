@@ -14,14 +14,16 @@ use super::stats::Statistics;
 pub struct BenchmarkReport {
     /// One entry per input, in order.
     pub inputs: Vec<InputResult>,
-    /// Ctrl-C stopped the call (later inputs did not run).
+    /// Ctrl-C stopped the call.
     pub interrupted: bool,
+    /// Inputs not run: after Ctrl-C, or once the worker could not start.
+    pub not_run: Vec<String>,
 }
 
 impl BenchmarkReport {
     /// Whether every input and every model did what was asked.
     pub fn success(&self) -> bool {
-        !self.interrupted && self.inputs.iter().all(InputResult::success)
+        !self.interrupted && self.not_run.is_empty() && self.inputs.iter().all(InputResult::success)
     }
 }
 

@@ -132,25 +132,25 @@ fn expand_entry(
 }
 
 /// One expanded build or input spec.
-struct Variant {
+struct Variant<'a> {
     id: String,
     value: Value,
-    path: JsonPath,
+    path: &'a JsonPath,
     /// A `__copy__` rule that could not apply.
     copy_problem: Option<String>,
 }
 
-impl Variant {
+impl Variant<'_> {
     fn check(&self) -> Result<CallSpec, String> {
         match &self.copy_problem {
             Some(problem) => Err(problem.clone()),
-            None => CallSpec::check(&self.value, &self.path),
+            None => CallSpec::check(&self.value, self.path),
         }
     }
 }
 
 /// Each variant of a build or input list, in order.
-fn variants(specs: &[CallTemplate], iterator: IteratorKind) -> impl Iterator<Item = Variant> + '_ {
+fn variants(specs: &[CallTemplate], iterator: IteratorKind) -> impl Iterator<Item = Variant<'_>> {
     specs
         .iter()
         .enumerate()
@@ -163,7 +163,7 @@ fn variants(specs: &[CallTemplate], iterator: IteratorKind) -> impl Iterator<Ite
                         IteratorKind::Range => format!("{variant}_{combination}"),
                     },
                     value,
-                    path: template.path.clone(),
+                    path: &template.path,
                     copy_problem,
                 }
             })

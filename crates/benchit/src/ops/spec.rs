@@ -142,14 +142,17 @@ impl CallSpec {
             Some(Value::Array(items)) => items
                 .iter()
                 .enumerate()
-                .map(|(i, a)| ArgSpec::check(a, &at.key("args").index(i)))
+                .map(|(i, a)| ArgSpec::check_at(a, &Lazy(&|| at.key("args").index(i))))
                 .collect::<Result<_, _>>()?,
             _ => Vec::new(),
         };
         let kwargs = match object.get("kwargs") {
             Some(Value::Object(items)) => items
                 .iter()
-                .map(|(k, a)| Ok((k.clone(), ArgSpec::check(a, &at.key("kwargs").key(k))?)))
+                .map(|(k, a)| {
+                    let spec = ArgSpec::check_at(a, &Lazy(&|| at.key("kwargs").key(k)))?;
+                    Ok((k.clone(), spec))
+                })
                 .collect::<Result<_, String>>()?,
             _ => Vec::new(),
         };
@@ -160,6 +163,10 @@ impl CallSpec {
 impl ArgSpec {
     /// Checks one expanded argument spec found at `at`.
     pub fn check(value: &Value, at: &JsonPath) -> Result<ArgSpec, String> {
+        Self::check_at(value, &Lazy(&|| at.clone()))
+    }
+
+    fn check_at(value: &Value, at: &Lazy<'_>) -> Result<ArgSpec, String> {
         let object = value
             .as_object()
             .ok_or_else(|| format!("{at}: an argument spec is an object, found {value}"))?;
@@ -208,7 +215,9 @@ impl ArgSpec {
                 let elements = items
                     .iter()
                     .enumerate()
-                    .map(|(i, item)| ArgSpec::check(item, &at.key("value").index(i)))
+                    .map(|(i, item)| {
+                        ArgSpec::check_at(item, &Lazy(&|| at.path().key("value").index(i)))
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(if kind == "tuple" {
                     ArgSpec::Tuple(elements)
@@ -223,11 +232,27 @@ impl ArgSpec {
     }
 }
 
+/// A path computed only when displayed: checking the runs of a large sweep builds no path
+/// string unless a value is wrong.
+struct Lazy<'a>(&'a dyn Fn() -> JsonPath);
+
+impl Lazy<'_> {
+    fn path(&self) -> JsonPath {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Display for Lazy<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.path().fmt(f)
+    }
+}
+
 fn shown(value: Option<&Value>) -> String {
     value.map_or_else(|| "nothing".to_string(), Value::to_string)
 }
 
-fn check_tensor(object: &Map<String, Value>, at: &JsonPath) -> Result<TensorSpec, String> {
+fn check_tensor(object: &Map<String, Value>, at: &Lazy<'_>) -> Result<TensorSpec, String> {
     let dtype_value = object.get("dtype");
     let dtype = dtype_value
         .and_then(Value::as_str)
@@ -298,7 +323,7 @@ fn check_tensor(object: &Map<String, Value>, at: &JsonPath) -> Result<TensorSpec
 
 fn check_number<T: PartialOrd + Copy>(
     object: &Map<String, Value>,
-    at: &JsonPath,
+    at: &Lazy<'_>,
     read: fn(&Value) -> Option<T>,
     what: &str,
 ) -> Result<Number<T>, String> {
