@@ -333,14 +333,44 @@ def test_gpu_runtimes_say_they_need_a_gpu(tmp_path: pathlib.Path) -> None:
     assert benchmark["status"] == "error" and "needs a GPU" in benchmark["message"]
 
 
-@pytest.mark.skipif(not os.environ.get("BENCHIT_TEST_COMPILE"),
-                    reason="torch.compile takes tens of seconds on CPU; set BENCHIT_TEST_COMPILE=1")
+needs_compile = pytest.mark.skipif(
+    not os.environ.get("BENCHIT_TEST_COMPILE"),
+    reason="torch.compile takes tens of seconds on CPU; set BENCHIT_TEST_COMPILE=1")
+
+
+@needs_compile
 def test_torch_compiled_reports_its_compile_time_apart(tmp_path: pathlib.Path) -> None:
     replier = build_replier(tmp_path, stages=(), runtimes=("torch-compiled",), iterations=4)
     events, _ = run_in_process(script_request(EXAMPLES / "hello_world.py"), replier)
     (benchmark,) = of_kind(events, "benchmark")
     assert benchmark["status"] == "ok" and benchmark["compile_seconds"] > 0
     assert len(benchmark["times_ns"]) == 4
+
+
+@needs_compile
+def test_a_compiled_model_is_found_with_its_original_hash(tmp_path: pathlib.Path) -> None:
+    script = write_script(tmp_path, "compiled.py", """
+        import torch
+        class SmallModel(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(11, 5)
+            def forward(self, x):
+                return self.fc(x)
+        fast = torch.compile(SmallModel())
+        x = torch.rand(11)
+        first, second = fast(x=x), fast(x=x)
+        same = torch.equal(first, second)
+        """)
+    events = analyze(script, max_depth=1)
+    (model,) = of_kind(events, "model")
+    assert model["model_hash"] == "2a1e15ca" and model["compiled"] is True
+    assert model["name"] == "fast" and model["line"] == 9
+    (invocation,) = of_kind(events, "invocation")
+    assert invocation["invocation_hash"] == "24adc42f"
+    assert calls_by_hash(events) == {"24adc42f": 2}
+    import compiled
+    assert compiled.same
 
 
 # -- script failures -------------------------------------------------------------------------

@@ -355,6 +355,10 @@ def _variable_name(module: torch.nn.Module, parent: Optional[_Active],
             if child is module:
                 return name
         return None
+    while caller is not None and caller.f_locals.get("self") is module:
+        caller = caller.f_back  # the wrapper's own __call__ (torch.compile) called us
+    if caller is None:
+        return None
     for scope in (caller.f_locals, caller.f_globals):
         for name, value in scope.items():
             if value is module:
