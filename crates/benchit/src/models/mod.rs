@@ -239,6 +239,76 @@ fn one(
 mod tests {
     use super::*;
 
+    /// The fake worker of the CLI tests and one of its scripts.
+    fn fixture(name: &str) -> String {
+        format!(
+            "{}/../../tests/fixtures/benchit/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    }
+
+    #[derive(Default)]
+    struct Recorder {
+        starts: usize,
+        progress: usize,
+        ends: usize,
+    }
+
+    impl Observer for Recorder {
+        fn on_input_start(&mut self, _: &Input, _: usize, _: usize) {
+            self.starts += 1;
+        }
+        fn on_progress(&mut self, _: &InputResult) {
+            self.progress += 1;
+        }
+        fn on_input_end(&mut self, _: &InputResult) {
+            self.ends += 1;
+        }
+    }
+
+    #[test]
+    fn the_library_returns_typed_results_and_reports_progress() {
+        let cache = tempfile::tempdir().unwrap();
+        let mut options = BenchmarkOptions::new(Utf8Path::from_path(cache.path()).unwrap());
+        options.runtimes = vec![Runtime::Ort, Runtime::TorchEager];
+        options.iterations = 3;
+        let worker =
+            WorkerCommand::parse(&format!("python3 {}", fixture("fake_models_worker.py"))).unwrap();
+        let mut recorder = Recorder::default();
+        let result =
+            benchmark_script(fixture("two_models.py"), &options, &worker, &mut recorder).unwrap();
+        assert!(result.success(), "{result:?}");
+        assert_eq!(result.models.len(), 2);
+        let build = result.models[0].invocations[0].build.as_ref().unwrap();
+        assert_eq!(build.build_name, "two_models_tester_24adc42f");
+        let eager = build.runtimes[1].statistics.as_ref().unwrap();
+        assert_eq!((eager.iterations, eager.median_ms), (3, 2.001));
+        assert_eq!((recorder.starts, recorder.ends), (1, 1));
+        assert!(recorder.progress > 5);
+
+        let one = benchmark_model(
+            format!("{}::5b2e7d10", fixture("two_models.py")),
+            &options,
+            &worker,
+            &mut Quiet,
+        )
+        .unwrap();
+        let built: Vec<&str> = one
+            .models
+            .iter()
+            .flat_map(|m| &m.invocations)
+            .filter_map(|i| i.build.as_ref().map(|b| b.build_name.as_str()))
+            .collect();
+        assert_eq!(built, ["two_models_tester_5b2e7d10"]);
+        let err = benchmark_model(fixture("two_models.py"), &options, &worker, &mut Quiet)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("is neither an ONNX file nor `script.py::HASH`"),
+            "{err}"
+        );
+    }
+
     fn inputs(dir: &Utf8Path, args: &[&str]) -> Vec<Input> {
         args.iter().map(|a| Input::parse(a, dir).unwrap()).collect()
     }
