@@ -48,10 +48,15 @@ impl Observer for Quiet {}
 
 /// What every input of a call shares.
 pub(crate) struct Context<'a> {
+    /// The options (runtimes deduplicated).
     pub options: &'a BenchmarkOptions,
+    /// The build cache.
     pub cache: &'a Cache,
+    /// How workers start.
     pub worker: &'a WorkerCommand,
+    /// Ctrl-C.
     pub interrupt: &'a Interrupt,
+    /// The workers' working folder.
     pub cwd: &'a Utf8Path,
     /// Why the device cannot be used here (no GPU for `nvidia`), when it cannot.
     pub device_problem: Option<String>,
