@@ -398,3 +398,26 @@ fn profiling_names_the_trace_before_the_closing_line() {
     );
     assert!(lines[3]["finish_time"].is_string());
 }
+
+#[test]
+fn the_example_configs_list_their_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/opbench/configs");
+    let mut names: Vec<PathBuf> = fs_err::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    let mut text = String::new();
+    for path in names {
+        let out = run(&mut ops(
+            dir.path(),
+            &["-c", path.to_str().unwrap(), "--list"],
+        ));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(!out.stdout.contains("will fail"), "{}", out.stdout);
+        let name = path.file_name().unwrap().to_string_lossy();
+        text.push_str(&format!("== {name}\n{}", out.stdout));
+    }
+    insta::assert_snapshot!(text);
+}
