@@ -13,9 +13,8 @@ outside the timed region.
 Modes: ``discrete`` times each call alone, the device synchronised before and after;
 ``continuous`` (CUDA) times ``n`` calls back to back and records one value, their mean (backward:
 one value, the mean of ``n`` backward calls, each after an untimed forward and gradient);
-``continuous_events`` (CUDA)
-runs back to back and times each call with CUDA events. Off CUDA there is nothing to overlap, so
-the three modes run the discrete loop.
+``continuous_events`` (CUDA) runs back to back and times each call with CUDA events. Off CUDA
+there is nothing to overlap, so the three modes run the discrete loop.
 """
 
 from __future__ import annotations
