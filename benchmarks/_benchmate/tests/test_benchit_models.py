@@ -180,6 +180,25 @@ def test_inputs_without_a_shape_are_reported_and_the_script_goes_on(
     assert not of_kind(events, "script_error")
 
 
+def test_a_forked_child_discovers_nothing(tmp_path: pathlib.Path) -> None:
+    script = write_script(tmp_path, "forks.py", """
+        import os
+        import torch
+        model = torch.nn.Linear(3, 3)
+        model(torch.rand(3))
+        child = os.fork()
+        if child == 0:
+            model(torch.rand(5, 3))
+            torch.nn.Linear(2, 2)(torch.rand(2))
+            os._exit(0)
+        os.waitpid(child, 0)
+        model(torch.rand(3))
+        """)
+    events, _, _ = run_worker(script_request(script, analyze_only=True))
+    assert len(of_kind(events, "model")) == 1 and len(of_kind(events, "invocation")) == 1
+    assert list(calls_by_hash(events).values()) == [2]
+
+
 # -- builds and benchmarks -------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import sys
 import weakref
 from time import perf_counter
@@ -153,6 +154,8 @@ class Discovery:
         self._optimized = _optimized_module_type()
         self._original_call = torch.nn.Module.__call__
         self._original_init = torch.nn.Module.__init__
+        self._installed = False
+        self._watching_forks = False
     # -- patching ---------------------------------------------------------------------------
 
     def __enter__(self) -> "Discovery":
@@ -181,11 +184,24 @@ class Discovery:
 
         torch.nn.Module.__call__ = __call__
         torch.nn.Module.__init__ = __init__
+        self._installed = True
+        if not self._watching_forks:
+            self._watching_forks = True
+            forked = weakref.WeakMethod(self._in_forked_child)
+            os.register_at_fork(after_in_child=lambda: forked() and forked()())
 
     def _uninstall(self) -> None:
         """Give ``torch.nn.Module`` its own methods back."""
         torch.nn.Module.__call__ = self._original_call
         torch.nn.Module.__init__ = self._original_init
+        self._installed = False
+
+    def _in_forked_child(self) -> None:
+        """A process forked by the script (data loader workers...) discovers nothing: only the
+        worker process may speak the protocol."""
+        if self._installed:
+            self._uninstall()
+            self._stack.clear()
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:

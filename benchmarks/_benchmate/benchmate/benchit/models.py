@@ -45,6 +45,8 @@ def serve(protocol: Protocol) -> int:
     except WorkerAbort as abort:
         print(f"benchit worker: {abort}", file=sys.stderr)
         return 3
+    except Exception as error:  # noqa: BLE001 - no torch, or a bug of the worker's own
+        _send_error(protocol, error)
     protocol.send("done")
     return 0
 
@@ -286,9 +288,10 @@ class _Events:
                            traceback=None)
 
 
-def _numpy_inputs(ordered: dict[str, Any]) -> Optional[dict[str, Any]]:
-    """The captured tensors as numpy arrays by input name (``name.i`` for sequence items);
-    ``None`` when a tensor cannot be converted (ONNX Runtime then fails with a clear message)."""
+def _numpy_inputs(ordered: dict[str, Any]) -> dict[str, Any]:
+    """The captured tensors as numpy arrays by input name (``name.i`` for sequence items); a
+    tensor numpy cannot hold (bfloat16) is left out, and ONNX Runtime then says which input it
+    misses."""
     import torch
 
     arrays: dict[str, Any] = {}
@@ -297,7 +300,10 @@ def _numpy_inputs(ordered: dict[str, Any]) -> Optional[dict[str, Any]]:
         for index, item in items:
             if isinstance(item, torch.Tensor):
                 key = name if index is None else f"{name}.{index}"
-                arrays[key] = item.detach().cpu().numpy()
+                try:
+                    arrays[key] = item.detach().cpu().numpy()
+                except (TypeError, RuntimeError):
+                    continue
     return arrays
 
 
