@@ -779,3 +779,16 @@ fn a_worker_that_cannot_start_stops_the_run() {
     assert_eq!(doc["inputs"][0]["failure"]["kind"], "start");
     assert_eq!(doc["not_run"][0], "model.onnx");
 }
+
+#[test]
+fn a_model_whose_call_raises_or_whose_build_fails_in_the_worker_is_failed() {
+    let s = Scratch::new();
+    let out = s.run(&["forward_raises.py", "build_error.py", "--iterations", "2"]);
+    assert_eq!(out.code, 1);
+    insta::assert_snapshot!(s.shown(&out));
+    for build in ["forward_raises_24adc42f", "build_error_24adc42f"] {
+        let state = s.state(build);
+        assert!(state.contains("build_status: failed_build"), "{state}");
+        assert!(state.contains("current_build_stage: null"), "{state}");
+    }
+}

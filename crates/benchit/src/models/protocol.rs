@@ -305,6 +305,9 @@ pub struct WorkerFault {
     /// dimensions); `None` when the whole input failed.
     #[serde(default)]
     pub model_hash: Option<String>,
+    /// The invocation whose build it concerns (`invocation_done` follows).
+    #[serde(default)]
+    pub invocation_hash: Option<String>,
     /// One line.
     pub message: String,
     /// The full traceback, when there is one.

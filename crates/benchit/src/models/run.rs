@@ -311,6 +311,14 @@ impl Run<'_, '_> {
             message: fault.message,
             traceback: fault.traceback,
         };
+        if let Some(build) = fault
+            .invocation_hash
+            .as_deref()
+            .and_then(|hash| self.build_mut(hash))
+        {
+            build.failure = Some(failure);
+            return;
+        }
         let model = fault.model_hash.as_deref().and_then(|hash| {
             self.result
                 .models
@@ -681,7 +689,19 @@ impl Run<'_, '_> {
         let Some(mut p) = self.pending.remove(invocation_hash) else {
             return;
         };
-        if p.state.build_status == BuildStatus::BuildRunning {
+        let benchmark = self.cx.options.action == Action::Benchmark;
+        let failure = self.build_mut(invocation_hash).and_then(|build| {
+            let asked = !build.planned_stages.is_empty() || benchmark;
+            let silent = build.stages.is_empty() && build.runtimes.is_empty();
+            build.failure.clone().or_else(|| {
+                (asked && silent).then(|| Failure {
+                    kind: FailureKind::ScriptError,
+                    message: "the model's first call raised: nothing was built or measured (see the script's error)".into(),
+                    traceback: None,
+                })
+            })
+        });
+        if failure.is_none() && p.state.build_status == BuildStatus::BuildRunning {
             let all_done = p
                 .state
                 .info
@@ -696,7 +716,7 @@ impl Run<'_, '_> {
             };
             p.state.info.current_build_stage = None;
         }
-        self.finish_build(p, invocation_hash, None);
+        self.finish_build(p, invocation_hash, failure);
     }
 
     /// Writes the final state and stats of a build and marks it done (`failure`: why it ended
@@ -705,6 +725,7 @@ impl Run<'_, '_> {
         if failure.is_some() && p.state.build_status == BuildStatus::BuildRunning {
             p.state.build_status = BuildStatus::FailedBuild;
             p.state.info.failure = failure.as_ref().map(|f| f.message.clone());
+            p.state.info.current_build_stage = None;
         }
         let dir = p.dir.clone();
         if let Err(e) = self.save_state(&dir, &mut p.state) {
