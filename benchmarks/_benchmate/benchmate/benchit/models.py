@@ -22,6 +22,10 @@ from benchmate.benchit.protocol import Protocol, ProtocolError, one_line
 from benchmate.benchit.runtimes import package_version
 
 
+class Refused(RuntimeError):
+    """A runtime that cannot run, for a reason its message states in full (sent as is)."""
+
+
 class WorkerAbort(BaseException):
     """The protocol broke (Rust closed the stream or sent nonsense): stop everything, including
     the user's script, which must not be able to catch it as an ``Exception``."""
@@ -104,7 +108,13 @@ def carry_out(protocol: Protocol, work: Work) -> None:
 
 def _benchmark(protocol: Protocol, work: Work, request: dict[str, Any], build_failed: bool) -> None:
     """Time one runtime and send its ``benchmark`` event (an error event on failure)."""
-    from benchmate.benchit.runtimes import ONNX_RUNTIMES, TORCH_RUNTIMES, run_ort, run_torch
+    from benchmate.benchit.runtimes import (
+        ONNX_RUNTIMES,
+        TORCH_RUNTIMES,
+        NeedsGPU,
+        run_ort,
+        run_torch,
+    )
 
     runtime = request.get("runtime")
     reply = work.reply
@@ -115,29 +125,33 @@ def _benchmark(protocol: Protocol, work: Work, request: dict[str, Any], build_fa
         if runtime in ONNX_RUNTIMES:
             path = request.get("onnx")
             if build_failed:
-                raise RuntimeError("build failed")
+                raise Refused("build failed")
             if not path or not os.path.exists(path):
-                raise FileNotFoundError(f"ONNX file {path} does not exist")
+                raise Refused(f"ONNX file {path} does not exist")
             measured = run_ort(path, runtime, device, work.tensors, warmup, iterations)
         elif runtime in TORCH_RUNTIMES:
             if work.torch_call is None:
-                raise TypeError(f"{runtime} needs a PyTorch model, not an ONNX file")
+                raise Refused(f"{runtime} needs a PyTorch model, not an ONNX file")
             model, args, kwargs = work.torch_call
             measured = run_torch(model, runtime, device, args, kwargs, warmup, iterations)
         else:
-            raise ValueError(f"unknown runtime {runtime!r}")
+            raise Refused(f"unknown runtime {runtime!r}")
+    except (Refused, NeedsGPU) as refusal:
+        _send_benchmark_error(protocol, fields, warmup, str(refusal), None)
+        return
     except Exception as error:  # noqa: BLE001 - every failure becomes an error event
-        protocol.send("benchmark", **fields, status="error", runtime_version=None, provider=None,
-                      compile_seconds=None, warmup=warmup, times_ns=[],
-                      message=_message(error), traceback=_traceback(error))
+        _send_benchmark_error(protocol, fields, warmup, one_line(error), _traceback(error))
         return
     protocol.send("benchmark", **fields, status="ok", **dataclasses.asdict(measured),
                   message=None, traceback=None)
 
 
-def _message(error: BaseException) -> str:
-    """The one-line message of a failure (``build failed`` stays as the protocol spells it)."""
-    return str(error) if str(error) == "build failed" else one_line(error)
+def _send_benchmark_error(protocol: Protocol, fields: dict[str, Any], warmup: int, message: str,
+                          traceback_: Optional[str]) -> None:
+    """Send the ``benchmark`` event of a runtime that failed or could not run."""
+    protocol.send("benchmark", **fields, status="error", runtime_version=None, provider=None,
+                  compile_seconds=None, warmup=warmup, times_ns=[], message=message,
+                  traceback=traceback_)
 
 
 def _traceback(error: BaseException) -> str:
