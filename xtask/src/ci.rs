@@ -45,7 +45,7 @@ pub fn run() -> anyhow::Result<()> {
     )?;
     benchmate_tests()?;
     eprintln!("==> e2e: install, prepare, smoke run and report of the CPU suite");
-    crate::e2e::run()?;
+    crate::e2e::run(&crate::e2e::E2eArgs::default())?;
     eprintln!("==> ci: all steps passed");
     Ok(())
 }

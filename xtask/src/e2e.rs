@@ -4,7 +4,8 @@
 //! machine downloads),
 //! `prepare`, `run --fidelity smoke`, and `report --format json`. Asserts that every benchmark of
 //! the suite succeeded with a positive rate and that the run passed its validation layers (the
-//! run's exit code says both). The base folder is removed afterwards, whatever happened.
+//! run's exit code says both). Then benchit's flow (`e2e_benchit`). The scratch folders are
+//! removed afterwards, whatever happened.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,16 +16,43 @@ use anyhow::{Context, bail};
 /// The suite the end-to-end run uses.
 pub const SUITE: &str = "config/cpu.yaml";
 
+/// Options of `cargo xtask e2e`.
+#[derive(Debug, Default, clap::Args)]
+pub struct E2eArgs {
+    /// Run only this part.
+    #[arg(long, value_enum)]
+    pub only: Option<Part>,
+}
+
+/// The parts of the end-to-end flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Part {
+    /// The CPU suite through milabench.
+    Milabench,
+    /// benchit's models and ops.
+    Benchit,
+}
+
 /// Runs the flow and prints how long each step took.
-pub fn run() -> anyhow::Result<()> {
+pub fn run(args: &E2eArgs) -> anyhow::Result<()> {
     let start = Instant::now();
     let root = repo_root();
-    let bin = build(&root)?;
-    let base = tempfile::Builder::new()
-        .prefix("milabench-e2e-")
-        .tempdir()
-        .context("could not make the scratch base folder")?;
-    let timings = flow(&root, &bin, base.path(), &[])?;
+    let mut timings = Vec::new();
+    if args.only != Some(Part::Benchit) {
+        let bin = build(&root)?;
+        let base = tempfile::Builder::new()
+            .prefix("milabench-e2e-")
+            .tempdir()
+            .context("could not make the scratch base folder")?;
+        timings.extend(flow(&root, &bin, base.path(), &[])?);
+    }
+    if args.only != Some(Part::Milabench) {
+        let scratch = tempfile::Builder::new()
+            .prefix("benchit-e2e-")
+            .tempdir()
+            .context("could not make the benchit scratch folder")?;
+        timings.extend(crate::e2e_benchit::flow(&root, scratch.path())?);
+    }
     for (step, seconds) in &timings {
         eprintln!("==> e2e: {step} took {seconds:.1} s");
     }

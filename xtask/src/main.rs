@@ -4,7 +4,7 @@
 //! - `bench`: the performance table, each figure a ratio against a baseline measured in the
 //!   same run.
 //! - `e2e`: real install (torch from the package index), prepare, smoke run and report of the
-//!   CPU suite.
+//!   CPU suite; then benchit on an example script and an operator config (`--only` picks one).
 
 // A developer tool: printing progress and tables is its whole job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -12,6 +12,7 @@
 mod bench;
 mod ci;
 mod e2e;
+mod e2e_benchit;
 
 use clap::{Parser, Subcommand};
 
@@ -31,14 +32,15 @@ enum Flow {
     Ci,
     /// Measure the performance targets and print them as a table.
     Bench(bench::BenchArgs),
-    /// Real install, prepare, smoke run and report of the CPU suite in a scratch base folder.
-    E2e,
+    /// Real install, prepare, smoke run and report of the CPU suite in a scratch base folder,
+    /// then benchit (models and ops) with its managed environment.
+    E2e(e2e::E2eArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().flow {
         Flow::Ci => ci::run(),
         Flow::Bench(args) => bench::run(&args),
-        Flow::E2e => e2e::run(),
+        Flow::E2e(args) => e2e::run(&args),
     }
 }

@@ -5,7 +5,7 @@
 //! and reports; a Python worker in `benchmate` (`python -m benchmate.benchit`) runs the user's
 //! code. `docs/benchit-protocol.md` describes how they talk.
 //!
-//! - [`env`]: the managed Python environment the worker runs in.
+//! - [`env`](mod@env): the managed Python environment the worker runs in.
 //! - [`models`]: model benchmarking: discovery, the build cache, runtimes, statistics.
 //! - [`ops`]: PARAM-style operator microbenchmarks: config expansion, ids, the run.
 //! - [`worker`]: one worker process and its JSON-lines streams.

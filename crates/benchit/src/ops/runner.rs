@@ -222,6 +222,13 @@ pub fn run(
         worker: None,
         started: 0,
     };
+    // `-o results/add` writes into `results/`, made when missing.
+    if let Some(folder) = path.parent().filter(|f| !f.as_str().is_empty()) {
+        fs_err::create_dir_all(folder).map_err(|source| RunError::Output {
+            path: path.clone(),
+            source,
+        })?;
+    }
     let opened = std::fs::OpenOptions::new()
         .create(true)
         .write(true)

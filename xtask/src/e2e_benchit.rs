@@ -1,0 +1,205 @@
+//! The benchit part of `cargo xtask e2e`, with real torch, ONNX and ONNX Runtime: in a scratch
+//! folder, `benchit` builds its managed Python environment (uv, the user's uv cache), benchmarks
+//! an example script on `ort` and `torch-eager` twice (the second call must reuse the build
+//! cache), runs PARAM's simple-add config through `benchit ops`, and runs the worker's pytest
+//! suites (the ones that need torch) in that environment.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, bail, ensure};
+use serde_json::Value;
+
+use crate::e2e::user_uv_cache;
+
+/// The example script benchmarked end to end.
+const SCRIPT: &str = "benchmarks/benchit/mlp.py";
+/// The operator config run end to end.
+const OPS_CONFIG: &str = "benchmarks/opbench/configs/simple_add.json";
+/// The runtimes asked for.
+const RUNTIMES: [&str; 2] = ["ort", "torch-eager"];
+
+/// Builds `benchit` (dev profile) and runs the flow in `scratch`; returns each step's wall time.
+pub fn flow(root: &Path, scratch: &Path) -> anyhow::Result<Vec<(&'static str, f64)>> {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--locked", "--bin", "benchit"])
+        .current_dir(root)
+        .status()
+        .context("could not start cargo build")?;
+    ensure!(status.success(), "building benchit failed ({status})");
+    let bin = root.join("target/debug/benchit");
+    let home = scratch.join("home");
+    let cache = scratch.join("cache");
+    let benchit = |args: &[&str]| {
+        let mut cmd = Command::new(&bin);
+        cmd.env("BENCHIT_HOME", &home)
+            .env("BENCHIT_CACHE_DIR", &cache)
+            .env("UV_CACHE_DIR", user_uv_cache())
+            .env_remove("BENCHIT_WORKER")
+            .args(args)
+            .current_dir(root);
+        cmd
+    };
+    let mut timings = Vec::new();
+
+    let model_args = [
+        &[SCRIPT, "--runtime"][..],
+        &RUNTIMES,
+        &["--warmup", "5", "--iterations", "30", "--format", "json"],
+    ]
+    .concat();
+    for (step, reused) in [("benchit (builds)", false), ("benchit (cached)", true)] {
+        let started = Instant::now();
+        let report = json_output(&mut benchit(&model_args), step)?;
+        timings.push((step, started.elapsed().as_secs_f64()));
+        check_models(&report, reused).with_context(|| format!("{step}: {report:#}"))?;
+    }
+
+    let started = Instant::now();
+    let prefix = scratch.join("ops/simple_add");
+    let prefix = prefix.to_str().context("the scratch folder is not UTF-8")?;
+    let summary = json_output(
+        &mut benchit(&[
+            "ops", "-c", OPS_CONFIG, "-w", "2", "-i", "5", "-o", prefix, "--format", "json",
+        ]),
+        "benchit ops",
+    )?;
+    timings.push(("benchit ops", started.elapsed().as_secs_f64()));
+    check_ops(&summary).with_context(|| format!("benchit ops: {summary:#}"))?;
+
+    let started = Instant::now();
+    let python = home.join("venv/benchit/bin/python");
+    run_checked(
+        Command::new(uv_program(&home))
+            .env("UV_CACHE_DIR", user_uv_cache())
+            .args(["pip", "install", "--quiet", "--python"])
+            .arg(&python)
+            .arg("pytest"),
+        "installing pytest into the benchit environment",
+    )?;
+    run_checked(
+        Command::new(&python)
+            .args([
+                "-m",
+                "pytest",
+                "-q",
+                "benchmarks/_benchmate/tests/test_benchit_models.py",
+                "benchmarks/_benchmate/tests/test_benchit_ops.py",
+            ])
+            .current_dir(root),
+        "the benchit worker's pytest suites",
+    )?;
+    timings.push(("benchit worker pytest", started.elapsed().as_secs_f64()));
+    Ok(timings)
+}
+
+/// uv as benchit found it: bootstrapped into `<home>/tools/uv` when it was not on `PATH`.
+fn uv_program(home: &Path) -> std::path::PathBuf {
+    let bootstrapped = home.join("tools/uv/bin/uv");
+    if bootstrapped.is_file() {
+        bootstrapped
+    } else {
+        "uv".into()
+    }
+}
+
+/// Runs `cmd`, which must succeed and print one JSON document.
+fn json_output(cmd: &mut Command, what: &str) -> anyhow::Result<Value> {
+    let output = cmd
+        .output()
+        .with_context(|| format!("could not start {what}"))?;
+    if !output.status.success() {
+        bail!(
+            "{what} failed ({}):\n{}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "{what} did not print JSON:\n{}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+fn run_checked(cmd: &mut Command, what: &str) -> anyhow::Result<()> {
+    let status = cmd
+        .status()
+        .with_context(|| format!("could not start {what}"))?;
+    ensure!(status.success(), "{what} failed ({status})");
+    Ok(())
+}
+
+/// Every model of the script was found and built (or, on the second call, taken from the
+/// cache), and every runtime measured a positive mean latency.
+fn check_models(report: &Value, reused: bool) -> anyhow::Result<()> {
+    let inputs = report["inputs"].as_array().context("no inputs")?;
+    ensure!(inputs.len() == 1, "one input expected");
+    let input = &inputs[0];
+    ensure!(input["status"] == "done", "the input did not finish");
+    let models = input["models"].as_array().context("no models")?;
+    ensure!(!models.is_empty(), "no model discovered");
+    for model in models {
+        for invocation in model["invocations"].as_array().context("no invocations")? {
+            let build = &invocation["build"];
+            ensure!(
+                build["reused"] == reused,
+                "build reused should be {reused} for {}",
+                invocation["invocation_hash"]
+            );
+            let runtimes = build["runtimes"].as_array().context("no runtimes")?;
+            for wanted in RUNTIMES {
+                let measured = runtimes
+                    .iter()
+                    .find(|r| r["runtime"] == wanted)
+                    .with_context(|| format!("runtime {wanted} missing"))?;
+                let mean = measured["statistics"]["mean_ms"].as_f64().unwrap_or(0.0);
+                ensure!(
+                    measured["ok"] == true && mean > 0.0,
+                    "runtime {wanted} did not measure a positive latency"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every expanded id ran, with the iteration counts asked for, and the output file holds the
+/// setup line, one record per id and the closing line.
+fn check_ops(summary: &Value) -> anyhow::Result<()> {
+    ensure!(summary["error"].is_null(), "the run reported an error");
+    let runs = summary["runs"].as_array().context("no runs")?;
+    ensure!(!runs.is_empty(), "no operator run");
+    let output = summary["output"].as_str().context("no output file")?;
+    let text = fs_err::read_to_string(output)?;
+    let lines: Vec<Value> = text
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()
+        .context("the output file is not JSON lines")?;
+    ensure!(
+        lines.len() == runs.len() + 2,
+        "expected a setup line, {} records and a closing line; found {} lines",
+        runs.len(),
+        lines.len()
+    );
+    ensure!(lines[0].get("run_options").is_some(), "no setup line");
+    ensure!(
+        lines[lines.len() - 1].get("finish_time").is_some(),
+        "no closing line"
+    );
+    for record in &lines[1..lines.len() - 1] {
+        let forward = &record["metric"]["forward"];
+        let warmup = forward["warmup.time"].as_array().map_or(0, Vec::len);
+        let measured = forward["measure.time"].as_array().map_or(0, Vec::len);
+        ensure!(
+            warmup == 2 && measured == 5,
+            "record {} has {warmup} warm-up and {measured} measured times (asked 2 and 5)",
+            record["id"]
+        );
+    }
+    Ok(())
+}
