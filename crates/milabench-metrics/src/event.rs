@@ -258,7 +258,7 @@ fn pair_value(p: [f64; 2], integral: bool) -> Value {
 /// Moves `value` into `slot` when `parse` accepts it, else keeps it under `key` in `extra`.
 fn take<T>(
     slot: &mut Option<T>,
-    key: String,
+    key: &str,
     value: Value,
     extra: &mut Map<String, Value>,
     parse: impl FnOnce(&Value) -> Option<T>,
@@ -266,7 +266,7 @@ fn take<T>(
     match parse(&value) {
         Some(v) => *slot = Some(v),
         None => {
-            extra.insert(key, value);
+            extra.insert(key.to_owned(), value);
         }
     }
 }
@@ -303,16 +303,16 @@ impl DataPayload {
     pub fn from_map(map: Map<String, Value>) -> DataPayload {
         let mut d = DataPayload::default();
         for (key, value) in map {
-            d.set(key, value);
+            d.set(&key, value);
         }
         d
     }
 
     /// Files one key of the payload: into its typed field when the value has the expected
     /// shape, else into `extra`.
-    pub(crate) fn set(&mut self, key: String, value: Value) {
+    pub(crate) fn set(&mut self, key: &str, value: Value) {
         let d = self;
-        match key.as_str() {
+        match key {
             "task" => take(&mut d.task, key, value, &mut d.extra, string),
             "time" => take(&mut d.time, key, value, &mut d.extra, as_f64),
             "rate" => take(&mut d.rate, key, value, &mut d.extra, as_f64),
@@ -328,17 +328,17 @@ impl DataPayload {
                     );
                 }
                 value => {
-                    d.extra.insert(key, value);
+                    d.extra.insert(key.to_owned(), value);
                 }
             },
             "cpudata" => match value {
                 Value::Object(m) => d.cpudata = Some(CpuSample::from_map(m)),
                 value => {
-                    d.extra.insert(key, value);
+                    d.extra.insert(key.to_owned(), value);
                 }
             },
             _ => {
-                d.extra.insert(key, value);
+                d.extra.insert(key.to_owned(), value);
             }
         }
     }
@@ -401,21 +401,21 @@ impl GpuSample {
             return s;
         };
         for (key, value) in map {
-            s.set(key, value);
+            s.set(&key, value);
         }
         s
     }
 
     /// Files one key of the sample (see [`DataPayload::set`]).
-    pub(crate) fn set(&mut self, key: String, value: Value) {
+    pub(crate) fn set(&mut self, key: &str, value: Value) {
         let s = self;
-        match key.as_str() {
+        match key {
             "memory" => take(&mut s.memory, key, value, &mut s.extra, pair),
             "load" => take(&mut s.load, key, value, &mut s.extra, as_f64),
             "temperature" => take(&mut s.temperature, key, value, &mut s.extra, as_f64),
             "power" => take(&mut s.power, key, value, &mut s.extra, as_f64),
             _ => {
-                s.extra.insert(key, value);
+                s.extra.insert(key.to_owned(), value);
             }
         }
     }
@@ -460,8 +460,8 @@ impl CpuSample {
         let mut s = CpuSample::default();
         for (key, value) in map {
             match key.as_str() {
-                "memory" => take(&mut s.memory, key, value, &mut s.extra, pair),
-                "load" => take(&mut s.load, key, value, &mut s.extra, as_f64),
+                "memory" => take(&mut s.memory, &key, value, &mut s.extra, pair),
+                "load" => take(&mut s.load, &key, value, &mut s.extra, as_f64),
                 _ => {
                     s.extra.insert(key, value);
                 }
@@ -513,7 +513,7 @@ impl StartInfo {
         for (key, value) in map {
             match key.as_str() {
                 "command" => {}
-                "time" => take(&mut info.time, key, value, &mut info.extra, as_f64),
+                "time" => take(&mut info.time, &key, value, &mut info.extra, as_f64),
                 _ => {
                     info.extra.insert(key, value);
                 }
@@ -576,7 +576,7 @@ impl EndInfo {
         for (key, value) in map {
             match key.as_str() {
                 "command" => info.command = Some(value),
-                "time" => take(&mut info.time, key, value, &mut info.extra, as_f64),
+                "time" => take(&mut info.time, &key, value, &mut info.extra, as_f64),
                 "return_code" => {
                     info.return_code = match value.as_i64() {
                         Some(code) => ReturnCode::Code(code),
@@ -629,9 +629,9 @@ impl ErrorInfo {
         let mut info = ErrorInfo::default();
         for (key, value) in map {
             match key.as_str() {
-                "type" => take(&mut info.kind, key, value, &mut info.extra, string),
-                "message" => take(&mut info.message, key, value, &mut info.extra, string),
-                "trace" => take(&mut info.trace, key, value, &mut info.extra, string),
+                "type" => take(&mut info.kind, &key, value, &mut info.extra, string),
+                "message" => take(&mut info.message, &key, value, &mut info.extra, string),
+                "trace" => take(&mut info.trace, &key, value, &mut info.extra, string),
                 _ => {
                     info.extra.insert(key, value);
                 }

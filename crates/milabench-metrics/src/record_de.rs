@@ -43,7 +43,7 @@ impl<'de> Visitor<'de> for RecordVisitor {
         let mut pipe = None;
         let mut bad_event = false;
         let mut extra = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = map.next_key::<Key<'de>>()? {
             match key.as_str() {
                 "event" => match map.next_value::<Value>()? {
                     Value::String(s) => name = Some(s),
@@ -57,12 +57,12 @@ impl<'de> Visitor<'de> for RecordVisitor {
                     Value::String(s) => pipe = Some(Pipe::from_name(&s)),
                     Value::Null => {}
                     other => {
-                        extra.insert(key, other);
+                        extra.insert(key.as_str().to_owned(), other);
                     }
                 },
                 _ => {
                     let value = map.next_value()?;
-                    extra.insert(key, value);
+                    extra.insert(key.as_str().to_owned(), value);
                 }
             }
         }
@@ -74,6 +74,44 @@ impl<'de> Visitor<'de> for RecordVisitor {
             None => Event::from_parts(&name, early_data.unwrap_or(Value::Null)),
         };
         Ok(Some(Record { event, pipe, extra }))
+    }
+}
+
+/// A key of an object: borrowed from the line when it has no escapes (the common case), so known
+/// keys cost no allocation.
+enum Key<'de> {
+    Borrowed(&'de str),
+    Owned(String),
+}
+
+impl Key<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            Key::Borrowed(s) => s,
+            Key::Owned(s) => s,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key::Borrowed(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key::Owned(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key::Owned(v))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
     }
 }
 
@@ -155,15 +193,15 @@ impl<'de> Visitor<'de> for DataVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut payload = DataPayload::default();
-        while let Some(key) = map.next_key::<String>()? {
-            if key == "gpudata" {
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            if key.as_str() == "gpudata" {
                 match map.next_value_seed(GpuDataSeed)? {
                     Either::Typed(samples) => payload.gpudata = Some(samples),
-                    Either::Other(value) => payload.set(key, value),
+                    Either::Other(value) => payload.set(key.as_str(), value),
                 }
             } else {
                 let value = map.next_value()?;
-                payload.set(key, value);
+                payload.set(key.as_str(), value);
             }
         }
         Ok(Either::Typed(payload))
@@ -229,9 +267,9 @@ impl<'de> Visitor<'de> for GpuSampleVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut sample = GpuSample::default();
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = map.next_key::<Key<'de>>()? {
             let value = map.next_value()?;
-            sample.set(key, value);
+            sample.set(key.as_str(), value);
         }
         Ok(Either::Typed(sample))
     }
