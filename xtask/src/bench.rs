@@ -24,18 +24,60 @@ pub struct BenchArgs {
     /// benchit environment].
     #[arg(long, value_name = "PYTHON")]
     pub benchit_python: Option<std::path::PathBuf>,
+    /// Measure only these figures (comma-separated) [default: all].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub only: Vec<Figure>,
+}
+
+/// The figures of the table, in the order they are measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Figure {
+    /// Suite resolution.
+    Resolve,
+    /// Report speed and ingestion rate.
+    Report,
+    /// The system sampler.
+    System,
+    /// Environment installs.
+    Install,
+    /// Process supervision overhead.
+    Exec,
+    /// A suite run under milabench against the same benchmarks run bare.
+    Suite,
+    /// benchit's discovery overhead and latency honesty.
+    Benchit,
+    /// benchit ops: expansion speed and timing overhead.
+    Ops,
 }
 
 /// Runs every benchmark and prints the table.
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
-    resolve::run()?;
-    report::run(args.ingest_mb)?;
-    system::run()?;
-    install::run(args.torch)?;
-    exec::run()?;
-    suite::run()?;
-    benchit::run(args.benchit_python.as_deref())?;
-    ops::run(args.benchit_python.as_deref())?;
+    let wanted = |figure: Figure| args.only.is_empty() || args.only.contains(&figure);
+    let python = args.benchit_python.as_deref();
+    for figure in [
+        Figure::Resolve,
+        Figure::Report,
+        Figure::System,
+        Figure::Install,
+        Figure::Exec,
+        Figure::Suite,
+        Figure::Benchit,
+        Figure::Ops,
+    ] {
+        if !wanted(figure) {
+            continue;
+        }
+        match figure {
+            Figure::Resolve => resolve::run()?,
+            Figure::Report => report::run(args.ingest_mb)?,
+            Figure::System => system::run()?,
+            Figure::Install => install::run(args.torch)?,
+            Figure::Exec => exec::run()?,
+            Figure::Suite => suite::run()?,
+            Figure::Benchit => benchit::run(python)?,
+            Figure::Ops => ops::run(python)?,
+        }
+    }
     Ok(())
 }
 
