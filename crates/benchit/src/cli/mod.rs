@@ -33,6 +33,15 @@ enum Command {
 /// Names the first argument may take without being a script.
 const COMMANDS: [&str; 4] = ["benchmark", "ops", "cache", "help"];
 
+/// How a command prints its results on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// For people: a table.
+    Text,
+    /// One JSON document.
+    Json,
+}
+
 /// Inserts `benchmark` when the first argument is an input file (`x.py`, `x.onnx`,
 /// `x.py::hash`), so that `benchit x.py` works like `benchit benchmark x.py`.
 fn with_default_command(mut args: Vec<OsString>) -> Vec<OsString> {

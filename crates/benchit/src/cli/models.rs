@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use camino::Utf8PathBuf;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use milabench_exec::Interrupt;
 
 use crate::models::cache::{CACHE_VAR, default_cache_dir};
@@ -17,19 +17,10 @@ use crate::models::{
     InputStatus, Observer, RebuildPolicy, Runtime,
 };
 
-use super::{BAD_INPUT, FAILURES, INTERRUPTED, SUCCESS, worker_command};
+use super::{BAD_INPUT, FAILURES, Format, INTERRUPTED, SUCCESS, worker_command};
 
 /// Set to `1` to see full Python tracebacks under failures.
 pub(crate) const TRACEBACK_VAR: &str = "BENCHIT_TRACEBACK";
-
-/// How results are printed on stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    /// A table: one line per model and runtime.
-    Text,
-    /// One JSON document of typed results.
-    Json,
-}
 
 /// Arguments of `benchit benchmark`.
 #[derive(Debug, Args)]
@@ -130,7 +121,7 @@ pub(crate) struct BenchmarkArgs {
     /// Samples per call, to turn latency into throughput.
     #[arg(long, default_value_t = 1, value_name = "N")]
     batch_size: u32,
-    /// Output format on stdout.
+    /// Output format on stdout: text (one line per model and runtime) or json (typed results).
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
 }

@@ -4,21 +4,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use camino::Utf8PathBuf;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use milabench_exec::Interrupt;
 
-use super::{BAD_INPUT, FAILURES, INTERRUPTED, SUCCESS, describe, worker_command};
+use super::{BAD_INPUT, FAILURES, Format, INTERRUPTED, SUCCESS, describe, worker_command};
 use crate::ops::stats::{summarize, table};
 use crate::ops::{self, ExecMode, ExpandedRun, OpsConfig, Outcome, RunOptions, RunRecord};
-
-/// How results are printed on stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    /// A table of median and p90 times per id (or the ids, with --list).
-    Text,
-    /// One JSON document.
-    Json,
-}
 
 /// Arguments of `benchit ops`.
 #[derive(Debug, Args)]
@@ -91,7 +82,7 @@ pub(crate) struct OpsArgs {
     /// Print the expanded ids (with -r/-s applied) and exit; needs no Python.
     #[arg(long)]
     list: bool,
-    /// Output format on stdout.
+    /// Output format on stdout: text (median and p90 per id, or the ids with --list) or json.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
     /// Seconds one worker process may live.
