@@ -149,6 +149,7 @@ class Discovery:
         self._locations: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = (
             weakref.WeakKeyDictionary()
         )
+        self._constructors: dict[type, frozenset] = {}
         self._reported_errors: set[tuple[str, str]] = set()
         self._stack: list[Optional[_Active]] = []
         self._optimized = _optimized_module_type()
@@ -215,13 +216,25 @@ class Discovery:
     # -- construction sites -----------------------------------------------------------------
 
     def _remember_location(self, module: torch.nn.Module, frame: Any) -> None:
-        """Record the first frame of the script outside the module's own constructors."""
+        """Record the first frame of the script outside the module's own constructors.
+
+        A frame is one of the module's constructors when its code is the ``__init__`` of a class
+        in the module's MRO: comparing code objects avoids reading ``f_locals``, which would copy
+        every local of every frame walked (this runs for each submodule built)."""
+        kind = type(module)
+        constructors = self._constructors.get(kind)
+        if constructors is None:
+            constructors = frozenset(
+                init.__code__
+                for init in (klass.__dict__.get("__init__") for klass in kind.__mro__)
+                if hasattr(init, "__code__")
+            )
+            self._constructors[kind] = constructors
+        script = self.script
         while frame is not None:
             code = frame.f_code
-            if code.co_filename == self.script and not (
-                code.co_name == "__init__" and frame.f_locals.get("self") is module
-            ):
-                self._locations[module] = (self.script, frame.f_lineno)
+            if code.co_filename == script and code not in constructors:
+                self._locations[module] = (script, frame.f_lineno)
                 return
             frame = frame.f_back
 
