@@ -336,16 +336,27 @@ impl Worker {
         if let Some(exit) = self.exit {
             return exit;
         }
-        let until = Instant::now() + GRACE;
-        while Instant::now() < until {
+        if let Some(status) = self.wait_for_exit(GRACE) {
+            let exit = WorkerExit::from_status(status);
+            self.exit = Some(exit);
+            return exit;
+        }
+        self.stop()
+    }
+
+    /// The exit status once the process has ended, or `None` when it is still running after
+    /// `grace`.
+    fn wait_for_exit(&mut self, grace: Duration) -> Option<ExitStatus> {
+        let until = Instant::now() + grace;
+        loop {
             if let Ok(Some(status)) = self.child.try_wait() {
-                let exit = WorkerExit::from_status(status);
-                self.exit = Some(exit);
-                return exit;
+                return Some(status);
+            }
+            if Instant::now() >= until {
+                return None;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        self.stop()
     }
 
     /// Stops the process group: SIGTERM, then SIGKILL after the grace period.
@@ -356,17 +367,7 @@ impl Worker {
         self.stdin = None;
         let pgid = Pid::from_raw(i32::try_from(self.child.id()).unwrap_or(i32::MAX));
         let _ = killpg(pgid, Signal::SIGTERM);
-        let until = Instant::now() + GRACE;
-        let status = loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                break Some(status);
-            }
-            if Instant::now() >= until {
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let status = status.or_else(|| {
+        let status = self.wait_for_exit(GRACE).or_else(|| {
             let _ = killpg(pgid, Signal::SIGKILL);
             self.child.wait().ok()
         });

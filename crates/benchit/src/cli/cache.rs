@@ -1,7 +1,5 @@
 //! `benchit cache`: list, inspect, delete, clean and report the builds of the cache.
 
-use std::process::ExitCode;
-
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::{Args, Subcommand};
 
@@ -9,7 +7,7 @@ use crate::models::cache::{BuildEntry, CACHE_VAR, Cache, default_cache_dir};
 use crate::models::report;
 use crate::models::state::{STATE_FILE, STATS_FILE};
 
-use super::{BAD_INPUT, SUCCESS};
+use super::SUCCESS;
 
 /// Arguments of `benchit cache`.
 #[derive(Debug, Args)]
@@ -71,20 +69,9 @@ enum CacheCommand {
     Location,
 }
 
-/// Runs a `benchit cache` command.
-#[allow(clippy::print_stderr)]
-pub(crate) fn run(args: CacheArgs) -> ExitCode {
-    match run_inner(args) {
-        Ok(code) => ExitCode::from(code),
-        Err(err) => {
-            eprintln!("error: {}", super::describe(&err));
-            ExitCode::from(BAD_INPUT)
-        }
-    }
-}
-
+/// Runs a `benchit cache` command; returns the exit status.
 #[allow(clippy::print_stdout)]
-fn run_inner(args: CacheArgs) -> anyhow::Result<u8> {
+pub(crate) fn run(args: CacheArgs) -> anyhow::Result<u8> {
     let dir = match args.cache_dir {
         Some(dir) => dir,
         None => default_cache_dir()?,

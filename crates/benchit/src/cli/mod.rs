@@ -64,9 +64,29 @@ fn looks_like_input(arg: &str) -> bool {
 pub fn main() -> ExitCode {
     let cli = Cli::parse_from(with_default_command(std::env::args_os().collect()));
     match cli.command {
-        Command::Benchmark(args) => models::run(args),
-        Command::Ops(args) => ops::run(args),
-        Command::Cache(args) => cache::run(args),
+        Command::Benchmark(args) => exit(models::run(&args)),
+        Command::Ops(args) => exit(ops::run(&args)),
+        Command::Cache(args) => exit(cache::run(args)),
+    }
+}
+
+/// The exit status of a command's result; an error is printed on stderr first. An environment
+/// that cannot be built for a reason of the user's (no Python, a package that does not exist)
+/// is bad input, a failing install a failure, Ctrl-C during the install an interruption; any
+/// other error is bad input.
+#[allow(clippy::print_stderr)]
+fn exit(result: anyhow::Result<u8>) -> ExitCode {
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("error: {}", describe(&err));
+            let code = match err.downcast_ref::<crate::env::SetupError>() {
+                Some(crate::env::SetupError::Env(e)) if e.is_interrupted() => INTERRUPTED,
+                Some(crate::env::SetupError::Env(e)) if !e.is_bad_input() => FAILURES,
+                _ => BAD_INPUT,
+            };
+            ExitCode::from(code)
+        }
     }
 }
 

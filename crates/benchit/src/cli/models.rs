@@ -3,7 +3,6 @@
 
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
-use std::process::ExitCode;
 use std::time::Duration;
 
 use camino::Utf8PathBuf;
@@ -17,7 +16,7 @@ use crate::models::{
     InputStatus, Observer, RebuildPolicy, Runtime,
 };
 
-use super::{BAD_INPUT, FAILURES, Format, INTERRUPTED, SUCCESS, worker_command};
+use super::{FAILURES, Format, INTERRUPTED, SUCCESS, worker_command};
 
 /// Set to `1` to see full Python tracebacks under failures.
 pub(crate) const TRACEBACK_VAR: &str = "BENCHIT_TRACEBACK";
@@ -169,26 +168,8 @@ impl BenchmarkArgs {
     }
 }
 
-/// Runs `benchit benchmark`.
-#[allow(clippy::print_stderr)]
-pub(crate) fn run(args: BenchmarkArgs) -> ExitCode {
-    match run_inner(&args) {
-        Ok(code) => ExitCode::from(code),
-        Err(err) => {
-            eprintln!("error: {}", super::describe(&err));
-            // An environment that cannot be built for a reason of the user's (no Python, a
-            // package that does not exist) is bad input; a failing install is a failure.
-            let code = match err.downcast_ref::<crate::env::SetupError>() {
-                Some(crate::env::SetupError::Env(e)) if e.is_interrupted() => INTERRUPTED,
-                Some(crate::env::SetupError::Env(e)) if !e.is_bad_input() => FAILURES,
-                _ => BAD_INPUT,
-            };
-            ExitCode::from(code)
-        }
-    }
-}
-
-fn run_inner(args: &BenchmarkArgs) -> anyhow::Result<u8> {
+/// Runs `benchit benchmark`; returns the exit status.
+pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<u8> {
     let options = args.options()?;
     let cwd = std::env::current_dir()
         .ok()

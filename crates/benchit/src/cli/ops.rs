@@ -1,13 +1,12 @@
 //! `benchit ops`: operator microbenchmarks from PARAM-style JSON configs.
 
-use std::process::ExitCode;
 use std::time::Duration;
 
 use camino::Utf8PathBuf;
 use clap::Args;
 use milabench_exec::Interrupt;
 
-use super::{BAD_INPUT, FAILURES, Format, INTERRUPTED, SUCCESS, describe, worker_command};
+use super::{FAILURES, Format, INTERRUPTED, SUCCESS, worker_command};
 use crate::ops::stats::{summarize, table};
 use crate::ops::{self, ExecMode, ExpandedRun, OpsConfig, Outcome, RunOptions, RunRecord};
 
@@ -90,26 +89,8 @@ pub(crate) struct OpsArgs {
     timeout: u64,
 }
 
-/// Runs `benchit ops`.
-#[allow(clippy::print_stderr)]
-pub(crate) fn run(args: OpsArgs) -> ExitCode {
-    match run_inner(&args) {
-        Ok(code) => ExitCode::from(code),
-        Err(err) => {
-            eprintln!("error: {}", describe(&err));
-            // As `benchit benchmark`: an environment that cannot be built for a reason of the
-            // user's is bad input, a failing install a failure.
-            let code = match err.downcast_ref::<crate::env::SetupError>() {
-                Some(crate::env::SetupError::Env(e)) if e.is_interrupted() => INTERRUPTED,
-                Some(crate::env::SetupError::Env(e)) if !e.is_bad_input() => FAILURES,
-                _ => BAD_INPUT,
-            };
-            ExitCode::from(code)
-        }
-    }
-}
-
-fn run_inner(args: &OpsArgs) -> anyhow::Result<u8> {
+/// Runs `benchit ops`; returns the exit status.
+pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<u8> {
     let config = OpsConfig::load(&args.config)?;
     let all = ops::expand(&config);
     let runs = ops::select(&all, args.resume_id.as_deref(), args.stop_id.as_deref())?;
