@@ -69,7 +69,9 @@ pub fn flow(root: &Path, scratch: &Path) -> anyhow::Result<Vec<(&'static str, f6
     check_ops(&summary).with_context(|| format!("benchit ops: {summary:#}"))?;
 
     let started = Instant::now();
-    let python = home.join("venv/benchit/bin/python");
+    let python = benchit::env::managed_python(
+        camino::Utf8Path::from_path(&home).context("the scratch folder is not UTF-8")?,
+    );
     run_checked(
         Command::new(uv_program(&home))
             .env("UV_CACHE_DIR", user_uv_cache())

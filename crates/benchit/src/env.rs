@@ -53,17 +53,7 @@ impl EnvSettings {
     /// Settings from the environment: [`HOME_VAR`] (default `~/.local/share/benchit`),
     /// [`PYTHON_VAR`], `BENCHIT_WORKER`, for accelerator family `arch`.
     pub fn from_env(arch: &str) -> Result<EnvSettings, SetupError> {
-        let home = match std::env::var(HOME_VAR) {
-            Ok(home) if !home.is_empty() => Utf8PathBuf::from(home),
-            _ => {
-                let user_home = std::env::var("HOME").map_err(|_| {
-                    SetupError::Path(format!(
-                        "HOME is not set; set {HOME_VAR} to the folder for benchit's Python environment"
-                    ))
-                })?;
-                Utf8PathBuf::from(user_home).join(".local/share/benchit")
-            }
-        };
+        let home = home_from_env()?;
         let start = std::env::current_dir()
             .ok()
             .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
@@ -140,6 +130,31 @@ pub fn prepare_worker(
         | milabench_env::Outcome::Installed { venv, .. } => venv,
     };
     Ok(WorkerCommand::python(&python_of(&venv)))
+}
+
+/// The base folder of the managed environment: [`HOME_VAR`], else `~/.local/share/benchit`.
+pub fn home_from_env() -> Result<Utf8PathBuf, SetupError> {
+    match std::env::var(HOME_VAR) {
+        Ok(home) if !home.is_empty() => Ok(Utf8PathBuf::from(home)),
+        _ => {
+            let user_home = std::env::var("HOME").map_err(|_| {
+                SetupError::Path(format!(
+                    "HOME is not set; set {HOME_VAR} to the folder for benchit's Python environment"
+                ))
+            })?;
+            Ok(Utf8PathBuf::from(user_home).join(".local/share/benchit"))
+        }
+    }
+}
+
+/// The interpreter the managed environment under `home` has once it is installed (for tools
+/// that run the worker's Python directly, such as the measurements of `cargo xtask bench`).
+pub fn managed_python(home: &Utf8Path) -> Utf8PathBuf {
+    python_of(
+        &BaseLayout::new(home, &DirOverrides::default())
+            .venv
+            .join(GROUP),
+    )
 }
 
 /// The interpreter of `venv`.

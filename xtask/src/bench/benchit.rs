@@ -69,14 +69,12 @@ pub fn run(python: Option<&Path>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The interpreter of the managed benchit environment (`$BENCHIT_HOME/venv/benchit`).
+/// The interpreter of the managed benchit environment (under `$BENCHIT_HOME`); a path that does
+/// not exist when no home folder is known, which `has_torch` then reports.
 pub(super) fn managed_python() -> PathBuf {
-    let home = std::env::var_os("BENCHIT_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".local/share/benchit")
-        });
-    home.join("venv/benchit/bin/python")
+    benchit::env::home_from_env()
+        .map(|home| benchit::env::managed_python(&home).into_std_path_buf())
+        .unwrap_or_default()
 }
 
 /// `python` with benchmate from the checkout on its path.
