@@ -143,23 +143,37 @@ pub fn flow(
     }
     let started = Instant::now();
     let runs = base.join("runs/e2e");
-    let output = Command::new(bin)
-        .args(["report", "--format", "json", "--config", SUITE, "--runs"])
-        .arg(&runs)
-        .current_dir(root)
-        .output()
-        .context("could not start milabench report")?;
+    let report = json_output(
+        Command::new(bin)
+            .args(["report", "--format", "json", "--config", SUITE, "--runs"])
+            .arg(&runs)
+            .current_dir(root),
+        "milabench report",
+    )?;
     timings.push(("report", started.elapsed().as_secs_f64()));
+    check_report(&report)?;
+    Ok(timings)
+}
+
+/// Runs `cmd`, which must succeed and print one JSON document.
+pub fn json_output(cmd: &mut Command, what: &str) -> anyhow::Result<serde_json::Value> {
+    let output = cmd
+        .output()
+        .with_context(|| format!("could not start {what}"))?;
     if !output.status.success() {
         bail!(
-            "milabench report failed: {}",
+            "{what} failed ({}):\n{}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    let report: serde_json::Value =
-        serde_json::from_slice(&output.stdout).context("the report is not JSON")?;
-    check_report(&report)?;
-    Ok(timings)
+    serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "{what} did not print JSON:\n{}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
 }
 
 /// Every enabled benchmark ran, none failed, each has a positive rate; the run passes.

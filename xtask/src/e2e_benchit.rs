@@ -8,10 +8,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use anyhow::{Context, bail, ensure};
+use anyhow::{Context, ensure};
 use serde_json::Value;
 
-use crate::e2e::user_uv_cache;
+use crate::e2e::{json_output, user_uv_cache};
 
 /// The example script benchmarked end to end.
 const SCRIPT: &str = "benchmarks/benchit/mlp.py";
@@ -104,27 +104,6 @@ fn uv_program(home: &Path) -> std::path::PathBuf {
     } else {
         "uv".into()
     }
-}
-
-/// Runs `cmd`, which must succeed and print one JSON document.
-fn json_output(cmd: &mut Command, what: &str) -> anyhow::Result<Value> {
-    let output = cmd
-        .output()
-        .with_context(|| format!("could not start {what}"))?;
-    if !output.status.success() {
-        bail!(
-            "{what} failed ({}):\n{}\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    serde_json::from_slice(&output.stdout).with_context(|| {
-        format!(
-            "{what} did not print JSON:\n{}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    })
 }
 
 fn run_checked(cmd: &mut Command, what: &str) -> anyhow::Result<()> {
