@@ -1,4 +1,4 @@
-//! The statistics of every sample group of a report, computed in one polars query.
+//! The statistics of every sample group of a report, computed by polars on one sorted column.
 
 use polars::prelude::*;
 use serde::Serialize;
@@ -109,54 +109,26 @@ impl StatsQuery {
             groups.extend(kept.iter().map(|p| p.0));
             values.extend(kept.iter().map(|p| p.1));
         }
-        let df = df!("g" => groups, "x" => values)?;
-        let q = |p: f64| col("x").quantile(lit(p), QuantileMethod::Linear);
-        let result = df
-            .lazy()
-            .group_by([col("g")])
-            .agg([
-                q(0.0).alias("min"),
-                q(0.25).alias("q1"),
-                q(0.5).alias("median"),
-                q(0.75).alias("q3"),
-                q(1.0).alias("max"),
-                col("x").mean().alias("mean"),
-                col("x").std(0).alias("std"),
-                col("x").len().cast(DataType::Float64).alias("n"),
-            ])
-            .collect()?;
-        let column = |name: &str| -> PolarsResult<Vec<f64>> {
-            Ok(result
-                .column(name)?
-                .cast(&DataType::Float64)?
-                .f64()?
-                .iter()
-                .map(|v| v.unwrap_or(f64::NAN))
-                .collect())
-        };
-        let groups: Vec<u32> = result
-            .column("g")?
-            .u32()?
-            .iter()
-            .map(|g| g.unwrap_or(u32::MAX))
-            .collect();
-        let [min, q1, median, q3, max, mean, std, n] =
-            ["min", "q1", "median", "q3", "max", "mean", "std", "n"].map(column);
-        let (min, q1, median, q3, max, mean, std, n) =
-            (min?, q1?, median?, q3?, max?, mean?, std?, n?);
-        for (i, g) in groups.into_iter().enumerate() {
-            if let Some(slot) = out.get_mut(g as usize) {
-                *slot = Stats {
-                    min: min[i],
-                    q1: q1[i],
-                    median: median[i],
-                    q3: q3[i],
-                    max: max[i],
-                    mean: mean[i],
-                    std: std[i],
-                    sem: std[i] / n[i].sqrt(),
-                };
-            }
+        // One zero-copy slice of the sorted column per group; polars computes its quantiles
+        // (linear interpolation, as numpy), mean and population standard deviation.
+        let column = Float64Chunked::from_vec("x".into(), values);
+        let mut offset = 0;
+        for run in groups.chunk_by(|a, b| a == b) {
+            let slice = column.slice(offset as i64, run.len());
+            offset += run.len();
+            let q = slice.quantiles(&[0.0, 0.25, 0.5, 0.75, 1.0], QuantileMethod::Linear)?;
+            let [min, q1, median, q3, max] = [0, 1, 2, 3, 4].map(|i| q[i].unwrap_or(f64::NAN));
+            let std = slice.std(0).unwrap_or(f64::NAN);
+            out[run[0] as usize] = Stats {
+                min,
+                q1,
+                median,
+                q3,
+                max,
+                mean: slice.mean().unwrap_or(f64::NAN),
+                std,
+                sem: std / (run.len() as f64).sqrt(),
+            };
         }
         Ok(out)
     }
