@@ -81,15 +81,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Builds and runs `example` of `package` with the `measure` profile (release, except polars:
-/// see the root Cargo.toml) and `args`, returning its standard output (the measurement programs
-/// print their figures); `what` names the measurement in errors.
-fn release_example_output(package: &str, example: &str, what: &str) -> anyhow::Result<String> {
-    measure_example_output(package, example, &[], what)
-}
-
-/// [`release_example_output`] with arguments for the program.
-fn measure_example_output(
+/// Builds and runs `example` of `package` in release with `args`, returning its standard output
+/// (the measurement programs print their figures); `what` names the measurement in errors.
+fn release_example_output(
     package: &str,
     example: &str,
     args: &[String],
@@ -99,8 +93,7 @@ fn measure_example_output(
     let output = std::process::Command::new(env!("CARGO"))
         .args([
             "run",
-            "--profile",
-            "measure",
+            "--release",
             "--quiet",
             "--package",
             package,

@@ -9,7 +9,7 @@ use serde_json::Value;
 /// Runs the measurement and prints its lines of the table.
 pub fn run() -> anyhow::Result<()> {
     eprintln!("==> bench: exec (building the release measurement program; about 40 s of runs)");
-    let text = super::release_example_output("milabench-exec", "bench_exec", "exec")?;
+    let text = super::release_example_output("milabench-exec", "bench_exec", &[], "exec")?;
     for line in text.lines() {
         let f: Value = serde_json::from_str(line).context("measurement output is not JSON")?;
         let num = |k: &str| f[k].as_f64().unwrap_or(f64::NAN);

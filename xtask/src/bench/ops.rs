@@ -12,7 +12,7 @@ use serde_json::Value;
 /// Runs the measurements and prints their lines of the table.
 pub fn run(python: Option<&Path>) -> anyhow::Result<()> {
     eprintln!("==> bench: benchit ops (expansion speed, timing overhead)");
-    let line = super::release_example_output("benchit", "bench_ops_expand", "ops expansion")?;
+    let line = super::release_example_output("benchit", "bench_ops_expand", &[], "ops expansion")?;
     let figure: Value =
         serde_json::from_str(line.trim()).context("measurement output is not JSON")?;
     let num = |v: &Value, key: &str| v[key].as_f64().unwrap_or(f64::NAN);

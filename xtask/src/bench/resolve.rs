@@ -7,7 +7,7 @@ use anyhow::Context;
 /// Runs the measurement and prints its line of the table.
 pub fn run() -> anyhow::Result<()> {
     eprintln!("==> bench: resolve (building the release measurement program)");
-    let line = super::release_example_output("milabench-config", "bench_resolve", "resolve")?;
+    let line = super::release_example_output("milabench-config", "bench_resolve", &[], "resolve")?;
     let figure: serde_json::Value =
         serde_json::from_str(line.trim()).context("measurement output is not JSON")?;
     let value = figure["value_ms"].as_f64().unwrap_or(f64::NAN);

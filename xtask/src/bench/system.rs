@@ -8,7 +8,7 @@ use anyhow::Context;
 /// Runs the measurement and prints its lines of the table.
 pub fn run() -> anyhow::Result<()> {
     eprintln!("==> bench: sampler (building the release measurement program)");
-    let line = super::release_example_output("milabench-system", "bench_sampler", "sampler")?;
+    let line = super::release_example_output("milabench-system", "bench_sampler", &[], "sampler")?;
     let f: serde_json::Value =
         serde_json::from_str(line.trim()).context("measurement output is not JSON")?;
     let num = |key: &str| f[key].as_f64().unwrap_or(f64::NAN);
