@@ -82,7 +82,7 @@ fn data_record(line: &[u8], cut: usize) -> Record {
     }
     let shown = &line[..line.len().min(1024)];
     Record::new(
-        Event::FormatError(FormatErrorInfo {
+        Event::FormatError(Box::new(FormatErrorInfo {
             line: String::from_utf8_lossy(shown).into_owned(),
             kind: "LineTooLong".into(),
             message: format!(
@@ -90,7 +90,7 @@ fn data_record(line: &[u8], cut: usize) -> Record {
                 line.len() + cut,
                 line.len()
             ),
-        }),
+        })),
         Some(Pipe::Data),
     )
 }

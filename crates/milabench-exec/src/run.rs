@@ -116,11 +116,11 @@ fn exit_code(status: ExitStatus) -> i64 {
 
 fn error_record(kind: &str, message: String) -> Record {
     Record::new(
-        Event::Error(ErrorInfo {
+        Event::Error(Box::new(ErrorInfo {
             kind: Some(kind.to_owned()),
             message: Some(message),
             ..ErrorInfo::default()
-        }),
+        })),
         None,
     )
 }
@@ -317,12 +317,12 @@ impl<'a> Runner<'a, '_> {
             _ => ReturnCode::Other(Value::String("ERROR".into())),
         };
         let end = Record::new(
-            Event::End(EndInfo {
+            Event::End(Box::new(EndInfo {
                 command: Some(Value::from(p.spec.argv.clone())),
                 time: Some(now_epoch()),
                 return_code: return_code.clone(),
                 extra: serde_json::Map::new(),
-            }),
+            })),
             None,
         );
         self.record(idx, end);
@@ -472,11 +472,11 @@ impl<'a> Runner<'a, '_> {
             self.record(idx, Record::new(Event::Meta(meta.clone()), None));
         }
         let start = Record::new(
-            Event::Start(StartInfo {
+            Event::Start(Box::new(StartInfo {
                 command: spec.argv.clone(),
                 time: Some(now_epoch()),
                 extra: serde_json::Map::new(),
-            }),
+            })),
             None,
         );
         let spawned = spawn(spec, &self.procs[idx].token);

@@ -64,11 +64,11 @@ impl ChannelDecoder {
 
 fn format_error(line: String, kind: &str, message: &str) -> Record {
     Record::new(
-        Event::FormatError(FormatErrorInfo {
+        Event::FormatError(Box::new(FormatErrorInfo {
             line,
             kind: kind.to_owned(),
             message: message.to_owned(),
-        }),
+        })),
         Some(Pipe::Data),
     )
 }
@@ -338,11 +338,12 @@ mod tests {
         #[test]
         fn decoders_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
             let _ = ChannelDecoder::data_line(&bytes);
-            let _ = crate::reader::parse_record_line(&String::from_utf8_lossy(&bytes));
+            let _ = crate::reader::parse_record_line(&String::from_utf8_lossy(&bytes), &["line"]);
             let mut dec = SmuggleDecoder::new();
             let _ = dec.feed(&bytes);
             let _ = dec.finish();
             let _: Vec<_> = crate::reader::RecordReader::new(&bytes[..]).collect();
+            let _: Vec<_> = crate::reader::RecordReader::new(&bytes[..]).skip_events(&["line"]).collect();
         }
 
         #[test]
@@ -350,7 +351,7 @@ mod tests {
             let payload = crate::event::DataPayload { task: Some(task), rate: Some(rate), ..Default::default() };
             let record = Record::new(Event::Data(Box::new(payload)), Some(Pipe::Data));
             let line = crate::writer::record_to_line(&record);
-            let back = crate::reader::parse_record_line(&line).unwrap();
+            let back = crate::reader::parse_record_line(&line, &[]).unwrap().unwrap();
             let (Event::Data(a), Event::Data(b)) = (&record.event, &back.event) else { panic!() };
             prop_assert_eq!(&a.task, &b.task);
             prop_assert!(a.rate.unwrap().to_bits() == b.rate.unwrap().to_bits() || (a.rate.unwrap().is_nan() && b.rate.unwrap().is_nan()));

@@ -91,7 +91,7 @@ pub enum Event {
     /// Machine metadata (CPU, GPUs, versions).
     Meta(Value),
     /// The process was started.
-    Start(StartInfo),
+    Start(Box<StartInfo>),
     /// voir entered a phase (`init`, `parse_args`, `load_script`, `run_script`, `finalize`).
     Phase(String),
     /// A measurement sent by the benchmark on the data channel.
@@ -99,15 +99,15 @@ pub enum Event {
     /// A line of stdout or stderr, with its trailing newline.
     Line(String),
     /// An exception in the benchmark or in the orchestrator.
-    Error(ErrorInfo),
+    Error(Box<ErrorInfo>),
     /// An exception inside a voir instrument; the benchmark went on.
-    OverseerError(ErrorInfo),
+    OverseerError(Box<ErrorInfo>),
     /// A data-channel line that was not valid JSON.
-    FormatError(FormatErrorInfo),
+    FormatError(Box<FormatErrorInfo>),
     /// The benchmark asked to be stopped (early stop): the run counts as a success.
     Stop,
     /// The process ended.
-    End(EndInfo),
+    End(Box<EndInfo>),
     /// A message from the orchestrator (skips, timeouts).
     Message(String),
     /// Any other event, or a known event whose payload has an unexpected shape.
@@ -170,17 +170,19 @@ impl Event {
                 data => other(name, data),
             },
             "start" => match data {
-                Value::Object(map) => StartInfo::from_map(map)
-                    .map_or_else(|map| other(name, Value::Object(map)), Event::Start),
+                Value::Object(map) => StartInfo::from_map(map).map_or_else(
+                    |map| other(name, Value::Object(map)),
+                    |s| Event::Start(Box::new(s)),
+                ),
                 data => other(name, data),
             },
             "end" => match data {
-                Value::Object(map) => Event::End(EndInfo::from_map(map)),
+                Value::Object(map) => Event::End(Box::new(EndInfo::from_map(map))),
                 data => other(name, data),
             },
             "error" | "overseer_error" => match data {
                 Value::Object(map) => {
-                    let info = ErrorInfo::from_map(map);
+                    let info = Box::new(ErrorInfo::from_map(map));
                     if name == "error" {
                         Event::Error(info)
                     } else {
@@ -190,7 +192,7 @@ impl Event {
                 data => other(name, data),
             },
             "format_error" => match data {
-                Value::Object(map) => Event::FormatError(FormatErrorInfo::from_map(map)),
+                Value::Object(map) => Event::FormatError(Box::new(FormatErrorInfo::from_map(map))),
                 data => other(name, data),
             },
             _ => other(name, data),
@@ -271,8 +273,14 @@ fn take<T>(
     }
 }
 
-fn string(value: &Value) -> Option<String> {
-    value.as_str().map(str::to_owned)
+/// Moves a string `value` into `slot`, else keeps the value under `key` in `extra`.
+fn take_string(slot: &mut Option<String>, key: &str, value: Value, extra: &mut Map<String, Value>) {
+    match value {
+        Value::String(text) => *slot = Some(text),
+        other => {
+            extra.insert(key.to_owned(), other);
+        }
+    }
 }
 
 /// The payload of a `data` event: what a benchmark measured.
@@ -313,10 +321,10 @@ impl DataPayload {
     pub(crate) fn set(&mut self, key: &str, value: Value) {
         let d = self;
         match key {
-            "task" => take(&mut d.task, key, value, &mut d.extra, string),
+            "task" => take_string(&mut d.task, key, value, &mut d.extra),
             "time" => take(&mut d.time, key, value, &mut d.extra, as_f64),
             "rate" => take(&mut d.rate, key, value, &mut d.extra, as_f64),
-            "units" => take(&mut d.units, key, value, &mut d.extra, string),
+            "units" => take_string(&mut d.units, key, value, &mut d.extra),
             "loss" => take(&mut d.loss, key, value, &mut d.extra, as_f64),
             "progress" => take(&mut d.progress, key, value, &mut d.extra, pair),
             "gpudata" => match value {
@@ -459,15 +467,21 @@ impl CpuSample {
     fn from_map(map: Map<String, Value>) -> CpuSample {
         let mut s = CpuSample::default();
         for (key, value) in map {
-            match key.as_str() {
-                "memory" => take(&mut s.memory, &key, value, &mut s.extra, pair),
-                "load" => take(&mut s.load, &key, value, &mut s.extra, as_f64),
-                _ => {
-                    s.extra.insert(key, value);
-                }
-            }
+            s.set(&key, value);
         }
         s
+    }
+
+    /// Files one key of the sample (see [`DataPayload::set`]).
+    pub(crate) fn set(&mut self, key: &str, value: Value) {
+        let s = self;
+        match key {
+            "memory" => take(&mut s.memory, key, value, &mut s.extra, pair),
+            "load" => take(&mut s.load, key, value, &mut s.extra, as_f64),
+            _ => {
+                s.extra.insert(key.to_owned(), value);
+            }
+        }
     }
 
     fn to_value(&self) -> Value {
@@ -629,9 +643,9 @@ impl ErrorInfo {
         let mut info = ErrorInfo::default();
         for (key, value) in map {
             match key.as_str() {
-                "type" => take(&mut info.kind, &key, value, &mut info.extra, string),
-                "message" => take(&mut info.message, &key, value, &mut info.extra, string),
-                "trace" => take(&mut info.trace, &key, value, &mut info.extra, string),
+                "type" => take_string(&mut info.kind, &key, value, &mut info.extra),
+                "message" => take_string(&mut info.message, &key, value, &mut info.extra),
+                "trace" => take_string(&mut info.trace, &key, value, &mut info.extra),
                 _ => {
                     info.extra.insert(key, value);
                 }

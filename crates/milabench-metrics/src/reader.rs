@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::event::{Event, Pipe, Record};
 use crate::json::quote_non_finite;
+use crate::record_de::Decoded;
 
 /// What was wrong with one line of a `.data` file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -77,6 +78,7 @@ pub struct RecordReader<R> {
     line: usize,
     pending: Option<Record>,
     done: bool,
+    skip: &'static [&'static str],
 }
 
 impl<R: BufRead> RecordReader<R> {
@@ -88,7 +90,15 @@ impl<R: BufRead> RecordReader<R> {
             line: 0,
             pending: None,
             done: false,
+            skip: &[],
         }
+    }
+
+    /// Leaves out the records of the event kinds named in `events` (such as `"line"`): their
+    /// lines are still checked to be JSON, and bad ones reported, but they are not decoded.
+    pub fn skip_events(mut self, events: &'static [&'static str]) -> RecordReader<R> {
+        self.skip = events;
+        self
     }
 
     /// Number of lines read so far.
@@ -134,14 +144,15 @@ impl<R: BufRead> Iterator for RecordReader<R> {
                 Ok(s) => (std::borrow::Cow::Borrowed(s), true),
                 Err(_) => (String::from_utf8_lossy(bytes), false),
             };
-            let parsed = parse_record_line(&text);
+            let parsed = parse_record_line(&text, self.skip);
             let line = self.line;
             return Some(match (parsed, utf8_ok) {
-                (Ok(record), true) => ReadItem::Record(record),
+                (Ok(None), true) => continue,
                 (Ok(record), false) => {
-                    self.pending = Some(record);
+                    self.pending = record;
                     problem(line, LineProblemKind::NotUtf8, &text)
                 }
+                (Ok(Some(record)), true) => ReadItem::Record(record),
                 (Err(_), false) => problem(line, LineProblemKind::NotUtf8, &text),
                 (Err(kind), true) => {
                     let kind = if !complete && kind == LineProblemKind::NotJson {
@@ -172,18 +183,25 @@ fn trim_newline(bytes: &[u8]) -> &[u8] {
     &bytes[..end]
 }
 
-/// Decodes one line of a `.data` file (`{"event", "data", "pipe"}`).
-pub(crate) fn parse_record_line(text: &str) -> Result<Record, LineProblemKind> {
+/// Decodes one line of a `.data` file (`{"event", "data", "pipe"}`); `Ok(None)` for a record of
+/// an event kind in `skip`.
+pub(crate) fn parse_record_line(
+    text: &str,
+    skip: &[&str],
+) -> Result<Option<Record>, LineProblemKind> {
     let text = quote_non_finite(text);
-    if let Some(record) = crate::record_de::decode_record(&text) {
-        return Ok(record);
+    match crate::record_de::decode_record(&text, skip) {
+        Some(Decoded::Record(record)) => return Ok(Some(record)),
+        Some(Decoded::Skipped) => return Ok(None),
+        None => {}
     }
     // Not a record: find out whether it is JSON at all.
     let value: Value = serde_json::from_str(&text).map_err(|_| LineProblemKind::NotJson)?;
     let Value::Object(map) = value else {
         return Err(LineProblemKind::NotARecord);
     };
-    record_from_map(map).ok_or(LineProblemKind::NotARecord)
+    let record = record_from_map(map).ok_or(LineProblemKind::NotARecord)?;
+    Ok(Some(record).filter(|r| !skip.contains(&r.event.name())))
 }
 
 pub(crate) fn record_from_map(map: Map<String, Value>) -> Option<Record> {
@@ -335,6 +353,23 @@ mod tests {
         assert!(
             matches!(&items[4], ReadItem::Problem(p) if p.kind == LineProblemKind::Truncated && p.line == 6)
         );
+    }
+
+    #[test]
+    fn skipped_events_are_checked_but_not_yielded() {
+        let items: Vec<ReadItem> = RecordReader::new(
+            &b"{\"event\": \"line\", \"data\": \"step 1\\n\", \"pipe\": \"stderr\"}\n\
+               {\"data\": \"late name\\n\", \"event\": \"line\"}\n\
+               {\"event\": \"line\", \"data\": \"cut\n\
+               {\"event\": \"stop\", \"data\": null, \"pipe\": \"data\"}\n"[..],
+        )
+        .skip_events(&["line"])
+        .collect();
+        assert_eq!(items.len(), 2, "{items:?}");
+        assert!(
+            matches!(&items[0], ReadItem::Problem(p) if p.kind == LineProblemKind::NotJson && p.line == 3)
+        );
+        assert!(matches!(&items[1], ReadItem::Record(r) if r.event == Event::Stop));
     }
 
     #[test]

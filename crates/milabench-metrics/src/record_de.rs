@@ -10,34 +10,46 @@
 
 use std::fmt;
 
-use serde::de::value::SeqAccessDeserializer;
-use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-use crate::event::{DataPayload, Event, GpuSample, Pipe, Record};
+use crate::event::{CpuSample, DataPayload, Event, GpuSample, Pipe, Record};
 
-/// Parses one line as a record; `None` when it is not a JSON object with a string `event`
-/// (the caller then classifies the line with a plain parse).
-pub(crate) fn decode_record(text: &str) -> Option<Record> {
+/// What a line decoded to.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Decoded {
+    /// A record.
+    Record(Record),
+    /// A valid record of an event kind the caller skips: checked to be JSON, not decoded.
+    Skipped,
+}
+
+/// Parses one line as a record, or only checks it when its event name (written first, as every
+/// writer does) is in `skip`; `None` when it is not a JSON object with a string `event` (the
+/// caller then classifies the line with a plain parse).
+pub(crate) fn decode_record(text: &str, skip: &[&str]) -> Option<Decoded> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let record = de.deserialize_map(RecordVisitor).ok()??;
+    let decoded = de.deserialize_map(RecordVisitor { skip }).ok()??;
     de.end().ok()?;
-    Some(record)
+    Some(decoded)
 }
 
 /// Visits the top-level object; `Ok(None)` when `event` is missing or not a string.
-struct RecordVisitor;
+struct RecordVisitor<'s> {
+    skip: &'s [&'s str],
+}
 
-impl<'de> Visitor<'de> for RecordVisitor {
-    type Value = Option<Record>;
+impl<'de> Visitor<'de> for RecordVisitor<'_> {
+    type Value = Option<Decoded>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an event record")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut name: Option<String> = None;
+        let mut name: Option<Key<'de>> = None;
         let mut event: Option<Event> = None;
         let mut early_data: Option<Value> = None;
         let mut pipe = None;
@@ -45,18 +57,29 @@ impl<'de> Visitor<'de> for RecordVisitor {
         let mut extra = Map::new();
         while let Some(key) = map.next_key::<Key<'de>>()? {
             match key.as_str() {
-                "event" => match map.next_value::<Value>()? {
-                    Value::String(s) => name = Some(s),
+                "event" => match map.next_value::<Scalar<'de>>()? {
+                    Scalar::Text(text) => {
+                        if event.is_none()
+                            && early_data.is_none()
+                            && self.skip.contains(&text.as_str())
+                        {
+                            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                            return Ok(Some(Decoded::Skipped));
+                        }
+                        name = Some(text);
+                    }
                     _ => bad_event = true,
                 },
                 "data" => match &name {
-                    Some(n) => event = Some(map.next_value_seed(PayloadSeed { name: n })?),
+                    Some(n) => {
+                        event = Some(map.next_value_seed(PayloadSeed { name: n.as_str() })?);
+                    }
                     None => early_data = Some(map.next_value()?),
                 },
-                "pipe" => match map.next_value::<Value>()? {
-                    Value::String(s) => pipe = Some(Pipe::from_name(&s)),
-                    Value::Null => {}
-                    other => {
+                "pipe" => match map.next_value::<Scalar<'de>>()? {
+                    Scalar::Text(text) => pipe = Some(Pipe::from_name(text.as_str())),
+                    Scalar::Null => {}
+                    Scalar::Other(other) => {
                         extra.insert(key.as_str().to_owned(), other);
                     }
                 },
@@ -69,11 +92,71 @@ impl<'de> Visitor<'de> for RecordVisitor {
         let Some(name) = name.filter(|_| !bad_event) else {
             return Ok(None);
         };
+        if self.skip.contains(&name.as_str()) {
+            return Ok(Some(Decoded::Skipped));
+        }
         let event = match event {
             Some(event) => event,
-            None => Event::from_parts(&name, early_data.unwrap_or(Value::Null)),
+            None => Event::from_parts(name.as_str(), early_data.unwrap_or(Value::Null)),
         };
-        Ok(Some(Record { event, pipe, extra }))
+        Ok(Some(Decoded::Record(Record { event, pipe, extra })))
+    }
+}
+
+/// A string (borrowed when it has no escapes), `null`, or any other JSON value.
+enum Scalar<'de> {
+    Text(Key<'de>),
+    Null,
+    Other(Value),
+}
+
+impl<'de> Deserialize<'de> for Scalar<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ScalarVisitor)
+    }
+}
+
+struct ScalarVisitor;
+
+impl<'de> Visitor<'de> for ScalarVisitor {
+    type Value = Scalar<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Text(Key::Borrowed(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Text(Key::Owned(v.to_owned())))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Text(Key::Owned(v)))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Null)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other(Value::Bool(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other(Value::from(v)))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other(Value::from(v)))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other(Value::from(v)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Scalar<'de>, A::Error> {
+        <Value as Deserialize>::deserialize(SeqAccessDeserializer::new(seq)).map(Scalar::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Scalar<'de>, A::Error> {
+        <Value as Deserialize>::deserialize(MapAccessDeserializer::new(map)).map(Scalar::Other)
     }
 }
 
@@ -126,7 +209,7 @@ impl<'de> DeserializeSeed<'de> for PayloadSeed<'_> {
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Event, D::Error> {
         match self.name {
             "data" => match deserializer.deserialize_any(DataVisitor)? {
-                Either::Typed(payload) => Ok(Event::Data(Box::new(payload))),
+                Either::Typed(payload) => Ok(Event::Data(payload)),
                 Either::Other(value) => Ok(Event::from_parts(self.name, value)),
             },
             name => {
@@ -183,7 +266,7 @@ macro_rules! other_shapes {
 struct DataVisitor;
 
 impl<'de> Visitor<'de> for DataVisitor {
-    type Value = Either<DataPayload>;
+    type Value = Either<Box<DataPayload>>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a data payload")
@@ -192,16 +275,22 @@ impl<'de> Visitor<'de> for DataVisitor {
     other_shapes!();
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut payload = DataPayload::default();
+        // Filled in its box: the payload is large, and moving it would cost a copy per record.
+        let mut payload = Box::<DataPayload>::default();
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            if key.as_str() == "gpudata" {
-                match map.next_value_seed(GpuDataSeed)? {
+            match key.as_str() {
+                "gpudata" => match map.next_value_seed(GpuDataSeed)? {
                     Either::Typed(samples) => payload.gpudata = Some(samples),
                     Either::Other(value) => payload.set(key.as_str(), value),
+                },
+                "cpudata" => match map.next_value_seed(SampleSeed::<CpuSample>::new())? {
+                    Either::Typed(sample) => payload.cpudata = Some(sample),
+                    Either::Other(value) => payload.set(key.as_str(), value),
+                },
+                _ => {
+                    let value = map.next_value()?;
+                    payload.set(key.as_str(), value);
                 }
-            } else {
-                let value = map.next_value()?;
-                payload.set(key.as_str(), value);
             }
         }
         Ok(Either::Typed(payload))
@@ -233,7 +322,7 @@ impl<'de> Visitor<'de> for GpuDataVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut samples = Vec::new();
         while let Some(id) = map.next_key::<String>()? {
-            let sample = match map.next_value_seed(GpuSampleSeed)? {
+            let sample = match map.next_value_seed(SampleSeed::<GpuSample>::new())? {
                 Either::Typed(sample) => sample,
                 Either::Other(value) => GpuSample::from_value(value),
             };
@@ -243,30 +332,53 @@ impl<'de> Visitor<'de> for GpuDataVisitor {
     }
 }
 
-/// One device's sample.
-struct GpuSampleSeed;
+/// An object whose keys are filed one by one into typed fields (`gpudata` and `cpudata`
+/// samples).
+trait Sample: Default {
+    /// Files one key (see [`DataPayload::set`]).
+    fn set(&mut self, key: &str, value: Value);
+}
 
-impl<'de> DeserializeSeed<'de> for GpuSampleSeed {
-    type Value = Either<GpuSample>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(GpuSampleVisitor)
+impl Sample for GpuSample {
+    fn set(&mut self, key: &str, value: Value) {
+        GpuSample::set(self, key, value);
     }
 }
 
-struct GpuSampleVisitor;
+impl Sample for CpuSample {
+    fn set(&mut self, key: &str, value: Value) {
+        CpuSample::set(self, key, value);
+    }
+}
 
-impl<'de> Visitor<'de> for GpuSampleVisitor {
-    type Value = Either<GpuSample>;
+/// Decodes one [`Sample`], or keeps the value when it is not an object.
+struct SampleSeed<T>(std::marker::PhantomData<T>);
+
+impl<T> SampleSeed<T> {
+    fn new() -> Self {
+        SampleSeed(std::marker::PhantomData)
+    }
+}
+
+impl<'de, T: Sample> DeserializeSeed<'de> for SampleSeed<T> {
+    type Value = Either<T>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, T: Sample> Visitor<'de> for SampleSeed<T> {
+    type Value = Either<T>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a GPU sample")
+        f.write_str("a monitor sample")
     }
 
     other_shapes!();
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut sample = GpuSample::default();
+        let mut sample = T::default();
         while let Some(key) = map.next_key::<Key<'de>>()? {
             let value = map.next_value()?;
             sample.set(key.as_str(), value);
@@ -306,7 +418,11 @@ mod tests {
             r#"{"event": 3, "data": {}}"#,
         ];
         for line in lines {
-            assert_eq!(decode_record(line), via_tree(line), "{line}");
+            assert_eq!(
+                decode_record(line, &[]),
+                via_tree(line).map(Decoded::Record),
+                "{line}"
+            );
         }
     }
 
@@ -318,7 +434,7 @@ mod tests {
             r#"{"event": "data", "data": {}} {}"#,
             r#"{"event": "x""#,
         ] {
-            assert_eq!(decode_record(line), None, "{line}");
+            assert_eq!(decode_record(line, &[]), None, "{line}");
         }
     }
 }

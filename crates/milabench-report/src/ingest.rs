@@ -189,7 +189,8 @@ pub fn read_run_file(
     problems: &mut ProblemTally,
 ) -> Result<FileOutcome, ReportError> {
     let mut p = Pending::default();
-    for item in file.records()? {
+    // Output lines are not part of any figure: checked, not decoded.
+    for item in file.records()?.skip_events(&["line"]) {
         let record = match item {
             ReadItem::Record(r) => r,
             ReadItem::Problem(problem) => {

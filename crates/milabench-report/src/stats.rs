@@ -51,9 +51,7 @@ impl Stats {
 /// Collects values under numbered groups, then computes every group's [`Stats`] at once.
 #[derive(Debug, Default)]
 pub struct StatsQuery {
-    groups: Vec<u32>,
-    values: Vec<f64>,
-    group_count: u32,
+    groups: Vec<Vec<f64>>,
 }
 
 /// Handle of a group of a [`StatsQuery`].
@@ -75,51 +73,47 @@ impl StatsQuery {
 
     /// A new, empty group.
     pub fn group(&mut self) -> GroupId {
-        self.group_count += 1;
-        GroupId(self.group_count - 1)
+        self.groups.push(Vec::new());
+        GroupId(self.groups.len() as u32 - 1)
     }
 
     /// Adds values to `group`.
     pub fn extend(&mut self, group: GroupId, values: impl IntoIterator<Item = f64>) {
-        for v in values {
-            self.groups.push(group.0);
-            self.values.push(v);
-        }
+        self.groups[group.index()].extend(values);
     }
 
     /// Runs the query: one [`Stats`] per group, indexed by [`GroupId`].
     pub fn run(self) -> PolarsResult<Vec<Stats>> {
-        let mut out = vec![Stats::NAN; self.group_count as usize];
-        if self.values.is_empty() {
-            return Ok(out);
-        }
-        // Sorted by (group, value) and trimmed here, before the query: with five values or more
-        // a group loses exactly one minimum and one maximum. A slice sort and a walk over the
-        // groups cost less than ranking every value inside the query.
-        let mut pairs: Vec<(u32, f64)> = self.groups.into_iter().zip(self.values).collect();
-        pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
-        let mut groups = Vec::with_capacity(pairs.len());
-        let mut values = Vec::with_capacity(pairs.len());
-        for run in pairs.chunk_by(|a, b| a.0 == b.0) {
-            let kept = if run.len() >= 5 {
-                &run[1..run.len() - 1]
+        // Each group is sorted and trimmed here: with five values or more it loses exactly one
+        // minimum and one maximum. The kept values go into one column, group after group.
+        let mut values = Vec::with_capacity(self.groups.iter().map(Vec::len).sum());
+        let mut bounds = Vec::with_capacity(self.groups.len());
+        for mut group in self.groups {
+            group.sort_unstable_by(f64::total_cmp);
+            let kept = if group.len() >= 5 {
+                &group[1..group.len() - 1]
             } else {
-                run
+                &group[..]
             };
-            groups.extend(kept.iter().map(|p| p.0));
-            values.extend(kept.iter().map(|p| p.1));
+            bounds.push((values.len(), kept.len()));
+            values.extend_from_slice(kept);
         }
         // One zero-copy slice of the sorted column per group; polars computes its quantiles
         // (linear interpolation, as numpy), mean and population standard deviation.
         let column = Float64Chunked::from_vec("x".into(), values);
-        let mut offset = 0;
-        for run in groups.chunk_by(|a, b| a == b) {
-            let slice = column.slice(offset as i64, run.len());
-            offset += run.len();
+        let stats = bounds.into_iter().map(|(offset, len)| {
+            if len == 0 {
+                return Ok(Stats::NAN);
+            }
+            let mut slice = column.slice(offset as i64, len);
+            // Already sorted (NaN last, as polars sorts): polars reads the quantiles off directly.
+            if slice.get(0).is_some_and(|first| !first.is_nan()) {
+                slice.set_sorted_flag(polars::series::IsSorted::Ascending);
+            }
             let q = slice.quantiles(&[0.0, 0.25, 0.5, 0.75, 1.0], QuantileMethod::Linear)?;
             let [min, q1, median, q3, max] = [0, 1, 2, 3, 4].map(|i| q[i].unwrap_or(f64::NAN));
             let std = slice.std(0).unwrap_or(f64::NAN);
-            out[run[0] as usize] = Stats {
+            Ok(Stats {
                 min,
                 q1,
                 median,
@@ -127,10 +121,10 @@ impl StatsQuery {
                 max,
                 mean: slice.mean().unwrap_or(f64::NAN),
                 std,
-                sem: std / (run.len() as f64).sqrt(),
-            };
-        }
-        Ok(out)
+                sem: std / (len as f64).sqrt(),
+            })
+        });
+        stats.collect()
     }
 }
 

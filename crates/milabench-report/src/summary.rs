@@ -113,7 +113,10 @@ pub fn summarize_runs<'a>(runs: impl Iterator<Item = &'a RunFile>) -> Result<Sum
             query.extend(rate, f.train_rates.iter().copied());
             query.extend(wall, [f.walltime]);
             if let Some(dev) = &f.device {
-                let g = *per_gpu.entry(dev.clone()).or_insert_with(|| query.group());
+                let g = match per_gpu.get(dev) {
+                    Some(g) => *g,
+                    None => *per_gpu.entry(dev.clone()).or_insert(query.group()),
+                };
                 query.extend(g, f.train_rates.iter().copied());
             }
             for sample in &f.gpu_samples {
@@ -124,9 +127,16 @@ pub fn summarize_runs<'a>(runs: impl Iterator<Item = &'a RunFile>) -> Result<Sum
                     if used == 1.0 || load == 0.0 {
                         continue;
                     }
-                    let g = *gpu
-                        .entry(dev.clone())
-                        .or_insert_with(|| [query.group(), query.group(), query.group()]);
+                    // Looked up by reference first: a sample's device id is cloned only once per
+                    // device, not once per sample.
+                    let g = match gpu.get(dev) {
+                        Some(g) => *g,
+                        None => *gpu.entry(dev.clone()).or_insert([
+                            query.group(),
+                            query.group(),
+                            query.group(),
+                        ]),
+                    };
                     query.extend(g[0], [used]);
                     query.extend(g[1], [load]);
                     query.extend(g[2], s.power);
