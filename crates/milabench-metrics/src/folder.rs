@@ -5,7 +5,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use crate::error::MetricsError;
-use crate::reader::RecordReader;
+use crate::reader::{LineDecoder, RecordDecoder, RecordReader};
 use crate::tag::Tag;
 
 /// One `<tag>.data` file of a run folder.
@@ -30,11 +30,20 @@ impl DataFile {
 
     /// Streams the file's records.
     pub fn records(&self) -> Result<RecordReader<BufReader<File>>, MetricsError> {
+        self.records_with(RecordDecoder::default())
+    }
+
+    /// Streams the file's records as `decoder` decodes them.
+    pub fn records_with<D: LineDecoder>(
+        &self,
+        decoder: D,
+    ) -> Result<RecordReader<BufReader<File>, D>, MetricsError> {
         let file = File::open(&self.path).map_err(|error| MetricsError::Read {
             path: self.path.clone(),
             error,
         })?;
-        Ok(RecordReader::new(BufReader::with_capacity(64 * 1024, file)))
+        let input = BufReader::with_capacity(64 * 1024, file);
+        Ok(RecordReader::with_decoder(input, decoder))
     }
 }
 

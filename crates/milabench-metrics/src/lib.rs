@@ -11,6 +11,7 @@ mod error;
 mod event;
 mod folder;
 mod json;
+pub mod lenient;
 mod reader;
 mod record_de;
 mod tag;
@@ -23,6 +24,9 @@ pub use event::{
     ReturnCode, StartInfo,
 };
 pub use folder::{DataFile, discover_data_files};
-pub use reader::{LineProblem, LineProblemKind, ProblemTally, ReadItem, RecordReader};
+pub use reader::{
+    LineDecoder, LineOutcome, LineProblem, LineProblemKind, ProblemTally, ReadItem, RecordDecoder,
+    RecordReader,
+};
 pub use tag::Tag;
 pub use writer::{DataFileWriter, RunFolderWriter, record_to_line};

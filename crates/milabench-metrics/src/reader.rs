@@ -4,6 +4,7 @@ use std::fmt;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
 use crate::event::{Event, Pipe, Record};
@@ -59,46 +60,102 @@ pub struct LineProblem {
     pub detail: String,
 }
 
-/// One item of a [`RecordReader`].
+/// One item of a [`RecordReader`]: a decoded record (a [`Record`], or what the reader's
+/// [`LineDecoder`] makes of a line) or a bad line.
 // Records are the common case: boxing them would cost an allocation per line.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
-pub enum ReadItem {
+pub enum ReadItem<T = Record> {
     /// A decoded record.
-    Record(Record),
+    Record(T),
     /// A line that was skipped or repaired.
     Problem(LineProblem),
 }
 
-/// Streams the records of a JSON-lines event file, reusing one line buffer.
-#[derive(Debug)]
-pub struct RecordReader<R> {
-    input: R,
-    buf: Vec<u8>,
-    line: usize,
-    pending: Option<Record>,
-    done: bool,
+/// What a [`LineDecoder`] made of one line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LineOutcome<T> {
+    /// The decoded record.
+    Item(T),
+    /// A valid record the decoder leaves out.
+    Skipped,
+    /// Not an `{"event": ...}` record (the reader then finds out whether it is JSON at all).
+    NotARecord,
+}
+
+/// Turns the text of one line of a `.data` file into an item. The text is valid UTF-8 (bad bytes
+/// replaced) and Python's bare `NaN`/`Infinity` tokens are already quoted (see [`crate::lenient`]).
+pub trait LineDecoder {
+    /// What a record becomes.
+    type Item;
+    /// Decodes one line.
+    fn decode(&self, text: &str) -> LineOutcome<Self::Item>;
+}
+
+/// The full decoder: every line becomes a typed [`Record`], except the event kinds in `skip`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RecordDecoder {
     skip: &'static [&'static str],
 }
 
-impl<R: BufRead> RecordReader<R> {
-    /// A reader over `input`.
-    pub fn new(input: R) -> RecordReader<R> {
-        RecordReader {
-            input,
-            buf: Vec::with_capacity(4096),
-            line: 0,
-            pending: None,
-            done: false,
-            skip: &[],
+impl LineDecoder for RecordDecoder {
+    type Item = Record;
+
+    fn decode(&self, text: &str) -> LineOutcome<Record> {
+        match crate::record_de::decode_record(text, self.skip) {
+            Some(Decoded::Record(record)) => return LineOutcome::Item(record),
+            Some(Decoded::Skipped) => return LineOutcome::Skipped,
+            None => {}
         }
+        // The slow path: a JSON tree first (the event name after the payload, odd shapes).
+        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
+            return LineOutcome::NotARecord;
+        };
+        match record_from_map(map) {
+            Some(record) if self.skip.contains(&record.event.name()) => LineOutcome::Skipped,
+            Some(record) => LineOutcome::Item(record),
+            None => LineOutcome::NotARecord,
+        }
+    }
+}
+
+/// Streams the records of a JSON-lines event file, reusing one line buffer; `D` decides what a
+/// record becomes (typed [`Record`]s by default).
+#[derive(Debug)]
+pub struct RecordReader<R, D: LineDecoder = RecordDecoder> {
+    input: R,
+    decoder: D,
+    buf: Vec<u8>,
+    line: usize,
+    pending: Option<D::Item>,
+    done: bool,
+}
+
+impl<R: BufRead> RecordReader<R> {
+    /// A reader of typed records over `input`.
+    pub fn new(input: R) -> RecordReader<R> {
+        RecordReader::with_decoder(input, RecordDecoder::default())
     }
 
     /// Leaves out the records of the event kinds named in `events` (such as `"line"`): their
     /// lines are still checked to be JSON, and bad ones reported, but they are not decoded.
     pub fn skip_events(mut self, events: &'static [&'static str]) -> RecordReader<R> {
-        self.skip = events;
+        self.decoder.skip = events;
         self
+    }
+}
+
+impl<R: BufRead, D: LineDecoder> RecordReader<R, D> {
+    /// A reader over `input` whose records are decoded by `decoder`.
+    pub fn with_decoder(input: R, decoder: D) -> RecordReader<R, D> {
+        RecordReader {
+            input,
+            decoder,
+            buf: Vec::with_capacity(4096),
+            line: 0,
+            pending: None,
+            done: false,
+        }
     }
 
     /// Number of lines read so far.
@@ -107,10 +164,10 @@ impl<R: BufRead> RecordReader<R> {
     }
 }
 
-impl<R: BufRead> Iterator for RecordReader<R> {
-    type Item = ReadItem;
+impl<R: BufRead, D: LineDecoder> Iterator for RecordReader<R, D> {
+    type Item = ReadItem<D::Item>;
 
-    fn next(&mut self) -> Option<ReadItem> {
+    fn next(&mut self) -> Option<ReadItem<D::Item>> {
         if let Some(record) = self.pending.take() {
             return Some(ReadItem::Record(record));
         }
@@ -144,7 +201,7 @@ impl<R: BufRead> Iterator for RecordReader<R> {
                 Ok(s) => (std::borrow::Cow::Borrowed(s), true),
                 Err(_) => (String::from_utf8_lossy(bytes), false),
             };
-            let parsed = parse_record_line(&text, self.skip);
+            let parsed = decode_line(&self.decoder, &text);
             let line = self.line;
             return Some(match (parsed, utf8_ok) {
                 (Ok(None), true) => continue,
@@ -167,7 +224,7 @@ impl<R: BufRead> Iterator for RecordReader<R> {
     }
 }
 
-fn problem(line: usize, kind: LineProblemKind, text: &str) -> ReadItem {
+fn problem<T>(line: usize, kind: LineProblemKind, text: &str) -> ReadItem<T> {
     let mut detail: String = text.chars().take(80).collect();
     if detail.len() < text.len() {
         detail.push_str("...");
@@ -183,25 +240,31 @@ fn trim_newline(bytes: &[u8]) -> &[u8] {
     &bytes[..end]
 }
 
-/// Decodes one line of a `.data` file (`{"event", "data", "pipe"}`); `Ok(None)` for a record of
-/// an event kind in `skip`.
+/// Decodes one line of a `.data` file with `decoder`, after quoting Python's non-finite tokens;
+/// `Ok(None)` for a record the decoder skips.
+fn decode_line<D: LineDecoder>(
+    decoder: &D,
+    text: &str,
+) -> Result<Option<D::Item>, LineProblemKind> {
+    let text = quote_non_finite(text);
+    match decoder.decode(&text) {
+        LineOutcome::Item(item) => Ok(Some(item)),
+        LineOutcome::Skipped => Ok(None),
+        LineOutcome::NotARecord => match serde_json::from_str::<IgnoredAny>(&text) {
+            Ok(_) => Err(LineProblemKind::NotARecord),
+            Err(_) => Err(LineProblemKind::NotJson),
+        },
+    }
+}
+
+/// Decodes one line of a `.data` file (`{"event", "data", "pipe"}`) into a typed record;
+/// `Ok(None)` for a record of an event kind in `skip`.
+#[cfg(test)]
 pub(crate) fn parse_record_line(
     text: &str,
-    skip: &[&str],
+    skip: &'static [&'static str],
 ) -> Result<Option<Record>, LineProblemKind> {
-    let text = quote_non_finite(text);
-    match crate::record_de::decode_record(&text, skip) {
-        Some(Decoded::Record(record)) => return Ok(Some(record)),
-        Some(Decoded::Skipped) => return Ok(None),
-        None => {}
-    }
-    // Not a record: find out whether it is JSON at all.
-    let value: Value = serde_json::from_str(&text).map_err(|_| LineProblemKind::NotJson)?;
-    let Value::Object(map) = value else {
-        return Err(LineProblemKind::NotARecord);
-    };
-    let record = record_from_map(map).ok_or(LineProblemKind::NotARecord)?;
-    Ok(Some(record).filter(|r| !skip.contains(&r.event.name())))
+    decode_line(&RecordDecoder { skip }, text)
 }
 
 pub(crate) fn record_from_map(map: Map<String, Value>) -> Option<Record> {

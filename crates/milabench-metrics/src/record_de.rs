@@ -16,6 +16,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use crate::event::{CpuSample, DataPayload, Event, GpuSample, Pipe, Record};
+use crate::lenient::Key;
 
 /// What a line decoded to.
 #[derive(Debug, PartialEq)]
@@ -157,44 +158,6 @@ impl<'de> Visitor<'de> for ScalarVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Scalar<'de>, A::Error> {
         <Value as Deserialize>::deserialize(MapAccessDeserializer::new(map)).map(Scalar::Other)
-    }
-}
-
-/// A key of an object: borrowed from the line when it has no escapes (the common case), so known
-/// keys cost no allocation.
-enum Key<'de> {
-    Borrowed(&'de str),
-    Owned(String),
-}
-
-impl Key<'_> {
-    fn as_str(&self) -> &str {
-        match self {
-            Key::Borrowed(s) => s,
-            Key::Owned(s) => s,
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object key")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key::Borrowed(v))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key::Owned(v.to_owned()))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
-                Ok(Key::Owned(v))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
     }
 }
 

@@ -2,12 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use milabench_metrics::{
-    DataFile, Event, GpuSample, ProblemTally, ReadItem, ReturnCode, discover_data_files,
-};
+use milabench_metrics::{DataFile, GpuSample, ProblemTally, ReadItem, discover_data_files};
 use serde_json::Value;
 
 use crate::error::ReportError;
+use crate::facts::{Fact, FactDecoder};
 
 /// What one process recorded, reduced to what the report needs.
 #[derive(Debug, Clone)]
@@ -189,20 +188,19 @@ pub fn read_run_file(
     problems: &mut ProblemTally,
 ) -> Result<FileOutcome, ReportError> {
     let mut p = Pending::default();
-    // Output lines are not part of any figure: checked, not decoded.
-    for item in file.records()?.skip_events(&["line"]) {
-        let record = match item {
-            ReadItem::Record(r) => r,
+    for item in file.records_with(FactDecoder)? {
+        let fact = match item {
+            ReadItem::Record(fact) => fact,
             ReadItem::Problem(problem) => {
                 problems.add(&file.path, problem);
                 continue;
             }
         };
-        match record.event {
-            Event::Config(c) => p.config = Some(c),
-            Event::Meta(m) => p.meta = Some(m),
-            Event::Data(d) => {
-                if d.task.as_deref() == Some("train")
+        match fact {
+            Fact::Config(c) => p.config = Some(c),
+            Fact::Meta(m) => p.meta = Some(m),
+            Fact::Data(d) => {
+                if d.train
                     && let Some(rate) = d.rate
                 {
                     p.train_rates.push(rate);
@@ -210,32 +208,25 @@ pub fn read_run_file(
                 if d.loss.is_some_and(f64::is_nan) {
                     p.nan_loss = true;
                 }
-                if let Some(cpu) = &d.cpudata {
-                    raise(&mut p.cpudata_peak, cpu.memory.map(|[used, _]| used));
-                }
-                if let Some(process) = d.extra.get("process") {
-                    let rss = process.get("memory").and_then(|m| m.get(0));
-                    raise(&mut p.process_peak, rss.and_then(Value::as_f64));
-                }
+                raise(&mut p.cpudata_peak, d.cpu_memory_used);
+                raise(&mut p.process_peak, d.process_memory);
                 if let Some(gpus) = d.gpudata {
                     p.gpu.push((d.time.filter(|t| *t != 0.0), gpus));
                 }
             }
-            Event::Stop => p.early_stop = true,
-            Event::Start(s) => {
+            Fact::Stop => p.early_stop = true,
+            Fact::Start(time) => {
                 if p.start.is_some() {
                     p.duplicate = Some("start");
                 }
-                p.start = Some(s.time.unwrap_or(f64::NAN));
+                p.start = Some(time);
             }
-            Event::End(e) => {
+            Fact::End(time, ok) => {
                 if p.end.is_some() {
                     p.duplicate = Some("end");
                 }
-                let ok = matches!(e.return_code, ReturnCode::Code(0));
-                p.end = Some((e.time.unwrap_or(f64::NAN), ok));
+                p.end = Some((time, ok));
             }
-            _ => {}
         }
     }
     Ok(finish(file, p))

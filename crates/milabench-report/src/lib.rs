@@ -11,6 +11,7 @@
 mod bootstrap;
 mod compare;
 mod error;
+mod facts;
 mod ingest;
 mod json;
 mod pyfmt;

@@ -1,0 +1,534 @@
+//! The report's projection of a `.data` line: only the fields its figures use, decoded straight
+//! from the line's text. Typed [`milabench_metrics::Record`]s keep every field of every event,
+//! which costs allocations the report does not need; this decoder reads the same fields with the
+//! same rules (a quoted `"NaN"` is a number, a value of another shape is absent, an event whose
+//! payload has another shape is not that event) and skips the rest of the line unread. A test
+//! checks both decoders agree on every line of the fixtures and on odd shapes.
+
+use std::fmt;
+
+use milabench_metrics::lenient::{Key, Number, Numbers};
+use milabench_metrics::lenient_value;
+use milabench_metrics::{GpuSample, LineDecoder, LineOutcome};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+/// What one record tells the report.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fact {
+    /// The `config` event's payload.
+    Config(Value),
+    /// The `meta` event's payload.
+    Meta(Value),
+    /// `start`, with its time (NaN when absent).
+    Start(f64),
+    /// `end`, with its time (NaN when absent) and whether the return code is 0.
+    End(f64, bool),
+    /// `stop` (early stop).
+    Stop,
+    /// A `data` event.
+    Data(Box<DataFacts>),
+}
+
+/// The fields of a `data` payload the report uses.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DataFacts {
+    /// `task == "train"`.
+    pub train: bool,
+    /// `rate`.
+    pub rate: Option<f64>,
+    /// `loss`.
+    pub loss: Option<f64>,
+    /// `time`.
+    pub time: Option<f64>,
+    /// `cpudata.memory[0]`: bytes used on the machine.
+    pub cpu_memory_used: Option<f64>,
+    /// `process.memory[0]`: resident bytes of the benchmark's process tree.
+    pub process_memory: Option<f64>,
+    /// `gpudata`: one sample per device id.
+    pub gpudata: Option<Vec<(String, GpuSample)>>,
+}
+
+/// Decodes lines into [`Fact`]s; every other event is skipped.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FactDecoder;
+
+impl LineDecoder for FactDecoder {
+    type Item = Fact;
+
+    fn decode(&self, text: &str) -> LineOutcome<Fact> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        match de.deserialize_map(LineVisitor) {
+            Ok(outcome) if de.end().is_ok() => outcome,
+            _ => LineOutcome::NotARecord,
+        }
+    }
+}
+
+/// The top-level object: `event` names the payload's decoder.
+struct LineVisitor;
+
+impl<'de> Visitor<'de> for LineVisitor {
+    type Value = LineOutcome<Fact>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an event record")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut name: Option<Key<'de>> = None;
+        let mut fact: Option<Option<Fact>> = None;
+        let mut early_data: Option<Value> = None;
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            match (key.as_str(), &name) {
+                ("event", _) => name = Some(map.next_value()?),
+                ("data", Some(event)) => {
+                    fact = Some(map.next_value_seed(PayloadSeed(event.as_str()))?);
+                }
+                ("data", None) => early_data = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let Some(name) = name else {
+            return Ok(LineOutcome::NotARecord);
+        };
+        let fact = match fact {
+            Some(fact) => fact,
+            // The payload came before the event name (or not at all): decoded from its tree.
+            None => PayloadSeed(name.as_str())
+                .deserialize(early_data.unwrap_or(Value::Null))
+                .map_err(de::Error::custom)?,
+        };
+        Ok(fact.map_or(LineOutcome::Skipped, LineOutcome::Item))
+    }
+}
+
+/// The payload of the event it names; `None` for events the report does not use, and for
+/// payloads of another shape.
+struct PayloadSeed<'a>(&'a str);
+
+impl<'de> DeserializeSeed<'de> for PayloadSeed<'_> {
+    type Value = Option<Fact>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<Fact>, D::Error> {
+        Ok(match self.0 {
+            "config" => Some(Fact::Config(Value::deserialize(deserializer)?)),
+            "meta" => Some(Fact::Meta(Value::deserialize(deserializer)?)),
+            "stop" => Option::<IgnoredAny>::deserialize(deserializer)?
+                .is_none()
+                .then_some(Fact::Stop),
+            "start" => Object::<StartFacts>::deserialize(deserializer)?
+                .0
+                .map(|s| Fact::Start(s.time.unwrap_or(f64::NAN))),
+            "end" => Object::<EndFacts>::deserialize(deserializer)?
+                .0
+                .map(|e| Fact::End(e.time.unwrap_or(f64::NAN), e.return_code_zero)),
+            "data" => Object::<DataFacts>::deserialize(deserializer)?
+                .0
+                .map(|d| Fact::Data(Box::new(d))),
+            _ => {
+                IgnoredAny::deserialize(deserializer)?;
+                None
+            }
+        })
+    }
+}
+
+/// A payload decoded from an object's entries; `None` when it is not one of its kind.
+trait FromObject: Sized {
+    /// Reads the entries.
+    fn from_object<'de, A: MapAccess<'de>>(map: A) -> Result<Option<Self>, A::Error>;
+}
+
+/// An object decoded with [`FromObject`]; any other value is consumed and gives `None`.
+struct Object<T>(Option<T>);
+
+impl<'de, T: FromObject> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: FromObject> Visitor<'de> for ObjectVisitor<T> {
+            type Value = Option<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<T>, A::Error> {
+                T::from_object(map)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<T>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(None)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<T>, E> {
+                Ok(None)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Option<T>, E> {
+                Ok(None)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Option<T>, E> {
+                Ok(None)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Option<T>, E> {
+                Ok(None)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Option<T>, E> {
+                Ok(None)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
+                Ok(None)
+            }
+        }
+        deserializer
+            .deserialize_any(ObjectVisitor(std::marker::PhantomData))
+            .map(Object)
+    }
+}
+
+/// `start`: a start only when `command`, if present, is a list of strings.
+struct StartFacts {
+    time: Option<f64>,
+}
+
+impl FromObject for StartFacts {
+    fn from_object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        let (mut time, mut command_ok) = (None, true);
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            match key.as_str() {
+                "time" => time = map.next_value::<Number>()?.0,
+                "command" => command_ok = map.next_value::<StringList>()?.0,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(command_ok.then_some(StartFacts { time }))
+    }
+}
+
+/// `end`.
+struct EndFacts {
+    time: Option<f64>,
+    return_code_zero: bool,
+}
+
+impl FromObject for EndFacts {
+    fn from_object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        let mut end = EndFacts {
+            time: None,
+            return_code_zero: false,
+        };
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            match key.as_str() {
+                "time" => end.time = map.next_value::<Number>()?.0,
+                "return_code" => end.return_code_zero = map.next_value::<IntegerZero>()?.0,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Some(end))
+    }
+}
+
+impl FromObject for DataFacts {
+    fn from_object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        let mut d = DataFacts::default();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            match key.as_str() {
+                "task" => d.train = map.next_value::<IsTrain>()?.0,
+                "rate" => d.rate = map.next_value::<Number>()?.0,
+                "loss" => d.loss = map.next_value::<Number>()?.0,
+                "time" => d.time = map.next_value::<Number>()?.0,
+                "cpudata" => {
+                    let sample = map.next_value::<Object<MemorySample>>()?.0;
+                    d.cpu_memory_used = sample.and_then(|s| s.0.pair.map(|[used, _]| used));
+                }
+                "process" => {
+                    // Non-finite values count as absent where they are used, so a quoted "NaN"
+                    // here and the typed events' plain number read agree.
+                    let sample = map.next_value::<Object<MemorySample>>()?.0;
+                    d.process_memory = sample.and_then(|s| s.0.first);
+                }
+                "gpudata" => d.gpudata = map.next_value::<Object<GpuSamples>>()?.0.map(|g| g.0),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Some(d))
+    }
+}
+
+/// A `cpudata` or `process` sample: the numbers of its `memory`.
+struct MemorySample(Numbers);
+
+impl FromObject for MemorySample {
+    fn from_object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        let mut memory = Numbers::default();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            if key.as_str() == "memory" {
+                memory = map.next_value()?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(Some(MemorySample(memory)))
+    }
+}
+
+/// `gpudata`: samples by device id, in the file's order.
+struct GpuSamples(Vec<(String, GpuSample)>);
+
+impl FromObject for GpuSamples {
+    fn from_object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        let mut samples = Vec::new();
+        while let Some(id) = map.next_key::<String>()? {
+            let sample = map.next_value::<Object<GpuFacts>>()?.0;
+            samples.push((id, sample.map_or_else(GpuSample::default, |s| s.0)));
+        }
+        Ok(Some(GpuSamples(samples)))
+    }
+}
+
+/// One device's sample, in the typed event's form (without its other keys).
+struct GpuFacts(GpuSample);
+
+impl FromObject for GpuFacts {
+    fn from_object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        let mut s = GpuSample::default();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            match key.as_str() {
+                "memory" => s.memory = map.next_value::<Numbers>()?.pair,
+                "load" => s.load = map.next_value::<Number>()?.0,
+                "temperature" => s.temperature = map.next_value::<Number>()?.0,
+                "power" => s.power = map.next_value::<Number>()?.0,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Some(GpuFacts(s)))
+    }
+}
+
+/// Whether a value is the string `train`.
+struct IsTrain(bool);
+
+lenient_value!(IsTrain, bool, IsTrain, "a task name", {
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        Ok(v == "train")
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(false)
+    }
+});
+
+/// Whether a value is the integer 0 (a return code of 0).
+struct IntegerZero(bool);
+
+lenient_value!(IntegerZero, bool, IntegerZero, "a return code", {
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<bool, E> {
+        Ok(v == 0)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<bool, E> {
+        Ok(v == 0)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(false)
+    }
+});
+
+/// Whether a value is a list of strings.
+struct StringList(bool);
+
+lenient_value!(StringList, bool, StringList, "a command line", {
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        let mut all = true;
+        while let Some(item) = seq.next_element::<Value>()? {
+            all &= item.is_string();
+        }
+        Ok(all)
+    }
+});
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use milabench_metrics::{Event, ReadItem, Record, RecordReader};
+
+    use super::*;
+
+    /// What the report used to take from a typed record; non-finite memory counts as absent
+    /// (the report ignores it either way).
+    fn fact_of(record: Record) -> Option<Fact> {
+        let finite = |x: Option<f64>| x.filter(|x| x.is_finite());
+        Some(match record.event {
+            Event::Config(c) => Fact::Config(c),
+            Event::Meta(m) => Fact::Meta(m),
+            Event::Start(s) => Fact::Start(s.time.unwrap_or(f64::NAN)),
+            Event::End(e) => Fact::End(e.time.unwrap_or(f64::NAN), e.return_code.is_zero()),
+            Event::Stop => Fact::Stop,
+            Event::Data(d) => Fact::Data(Box::new(DataFacts {
+                train: d.task.as_deref() == Some("train"),
+                rate: d.rate,
+                loss: d.loss,
+                time: d.time,
+                cpu_memory_used: finite(d.cpudata.and_then(|c| c.memory).map(|[used, _]| used)),
+                process_memory: finite(
+                    d.extra
+                        .get("process")
+                        .and_then(|p| p.get("memory"))
+                        .and_then(|m| m.get(0))
+                        .and_then(Value::as_f64),
+                ),
+                gpudata: d.gpudata.map(|gpus| {
+                    gpus.into_iter()
+                        .map(|(id, s)| {
+                            let sample = GpuSample {
+                                extra: Default::default(),
+                                ..s
+                            };
+                            (id, sample)
+                        })
+                        .collect()
+                }),
+            })),
+            _ => return None,
+        })
+    }
+
+    fn normalised(fact: Fact) -> String {
+        match fact {
+            Fact::Data(mut d) => {
+                d.cpu_memory_used = d.cpu_memory_used.filter(|x| x.is_finite());
+                d.process_memory = d.process_memory.filter(|x| x.is_finite());
+                format!("{d:?}")
+            }
+            other => format!("{other:?}"),
+        }
+    }
+
+    /// Both decoders over `text`: the facts, and the typed records reduced to facts.
+    fn both(text: &[u8]) -> (Vec<String>, Vec<String>) {
+        let facts = RecordReader::with_decoder(text, FactDecoder)
+            .map(|item| match item {
+                ReadItem::Record(fact) => normalised(fact),
+                ReadItem::Problem(p) => format!("problem {} {:?}", p.line, p.kind),
+            })
+            .collect();
+        let typed = RecordReader::new(text)
+            .filter_map(|item| match item {
+                ReadItem::Record(record) => fact_of(record).map(normalised),
+                ReadItem::Problem(p) => Some(format!("problem {} {:?}", p.line, p.kind)),
+            })
+            .collect();
+        (facts, typed)
+    }
+
+    fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files_under(&path, out);
+            } else if matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("data" | "txt")
+            ) {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn agrees_with_the_typed_records_on_every_fixture_line() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/milabench");
+        let mut files = Vec::new();
+        files_under(&root.join("runs"), &mut files);
+        files_under(&root.join("replays"), &mut files);
+        assert!(files.len() > 10, "{files:?}");
+        for file in files {
+            let text = std::fs::read(&file).unwrap();
+            let (facts, typed) = both(&text);
+            assert_eq!(facts, typed, "{}", file.display());
+        }
+    }
+
+    #[test]
+    fn agrees_with_the_typed_records_on_odd_shapes() {
+        let lines = [
+            r#"{"event": "data", "data": {"rate": 12.5, "units": "items/s", "task": "train"}, "pipe": "data"}"#,
+            r#"{"event": "data", "data": {"rate": NaN, "loss": -Infinity, "task": "train"}}"#,
+            r#"{"event": "data", "data": {"rate": "NaN", "loss": "x", "task": 3, "time": [1]}}"#,
+            r#"{"data": {"rate": 1.0, "task": "train"}, "event": "data", "pipe": "data"}"#,
+            r#"{"event": "data", "data": {"task": "main", "time": 17.5, "gpudata": {"0": {"memory": [1, 2.5], "load": 0.9, "power": 300.5, "odd": [1]}, "1": 3, "2": {"memory": [1]}}}}"#,
+            r#"{"event": "data", "data": {"gpudata": [1, 2], "cpudata": {"memory": [1, 2], "load": 5}, "process": {"memory": [3]}}}"#,
+            r#"{"event": "data", "data": {"cpudata": {"memory": ["NaN", 2]}, "process": {"memory": ["NaN", 1]}}}"#,
+            r#"{"event": "data", "data": {"cpudata": 7, "process": [1], "gpudata": {"0": null}}}"#,
+            r#"{"event": "data", "data": {"gpudata": {"0": {"memory": [1, 2]}}, "gpudata": {"1": {"load": 1}}}}"#,
+            r#"{"event": "data", "data": [1, 2], "pipe": "data"}"#,
+            r#"{"event": "data", "data": null}"#,
+            r#"{"event": "data"}"#,
+            r#"{"event": "config", "data": {"name": "x", "tag": ["x", "D0"]}, "pipe": null}"#,
+            r#"{"event": "config"}"#,
+            r#"{"event": "meta", "data": [1]}"#,
+            r#"{"event": "stop", "data": null, "pipe": "data"}"#,
+            r#"{"event": "stop"}"#,
+            r#"{"event": "stop", "data": {"why": 1}}"#,
+            r#"{"event": "start", "data": {"command": ["voir", "main.py"], "time": 1.5}}"#,
+            r#"{"event": "start", "data": {"command": "voir main.py", "time": 1.5}}"#,
+            r#"{"event": "start", "data": {"command": ["voir", 3]}}"#,
+            r#"{"event": "start", "data": {"time": "NaN"}}"#,
+            r#"{"event": "start", "data": 3}"#,
+            r#"{"event": "end", "data": {"return_code": 0, "time": 3.5}, "pipe": 7}"#,
+            r#"{"event": "end", "data": {"return_code": 0.0}}"#,
+            r#"{"event": "end", "data": {"return_code": "ERROR", "time": 2}}"#,
+            r#"{"event": "end", "data": {"return_code": -15}}"#,
+            r#"{"event": "end", "data": null}"#,
+            r#"{"event": "line", "data": "step 1\n", "pipe": "stderr"}"#,
+            r#"{"event": "phase", "data": {"name": "init"}, "pipe": null}"#,
+            r#"{"event": "d\u0061ta", "data": {"r\u0061te": 2, "task": "tr\u0061in"}}"#,
+            r#"{"pipe": "data"}"#,
+            r#"{"event": 3, "data": {}}"#,
+            r#"[1, 2]"#,
+            r#"not json"#,
+            r#"{"event": "data", "data": {"rate": 1}} {}"#,
+            r#"{"event": "data", "data": {"rate": 1"#,
+        ];
+        let text = lines.join("\n");
+        let (facts, typed) = both(text.as_bytes());
+        assert_eq!(facts, typed);
+        assert!(facts.len() > 20, "{facts:#?}");
+    }
+}
