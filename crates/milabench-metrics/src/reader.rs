@@ -175,13 +175,9 @@ impl<R: BufRead, D: LineDecoder> Iterator for RecordReader<R, D> {
             if self.done {
                 return None;
             }
-            self.buf.clear();
-            match self.input.read_until(b'\n', &mut self.buf) {
-                Ok(0) => {
-                    self.done = true;
-                    return None;
-                }
-                Ok(_) => {}
+            let available = match self.input.fill_buf() {
+                Ok(bytes) => bytes,
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(err) => {
                     self.done = true;
                     return Some(ReadItem::Problem(LineProblem {
@@ -190,36 +186,100 @@ impl<R: BufRead, D: LineDecoder> Iterator for RecordReader<R, D> {
                         detail: err.to_string(),
                     }));
                 }
-            }
-            self.line += 1;
-            let complete = self.buf.last() == Some(&b'\n');
-            let bytes = trim_newline(&self.buf);
-            if bytes.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let (text, utf8_ok) = match std::str::from_utf8(bytes) {
-                Ok(s) => (std::borrow::Cow::Borrowed(s), true),
-                Err(_) => (String::from_utf8_lossy(bytes), false),
             };
-            let parsed = decode_line(&self.decoder, &text);
-            let line = self.line;
-            return Some(match (parsed, utf8_ok) {
-                (Ok(None), true) => continue,
-                (Ok(record), false) => {
-                    self.pending = record;
-                    problem(line, LineProblemKind::NotUtf8, &text)
+            let newline = memchr::memchr(b'\n', available);
+            let outcome = match (newline, self.buf.is_empty()) {
+                // A whole line in the input's buffer: decoded where it lies, without a copy.
+                (Some(end), true) => {
+                    self.line += 1;
+                    let outcome = line_item(&self.decoder, &available[..end], true, self.line);
+                    self.input.consume(end + 1);
+                    outcome
                 }
-                (Ok(Some(record)), true) => ReadItem::Record(record),
-                (Err(_), false) => problem(line, LineProblemKind::NotUtf8, &text),
-                (Err(kind), true) => {
-                    let kind = if !complete && kind == LineProblemKind::NotJson {
-                        LineProblemKind::Truncated
-                    } else {
-                        kind
-                    };
-                    problem(line, kind, &text)
+                // The end of a line whose start is in `buf`.
+                (Some(end), false) => {
+                    self.buf.extend_from_slice(&available[..end]);
+                    self.input.consume(end + 1);
+                    self.line += 1;
+                    let outcome = line_item(&self.decoder, &self.buf, true, self.line);
+                    self.buf.clear();
+                    outcome
                 }
-            });
+                // The end of the input: the last line has no newline.
+                (None, _) if available.is_empty() => {
+                    self.done = true;
+                    if self.buf.is_empty() {
+                        return None;
+                    }
+                    self.line += 1;
+                    line_item(
+                        &self.decoder,
+                        &std::mem::take(&mut self.buf),
+                        false,
+                        self.line,
+                    )
+                }
+                // A line that goes on past the buffer: kept until its end arrives.
+                (None, _) => {
+                    self.buf.extend_from_slice(available);
+                    let read = available.len();
+                    self.input.consume(read);
+                    continue;
+                }
+            };
+            match outcome {
+                LineItem::Nothing => continue,
+                LineItem::One(item) => return Some(item),
+                LineItem::ProblemThenRecord(problem, record) => {
+                    self.pending = Some(record);
+                    return Some(problem);
+                }
+            }
+        }
+    }
+}
+
+/// What one line gives the reader.
+enum LineItem<T> {
+    /// Nothing (a blank line, or a skipped record).
+    Nothing,
+    /// A record or a problem.
+    One(ReadItem<T>),
+    /// A repaired line: its problem, then its record.
+    ProblemThenRecord(ReadItem<T>, T),
+}
+
+/// Decodes the line `bytes` (without its newline; `complete` when one followed it), number
+/// `line`.
+fn line_item<D: LineDecoder>(
+    decoder: &D,
+    bytes: &[u8],
+    complete: bool,
+    line: usize,
+) -> LineItem<D::Item> {
+    let bytes = trim_newline(bytes);
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return LineItem::Nothing;
+    }
+    let (text, utf8_ok) = match std::str::from_utf8(bytes) {
+        Ok(s) => (std::borrow::Cow::Borrowed(s), true),
+        Err(_) => (String::from_utf8_lossy(bytes), false),
+    };
+    match (decode_line(decoder, &text), utf8_ok) {
+        (Ok(None), true) => LineItem::Nothing,
+        (Ok(Some(record)), true) => LineItem::One(ReadItem::Record(record)),
+        (Ok(None), false) => LineItem::One(problem(line, LineProblemKind::NotUtf8, &text)),
+        (Ok(Some(record)), false) => {
+            LineItem::ProblemThenRecord(problem(line, LineProblemKind::NotUtf8, &text), record)
+        }
+        (Err(_), false) => LineItem::One(problem(line, LineProblemKind::NotUtf8, &text)),
+        (Err(kind), true) => {
+            let kind = if !complete && kind == LineProblemKind::NotJson {
+                LineProblemKind::Truncated
+            } else {
+                kind
+            };
+            LineItem::One(problem(line, kind, &text))
         }
     }
 }
