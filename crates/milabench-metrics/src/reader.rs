@@ -479,6 +479,19 @@ mod tests {
     }
 
     #[test]
+    fn lines_across_buffer_fills_read_the_same() {
+        let text = b"{\"event\": \"stop\", \"data\": null}\r\n\n  \nnot json\n\
+            {\"event\": \"line\", \"data\": \"caf\xe9\\n\"}\n{\"event\": \"data\", \"da";
+        let whole: Vec<ReadItem> = read(text);
+        for capacity in [1, 2, 7, 16, 64] {
+            let small = std::io::BufReader::with_capacity(capacity, &text[..]);
+            let items: Vec<ReadItem> = RecordReader::new(small).collect();
+            assert_eq!(items, whole, "buffer of {capacity} bytes");
+        }
+        assert_eq!(whole.len(), 5, "{whole:?}");
+    }
+
+    #[test]
     fn skipped_events_are_checked_but_not_yielded() {
         let items: Vec<ReadItem> = RecordReader::new(
             &b"{\"event\": \"line\", \"data\": \"step 1\\n\", \"pipe\": \"stderr\"}\n\

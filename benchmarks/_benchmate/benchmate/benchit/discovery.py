@@ -4,8 +4,16 @@ Instead of MLAgility's profiler over every frame's locals, :class:`Discovery` re
 ``torch.nn.Module.__call__`` with a thin wrapper. A call made while no tracked call is in progress
 is a top-level model (depth 0); a call made from inside a tracked model's forward is a sub-model
 when the callee is a direct child of that model and the nesting is within ``max_depth``. Every
-other call takes a fast path (one length comparison) straight to torch. ``torch.nn.Module.__init__``
-is wrapped too, to remember where in the user's script each module was made.
+other call goes straight to torch's own call path after one length comparison.
+``torch.nn.Module.__init__`` is wrapped too, to remember where in the user's script each module
+was made.
+
+Counting calls is cheap: each *site* (one module called with one input signature under one
+parent site) has its counters, found by a dictionary lookup. Describing a model is not (its hash
+comes from its ``repr``, its parameters are counted, its invocations hashed), so it happens at the
+first call only when the listener needs it there (to build the invocation before the forward
+runs); otherwise it waits until the script ends or :data:`DESCRIBE_AFTER_SECONDS` have passed,
+keeping it off short scripts' run time. A model is described as it is at that moment.
 
 What to do with a discovery (send events, build, benchmark) is the business of a
 :class:`Listener`; this module only observes.
@@ -15,11 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import sys
 import weakref
 from time import perf_counter
-from typing import Any, Iterator, NamedTuple, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 
@@ -41,6 +50,11 @@ ACTIVATIONS = frozenset(
     and issubclass(cls, torch.nn.Module)
     and cls.__module__ == torch.nn.modules.activation.__name__
 )
+
+#: How long models found may wait to be described when the listener does not need them at their
+#: first call: a script that runs longer gets its models announced while it runs (a script stopped
+#: by a timeout still reports them), and holds the modules waiting no longer than that.
+DESCRIBE_AFTER_SECONDS = 1.0
 
 
 def _optimized_module_type() -> Optional[type]:
@@ -67,8 +81,6 @@ class ModelRecord:
     depth: int
     parent_hash: Optional[str]
     compiled: bool
-    #: Invocations by input signature (see :func:`_signature`), shared by identical models.
-    signatures: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclasses.dataclass
@@ -83,7 +95,6 @@ class InvocationRecord:
     is_target: bool
     executed: int = 0
     seconds: float = 0.0
-    announced: bool = False
 
 
 @dataclasses.dataclass
@@ -101,13 +112,18 @@ class Call:
 class Listener:
     """Receives discoveries; the default does nothing (analysis only)."""
 
+    #: Whether each invocation must be announced at its first call, before its forward runs (to
+    #: build it there). When false, discovery describes what it found later (see the module).
+    needs_first_calls = False
+
     def model_found(self, record: ModelRecord) -> None:
         """A model hash seen for the first time."""
 
     def invocation_found(self, record: ModelRecord, invocation: InvocationRecord,
                          module: torch.nn.Module) -> Any:
-        """An invocation at its first call, before the forward runs. A value other than ``None``
-        asks for :meth:`first_call_done` (with copies of the inputs) after the forward."""
+        """A new invocation. At its first call (when :attr:`needs_first_calls`), a value other
+        than ``None`` asks for :meth:`first_call_done` (with copies of the inputs) after the
+        forward."""
         return None
 
     def first_call_done(self, call: Call) -> None:
@@ -120,20 +136,53 @@ class Listener:
         """A call whose inputs cannot be described (reported once per model and message)."""
 
 
-class _Active(NamedTuple):
-    """A tracked call in progress (a stack entry; ``None`` entries block their subtree)."""
+class _Model:
+    """A module instance called as a model: what its first call tells, and its record once
+    described."""
 
-    module: torch.nn.Module
-    record: ModelRecord
-    invocation: InvocationRecord
-    accepts_children: bool
+    __slots__ = ("target", "compiled", "name", "depth", "parent", "location", "record")
+
+    def __init__(self, target: torch.nn.Module, compiled: bool, name: Optional[str], depth: int,
+                 parent: Optional["_Site"], location: Optional[tuple[str, int]]):
+        self.target = weakref.ref(target)
+        self.compiled = compiled
+        self.name = name
+        self.depth = depth
+        self.parent = parent
+        self.location = location
+        self.record: Optional[ModelRecord] = None
+
+
+class _Site:
+    """A model instance called with one input signature under one parent site: what the hot path
+    counts, and an entry of the stack of tracked calls in progress.
+
+    ``counts`` is where calls are counted: the site itself (``executed``, ``seconds``) until it is
+    described, then its invocation, which takes over what the site had counted."""
+
+    __slots__ = ("module", "model", "parent", "accepts_children", "shapes", "dtypes",
+                 "invocation", "counts", "executed", "seconds")
+
+    def __init__(self, module: "weakref.ref[torch.nn.Module]", model: _Model,
+                 parent: Optional["_Site"], accepts_children: bool, shapes: dict, dtypes: dict):
+        self.module = module
+        self.model = model
+        self.parent = parent
+        self.accepts_children = accepts_children
+        self.shapes = shapes
+        self.dtypes = dtypes
+        self.invocation: Optional[InvocationRecord] = None
+        self.counts: Any = self
+        self.executed = 0
+        self.seconds = 0.0
 
 
 class Discovery:
     """Observes the ``torch.nn.Module`` calls of one script run.
 
     Use as a context manager around the script: it patches ``torch.nn.Module`` on entry and
-    restores it on exit. :meth:`paused` restores torch while the worker builds or benchmarks.
+    restores it on exit. :meth:`paused` restores torch while the worker builds or benchmarks;
+    :meth:`describe_found` describes what is still waiting (call it once the script is over).
     """
 
     def __init__(self, script: str, max_depth: int, targets: set[str], listener: Listener):
@@ -143,7 +192,9 @@ class Discovery:
         self.listener = listener
         self.models: dict[str, ModelRecord] = {}
         self.invocations: dict[str, InvocationRecord] = {}
-        self._known: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = (
+        #: Sites by (parent site, ``id`` of the called module, input signature).
+        self._sites: dict[tuple, _Site] = {}
+        self._known: "weakref.WeakKeyDictionary[torch.nn.Module, _Model]" = (
             weakref.WeakKeyDictionary()
         )
         self._locations: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = (
@@ -151,12 +202,17 @@ class Discovery:
         )
         self._constructors: dict[type, frozenset] = {}
         self._reported_errors: set[tuple[str, str]] = set()
-        self._stack: list[Optional[_Active]] = []
+        self._stack: list[Optional[_Site]] = []
+        #: Descriptions waiting for :meth:`describe_found`, in the order found (each holds its
+        #: module), and when to run them at the latest.
+        self._undescribed: list[tuple[Callable[..., Any], tuple]] = []
+        self._describe_at = math.inf
         self._optimized = _optimized_module_type()
         self._original_call = torch.nn.Module.__call__
         self._original_init = torch.nn.Module.__init__
         self._installed = False
         self._watching_forks = False
+
     # -- patching ---------------------------------------------------------------------------
 
     def __enter__(self) -> "Discovery":
@@ -168,16 +224,20 @@ class Discovery:
 
     def _install(self) -> None:
         """Put the call and constructor wrappers on ``torch.nn.Module``."""
-        original_call = self._original_call
         original_init = self._original_init
         stack = self._stack
         max_depth = self.max_depth
+        track = self._call
         discovery = self
 
         def __call__(module, *args, **kwargs):  # noqa: N807 - replaces Module.__call__
             if len(stack) > max_depth:
-                return original_call(module, *args, **kwargs)
-            return discovery._call(module, args, kwargs)
+                # What torch's Module.__call__ (_wrapped_call_impl) does, without its frame.
+                compiled = module._compiled_call_impl
+                if compiled is None:
+                    return module._call_impl(*args, **kwargs)
+                return compiled(*args, **kwargs)
+            return track(module, args, kwargs)
 
         def __init__(module, *args, **kwargs):  # noqa: N807 - replaces Module.__init__
             original_init(module, *args, **kwargs)
@@ -203,6 +263,7 @@ class Discovery:
         if self._installed:
             self._uninstall()
             self._stack.clear()
+            self._undescribed.clear()
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -241,10 +302,10 @@ class Discovery:
     # -- calls ------------------------------------------------------------------------------
 
     def _call(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
-        """A call within ``max_depth``: track it when it is a model, else block its subtree.
+        """A call within ``max_depth``: count it when it is a model, else block its subtree.
 
-        This is the hot path of discovery: known models with known input signatures cost a few
-        dictionary lookups and two clock reads.
+        This is the hot path of discovery: a known site costs one dictionary lookup and two clock
+        reads.
         """
         original = self._original_call
         if is_compiling():
@@ -252,29 +313,15 @@ class Discovery:
         stack = self._stack
         parent = stack[-1] if stack else None
         if stack and (parent is None or not parent.accepts_children
-                      or not _is_child(parent.module, module)):
+                      or not _is_child(parent.model.target(), module)):
             return self._blocked(module, args, kwargs)
-        known = self._known.get(module)
-        if known is None:
-            known = self._discover(module, parent)
-            if known is None:
-                return self._blocked(module, args, kwargs)
-        target, record = known
-        parent_invocation = parent.invocation.invocation_hash if parent else None
-        signature = _signature(parent_invocation, args, kwargs)
-        invocation = record.signatures.get(signature) if signature is not None else None
-        if invocation is None:
-            invocation = self._invocation(record, parent_invocation, args, kwargs, signature)
-            if invocation is None:
-                return self._blocked(module, args, kwargs)
         call = None
-        if not invocation.announced:
-            invocation.announced = True
-            plan = self.listener.invocation_found(record, invocation, target)
-            if plan is not None:
-                call = Call(module=target, record=record, invocation=invocation,
-                            args=_copy_inputs(args), kwargs=_copy_inputs(kwargs), plan=plan)
-        stack.append(_Active(target, record, invocation, target is module))
+        site = self._sites.get((parent, id(module), _signature(args, kwargs)))
+        if site is None or site.module() is not module:
+            site, call = self._site_of(module, parent, args, kwargs)
+            if site is None:
+                return self._blocked(module, args, kwargs)
+        stack.append(site)
         start = perf_counter()
         try:
             outputs = original(module, *args, **kwargs)
@@ -283,12 +330,15 @@ class Discovery:
             if call is not None:
                 self.listener.first_call_failed(call)
             raise
-        elapsed = perf_counter() - start
+        end = perf_counter()
         stack.pop()
-        invocation.executed += 1
-        invocation.seconds += elapsed
+        counts = site.counts
+        counts.executed += 1
+        counts.seconds += end - start
         if call is not None:
             self.listener.first_call_done(call)
+        elif end >= self._describe_at:
+            self.describe_found()
         return outputs
 
     def _blocked(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
@@ -305,69 +355,130 @@ class Discovery:
             return module._orig_mod
         return module
 
-    def _discover(self, module: torch.nn.Module, parent: Optional[_Active]
-                  ) -> Optional[tuple[torch.nn.Module, ModelRecord]]:
-        """The target module and record of a module called for the first time (identical
-        architectures share a record), or ``None`` when it is no model: an activation, or
-        nothing with parameters (yet)."""
+    def _site_of(self, module: torch.nn.Module, parent: Optional[_Site], args: tuple,
+                 kwargs: dict) -> tuple[Optional[_Site], Optional[Call]]:
+        """The site of a call the fast lookup missed (a new site, or inputs other than tensors)
+        and, for the first call of an invocation the listener wants built, its :class:`Call`;
+        no site when the module is no model or its inputs cannot be described."""
+        model = self._known.get(module)
+        if model is None:
+            # This frame, _call's, the wrapper's, then the caller's.
+            model = self._new_model(module, parent, sys._getframe(3))
+            if model is None:
+                return None, None
+        try:
+            shapes, dtypes = shapes_and_dtypes(named_inputs(args, kwargs))
+        except UnsupportedInput as error:
+            self._input_error(model, error)
+            return None, None
+        signature = _signature(args, kwargs)
+        if signature is None:
+            signature = (tuple(shapes.items()), tuple(dtypes.items()))
+        key = (parent, id(module), signature)
+        site = self._sites.get(key)
+        if site is not None and site.module() is module:
+            return site, None
+        target = model.target()
+        site = _Site(_dropping_when_dead(self._sites, key, module), model, parent,
+                     target is module, shapes, dtypes)
+        self._sites[key] = site
+        plan = self._describe(self._describe_site, site, target)
+        if plan is None:
+            return site, None
+        return site, Call(module=target, record=model.record, invocation=site.invocation,
+                          args=_copy_inputs(args), kwargs=_copy_inputs(kwargs), plan=plan)
+
+    def _new_model(self, module: torch.nn.Module, parent: Optional[_Site],
+                   caller: Any) -> Optional[_Model]:
+        """The model of a module called for the first time, or ``None`` when it is no model: an
+        activation, or nothing with parameters (yet: a lazy module's are not made)."""
         target = self._target(module)
-        if type(target) in ACTIVATIONS:
+        if type(target) in ACTIVATIONS or not _has_parameters(target):
             return None
-        parameters = list(target.parameters())
-        count = sum(p.numel() for p in parameters)
-        if count == 0:
-            return None
+        model = _Model(target, compiled=target is not module,
+                       name=_variable_name(module, parent, caller), depth=len(self._stack),
+                       parent=parent,
+                       location=self._locations.get(target) or self._locations.get(module))
+        self._known[module] = model
+        self._describe(self._describe_model, model, target)
+        return model
+
+    # -- descriptions -----------------------------------------------------------------------
+
+    def _describe(self, description: Callable[..., Any], *args: Any) -> Any:
+        """Run ``description(*args)`` now when the listener needs first calls, and return what
+        it returns; else keep it for :meth:`describe_found` and return ``None``."""
+        if self.listener.needs_first_calls:
+            return description(*args)
+        if not self._undescribed:
+            self._describe_at = perf_counter() + DESCRIBE_AFTER_SECONDS
+        self._undescribed.append((description, args))
+        return None
+
+    def describe_found(self) -> None:
+        """Describe what was found and not described yet, in the order it was found: the
+        listener gets its :meth:`~Listener.model_found` and :meth:`~Listener.invocation_found`."""
+        undescribed, self._undescribed = self._undescribed, []
+        self._describe_at = math.inf
+        for description, args in undescribed:
+            description(*args)
+
+    def _describe_model(self, model: _Model, target: torch.nn.Module) -> None:
+        """Hash a model; the first of its hash makes the record (and is announced)."""
         hash_ = model_hash(target)
         record = self.models.get(hash_)
         if record is None:
-            file, line = self._locations.get(target) or self._locations.get(module) or (None, None)
-            caller = sys._getframe(3)  # the frame that called the model
+            file, line = model.location or (None, None)
+            parameters = list(target.parameters())
             record = ModelRecord(
                 model_hash=hash_,
                 class_name=type(target).__name__,
                 module_name=type(target).__module__,
                 file=file,
                 line=line,
-                name=_variable_name(module, parent, caller),
-                parameters=count,
+                name=model.name,
+                parameters=sum(p.numel() for p in parameters),
                 parameter_bytes=sum(p.numel() * p.element_size() for p in parameters),
-                depth=len(self._stack),
-                parent_hash=parent.record.model_hash if parent else None,
-                compiled=target is not module,
+                depth=model.depth,
+                parent_hash=model.parent.model.record.model_hash if model.parent else None,
+                compiled=model.compiled,
             )
             self.models[hash_] = record
             self.listener.model_found(record)
-        known = (target, record)
-        self._known[module] = known
-        return known
+        model.record = record
 
-    def _invocation(self, record: ModelRecord, parent_invocation: Optional[str], args: tuple,
-                    kwargs: dict, signature: Optional[tuple]) -> Optional[InvocationRecord]:
-        """The invocation of these inputs (created at first sight), or ``None`` after reporting
-        inputs that cannot be described."""
-        try:
-            shapes, dtypes = shapes_and_dtypes(named_inputs(args, kwargs))
-        except UnsupportedInput as error:
-            key = (record.model_hash, str(error))
-            if key not in self._reported_errors:
-                self._reported_errors.add(key)
-                self.listener.input_error(record, error)
-            return None
-        hash_ = invocation_hash(record.model_hash, parent_invocation, shapes, dtypes)
+    def _describe_site(self, site: _Site, target: torch.nn.Module) -> Any:
+        """Hash a site's invocation (announced when new, and what the listener answers is
+        returned); from now on its calls are counted there."""
+        record = site.model.record
+        parent = site.parent.invocation.invocation_hash if site.parent else None
+        hash_ = invocation_hash(record.model_hash, parent, site.shapes, site.dtypes)
         invocation = self.invocations.get(hash_)
+        plan = None
         if invocation is None:
             invocation = InvocationRecord(
                 invocation_hash=hash_,
                 model_hash=record.model_hash,
-                parent_invocation_hash=parent_invocation,
-                shapes=shapes,
-                dtypes=dtypes,
+                parent_invocation_hash=parent,
+                shapes=site.shapes,
+                dtypes=site.dtypes,
                 is_target=not self.targets or hash_ in self.targets,
             )
             self.invocations[hash_] = invocation
-        if signature is not None:
-            record.signatures[signature] = invocation
-        return invocation
+            plan = self.listener.invocation_found(record, invocation, target)
+        invocation.executed += site.executed
+        invocation.seconds += site.seconds
+        site.invocation = site.counts = invocation
+        return plan
+
+    def _input_error(self, model: _Model, error: UnsupportedInput) -> None:
+        """Report inputs that cannot be described, once per model hash and message (after
+        describing what was found before, to keep the listener's events in order)."""
+        self.describe_found()
+        key = (model.record.model_hash, str(error))
+        if key not in self._reported_errors:
+            self._reported_errors.add(key)
+            self.listener.input_error(model.record, error)
 
 
 def _is_child(parent: torch.nn.Module, module: torch.nn.Module) -> bool:
@@ -375,12 +486,30 @@ def _is_child(parent: torch.nn.Module, module: torch.nn.Module) -> bool:
     return any(child is module for child in parent._modules.values())
 
 
-def _variable_name(module: torch.nn.Module, parent: Optional[_Active],
+def _has_parameters(module: torch.nn.Module) -> bool:
+    """Whether ``module`` has a parameter with elements (a lazy module's, not made yet, count as
+    none)."""
+    return any(not torch.nn.parameter.is_lazy(p) and p.numel() for p in module.parameters())
+
+
+def _dropping_when_dead(sites: dict, key: tuple, module: torch.nn.Module) -> "weakref.ref":
+    """A weak reference to ``module`` whose death removes ``sites[key]`` (unless the key, which
+    holds the module's ``id``, belongs to another module by then)."""
+
+    def drop(ref: "weakref.ref") -> None:
+        site = sites.get(key)
+        if site is not None and site.module is ref:
+            del sites[key]
+
+    return weakref.ref(module, drop)
+
+
+def _variable_name(module: torch.nn.Module, parent: Optional[_Site],
                    caller: Any) -> Optional[str]:
     """The attribute name of a sub-model in its parent, or the caller's variable holding a
     top-level model."""
     if parent is not None:
-        for name, child in parent.module._modules.items():
+        for name, child in parent.model.target()._modules.items():
             if child is module:
                 return name
         return None
@@ -395,9 +524,13 @@ def _variable_name(module: torch.nn.Module, parent: Optional[_Active],
     return None
 
 
-def _signature(parent_invocation: Optional[str], args: tuple, kwargs: dict) -> Optional[tuple]:
-    """A cheap key of calls whose inputs are all tensors (name, shape, dtype), else ``None``."""
-    key: list = [parent_invocation]
+def _signature(args: tuple, kwargs: dict) -> Optional[tuple]:
+    """A cheap key of calls whose inputs are all tensors (shapes, dtypes and keyword names), else
+    ``None``."""
+    if not kwargs and len(args) == 1:
+        value = args[0]
+        return (value.shape, value.dtype) if isinstance(value, torch.Tensor) else None
+    key: list = []
     for value in args:
         if not isinstance(value, torch.Tensor):
             return None

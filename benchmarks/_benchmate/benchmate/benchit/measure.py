@@ -92,6 +92,8 @@ def overhead(path: str, runs: int, script_args: list[str]) -> dict[str, Any]:
 class _FirstCall(Listener):
     """Keeps the first call of the first model (its module and copies of its inputs)."""
 
+    needs_first_calls = True
+
     def __init__(self) -> None:
         self.call: Call | None = None
 

@@ -203,6 +203,7 @@ class ScriptSession:
             start = time.perf_counter()
             self._execute(stem)
             self.script_seconds = time.perf_counter() - start
+        self.discovery.describe_found()
         self.protocol.send("calls", invocations=[
             {"invocation_hash": inv.invocation_hash, "executed": inv.executed,
              "seconds": inv.seconds}
@@ -227,7 +228,9 @@ class ScriptSession:
             self._script_error(error, one_line(error))
 
     def _script_error(self, error: BaseException, message: str) -> None:
-        """Send ``script_error`` with the traceback from the script's first frame on."""
+        """Send ``script_error`` with the traceback from the script's first frame on, after the
+        models found before the error."""
+        self.discovery.describe_found()
         tb = error.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename != self.script:
             tb = tb.tb_next
@@ -243,6 +246,8 @@ class _Events:
     def __init__(self, session: ScriptSession):
         self.session = session
         self.protocol = session.protocol
+        #: Analysis only: models and invocations may be announced after their first call.
+        self.needs_first_calls = not session.analyze_only
 
     def model_found(self, record: Any) -> None:
         """Send the ``model`` event."""
