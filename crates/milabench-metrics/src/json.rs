@@ -12,10 +12,10 @@ const SENTINEL: char = '\u{0}';
 /// (outside strings) as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`, so that a strict JSON
 /// parser accepts the line. Lines without such tokens are returned unchanged, without copying.
 pub(crate) fn quote_non_finite(line: &str) -> Cow<'_, str> {
-    // Both tokens hold an upper-case letter that is rare in these lines: two byte searches
-    // (memchr) rule most lines out before the exact search.
+    // Both tokens hold an upper-case letter that is rare in these lines: one vectorised byte
+    // search rules most lines out before the exact search.
     let bytes = line.as_bytes();
-    if !bytes.contains(&b'N') && !bytes.contains(&b'I') {
+    if memchr::memchr2(b'N', b'I', bytes).is_none() {
         return Cow::Borrowed(line);
     }
     if !line.contains("NaN") && !line.contains("Infinity") {

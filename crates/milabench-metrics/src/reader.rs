@@ -88,8 +88,8 @@ pub enum LineOutcome<T> {
 pub trait LineDecoder {
     /// What a record becomes.
     type Item;
-    /// Decodes one line.
-    fn decode(&self, text: &str) -> LineOutcome<Self::Item>;
+    /// Decodes one line (a decoder may keep what it learns from one line for the next ones).
+    fn decode(&mut self, text: &str) -> LineOutcome<Self::Item>;
 }
 
 /// The full decoder: every line becomes a typed [`Record`], except the event kinds in `skip`.
@@ -101,7 +101,7 @@ pub struct RecordDecoder {
 impl LineDecoder for RecordDecoder {
     type Item = Record;
 
-    fn decode(&self, text: &str) -> LineOutcome<Record> {
+    fn decode(&mut self, text: &str) -> LineOutcome<Record> {
         match crate::record_de::decode_record(text, self.skip) {
             Some(Decoded::Record(record)) => return LineOutcome::Item(record),
             Some(Decoded::Skipped) => return LineOutcome::Skipped,
@@ -162,6 +162,11 @@ impl<R: BufRead, D: LineDecoder> RecordReader<R, D> {
     pub fn lines_read(&self) -> usize {
         self.line
     }
+
+    /// The decoder, with what it kept from the lines read so far.
+    pub fn decoder(&self) -> &D {
+        &self.decoder
+    }
 }
 
 impl<R: BufRead, D: LineDecoder> Iterator for RecordReader<R, D> {
@@ -192,7 +197,7 @@ impl<R: BufRead, D: LineDecoder> Iterator for RecordReader<R, D> {
                 // A whole line in the input's buffer: decoded where it lies, without a copy.
                 (Some(end), true) => {
                     self.line += 1;
-                    let outcome = line_item(&self.decoder, &available[..end], true, self.line);
+                    let outcome = line_item(&mut self.decoder, &available[..end], true, self.line);
                     self.input.consume(end + 1);
                     outcome
                 }
@@ -201,7 +206,7 @@ impl<R: BufRead, D: LineDecoder> Iterator for RecordReader<R, D> {
                     self.buf.extend_from_slice(&available[..end]);
                     self.input.consume(end + 1);
                     self.line += 1;
-                    let outcome = line_item(&self.decoder, &self.buf, true, self.line);
+                    let outcome = line_item(&mut self.decoder, &self.buf, true, self.line);
                     self.buf.clear();
                     outcome
                 }
@@ -213,7 +218,7 @@ impl<R: BufRead, D: LineDecoder> Iterator for RecordReader<R, D> {
                     }
                     self.line += 1;
                     line_item(
-                        &self.decoder,
+                        &mut self.decoder,
                         &std::mem::take(&mut self.buf),
                         false,
                         self.line,
@@ -252,7 +257,7 @@ enum LineItem<T> {
 /// Decodes the line `bytes` (without its newline; `complete` when one followed it), number
 /// `line`.
 fn line_item<D: LineDecoder>(
-    decoder: &D,
+    decoder: &mut D,
     bytes: &[u8],
     complete: bool,
     line: usize,
@@ -303,7 +308,7 @@ fn trim_newline(bytes: &[u8]) -> &[u8] {
 /// Decodes one line of a `.data` file with `decoder`, after quoting Python's non-finite tokens;
 /// `Ok(None)` for a record the decoder skips.
 fn decode_line<D: LineDecoder>(
-    decoder: &D,
+    decoder: &mut D,
     text: &str,
 ) -> Result<Option<D::Item>, LineProblemKind> {
     let text = quote_non_finite(text);
@@ -324,7 +329,7 @@ pub(crate) fn parse_record_line(
     text: &str,
     skip: &'static [&'static str],
 ) -> Result<Option<Record>, LineProblemKind> {
-    decode_line(&RecordDecoder { skip }, text)
+    decode_line(&mut RecordDecoder { skip }, text)
 }
 
 pub(crate) fn record_from_map(map: Map<String, Value>) -> Option<Record> {

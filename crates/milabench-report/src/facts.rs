@@ -9,7 +9,7 @@ use std::fmt;
 
 use milabench_metrics::lenient::{Key, Number, Numbers};
 use milabench_metrics::lenient_value;
-use milabench_metrics::{GpuSample, LineDecoder, LineOutcome};
+use milabench_metrics::{LineDecoder, LineOutcome};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -46,20 +46,43 @@ pub struct DataFacts {
     pub cpu_memory_used: Option<f64>,
     /// `process.memory[0]`: resident bytes of the benchmark's process tree.
     pub process_memory: Option<f64>,
-    /// `gpudata`: one sample per device id.
-    pub gpudata: Option<Vec<(String, GpuSample)>>,
+    /// `gpudata`: one reading per device.
+    pub gpudata: Option<Vec<GpuReading>>,
 }
 
-/// Decodes lines into [`Fact`]s; every other event is skipped.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct FactDecoder;
+/// One device's reading in a `gpudata` sample, reduced to what the report uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GpuReading {
+    /// The device: an index into [`FactDecoder::devices`].
+    pub device: usize,
+    /// Memory used, MiB (`memory[0]` when `memory` is a pair of numbers).
+    pub memory_used: Option<f64>,
+    /// Compute utilisation, 0 to 1.
+    pub load: Option<f64>,
+    /// Watts.
+    pub power: Option<f64>,
+}
+
+/// Decodes the lines of one file into [`Fact`]s; every other event is skipped. GPU device ids
+/// are kept once, in [`FactDecoder::devices`], and readings refer to them by index.
+#[derive(Debug, Clone, Default)]
+pub struct FactDecoder {
+    devices: Vec<String>,
+}
+
+impl FactDecoder {
+    /// The GPU device ids seen so far, in first-seen order.
+    pub fn devices(&self) -> &[String] {
+        &self.devices
+    }
+}
 
 impl LineDecoder for FactDecoder {
     type Item = Fact;
 
-    fn decode(&self, text: &str) -> LineOutcome<Fact> {
+    fn decode(&mut self, text: &str) -> LineOutcome<Fact> {
         let mut de = serde_json::Deserializer::from_str(text);
-        match de.deserialize_map(LineVisitor) {
+        match de.deserialize_map(LineVisitor(&mut self.devices)) {
             Ok(outcome) if de.end().is_ok() => outcome,
             _ => LineOutcome::NotARecord,
         }
@@ -67,9 +90,9 @@ impl LineDecoder for FactDecoder {
 }
 
 /// The top-level object: `event` names the payload's decoder.
-struct LineVisitor;
+struct LineVisitor<'a>(&'a mut Vec<String>);
 
-impl<'de> Visitor<'de> for LineVisitor {
+impl<'de> Visitor<'de> for LineVisitor<'_> {
     type Value = LineOutcome<Fact>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -84,7 +107,7 @@ impl<'de> Visitor<'de> for LineVisitor {
             match (key.as_str(), &name) {
                 ("event", _) => name = Some(map.next_value()?),
                 ("data", Some(event)) => {
-                    fact = Some(map.next_value_seed(PayloadSeed(event.as_str()))?);
+                    fact = Some(map.next_value_seed(PayloadSeed(event.as_str(), self.0))?);
                 }
                 ("data", None) => early_data = Some(map.next_value()?),
                 _ => {
@@ -98,7 +121,7 @@ impl<'de> Visitor<'de> for LineVisitor {
         let fact = match fact {
             Some(fact) => fact,
             // The payload came before the event name (or not at all): decoded from its tree.
-            None => PayloadSeed(name.as_str())
+            None => PayloadSeed(name.as_str(), self.0)
                 .deserialize(early_data.unwrap_or(Value::Null))
                 .map_err(de::Error::custom)?,
         };
@@ -107,27 +130,28 @@ impl<'de> Visitor<'de> for LineVisitor {
 }
 
 /// The payload of the event it names; `None` for events the report does not use, and for
-/// payloads of another shape.
-struct PayloadSeed<'a>(&'a str);
+/// payloads of another shape. Carries the file's device table.
+struct PayloadSeed<'a, 'd>(&'a str, &'d mut Vec<String>);
 
-impl<'de> DeserializeSeed<'de> for PayloadSeed<'_> {
+impl<'de> DeserializeSeed<'de> for PayloadSeed<'_, '_> {
     type Value = Option<Fact>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<Fact>, D::Error> {
+        let devices = self.1;
         Ok(match self.0 {
             "config" => Some(Fact::Config(Value::deserialize(deserializer)?)),
             "meta" => Some(Fact::Meta(Value::deserialize(deserializer)?)),
             "stop" => Option::<IgnoredAny>::deserialize(deserializer)?
                 .is_none()
                 .then_some(Fact::Stop),
-            "start" => Object::<StartFacts>::deserialize(deserializer)?
-                .0
+            "start" => Object::<StartFacts>::new(devices)
+                .deserialize(deserializer)?
                 .map(|s| Fact::Start(s.time.unwrap_or(f64::NAN))),
-            "end" => Object::<EndFacts>::deserialize(deserializer)?
-                .0
+            "end" => Object::<EndFacts>::new(devices)
+                .deserialize(deserializer)?
                 .map(|e| Fact::End(e.time.unwrap_or(f64::NAN), e.return_code_zero)),
-            "data" => Object::<DataFacts>::deserialize(deserializer)?
-                .0
+            "data" => Object::<DataFacts>::new(devices)
+                .deserialize(deserializer)?
                 .map(|d| Fact::Data(Box::new(d))),
             _ => {
                 IgnoredAny::deserialize(deserializer)?;
@@ -139,50 +163,59 @@ impl<'de> DeserializeSeed<'de> for PayloadSeed<'_> {
 
 /// A payload decoded from an object's entries; `None` when it is not one of its kind.
 trait FromObject: Sized {
-    /// Reads the entries.
-    fn from_object<'de, A: MapAccess<'de>>(map: A) -> Result<Option<Self>, A::Error>;
+    /// Reads the entries; `devices` is the file's device table.
+    fn from_object<'de, A: MapAccess<'de>>(
+        map: A,
+        devices: &mut Vec<String>,
+    ) -> Result<Option<Self>, A::Error>;
 }
 
-/// An object decoded with [`FromObject`]; any other value is consumed and gives `None`.
-struct Object<T>(Option<T>);
+/// Decodes an object with [`FromObject`]; any other value is consumed and gives `None`.
+struct Object<'d, T>(&'d mut Vec<String>, std::marker::PhantomData<T>);
 
-impl<'de, T: FromObject> Deserialize<'de> for Object<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ObjectVisitor<T>(std::marker::PhantomData<T>);
-        impl<'de, T: FromObject> Visitor<'de> for ObjectVisitor<T> {
-            type Value = Option<T>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<T>, A::Error> {
-                T::from_object(map)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<T>, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(None)
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<T>, E> {
-                Ok(None)
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Option<T>, E> {
-                Ok(None)
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Option<T>, E> {
-                Ok(None)
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Option<T>, E> {
-                Ok(None)
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Option<T>, E> {
-                Ok(None)
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
-                Ok(None)
-            }
-        }
-        deserializer
-            .deserialize_any(ObjectVisitor(std::marker::PhantomData))
-            .map(Object)
+impl<'d, T> Object<'d, T> {
+    fn new(devices: &'d mut Vec<String>) -> Self {
+        Object(devices, std::marker::PhantomData)
+    }
+}
+
+impl<'de, T: FromObject> DeserializeSeed<'de> for Object<'_, T> {
+    type Value = Option<T>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<T>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, T: FromObject> Visitor<'de> for Object<'_, T> {
+    type Value = Option<T>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<T>, A::Error> {
+        T::from_object(map, self.0)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<T>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
+        Ok(None)
     }
 }
 
@@ -192,7 +225,10 @@ struct StartFacts {
 }
 
 impl FromObject for StartFacts {
-    fn from_object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+    fn from_object<'de, A: MapAccess<'de>>(
+        mut map: A,
+        _devices: &mut Vec<String>,
+    ) -> Result<Option<Self>, A::Error> {
         let (mut time, mut command_ok) = (None, true);
         while let Some(key) = map.next_key::<Key<'de>>()? {
             match key.as_str() {
@@ -214,7 +250,10 @@ struct EndFacts {
 }
 
 impl FromObject for EndFacts {
-    fn from_object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+    fn from_object<'de, A: MapAccess<'de>>(
+        mut map: A,
+        _devices: &mut Vec<String>,
+    ) -> Result<Option<Self>, A::Error> {
         let mut end = EndFacts {
             time: None,
             return_code_zero: false,
@@ -233,7 +272,10 @@ impl FromObject for EndFacts {
 }
 
 impl FromObject for DataFacts {
-    fn from_object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+    fn from_object<'de, A: MapAccess<'de>>(
+        mut map: A,
+        devices: &mut Vec<String>,
+    ) -> Result<Option<Self>, A::Error> {
         let mut d = DataFacts::default();
         while let Some(key) = map.next_key::<Key<'de>>()? {
             match key.as_str() {
@@ -242,16 +284,20 @@ impl FromObject for DataFacts {
                 "loss" => d.loss = map.next_value::<Number>()?.0,
                 "time" => d.time = map.next_value::<Number>()?.0,
                 "cpudata" => {
-                    let sample = map.next_value::<Object<MemorySample>>()?.0;
+                    let sample = map.next_value_seed(Object::<MemorySample>::new(devices))?;
                     d.cpu_memory_used = sample.and_then(|s| s.0.pair.map(|[used, _]| used));
                 }
                 "process" => {
                     // Non-finite values count as absent where they are used, so a quoted "NaN"
                     // here and the typed events' plain number read agree.
-                    let sample = map.next_value::<Object<MemorySample>>()?.0;
+                    let sample = map.next_value_seed(Object::<MemorySample>::new(devices))?;
                     d.process_memory = sample.and_then(|s| s.0.first);
                 }
-                "gpudata" => d.gpudata = map.next_value::<Object<GpuSamples>>()?.0.map(|g| g.0),
+                "gpudata" => {
+                    d.gpudata = map
+                        .next_value_seed(Object::<GpuSamples>::new(devices))?
+                        .map(|g| g.0);
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -265,7 +311,10 @@ impl FromObject for DataFacts {
 struct MemorySample(Numbers);
 
 impl FromObject for MemorySample {
-    fn from_object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+    fn from_object<'de, A: MapAccess<'de>>(
+        mut map: A,
+        _devices: &mut Vec<String>,
+    ) -> Result<Option<Self>, A::Error> {
         let mut memory = Numbers::default();
         while let Some(key) = map.next_key::<Key<'de>>()? {
             if key.as_str() == "memory" {
@@ -278,38 +327,50 @@ impl FromObject for MemorySample {
     }
 }
 
-/// `gpudata`: samples by device id, in the file's order.
-struct GpuSamples(Vec<(String, GpuSample)>);
+/// `gpudata`: one reading per device id, in the file's order.
+struct GpuSamples(Vec<GpuReading>);
 
 impl FromObject for GpuSamples {
-    fn from_object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
-        let mut samples = Vec::new();
-        while let Some(id) = map.next_key::<String>()? {
-            let sample = map.next_value::<Object<GpuFacts>>()?.0;
-            samples.push((id, sample.map_or_else(GpuSample::default, |s| s.0)));
+    fn from_object<'de, A: MapAccess<'de>>(
+        mut map: A,
+        devices: &mut Vec<String>,
+    ) -> Result<Option<Self>, A::Error> {
+        let mut readings = Vec::new();
+        while let Some(id) = map.next_key::<Key<'de>>()? {
+            let device = match devices.iter().position(|known| known == id.as_str()) {
+                Some(index) => index,
+                None => {
+                    devices.push(id.as_str().to_owned());
+                    devices.len() - 1
+                }
+            };
+            let reading = map.next_value_seed(Object::<GpuReading>::new(devices))?;
+            readings.push(GpuReading {
+                device,
+                ..reading.unwrap_or_default()
+            });
         }
-        Ok(Some(GpuSamples(samples)))
+        Ok(Some(GpuSamples(readings)))
     }
 }
 
-/// One device's sample, in the typed event's form (without its other keys).
-struct GpuFacts(GpuSample);
-
-impl FromObject for GpuFacts {
-    fn from_object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
-        let mut s = GpuSample::default();
+impl FromObject for GpuReading {
+    fn from_object<'de, A: MapAccess<'de>>(
+        mut map: A,
+        _devices: &mut Vec<String>,
+    ) -> Result<Option<Self>, A::Error> {
+        let mut r = GpuReading::default();
         while let Some(key) = map.next_key::<Key<'de>>()? {
             match key.as_str() {
-                "memory" => s.memory = map.next_value::<Numbers>()?.pair,
-                "load" => s.load = map.next_value::<Number>()?.0,
-                "temperature" => s.temperature = map.next_value::<Number>()?.0,
-                "power" => s.power = map.next_value::<Number>()?.0,
+                "memory" => r.memory_used = map.next_value::<Numbers>()?.pair.map(|[used, _]| used),
+                "load" => r.load = map.next_value::<Number>()?.0,
+                "power" => r.power = map.next_value::<Number>()?.0,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        Ok(Some(GpuFacts(s)))
+        Ok(Some(r))
     }
 }
 
@@ -390,67 +451,88 @@ mod tests {
 
     use super::*;
 
-    /// What the report used to take from a typed record; non-finite memory counts as absent
-    /// (the report ignores it either way).
-    fn fact_of(record: Record) -> Option<Fact> {
+    /// A GPU reading as text: device id, memory used, load, power.
+    type Gpu = (String, Option<f64>, Option<f64>, Option<f64>);
+
+    /// A fact as text, with non-finite memory counted as absent (the report ignores it either
+    /// way) and GPU readings named by device id.
+    fn describe(fact: Fact, devices: &[String]) -> String {
+        let Fact::Data(d) = fact else {
+            return format!("{fact:?}");
+        };
         let finite = |x: Option<f64>| x.filter(|x| x.is_finite());
-        Some(match record.event {
+        let gpus: Option<Vec<Gpu>> = d.gpudata.map(|readings| {
+            readings
+                .into_iter()
+                .map(|r| (devices[r.device].clone(), r.memory_used, r.load, r.power))
+                .collect()
+        });
+        format!(
+            "data train={} rate={:?} loss={:?} time={:?} cpu={:?} process={:?} gpus={gpus:?}",
+            d.train,
+            d.rate,
+            d.loss,
+            d.time,
+            finite(d.cpu_memory_used),
+            finite(d.process_memory),
+        )
+    }
+
+    /// What the report used to take from a typed record, as [`describe`] writes it.
+    fn describe_typed(record: Record) -> Option<String> {
+        let fact = match record.event {
             Event::Config(c) => Fact::Config(c),
             Event::Meta(m) => Fact::Meta(m),
             Event::Start(s) => Fact::Start(s.time.unwrap_or(f64::NAN)),
             Event::End(e) => Fact::End(e.time.unwrap_or(f64::NAN), e.return_code.is_zero()),
             Event::Stop => Fact::Stop,
-            Event::Data(d) => Fact::Data(Box::new(DataFacts {
-                train: d.task.as_deref() == Some("train"),
-                rate: d.rate,
-                loss: d.loss,
-                time: d.time,
-                cpu_memory_used: finite(d.cpudata.and_then(|c| c.memory).map(|[used, _]| used)),
-                process_memory: finite(
-                    d.extra
-                        .get("process")
-                        .and_then(|p| p.get("memory"))
-                        .and_then(|m| m.get(0))
-                        .and_then(Value::as_f64),
-                ),
-                gpudata: d.gpudata.map(|gpus| {
+            Event::Data(d) => {
+                let mut devices = Vec::new();
+                let gpudata = d.gpudata.map(|gpus| {
                     gpus.into_iter()
                         .map(|(id, s)| {
-                            let sample = GpuSample {
-                                extra: Default::default(),
-                                ..s
-                            };
-                            (id, sample)
+                            devices.push(id);
+                            GpuReading {
+                                device: devices.len() - 1,
+                                memory_used: s.memory.map(|[used, _]| used),
+                                load: s.load,
+                                power: s.power,
+                            }
                         })
                         .collect()
-                }),
-            })),
-            _ => return None,
-        })
-    }
-
-    fn normalised(fact: Fact) -> String {
-        match fact {
-            Fact::Data(mut d) => {
-                d.cpu_memory_used = d.cpu_memory_used.filter(|x| x.is_finite());
-                d.process_memory = d.process_memory.filter(|x| x.is_finite());
-                format!("{d:?}")
+                });
+                let process = d.extra.get("process").and_then(|p| p.get("memory"));
+                let facts = DataFacts {
+                    train: d.task.as_deref() == Some("train"),
+                    rate: d.rate,
+                    loss: d.loss,
+                    time: d.time,
+                    cpu_memory_used: d.cpudata.and_then(|c| c.memory).map(|[used, _]| used),
+                    process_memory: process.and_then(|m| m.get(0)).and_then(Value::as_f64),
+                    gpudata,
+                };
+                return Some(describe(Fact::Data(Box::new(facts)), &devices));
             }
-            other => format!("{other:?}"),
-        }
+            _ => return None,
+        };
+        Some(describe(fact, &[]))
     }
 
     /// Both decoders over `text`: the facts, and the typed records reduced to facts.
     fn both(text: &[u8]) -> (Vec<String>, Vec<String>) {
-        let facts = RecordReader::with_decoder(text, FactDecoder)
+        let mut reader = RecordReader::with_decoder(text, FactDecoder::default());
+        let items: Vec<_> = reader.by_ref().collect();
+        let devices = reader.decoder().devices();
+        let facts = items
+            .into_iter()
             .map(|item| match item {
-                ReadItem::Record(fact) => normalised(fact),
+                ReadItem::Record(fact) => describe(fact, devices),
                 ReadItem::Problem(p) => format!("problem {} {:?}", p.line, p.kind),
             })
             .collect();
         let typed = RecordReader::new(text)
             .filter_map(|item| match item {
-                ReadItem::Record(record) => fact_of(record).map(normalised),
+                ReadItem::Record(record) => describe_typed(record),
                 ReadItem::Problem(p) => Some(format!("problem {} {:?}", p.line, p.kind)),
             })
             .collect();

@@ -2,10 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use milabench_metrics::{DataFile, GpuSample, ProblemTally, ReadItem, discover_data_files};
+use milabench_metrics::{DataFile, ProblemTally, ReadItem, discover_data_files};
 use serde_json::Value;
 
 use crate::error::ReportError;
+pub use crate::facts::GpuReading;
 use crate::facts::{Fact, FactDecoder};
 
 /// What one process recorded, reduced to what the report needs.
@@ -21,8 +22,11 @@ pub struct RunFile {
     pub start_time: f64,
     /// Training rates (`data` records with `task: train` and a `rate`).
     pub train_rates: Vec<f64>,
-    /// GPU samples kept for this process (only its own device for per-GPU plans).
-    pub gpu_samples: Vec<Vec<(String, GpuSample)>>,
+    /// GPU device ids seen in the file, in first-seen order.
+    pub gpu_devices: Vec<String>,
+    /// GPU readings kept for this process (only its own device for per-GPU plans), every
+    /// sample's readings one after the other; `device` indexes `gpu_devices`.
+    pub gpu_readings: Vec<GpuReading>,
     /// Largest host memory the process used, MiB: the resident memory of its process tree
     /// (`process` samples), else the machine's used memory (`cpudata`); `None` without either.
     pub host_peak_memory: Option<f64>,
@@ -163,7 +167,7 @@ struct Pending {
     early_stop: bool,
     train_rates: Vec<f64>,
     nan_loss: bool,
-    gpu: Vec<(Option<f64>, GpuSamples)>,
+    gpu: Vec<(Option<f64>, Vec<GpuReading>)>,
     process_peak: Option<f64>,
     cpudata_peak: Option<f64>,
 }
@@ -176,9 +180,6 @@ fn raise(peak: &mut Option<f64>, bytes: Option<f64>) {
     }
 }
 
-/// One `gpudata` record: a sample per device.
-type GpuSamples = Vec<(String, GpuSample)>;
-
 /// A run, or why the file is not one.
 pub type FileOutcome = Result<RunFile, String>;
 
@@ -188,7 +189,8 @@ pub fn read_run_file(
     problems: &mut ProblemTally,
 ) -> Result<FileOutcome, ReportError> {
     let mut p = Pending::default();
-    for item in file.records_with(FactDecoder)? {
+    let mut records = file.records_with(FactDecoder::default())?;
+    for item in records.by_ref() {
         let fact = match item {
             ReadItem::Record(fact) => fact,
             ReadItem::Problem(problem) => {
@@ -229,10 +231,10 @@ pub fn read_run_file(
             }
         }
     }
-    Ok(finish(file, p))
+    Ok(finish(file, p, records.decoder().devices()))
 }
 
-fn finish(file: &DataFile, p: Pending) -> Result<RunFile, String> {
+fn finish(file: &DataFile, p: Pending, devices: &[String]) -> Result<RunFile, String> {
     let config = match p.config {
         Some(c) if c.as_object().is_some_and(|m| !m.is_empty()) => c,
         _ => return Err("no `config` event: not a benchmark run (skipped)".into()),
@@ -253,29 +255,33 @@ fn finish(file: &DataFile, p: Pending) -> Result<RunFile, String> {
         Value::String(s) => Some(s.clone()),
         other => Some(other.to_string()),
     });
+    // The readings of the plan's own device (per-GPU plans), else all of them.
+    let own_device = device
+        .as_ref()
+        .map(|dev| devices.iter().position(|known| known == dev));
     let mut kept = Vec::new();
     let mut energy = 0.0;
     let mut first_time = None;
     let mut last_time: Option<f64> = None;
-    for (now, sample) in p.gpu {
+    for (now, readings) in p.gpu {
         if first_time.is_none() {
             first_time = now;
         }
-        let sample: Vec<(String, GpuSample)> = match &device {
-            Some(dev) => match sample.into_iter().find(|(id, _)| id == dev) {
-                Some(one) => vec![one],
+        let before = kept.len();
+        match own_device {
+            Some(own) => match readings.iter().find(|r| Some(r.device) == own) {
+                Some(reading) => kept.push(*reading),
                 None => continue,
             },
-            None => sample,
-        };
+            None => kept.extend(readings),
+        }
         if let (Some(now), Some(last)) = (now, last_time) {
-            for (_, gpu) in &sample {
+            for reading in &kept[before..] {
                 // Data from older voir versions has no power: it adds no energy.
-                energy += gpu.power.unwrap_or(0.0) * (now - last);
+                energy += reading.power.unwrap_or(0.0) * (now - last);
             }
         }
         last_time = now;
-        kept.push(sample);
     }
     let elapsed = match (first_time, last_time) {
         (Some(first), Some(last)) => last - first,
@@ -308,7 +314,8 @@ fn finish(file: &DataFile, p: Pending) -> Result<RunFile, String> {
         meta: p.meta,
         start_time: start,
         train_rates: p.train_rates,
-        gpu_samples: kept,
+        gpu_devices: devices.to_vec(),
+        gpu_readings: kept,
         host_peak_memory: p.process_peak.or(p.cpudata_peak),
         energy_kj: energy / 1000.0,
         elapsed,

@@ -119,28 +119,27 @@ pub fn summarize_runs<'a>(runs: impl Iterator<Item = &'a RunFile>) -> Result<Sum
                 };
                 query.extend(g, f.train_rates.iter().copied());
             }
-            for sample in &f.gpu_samples {
-                for (dev, s) in sample {
-                    let (Some([used, _]), Some(load)) = (s.memory, s.load) else {
-                        continue;
-                    };
-                    if used == 1.0 || load == 0.0 {
-                        continue;
-                    }
-                    // Looked up by reference first: a sample's device id is cloned only once per
-                    // device, not once per sample.
-                    let g = match gpu.get(dev) {
-                        Some(g) => *g,
-                        None => *gpu.entry(dev.clone()).or_insert([
-                            query.group(),
-                            query.group(),
-                            query.group(),
-                        ]),
-                    };
-                    query.extend(g[0], [used]);
-                    query.extend(g[1], [load]);
-                    query.extend(g[2], s.power);
+            for reading in &f.gpu_readings {
+                let (Some(used), Some(load)) = (reading.memory_used, reading.load) else {
+                    continue;
+                };
+                if used == 1.0 || load == 0.0 {
+                    continue;
                 }
+                let dev = &f.gpu_devices[reading.device];
+                // Looked up by reference first: a device id is cloned once per device, not once
+                // per reading.
+                let g = match gpu.get(dev) {
+                    Some(g) => *g,
+                    None => *gpu.entry(dev.clone()).or_insert([
+                        query.group(),
+                        query.group(),
+                        query.group(),
+                    ]),
+                };
+                query.extend(g[0], [used]);
+                query.extend(g[1], [load]);
+                query.extend(g[2], reading.power);
             }
         }
         ids.push(Ids {
