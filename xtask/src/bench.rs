@@ -24,6 +24,10 @@ pub struct BenchArgs {
     /// benchit environment].
     #[arg(long, value_name = "PYTHON")]
     pub benchit_python: Option<std::path::PathBuf>,
+    /// Rounds of the suite's rate comparison: each benchmark runs this many times under
+    /// milabench and as many times bare, alternating; the medians are compared.
+    #[arg(long, default_value_t = 3)]
+    pub suite_rounds: usize,
     /// Measure only these figures (comma-separated) [default: all].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub only: Vec<Figure>,
@@ -73,7 +77,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             Figure::System => system::run()?,
             Figure::Install => install::run(args.torch)?,
             Figure::Exec => exec::run()?,
-            Figure::Suite => suite::run()?,
+            Figure::Suite => suite::run(args.suite_rounds)?,
             Figure::Benchit => benchit::run(python)?,
             Figure::Ops => ops::run(python)?,
         }
