@@ -233,7 +233,13 @@ impl FromObject for StartFacts {
         while let Some(key) = map.next_key::<Key<'de>>()? {
             match key.as_str() {
                 "time" => time = map.next_value::<Number>()?.0,
-                "command" => command_ok = map.next_value::<StringList>()?.0,
+                "command" => {
+                    // Read as a tree: a start event comes once per file.
+                    let command = map.next_value::<Value>()?;
+                    command_ok = command
+                        .as_array()
+                        .is_some_and(|items| items.iter().all(Value::is_string));
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -261,7 +267,9 @@ impl FromObject for EndFacts {
         while let Some(key) = map.next_key::<Key<'de>>()? {
             match key.as_str() {
                 "time" => end.time = map.next_value::<Number>()?.0,
-                "return_code" => end.return_code_zero = map.next_value::<IntegerZero>()?.0,
+                "return_code" => {
+                    end.return_code_zero = map.next_value::<Value>()?.as_i64() == Some(0);
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -393,53 +401,6 @@ lenient_value!(IsTrain, bool, IsTrain, "a task name", {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(false)
-    }
-});
-
-/// Whether a value is the integer 0 (a return code of 0).
-struct IntegerZero(bool);
-
-lenient_value!(IntegerZero, bool, IntegerZero, "a return code", {
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<bool, E> {
-        Ok(v == 0)
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<bool, E> {
-        Ok(v == 0)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(false)
-    }
-});
-
-/// Whether a value is a list of strings.
-struct StringList(bool);
-
-lenient_value!(StringList, bool, StringList, "a command line", {
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
-        let mut all = true;
-        while let Some(item) = seq.next_element::<Value>()? {
-            all &= item.is_string();
-        }
-        Ok(all)
     }
 });
 
