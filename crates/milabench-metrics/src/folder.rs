@@ -30,7 +30,7 @@ impl DataFile {
 
     /// Streams the file's records.
     pub fn records(&self) -> Result<RecordReader<BufReader<File>>, MetricsError> {
-        self.records_with(RecordDecoder::default())
+        self.records_with(RecordDecoder)
     }
 
     /// Streams the file's records as `decoder` decodes them.

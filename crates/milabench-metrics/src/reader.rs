@@ -9,7 +9,6 @@ use serde_json::{Map, Value};
 
 use crate::event::{Event, Pipe, Record};
 use crate::json::quote_non_finite;
-use crate::record_de::Decoded;
 
 /// What was wrong with one line of a `.data` file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -92,30 +91,22 @@ pub trait LineDecoder {
     fn decode(&mut self, text: &str) -> LineOutcome<Self::Item>;
 }
 
-/// The full decoder: every line becomes a typed [`Record`], except the event kinds in `skip`.
+/// The full decoder: every line becomes a typed [`Record`].
 #[derive(Debug, Clone, Copy, Default)]
-pub struct RecordDecoder {
-    skip: &'static [&'static str],
-}
+pub struct RecordDecoder;
 
 impl LineDecoder for RecordDecoder {
     type Item = Record;
 
     fn decode(&mut self, text: &str) -> LineOutcome<Record> {
-        match crate::record_de::decode_record(text, self.skip) {
-            Some(Decoded::Record(record)) => return LineOutcome::Item(record),
-            Some(Decoded::Skipped) => return LineOutcome::Skipped,
-            None => {}
+        if let Some(record) = crate::record_de::decode_record(text) {
+            return LineOutcome::Item(record);
         }
         // The slow path: a JSON tree first (the event name after the payload, odd shapes).
         let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
             return LineOutcome::NotARecord;
         };
-        match record_from_map(map) {
-            Some(record) if self.skip.contains(&record.event.name()) => LineOutcome::Skipped,
-            Some(record) => LineOutcome::Item(record),
-            None => LineOutcome::NotARecord,
-        }
+        record_from_map(map).map_or(LineOutcome::NotARecord, LineOutcome::Item)
     }
 }
 
@@ -134,14 +125,7 @@ pub struct RecordReader<R, D: LineDecoder = RecordDecoder> {
 impl<R: BufRead> RecordReader<R> {
     /// A reader of typed records over `input`.
     pub fn new(input: R) -> RecordReader<R> {
-        RecordReader::with_decoder(input, RecordDecoder::default())
-    }
-
-    /// Leaves out the records of the event kinds named in `events` (such as `"line"`): their
-    /// lines are still checked to be JSON, and bad ones reported, but they are not decoded.
-    pub fn skip_events(mut self, events: &'static [&'static str]) -> RecordReader<R> {
-        self.decoder.skip = events;
-        self
+        RecordReader::with_decoder(input, RecordDecoder)
     }
 }
 
@@ -322,14 +306,10 @@ fn decode_line<D: LineDecoder>(
     }
 }
 
-/// Decodes one line of a `.data` file (`{"event", "data", "pipe"}`) into a typed record;
-/// `Ok(None)` for a record of an event kind in `skip`.
+/// Decodes one line of a `.data` file (`{"event", "data", "pipe"}`) into a typed record.
 #[cfg(test)]
-pub(crate) fn parse_record_line(
-    text: &str,
-    skip: &'static [&'static str],
-) -> Result<Option<Record>, LineProblemKind> {
-    decode_line(&mut RecordDecoder { skip }, text)
+pub(crate) fn parse_record_line(text: &str) -> Result<Option<Record>, LineProblemKind> {
+    decode_line(&mut RecordDecoder, text)
 }
 
 pub(crate) fn record_from_map(map: Map<String, Value>) -> Option<Record> {
@@ -498,13 +478,24 @@ mod tests {
 
     #[test]
     fn skipped_events_are_checked_but_not_yielded() {
-        let items: Vec<ReadItem> = RecordReader::new(
+        /// Typed records, leaving out `line` events.
+        struct WithoutLines;
+        impl LineDecoder for WithoutLines {
+            type Item = Record;
+            fn decode(&mut self, text: &str) -> LineOutcome<Record> {
+                match RecordDecoder.decode(text) {
+                    LineOutcome::Item(r) if r.event.name() == "line" => LineOutcome::Skipped,
+                    other => other,
+                }
+            }
+        }
+        let items: Vec<ReadItem> = RecordReader::with_decoder(
             &b"{\"event\": \"line\", \"data\": \"step 1\\n\", \"pipe\": \"stderr\"}\n\
                {\"data\": \"late name\\n\", \"event\": \"line\"}\n\
                {\"event\": \"line\", \"data\": \"cut\n\
                {\"event\": \"stop\", \"data\": null, \"pipe\": \"data\"}\n"[..],
+            WithoutLines,
         )
-        .skip_events(&["line"])
         .collect();
         assert_eq!(items.len(), 2, "{items:?}");
         assert!(

@@ -11,39 +11,27 @@
 use std::fmt;
 
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use crate::event::{CpuSample, DataPayload, Event, GpuSample, Pipe, Record};
 use crate::lenient::Key;
 
-/// What a line decoded to.
-#[derive(Debug, PartialEq)]
-pub(crate) enum Decoded {
-    /// A record.
-    Record(Record),
-    /// A valid record of an event kind the caller skips: checked to be JSON, not decoded.
-    Skipped,
-}
-
-/// Parses one line as a record, or only checks it when its event name (written first, as every
-/// writer does) is in `skip`; `None` when it is not a JSON object with a string `event` (the
-/// caller then classifies the line with a plain parse).
-pub(crate) fn decode_record(text: &str, skip: &[&str]) -> Option<Decoded> {
+/// Parses one line as a record; `None` when it is not a JSON object with a string `event`
+/// (the caller then classifies the line with a plain parse).
+pub(crate) fn decode_record(text: &str) -> Option<Record> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let decoded = de.deserialize_map(RecordVisitor { skip }).ok()??;
+    let record = de.deserialize_map(RecordVisitor).ok()??;
     de.end().ok()?;
-    Some(decoded)
+    Some(record)
 }
 
 /// Visits the top-level object; `Ok(None)` when `event` is missing or not a string.
-struct RecordVisitor<'s> {
-    skip: &'s [&'s str],
-}
+struct RecordVisitor;
 
-impl<'de> Visitor<'de> for RecordVisitor<'_> {
-    type Value = Option<Decoded>;
+impl<'de> Visitor<'de> for RecordVisitor {
+    type Value = Option<Record>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an event record")
@@ -59,16 +47,7 @@ impl<'de> Visitor<'de> for RecordVisitor<'_> {
         while let Some(key) = map.next_key::<Key<'de>>()? {
             match key.as_str() {
                 "event" => match map.next_value::<Scalar<'de>>()? {
-                    Scalar::Text(text) => {
-                        if event.is_none()
-                            && early_data.is_none()
-                            && self.skip.contains(&text.as_str())
-                        {
-                            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                            return Ok(Some(Decoded::Skipped));
-                        }
-                        name = Some(text);
-                    }
+                    Scalar::Text(text) => name = Some(text),
                     _ => bad_event = true,
                 },
                 "data" => match &name {
@@ -93,14 +72,11 @@ impl<'de> Visitor<'de> for RecordVisitor<'_> {
         let Some(name) = name.filter(|_| !bad_event) else {
             return Ok(None);
         };
-        if self.skip.contains(&name.as_str()) {
-            return Ok(Some(Decoded::Skipped));
-        }
         let event = match event {
             Some(event) => event,
             None => Event::from_parts(name.as_str(), early_data.unwrap_or(Value::Null)),
         };
-        Ok(Some(Decoded::Record(Record { event, pipe, extra })))
+        Ok(Some(Record { event, pipe, extra }))
     }
 }
 
@@ -381,11 +357,7 @@ mod tests {
             r#"{"event": 3, "data": {}}"#,
         ];
         for line in lines {
-            assert_eq!(
-                decode_record(line, &[]),
-                via_tree(line).map(Decoded::Record),
-                "{line}"
-            );
+            assert_eq!(decode_record(line), via_tree(line), "{line}");
         }
     }
 
@@ -397,7 +369,7 @@ mod tests {
             r#"{"event": "data", "data": {}} {}"#,
             r#"{"event": "x""#,
         ] {
-            assert_eq!(decode_record(line, &[]), None, "{line}");
+            assert_eq!(decode_record(line), None, "{line}");
         }
     }
 }
