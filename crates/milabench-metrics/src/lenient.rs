@@ -91,8 +91,9 @@ macro_rules! lenient_value {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Number(pub Option<f64>);
 
-/// The number a quoted non-finite token stands for.
-fn non_finite(text: &str) -> Option<f64> {
+/// The number a quoted non-finite token (`"NaN"`, `"Infinity"`, `"-Infinity"`) stands for;
+/// `None` for any other text.
+pub fn non_finite(text: &str) -> Option<f64> {
     match text {
         "NaN" => Some(f64::NAN),
         "Infinity" => Some(f64::INFINITY),

@@ -110,7 +110,8 @@ fn write_data_file(path: &Path, bench: &str, device: usize, bytes: usize) -> any
             "{{\"event\": \"end\", \"data\": {{\"command\": [\"voir\", \"main.py\"], \"time\": {t}, \"return_code\": -15}}, \"pipe\": null}}"
         ),
     )?;
-    out.flush()?;
+    // On disk before anything is timed: writeback of fresh pages would slow the first figure.
+    out.into_inner()?.sync_all()?;
     Ok(count.1)
 }
 
@@ -165,7 +166,10 @@ fn median(mut runs: Vec<Duration>) -> Duration {
     runs[runs.len() / 2]
 }
 
+/// The median wall time of `repeat` calls of `f`, after one untimed call (files in the page
+/// cache, allocator and threads warm: every figure and its baseline start alike).
 fn time<T>(repeat: usize, mut f: impl FnMut() -> anyhow::Result<T>) -> anyhow::Result<Duration> {
+    std::hint::black_box(f()?);
     let mut runs = Vec::new();
     for _ in 0..repeat {
         let start = Instant::now();
@@ -196,7 +200,7 @@ fn main() -> anyhow::Result<()> {
     let source = report_dir.to_string_lossy().into_owned();
     // What `milabench report` does: read, summarise, render the text table.
     let report_as = |format: Format| {
-        time(5, || {
+        time(9, || {
             let (report, _) = report_runs(
                 std::slice::from_ref(&source),
                 None,
@@ -205,15 +209,15 @@ fn main() -> anyhow::Result<()> {
             Ok(render(&report, format))
         })
     };
+    let reading = time(9, || Ok(load_runs(std::slice::from_ref(&source))?))?;
     let text = report_as(Format::Text)?;
     let json = report_as(Format::Json)?;
-    let reading = time(5, || Ok(load_runs(std::slice::from_ref(&source))?))?;
     let set = load_runs(std::slice::from_ref(&source))?;
-    let summarizing = time(5, || Ok(summarize(&set)?))?;
-    let baseline = time(5, || parse_all_lines(&report_dir))?;
+    let summarizing = time(9, || Ok(summarize(&set)?))?;
+    let baseline = time(9, || parse_all_lines(&report_dir))?;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "report: {REPORT_FILES} files, {} MiB, {events} events: text {:.1} ms (median of 5; reading the files {:.1} ms, statistics {:.1} ms), json with bootstrap intervals {:.1} ms; baseline (read + parse lines as JSON values, one thread) {:.1} ms; ratio text/baseline {:.2}",
+        "report: {REPORT_FILES} files, {} MiB, {events} events: text {:.1} ms (median of 9; reading the files {:.1} ms, statistics {:.1} ms), json with bootstrap intervals {:.1} ms; baseline (read + parse lines as JSON values, one thread) {:.1} ms; ratio text/baseline {:.2}",
         REPORT_BYTES >> 20,
         ms(text),
         ms(reading),

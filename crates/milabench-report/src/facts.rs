@@ -28,7 +28,7 @@ pub enum Fact {
     /// `stop` (early stop).
     Stop,
     /// A `data` event.
-    Data(Box<DataFacts>),
+    Data(DataFacts),
 }
 
 /// The fields of a `data` payload the report uses.
@@ -81,6 +81,13 @@ impl LineDecoder for FactDecoder {
     type Item = Fact;
 
     fn decode(&mut self, text: &str) -> LineOutcome<Fact> {
+        crate::skim::decode(text, &mut self.devices).unwrap_or_else(|| self.decode_with_serde(text))
+    }
+}
+
+impl FactDecoder {
+    /// The reference decoder, for the lines the fast path (`skim`) declines.
+    fn decode_with_serde(&mut self, text: &str) -> LineOutcome<Fact> {
         let mut de = serde_json::Deserializer::from_str(text);
         match de.deserialize_map(LineVisitor(&mut self.devices)) {
             Ok(outcome) if de.end().is_ok() => outcome,
@@ -152,7 +159,7 @@ impl<'de> DeserializeSeed<'de> for PayloadSeed<'_, '_> {
                 .map(|e| Fact::End(e.time.unwrap_or(f64::NAN), e.return_code_zero)),
             "data" => Object::<DataFacts>::new(devices)
                 .deserialize(deserializer)?
-                .map(|d| Fact::Data(Box::new(d))),
+                .map(Fact::Data),
             _ => {
                 IgnoredAny::deserialize(deserializer)?;
                 None
@@ -472,7 +479,7 @@ mod tests {
                     process_memory: process.and_then(|m| m.get(0)).and_then(Value::as_f64),
                     gpudata,
                 };
-                return Some(describe(Fact::Data(Box::new(facts)), &devices));
+                return Some(describe(Fact::Data(facts), &devices));
             }
             _ => return None,
         };
@@ -499,6 +506,47 @@ mod tests {
             .collect();
         (facts, typed)
     }
+
+    /// Lines of unusual shapes, each decoded the same way by every decoder.
+    const ODD_LINES: &[&str] = &[
+        r#"{"event": "data", "data": {"rate": 12.5, "units": "items/s", "task": "train"}, "pipe": "data"}"#,
+        r#"{"event": "data", "data": {"rate": NaN, "loss": -Infinity, "task": "train"}}"#,
+        r#"{"event": "data", "data": {"rate": "NaN", "loss": "x", "task": 3, "time": [1]}}"#,
+        r#"{"data": {"rate": 1.0, "task": "train"}, "event": "data", "pipe": "data"}"#,
+        r#"{"event": "data", "data": {"task": "main", "time": 17.5, "gpudata": {"0": {"memory": [1, 2.5], "load": 0.9, "power": 300.5, "odd": [1]}, "1": 3, "2": {"memory": [1]}}}}"#,
+        r#"{"event": "data", "data": {"gpudata": [1, 2], "cpudata": {"memory": [1, 2], "load": 5}, "process": {"memory": [3]}}}"#,
+        r#"{"event": "data", "data": {"cpudata": {"memory": ["NaN", 2]}, "process": {"memory": ["NaN", 1]}}}"#,
+        r#"{"event": "data", "data": {"cpudata": 7, "process": [1], "gpudata": {"0": null}}}"#,
+        r#"{"event": "data", "data": {"gpudata": {"0": {"memory": [1, 2]}}, "gpudata": {"1": {"load": 1}}}}"#,
+        r#"{"event": "data", "data": [1, 2], "pipe": "data"}"#,
+        r#"{"event": "data", "data": null}"#,
+        r#"{"event": "data"}"#,
+        r#"{"event": "config", "data": {"name": "x", "tag": ["x", "D0"]}, "pipe": null}"#,
+        r#"{"event": "config"}"#,
+        r#"{"event": "meta", "data": [1]}"#,
+        r#"{"event": "stop", "data": null, "pipe": "data"}"#,
+        r#"{"event": "stop"}"#,
+        r#"{"event": "stop", "data": {"why": 1}}"#,
+        r#"{"event": "start", "data": {"command": ["voir", "main.py"], "time": 1.5}}"#,
+        r#"{"event": "start", "data": {"command": "voir main.py", "time": 1.5}}"#,
+        r#"{"event": "start", "data": {"command": ["voir", 3]}}"#,
+        r#"{"event": "start", "data": {"time": "NaN"}}"#,
+        r#"{"event": "start", "data": 3}"#,
+        r#"{"event": "end", "data": {"return_code": 0, "time": 3.5}, "pipe": 7}"#,
+        r#"{"event": "end", "data": {"return_code": 0.0}}"#,
+        r#"{"event": "end", "data": {"return_code": "ERROR", "time": 2}}"#,
+        r#"{"event": "end", "data": {"return_code": -15}}"#,
+        r#"{"event": "end", "data": null}"#,
+        r#"{"event": "line", "data": "step 1\n", "pipe": "stderr"}"#,
+        r#"{"event": "phase", "data": {"name": "init"}, "pipe": null}"#,
+        r#"{"event": "d\u0061ta", "data": {"r\u0061te": 2, "task": "tr\u0061in"}}"#,
+        r#"{"pipe": "data"}"#,
+        r#"{"event": 3, "data": {}}"#,
+        r#"[1, 2]"#,
+        r#"not json"#,
+        r#"{"event": "data", "data": {"rate": 1}} {}"#,
+        r#"{"event": "data", "data": {"rate": 1"#,
+    ];
 
     fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap() {
@@ -530,48 +578,252 @@ mod tests {
 
     #[test]
     fn agrees_with_the_typed_records_on_odd_shapes() {
-        let lines = [
-            r#"{"event": "data", "data": {"rate": 12.5, "units": "items/s", "task": "train"}, "pipe": "data"}"#,
-            r#"{"event": "data", "data": {"rate": NaN, "loss": -Infinity, "task": "train"}}"#,
-            r#"{"event": "data", "data": {"rate": "NaN", "loss": "x", "task": 3, "time": [1]}}"#,
-            r#"{"data": {"rate": 1.0, "task": "train"}, "event": "data", "pipe": "data"}"#,
-            r#"{"event": "data", "data": {"task": "main", "time": 17.5, "gpudata": {"0": {"memory": [1, 2.5], "load": 0.9, "power": 300.5, "odd": [1]}, "1": 3, "2": {"memory": [1]}}}}"#,
-            r#"{"event": "data", "data": {"gpudata": [1, 2], "cpudata": {"memory": [1, 2], "load": 5}, "process": {"memory": [3]}}}"#,
-            r#"{"event": "data", "data": {"cpudata": {"memory": ["NaN", 2]}, "process": {"memory": ["NaN", 1]}}}"#,
-            r#"{"event": "data", "data": {"cpudata": 7, "process": [1], "gpudata": {"0": null}}}"#,
-            r#"{"event": "data", "data": {"gpudata": {"0": {"memory": [1, 2]}}, "gpudata": {"1": {"load": 1}}}}"#,
-            r#"{"event": "data", "data": [1, 2], "pipe": "data"}"#,
-            r#"{"event": "data", "data": null}"#,
-            r#"{"event": "data"}"#,
-            r#"{"event": "config", "data": {"name": "x", "tag": ["x", "D0"]}, "pipe": null}"#,
-            r#"{"event": "config"}"#,
-            r#"{"event": "meta", "data": [1]}"#,
-            r#"{"event": "stop", "data": null, "pipe": "data"}"#,
-            r#"{"event": "stop"}"#,
-            r#"{"event": "stop", "data": {"why": 1}}"#,
-            r#"{"event": "start", "data": {"command": ["voir", "main.py"], "time": 1.5}}"#,
-            r#"{"event": "start", "data": {"command": "voir main.py", "time": 1.5}}"#,
-            r#"{"event": "start", "data": {"command": ["voir", 3]}}"#,
-            r#"{"event": "start", "data": {"time": "NaN"}}"#,
-            r#"{"event": "start", "data": 3}"#,
-            r#"{"event": "end", "data": {"return_code": 0, "time": 3.5}, "pipe": 7}"#,
-            r#"{"event": "end", "data": {"return_code": 0.0}}"#,
-            r#"{"event": "end", "data": {"return_code": "ERROR", "time": 2}}"#,
-            r#"{"event": "end", "data": {"return_code": -15}}"#,
-            r#"{"event": "end", "data": null}"#,
-            r#"{"event": "line", "data": "step 1\n", "pipe": "stderr"}"#,
-            r#"{"event": "phase", "data": {"name": "init"}, "pipe": null}"#,
-            r#"{"event": "d\u0061ta", "data": {"r\u0061te": 2, "task": "tr\u0061in"}}"#,
-            r#"{"pipe": "data"}"#,
-            r#"{"event": 3, "data": {}}"#,
-            r#"[1, 2]"#,
-            r#"not json"#,
-            r#"{"event": "data", "data": {"rate": 1}} {}"#,
-            r#"{"event": "data", "data": {"rate": 1"#,
-        ];
-        let text = lines.join("\n");
+        let text = ODD_LINES.join("\n");
         let (facts, typed) = both(text.as_bytes());
         assert_eq!(facts, typed);
         assert!(facts.len() > 20, "{facts:#?}");
+    }
+
+    /// Runs the fast path and the serde decoder on every line; records where the fast path
+    /// answered and any answer (fact or device table) that differs from the serde decoder's.
+    #[derive(Default)]
+    struct FastAndSerde {
+        devices: Vec<String>,
+        lines: usize,
+        answered: usize,
+        mismatches: Vec<String>,
+    }
+
+    impl LineDecoder for FastAndSerde {
+        type Item = ();
+
+        fn decode(&mut self, text: &str) -> LineOutcome<()> {
+            self.lines += 1;
+            let mut fast_devices = self.devices.clone();
+            let fast = crate::skim::decode(text, &mut fast_devices);
+            let mut serde = FactDecoder {
+                devices: std::mem::take(&mut self.devices),
+            };
+            let reference = serde.decode_with_serde(text);
+            self.devices = serde.devices;
+            if let Some(fast) = fast {
+                self.answered += 1;
+                let fast = format!("{fast:?} {fast_devices:?}");
+                let reference = format!("{reference:?} {:?}", self.devices);
+                if fast != reference {
+                    self.mismatches
+                        .push(format!("{text}\n  fast:  {fast}\n  serde: {reference}"));
+                }
+            }
+            LineOutcome::Skipped
+        }
+    }
+
+    /// Every line of `text` through [`FastAndSerde`].
+    fn fast_and_serde(text: &[u8]) -> FastAndSerde {
+        let mut reader = RecordReader::with_decoder(text, FastAndSerde::default());
+        reader.by_ref().for_each(drop);
+        let FastAndSerde {
+            devices,
+            lines,
+            answered,
+            mismatches,
+        } = reader.decoder();
+        FastAndSerde {
+            devices: devices.clone(),
+            lines: *lines,
+            answered: *answered,
+            mismatches: mismatches.clone(),
+        }
+    }
+
+    #[test]
+    fn the_fast_path_answers_as_serde_does_on_fixtures_and_odd_lines() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/milabench");
+        let mut files = Vec::new();
+        files_under(&root.join("runs"), &mut files);
+        files_under(&root.join("replays"), &mut files);
+        let (mut lines, mut answered) = (0, 0);
+        for file in files {
+            let seen = fast_and_serde(&std::fs::read(&file).unwrap());
+            assert!(
+                seen.mismatches.is_empty(),
+                "{}: {:#?}",
+                file.display(),
+                seen.mismatches
+            );
+            lines += seen.lines;
+            answered += seen.answered;
+        }
+        // The fast path is there for the common lines: most fixture lines take it.
+        assert!(answered * 10 > lines * 8, "{answered} of {lines} lines");
+        let odd = fast_and_serde(ODD_LINES.join("\n").as_bytes());
+        assert!(odd.mismatches.is_empty(), "{:#?}", odd.mismatches);
+        assert!(odd.answered >= 5, "{} odd lines answered", odd.answered);
+    }
+
+    #[test]
+    fn the_fast_path_answers_the_usual_samples() {
+        let lines = [
+            r#"{"event": "data", "data": {"rate": 1000.25, "units": "items/s", "task": "train"}, "pipe": "data"}"#,
+            r#"{"event": "data", "data": {"loss": 0.5, "task": "train"}, "pipe": "data"}"#,
+            r#"{"event": "data", "data": {"progress": [3, 70], "task": "early_stop"}, "pipe": "data"}"#,
+            r#"{"event": "data", "data": {"task": "main", "time": 1700000000.5, "gpudata": {"0": {"memory": [40000, 81920.0], "load": 0.97, "temperature": 61.0, "power": 312.5}}}, "pipe": "data"}"#,
+            r#"{"event": "data", "data": {"task": "main", "time": 17.5, "cpudata": {"memory": [27789398016, 1076052807680], "load": 12.5}, "process": {"memory": [123, 0]}}, "pipe": "data"}"#,
+            r#"{"event": "line", "data": "step 3: training goes on\n", "pipe": "stderr"}"#,
+            r#"{"event":"phase","data":{"name":"init"},"pipe":null}"#,
+        ];
+        let seen = fast_and_serde(lines.join("\n").as_bytes());
+        assert!(seen.mismatches.is_empty(), "{:#?}", seen.mismatches);
+        assert_eq!(seen.answered, lines.len());
+        assert_eq!(seen.devices, ["0"]);
+    }
+
+    mod generated {
+        use proptest::prelude::*;
+
+        use super::fast_and_serde;
+
+        const KEYS: &[&str] = &[
+            "event",
+            "data",
+            "pipe",
+            "task",
+            "rate",
+            "loss",
+            "time",
+            "cpudata",
+            "process",
+            "gpudata",
+            "memory",
+            "load",
+            "power",
+            "units",
+            "0",
+            "1",
+            "r\\u0061te",
+        ];
+
+        fn scalar() -> impl Strategy<Value = String> {
+            prop_oneof![
+                prop::sample::select(vec![
+                    "0",
+                    "-0",
+                    "12",
+                    "1000.25",
+                    "-3.5e-3",
+                    "1E400",
+                    "18446744073709551616",
+                    "01",
+                    "1.",
+                    "-",
+                    ".5",
+                    "NaN",
+                    "-Infinity",
+                    "Infinity",
+                    "\"train\"",
+                    "\"NaN\"",
+                    "\"x\"",
+                    "\"tr\\u0061in\"",
+                    "\"a\\\"b\"",
+                    "\"a\\nb\\\\\"",
+                    "\"\\ud800\"",
+                    "\"\\x\"",
+                    "\"\\u12\"",
+                    "\"\\u00E9\\/\"",
+                    "\"\u{e9}t\u{e9}\"",
+                    "true",
+                    "false",
+                    "null",
+                    "nul",
+                    "[1, 2]",
+                    "[\"NaN\", 2]",
+                    "{}",
+                    "[]",
+                ])
+                .prop_map(str::to_owned),
+                any::<f64>().prop_map(|x| x.to_string()),
+                any::<i64>().prop_map(|x| x.to_string()),
+                // Decimal and exponent forms of any digits, rounding cases and overflow included.
+                (any::<u64>(), 0usize..20, prop::option::of(-400i32..400)).prop_map(
+                    |(digits, point, exponent)| {
+                        let digits = digits.to_string();
+                        let at = point.min(digits.len());
+                        let (int, frac) = digits.split_at(digits.len() - at);
+                        let mut text = if frac.is_empty() {
+                            int.to_owned()
+                        } else {
+                            format!("{}.{frac}", if int.is_empty() { "0" } else { int })
+                        };
+                        if let Some(e) = exponent {
+                            text.push_str(&format!("e{e}"));
+                        }
+                        text
+                    }
+                ),
+            ]
+        }
+
+        fn value() -> impl Strategy<Value = String> {
+            scalar().prop_recursive(4, 32, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4)
+                        .prop_map(|items| format!("[{}]", items.join(", "))),
+                    prop::collection::vec((prop::sample::select(KEYS), inner), 0..5).prop_map(
+                        |members| {
+                            let members: Vec<String> = members
+                                .iter()
+                                .map(|(key, value)| format!("\"{key}\": {value}"))
+                                .collect();
+                            format!("{{{}}}", members.join(", "))
+                        }
+                    ),
+                ]
+            })
+        }
+
+        fn line() -> impl Strategy<Value = String> {
+            let event = prop::sample::select(vec![
+                "\"data\"",
+                "\"line\"",
+                "\"config\"",
+                "\"stop\"",
+                "\"phase\"",
+                "\"d\\u0061ta\"",
+                "3",
+            ]);
+            let member = prop_oneof![
+                2 => event.prop_map(|e| format!("\"event\": {e}")),
+                2 => value().prop_map(|v| format!("\"data\": {v}")),
+                1 => value().prop_map(|v| format!("\"pipe\": {v}")),
+            ];
+            (
+                prop::collection::vec(member, 0..4),
+                any::<bool>(),
+                prop::option::of(0usize..200),
+            )
+                .prop_map(|(members, compact, cut)| {
+                    let line = if compact {
+                        format!("{{{}}}", members.join(",")).replace(": ", ":")
+                    } else {
+                        format!(" {{ {} }} ", members.join(" , "))
+                    };
+                    match cut {
+                        Some(at) if at < line.len() && line.is_char_boundary(at) => {
+                            line[..at].to_owned()
+                        }
+                        _ => line,
+                    }
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+            #[test]
+            fn the_fast_path_never_disagrees_with_serde(lines in prop::collection::vec(line(), 1..6)) {
+                let seen = fast_and_serde(lines.join("\n").as_bytes());
+                prop_assert!(seen.mismatches.is_empty(), "{:#?}", seen.mismatches);
+            }
+        }
     }
 }

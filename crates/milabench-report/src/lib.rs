@@ -17,6 +17,7 @@ mod json;
 mod pyfmt;
 mod render;
 mod report;
+mod skim;
 mod stats;
 mod summary;
 
