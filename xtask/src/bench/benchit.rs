@@ -36,7 +36,7 @@ pub fn run(python: Option<&Path>) -> anyhow::Result<()> {
     }
     let num = |v: &Value, key: &str| v[key].as_f64().unwrap_or(f64::NAN);
     for script in OVERHEAD_SCRIPTS {
-        let overhead = measure(&python, &root, &["overhead", script, "--runs", "7"])?;
+        let overhead = measure(&python, &root, &["overhead", script, "--runs", "31"])?;
         let ratio = num(&overhead, "ratio");
         let name = Path::new(script)
             .file_name()

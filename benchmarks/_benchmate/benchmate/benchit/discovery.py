@@ -225,9 +225,13 @@ class Discovery:
     def _install(self) -> None:
         """Put the call and constructor wrappers on ``torch.nn.Module``."""
         original_init = self._original_init
+        original_call = self._original_call
         stack = self._stack
+        sites = self._sites
         max_depth = self.max_depth
-        track = self._call
+        resolve = self._resolve
+        blocked = self._blocked
+        listener = self.listener
         discovery = self
 
         def __call__(module, *args, **kwargs):  # noqa: N807 - replaces Module.__call__
@@ -237,7 +241,40 @@ class Discovery:
                 if compiled is None:
                     return module._call_impl(*args, **kwargs)
                 return compiled(*args, **kwargs)
-            return track(module, args, kwargs)
+            if is_compiling():
+                return original_call(module, *args, **kwargs)
+            # The hot path: a top-level model called again with inputs of a known signature is
+            # counted and timed right here, one dictionary lookup and two clock reads, with no
+            # frame of ours between the caller and torch; anything else is resolved first.
+            call = None
+            site = None if stack else sites.get((None, id(module), _signature(args, kwargs)))
+            if site is None or site.module() is not module:
+                site, call = resolve(module, args, kwargs)
+                if site is None:
+                    return blocked(module, args, kwargs)
+            stack.append(site)
+            start = perf_counter()
+            try:
+                compiled = module._compiled_call_impl
+                if compiled is None:
+                    outputs = module._call_impl(*args, **kwargs)
+                else:
+                    outputs = compiled(*args, **kwargs)
+            except BaseException:
+                stack.pop()
+                if call is not None:
+                    listener.first_call_failed(call)
+                raise
+            end = perf_counter()
+            stack.pop()
+            counts = site.counts
+            counts.executed += 1
+            counts.seconds += end - start
+            if call is not None:
+                listener.first_call_done(call)
+            elif end >= discovery._describe_at:
+                discovery.describe_found()
+            return outputs
 
         def __init__(module, *args, **kwargs):  # noqa: N807 - replaces Module.__init__
             original_init(module, *args, **kwargs)
@@ -281,8 +318,21 @@ class Discovery:
 
         A frame is one of the module's constructors when its code is the ``__init__`` of a class
         in the module's MRO: comparing code objects avoids reading ``f_locals``, which would copy
-        every local of every frame walked (this runs for each submodule built)."""
-        kind = type(module)
+        every local of every frame walked (this runs for each submodule built). The set of those
+        code objects is made only for a script frame named ``__init__``, the one case that needs
+        it: modules built by library code (torch's own layers) never do."""
+        script = self.script
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename == script and (
+                code.co_name != "__init__" or code not in self._constructors_of(type(module))
+            ):
+                self._locations[module] = (script, frame.f_lineno)
+                return
+            frame = frame.f_back
+
+    def _constructors_of(self, kind: type) -> frozenset:
+        """The code objects of the ``__init__`` methods in ``kind``'s MRO (cached per class)."""
         constructors = self._constructors.get(kind)
         if constructors is None:
             constructors = frozenset(
@@ -291,55 +341,26 @@ class Discovery:
                 if hasattr(init, "__code__")
             )
             self._constructors[kind] = constructors
-        script = self.script
-        while frame is not None:
-            code = frame.f_code
-            if code.co_filename == script and code not in constructors:
-                self._locations[module] = (script, frame.f_lineno)
-                return
-            frame = frame.f_back
+        return constructors
 
     # -- calls ------------------------------------------------------------------------------
 
-    def _call(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
-        """A call within ``max_depth``: count it when it is a model, else block its subtree.
-
-        This is the hot path of discovery: a known site costs one dictionary lookup and two clock
-        reads.
-        """
-        original = self._original_call
-        if is_compiling():
-            return original(module, *args, **kwargs)
+    def _resolve(self, module: torch.nn.Module, args: tuple,
+                 kwargs: dict) -> tuple[Optional[_Site], Optional[Call]]:
+        """The site of a call within ``max_depth`` that the wrapper's lookup did not settle (a
+        sub-model under a tracked call, a new site, inputs other than tensors) and, for the first
+        call of an invocation the listener wants built, its :class:`Call`. No site when the call
+        is to run untracked, its subtree with it: the module is no model, no direct child of the
+        tracked model, or its inputs cannot be described."""
         stack = self._stack
         parent = stack[-1] if stack else None
         if stack and (parent is None or not parent.accepts_children
                       or not _is_child(parent.model.target(), module)):
-            return self._blocked(module, args, kwargs)
-        call = None
+            return None, None
         site = self._sites.get((parent, id(module), _signature(args, kwargs)))
-        if site is None or site.module() is not module:
-            site, call = self._site_of(module, parent, args, kwargs)
-            if site is None:
-                return self._blocked(module, args, kwargs)
-        stack.append(site)
-        start = perf_counter()
-        try:
-            outputs = original(module, *args, **kwargs)
-        except BaseException:
-            stack.pop()
-            if call is not None:
-                self.listener.first_call_failed(call)
-            raise
-        end = perf_counter()
-        stack.pop()
-        counts = site.counts
-        counts.executed += 1
-        counts.seconds += end - start
-        if call is not None:
-            self.listener.first_call_done(call)
-        elif end >= self._describe_at:
-            self.describe_found()
-        return outputs
+        if site is not None and site.module() is module:
+            return site, None
+        return self._site_of(module, parent, args, kwargs)
 
     def _blocked(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
         """Run an untracked call; calls made inside it are not tracked either."""
@@ -362,7 +383,7 @@ class Discovery:
         no site when the module is no model or its inputs cannot be described."""
         model = self._known.get(module)
         if model is None:
-            # This frame, _call's, the wrapper's, then the caller's.
+            # This frame, _resolve's, the wrapper's, then the caller's.
             model = self._new_model(module, parent, sys._getframe(3))
             if model is None:
                 return None, None
@@ -487,9 +508,18 @@ def _is_child(parent: torch.nn.Module, module: torch.nn.Module) -> bool:
 
 
 def _has_parameters(module: torch.nn.Module) -> bool:
-    """Whether ``module`` has a parameter with elements (a lazy module's, not made yet, count as
-    none)."""
-    return any(not torch.nn.parameter.is_lazy(p) and p.numel() for p in module.parameters())
+    """Whether ``module`` or a module under it has a parameter with elements (a lazy module's,
+    not made yet, count as none). Walks ``_parameters`` and ``_modules`` itself: the generators
+    behind ``parameters()`` cost more than the search on a model's first call."""
+    is_lazy = torch.nn.parameter.is_lazy
+    pending = [module]
+    while pending:
+        current = pending.pop()
+        for parameter in current._parameters.values():
+            if parameter is not None and not is_lazy(parameter) and parameter.numel():
+                return True
+        pending.extend(child for child in current._modules.values() if child is not None)
+    return False
 
 
 def _dropping_when_dead(sites: dict, key: tuple, module: torch.nn.Module) -> "weakref.ref":

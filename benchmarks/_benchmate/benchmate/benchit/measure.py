@@ -3,7 +3,7 @@
 ``python -m benchmate.benchit.measure overhead SCRIPT [--runs N] [--script-args "ARGS"]``
     the script's own run time (its module's execution) bare and under discovery (analysis
     only, events discarded; patching torch before and restoring it after are left out), ``N``
-    alternating runs in one process; ``ratio`` = discovery / bare of the fastest runs (noise on a
+    alternating runs in one process, each after a ``gc.collect()``; ``ratio`` = discovery / bare of the fastest runs (noise on a
     shared machine only ever adds time; the medians are reported too). Target < 1.05.
 
 ``python -m benchmate.benchit.measure timeit SCRIPT [--iterations N] [--rounds R]
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib.util
 import io
 import json
@@ -76,9 +77,13 @@ def overhead(path: str, runs: int, script_args: list[str]) -> dict[str, Any]:
     with _quiet():
         _run_script(path, script_args)  # warm: imports, allocator, kernels
         for _ in range(runs):
+            # Each run starts from a collected heap: garbage of the run before must not make the
+            # cyclic collector fire inside one side's timing more than the other's.
+            gc.collect()
             start = time.perf_counter()
             _run_script(path, script_args)
             bare.append(time.perf_counter() - start)
+            gc.collect()
             session = ScriptSession(_NullProtocol(), request)
             session.run()
             discovered.append(session.script_seconds)
