@@ -1,10 +1,12 @@
 //! The CPU suite end to end: wall time of `install` (warm), `prepare`, `run --fidelity smoke`
 //! and `report` (the e2e flow), then each benchmark's mean rate under milabench next to the
 //! same script, arguments and environment run bare with the venv's Python (no voir, no
-//! milabench; rates read from its stdout). The two alternate for a number of rounds (the e2e
-//! run is the first round under milabench; later rounds run `milabench run --select NAME`) and
-//! the medians are compared, because a single smoke run swings by tens of percent on a busy
-//! 2-core machine. torchrun benchmarks have no bare twin and are left out of the ratio.
+//! milabench; rates read from its stdout). Each round runs a benchmark under milabench and then
+//! bare, back to back (the e2e run is the first round under milabench; later rounds run
+//! `milabench run --select NAME`); the per-round ratios are combined into a geometric mean with
+//! a 95% interval, because a single smoke run swings by tens of percent on a busy 2-core
+//! machine: a ratio under 0.99 whose interval reaches 0.99 cannot be told from noise, and is
+//! said so. torchrun benchmarks have no bare twin and are left out of the ratio.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,28 +43,41 @@ pub fn run(rounds: usize) -> anyhow::Result<()> {
         let Some((name, first_under, command, env)) = read_run(&path)? else {
             continue;
         };
-        let (mut under, mut bare) = (vec![first_under], Vec::new());
+        // Round i runs the benchmark under milabench, then bare, back to back: each pair shares
+        // the machine's state of the moment, so the per-round ratio cancels slow drifts.
+        let mut ratios = Vec::new();
         for round in 0..rounds.max(1) {
-            if round > 0 {
-                under.push(rerun(&root, &bin, base.path(), &name, round)?);
-            }
+            let under = if round == 0 {
+                first_under
+            } else {
+                rerun(&root, &bin, base.path(), &name, round)?
+            };
             match bare_rate(&command, &env)? {
-                Some(rate) => bare.push(rate),
+                Some(bare) => ratios.push(under / bare),
                 None => break,
             }
         }
-        if bare.is_empty() {
+        if ratios.is_empty() {
             continue;
         }
-        let (under_median, bare_median) = (median(&mut under), median(&mut bare));
-        let ratio = under_median / bare_median;
+        let (ratio, low, high) = geometric_mean_interval(&ratios);
         log_ratios.push(ratio.ln());
+        let verdict = if ratio >= 0.99 {
+            "met"
+        } else if high >= 0.99 {
+            "cannot tell: the interval reaches 0.99"
+        } else {
+            "NOT met"
+        };
         println!(
-            "{:<40} ratio {ratio:.3}: {under_median:.3} under milabench vs {bare_median:.3} bare (medians of {} and {} runs)  target >= 0.99: {}",
+            "{:<40} ratio {ratio:.3} (95% interval {low:.3}..{high:.3}; {} paired runs: {})  target >= 0.99: {verdict}",
             format!("suite: {name} rate"),
-            under.len(),
-            bare.len(),
-            if ratio >= 0.99 { "met" } else { "NOT met" }
+            ratios.len(),
+            ratios
+                .iter()
+                .map(|r| format!("{r:.3}"))
+                .collect::<Vec<_>>()
+                .join(" ")
         );
     }
     // Single benchmarks still swing on a busy 2-core machine: the suite-wide geometric mean is
@@ -187,17 +202,41 @@ fn rerun(root: &Path, bin: &Path, base: &Path, name: &str, round: usize) -> anyh
     anyhow::bail!("milabench run --select {name} recorded no rate for {name}")
 }
 
-/// The median of `values` (not empty).
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len().is_multiple_of(2) {
-        (values[mid - 1] + values[mid]) / 2.0
-    } else {
-        values[mid]
+/// The geometric mean of `ratios` (not empty) and the 95% Student-t interval of the mean of their
+/// logarithms, back on the ratio scale; a single ratio has no interval (0..inf).
+fn geometric_mean_interval(ratios: &[f64]) -> (f64, f64, f64) {
+    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+    let n = logs.len();
+    let mean = logs.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean.exp(), 0.0, f64::INFINITY);
     }
+    let variance = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    // Two-sided 97.5% quantiles of Student's t for 1..=10 degrees of freedom, then the normal.
+    const T975: [f64; 10] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    ];
+    let t = T975.get(n - 2).copied().unwrap_or(1.96);
+    let half = t * (variance / n as f64).sqrt();
+    (mean.exp(), (mean - half).exp(), (mean + half).exp())
 }
 
 fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::geometric_mean_interval;
+
+    #[test]
+    fn the_interval_surrounds_the_geometric_mean_and_narrows_with_agreement() {
+        let (mean, low, high) = geometric_mean_interval(&[0.9, 1.0, 1.1]);
+        assert!(low < mean && mean < high, "{low} {mean} {high}");
+        assert!((mean - (0.9f64 * 1.0 * 1.1).cbrt()).abs() < 1e-12);
+        let (_, tight_low, tight_high) = geometric_mean_interval(&[0.99, 1.0, 1.01]);
+        assert!(tight_high - tight_low < high - low);
+        let (one, none_low, none_high) = geometric_mean_interval(&[1.2]);
+        assert_eq!((one, none_low, none_high), (1.2, 0.0, f64::INFINITY));
+    }
 }
