@@ -146,24 +146,43 @@ lenient_value!(Numbers, Numbers, |n| n, "an array of numbers", {
         Ok(Numbers::default())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Numbers, A::Error> {
-        let mut items = [None; 2];
-        let mut count = 0;
+        let mut numbers = NumbersReader::default();
         while let Some(Number(x)) = seq.next_element::<Number>()? {
-            if let Some(slot) = items.get_mut(count) {
-                *slot = x;
-            }
-            count += 1;
+            numbers.push(x);
         }
-        let pair = match (count, items) {
+        Ok(numbers.finish())
+    }
+});
+
+/// Reads an array into [`Numbers`] one element at a time, for decoders that walk the array
+/// themselves: each element is pushed as the number it reads as (`None` when it is none).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NumbersReader {
+    items: [Option<f64>; 2],
+    count: usize,
+}
+
+impl NumbersReader {
+    /// The next element.
+    pub fn push(&mut self, x: Option<f64>) {
+        if let Some(slot) = self.items.get_mut(self.count) {
+            *slot = x;
+        }
+        self.count += 1;
+    }
+
+    /// What the elements pushed make.
+    pub fn finish(self) -> Numbers {
+        let pair = match (self.count, self.items) {
             (2, [Some(a), Some(b)]) => Some([a, b]),
             _ => None,
         };
-        Ok(Numbers {
+        Numbers {
             pair,
-            first: items[0],
-        })
+            first: self.items[0],
+        }
     }
-});
+}
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,7 @@
 //! serde decoder gives the same answer.
 
 use milabench_metrics::LineOutcome;
-use milabench_metrics::lenient::{Numbers, non_finite};
+use milabench_metrics::lenient::{Numbers, NumbersReader, non_finite};
 
 use crate::facts::{DataFacts, Fact, GpuReading};
 
@@ -175,24 +175,12 @@ impl<'a> Cursor<'a> {
     /// An array of numbers (or strings, which count as numbers only when they name a
     /// non-finite value), with the serde path's rule for [`Numbers`].
     fn numbers(&mut self) -> Skim<Numbers> {
-        let mut items = [None; 2];
-        let mut count = 0;
+        let mut numbers = NumbersReader::default();
         self.array(|c| {
-            let x = c.number()?;
-            if let Some(slot) = items.get_mut(count) {
-                *slot = x;
-            }
-            count += 1;
+            numbers.push(c.number()?);
             Ok(())
         })?;
-        let pair = match (count, items) {
-            (2, [Some(a), Some(b)]) => Some([a, b]),
-            _ => None,
-        };
-        Ok(Numbers {
-            pair,
-            first: items[0],
-        })
+        Ok(numbers.finish())
     }
 
     /// A number, or a string (a number only when it names a non-finite value).
