@@ -24,8 +24,8 @@ pub struct BenchArgs {
     /// benchit environment].
     #[arg(long, value_name = "PYTHON")]
     pub benchit_python: Option<std::path::PathBuf>,
-    /// Rounds of the suite's rate comparison: each benchmark runs this many times under
-    /// milabench and as many times bare, alternating; the medians are compared.
+    /// Rounds of the suite's rate comparison: each round runs a benchmark under milabench and
+    /// then bare; the paired ratios give a geometric mean and its 95% interval.
     #[arg(long, default_value_t = 3)]
     pub suite_rounds: usize,
     /// Measure only these figures (comma-separated) [default: all].

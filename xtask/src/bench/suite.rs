@@ -1,9 +1,8 @@
 //! The CPU suite end to end: wall time of `install` (warm), `prepare`, `run --fidelity smoke`
 //! and `report` (the e2e flow), then each benchmark's mean rate under milabench next to the
 //! same script, arguments and environment run bare with the venv's Python (no voir, no
-//! milabench; rates read from its stdout). Each round runs a benchmark under milabench and then
-//! bare, back to back (the e2e run is the first round under milabench; later rounds run
-//! `milabench run --select NAME`); the per-round ratios are combined into a geometric mean with
+//! milabench; rates read from its stdout). Each round runs a benchmark under milabench
+//! (`milabench run --select NAME`) and then bare, back to back; the per-round ratios are combined into a geometric mean with
 //! a 95% interval, because a single smoke run swings by tens of percent on a busy 2-core
 //! machine: a ratio under 0.99 whose interval reaches 0.99 cannot be told from noise, and is
 //! said so. torchrun benchmarks have no bare twin and are left out of the ratio.
@@ -40,18 +39,15 @@ pub fn run(rounds: usize) -> anyhow::Result<()> {
         if path.extension().is_none_or(|e| e != "data") {
             continue;
         }
-        let Some((name, first_under, command, env)) = read_run(&path)? else {
+        let Some((name, _, command, env)) = read_run(&path)? else {
             continue;
         };
-        // Round i runs the benchmark under milabench, then bare, back to back: each pair shares
-        // the machine's state of the moment, so the per-round ratio cancels slow drifts.
+        // Each round runs the benchmark under milabench, then bare, back to back: a pair shares
+        // the machine's state of the moment, so its ratio cancels slow drifts. (The e2e run above
+        // is no partner: it ran minutes before.)
         let mut ratios = Vec::new();
-        for round in 0..rounds.max(1) {
-            let under = if round == 0 {
-                first_under
-            } else {
-                rerun(&root, &bin, base.path(), &name, round)?
-            };
+        for round in 1..=rounds.max(1) {
+            let under = rerun(&root, &bin, base.path(), &name, round)?;
             match bare_rate(&command, &env)? {
                 Some(bare) => ratios.push(under / bare),
                 None => break,
