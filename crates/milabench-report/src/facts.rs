@@ -562,12 +562,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn agrees_with_the_typed_records_on_every_fixture_line() {
+    /// Every `.data` file of the fixtures' run folders and replays.
+    fn fixture_files() -> Vec<PathBuf> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/milabench");
         let mut files = Vec::new();
         files_under(&root.join("runs"), &mut files);
         files_under(&root.join("replays"), &mut files);
+        files
+    }
+
+    #[test]
+    fn agrees_with_the_typed_records_on_every_fixture_line() {
+        let files = fixture_files();
         assert!(files.len() > 10, "{files:?}");
         for file in files {
             let text = std::fs::read(&file).unwrap();
@@ -586,7 +592,7 @@ mod tests {
 
     /// Runs the fast path and the serde decoder on every line; records where the fast path
     /// answered and any answer (fact or device table) that differs from the serde decoder's.
-    #[derive(Default)]
+    #[derive(Clone, Default)]
     struct FastAndSerde {
         devices: Vec<String>,
         lines: usize,
@@ -623,26 +629,12 @@ mod tests {
     fn fast_and_serde(text: &[u8]) -> FastAndSerde {
         let mut reader = RecordReader::with_decoder(text, FastAndSerde::default());
         reader.by_ref().for_each(drop);
-        let FastAndSerde {
-            devices,
-            lines,
-            answered,
-            mismatches,
-        } = reader.decoder();
-        FastAndSerde {
-            devices: devices.clone(),
-            lines: *lines,
-            answered: *answered,
-            mismatches: mismatches.clone(),
-        }
+        reader.decoder().clone()
     }
 
     #[test]
     fn the_fast_path_answers_as_serde_does_on_fixtures_and_odd_lines() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/milabench");
-        let mut files = Vec::new();
-        files_under(&root.join("runs"), &mut files);
-        files_under(&root.join("replays"), &mut files);
+        let files = fixture_files();
         let (mut lines, mut answered) = (0, 0);
         for file in files {
             let seen = fast_and_serde(&std::fs::read(&file).unwrap());
