@@ -89,6 +89,15 @@ pub trait LineDecoder {
     type Item;
     /// Decodes one line (a decoder may keep what it learns from one line for the next ones).
     fn decode(&mut self, text: &str) -> LineOutcome<Self::Item>;
+
+    /// An optional fast path over the raw bytes of a line, tried before the UTF-8 check and the
+    /// quoting of non-finite tokens. It may answer (`Some`) only for a line that is valid UTF-8,
+    /// holds no bare `NaN`/`Infinity` token, and for which [`LineDecoder::decode`] would give the
+    /// same answer; `None` (the default) sends the line down the usual path.
+    fn decode_bytes(&mut self, bytes: &[u8]) -> Option<LineOutcome<Self::Item>> {
+        let _ = bytes;
+        None
+    }
 }
 
 /// The full decoder: every line becomes a typed [`Record`].
@@ -249,6 +258,12 @@ fn line_item<D: LineDecoder>(
     let bytes = trim_newline(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return LineItem::Nothing;
+    }
+    match decoder.decode_bytes(bytes) {
+        Some(LineOutcome::Item(record)) => return LineItem::One(ReadItem::Record(record)),
+        Some(LineOutcome::Skipped) => return LineItem::Nothing,
+        // Only the usual path tells a bad line's kind.
+        Some(LineOutcome::NotARecord) | None => {}
     }
     let (text, utf8_ok) = match std::str::from_utf8(bytes) {
         Ok(s) => (std::borrow::Cow::Borrowed(s), true),

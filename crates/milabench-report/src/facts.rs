@@ -80,19 +80,18 @@ impl FactDecoder {
 impl LineDecoder for FactDecoder {
     type Item = Fact;
 
+    /// The reference decoder, which reads the lines the fast path declines.
     fn decode(&mut self, text: &str) -> LineOutcome<Fact> {
-        crate::skim::decode(text, &mut self.devices).unwrap_or_else(|| self.decode_with_serde(text))
-    }
-}
-
-impl FactDecoder {
-    /// The reference decoder, for the lines the fast path (`skim`) declines.
-    fn decode_with_serde(&mut self, text: &str) -> LineOutcome<Fact> {
         let mut de = serde_json::Deserializer::from_str(text);
         match de.deserialize_map(LineVisitor(&mut self.devices)) {
             Ok(outcome) if de.end().is_ok() => outcome,
             _ => LineOutcome::NotARecord,
         }
+    }
+
+    /// The fast path (`skim`), for the common lines.
+    fn decode_bytes(&mut self, bytes: &[u8]) -> Option<LineOutcome<Fact>> {
+        crate::skim::decode(bytes, &mut self.devices)
     }
 }
 
@@ -603,25 +602,34 @@ mod tests {
     impl LineDecoder for FastAndSerde {
         type Item = ();
 
-        fn decode(&mut self, text: &str) -> LineOutcome<()> {
+        fn decode_bytes(&mut self, bytes: &[u8]) -> Option<LineOutcome<()>> {
             self.lines += 1;
             let mut fast_devices = self.devices.clone();
-            let fast = crate::skim::decode(text, &mut fast_devices);
+            let fast = crate::skim::decode(bytes, &mut fast_devices);
+            let text = String::from_utf8_lossy(bytes);
             let mut serde = FactDecoder {
                 devices: std::mem::take(&mut self.devices),
             };
-            let reference = serde.decode_with_serde(text);
+            let reference = serde.decode(&text);
             self.devices = serde.devices;
             if let Some(fast) = fast {
                 self.answered += 1;
                 let fast = format!("{fast:?} {fast_devices:?}");
                 let reference = format!("{reference:?} {:?}", self.devices);
-                if fast != reference {
+                if std::str::from_utf8(bytes).is_err() {
+                    self.mismatches.push(format!(
+                        "{text}\n  fast path answered a line that is not UTF-8"
+                    ));
+                } else if fast != reference {
                     self.mismatches
                         .push(format!("{text}\n  fast:  {fast}\n  serde: {reference}"));
                 }
             }
-            LineOutcome::Skipped
+            Some(LineOutcome::Skipped)
+        }
+
+        fn decode(&mut self, _: &str) -> LineOutcome<()> {
+            unreachable!("every line is answered by decode_bytes")
         }
     }
 
@@ -664,11 +672,26 @@ mod tests {
             r#"{"event": "data", "data": {"task": "main", "time": 17.5, "cpudata": {"memory": [27789398016, 1076052807680], "load": 12.5}, "process": {"memory": [123, 0]}}, "pipe": "data"}"#,
             r#"{"event": "line", "data": "step 3: training goes on\n", "pipe": "stderr"}"#,
             r#"{"event":"phase","data":{"name":"init"},"pipe":null}"#,
+            "{\"event\": \"line\", \"data\": \" 50%|\u{2588}\u{2588}\u{2588}\u{258c}  | 5/10\\r\", \"pipe\": \"stderr\"}",
         ];
         let seen = fast_and_serde(lines.join("\n").as_bytes());
         assert!(seen.mismatches.is_empty(), "{:#?}", seen.mismatches);
         assert_eq!(seen.answered, lines.len());
         assert_eq!(seen.devices, ["0"]);
+    }
+
+    #[test]
+    fn the_fast_path_declines_lines_that_are_not_utf8() {
+        for bad in [&b"\xe2\x96"[..], b"\xff", b"\xed\xa0\x80", b"\xc3"] {
+            let mut line = br#"{"event": "line", "data": "step "#.to_vec();
+            line.extend_from_slice(bad);
+            line.extend_from_slice(br#"", "pipe": "stderr"}"#);
+            assert_eq!(
+                crate::skim::decode(&line, &mut Vec::new()),
+                None,
+                "{line:?}"
+            );
+        }
     }
 
     mod generated {
@@ -724,6 +747,9 @@ mod tests {
                     "\"\\u12\"",
                     "\"\\u00E9\\/\"",
                     "\"\u{e9}t\u{e9}\"",
+                    "\"\u{2588}\u{2588}\u{258c}  50%\"",
+                    "\"a~BAD~b\"",
+                    "\"~BAD~\"",
                     "true",
                     "false",
                     "null",
@@ -809,11 +835,25 @@ mod tests {
                 })
         }
 
+        /// `text` with each `~BAD~` replaced by a byte sequence that is not UTF-8 (a cut
+        /// character, a stray byte, an encoded surrogate, in turn).
+        fn with_bad_utf8(text: &str) -> Vec<u8> {
+            const BAD: [&[u8]; 3] = [b"\xe2\x96", b"\xff", b"\xed\xa0\x80"];
+            let mut out = Vec::new();
+            for (i, piece) in text.split("~BAD~").enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(BAD[i % BAD.len()]);
+                }
+                out.extend_from_slice(piece.as_bytes());
+            }
+            out
+        }
+
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(2000))]
             #[test]
             fn the_fast_path_never_disagrees_with_serde(lines in prop::collection::vec(line(), 1..6)) {
-                let seen = fast_and_serde(lines.join("\n").as_bytes());
+                let seen = fast_and_serde(&with_bad_utf8(&lines.join("\n")));
                 prop_assert!(seen.mismatches.is_empty(), "{:#?}", seen.mismatches);
             }
         }

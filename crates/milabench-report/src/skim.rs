@@ -2,8 +2,10 @@
 //! shapes that make up nearly every line of a run (`data` samples whose fields are plain numbers,
 //! strings, number arrays and objects of them, and events the report skips, such as `line`).
 //!
-//! It answers only when it is sure: every value of the line must follow a strict subset of JSON
-//! (no escapes in the strings it reads, nesting of at most [`MAX_DEPTH`]) and every
+//! It reads the raw bytes of the line, before the reader's UTF-8 check and quoting of non-finite
+//! tokens, and answers only when it is sure: every value of the line must follow a strict subset
+//! of JSON (no escapes in the strings it reads, no bare `NaN`, nesting of at most [`MAX_DEPTH`]),
+//! the text of every string must be UTF-8 (all else is ASCII by construction) and every
 //! field the report reads must have its usual shape; the whole line is checked to the end. For
 //! anything else (an escape in a key or a value it reads, a field of an odd shape, the payload before the event name, the rare
 //! `config`/`meta`/`start`/`end`/`stop` events, a line that is not JSON) it declines and the serde
@@ -24,15 +26,11 @@ struct Declined;
 
 type Skim<T> = Result<T, Declined>;
 
-/// The fact of one line, or `None` when the serde decoder must read it. `devices` is the file's
-/// table of GPU device ids; it is left as it was when the line is declined.
-pub(crate) fn decode(text: &str, devices: &mut Vec<String>) -> Option<LineOutcome<Fact>> {
+/// The fact of the line `bytes`, or `None` when the serde decoder must read it. `devices` is the
+/// file's table of GPU device ids; it is left as it was when the line is declined.
+pub(crate) fn decode(bytes: &[u8], devices: &mut Vec<String>) -> Option<LineOutcome<Fact>> {
     let known = devices.len();
-    let mut cursor = Cursor {
-        text,
-        bytes: text.as_bytes(),
-        pos: 0,
-    };
+    let mut cursor = Cursor { bytes, pos: 0 };
     match cursor.line(devices) {
         Ok(outcome) => Some(outcome),
         Err(Declined) => {
@@ -44,7 +42,6 @@ pub(crate) fn decode(text: &str, devices: &mut Vec<String>) -> Option<LineOutcom
 
 /// A position in the line.
 struct Cursor<'a> {
-    text: &'a str,
     bytes: &'a [u8],
     pos: usize,
 }
@@ -73,17 +70,17 @@ impl<'a> Cursor<'a> {
 
     /// The whole line: one object, nothing after it.
     fn line(&mut self, devices: &mut Vec<String>) -> Skim<LineOutcome<Fact>> {
-        let mut event: Option<&'a str> = None;
+        let mut event: Option<&'a [u8]> = None;
         let mut outcome = None;
         self.object(|c, key| {
             match key {
-                "event" if event.is_none() => event = Some(c.string()?),
-                "data" if outcome.is_none() => {
+                b"event" if event.is_none() => event = Some(c.string()?),
+                b"data" if outcome.is_none() => {
                     // A payload before its event name is read from a tree by the serde path.
                     let name = event.ok_or(Declined)?;
                     outcome = Some(c.payload(name, devices)?);
                 }
-                "event" | "data" => return Err(Declined),
+                b"event" | b"data" => return Err(Declined),
                 _ => c.skip_value(1)?,
             }
             Ok(())
@@ -98,10 +95,10 @@ impl<'a> Cursor<'a> {
     }
 
     /// The payload of event `name`.
-    fn payload(&mut self, name: &str, devices: &mut Vec<String>) -> Skim<LineOutcome<Fact>> {
+    fn payload(&mut self, name: &[u8], devices: &mut Vec<String>) -> Skim<LineOutcome<Fact>> {
         match name {
-            "data" => Ok(LineOutcome::Item(Fact::Data(self.data_payload(devices)?))),
-            "config" | "meta" | "start" | "end" | "stop" => Err(Declined),
+            b"data" => Ok(LineOutcome::Item(Fact::Data(self.data_payload(devices)?))),
+            b"config" | b"meta" | b"start" | b"end" | b"stop" => Err(Declined),
             _ => {
                 self.skip_value(1)?;
                 Ok(LineOutcome::Skipped)
@@ -114,13 +111,13 @@ impl<'a> Cursor<'a> {
         let mut d = DataFacts::default();
         self.object(|c, key| {
             match key {
-                "task" => d.train = c.string()? == "train",
-                "rate" => d.rate = c.number()?,
-                "loss" => d.loss = c.number()?,
-                "time" => d.time = c.number()?,
-                "cpudata" => d.cpu_memory_used = c.memory_sample()?.pair.map(|[used, _]| used),
-                "process" => d.process_memory = c.memory_sample()?.first,
-                "gpudata" => d.gpudata = Some(c.gpu_samples(devices)?),
+                b"task" => d.train = c.string()? == b"train",
+                b"rate" => d.rate = c.number()?,
+                b"loss" => d.loss = c.number()?,
+                b"time" => d.time = c.number()?,
+                b"cpudata" => d.cpu_memory_used = c.memory_sample()?.pair.map(|[used, _]| used),
+                b"process" => d.process_memory = c.memory_sample()?.first,
+                b"gpudata" => d.gpudata = Some(c.gpu_samples(devices)?),
                 _ => c.skip_value(2)?,
             }
             Ok(())
@@ -132,7 +129,7 @@ impl<'a> Cursor<'a> {
     fn memory_sample(&mut self) -> Skim<Numbers> {
         let mut memory = Numbers::default();
         self.object(|c, key| {
-            if key == "memory" {
+            if key == b"memory" {
                 memory = c.numbers()?;
             } else {
                 c.skip_value(3)?;
@@ -146,10 +143,10 @@ impl<'a> Cursor<'a> {
     fn gpu_samples(&mut self, devices: &mut Vec<String>) -> Skim<Vec<GpuReading>> {
         let mut readings = Vec::new();
         self.object(|c, id| {
-            let device = match devices.iter().position(|known| known == id) {
+            let device = match devices.iter().position(|known| known.as_bytes() == id) {
                 Some(index) => index,
                 None => {
-                    devices.push(id.to_owned());
+                    devices.push(text(id)?.to_owned());
                     devices.len() - 1
                 }
             };
@@ -159,9 +156,9 @@ impl<'a> Cursor<'a> {
             };
             c.object(|c, key| {
                 match key {
-                    "memory" => reading.memory_used = c.numbers()?.pair.map(|[used, _]| used),
-                    "load" => reading.load = c.number()?,
-                    "power" => reading.power = c.number()?,
+                    b"memory" => reading.memory_used = c.numbers()?.pair.map(|[used, _]| used),
+                    b"load" => reading.load = c.number()?,
+                    b"power" => reading.power = c.number()?,
                     _ => c.skip_value(4)?,
                 }
                 Ok(())
@@ -186,7 +183,7 @@ impl<'a> Cursor<'a> {
     /// A number, or a string (a number only when it names a non-finite value).
     fn number(&mut self) -> Skim<Option<f64>> {
         match self.next_token() {
-            Some(b'"') => Ok(non_finite(self.string()?)),
+            Some(b'"') => Ok(non_finite(text(self.string()?)?)),
             Some(b'-' | b'0'..=b'9') => {
                 // milabench-metrics builds serde_json with `float_roundtrip` (correct rounding, as
                 // here); it
@@ -194,7 +191,7 @@ impl<'a> Cursor<'a> {
                 let token = self.number_token()?;
                 let x = match short_decimal(token) {
                     Some(x) => x,
-                    None => token.parse().map_err(|_| Declined)?,
+                    None => text(token)?.parse().map_err(|_| Declined)?,
                 };
                 if x.is_finite() {
                     Ok(Some(x))
@@ -206,51 +203,65 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// A string without escapes or control characters.
-    fn string(&mut self) -> Skim<&'a str> {
+    /// The text of a string without escapes or control characters (UTF-8, checked).
+    fn string(&mut self) -> Skim<&'a [u8]> {
         if self.next_token() != Some(b'"') {
             return Err(Declined);
         }
-        let start = self.pos + 1;
-        let end = start + plain_run(&self.bytes[start..]);
-        if self.bytes.get(end) != Some(&b'"') {
-            return Err(Declined);
-        }
-        self.pos = end + 1;
-        // Both ends are ASCII quotes, so they are character boundaries.
-        Ok(&self.text[start..end])
+        let body = self.string_body(false)?;
+        Ok(&self.bytes[body])
     }
 
     /// Steps over a string whose text is not needed: escapes are checked the way serde_json
     /// checks the strings it ignores (a `\\u` needs four hex digits, nothing more).
     fn skip_string(&mut self) -> Skim<()> {
-        self.pos += 1;
+        self.string_body(true).map(drop)
+    }
+
+    /// Steps over a string, the cursor on its opening quote, and returns where its body lies.
+    /// Escapes are taken only when `escapes` is set; text that is not ASCII must be UTF-8.
+    fn string_body(&mut self, escapes: bool) -> Skim<std::ops::Range<usize>> {
+        let start = self.pos + 1;
+        self.pos = start;
+        let mut ascii = true;
         loop {
             self.pos += plain_run(&self.bytes[self.pos..]);
             match self.peek().ok_or(Declined)? {
-                b'"' => {
+                b'"' => break,
+                b'\\' if escapes => self.pos += self.escape_len()?,
+                0x80.. => {
+                    ascii = false;
                     self.pos += 1;
-                    return Ok(());
-                }
-                b'\\' => {}
-                _ => return Err(Declined),
-            }
-            let escape = &self.bytes[self.pos + 1..];
-            match escape.first().ok_or(Declined)? {
-                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.pos += 2,
-                b'u' if escape
-                    .get(1..5)
-                    .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit)) =>
-                {
-                    self.pos += 6;
                 }
                 _ => return Err(Declined),
             }
         }
+        let body = start..self.pos;
+        self.pos += 1;
+        if !ascii && std::str::from_utf8(&self.bytes[body.clone()]).is_err() {
+            return Err(Declined);
+        }
+        Ok(body)
+    }
+
+    /// The length of the escape sequence at the cursor, checked as serde_json checks escapes
+    /// in the strings it ignores.
+    fn escape_len(&self) -> Skim<usize> {
+        let escape = &self.bytes[self.pos + 1..];
+        match escape.first().ok_or(Declined)? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Ok(2),
+            b'u' if escape
+                .get(1..5)
+                .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit)) =>
+            {
+                Ok(6)
+            }
+            _ => Err(Declined),
+        }
     }
 
     /// A number as JSON writes it; the cursor after it.
-    fn number_token(&mut self) -> Skim<&'a str> {
+    fn number_token(&mut self) -> Skim<&'a [u8]> {
         let start = self.pos;
         let digits = |pos: &mut usize, bytes: &[u8]| {
             let from = *pos;
@@ -280,7 +291,7 @@ impl<'a> Cursor<'a> {
             digits(&mut pos, bytes)?;
         }
         self.pos = pos;
-        Ok(&self.text[start..pos])
+        Ok(&self.bytes[start..pos])
     }
 
     /// Checks a value of any kind and steps over it.
@@ -307,7 +318,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// An object: `member` reads the value of each key, in order.
-    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Skim<()>) -> Skim<()> {
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a [u8]) -> Skim<()>) -> Skim<()> {
         self.expect(b'{')?;
         if self.next_token() == Some(b'}') {
             self.pos += 1;
@@ -349,14 +360,19 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// `bytes` as text; the scanner has checked it, so this never declines in practice.
+fn text(bytes: &[u8]) -> Skim<&str> {
+    std::str::from_utf8(bytes).map_err(|_| Declined)
+}
+
 /// The value of a number token of at most 15 digits without an exponent, the usual case: its
 /// digits as an integer are exact in an `f64`, and so is the power of ten it is divided by, so
 /// one division gives the correctly rounded value. `None` for other tokens.
-fn short_decimal(token: &str) -> Option<f64> {
+fn short_decimal(token: &[u8]) -> Option<f64> {
     const POWERS_OF_TEN: [f64; 16] = [
         1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
     ];
-    let (negative, digits) = match token.strip_prefix('-') {
+    let (negative, digits) = match token.strip_prefix(b"-") {
         Some(rest) => (true, rest),
         None => (false, token),
     };
@@ -364,7 +380,7 @@ fn short_decimal(token: &str) -> Option<f64> {
         return None;
     }
     let (mut mantissa, mut count, mut fraction) = (0u64, 0, 0);
-    for (at, byte) in digits.bytes().enumerate() {
+    for (at, &byte) in digits.iter().enumerate() {
         match byte {
             b'0'..=b'9' => {
                 mantissa = mantissa * 10 + u64::from(byte - b'0');
@@ -382,8 +398,9 @@ fn short_decimal(token: &str) -> Option<f64> {
 }
 
 /// The length of the run of string bytes that need no attention: up to a quote, a backslash, a
-/// control character or the end. Eight bytes at a time: in each mask the lowest flagged byte is
-/// exact (borrows only flag bytes above a true match), so the lowest of the three is the answer.
+/// control character, a byte that is not ASCII, or the end. Eight bytes at a time: in each mask
+/// the lowest flagged byte is exact (borrows only flag bytes above a true match), so the lowest of
+/// the four is the answer.
 fn plain_run(bytes: &[u8]) -> usize {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
@@ -394,7 +411,8 @@ fn plain_run(bytes: &[u8]) -> usize {
         let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
         let stops = zero_bytes(word ^ (ONES * u64::from(b'"')))
             | zero_bytes(word ^ (ONES * u64::from(b'\\')))
-            | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS);
+            | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS)
+            | (word & HIGHS);
         if stops != 0 {
             return done + (stops.trailing_zeros() / 8) as usize;
         }
@@ -403,7 +421,7 @@ fn plain_run(bytes: &[u8]) -> usize {
     done + chunks
         .remainder()
         .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .position(|&b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b))
         .unwrap_or(chunks.remainder().len())
 }
 
@@ -415,7 +433,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn plain_runs_stop_at_the_first_quote_backslash_or_control(
+        fn plain_runs_stop_at_the_first_quote_backslash_control_or_non_ascii(
             bytes in prop::collection::vec(prop_oneof![
                 8 => 0x20u8..=0xff,
                 1 => Just(b'"'),
@@ -425,7 +443,7 @@ mod tests {
         ) {
             let want = bytes
                 .iter()
-                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                .position(|&b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b))
                 .unwrap_or(bytes.len());
             prop_assert_eq!(plain_run(&bytes), want);
         }
@@ -435,7 +453,7 @@ mod tests {
             digits in "-?[0-9]{1,8}(\\.[0-9]{1,7})?",
         ) {
             let want: f64 = digits.parse().unwrap();
-            let got = short_decimal(&digits).unwrap();
+            let got = short_decimal(digits.as_bytes()).unwrap();
             prop_assert_eq!(got.to_bits(), want.to_bits(), "{}", digits);
         }
     }
@@ -443,10 +461,10 @@ mod tests {
     #[test]
     fn long_or_exponent_numbers_are_left_to_the_standard_parser() {
         for token in ["1234567890123456", "1e5", "0.12345678901234567", "1E400"] {
-            assert_eq!(short_decimal(token), None, "{token}");
+            assert_eq!(short_decimal(token.as_bytes()), None, "{token}");
         }
         assert_eq!(
-            short_decimal("-0").map(f64::to_bits),
+            short_decimal(b"-0").map(f64::to_bits),
             Some((-0.0f64).to_bits())
         );
     }
