@@ -2,7 +2,8 @@
 //! has torch (the managed benchit environment, or `--benchit-python`): the discovery overhead on
 //! a script's own run time (bare runs alternate with runs under discovery in one process; target
 //! under 5%), and the worker's torch-eager latency next to a plain `timeit` loop of the same model
-//! call in the same process (target within 2%). Without such an environment the figures are
+//! call in the same process (target within 2%). Each ratio is the median over back-to-back pairs,
+//! which share the machine's speed of the moment (see `measure.py`). Without such an environment the figures are
 //! skipped with a line that says how to get them.
 
 use std::path::{Path, PathBuf};
@@ -36,13 +37,13 @@ pub fn run(python: Option<&Path>) -> anyhow::Result<()> {
     }
     let num = |v: &Value, key: &str| v[key].as_f64().unwrap_or(f64::NAN);
     for script in OVERHEAD_SCRIPTS {
-        let overhead = measure(&python, &root, &["overhead", script, "--runs", "31"])?;
+        let overhead = measure(&python, &root, &["overhead", script, "--runs", "101"])?;
         let ratio = num(&overhead, "ratio");
         let name = Path::new(script)
             .file_name()
             .map_or(script.into(), |n| n.to_string_lossy());
         println!(
-            "{:<40} ratio {ratio:.3}: {:.1} ms under discovery vs {:.1} ms bare  target < 1.05: {}",
+            "{:<40} ratio {ratio:.3} (median of 101 back-to-back pairs; fastest runs {:.1} ms under discovery vs {:.1} ms bare)  target < 1.05: {}",
             format!("benchit: discovery overhead ({name})"),
             num(&overhead, "discovery_seconds") * 1e3,
             num(&overhead, "bare_seconds") * 1e3,
@@ -52,11 +53,11 @@ pub fn run(python: Option<&Path>) -> anyhow::Result<()> {
     let timeit = measure(
         &python,
         &root,
-        &["timeit", SCRIPT, "--iterations", "1000", "--rounds", "5"],
+        &["timeit", SCRIPT, "--iterations", "200", "--rounds", "41"],
     )?;
     let ratio = num(&timeit, "ratio");
     println!(
-        "{:<40} ratio {ratio:.3}: {:.2} us benchit vs {:.2} us timeit  target within 2%: {}",
+        "{:<40} ratio {ratio:.3} (median of 41 back-to-back pairs; fastest rounds {:.2} us benchit vs {:.2} us timeit)  target within 2%: {}",
         "benchit: torch-eager latency vs timeit",
         num(&timeit, "worker_mean_ns") / 1e3,
         num(&timeit, "timeit_mean_ns") / 1e3,
