@@ -28,6 +28,10 @@ pub struct BenchArgs {
     /// then bare; the paired ratios give a geometric mean and its 95% interval.
     #[arg(long, default_value_t = 3)]
     pub suite_rounds: usize,
+    /// Only these benchmarks of the CPU suite (comma-separated names) in the suite figure: its
+    /// run and rate comparison cover just them [default: all].
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub suite_select: Vec<String>,
     /// Measure only these figures (comma-separated) [default: all].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub only: Vec<Figure>,
@@ -77,7 +81,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             Figure::System => system::run()?,
             Figure::Install => install::run(args.torch)?,
             Figure::Exec => exec::run()?,
-            Figure::Suite => suite::run(args.suite_rounds)?,
+            Figure::Suite => suite::run(args.suite_rounds, &args.suite_select)?,
             Figure::Benchit => benchit::run(python)?,
             Figure::Ops => ops::run(python)?,
         }

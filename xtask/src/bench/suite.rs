@@ -14,25 +14,29 @@ use std::process::Command;
 use anyhow::Context;
 use serde_json::Value;
 
-/// Runs the measurement and prints its lines of the table; `rounds` runs per side.
-pub fn run(rounds: usize) -> anyhow::Result<()> {
+/// Runs the measurement and prints its lines of the table; `rounds` runs per side, for the
+/// benchmarks named in `select` (all when empty).
+pub fn run(rounds: usize, select: &[String]) -> anyhow::Result<()> {
     eprintln!("==> bench: suite (the smoke CPU suite end to end, then each benchmark bare)");
     let root = crate::e2e::repo_root();
     let bin = crate::e2e::build(&root)?;
     let base = tempfile::Builder::new()
         .prefix("milabench-bench-suite-")
         .tempdir()?;
-    let timings = crate::e2e::flow(&root, &bin, base.path(), &[])?;
+    let names = select.join(",");
+    let selection = (!select.is_empty()).then_some(names.as_str());
+    let timings = crate::e2e::flow(&root, &bin, base.path(), selection)?;
     let total: f64 = timings.iter().map(|(_, s)| s).sum();
     let steps: Vec<String> = timings
         .iter()
         .map(|(step, s)| format!("{step} {s:.0} s"))
         .collect();
-    println!(
-        "{:<40} {total:.0} s ({})",
-        "suite: smoke CPU suite end to end",
-        steps.join(", ")
-    );
+    let label = if select.is_empty() {
+        "suite: smoke CPU suite end to end".to_owned()
+    } else {
+        format!("suite: smoke run of {names}")
+    };
+    println!("{label:<40} {total:.0} s ({})", steps.join(", "));
     let mut log_ratios = Vec::new();
     for entry in fs_err::read_dir(base.path().join("runs/e2e"))? {
         let path = entry?.path();
