@@ -31,10 +31,9 @@ pub fn run(rounds: usize, select: &[String]) -> anyhow::Result<()> {
         .iter()
         .map(|(step, s)| format!("{step} {s:.0} s"))
         .collect();
-    let label = if select.is_empty() {
-        "suite: smoke CPU suite end to end".to_owned()
-    } else {
-        format!("suite: smoke run of {names}")
+    let label = match selection {
+        None => "suite: smoke CPU suite end to end".to_owned(),
+        Some(names) => format!("suite: smoke run of {names}"),
     };
     println!("{label:<40} {total:.0} s ({})", steps.join(", "));
     let mut log_ratios = Vec::new();
