@@ -197,6 +197,26 @@ fn dry_run_prints_the_commands() {
 }
 
 #[test]
+fn a_json_dry_run_prints_the_plans() {
+    let project = project();
+    let out = run(&mut project.run_command(&["--dry-run=json", "--select", "good"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let plans: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON plans");
+    let plan = &plans[0];
+    assert_eq!(plan["bench"], "good");
+    assert_eq!(plan["max_duration_seconds"], 30.0);
+    let process = &plan["processes"][0];
+    assert!(
+        process["argv"][1]
+            .as_str()
+            .is_some_and(|a| a.ends_with("benchmarks/good/main.py")),
+        "{process}"
+    );
+    assert_eq!(process["env"]["MILABENCH_NAME"], "good");
+    assert!(!project.path().join("base/runs").exists());
+}
+
+#[test]
 fn prepare_runs_prepare_scripts() {
     let project = project();
     fs_err::write(

@@ -214,9 +214,12 @@ pub struct RunArgs {
     /// Run the whole suite this many times (tags `R0`, `R1`, ...).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub repeat: usize,
-    /// Print the commands that would run, as a shell script, and run nothing.
-    #[arg(long)]
-    pub dry_run: bool,
+    /// Print what would run and run nothing: `--dry-run` writes a shell script of the
+    /// commands, `--dry-run=json` the plans (per benchmark: its processes with argv, env, cwd
+    /// and devices, the files written before them, the time limit) for other tools to read.
+    #[arg(long, value_name = "FORMAT", value_enum, num_args = 0..=1, require_equals = true,
+          default_missing_value = "shell")]
+    pub dry_run: Option<DryRunFormat>,
     /// Continue the run named by `--run-name`: leave out the benchmarks whose processes already
     /// completed in its folder.
     #[arg(long, requires = "run_name")]
@@ -230,6 +233,15 @@ pub struct RunArgs {
     /// then `prepare`); use it when both are done.
     #[arg(long)]
     pub no_setup: bool,
+}
+
+/// Output formats of `run --dry-run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DryRunFormat {
+    /// A shell script that starts the same processes.
+    Shell,
+    /// The plans as a JSON array.
+    Json,
 }
 
 /// Output formats of `report`.

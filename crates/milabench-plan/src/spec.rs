@@ -57,6 +57,16 @@ pub struct BenchPlan {
     pub processes: Vec<ProcessSpec>,
     /// Files to write before starting them.
     pub files: Vec<PlannedFile>,
-    /// How long the processes may run before they are stopped and marked failed.
+    /// How long the processes may run before they are stopped and marked failed (serialized
+    /// as `max_duration_seconds`).
+    #[serde(rename = "max_duration_seconds", serialize_with = "seconds")]
     pub max_duration: Option<Duration>,
+}
+
+/// Serializes a duration as a number of seconds (`null` when absent).
+fn seconds<S: serde::Serializer>(value: &Option<Duration>, out: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(duration) => out.serialize_f64(duration.as_secs_f64()),
+        None => out.serialize_none(),
+    }
 }

@@ -1,11 +1,12 @@
 //! The CPU suite end to end: wall time of `install` (warm), `prepare`, `run --fidelity smoke`
-//! and `report` (the e2e flow), then each benchmark's mean rate under milabench next to the
-//! same script, arguments and environment run bare with the venv's Python (no voir, no
-//! milabench; rates read from its stdout). Each round runs a benchmark under milabench
-//! (`milabench run --select NAME`) and then bare, back to back; the per-round ratios are combined into a geometric mean with
-//! a 95% interval, because a single smoke run swings by tens of percent on a busy 2-core
-//! machine: a ratio under 0.99 whose interval reaches 0.99 cannot be told from noise, and is
-//! said so. torchrun benchmarks have no bare twin and are left out of the ratio.
+//! and `report` (the e2e flow), then each benchmark's mean rate under milabench next to its bare
+//! twin: the process milabench plans for it (`run --dry-run=json`: same script, arguments,
+//! environment and folder) started with the venv's Python instead of voir, so without voir and
+//! without milabench (rates read from its stdout). Each round runs one of each back to back,
+//! alternating which goes first; the per-round ratios are combined into a geometric mean with a
+//! 95% interval, because a single smoke run swings by tens of percent on a busy 2-core machine:
+//! a ratio under 0.99 whose interval reaches 0.99 cannot be told from noise, and is said so.
+//! torchrun benchmarks have no bare twin and are left out of the ratio.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -42,16 +43,23 @@ pub fn run(rounds: usize, select: &[String]) -> anyhow::Result<()> {
         if path.extension().is_none_or(|e| e != "data") {
             continue;
         }
-        let Some((name, _, command, env)) = read_run(&path)? else {
+        let Some((name, _)) = read_run(&path)? else {
             continue;
         };
-        // Each round runs the benchmark under milabench, then bare, back to back: a pair shares
-        // the machine's state of the moment, so its ratio cancels slow drifts. (The e2e run above
-        // is no partner: it ran minutes before.)
+        let twin = bare_twin(&root, &bin, base.path(), &name)?;
+        // A pair shares the machine's state of the moment, so its ratio cancels slow drifts;
+        // which side goes first alternates, so a cost of going first or second cancels too.
+        // (The e2e run above is no partner: it ran minutes before.)
         let mut ratios = Vec::new();
         for round in 1..=rounds.max(1) {
-            let under = rerun(&root, &bin, base.path(), &name, round)?;
-            match bare_rate(&command, &env)? {
+            let (under, bare) = if round % 2 == 1 {
+                let under = rerun(&root, &bin, base.path(), &name, round)?;
+                (under, twin.rate()?)
+            } else {
+                let bare = twin.rate()?;
+                (rerun(&root, &bin, base.path(), &name, round)?, bare)
+            };
+            match bare {
                 Some(bare) => ratios.push(under / bare),
                 None => break,
             }
@@ -93,12 +101,11 @@ pub fn run(rounds: usize, select: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-type RunFacts = (String, f64, Vec<String>, BTreeMap<String, String>);
-
-/// The benchmark's name, mean train rate, command and environment from its `.data` file.
-fn read_run(path: &Path) -> anyhow::Result<Option<RunFacts>> {
+/// The benchmark's name and mean train rate from its `.data` file, when voir ran it (torchrun
+/// benchmarks have no bare twin).
+fn read_run(path: &Path) -> anyhow::Result<Option<(String, f64)>> {
     let mut rates = Vec::new();
-    let (mut name, mut command, mut env) = (String::new(), Vec::new(), BTreeMap::new());
+    let (mut name, mut voir) = (String::new(), false);
     for line in fs_err::read_to_string(path)?.lines() {
         let Ok(record) = serde_json::from_str::<Value>(line) else {
             continue;
@@ -106,19 +113,11 @@ fn read_run(path: &Path) -> anyhow::Result<Option<RunFacts>> {
         match record["event"].as_str() {
             Some("config") => {
                 name = record["data"]["name"].as_str().unwrap_or("?").to_string();
-                let config = serde_json::to_string(&record["data"])?;
-                env.insert("MILABENCH_CONFIG".into(), config);
-                if let Some(stop) = record["data"]["voir"]["options"]["stop"].as_i64() {
-                    env.insert("VOIR_EARLYSTOP_COUNT".into(), stop.to_string());
-                }
             }
             Some("start") => {
-                command = record["data"]["command"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect();
+                voir = record["data"]["command"][0]
+                    .as_str()
+                    .is_some_and(|c| c.ends_with("/voir"));
             }
             Some("data") if record["data"]["task"] == "train" => {
                 if let Some(rate) = record["data"]["rate"].as_f64() {
@@ -128,40 +127,89 @@ fn read_run(path: &Path) -> anyhow::Result<Option<RunFacts>> {
             _ => {}
         }
     }
-    if rates.is_empty() || command.first().is_none_or(|c| !c.ends_with("/voir")) {
-        return Ok(None);
-    }
-    Ok(Some((name, mean(&rates), command, env)))
+    Ok((voir && !rates.is_empty()).then(|| (name, mean(&rates))))
 }
 
-/// Runs the voir command bare (the venv's python on the script, `--config` dropped) and returns
-/// the mean of the rates it prints.
-fn bare_rate(command: &[String], env: &BTreeMap<String, String>) -> anyhow::Result<Option<f64>> {
-    let python = command[0].replace("/bin/voir", "/bin/python");
-    let mut args: Vec<&String> = Vec::new();
-    let mut rest = command[1..].iter();
+/// The process milabench plans for a benchmark, to be started without voir.
+struct BareTwin {
+    python: String,
+    args: Vec<String>,
+    env: BTreeMap<String, String>,
+    cwd: String,
+}
+
+/// The bare twin of benchmark `name`: its planned process (`milabench run --dry-run=json`, smoke
+/// fidelity) with `voir --config FILE` replaced by the venv's Python.
+fn bare_twin(root: &Path, bin: &Path, base: &Path, name: &str) -> anyhow::Result<BareTwin> {
+    let output = Command::new(bin)
+        .arg("--base")
+        .arg(base)
+        .args(["run", "--config", crate::e2e::SUITE, "--fidelity", "smoke"])
+        .args(["--dry-run=json", "--select", name])
+        .current_dir(root)
+        .output()
+        .with_context(|| format!("could not start milabench run --dry-run for {name}"))?;
+    anyhow::ensure!(
+        output.status.success(),
+        "milabench run --dry-run=json --select {name} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let plans: Value = serde_json::from_slice(&output.stdout)?;
+    let process = &plans[0]["processes"][0];
+    let strings = |value: &Value| -> Vec<String> {
+        value
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
+    };
+    let argv = strings(&process["argv"]);
+    let voir = argv
+        .first()
+        .filter(|program| program.ends_with("/voir"))
+        .with_context(|| format!("{name}: the planned command is not voir's: {argv:?}"))?;
+    let mut args = Vec::new();
+    let mut rest = argv[1..].iter();
     while let Some(arg) = rest.next() {
         if arg == "--config" {
             rest.next();
         } else {
-            args.push(arg);
+            args.push(arg.clone());
         }
     }
-    let script = Path::new(args[0].as_str());
-    let output = Command::new(&python)
-        .args(&args)
-        .envs(env)
-        .env_remove("DATA_FD")
-        .current_dir(script.parent().unwrap_or(Path::new(".")))
-        .output()
-        .with_context(|| format!("could not start {python}"))?;
-    let rates: Vec<f64> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|r| r["task"] == "train")
-        .filter_map(|r| r["rate"].as_f64())
+    let env = process["env"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
         .collect();
-    Ok((!rates.is_empty()).then(|| mean(&rates)))
+    Ok(BareTwin {
+        python: voir.replace("/bin/voir", "/bin/python"),
+        args,
+        env,
+        cwd: process["cwd"].as_str().unwrap_or(".").to_string(),
+    })
+}
+
+impl BareTwin {
+    /// Runs the twin once and returns the mean of the train rates it prints.
+    fn rate(&self) -> anyhow::Result<Option<f64>> {
+        let output = Command::new(&self.python)
+            .args(&self.args)
+            .envs(&self.env)
+            .env_remove("DATA_FD")
+            .current_dir(&self.cwd)
+            .output()
+            .with_context(|| format!("could not start {}", self.python))?;
+        let rates: Vec<f64> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|r| r["task"] == "train")
+            .filter_map(|r| r["rate"].as_f64())
+            .collect();
+        Ok((!rates.is_empty()).then(|| mean(&rates)))
+    }
 }
 
 /// Runs benchmark `name` once more under milabench (smoke fidelity, setup already done) in
@@ -192,7 +240,7 @@ fn rerun(root: &Path, bin: &Path, base: &Path, name: &str, round: usize) -> anyh
     for entry in fs_err::read_dir(base.join("runs").join(&run_name))? {
         let path = entry?.path();
         if path.extension().is_some_and(|e| e == "data")
-            && let Some((found, rate, _, _)) = read_run(&path)?
+            && let Some((found, rate)) = read_run(&path)?
             && found == name
         {
             return Ok(rate);

@@ -17,7 +17,9 @@ use anyhow::Context as _;
 use camino::Utf8Path;
 use milabench::config::settings::Settings;
 
-use crate::args::{EnvArgs, GlobalArgs, InstallArgs, PrepareArgs, RunArgs, SuiteArgs};
+use crate::args::{
+    DryRunFormat, EnvArgs, GlobalArgs, InstallArgs, PrepareArgs, RunArgs, SuiteArgs,
+};
 use crate::output::warn;
 use crate::settings::load_suite_settings;
 
@@ -42,7 +44,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     for warning in &resolved.suite.warnings {
         warn(warning);
     }
-    if args.dry_run {
+    if let Some(format) = args.dry_run {
         let mut plans = Vec::new();
         for index in 0..args.repeat {
             let options = PlanOptions {
@@ -59,8 +61,11 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        let script = milabench::plan::render_script(&plans);
-        std::io::stdout().lock().write_all(script.as_bytes())?;
+        let text = match format {
+            DryRunFormat::Shell => milabench::plan::render_script(&plans),
+            DryRunFormat::Json => serde_json::to_string_pretty(&plans)? + "\n",
+        };
+        std::io::stdout().lock().write_all(text.as_bytes())?;
         return Ok(ExitCode::Success);
     }
     if !args.no_setup {
