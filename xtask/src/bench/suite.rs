@@ -141,12 +141,8 @@ struct BareTwin {
 /// The bare twin of benchmark `name`: its planned process (`milabench run --dry-run=json`, smoke
 /// fidelity) with `voir --config FILE` replaced by the venv's Python.
 fn bare_twin(root: &Path, bin: &Path, base: &Path, name: &str) -> anyhow::Result<BareTwin> {
-    let output = Command::new(bin)
-        .arg("--base")
-        .arg(base)
-        .args(["run", "--config", crate::e2e::SUITE, "--fidelity", "smoke"])
+    let output = smoke_run(root, bin, base)
         .args(["--dry-run=json", "--select", name])
-        .current_dir(root)
         .output()
         .with_context(|| format!("could not start milabench run --dry-run for {name}"))?;
     anyhow::ensure!(
@@ -156,15 +152,12 @@ fn bare_twin(root: &Path, bin: &Path, base: &Path, name: &str) -> anyhow::Result
     );
     let plans: Value = serde_json::from_slice(&output.stdout)?;
     let process = &plans[0]["processes"][0];
-    let strings = |value: &Value| -> Vec<String> {
-        value
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect()
-    };
-    let argv = strings(&process["argv"]);
+    let argv: Vec<String> = process["argv"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
     let voir = argv
         .first()
         .filter(|program| program.ends_with("/voir"))
@@ -216,20 +209,10 @@ impl BareTwin {
 /// `base` and returns its mean train rate.
 fn rerun(root: &Path, bin: &Path, base: &Path, name: &str, round: usize) -> anyhow::Result<f64> {
     let run_name = format!("round{round}-{name}");
-    let status = Command::new(bin)
+    let status = smoke_run(root, bin, base)
         .env("UV_CACHE_DIR", crate::e2e::user_uv_cache())
-        .arg("--base")
-        .arg(base)
-        .args([
-            "run",
-            "--config",
-            crate::e2e::SUITE,
-            "--fidelity",
-            "smoke",
-            "--no-setup",
-        ])
+        .arg("--no-setup")
         .args(["--run-name", &run_name, "--select", name])
-        .current_dir(root)
         .stdout(std::process::Stdio::null())
         .status()
         .with_context(|| format!("could not start milabench run for {name}"))?;
@@ -247,6 +230,17 @@ fn rerun(root: &Path, bin: &Path, base: &Path, name: &str, round: usize) -> anyh
         }
     }
     anyhow::bail!("milabench run --select {name} recorded no rate for {name}")
+}
+
+/// `milabench --base BASE run --config SUITE --fidelity smoke`, started in the repository.
+fn smoke_run(root: &Path, bin: &Path, base: &Path) -> Command {
+    let mut command = Command::new(bin);
+    command
+        .arg("--base")
+        .arg(base)
+        .args(["run", "--config", crate::e2e::SUITE, "--fidelity", "smoke"])
+        .current_dir(root);
+    command
 }
 
 /// The geometric mean of `ratios` (not empty) and the 95% Student-t interval of the mean of their
