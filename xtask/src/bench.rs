@@ -25,7 +25,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PYTHON")]
     pub benchit_python: Option<std::path::PathBuf>,
     /// Rounds of the suite's rate comparison: each round runs a benchmark under milabench and
-    /// then bare; the paired ratios give a geometric mean and its 95% interval.
+    /// bare, back to back (which goes first alternates); the paired ratios give a geometric mean
+    /// and its 95% interval.
     #[arg(long, default_value_t = 3)]
     pub suite_rounds: usize,
     /// Only these benchmarks of the CPU suite (comma-separated names) in the suite figure: its

@@ -2,9 +2,9 @@
 //! has torch (the managed benchit environment, or `--benchit-python`): the discovery overhead on
 //! a script's own run time (bare runs alternate with runs under discovery in one process; target
 //! under 5%), and the worker's torch-eager latency next to a plain `timeit` loop of the same model
-//! call in the same process (target within 2%). Each ratio is the median over back-to-back pairs,
-//! which share the machine's speed of the moment (see `measure.py`). Without such an environment the figures are
-//! skipped with a line that says how to get them.
+//! call in the same process (target within 2%). Each ratio is the median over back-to-back
+//! pairs, which share the machine's speed of the moment (see `measure.py`). Without such an
+//! environment the figures are skipped with a line that says how to get them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,6 +23,13 @@ const OVERHEAD_SCRIPTS: [&str; 3] = [
     "benchmarks/benchit/transformer_block.py",
 ];
 
+/// Back-to-back pairs (bare, under discovery) of each overhead figure.
+const OVERHEAD_PAIRS: usize = 101;
+
+/// Rounds (worker, timeit) of the latency comparison, and calls timed in each.
+const TIMEIT_ROUNDS: usize = 41;
+const TIMEIT_ITERATIONS: usize = 200;
+
 /// Runs the measurements and prints their lines of the table.
 pub fn run(python: Option<&Path>) -> anyhow::Result<()> {
     eprintln!("==> bench: benchit (discovery overhead, worker latency vs timeit)");
@@ -37,13 +44,14 @@ pub fn run(python: Option<&Path>) -> anyhow::Result<()> {
     }
     let num = |v: &Value, key: &str| v[key].as_f64().unwrap_or(f64::NAN);
     for script in OVERHEAD_SCRIPTS {
-        let overhead = measure(&python, &root, &["overhead", script, "--runs", "101"])?;
+        let runs = OVERHEAD_PAIRS.to_string();
+        let overhead = measure(&python, &root, &["overhead", script, "--runs", &runs])?;
         let ratio = num(&overhead, "ratio");
         let name = Path::new(script)
             .file_name()
             .map_or(script.into(), |n| n.to_string_lossy());
         println!(
-            "{:<40} ratio {ratio:.3} (median of 101 back-to-back pairs; fastest runs {:.1} ms under discovery vs {:.1} ms bare)  target < 1.05: {}",
+            "{:<40} ratio {ratio:.3} (median of {OVERHEAD_PAIRS} back-to-back pairs; fastest runs {:.1} ms under discovery vs {:.1} ms bare)  target < 1.05: {}",
             format!("benchit: discovery overhead ({name})"),
             num(&overhead, "discovery_seconds") * 1e3,
             num(&overhead, "bare_seconds") * 1e3,
@@ -53,11 +61,18 @@ pub fn run(python: Option<&Path>) -> anyhow::Result<()> {
     let timeit = measure(
         &python,
         &root,
-        &["timeit", SCRIPT, "--iterations", "200", "--rounds", "41"],
+        &[
+            "timeit",
+            SCRIPT,
+            "--iterations",
+            &TIMEIT_ITERATIONS.to_string(),
+            "--rounds",
+            &TIMEIT_ROUNDS.to_string(),
+        ],
     )?;
     let ratio = num(&timeit, "ratio");
     println!(
-        "{:<40} ratio {ratio:.3} (median of 41 back-to-back pairs; fastest rounds {:.2} us benchit vs {:.2} us timeit)  target within 2%: {}",
+        "{:<40} ratio {ratio:.3} (median of {TIMEIT_ROUNDS} back-to-back pairs; fastest rounds {:.2} us benchit vs {:.2} us timeit)  target within 2%: {}",
         "benchit: torch-eager latency vs timeit",
         num(&timeit, "worker_mean_ns") / 1e3,
         num(&timeit, "timeit_mean_ns") / 1e3,
