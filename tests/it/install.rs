@@ -250,6 +250,21 @@ fn uv_wheels() -> Option<PathBuf> {
     has_uv(&cache).then_some(cache)
 }
 
+/// Whether a `.pyc` file whose path names `name` (its module or package) lies under `dir`.
+fn has_bytecode_of(dir: &Path, name: &str) -> bool {
+    let Ok(entries) = fs_err::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let path = entry.path();
+        if path.is_dir() {
+            has_bytecode_of(&path, name)
+        } else {
+            path.extension().is_some_and(|e| e == "pyc") && path.to_string_lossy().contains(name)
+        }
+    })
+}
+
 /// `PATH` without any folder holding `uv`.
 fn path_without_uv() -> String {
     std::env::var("PATH")
@@ -272,12 +287,18 @@ fn uv_bootstrap_install_and_pin() {
         cmd.env("PATH", path_without_uv())
             .env("UV_CACHE_DIR", project.base().join("cache/uv"))
             .env("PIP_NO_INDEX", "1")
-            .env("PIP_FIND_LINKS", &wheels);
+            .env("PIP_FIND_LINKS", &wheels)
+            // Only the installer may write bytecode: no import done meanwhile writes any.
+            .env("PYTHONDONTWRITEBYTECODE", "1");
         cmd
     };
     let out = run(&mut with_uv_wheels(project.cmd("install", &[])));
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(project.base().join("tools/uv/bin/uv").is_file());
+    assert!(
+        has_bytecode_of(&project.venv(), "tinydep"),
+        "uv installs compile bytecode (as pip does), so no benchmark start recompiles"
+    );
     assert!(out.stdout.contains("installed in"), "{}", out.stdout);
     assert!(out.stdout.contains("with uv "), "{}", out.stdout);
     assert!(project.base().join("cache/uv").is_dir());

@@ -25,8 +25,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PYTHON")]
     pub benchit_python: Option<std::path::PathBuf>,
     /// Rounds of the suite's rate comparison: each round runs a benchmark under milabench and
-    /// bare, back to back (which goes first alternates); the paired ratios give a geometric mean
-    /// and its 95% interval.
+    /// bare twice, back to back (the first bare run in the middle; the other two swap places
+    /// every round); milabench / bare and bare / bare (the A/A noise floor) give geometric means
+    /// and their 95% intervals.
     #[arg(long, default_value_t = 3)]
     pub suite_rounds: usize,
     /// Only these benchmarks of the CPU suite (comma-separated names) in the suite figure: its

@@ -2,11 +2,14 @@
 //! and `report` (the e2e flow), then each benchmark's mean rate under milabench next to its bare
 //! twin: the process milabench plans for it (`run --dry-run=json`: same script, arguments,
 //! environment and folder) started with the venv's Python instead of voir, so without voir and
-//! without milabench (rates read from its stdout). Each round runs one of each back to back,
-//! alternating which goes first; the per-round ratios are combined into a geometric mean with a
-//! 95% interval, because a single smoke run swings by tens of percent on a busy 2-core machine:
-//! a ratio under 0.99 whose interval reaches 0.99 cannot be told from noise, and is said so.
-//! torchrun benchmarks have no bare twin and are left out of the ratio.
+//! without milabench (rates read from its stdout). Each round runs three back to back: milabench,
+//! the bare twin, and the bare twin again, the twin always in the middle and the other two
+//! swapping places every round. The ratio milabench / twin is the figure; the ratio second twin /
+//! twin, made the same way, is an A/A calibration: what two identical runs differ by on this
+//! machine. The per-round ratios are combined into geometric means with 95% intervals, because a
+//! single smoke run swings by tens of percent on a busy 2-core machine: a ratio under 0.99 whose
+//! interval reaches 0.99 cannot be told from noise, and is said so. torchrun benchmarks have no
+//! bare twin and are left out of the ratio.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -37,7 +40,7 @@ pub fn run(rounds: usize, select: &[String]) -> anyhow::Result<()> {
         Some(names) => format!("suite: smoke run of {names}"),
     };
     println!("{label:<40} {total:.0} s ({})", steps.join(", "));
-    let mut log_ratios = Vec::new();
+    let (mut log_ratios, mut log_calibrations) = (Vec::new(), Vec::new());
     for entry in fs_err::read_dir(base.path().join("runs/e2e"))? {
         let path = entry?.path();
         if path.extension().is_none_or(|e| e != "data") {
@@ -47,28 +50,39 @@ pub fn run(rounds: usize, select: &[String]) -> anyhow::Result<()> {
             continue;
         };
         let twin = bare_twin(&root, &bin, base.path(), &name)?;
-        // A pair shares the machine's state of the moment, so its ratio cancels slow drifts;
-        // which side goes first alternates, so a cost of going first or second cancels too.
-        // (The e2e run above is no partner: it ran minutes before.)
-        let mut ratios = Vec::new();
+        // A round shares the machine's state of the moment, so its ratios cancel slow drifts;
+        // milabench and the second twin swap places around the first twin every round, so a cost
+        // of going first or last cancels too, and both ratios are made alike. (The e2e run above
+        // is no partner: it ran minutes before.)
+        let (mut ratios, mut calibrations) = (Vec::new(), Vec::new());
         for round in 1..=rounds.max(1) {
-            let (under, bare) = if round % 2 == 1 {
+            let milabench_first = round % 2 == 1;
+            let (under, twin_rate, again) = if milabench_first {
                 let under = rerun(&root, &bin, base.path(), &name, round)?;
-                (under, twin.rate()?)
+                (under, twin.rate()?, twin.rate()?)
             } else {
-                let bare = twin.rate()?;
-                (rerun(&root, &bin, base.path(), &name, round)?, bare)
+                let again = twin.rate()?;
+                let twin_rate = twin.rate()?;
+                (
+                    rerun(&root, &bin, base.path(), &name, round)?,
+                    twin_rate,
+                    again,
+                )
             };
-            match bare {
-                Some(bare) => ratios.push(under / bare),
-                None => break,
-            }
+            let (Some(bare), Some(again)) = (twin_rate, again) else {
+                break;
+            };
+            ratios.push(under / bare);
+            calibrations.push(again / bare);
         }
         if ratios.is_empty() {
             continue;
         }
         let (ratio, low, high) = geometric_mean_interval(&ratios);
+        let (calibration, calibration_low, calibration_high) =
+            geometric_mean_interval(&calibrations);
         log_ratios.push(ratio.ln());
+        log_calibrations.push(calibration.ln());
         let verdict = if ratio >= 0.99 {
             "met"
         } else if high >= 0.99 {
@@ -77,22 +91,21 @@ pub fn run(rounds: usize, select: &[String]) -> anyhow::Result<()> {
             "NOT met"
         };
         println!(
-            "{:<40} ratio {ratio:.3} (95% interval {low:.3}..{high:.3}; {} paired runs: {})  target >= 0.99: {verdict}",
+            "{:<40} ratio {ratio:.3} (95% interval {low:.3}..{high:.3}; {} rounds: {})  A/A {calibration:.3} ({calibration_low:.3}..{calibration_high:.3}: {})  target >= 0.99: {verdict}",
             format!("suite: {name} rate"),
             ratios.len(),
-            ratios
-                .iter()
-                .map(|r| format!("{r:.3}"))
-                .collect::<Vec<_>>()
-                .join(" ")
+            listed(&ratios),
+            listed(&calibrations),
         );
     }
     // Single benchmarks still swing on a busy 2-core machine: the suite-wide geometric mean is
     // the steadier figure.
     if !log_ratios.is_empty() {
         let geomean = (log_ratios.iter().sum::<f64>() / log_ratios.len() as f64).exp();
+        let calibration =
+            (log_calibrations.iter().sum::<f64>() / log_calibrations.len() as f64).exp();
         println!(
-            "{:<40} ratio {geomean:.3} over {} benchmarks  target >= 0.99: {}",
+            "{:<40} ratio {geomean:.3} over {} benchmarks (A/A {calibration:.3})  target >= 0.99: {}",
             "suite: geometric mean of the rate ratios",
             log_ratios.len(),
             if geomean >= 0.99 { "met" } else { "NOT met" }
@@ -260,6 +273,15 @@ fn geometric_mean_interval(ratios: &[f64]) -> (f64, f64, f64) {
     let t = T975.get(n - 2).copied().unwrap_or(1.96);
     let half = t * (variance / n as f64).sqrt();
     (mean.exp(), (mean - half).exp(), (mean + half).exp())
+}
+
+/// The values with three decimals, separated by spaces.
+fn listed(values: &[f64]) -> String {
+    values
+        .iter()
+        .map(|v| format!("{v:.3}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn mean(values: &[f64]) -> f64 {
