@@ -101,9 +101,7 @@ pub fn run(rounds: usize, select: &[String]) -> anyhow::Result<()> {
     // Single benchmarks still swing on a busy 2-core machine: the suite-wide geometric mean is
     // the steadier figure.
     if !log_ratios.is_empty() {
-        let geomean = (log_ratios.iter().sum::<f64>() / log_ratios.len() as f64).exp();
-        let calibration =
-            (log_calibrations.iter().sum::<f64>() / log_calibrations.len() as f64).exp();
+        let (geomean, calibration) = (mean(&log_ratios).exp(), mean(&log_calibrations).exp());
         println!(
             "{:<40} ratio {geomean:.3} over {} benchmarks (A/A {calibration:.3})  target >= 0.99: {}",
             "suite: geometric mean of the rate ratios",
