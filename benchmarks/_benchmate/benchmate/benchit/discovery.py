@@ -15,6 +15,11 @@ first call only when the listener needs it there (to build the invocation before
 runs); otherwise it waits until the script ends or :data:`DESCRIBE_AFTER_SECONDS` have passed,
 keeping it off short scripts' run time. A model is described as it is at that moment.
 
+The wrapper's hot path (a call nested deeper than ``max_depth``; a top-level call of a known site
+with tensor inputs) also exists in C (:mod:`benchmate.benchit.native`): where it can be built, a
+C front stands as ``__call__`` and hands every other call to the wrapper, so the wrapper remains the
+one full description of what discovery does.
+
 What to do with a discovery (send events, build, benchmark) is the business of a
 :class:`Listener`; this module only observes.
 """
@@ -39,6 +44,7 @@ from benchmate.benchit.hashing import (
     named_inputs,
     shapes_and_dtypes,
 )
+from benchmate.benchit.native import callfront as native_callfront
 
 is_compiling = torch.compiler.is_compiling
 
@@ -55,6 +61,17 @@ ACTIVATIONS = frozenset(
 #: first call: a script that runs longer gets its models announced while it runs (a script stopped
 #: by a timeout still reports them), and holds the modules waiting no longer than that.
 DESCRIBE_AFTER_SECONDS = 1.0
+
+
+def _compiling_flags() -> Optional[dict]:
+    """``torch.compiler``'s globals when :func:`is_compiling` only reads its
+    ``_is_compiling_flag`` there (true outside TorchScript), so the C front can read the flag
+    instead of calling it; else ``None``. Its names tell: the body this relies on reads
+    ``torch.jit.is_scripting`` and the flag, and nothing else."""
+    names = set(is_compiling.__code__.co_names)
+    if names == {"torch", "jit", "is_scripting", "_is_compiling_flag"}:
+        return is_compiling.__globals__
+    return None
 
 
 def _optimized_module_type() -> Optional[type]:
@@ -158,7 +175,8 @@ class _Site:
     counts, and an entry of the stack of tracked calls in progress.
 
     ``counts`` is where calls are counted: the site itself (``executed``, ``seconds``) until it is
-    described, then its invocation, which takes over what the site had counted."""
+    described, then its invocation, which takes over what the site had counted. The C front reads
+    ``module`` and ``counts`` and updates ``executed`` and ``seconds`` by these names."""
 
     __slots__ = ("module", "model", "parent", "accepts_children", "shapes", "dtypes",
                  "invocation", "counts", "executed", "seconds")
@@ -185,7 +203,8 @@ class Discovery:
     :meth:`describe_found` describes what is still waiting (call it once the script is over).
     """
 
-    def __init__(self, script: str, max_depth: int, targets: set[str], listener: Listener):
+    def __init__(self, script: str, max_depth: int, targets: set[str], listener: Listener,
+                 native: bool = True):
         self.script = script
         self.max_depth = max_depth
         self.targets = targets
@@ -212,6 +231,9 @@ class Discovery:
         self._original_init = torch.nn.Module.__init__
         self._installed = False
         self._watching_forks = False
+        #: The C front of the hot path (see :mod:`benchmate.benchit.native`), unless ``native``
+        #: is false or it cannot be built; :attr:`hot_path` says which runs, and why.
+        self._front, self.hot_path = native_callfront() if native else (None, "python")
 
     # -- patching ---------------------------------------------------------------------------
 
@@ -280,7 +302,13 @@ class Discovery:
             original_init(module, *args, **kwargs)
             discovery._remember_location(module, sys._getframe(1))
 
-        torch.nn.Module.__call__ = __call__
+        if self._front is None:
+            torch.nn.Module.__call__ = __call__
+        else:
+            # The C front settles the hot path's two cases and hands the rest to the wrapper.
+            torch.nn.Module.__call__ = self._front(__call__, stack, sites, max_depth,
+                                                   torch.Tensor, is_compiling, _compiling_flags(),
+                                                   perf_counter, discovery)
         torch.nn.Module.__init__ = __init__
         self._installed = True
         if not self._watching_forks:

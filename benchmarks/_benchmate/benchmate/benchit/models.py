@@ -18,6 +18,7 @@ import traceback
 from typing import Any, Callable, Optional
 
 import benchmate
+from benchmate.benchit import native
 from benchmate.benchit.protocol import Protocol, ProtocolError, one_line
 from benchmate.benchit.runtimes import package_version
 
@@ -35,7 +36,8 @@ def serve(protocol: Protocol) -> int:
     """Answer one request of mode ``models``; return the worker's exit status."""
     protocol.send("hello", python=platform.python_version(), torch=package_version("torch"),
                   onnx=package_version("onnx"), onnxruntime=package_version("onnxruntime"),
-                  benchmate=package_version("benchmate") or benchmate.__version__)
+                  benchmate=package_version("benchmate") or benchmate.__version__,
+                  discovery=native.callfront()[1])
     try:
         request = _receive(protocol)
         kind = request.get("request")

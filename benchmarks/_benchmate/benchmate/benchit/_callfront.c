@@ -1,0 +1,420 @@
+/* The hot path of model discovery in C (see discovery.py and native.py).
+ *
+ * A CallFront stands in torch.nn.Module's class dictionary as __call__. It settles the two kinds
+ * of calls that make up nearly all of a script's module calls, and hands every other call,
+ * untouched, to discovery's Python wrapper:
+ *
+ *   - a call nested deeper than max_depth goes straight to torch's own call path;
+ *   - a top-level call whose inputs are all positional tensors, made on a module already seen
+ *     with the same shapes and dtypes, is counted and timed on its site, as the Python wrapper's
+ *     hot path does.
+ *
+ * Attribute access on the class (Module.__call__) and on instances (module.__call__) sees the
+ * Python wrapper, so tracers that inspect __call__ (torch.compile's dynamo) find a Python function
+ * as before; only the interpreter's call slot reaches the front. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <time.h>
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *wrapper;      /* discovery's Python __call__: the reference behaviour */
+    PyObject *stack;        /* list: the tracked calls in progress */
+    PyObject *sites;        /* dict: (None, id(module), signature) -> site */
+    PyObject *tensor_type;  /* torch.Tensor */
+    PyObject *is_compiling; /* torch.compiler.is_compiling */
+    PyObject *flags;        /* torch.compiler's globals when is_compiling() only reads its flag
+                             * there, else None */
+    PyObject *clock;        /* time.perf_counter */
+    PyObject *discovery;    /* the Discovery: _describe_at, describe_found() */
+    Py_ssize_t max_depth;
+} CallFront;
+
+static PyObject *s_compiled_call_impl, *s_call_impl, *s_shape, *s_dtype, *s_module, *s_counts,
+    *s_executed, *s_seconds, *s_describe_at, *s_describe_found, *s_is_compiling_flag;
+
+/* What torch's Module.__call__ does: the compiled call when torch.compile set one, else
+ * _call_impl. args[0] is the module. */
+static PyObject *
+call_module(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *compiled = PyObject_GetAttr(args[0], s_compiled_call_impl);
+    if (compiled == NULL) {
+        return NULL;
+    }
+    PyObject *outputs;
+    if (compiled == Py_None) {
+        Py_DECREF(compiled);
+        outputs = PyObject_VectorcallMethod(s_call_impl, args, (size_t)nargs, kwnames);
+    }
+    else {
+        outputs = PyObject_Vectorcall(compiled, args + 1, (size_t)(nargs - 1), kwnames);
+        Py_DECREF(compiled);
+    }
+    return outputs;
+}
+
+/* perf_counter() as a double, or -1.0 with an exception set. On Linux, perf_counter is
+ * CLOCK_MONOTONIC, read here without a call into Python. */
+static double
+now(CallFront *self)
+{
+#ifdef __linux__
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0) {
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    }
+#endif
+    PyObject *value = PyObject_CallNoArgs(self->clock);
+    if (value == NULL) {
+        return -1.0;
+    }
+    double seconds = PyFloat_AsDouble(value);
+    Py_DECREF(value);
+    return seconds;
+}
+
+/* Whether torch is compiling or exporting (1), not (0), or an exception was set (-1). */
+static int
+is_compiling(CallFront *self)
+{
+    if (self->flags != Py_None) {
+        PyObject *flag = PyDict_GetItemWithError(self->flags, s_is_compiling_flag);
+        if (flag != NULL) {
+            return PyObject_IsTrue(flag);
+        }
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    PyObject *compiling = PyObject_CallNoArgs(self->is_compiling);
+    if (compiling == NULL) {
+        return -1;
+    }
+    int answer = PyObject_IsTrue(compiling);
+    Py_DECREF(compiling);
+    return answer;
+}
+
+/* The signature key of the call's inputs when they are all tensors, else NULL with no exception
+ * set (the Python wrapper decides), or NULL with an exception set. */
+static PyObject *
+site_key(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *signature = PyTuple_New(2 * (nargs - 1));
+    if (signature == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 1; i < nargs; i++) {
+        PyObject *value = args[i];
+        if (!PyObject_TypeCheck(value, (PyTypeObject *)self->tensor_type)) {
+            Py_DECREF(signature);
+            return NULL;
+        }
+        PyObject *shape = PyObject_GetAttr(value, s_shape);
+        PyObject *dtype = shape == NULL ? NULL : PyObject_GetAttr(value, s_dtype);
+        if (dtype == NULL) {
+            Py_XDECREF(shape);
+            Py_DECREF(signature);
+            PyErr_Clear();
+            return NULL;
+        }
+        PyTuple_SET_ITEM(signature, 2 * (i - 1), shape);
+        PyTuple_SET_ITEM(signature, 2 * (i - 1) + 1, dtype);
+    }
+    PyObject *id = PyLong_FromVoidPtr(args[0]);
+    if (id == NULL) {
+        Py_DECREF(signature);
+        return NULL;
+    }
+    PyObject *key = PyTuple_Pack(3, Py_None, id, signature);
+    Py_DECREF(id);
+    Py_DECREF(signature);
+    return key;
+}
+
+/* The known site of a top-level call (a new reference), NULL with no exception when the Python
+ * wrapper must handle the call, or NULL with an exception set. */
+static PyObject *
+known_site(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int compiling = is_compiling(self);
+    if (compiling != 0) {
+        return NULL;
+    }
+    PyObject *key = site_key(self, args, nargs);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *site = PyDict_GetItemWithError(self->sites, key);
+    Py_DECREF(key);
+    if (site == NULL) {
+        return NULL;
+    }
+    Py_INCREF(site);
+    /* The key holds the module's id: the site is this module's only while its weak reference
+     * still points to it. */
+    PyObject *ref = PyObject_GetAttr(site, s_module);
+    PyObject *target = ref == NULL ? NULL : PyObject_CallNoArgs(ref);
+    Py_XDECREF(ref);
+    if (target != args[0]) {
+        Py_DECREF(site);
+        site = NULL;
+    }
+    Py_XDECREF(target);
+    return site;
+}
+
+/* counts.executed += 1; counts.seconds += elapsed, on the site's current counter. */
+static int
+count(PyObject *site, double elapsed)
+{
+    PyObject *counts = PyObject_GetAttr(site, s_counts);
+    if (counts == NULL) {
+        return -1;
+    }
+    int status = -1;
+    PyObject *executed = PyObject_GetAttr(counts, s_executed);
+    PyObject *seconds = PyObject_GetAttr(counts, s_seconds);
+    if (executed != NULL && seconds != NULL) {
+        PyObject *one = PyLong_FromLong(1);
+        PyObject *more = one == NULL ? NULL : PyNumber_Add(executed, one);
+        PyObject *delta = PyFloat_FromDouble(elapsed);
+        PyObject *longer = delta == NULL ? NULL : PyNumber_Add(seconds, delta);
+        if (more != NULL && longer != NULL && PyObject_SetAttr(counts, s_executed, more) == 0
+            && PyObject_SetAttr(counts, s_seconds, longer) == 0) {
+            status = 0;
+        }
+        Py_XDECREF(one);
+        Py_XDECREF(more);
+        Py_XDECREF(delta);
+        Py_XDECREF(longer);
+    }
+    Py_XDECREF(executed);
+    Py_XDECREF(seconds);
+    Py_DECREF(counts);
+    return status;
+}
+
+/* Drop the last entry of the stack (the call that just returned or raised). */
+static void
+pop(CallFront *self)
+{
+    Py_ssize_t size = PyList_GET_SIZE(self->stack);
+    if (size > 0) {
+        PyList_SetSlice(self->stack, size - 1, size, NULL);
+    }
+}
+
+/* A tracked top-level call on a known site: the Python wrapper's hot path. */
+static PyObject *
+call_tracked(CallFront *self, PyObject *site, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (PyList_Append(self->stack, site) < 0) {
+        return NULL;
+    }
+    double start = now(self);
+    if (start < 0) {
+        pop(self);
+        return NULL;
+    }
+    PyObject *outputs = call_module(args, nargs, NULL);
+    if (outputs == NULL) {
+        pop(self);
+        return NULL;
+    }
+    double end = now(self);
+    pop(self);
+    if (end < 0 || count(site, end - start) < 0) {
+        Py_DECREF(outputs);
+        return NULL;
+    }
+    PyObject *due = PyObject_GetAttr(self->discovery, s_describe_at);
+    double describe_at = due == NULL ? -1.0 : PyFloat_AsDouble(due);
+    Py_XDECREF(due);
+    if (PyErr_Occurred()) {
+        Py_DECREF(outputs);
+        return NULL;
+    }
+    if (end >= describe_at) {
+        PyObject *done = PyObject_CallMethodNoArgs(self->discovery, s_describe_found);
+        if (done == NULL) {
+            Py_DECREF(outputs);
+            return NULL;
+        }
+        Py_DECREF(done);
+    }
+    return outputs;
+}
+
+static PyObject *
+front_vectorcall(CallFront *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs >= 1) {
+        Py_ssize_t depth = PyList_GET_SIZE(self->stack);
+        if (depth > self->max_depth) {
+            return call_module(args, nargs, kwnames);
+        }
+        if (depth == 0 && kwnames == NULL) {
+            PyObject *site = known_site(self, args, nargs);
+            if (site != NULL) {
+                PyObject *outputs = call_tracked(self, site, args, nargs);
+                Py_DECREF(site);
+                return outputs;
+            }
+            if (PyErr_Occurred()) {
+                return NULL;
+            }
+        }
+    }
+    return PyObject_Vectorcall(self->wrapper, args, nargsf, kwnames);
+}
+
+/* Module.__call__ and module.__call__ see the Python wrapper (plain or bound). */
+static PyObject *
+front_get(CallFront *self, PyObject *instance, PyObject *owner)
+{
+    if (instance == NULL || instance == Py_None) {
+        Py_INCREF(self->wrapper);
+        return self->wrapper;
+    }
+    return PyMethod_New(self->wrapper, instance);
+}
+
+static int
+front_traverse(CallFront *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->wrapper);
+    Py_VISIT(self->stack);
+    Py_VISIT(self->sites);
+    Py_VISIT(self->tensor_type);
+    Py_VISIT(self->is_compiling);
+    Py_VISIT(self->flags);
+    Py_VISIT(self->clock);
+    Py_VISIT(self->discovery);
+    return 0;
+}
+
+static int
+front_clear(CallFront *self)
+{
+    Py_CLEAR(self->wrapper);
+    Py_CLEAR(self->stack);
+    Py_CLEAR(self->sites);
+    Py_CLEAR(self->tensor_type);
+    Py_CLEAR(self->is_compiling);
+    Py_CLEAR(self->flags);
+    Py_CLEAR(self->clock);
+    Py_CLEAR(self->discovery);
+    return 0;
+}
+
+static void
+front_dealloc(CallFront *self)
+{
+    PyObject_GC_UnTrack(self);
+    front_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"wrapper", "stack", "sites", "max_depth", "tensor_type",
+                            "is_compiling", "flags", "clock", "discovery", NULL};
+    PyObject *wrapper, *stack, *sites, *tensor_type, *is_compiling, *flags, *clock, *discovery;
+    Py_ssize_t max_depth;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!nO!OOOO:CallFront", names, &wrapper,
+                                     &PyList_Type, &stack, &PyDict_Type, &sites, &max_depth,
+                                     &PyType_Type, &tensor_type, &is_compiling, &flags, &clock,
+                                     &discovery)) {
+        return NULL;
+    }
+    if (flags != Py_None && !PyDict_Check(flags)) {
+        PyErr_SetString(PyExc_TypeError, "CallFront: flags must be a dict or None");
+        return NULL;
+    }
+    CallFront *self = (CallFront *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->vectorcall = (vectorcallfunc)front_vectorcall;
+    self->max_depth = max_depth;
+    PyObject **fields[] = {&self->wrapper, &self->stack, &self->sites, &self->tensor_type,
+                           &self->is_compiling, &self->flags, &self->clock, &self->discovery};
+    PyObject *values[] = {wrapper, stack, sites, tensor_type, is_compiling, flags, clock,
+                          discovery};
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        Py_INCREF(values[i]);
+        *fields[i] = values[i];
+    }
+    return (PyObject *)self;
+}
+
+static PyTypeObject CallFrontType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "benchmate.benchit._callfront.CallFront",
+    .tp_doc = "torch.nn.Module.__call__ during discovery: the hot path in C, the rest in Python.",
+    .tp_basicsize = sizeof(CallFront),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
+                | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_new = front_new,
+    .tp_dealloc = (destructor)front_dealloc,
+    .tp_traverse = (traverseproc)front_traverse,
+    .tp_clear = (inquiry)front_clear,
+    .tp_vectorcall_offset = offsetof(CallFront, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = (descrgetfunc)front_get,
+};
+
+static struct PyModuleDef callfront_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_callfront",
+    .m_doc = "The C hot path of benchmate's model discovery.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__callfront(void)
+{
+    struct {
+        PyObject **slot;
+        const char *text;
+    } strings[] = {
+        {&s_compiled_call_impl, "_compiled_call_impl"},
+        {&s_call_impl, "_call_impl"},
+        {&s_shape, "shape"},
+        {&s_dtype, "dtype"},
+        {&s_module, "module"},
+        {&s_counts, "counts"},
+        {&s_executed, "executed"},
+        {&s_seconds, "seconds"},
+        {&s_describe_at, "_describe_at"},
+        {&s_describe_found, "describe_found"},
+        {&s_is_compiling_flag, "_is_compiling_flag"},
+    };
+    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+        *strings[i].slot = PyUnicode_InternFromString(strings[i].text);
+        if (*strings[i].slot == NULL) {
+            return NULL;
+        }
+    }
+    if (PyType_Ready(&CallFrontType) < 0) {
+        return NULL;
+    }
+    PyObject *module = PyModule_Create(&callfront_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&CallFrontType);
+    if (PyModule_AddObject(module, "CallFront", (PyObject *)&CallFrontType) < 0) {
+        Py_DECREF(&CallFrontType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
