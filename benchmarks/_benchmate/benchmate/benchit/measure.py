@@ -2,7 +2,8 @@
 
 ``python -m benchmate.benchit.measure overhead SCRIPT [--runs N] [--script-args "ARGS"]``
     the script's own run time (its module's execution) bare and under discovery (analysis
-    only, events discarded; patching torch before and restoring it after are left out), ``N``
+    only, events discarded; patching torch before and restoring it after are left out; the hot
+    path that ran, C or Python, is in ``hot_path``: ``BENCHMATE_DISCOVERY=python`` picks), ``N``
     alternating runs in one process, each after a ``gc.collect()``; ``ratio`` = the median of
     the ratios discovery / bare of each run and the bare run just before it. Target < 1.05.
 
@@ -78,6 +79,7 @@ def overhead(path: str, runs: int, script_args: list[str]) -> dict[str, Any]:
                "analyze_only": True}
     sys.path.insert(0, os.path.dirname(path))
     bare, discovered = [], []
+    hot_path = ""
     with _quiet():
         _run_script(path, script_args)  # warm: imports, allocator, kernels
         for _ in range(runs):
@@ -91,7 +93,9 @@ def overhead(path: str, runs: int, script_args: list[str]) -> dict[str, Any]:
             session = ScriptSession(_NullProtocol(), request)
             session.run()
             discovered.append(session.script_seconds)
+            hot_path = session.discovery.hot_path
     return {"measure": "overhead", "script": path, "script_args": script_args, "runs": runs,
+            "hot_path": hot_path,
             "bare_seconds": min(bare), "discovery_seconds": min(discovered),
             "bare_median_seconds": statistics.median(bare),
             "discovery_median_seconds": statistics.median(discovered),
