@@ -247,6 +247,22 @@ def test_the_c_front_shows_python_to_tracers() -> None:
     assert [i.executed for i in discovery.invocations.values()] == [3]
 
 
+@pytest.mark.parametrize("compiling", [False, True])
+def test_the_c_front_asks_is_compiling_when_it_cannot_read_the_flag(
+        compiling: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmate.benchit import discovery as found
+
+    monkeypatch.setattr(found, "_compiling_flags", lambda: None)
+    monkeypatch.setattr(found, "is_compiling", lambda: compiling)
+    model = torch.nn.Linear(2, 2)
+    with found.Discovery(__file__, 0, set(), found.Listener()) as discovery:
+        assert discovery.hot_path == "c"
+        for _ in range(3):
+            model(torch.rand(2))
+    discovery.describe_found()
+    assert [i.executed for i in discovery.invocations.values()] == ([] if compiling else [3])
+
+
 # -- builds and benchmarks -------------------------------------------------------------------
 
 

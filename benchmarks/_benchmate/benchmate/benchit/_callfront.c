@@ -57,6 +57,26 @@ call_module(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     return outputs;
 }
 
+/* callable() converted to a double by read, or -1.0 with an exception set. */
+static double
+call_reading(PyObject *callable, double (*read)(PyObject *))
+{
+    PyObject *value = PyObject_CallNoArgs(callable);
+    if (value == NULL) {
+        return -1.0;
+    }
+    double answer = read(value);
+    Py_DECREF(value);
+    return answer;
+}
+
+/* A truth test as call_reading's read: 1.0, 0.0, or -1.0 with an exception set. */
+static double
+truth(PyObject *value)
+{
+    return (double)PyObject_IsTrue(value);
+}
+
 /* perf_counter() as a double, or -1.0 with an exception set. On Linux, perf_counter is
  * CLOCK_MONOTONIC, read here without a call into Python. */
 static double
@@ -68,13 +88,7 @@ now(CallFront *self)
         return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
     }
 #endif
-    PyObject *value = PyObject_CallNoArgs(self->clock);
-    if (value == NULL) {
-        return -1.0;
-    }
-    double seconds = PyFloat_AsDouble(value);
-    Py_DECREF(value);
-    return seconds;
+    return call_reading(self->clock, PyFloat_AsDouble);
 }
 
 /* Whether torch is compiling or exporting (1), not (0), or an exception was set (-1). */
@@ -90,13 +104,7 @@ is_compiling(CallFront *self)
             return -1;
         }
     }
-    PyObject *compiling = PyObject_CallNoArgs(self->is_compiling);
-    if (compiling == NULL) {
-        return -1;
-    }
-    int answer = PyObject_IsTrue(compiling);
-    Py_DECREF(compiling);
-    return answer;
+    return (int)call_reading(self->is_compiling, truth);
 }
 
 /* The signature key of the call's inputs when they are all tensors, else NULL with no exception
@@ -285,31 +293,25 @@ front_get(CallFront *self, PyObject *instance, PyObject *owner)
     return PyMethod_New(self->wrapper, instance);
 }
 
+/* The object fields of a CallFront, for the garbage collector's two walks. */
+#define CALLFRONT_OBJECTS(X)                                                                   \
+    X(wrapper) X(stack) X(sites) X(tensor_type) X(is_compiling) X(flags) X(clock) X(discovery)
+
 static int
 front_traverse(CallFront *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->wrapper);
-    Py_VISIT(self->stack);
-    Py_VISIT(self->sites);
-    Py_VISIT(self->tensor_type);
-    Py_VISIT(self->is_compiling);
-    Py_VISIT(self->flags);
-    Py_VISIT(self->clock);
-    Py_VISIT(self->discovery);
+#define VISIT_FIELD(field) Py_VISIT(self->field);
+    CALLFRONT_OBJECTS(VISIT_FIELD)
+#undef VISIT_FIELD
     return 0;
 }
 
 static int
 front_clear(CallFront *self)
 {
-    Py_CLEAR(self->wrapper);
-    Py_CLEAR(self->stack);
-    Py_CLEAR(self->sites);
-    Py_CLEAR(self->tensor_type);
-    Py_CLEAR(self->is_compiling);
-    Py_CLEAR(self->flags);
-    Py_CLEAR(self->clock);
-    Py_CLEAR(self->discovery);
+#define CLEAR_FIELD(field) Py_CLEAR(self->field);
+    CALLFRONT_OBJECTS(CLEAR_FIELD)
+#undef CLEAR_FIELD
     return 0;
 }
 
@@ -344,14 +346,9 @@ front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     self->vectorcall = (vectorcallfunc)front_vectorcall;
     self->max_depth = max_depth;
-    PyObject **fields[] = {&self->wrapper, &self->stack, &self->sites, &self->tensor_type,
-                           &self->is_compiling, &self->flags, &self->clock, &self->discovery};
-    PyObject *values[] = {wrapper, stack, sites, tensor_type, is_compiling, flags, clock,
-                          discovery};
-    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
-        Py_INCREF(values[i]);
-        *fields[i] = values[i];
-    }
+#define KEEP_FIELD(field) self->field = Py_NewRef(field);
+    CALLFRONT_OBJECTS(KEEP_FIELD)
+#undef KEEP_FIELD
     return (PyObject *)self;
 }
 
