@@ -226,6 +226,46 @@ def test_a_forked_child_discovers_nothing(tmp_path: pathlib.Path) -> None:
     assert list(calls_by_hash(events).values()) == [2]
 
 
+@pytest.mark.usefixtures("hot_path")
+def test_calls_are_counted_across_shapes_models_and_descriptions(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C front holds the counts of the site it counted last: they must reach their
+    invocation whether the next call goes to another shape, another model, a new model in a dead
+    one's place (and maybe at its address), or a description made while the script runs."""
+    from benchmate.benchit import discovery
+
+    monkeypatch.setattr(discovery, "DESCRIBE_AFTER_SECONDS", 0.0)
+    script = write_script(tmp_path, "counted.py", """
+        import torch
+        a, b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 2)
+        x, y = torch.rand(1, 4), torch.rand(3, 4)
+        for _ in range(5):
+            a(x)
+            a(x)
+            a(y)
+            b(x)
+        for _ in range(4):
+            c = torch.nn.Linear(4, 3)
+            c(y)
+            c(y)
+            del c
+        try:
+            a(torch.rand(1, 5))
+        except RuntimeError:
+            pass
+        a(x)
+        """)
+    events = analyze(script)
+    names = {m["model_hash"]: m["name"] for m in of_kind(events, "model")}
+    counts = calls_by_hash(events)
+    seen = sorted((names[i["model_hash"]], i["input_shapes"]["Positional Arg 1"],
+                   counts[i["invocation_hash"]]) for i in of_kind(events, "invocation"))
+    assert seen == [("a", [1, 4], 11), ("a", [1, 5], 0), ("a", [3, 4], 5), ("b", [1, 4], 5),
+                    ("c", [3, 4], 8)]
+    (calls,) = of_kind(events, "calls")
+    assert all(entry["seconds"] > 0 for entry in calls["invocations"] if entry["executed"])
+
+
 def test_the_c_front_shows_python_to_tracers() -> None:
     from benchmate.benchit.discovery import Discovery, Listener
     from benchmate.benchit.native import callfront

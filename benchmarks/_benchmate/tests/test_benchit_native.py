@@ -3,8 +3,12 @@ when it cannot be built (the worker then runs the Python wrapper and says so).""
 
 from __future__ import annotations
 
+import gc
+import math
 import os
 import pathlib
+import time
+import weakref
 from typing import Iterator
 
 import pytest
@@ -63,3 +67,116 @@ def test_a_failing_compiler_is_named_and_leaves_nothing(
 def test_the_python_wrapper_can_be_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BENCHMATE_DISCOVERY", "python")
     assert native.callfront() == (None, "python (asked by BENCHMATE_DISCOVERY=python)")
+
+
+# -- the front's own logic, with stand-ins for torch (these run without torch) ---------------
+
+class StandInTensor:
+    """What the front reads of a tensor: its ``shape`` and ``dtype``."""
+
+    def __init__(self, *shape: int) -> None:
+        self.shape = shape
+        self.dtype = "float32"
+
+
+class StandInSite:
+    """A discovery site: the module's weak reference and the counters the front adds to."""
+
+    def __init__(self, module: object) -> None:
+        self.module = weakref.ref(module)
+        self.counts = self
+        self.executed = 0
+        self.seconds = 0.0
+
+
+class Front:
+    """A CallFront installed as ``__call__`` of a stand-in module class, with a Python wrapper
+    that records the calls handed to it."""
+
+    def __init__(self, max_depth: int = 0) -> None:
+        front, hot_path = native.callfront()
+        assert hot_path == "c", hot_path
+        self.handed: list[tuple] = []
+        self.stack: list = []
+        self.sites: dict = {}
+        self.describe_at = math.inf
+
+        def wrapper(module: object, *args: object, **kwargs: object) -> object:
+            self.handed.append((args, kwargs))
+            return module._call_impl(*args, **kwargs)
+
+        class Module:
+            _compiled_call_impl = None
+
+            def _call_impl(module, *args: object, **kwargs: object) -> object:  # noqa: N805
+                return args[0] if args else None
+
+        self.front = front(wrapper, self.stack, self.sites, max_depth, StandInTensor, None,
+                           {"_is_compiling_flag": False}, time.perf_counter, self)
+        Module.__call__ = self.front
+        self.Module = Module
+
+    @property
+    def _describe_at(self) -> float:
+        """When the front must ask for descriptions (never, here)."""
+        return self.describe_at
+
+    def register(self, module: object, tensor: StandInTensor) -> StandInSite:
+        """A known top-level site of ``module`` called on tensors like ``tensor``."""
+        site = StandInSite(module)
+        self.sites[(None, id(module), (tensor.shape, tensor.dtype))] = site
+        return site
+
+
+def test_the_front_counts_known_sites_and_hands_over_the_rest() -> None:
+    harness = Front()
+    model, other = harness.Module(), harness.Module()
+    small, large = StandInTensor(1, 4), StandInTensor(3, 4)
+    site, other_site = harness.register(model, small), harness.register(other, small)
+    for _ in range(5):
+        assert model(small) is small
+        model(StandInTensor(1, 4))
+        other(small)
+    model(large)  # no site for that shape: the wrapper decides
+    model(small, small)  # another signature
+    model(value=small)  # keywords
+    model("not a tensor")
+    harness.front.flush()
+    assert (site.executed, other_site.executed) == (10, 5)
+    assert site.seconds > 0 and other_site.seconds > 0
+    assert harness.handed == [((large,), {}), ((small, small), {}), ((), {"value": small}),
+                              (("not a tensor",), {})]
+    harness.front.flush()  # nothing held twice
+    assert (site.executed, other_site.executed) == (10, 5)
+
+
+def test_the_front_hands_over_the_calls_of_a_dead_modules_site() -> None:
+    """A site is filed under its module's id, which a new module may take once the old one is
+    gone: its calls are not the dead module's, whether the front remembers the dead module's site
+    as its last one or finds it in the sites."""
+    harness = Front()
+    tensor = StandInTensor(2)
+    model = harness.Module()
+    site = harness.register(model, tensor)
+    model(tensor)  # counted, and now the front's last site
+    del model
+    gc.collect()
+    # The allocator usually gives a new module the dead one's address.
+    newcomers = [harness.Module() for _ in range(200)]
+    for module in newcomers:
+        module(tensor)
+    # Filed under a live module's id, whatever the allocator did.
+    harness.sites[(None, id(newcomers[0]), (tensor.shape, tensor.dtype))] = site
+    newcomers[0](tensor)
+    harness.front.flush()
+    assert site.executed == 1
+    assert len(harness.handed) == 201
+
+
+def test_calls_deeper_than_max_depth_go_straight_to_the_module() -> None:
+    harness = Front(max_depth=0)
+    model = harness.Module()
+    harness.stack.append(None)  # inside a tracked call
+    tensor = StandInTensor(2)
+    assert model(tensor) is tensor
+    assert harness.handed == []

@@ -7,7 +7,11 @@
  *   - a call nested deeper than max_depth goes straight to torch's own call path;
  *   - a top-level call whose inputs are all positional tensors, made on a module already seen
  *     with the same shapes and dtypes, is counted and timed on its site, as the Python wrapper's
- *     hot path does.
+ *     hot path does. The front remembers the last such site: a call on it again (the loop of a
+ *     script) is recognised without building a key, and is counted in the front, which adds
+ *     those counts to the site's counters when it moves to another site and when discovery
+ *     calls flush() (as it uninstalls, before anything reads the counts). A description made in
+ *     between loses nothing: the counts go to the site's current counter, its invocation.
  *
  * Attribute access on the class (Module.__call__) and on instances (module.__call__) sees the
  * Python wrapper, so tracers that inspect __call__ (torch.compile's dynamo) find a Python function
@@ -31,6 +35,14 @@ typedef struct {
     PyObject *clock;        /* time.perf_counter */
     PyObject *discovery;    /* the Discovery: _describe_at, describe_found() */
     Py_ssize_t max_depth;
+    /* The last top-level site the front counted, so the next call on it needs no key: the site,
+     * its module's weak reference, its input signature, and the calls counted there that its
+     * counters do not hold yet (flush() adds them). */
+    PyObject *last_site;
+    PyObject *last_module;
+    PyObject *last_signature;
+    long pending_executed;
+    double pending_seconds;
 } CallFront;
 
 static PyObject *s_compiled_call_impl, *s_call_impl, *s_shape, *s_dtype, *s_module, *s_counts,
@@ -107,10 +119,30 @@ is_compiling(CallFront *self)
     return (int)call_reading(self->is_compiling, truth);
 }
 
-/* The signature key of the call's inputs when they are all tensors, else NULL with no exception
- * set (the Python wrapper decides), or NULL with an exception set. */
+/* Whether ref is a weak reference to target (1), not (0), or an exception was set (-1). */
+static int
+refers_to(PyObject *ref, PyObject *target)
+{
+    if (!PyWeakref_CheckRef(ref)) {
+        return 0;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *referent;
+    if (PyWeakref_GetRef(ref, &referent) < 0) {
+        return -1;
+    }
+    Py_XDECREF(referent);
+    return referent == target;
+#else
+    return PyWeakref_GET_OBJECT(ref) == target;
+#endif
+}
+
+/* The input signature (shape, dtype, shape, dtype...) of a call whose inputs are all tensors, as
+ * discovery's _signature makes it, else NULL with no exception set (the Python wrapper decides),
+ * or NULL with an exception set. */
 static PyObject *
-site_key(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
+input_signature(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *signature = PyTuple_New(2 * (nargs - 1));
     if (signature == NULL) {
@@ -133,27 +165,75 @@ site_key(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
         PyTuple_SET_ITEM(signature, 2 * (i - 1), shape);
         PyTuple_SET_ITEM(signature, 2 * (i - 1) + 1, dtype);
     }
-    PyObject *id = PyLong_FromVoidPtr(args[0]);
-    if (id == NULL) {
-        Py_DECREF(signature);
-        return NULL;
-    }
-    PyObject *key = PyTuple_Pack(3, Py_None, id, signature);
-    Py_DECREF(id);
-    Py_DECREF(signature);
-    return key;
+    return signature;
 }
 
-/* The known site of a top-level call (a new reference), NULL with no exception when the Python
- * wrapper must handle the call, or NULL with an exception set. */
-static PyObject *
-known_site(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
+/* counts.executed += executed; counts.seconds += seconds, on the site's current counter. */
+static int
+count(PyObject *site, long executed, double seconds)
 {
-    int compiling = is_compiling(self);
-    if (compiling != 0) {
-        return NULL;
+    PyObject *counts = PyObject_GetAttr(site, s_counts);
+    if (counts == NULL) {
+        return -1;
     }
-    PyObject *key = site_key(self, args, nargs);
+    int status = -1;
+    PyObject *calls = PyObject_GetAttr(counts, s_executed);
+    PyObject *spent = PyObject_GetAttr(counts, s_seconds);
+    if (calls != NULL && spent != NULL) {
+        PyObject *added_calls = PyLong_FromLong(executed);
+        PyObject *more = added_calls == NULL ? NULL : PyNumber_Add(calls, added_calls);
+        PyObject *added_time = PyFloat_FromDouble(seconds);
+        PyObject *longer = added_time == NULL ? NULL : PyNumber_Add(spent, added_time);
+        if (more != NULL && longer != NULL && PyObject_SetAttr(counts, s_executed, more) == 0
+            && PyObject_SetAttr(counts, s_seconds, longer) == 0) {
+            status = 0;
+        }
+        Py_XDECREF(added_calls);
+        Py_XDECREF(more);
+        Py_XDECREF(added_time);
+        Py_XDECREF(longer);
+    }
+    Py_XDECREF(calls);
+    Py_XDECREF(spent);
+    Py_DECREF(counts);
+    return status;
+}
+
+/* Add the calls counted on the last site to its counters. */
+static int
+flush_counts(CallFront *self)
+{
+    if (self->pending_executed == 0 || self->last_site == NULL) {
+        return 0;
+    }
+    long executed = self->pending_executed;
+    double seconds = self->pending_seconds;
+    self->pending_executed = 0;
+    self->pending_seconds = 0.0;
+    return count(self->last_site, executed, seconds);
+}
+
+/* Make site (with its module's weak reference and its signature) the last site. */
+static int
+remember(CallFront *self, PyObject *site, PyObject *module_ref, PyObject *signature)
+{
+    if (flush_counts(self) < 0) {
+        return -1;
+    }
+    Py_XSETREF(self->last_site, Py_NewRef(site));
+    Py_XSETREF(self->last_module, Py_NewRef(module_ref));
+    Py_XSETREF(self->last_signature, Py_NewRef(signature));
+    return 0;
+}
+
+/* The site registered for a top-level call of args[0] with this signature (a new reference, made
+ * the last site), NULL with no exception when there is none, or NULL with an exception set. */
+static PyObject *
+registered_site(CallFront *self, PyObject *const *args, PyObject *signature)
+{
+    PyObject *id = PyLong_FromVoidPtr(args[0]);
+    PyObject *key = id == NULL ? NULL : PyTuple_Pack(3, Py_None, id, signature);
+    Py_XDECREF(id);
     if (key == NULL) {
         return NULL;
     }
@@ -165,46 +245,45 @@ known_site(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
     Py_INCREF(site);
     /* The key holds the module's id: the site is this module's only while its weak reference
      * still points to it. */
-    PyObject *ref = PyObject_GetAttr(site, s_module);
-    PyObject *target = ref == NULL ? NULL : PyObject_CallNoArgs(ref);
-    Py_XDECREF(ref);
-    if (target != args[0]) {
-        Py_DECREF(site);
-        site = NULL;
+    PyObject *module_ref = PyObject_GetAttr(site, s_module);
+    int mine = module_ref == NULL ? -1 : refers_to(module_ref, args[0]);
+    if (mine != 1 || remember(self, site, module_ref, signature) < 0) {
+        Py_CLEAR(site);
     }
-    Py_XDECREF(target);
+    Py_XDECREF(module_ref);
     return site;
 }
 
-/* counts.executed += 1; counts.seconds += elapsed, on the site's current counter. */
-static int
-count(PyObject *site, double elapsed)
+/* The known site of a top-level call (a new reference), NULL with no exception when the Python
+ * wrapper must handle the call, or NULL with an exception set. A call on the last site's module
+ * with its signature needs no key. */
+static PyObject *
+known_site(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *counts = PyObject_GetAttr(site, s_counts);
-    if (counts == NULL) {
-        return -1;
+    int compiling = is_compiling(self);
+    if (compiling != 0) {
+        return NULL;
     }
-    int status = -1;
-    PyObject *executed = PyObject_GetAttr(counts, s_executed);
-    PyObject *seconds = PyObject_GetAttr(counts, s_seconds);
-    if (executed != NULL && seconds != NULL) {
-        PyObject *one = PyLong_FromLong(1);
-        PyObject *more = one == NULL ? NULL : PyNumber_Add(executed, one);
-        PyObject *delta = PyFloat_FromDouble(elapsed);
-        PyObject *longer = delta == NULL ? NULL : PyNumber_Add(seconds, delta);
-        if (more != NULL && longer != NULL && PyObject_SetAttr(counts, s_executed, more) == 0
-            && PyObject_SetAttr(counts, s_seconds, longer) == 0) {
-            status = 0;
+    PyObject *signature = input_signature(self, args, nargs);
+    if (signature == NULL) {
+        return NULL;
+    }
+    PyObject *site = NULL;
+    int same = 0;
+    if (self->last_site != NULL) {
+        same = refers_to(self->last_module, args[0]);
+        if (same == 1) {
+            same = PyObject_RichCompareBool(signature, self->last_signature, Py_EQ);
         }
-        Py_XDECREF(one);
-        Py_XDECREF(more);
-        Py_XDECREF(delta);
-        Py_XDECREF(longer);
     }
-    Py_XDECREF(executed);
-    Py_XDECREF(seconds);
-    Py_DECREF(counts);
-    return status;
+    if (same == 1) {
+        site = Py_NewRef(self->last_site);
+    }
+    else if (same == 0) {
+        site = registered_site(self, args, signature);
+    }
+    Py_DECREF(signature);
+    return site;
 }
 
 /* Drop the last entry of the stack (the call that just returned or raised). */
@@ -236,7 +315,15 @@ call_tracked(CallFront *self, PyObject *site, PyObject *const *args, Py_ssize_t 
     }
     double end = now(self);
     pop(self);
-    if (end < 0 || count(site, end - start) < 0) {
+    if (end < 0) {
+        Py_DECREF(outputs);
+        return NULL;
+    }
+    if (site == self->last_site) {
+        self->pending_executed++;
+        self->pending_seconds += end - start;
+    }
+    else if (count(site, 1, end - start) < 0) {
         Py_DECREF(outputs);
         return NULL;
     }
@@ -282,6 +369,22 @@ front_vectorcall(CallFront *self, PyObject *const *args, size_t nargsf, PyObject
     return PyObject_Vectorcall(self->wrapper, args, nargsf, kwnames);
 }
 
+static PyObject *
+front_flush(CallFront *self, PyObject *Py_UNUSED(ignored))
+{
+    if (flush_counts(self) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef front_methods[] = {
+    {"flush", (PyCFunction)front_flush, METH_NOARGS,
+     "Add the calls the front counted and holds to their site's counters; discovery calls it "
+     "as it uninstalls the front."},
+    {NULL, NULL, 0, NULL},
+};
+
 /* Module.__call__ and module.__call__ see the Python wrapper (plain or bound). */
 static PyObject *
 front_get(CallFront *self, PyObject *instance, PyObject *owner)
@@ -293,9 +396,11 @@ front_get(CallFront *self, PyObject *instance, PyObject *owner)
     return PyMethod_New(self->wrapper, instance);
 }
 
-/* The object fields of a CallFront, for the garbage collector's two walks. */
-#define CALLFRONT_OBJECTS(X)                                                                   \
+/* The object fields of a CallFront: those its constructor takes, and all of them for the garbage
+ * collector's two walks. */
+#define CALLFRONT_ARGUMENTS(X)                                                                 \
     X(wrapper) X(stack) X(sites) X(tensor_type) X(is_compiling) X(flags) X(clock) X(discovery)
+#define CALLFRONT_OBJECTS(X) CALLFRONT_ARGUMENTS(X) X(last_site) X(last_module) X(last_signature)
 
 static int
 front_traverse(CallFront *self, visitproc visit, void *arg)
@@ -312,6 +417,8 @@ front_clear(CallFront *self)
 #define CLEAR_FIELD(field) Py_CLEAR(self->field);
     CALLFRONT_OBJECTS(CLEAR_FIELD)
 #undef CLEAR_FIELD
+    self->pending_executed = 0;
+    self->pending_seconds = 0.0;
     return 0;
 }
 
@@ -347,7 +454,7 @@ front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->vectorcall = (vectorcallfunc)front_vectorcall;
     self->max_depth = max_depth;
 #define KEEP_FIELD(field) self->field = Py_NewRef(field);
-    CALLFRONT_OBJECTS(KEEP_FIELD)
+    CALLFRONT_ARGUMENTS(KEEP_FIELD)
 #undef KEEP_FIELD
     return (PyObject *)self;
 }
@@ -366,6 +473,7 @@ static PyTypeObject CallFrontType = {
     .tp_vectorcall_offset = offsetof(CallFront, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_descr_get = (descrgetfunc)front_get,
+    .tp_methods = front_methods,
 };
 
 static struct PyModuleDef callfront_module = {

@@ -176,7 +176,8 @@ class _Site:
 
     ``counts`` is where calls are counted: the site itself (``executed``, ``seconds``) until it is
     described, then its invocation, which takes over what the site had counted. The C front reads
-    ``module`` and ``counts`` and updates ``executed`` and ``seconds`` by these names."""
+    ``module`` and ``counts`` and updates ``executed`` and ``seconds`` by these names (when it
+    flushes the counts it holds)."""
 
     __slots__ = ("module", "model", "parent", "accepts_children", "shapes", "dtypes",
                  "invocation", "counts", "executed", "seconds")
@@ -234,6 +235,10 @@ class Discovery:
         #: The C front of the hot path (see :mod:`benchmate.benchit.native`), unless ``native``
         #: is false or it cannot be built; :attr:`hot_path` says which runs, and why.
         self._front, self.hot_path = native_callfront() if native else (None, "python")
+        #: The installed C front. It holds the counts of the last site it counted until it moves
+        #: to another site or is flushed (on uninstall); what it holds ends on ``site.counts``,
+        #: so a description made meanwhile loses nothing.
+        self._installed_front: Any = None
 
     # -- patching ---------------------------------------------------------------------------
 
@@ -306,9 +311,10 @@ class Discovery:
             torch.nn.Module.__call__ = __call__
         else:
             # The C front settles the hot path's two cases and hands the rest to the wrapper.
-            torch.nn.Module.__call__ = self._front(__call__, stack, sites, max_depth,
-                                                   torch.Tensor, is_compiling, _compiling_flags(),
-                                                   perf_counter, discovery)
+            self._installed_front = self._front(__call__, stack, sites, max_depth, torch.Tensor,
+                                                is_compiling, _compiling_flags(), perf_counter,
+                                                discovery)
+            torch.nn.Module.__call__ = self._installed_front
         torch.nn.Module.__init__ = __init__
         self._installed = True
         if not self._watching_forks:
@@ -317,7 +323,10 @@ class Discovery:
             os.register_at_fork(after_in_child=lambda: forked() and forked()())
 
     def _uninstall(self) -> None:
-        """Give ``torch.nn.Module`` its own methods back."""
+        """Give ``torch.nn.Module`` its own methods back (and every count to its counter)."""
+        if self._installed_front is not None:
+            self._installed_front.flush()
+            self._installed_front = None
         torch.nn.Module.__call__ = self._original_call
         torch.nn.Module.__init__ = self._original_init
         self._installed = False
