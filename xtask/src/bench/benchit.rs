@@ -1,9 +1,10 @@
 //! benchit's measurement honesty, with `benchmate.benchit.measure` in a Python environment that
 //! has torch (the managed benchit environment, or `--benchit-python`): the discovery overhead on
-//! a script's own run time (bare runs alternate with runs under discovery in one process; target
+//! a script's own run time (pairs of a bare run and a run under discovery in one process; target
 //! under 5%), and the worker's torch-eager latency next to a plain `timeit` loop of the same model
 //! call in the same process (target within 2%). Each ratio is the median over back-to-back
-//! pairs, which share the machine's speed of the moment (see `measure.py`). Without such an
+//! pairs, which share the machine's speed of the moment; the side that goes first alternates, as
+//! the first of a pair runs 1-2% slower here (see `measure.py`). Without such an
 //! environment the figures are skipped with a line that says how to get them.
 
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use serde_json::Value;
 /// The example script measured against timeit (and named in the skip line).
 const SCRIPT: &str = "benchmarks/benchit/mlp.py";
 
-/// The scripts whose discovery overhead is measured: the MLP is the worst case (about 45 us a
+/// The scripts whose discovery overhead is measured: the MLP is the worst case (about 100 us a
 /// model call, so a fixed cost per call weighs most), the others are closer to real models.
 const OVERHEAD_SCRIPTS: [&str; 3] = [
     "benchmarks/benchit/mlp.py",
@@ -23,11 +24,11 @@ const OVERHEAD_SCRIPTS: [&str; 3] = [
     "benchmarks/benchit/transformer_block.py",
 ];
 
-/// Back-to-back pairs (bare, under discovery) of each overhead figure.
-const OVERHEAD_PAIRS: usize = 101;
+/// Back-to-back pairs (bare, under discovery) of each overhead figure: about 20 s for the MLP.
+const OVERHEAD_PAIRS: usize = 501;
 
 /// Rounds (worker, timeit) of the latency comparison, and calls timed in each.
-const TIMEIT_ROUNDS: usize = 41;
+const TIMEIT_ROUNDS: usize = 201;
 const TIMEIT_ITERATIONS: usize = 200;
 
 /// Runs the measurements and prints their lines of the table.

@@ -274,9 +274,10 @@ class Discovery:
             # counted and timed right here, one dictionary lookup and two clock reads, with no
             # frame of ours between the caller and torch; anything else is resolved first.
             call = None
-            site = None if stack else sites.get((None, id(module), _signature(args, kwargs)))
+            signature = _signature(args, kwargs)
+            site = None if stack else sites.get((None, id(module), signature))
             if site is None or site.module() is not module:
-                site, call = resolve(module, args, kwargs)
+                site, call = resolve(module, args, kwargs, signature)
                 if site is None:
                     return blocked(module, args, kwargs)
             stack.append(site)
@@ -382,22 +383,25 @@ class Discovery:
 
     # -- calls ------------------------------------------------------------------------------
 
-    def _resolve(self, module: torch.nn.Module, args: tuple,
-                 kwargs: dict) -> tuple[Optional[_Site], Optional[Call]]:
+    def _resolve(self, module: torch.nn.Module, args: tuple, kwargs: dict,
+                 signature: Optional[tuple]) -> tuple[Optional[_Site], Optional[Call]]:
         """The site of a call within ``max_depth`` that the wrapper's lookup did not settle (a
         sub-model under a tracked call, a new site, inputs other than tensors) and, for the first
         call of an invocation the listener wants built, its :class:`Call`. No site when the call
         is to run untracked, its subtree with it: the module is no model, no direct child of the
-        tracked model, or its inputs cannot be described."""
+        tracked model, or its inputs cannot be described. ``signature`` is
+        :func:`_signature`'s key of the inputs."""
         stack = self._stack
-        parent = stack[-1] if stack else None
-        if stack and (parent is None or not parent.accepts_children
-                      or not _is_child(parent.model.target(), module)):
+        if not stack:  # the wrapper looked the top-level site up already
+            return self._site_of(module, None, args, kwargs, signature)
+        parent = stack[-1]
+        if parent is None or not parent.accepts_children or not _is_child(parent.model.target(),
+                                                                           module):
             return None, None
-        site = self._sites.get((parent, id(module), _signature(args, kwargs)))
+        site = self._sites.get((parent, id(module), signature))
         if site is not None and site.module() is module:
             return site, None
-        return self._site_of(module, parent, args, kwargs)
+        return self._site_of(module, parent, args, kwargs, signature)
 
     def _blocked(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
         """Run an untracked call; calls made inside it are not tracked either."""
@@ -414,7 +418,8 @@ class Discovery:
         return module
 
     def _site_of(self, module: torch.nn.Module, parent: Optional[_Site], args: tuple,
-                 kwargs: dict) -> tuple[Optional[_Site], Optional[Call]]:
+                 kwargs: dict, signature: Optional[tuple]
+                 ) -> tuple[Optional[_Site], Optional[Call]]:
         """The site of a call the fast lookup missed (a new site, or inputs other than tensors)
         and, for the first call of an invocation the listener wants built, its :class:`Call`;
         no site when the module is no model or its inputs cannot be described."""
@@ -429,7 +434,6 @@ class Discovery:
         except UnsupportedInput as error:
             self._input_error(model, error)
             return None, None
-        signature = _signature(args, kwargs)
         if signature is None:
             signature = (tuple(shapes.items()), tuple(dtypes.items()))
         key = (parent, id(module), signature)
@@ -552,10 +556,12 @@ def _has_parameters(module: torch.nn.Module) -> bool:
     pending = [module]
     while pending:
         current = pending.pop()
+        if current is None:  # a child slot set to None
+            continue
         for parameter in current._parameters.values():
             if parameter is not None and not is_lazy(parameter) and parameter.numel():
                 return True
-        pending.extend(child for child in current._modules.values() if child is not None)
+        pending += current._modules.values()
     return False
 
 

@@ -4,15 +4,17 @@
     the script's own run time (its module's execution) bare and under discovery (analysis
     only, events discarded; patching torch before and restoring it after are left out; the hot
     path that ran, C or Python, is in ``hot_path``: ``BENCHMATE_DISCOVERY=python`` picks), ``N``
-    alternating runs in one process, each after a ``gc.collect()``; ``ratio`` = the median of
-    the ratios discovery / bare of each run and the bare run just before it. Target < 1.05.
+    pairs of runs in one process, which side goes first alternating, each run after a
+    ``gc.collect()`` and with torch's module classes' attribute caches empty, as in the worker's
+    fresh process; ``ratio`` = the median of the ratios discovery / bare of each pair. Target
+    < 1.05.
 
 ``python -m benchmate.benchit.measure timeit SCRIPT [--iterations N] [--rounds R]
 [--script-args "ARGS"]``
     the worker's ``torch-eager`` mean latency for the first invocation of the script's first
     model next to a plain ``timeit`` loop of the same call (under ``eval()`` and ``no_grad()``)
-    in the same process, ``R`` alternating rounds; ``ratio`` = the median of the ratios worker /
-    timeit of each round's two means. Target within 2%.
+    in the same process, ``R`` rounds of one of each, which goes first alternating; ``ratio`` =
+    the median of the ratios worker / timeit of each round's two means. Target within 2%.
 
 A shared 2-core VM runs at speeds that drift by tens of percent within seconds, so neither the
 fastest runs of each side (their ratio is reported as ``min_ratio``) nor the medians of each side
@@ -70,6 +72,21 @@ class _NullProtocol:
         raise RuntimeError("an analysis run reads nothing")
 
 
+def _forget_module_lookups() -> None:
+    """Empty the interpreter's attribute caches of ``torch.nn.Module`` and its subclasses, as
+    discovery's install does (any assignment to a class attribute empties those of the class and
+    its subclasses).
+
+    The worker runs a script once, in a fresh process, where no lookup on torch's classes is
+    cached yet: there, emptying the caches costs nothing. Here bare runs repeat in one process
+    and would start with every lookup cached, which alone puts them 3-4% ahead of any run that
+    follows an install on a 2 ms script. So bare runs start from emptied caches too."""
+    import torch
+
+    module = torch.nn.Module
+    module.__call__, module.__init__ = module.__call__, module.__init__
+
+
 def overhead(path: str, runs: int, script_args: list[str]) -> dict[str, Any]:
     """Median run time of the script bare and under the worker's discovery."""
     from benchmate.benchit.models import ScriptSession
@@ -80,20 +97,38 @@ def overhead(path: str, runs: int, script_args: list[str]) -> dict[str, Any]:
     sys.path.insert(0, os.path.dirname(path))
     bare, discovered = [], []
     hot_path = ""
+
+    def run_bare() -> None:
+        _forget_module_lookups()
+        start = time.perf_counter()
+        _run_script(path, script_args)
+        bare.append(time.perf_counter() - start)
+
+    def run_discovered() -> None:
+        nonlocal hot_path
+        session = ScriptSession(_NullProtocol(), request)
+        session.run()
+        discovered.append(session.script_seconds)
+        hot_path = session.discovery.hot_path
+
     with _quiet():
-        _run_script(path, script_args)  # warm: imports, allocator, kernels
-        for _ in range(runs):
-            # Each run starts from a collected heap: garbage of the run before must not make the
-            # cyclic collector fire inside one side's timing more than the other's.
-            gc.collect()
-            start = time.perf_counter()
-            _run_script(path, script_args)
-            bare.append(time.perf_counter() - start)
-            gc.collect()
-            session = ScriptSession(_NullProtocol(), request)
-            session.run()
-            discovered.append(session.script_seconds)
-            hot_path = session.discovery.hot_path
+        run_bare()  # warm: imports, allocator, kernels, the C front
+        run_discovered()
+        del bare[:], discovered[:]
+        # What is alive now (torch, discovery) stays out of the collections below, which then
+        # take a millisecond instead of a full heap's walk.
+        gc.collect()
+        gc.freeze()
+        try:
+            for run in range(runs):
+                # The two sides take turns going first; each run starts from a collected heap,
+                # so garbage of the run before cannot make the cyclic collector fire inside one
+                # side's timing more than the other's.
+                for side in (run_discovered, run_bare) if run % 2 else (run_bare, run_discovered):
+                    gc.collect()
+                    side()
+        finally:
+            gc.unfreeze()  # extensions check at exit that what they made was collected
     return {"measure": "overhead", "script": path, "script_args": script_args, "runs": runs,
             "hot_path": hot_path,
             "bare_seconds": min(bare), "discovery_seconds": min(discovered),
@@ -134,14 +169,26 @@ def compare_timeit(path: str, iterations: int, rounds: int,
     if listener.call is None:
         raise SystemExit(f"{path} called no model")
     model, args, kwargs = listener.call.module, listener.call.args, listener.call.kwargs
-    worker, plain = [], []
-    for _ in range(rounds):
+
+    def worker_mean() -> float:
         measured = run_torch(model, "torch-eager", "x86", args, kwargs, 10, iterations)
-        worker.append(statistics.fmean(measured.times_ns))
+        return statistics.fmean(measured.times_ns)
+
+    def timeit_mean() -> float:
         with inference_mode_of(model), torch.no_grad():
             timer = timeit.Timer(lambda: model(*args, **kwargs))
             timer.timeit(10)
-            plain.append(timer.timeit(iterations) / iterations * 1e9)
+            return timer.timeit(iterations) / iterations * 1e9
+
+    worker, plain = [], []
+    for round_ in range(rounds):
+        # The first side of a pair runs slower (1-2% here): the sides take turns going first.
+        if round_ % 2:
+            plain.append(timeit_mean())
+            worker.append(worker_mean())
+        else:
+            worker.append(worker_mean())
+            plain.append(timeit_mean())
     return {"measure": "timeit", "script": path, "model": type(model).__name__,
             "iterations": iterations, "rounds": rounds, "worker_mean_ns": min(worker),
             "timeit_mean_ns": min(plain), "worker_median_ns": statistics.median(worker),
