@@ -173,6 +173,22 @@ def test_the_front_hands_over_the_calls_of_a_dead_modules_site() -> None:
     assert len(harness.handed) == 201
 
 
+def test_a_call_in_progress_when_the_front_is_flushed_is_counted_on_its_site() -> None:
+    """Discovery flushes the front as it pauses to build a model first called inside a tracked
+    forward; that tracked call must still be counted when it returns."""
+    harness = Front()
+    tensor = StandInTensor(2)
+    model = harness.Module()
+    site = harness.register(model, tensor)
+    model(tensor)
+    model(tensor)
+    harness.Module._call_impl = lambda module, value: harness.front.flush()
+    model(tensor)
+    assert site.executed == 3
+    harness.front.flush()
+    assert site.executed == 3
+
+
 def test_calls_deeper_than_max_depth_go_straight_to_the_module() -> None:
     harness = Front(max_depth=0)
     model = harness.Module()

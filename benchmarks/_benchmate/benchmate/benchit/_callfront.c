@@ -10,8 +10,9 @@
  *     hot path does. The front remembers the last such site: a call on it again (the loop of a
  *     script) is recognised without building a key, and is counted in the front, which adds
  *     those counts to the site's counters when it moves to another site and when discovery
- *     calls flush() (as it uninstalls, before anything reads the counts). A description made in
- *     between loses nothing: the counts go to the site's current counter, its invocation.
+ *     calls flush() (as it uninstalls, before anything reads the counts; a call in progress then
+ *     is counted on its site as it returns). A description made in between loses nothing: the
+ *     counts go to the site's current counter, its invocation.
  *
  * Attribute access on the class (Module.__call__) and on instances (module.__call__) sees the
  * Python wrapper, so tracers that inspect __call__ (torch.compile's dynamo) find a Python function
@@ -226,49 +227,49 @@ remember(CallFront *self, PyObject *site, PyObject *module_ref, PyObject *signat
     return 0;
 }
 
-/* The site registered for a top-level call of args[0] with this signature (a new reference, made
- * the last site), NULL with no exception when there is none, or NULL with an exception set. */
-static PyObject *
-registered_site(CallFront *self, PyObject *const *args, PyObject *signature)
+/* Make the site registered for a top-level call of args[0] with this signature the last site:
+ * 1 when there is one, 0 when there is none, -1 with an exception set. */
+static int
+remember_registered_site(CallFront *self, PyObject *const *args, PyObject *signature)
 {
     PyObject *id = PyLong_FromVoidPtr(args[0]);
     PyObject *key = id == NULL ? NULL : PyTuple_Pack(3, Py_None, id, signature);
     Py_XDECREF(id);
     if (key == NULL) {
-        return NULL;
+        return -1;
     }
     PyObject *site = PyDict_GetItemWithError(self->sites, key);
     Py_DECREF(key);
     if (site == NULL) {
-        return NULL;
+        return PyErr_Occurred() ? -1 : 0;
     }
     Py_INCREF(site);
     /* The key holds the module's id: the site is this module's only while its weak reference
      * still points to it. */
     PyObject *module_ref = PyObject_GetAttr(site, s_module);
     int mine = module_ref == NULL ? -1 : refers_to(module_ref, args[0]);
-    if (mine != 1 || remember(self, site, module_ref, signature) < 0) {
-        Py_CLEAR(site);
+    if (mine == 1 && remember(self, site, module_ref, signature) < 0) {
+        mine = -1;
     }
     Py_XDECREF(module_ref);
-    return site;
+    Py_DECREF(site);
+    return mine;
 }
 
-/* The known site of a top-level call (a new reference), NULL with no exception when the Python
- * wrapper must handle the call, or NULL with an exception set. A call on the last site's module
+/* Whether a top-level call is on a known site, which is then the last site (1), the Python
+ * wrapper must handle it (0), or an exception was set (-1). A call on the last site's module
  * with its signature needs no key. */
-static PyObject *
-known_site(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
+static int
+on_known_site(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int compiling = is_compiling(self);
     if (compiling != 0) {
-        return NULL;
+        return compiling < 0 ? -1 : 0;
     }
     PyObject *signature = input_signature(self, args, nargs);
     if (signature == NULL) {
-        return NULL;
+        return PyErr_Occurred() ? -1 : 0;
     }
-    PyObject *site = NULL;
     int same = 0;
     if (self->last_site != NULL) {
         same = refers_to(self->last_module, args[0]);
@@ -276,14 +277,11 @@ known_site(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
             same = PyObject_RichCompareBool(signature, self->last_signature, Py_EQ);
         }
     }
-    if (same == 1) {
-        site = Py_NewRef(self->last_site);
-    }
-    else if (same == 0) {
-        site = registered_site(self, args, signature);
+    if (same == 0) {
+        same = remember_registered_site(self, args, signature);
     }
     Py_DECREF(signature);
-    return site;
+    return same;
 }
 
 /* Drop the last entry of the stack (the call that just returned or raised). */
@@ -296,10 +294,24 @@ pop(CallFront *self)
     }
 }
 
-/* A tracked top-level call on a known site: the Python wrapper's hot path. */
-static PyObject *
-call_tracked(CallFront *self, PyObject *site, PyObject *const *args, Py_ssize_t nargs)
+/* Add one call of site, which took seconds: to the calls the front holds when site is still the
+ * last site, else (the front was flushed during the forward) to the site's counter. */
+static int
+count_call(CallFront *self, PyObject *site, double seconds)
 {
+    if (site != self->last_site) {
+        return count(site, 1, seconds);
+    }
+    self->pending_executed++;
+    self->pending_seconds += seconds;
+    return 0;
+}
+
+/* A tracked top-level call on the last site: the Python wrapper's hot path. */
+static PyObject *
+call_tracked(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *site = self->last_site;
     if (PyList_Append(self->stack, site) < 0) {
         return NULL;
     }
@@ -308,23 +320,15 @@ call_tracked(CallFront *self, PyObject *site, PyObject *const *args, Py_ssize_t 
         pop(self);
         return NULL;
     }
+    /* The stack holds the site during the forward, even if the front forgets it meanwhile. */
     PyObject *outputs = call_module(args, nargs, NULL);
-    if (outputs == NULL) {
-        pop(self);
-        return NULL;
+    double end = outputs == NULL ? -1.0 : now(self);
+    if (end >= 0 && count_call(self, site, end - start) < 0) {
+        end = -1.0;
     }
-    double end = now(self);
     pop(self);
     if (end < 0) {
-        Py_DECREF(outputs);
-        return NULL;
-    }
-    if (site == self->last_site) {
-        self->pending_executed++;
-        self->pending_seconds += end - start;
-    }
-    else if (count(site, 1, end - start) < 0) {
-        Py_DECREF(outputs);
+        Py_XDECREF(outputs);
         return NULL;
     }
     PyObject *due = PyObject_GetAttr(self->discovery, s_describe_at);
@@ -355,14 +359,9 @@ front_vectorcall(CallFront *self, PyObject *const *args, size_t nargsf, PyObject
             return call_module(args, nargs, kwnames);
         }
         if (depth == 0 && kwnames == NULL) {
-            PyObject *site = known_site(self, args, nargs);
-            if (site != NULL) {
-                PyObject *outputs = call_tracked(self, site, args, nargs);
-                Py_DECREF(site);
-                return outputs;
-            }
-            if (PyErr_Occurred()) {
-                return NULL;
+            int known = on_known_site(self, args, nargs);
+            if (known != 0) {
+                return known < 0 ? NULL : call_tracked(self, args, nargs);
             }
         }
     }
@@ -372,7 +371,11 @@ front_vectorcall(CallFront *self, PyObject *const *args, size_t nargsf, PyObject
 static PyObject *
 front_flush(CallFront *self, PyObject *Py_UNUSED(ignored))
 {
-    if (flush_counts(self) < 0) {
+    int status = flush_counts(self);
+    Py_CLEAR(self->last_site);
+    Py_CLEAR(self->last_module);
+    Py_CLEAR(self->last_signature);
+    if (status < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -380,8 +383,8 @@ front_flush(CallFront *self, PyObject *Py_UNUSED(ignored))
 
 static PyMethodDef front_methods[] = {
     {"flush", (PyCFunction)front_flush, METH_NOARGS,
-     "Add the calls the front counted and holds to their site's counters; discovery calls it "
-     "as it uninstalls the front."},
+     "Add the calls the front counted and holds to their site's counters, and forget the last "
+     "site; discovery calls it as it uninstalls the front."},
     {NULL, NULL, 0, NULL},
 };
 
