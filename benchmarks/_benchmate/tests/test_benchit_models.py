@@ -45,9 +45,9 @@ def hot_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
         monkeypatch.setenv("BENCHMATE_DISCOVERY", "python")
     else:
         monkeypatch.delenv("BENCHMATE_DISCOVERY", raising=False)
-    native.callfront.cache_clear()
+    native.fronts.cache_clear()
     yield request.param
-    native.callfront.cache_clear()
+    native.fronts.cache_clear()
 
 
 def expected_hot_path() -> str:
@@ -128,6 +128,35 @@ def test_hello_world_is_discovered_with_mlagility_hashes() -> None:
     assert invocation["input_shapes"] == {"x": [11]}
     assert invocation["input_dtypes"] == {"x": "float32"}
     assert calls_by_hash(events) == {"24adc42f": 1}
+
+
+@pytest.mark.usefixtures("hot_path")
+def test_models_are_located_where_the_script_makes_them(tmp_path: pathlib.Path) -> None:
+    """Outside the model's own constructors (its class's and its bases'), through the script's
+    other functions."""
+    script = write_script(tmp_path, "located.py", """
+        import torch
+        class Block(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = torch.nn.Linear(4, 4)
+            def forward(self, x):
+                return self.inner(x)
+        class Net(Block):
+            def __init__(self):
+                super().__init__()
+                self.head = torch.nn.Linear(4, 2)
+            def forward(self, x):
+                return self.head(super().forward(x))
+        def make():
+            return Net()
+        net = make()
+        net(torch.rand(1, 4))
+        """)
+    events = analyze(script, max_depth=1)
+    located = {model["name"]: (model["file"], model["line"]) for model in of_kind(events, "model")}
+    assert located == {"net": (str(script), 16), "inner": (str(script), 6),
+                       "head": (str(script), 12)}
 
 
 @pytest.mark.usefixtures("hot_path")
@@ -268,14 +297,14 @@ def test_calls_are_counted_across_shapes_models_and_descriptions(
 
 def test_the_c_front_shows_python_to_tracers() -> None:
     from benchmate.benchit.discovery import Discovery, Listener
-    from benchmate.benchit.native import callfront
+    from benchmate.benchit.native import fronts
 
-    front, hot_path = callfront()
-    assert hot_path == "c" and front is not None
+    compiled, hot_path = fronts()
+    assert hot_path == "c" and compiled is not None
     model = torch.nn.Linear(2, 2)
     original = torch.nn.Module.__call__
     with Discovery(__file__, 0, set(), Listener()) as discovery:
-        assert type(torch.nn.Module.__dict__["__call__"]) is front
+        assert type(torch.nn.Module.__dict__["__call__"]) is compiled.CallFront
         wrapper = torch.nn.Module.__call__
         assert wrapper is not original and wrapper.__code__.co_name == "__call__"
         assert model.__call__.__func__ is wrapper and model.__call__.__self__ is model

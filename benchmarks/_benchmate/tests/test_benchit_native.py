@@ -22,9 +22,9 @@ def fresh(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[p
     folder = tmp_path / "native"
     monkeypatch.setenv("BENCHMATE_NATIVE_DIR", str(folder))
     monkeypatch.delenv("BENCHMATE_DISCOVERY", raising=False)
-    native.callfront.cache_clear()
+    native.fronts.cache_clear()
     yield folder
-    native.callfront.cache_clear()
+    native.fronts.cache_clear()
 
 
 def with_compiler(monkeypatch: pytest.MonkeyPatch, compiler: str | None) -> None:
@@ -36,19 +36,19 @@ def with_compiler(monkeypatch: pytest.MonkeyPatch, compiler: str | None) -> None
 
 def test_the_front_is_compiled_once_then_loaded_from_the_cache(
         fresh: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    front, hot_path = native.callfront()
-    assert hot_path == "c" and front.__name__ == "CallFront"
+    fronts, hot_path = native.fronts()
+    assert hot_path == "c" and fronts.CallFront.__name__ == "CallFront"
     (built,) = fresh.glob("*/_callfront*")
     assert not list(fresh.glob("*/.building-*"))
-    native.callfront.cache_clear()
+    native.fronts.cache_clear()
     with_compiler(monkeypatch, "/nonexistent/cc")  # a second build would fail
-    assert native.callfront()[1] == "c"
+    assert native.fronts()[1] == "c"
     assert built.exists()
 
 
 def test_without_a_compiler_the_reason_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     with_compiler(monkeypatch, None)
-    assert native.callfront() == (
+    assert native.fronts() == (
         None, "python (the C hot path is unavailable: this Python has no C compiler or headers "
               "configured)")
 
@@ -56,17 +56,17 @@ def test_without_a_compiler_the_reason_is_given(monkeypatch: pytest.MonkeyPatch)
 def test_a_failing_compiler_is_named_and_leaves_nothing(
         fresh: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with_compiler(monkeypatch, "/nonexistent/cc -pthread")
-    front, hot_path = native.callfront()
-    assert front is None and hot_path.startswith("python (") and "/nonexistent/cc" in hot_path
+    fronts, hot_path = native.fronts()
+    assert fronts is None and hot_path.startswith("python (") and "/nonexistent/cc" in hot_path
     assert not [name for _, _, names in os.walk(fresh) for name in names]
-    native.callfront.cache_clear()
+    native.fronts.cache_clear()
     with_compiler(monkeypatch, "false")
-    assert native.callfront()[1] == "python (the C hot path is unavailable: false failed: 1)"
+    assert native.fronts()[1] == "python (the C hot path is unavailable: false failed: 1)"
 
 
 def test_the_python_wrapper_can_be_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BENCHMATE_DISCOVERY", "python")
-    assert native.callfront() == (None, "python (asked by BENCHMATE_DISCOVERY=python)")
+    assert native.fronts() == (None, "python (asked by BENCHMATE_DISCOVERY=python)")
 
 
 # -- the front's own logic, with stand-ins for torch (these run without torch) ---------------
@@ -94,7 +94,7 @@ class Front:
     that records the calls handed to it."""
 
     def __init__(self, max_depth: int = 0) -> None:
-        front, hot_path = native.callfront()
+        fronts, hot_path = native.fronts()
         assert hot_path == "c", hot_path
         self.handed: list[tuple] = []
         self.stack: list = []
@@ -111,7 +111,7 @@ class Front:
             def _call_impl(module, *args: object, **kwargs: object) -> object:  # noqa: N805
                 return args[0] if args else None
 
-        self.front = front(wrapper, self.stack, self.sites, max_depth, StandInTensor, None,
+        self.front = fronts.CallFront(wrapper, self.stack, self.sites, max_depth, StandInTensor, None,
                            {"_is_compiling_flag": False}, time.perf_counter, self)
         Module.__call__ = self.front
         self.Module = Module
@@ -196,3 +196,98 @@ def test_calls_deeper_than_max_depth_go_straight_to_the_module() -> None:
     tensor = StandInTensor(2)
     assert model(tensor) is tensor
     assert harness.handed == []
+
+
+# -- the init front, with stand-ins ------------------------------------------------------------
+
+class InitHarness:
+    """An InitFront installed as ``__init__`` of a stand-in module base class, treating this file
+    as the script; ``made`` records the arguments the original ``__init__`` received."""
+
+    def __init__(self, script: str = __file__) -> None:
+        fronts, hot_path = native.fronts()
+        assert hot_path == "c", hot_path
+        self.locations: dict = {}
+        self.made: list[tuple] = []
+        made = self.made
+
+        class Base:
+            def __init__(module, *args: object, **kwargs: object) -> None:  # noqa: N805
+                if kwargs.get("fail"):
+                    raise ValueError("cannot make this module")
+                made.append((args, kwargs))
+
+        self.front = fronts.InitFront(Base.__init__, script, self.locations)
+        Base.__init__ = self.front
+        self.Base = Base
+
+    def location(self, module: object) -> tuple | None:
+        """Where the front filed ``module``, if it did (and its entry points at it)."""
+        entry = self.locations.get(id(module))
+        if entry is None:
+            return None
+        assert entry[0]() is module
+        return entry[1]
+
+
+def line_of(text: str) -> int:
+    """The line of this file that ends with ``text`` (once)."""
+    lines = pathlib.Path(__file__).read_text().splitlines()
+    (number,) = [index for index, line in enumerate(lines, start=1) if line.endswith(text)]
+    return number
+
+
+def test_the_init_front_files_the_script_line_outside_the_modules_own_constructors() -> None:
+    harness = InitHarness()
+
+    class Layer(harness.Base):
+        def __init__(self, size: int) -> None:
+            super().__init__(size, scale=2)
+            self.size = size
+
+    class Net(harness.Base):
+        def __init__(self) -> None:
+            harness.Base.__init__(self)  # the older spelling reaches the front too
+            self.layer = Layer(3)  # marker: layer made in Net
+
+    class WideNet(Net):
+        def __init__(self) -> None:
+            super().__init__()
+
+    net = WideNet()  # marker: net made
+    plain = harness.Base()  # marker: plain made
+    assert harness.location(net) == (__file__, line_of("# marker: net made"))
+    assert harness.location(net.layer) == (__file__, line_of("# marker: layer made in Net"))
+    assert harness.location(plain) == (__file__, line_of("# marker: plain made"))
+    assert harness.made == [((), {}), ((3,), {"scale": 2}), ((), {})]
+    assert harness.Base.__init__ is harness.front
+
+
+def test_the_init_front_looks_through_library_frames_and_files_nothing_without_the_script(
+) -> None:
+    harness = InitHarness()
+    library: dict = {}
+    exec(compile("def make(kind):\n    return kind()\n", "/library/factory.py", "exec"), library)
+    module = library["make"](harness.Base)  # marker: made through a library
+    assert harness.location(module) == (__file__, line_of("# marker: made through a library"))
+    elsewhere = InitHarness(script="/nonexistent/script.py")
+    assert elsewhere.location(elsewhere.Base()) is None and elsewhere.locations == {}
+
+
+def test_a_location_goes_with_its_module_and_failures_file_nothing() -> None:
+    harness = InitHarness()
+
+    class Comparable(harness.Base):
+        """Defines ``__eq__``, so its instances cannot be hashed."""
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Comparable)
+
+    module = Comparable()
+    assert harness.location(module) is not None
+    del module
+    gc.collect()
+    assert harness.locations == {}
+    with pytest.raises(ValueError, match="cannot make this module"):
+        harness.Base(fail=True)
+    assert harness.locations == {}

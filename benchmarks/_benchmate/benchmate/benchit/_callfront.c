@@ -16,10 +16,17 @@
  *
  * Attribute access on the class (Module.__call__) and on instances (module.__call__) sees the
  * Python wrapper, so tracers that inspect __call__ (torch.compile's dynamo) find a Python function
- * as before; only the interpreter's call slot reaches the front. */
+ * as before; only the interpreter's call slot reaches the front.
+ *
+ * An InitFront stands as Module.__init__: it runs torch's own __init__, then records where in the
+ * script the module was made (the first frame of the script that is not one of the module's own
+ * constructors), as discovery's Python __init__ wrapper does. A script builds every layer of its
+ * models through it, so the walk and the record cost a few C calls instead of a Python function
+ * and a WeakKeyDictionary entry each. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <frameobject.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -47,7 +54,7 @@ typedef struct {
 } CallFront;
 
 static PyObject *s_compiled_call_impl, *s_call_impl, *s_shape, *s_dtype, *s_module, *s_counts,
-    *s_executed, *s_seconds, *s_describe_at, *s_describe_found, *s_is_compiling_flag;
+    *s_executed, *s_seconds, *s_describe_at, *s_describe_found, *s_is_compiling_flag, *s_init;
 
 /* What torch's Module.__call__ does: the compiled call when torch.compile set one, else
  * _call_impl. args[0] is the module. */
@@ -390,7 +397,7 @@ static PyMethodDef front_methods[] = {
 
 /* Module.__call__ and module.__call__ see the Python wrapper (plain or bound). */
 static PyObject *
-front_get(CallFront *self, PyObject *instance, PyObject *owner)
+front_get(CallFront *self, PyObject *instance, PyObject *Py_UNUSED(owner))
 {
     if (instance == NULL || instance == Py_None) {
         Py_INCREF(self->wrapper);
@@ -479,6 +486,220 @@ static PyTypeObject CallFrontType = {
     .tp_methods = front_methods,
 };
 
+/* -- InitFront: Module.__init__ ------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *original;  /* torch's own Module.__init__ */
+    PyObject *script;    /* str: the script's path, as its code objects name their file */
+    PyObject *locations; /* dict: id(module) -> (weak reference to the module, (script, line)) */
+} InitFront;
+
+/* Whether two strings are equal (the script's path and a code object's file name). */
+static int
+same_text(PyObject *one, PyObject *other)
+{
+    return one == other || (PyUnicode_GET_LENGTH(one) == PyUnicode_GET_LENGTH(other)
+                            && PyUnicode_Compare(one, other) == 0);
+}
+
+/* Whether code is the __init__ of a class in module's MRO (a frame of the module's own
+ * construction). Classes written in Python are heap types; the others have no such code. */
+static int
+is_constructor_of(PyObject *module, PyCodeObject *code)
+{
+    PyObject *mro = Py_TYPE(module)->tp_mro;
+    Py_ssize_t size = mro == NULL ? 0 : PyTuple_GET_SIZE(mro);
+    for (Py_ssize_t i = 0; i < size; i++) {
+        PyTypeObject *klass = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (!(klass->tp_flags & Py_TPFLAGS_HEAPTYPE) || klass->tp_dict == NULL) {
+            continue;
+        }
+        PyObject *init = PyDict_GetItemWithError(klass->tp_dict, s_init);
+        if (init == NULL && PyErr_Occurred()) {
+            return -1;
+        }
+        if (init != NULL && PyFunction_Check(init)
+            && PyFunction_GET_CODE(init) == (PyObject *)code) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether a frame running code is where the script made module (1), not (0), or an exception was
+ * set (-1): the script's own code, outside the module's constructors. */
+static int
+is_making_site(InitFront *self, PyObject *module, PyCodeObject *code)
+{
+    if (!same_text(code->co_filename, self->script)) {
+        return 0;
+    }
+    if (!same_text(code->co_name, s_init)) {
+        return 1;
+    }
+    int constructor = is_constructor_of(module, code);
+    return constructor < 0 ? -1 : !constructor;
+}
+
+/* The weak reference callback of a location: its module died, so its entry goes (only that module
+ * could file an entry under its id while it lived). bound is (locations, id). */
+static PyObject *
+forget_location(PyObject *bound, PyObject *Py_UNUSED(ref))
+{
+    PyObject *locations = PyTuple_GET_ITEM(bound, 0);
+    PyObject *key = PyTuple_GET_ITEM(bound, 1);
+    if (PyDict_DelItem(locations, key) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) {
+            return NULL;
+        }
+        PyErr_Clear();
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef forget_location_def = {
+    "forget_location", (PyCFunction)forget_location, METH_O,
+    "Remove the location entry of a module that died."};
+
+/* File (script, line) as module's location, under its id, until it dies. */
+static int
+file_location(InitFront *self, PyObject *module, int line)
+{
+    int status = -1;
+    PyObject *key = PyLong_FromVoidPtr(module);
+    PyObject *bound = key == NULL ? NULL : PyTuple_Pack(2, self->locations, key);
+    PyObject *forget = bound == NULL ? NULL : PyCFunction_New(&forget_location_def, bound);
+    PyObject *ref = forget == NULL ? NULL : PyWeakref_NewRef(module, forget);
+    PyObject *entry = ref == NULL ? NULL : Py_BuildValue("(O(Oi))", ref, self->script, line);
+    if (entry != NULL && PyDict_SetItem(self->locations, key, entry) == 0) {
+        status = 0;
+    }
+    Py_XDECREF(entry);
+    Py_XDECREF(ref);
+    Py_XDECREF(forget);
+    Py_XDECREF(bound);
+    Py_XDECREF(key);
+    return status;
+}
+
+/* Walk from the frame that made module outwards to the first frame where the script made it, and
+ * file that line; nothing is filed when the script is not on the stack. */
+static int
+remember_location(InitFront *self, PyObject *module)
+{
+    PyFrameObject *frame = PyEval_GetFrame();
+    Py_XINCREF(frame);
+    int status = 0;
+    while (frame != NULL) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        int found = is_making_site(self, module, code);
+        Py_DECREF(code);
+        if (found != 0) {
+            status = found < 0 ? -1 : file_location(self, module, PyFrame_GetLineNumber(frame));
+            Py_DECREF(frame);
+            return status;
+        }
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    return status;
+}
+
+static PyObject *
+init_vectorcall(InitFront *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyObject *done = PyObject_Vectorcall(self->original, args, nargsf, kwnames);
+    if (done == NULL || PyVectorcall_NARGS(nargsf) < 1) {
+        return done;
+    }
+    if (remember_location(self, args[0]) < 0) {
+        Py_DECREF(done);
+        return NULL;
+    }
+    return done;
+}
+
+/* Module.__init__ is the front itself, so explicit calls (torch.nn.Module.__init__(self)) reach
+ * it; an instance's __init__ (super().__init__) is the front bound to the instance. */
+static PyObject *
+init_get(InitFront *self, PyObject *instance, PyObject *Py_UNUSED(owner))
+{
+    if (instance == NULL || instance == Py_None) {
+        return Py_NewRef(self);
+    }
+    return PyMethod_New((PyObject *)self, instance);
+}
+
+#define INITFRONT_OBJECTS(X) X(original) X(script) X(locations)
+
+static int
+init_traverse(InitFront *self, visitproc visit, void *arg)
+{
+#define VISIT_FIELD(field) Py_VISIT(self->field);
+    INITFRONT_OBJECTS(VISIT_FIELD)
+#undef VISIT_FIELD
+    return 0;
+}
+
+static int
+init_clear(InitFront *self)
+{
+#define CLEAR_FIELD(field) Py_CLEAR(self->field);
+    INITFRONT_OBJECTS(CLEAR_FIELD)
+#undef CLEAR_FIELD
+    return 0;
+}
+
+static void
+init_dealloc(InitFront *self)
+{
+    PyObject_GC_UnTrack(self);
+    init_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+init_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"original", "script", "locations", NULL};
+    PyObject *original, *script, *locations;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OUO!:InitFront", names, &original, &script,
+                                     &PyDict_Type, &locations)) {
+        return NULL;
+    }
+    InitFront *self = (InitFront *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->vectorcall = (vectorcallfunc)init_vectorcall;
+#define KEEP_FIELD(field) self->field = Py_NewRef(field);
+    INITFRONT_OBJECTS(KEEP_FIELD)
+#undef KEEP_FIELD
+    return (PyObject *)self;
+}
+
+static PyTypeObject InitFrontType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "benchmate.benchit._callfront.InitFront",
+    .tp_doc = "torch.nn.Module.__init__ during discovery: torch's __init__, then the module's "
+              "location in the script.",
+    .tp_basicsize = sizeof(InitFront),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
+                | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_new = init_new,
+    .tp_dealloc = (destructor)init_dealloc,
+    .tp_traverse = (traverseproc)init_traverse,
+    .tp_clear = (inquiry)init_clear,
+    .tp_vectorcall_offset = offsetof(InitFront, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = (descrgetfunc)init_get,
+};
+
+/* -- the module ------------------------------------------------------------------------------ */
+
 static struct PyModuleDef callfront_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_callfront",
@@ -504,6 +725,7 @@ PyInit__callfront(void)
         {&s_describe_at, "_describe_at"},
         {&s_describe_found, "describe_found"},
         {&s_is_compiling_flag, "_is_compiling_flag"},
+        {&s_init, "__init__"},
     };
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
         *strings[i].slot = PyUnicode_InternFromString(strings[i].text);
@@ -511,18 +733,25 @@ PyInit__callfront(void)
             return NULL;
         }
     }
-    if (PyType_Ready(&CallFrontType) < 0) {
-        return NULL;
-    }
     PyObject *module = PyModule_Create(&callfront_module);
     if (module == NULL) {
         return NULL;
     }
-    Py_INCREF(&CallFrontType);
-    if (PyModule_AddObject(module, "CallFront", (PyObject *)&CallFrontType) < 0) {
-        Py_DECREF(&CallFrontType);
-        Py_DECREF(module);
-        return NULL;
+    struct {
+        PyTypeObject *type;
+        const char *name;
+    } types[] = {{&CallFrontType, "CallFront"}, {&InitFrontType, "InitFront"}};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        if (PyType_Ready(types[i].type) < 0) {
+            Py_DECREF(module);
+            return NULL;
+        }
+        Py_INCREF(types[i].type);
+        if (PyModule_AddObject(module, types[i].name, (PyObject *)types[i].type) < 0) {
+            Py_DECREF(types[i].type);
+            Py_DECREF(module);
+            return NULL;
+        }
     }
     return module;
 }

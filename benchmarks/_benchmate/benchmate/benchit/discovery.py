@@ -6,7 +6,9 @@ is a top-level model (depth 0); a call made from inside a tracked model's forwar
 when the callee is a direct child of that model and the nesting is within ``max_depth``. Every
 other call goes straight to torch's own call path after one length comparison.
 ``torch.nn.Module.__init__`` is wrapped too, to remember where in the user's script each module
-was made.
+was made. What discovery keeps about a module is filed under its ``id`` and dropped when it dies
+(a weak reference's callback): keys made of modules would need them hashable, and a module class
+that defines ``__eq__`` is not.
 
 Counting calls is cheap: each *site* (one module called with one input signature under one
 parent site) has its counters, found by a dictionary lookup. Describing a model is not (its hash
@@ -18,7 +20,8 @@ keeping it off short scripts' run time. A model is described as it is at that mo
 The wrapper's hot path (a call nested deeper than ``max_depth``; a top-level call of a known site
 with tensor inputs) also exists in C (:mod:`benchmate.benchit.native`): where it can be built, a
 C front stands as ``__call__`` and hands every other call to the wrapper, so the wrapper remains the
-one full description of what discovery does.
+one full description of what discovery does. The constructor wrapper has its C twin too, which
+does all it does.
 
 What to do with a discovery (send events, build, benchmark) is the business of a
 :class:`Listener`; this module only observes.
@@ -31,6 +34,7 @@ import dataclasses
 import math
 import os
 import sys
+import types
 import weakref
 from time import perf_counter
 from typing import Any, Callable, Iterator, Optional
@@ -44,7 +48,7 @@ from benchmate.benchit.hashing import (
     named_inputs,
     shapes_and_dtypes,
 )
-from benchmate.benchit.native import callfront as native_callfront
+from benchmate.benchit.native import fronts as native_fronts
 
 is_compiling = torch.compiler.is_compiling
 
@@ -157,10 +161,12 @@ class _Model:
     """A module instance called as a model: what its first call tells, and its record once
     described."""
 
-    __slots__ = ("target", "compiled", "name", "depth", "parent", "location", "record")
+    __slots__ = ("module", "target", "compiled", "name", "depth", "parent", "location", "record")
 
-    def __init__(self, target: torch.nn.Module, compiled: bool, name: Optional[str], depth: int,
-                 parent: Optional["_Site"], location: Optional[tuple[str, int]]):
+    def __init__(self, module: "weakref.ref[torch.nn.Module]", target: torch.nn.Module,
+                 compiled: bool, name: Optional[str], depth: int, parent: Optional["_Site"],
+                 location: Optional[tuple[str, int]]):
+        self.module = module
         self.target = weakref.ref(target)
         self.compiled = compiled
         self.name = name
@@ -214,13 +220,11 @@ class Discovery:
         self.invocations: dict[str, InvocationRecord] = {}
         #: Sites by (parent site, ``id`` of the called module, input signature).
         self._sites: dict[tuple, _Site] = {}
-        self._known: "weakref.WeakKeyDictionary[torch.nn.Module, _Model]" = (
-            weakref.WeakKeyDictionary()
-        )
-        self._locations: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = (
-            weakref.WeakKeyDictionary()
-        )
-        self._constructors: dict[type, frozenset] = {}
+        #: Models by ``id`` of the called module.
+        self._known: dict[int, _Model] = {}
+        #: Where the script made each module: by ``id``, the module's weak reference and
+        #: ``(script, line)``.
+        self._locations: dict[int, tuple[weakref.ref, tuple[str, int]]] = {}
         self._reported_errors: set[tuple[str, str]] = set()
         self._stack: list[Optional[_Site]] = []
         #: Descriptions waiting for :meth:`describe_found`, in the order found (each holds its
@@ -232,9 +236,9 @@ class Discovery:
         self._original_init = torch.nn.Module.__init__
         self._installed = False
         self._watching_forks = False
-        #: The C front of the hot path (see :mod:`benchmate.benchit.native`), unless ``native``
-        #: is false or it cannot be built; :attr:`hot_path` says which runs, and why.
-        self._front, self.hot_path = native_callfront() if native else (None, "python")
+        #: The C fronts (see :mod:`benchmate.benchit.native`), unless ``native`` is false or
+        #: they cannot be built; :attr:`hot_path` says which runs, and why.
+        self._fronts, self.hot_path = native_fronts() if native else (None, "python")
         #: The installed C front. It holds the counts of the last site it counted until it moves
         #: to another site or is flushed (on uninstall); what it holds ends on ``site.counts``,
         #: so a description made meanwhile loses nothing.
@@ -308,15 +312,18 @@ class Discovery:
             original_init(module, *args, **kwargs)
             discovery._remember_location(module, sys._getframe(1))
 
-        if self._front is None:
+        if self._fronts is None:
             torch.nn.Module.__call__ = __call__
+            torch.nn.Module.__init__ = __init__
         else:
-            # The C front settles the hot path's two cases and hands the rest to the wrapper.
-            self._installed_front = self._front(__call__, stack, sites, max_depth, torch.Tensor,
-                                                is_compiling, _compiling_flags(), perf_counter,
-                                                discovery)
+            # The call front settles the hot path's two cases and hands the rest to the wrapper;
+            # the init front does all that the constructor wrapper does.
+            self._installed_front = self._fronts.CallFront(
+                __call__, stack, sites, max_depth, torch.Tensor, is_compiling,
+                _compiling_flags(), perf_counter, discovery)
             torch.nn.Module.__call__ = self._installed_front
-        torch.nn.Module.__init__ = __init__
+            torch.nn.Module.__init__ = self._fronts.InitFront(original_init, self.script,
+                                                              self._locations)
         self._installed = True
         if not self._watching_forks:
             self._watching_forks = True
@@ -354,32 +361,27 @@ class Discovery:
     def _remember_location(self, module: torch.nn.Module, frame: Any) -> None:
         """Record the first frame of the script outside the module's own constructors.
 
-        A frame is one of the module's constructors when its code is the ``__init__`` of a class
-        in the module's MRO: comparing code objects avoids reading ``f_locals``, which would copy
-        every local of every frame walked (this runs for each submodule built). The set of those
-        code objects is made only for a script frame named ``__init__``, the one case that needs
-        it: modules built by library code (torch's own layers) never do."""
+        A frame is one of the module's constructors when its code is the ``__init__`` function
+        of a class in the module's MRO: comparing code objects avoids reading ``f_locals``,
+        which would copy every local of every frame walked (this runs for each submodule built).
+        Only a script frame named ``__init__`` needs that search: modules built by library code
+        (torch's own layers) never do."""
         script = self.script
         while frame is not None:
             code = frame.f_code
             if code.co_filename == script and (
-                code.co_name != "__init__" or code not in self._constructors_of(type(module))
+                code.co_name != "__init__" or not _is_constructor_of(module, code)
             ):
-                self._locations[module] = (script, frame.f_lineno)
+                key = id(module)
+                self._locations[key] = (_dropping_when_dead(self._locations, key, module),
+                                        (script, frame.f_lineno))
                 return
             frame = frame.f_back
 
-    def _constructors_of(self, kind: type) -> frozenset:
-        """The code objects of the ``__init__`` methods in ``kind``'s MRO (cached per class)."""
-        constructors = self._constructors.get(kind)
-        if constructors is None:
-            constructors = frozenset(
-                init.__code__
-                for init in (klass.__dict__.get("__init__") for klass in kind.__mro__)
-                if hasattr(init, "__code__")
-            )
-            self._constructors[kind] = constructors
-        return constructors
+    def _location_of(self, module: torch.nn.Module) -> Optional[tuple[str, int]]:
+        """Where the script made ``module``, when it did."""
+        entry = self._locations.get(id(module))
+        return entry[1] if entry is not None and entry[0]() is module else None
 
     # -- calls ------------------------------------------------------------------------------
 
@@ -423,8 +425,8 @@ class Discovery:
         """The site of a call the fast lookup missed (a new site, or inputs other than tensors)
         and, for the first call of an invocation the listener wants built, its :class:`Call`;
         no site when the module is no model or its inputs cannot be described."""
-        model = self._known.get(module)
-        if model is None:
+        model = self._known.get(id(module))
+        if model is None or model.module() is not module:
             # This frame, _resolve's, the wrapper's, then the caller's.
             model = self._new_model(module, parent, sys._getframe(3))
             if model is None:
@@ -457,11 +459,13 @@ class Discovery:
         target = self._target(module)
         if type(target) in ACTIVATIONS or not _has_parameters(target):
             return None
-        model = _Model(target, compiled=target is not module,
+        key = id(module)
+        model = _Model(_dropping_when_dead(self._known, key, module), target,
+                       compiled=target is not module,
                        name=_variable_name(module, parent, caller), depth=len(self._stack),
                        parent=parent,
-                       location=self._locations.get(target) or self._locations.get(module))
-        self._known[module] = model
+                       location=self._location_of(target) or self._location_of(module))
+        self._known[key] = model
         self._describe(self._describe_model, model, target)
         return model
 
@@ -565,16 +569,20 @@ def _has_parameters(module: torch.nn.Module) -> bool:
     return False
 
 
-def _dropping_when_dead(sites: dict, key: tuple, module: torch.nn.Module) -> "weakref.ref":
-    """A weak reference to ``module`` whose death removes ``sites[key]`` (unless the key, which
-    holds the module's ``id``, belongs to another module by then)."""
+def _dropping_when_dead(entries: dict, key: Any, module: torch.nn.Module) -> "weakref.ref":
+    """A weak reference to ``module`` whose death removes ``entries[key]``, a key that holds the
+    module's ``id``. Whatever is filed there is the module's own: no other object has its ``id``
+    while it lives, and the callback runs before its memory (and ``id``) can be reused."""
+    return weakref.ref(module, lambda ref: entries.pop(key, None))
 
-    def drop(ref: "weakref.ref") -> None:
-        site = sites.get(key)
-        if site is not None and site.module is ref:
-            del sites[key]
 
-    return weakref.ref(module, drop)
+def _is_constructor_of(module: torch.nn.Module, code: Any) -> bool:
+    """Whether ``code`` is the ``__init__`` function of a class in ``module``'s MRO."""
+    for klass in type(module).__mro__:
+        init = klass.__dict__.get("__init__")
+        if isinstance(init, types.FunctionType) and init.__code__ is code:
+            return True
+    return False
 
 
 def _variable_name(module: torch.nn.Module, parent: Optional[_Site],

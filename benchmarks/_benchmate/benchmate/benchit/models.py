@@ -37,7 +37,7 @@ def serve(protocol: Protocol) -> int:
     protocol.send("hello", python=platform.python_version(), torch=package_version("torch"),
                   onnx=package_version("onnx"), onnxruntime=package_version("onnxruntime"),
                   benchmate=package_version("benchmate") or benchmate.__version__,
-                  discovery=native.callfront()[1])
+                  discovery=native.fronts()[1])
     try:
         request = _receive(protocol)
         kind = request.get("request")

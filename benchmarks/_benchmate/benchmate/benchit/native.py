@@ -1,15 +1,18 @@
-"""The C hot path of discovery (``_callfront.c``), compiled on first use and cached.
+"""The C fronts of discovery (``_callfront.c``), compiled on first use and cached.
 
 Discovery's per-call work is a few dozen interpreter operations; around a model whose forward
 takes 100 us of mostly Python (a small MLP), those cost about 10% of the script's run time. The C
-front does the same counting with a handful of C API calls. It is built the way torch builds its
+call front does the same counting with a handful of C API calls. Its init front records where
+each module is made for a few C calls too, where the Python wrapper's frame walk and weak
+dictionary entry cost 5-12 us per layer built: 2-3% of a script that builds a model and calls it
+once. It is built the way torch builds its
 JIT extensions: the interpreter's own compiler and flags (``sysconfig``), into a cache folder keyed
 by the source and the interpreter (``$BENCHMATE_NATIVE_DIR``, else
 ``$XDG_CACHE_HOME/benchmate/native``, else ``~/.cache/benchmate/native``), written under a
 temporary name and renamed, so concurrent workers never load a half-written file.
 
 Where it cannot be built (no compiler, no Python headers), discovery runs its Python wrapper,
-which behaves the same and is slower; :func:`callfront` says why, and the worker reports it.
+which behaves the same and is slower; :func:`fronts` says why, and the worker reports it.
 ``BENCHMATE_DISCOVERY=python`` asks for the Python wrapper outright.
 """
 
@@ -24,6 +27,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from types import ModuleType
 from typing import Any, Optional
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_callfront.c")
@@ -42,8 +46,9 @@ def cache_folder() -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def callfront() -> tuple[Optional[type], str]:
-    """The ``CallFront`` type and ``"c"``, or ``None`` and ``"python (why)"``."""
+def fronts() -> tuple[Optional[ModuleType], str]:
+    """The compiled module (its ``CallFront`` and ``InitFront`` types) and ``"c"``, or ``None``
+    and ``"python (why)"``."""
     if os.environ.get("BENCHMATE_DISCOVERY", "").lower() == "python":
         return None, "python (asked by BENCHMATE_DISCOVERY=python)"
     try:
@@ -53,7 +58,7 @@ def callfront() -> tuple[Optional[type], str]:
         spec.loader.exec_module(module)
     except (OSError, ImportError, CompileError) as error:
         return None, f"python (the C hot path is unavailable: {error})"
-    return module.CallFront, "c"
+    return module, "c"
 
 
 class CompileError(RuntimeError):
