@@ -131,6 +131,45 @@ def test_hello_world_is_discovered_with_mlagility_hashes() -> None:
 
 
 @pytest.mark.usefixtures("hot_path")
+def test_tensor_inputs_are_described_by_position_and_keyword(tmp_path: pathlib.Path) -> None:
+    """Tensor inputs are described from the call's signature, after the script: the same
+    shapes, dtypes and hashes as describing the tensors at the call."""
+    from benchmate.benchit.hashing import invocation_hash, named_inputs, shapes_and_dtypes
+
+    script = write_script(tmp_path, "keywords.py", """
+        import torch
+        class Masked(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(4, 4)
+            def forward(self, x, ids, mask=None):
+                return self.fc(x) * mask + ids.sum()
+        model = Masked()
+        x, ids, mask = torch.rand(2, 4), torch.ones(2, 3, dtype=torch.int64), torch.ones(2, 4)
+        model(x, ids, mask=mask)
+        model(x, ids, mask)
+        """)
+    events = analyze(script)
+    (model,) = of_kind(events, "model")
+    shapes = {"Positional Arg 1": [2, 4], "Positional Arg 2": [2, 3]}
+    dtypes = {"Positional Arg 1": "float32", "Positional Arg 2": "int64"}
+    described = {}
+    for inputs in (named_inputs((torch.rand(2, 4), torch.ones(2, 3, dtype=torch.int64)),
+                                {"mask": torch.ones(2, 4)}),
+                   named_inputs((torch.rand(2, 4), torch.ones(2, 3, dtype=torch.int64),
+                                 torch.ones(2, 4)), {})):
+        input_shapes, input_dtypes = shapes_and_dtypes(inputs)
+        described[invocation_hash(model["model_hash"], None, input_shapes, input_dtypes)] = (
+            {key: list(shape) for key, shape in input_shapes.items()}, input_dtypes)
+    found = {i["invocation_hash"]: (i["input_shapes"], i["input_dtypes"])
+             for i in of_kind(events, "invocation")}
+    assert found == described
+    assert found[next(iter(described))] == ({**shapes, "mask": [2, 4]},
+                                             {**dtypes, "mask": "float32"})
+    assert sorted(calls_by_hash(events).values()) == [1, 1]
+
+
+@pytest.mark.usefixtures("hot_path")
 def test_models_are_located_where_the_script_makes_them(tmp_path: pathlib.Path) -> None:
     """Outside the model's own constructors (its class's and its bases'), through the script's
     other functions."""

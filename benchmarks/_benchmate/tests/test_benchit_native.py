@@ -91,15 +91,21 @@ class StandInSite:
 
 class Front:
     """A CallFront installed as ``__call__`` of a stand-in module class, with a Python wrapper
-    that records the calls handed to it."""
+    that records the calls handed to it, and the parts of discovery the front asks: ``_resolve``
+    (answers ``resolution(module)``, no site by default), ``_blocked`` and the listener."""
 
     def __init__(self, max_depth: int = 0) -> None:
         fronts, hot_path = native.fronts()
         assert hot_path == "c", hot_path
         self.handed: list[tuple] = []
+        self.resolved: list[tuple] = []
+        self.blocked: list[tuple] = []
+        self.told: list[tuple] = []
         self.stack: list = []
         self.sites: dict = {}
         self.describe_at = math.inf
+        self.resolution = lambda module: (None, None)
+        self.listener = self
 
         def wrapper(module: object, *args: object, **kwargs: object) -> object:
             self.handed.append((args, kwargs))
@@ -111,8 +117,9 @@ class Front:
             def _call_impl(module, *args: object, **kwargs: object) -> object:  # noqa: N805
                 return args[0] if args else None
 
-        self.front = fronts.CallFront(wrapper, self.stack, self.sites, max_depth, StandInTensor, None,
-                           {"_is_compiling_flag": False}, time.perf_counter, self)
+        self.front = fronts.CallFront(wrapper, self.stack, self.sites, max_depth, StandInTensor,
+                                      None, {"_is_compiling_flag": False}, time.perf_counter,
+                                      self)
         Module.__call__ = self.front
         self.Module = Module
 
@@ -120,6 +127,26 @@ class Front:
     def _describe_at(self) -> float:
         """When the front must ask for descriptions (never, here)."""
         return self.describe_at
+
+    def _resolve(self, module: object, args: tuple, kwargs: dict, signature: tuple,
+                 caller: object) -> tuple:
+        """Discovery's resolution of a top-level call on no known site."""
+        assert kwargs == {} and caller.f_code.co_filename == __file__
+        self.resolved.append(args)
+        return self.resolution(module)
+
+    def _blocked(self, module: object, args: tuple, kwargs: dict) -> object:
+        """Discovery's untracked call."""
+        self.blocked.append(args)
+        return module._call_impl(*args, **kwargs)
+
+    def first_call_done(self, call: object) -> None:
+        """The listener hears a first call returned."""
+        self.told.append(("done", call))
+
+    def first_call_failed(self, call: object) -> None:
+        """The listener hears a first call raised."""
+        self.told.append(("failed", call))
 
     def register(self, module: object, tensor: StandInTensor) -> StandInSite:
         """A known top-level site of ``module`` called on tensors like ``tensor``."""
@@ -137,15 +164,15 @@ def test_the_front_counts_known_sites_and_hands_over_the_rest() -> None:
         assert model(small) is small
         model(StandInTensor(1, 4))
         other(small)
-    model(large)  # no site for that shape: the wrapper decides
+    model(large)  # no site for that shape: discovery resolves it (here: no site)
     model(small, small)  # another signature
-    model(value=small)  # keywords
+    model(value=small)  # keywords: the wrapper decides
     model("not a tensor")
     harness.front.flush()
     assert (site.executed, other_site.executed) == (10, 5)
     assert site.seconds > 0 and other_site.seconds > 0
-    assert harness.handed == [((large,), {}), ((small, small), {}), ((), {"value": small}),
-                              (("not a tensor",), {})]
+    assert harness.resolved == harness.blocked == [(large,), (small, small)]
+    assert harness.handed == [((), {"value": small}), (("not a tensor",), {})]
     harness.front.flush()  # nothing held twice
     assert (site.executed, other_site.executed) == (10, 5)
 
@@ -170,7 +197,7 @@ def test_the_front_hands_over_the_calls_of_a_dead_modules_site() -> None:
     newcomers[0](tensor)
     harness.front.flush()
     assert site.executed == 1
-    assert len(harness.handed) == 201
+    assert len(harness.resolved) == 201
 
 
 def test_a_call_in_progress_when_the_front_is_flushed_is_counted_on_its_site() -> None:
@@ -291,3 +318,51 @@ def test_a_location_goes_with_its_module_and_failures_file_nothing() -> None:
     with pytest.raises(ValueError, match="cannot make this module"):
         harness.Base(fail=True)
     assert harness.locations == {}
+
+
+def test_the_front_tracks_calls_on_the_sites_discovery_resolves() -> None:
+    """A first call the listener asked for is told how its forward ended; the site resolved is
+    the front's last site, so the next call needs no resolution."""
+    harness = Front()
+    tensor = StandInTensor(2)
+    model = harness.Module()
+    site = StandInSite(model)
+    harness.resolution = lambda module: (site, "the first call")
+    assert model(tensor) is tensor
+    harness.resolution = lambda module: pytest.fail("the last site needs no resolution")
+    model(tensor)
+    assert harness.told == [("done", "the first call")]
+    harness.front.flush()
+    assert site.executed == 2 and harness.resolved == [(tensor,)]
+    assert harness.stack == []
+
+
+def test_a_failing_first_call_is_told_and_raises() -> None:
+    harness = Front()
+    model = harness.Module()
+    harness.resolution = lambda module: (StandInSite(module), "the first call")
+    harness.Module._call_impl = lambda module, value: 1 / 0
+    with pytest.raises(ZeroDivisionError):
+        model(StandInTensor(2))
+    assert harness.told == [("failed", "the first call")] and harness.stack == []
+
+
+def test_a_front_flushed_while_resolving_counts_its_calls_on_their_sites() -> None:
+    """Discovery uninstalls the front (and installs a new one) to build a model at its first
+    call: the front that took the call must not hold counts no one would flush."""
+    harness = Front()
+    tensor = StandInTensor(2)
+    model = harness.Module()
+    site = harness.register(model, StandInTensor(5))
+    other = StandInSite(model)
+
+    def resolve_and_flush(module: object) -> tuple:
+        harness.front.flush()
+        return other, None
+
+    model(StandInTensor(5))  # the last site, with one call held
+    harness.resolution = resolve_and_flush
+    model(tensor)
+    assert (site.executed, other.executed) == (1, 1)
+    model(StandInTensor(5))  # a registered site: counted there
+    assert site.executed == 2

@@ -5,14 +5,15 @@
  * untouched, to discovery's Python wrapper:
  *
  *   - a call nested deeper than max_depth goes straight to torch's own call path;
- *   - a top-level call whose inputs are all positional tensors, made on a module already seen
- *     with the same shapes and dtypes, is counted and timed on its site, as the Python wrapper's
- *     hot path does. The front remembers the last such site: a call on it again (the loop of a
- *     script) is recognised without building a key, and is counted in the front, which adds
- *     those counts to the site's counters when it moves to another site and when discovery
- *     calls flush() (as it uninstalls, before anything reads the counts; a call in progress then
- *     is counted on its site as it returns). A description made in between loses nothing: the
- *     counts go to the site's current counter, its invocation.
+ *   - a top-level call whose inputs are all positional tensors is counted and timed on its site,
+ *     as the Python wrapper does: a site known for the module and its inputs' shapes and dtypes,
+ *     else the one discovery's _resolve finds or makes (the front asks it directly, with the
+ *     input signature it built). The front remembers the last site it counted: a call on it
+ *     again (the loop of a script) is recognised without building a key, and is counted in the
+ *     front, which adds those counts to the site's counters when it moves to another site and
+ *     when discovery calls flush() (as it uninstalls, before anything reads the counts; a call in
+ *     progress then is counted on its site as it returns). A description made in between loses
+ *     nothing: the counts go to the site's current counter, its invocation.
  *
  * Attribute access on the class (Module.__call__) and on instances (module.__call__) sees the
  * Python wrapper, so tracers that inspect __call__ (torch.compile's dynamo) find a Python function
@@ -51,10 +52,13 @@ typedef struct {
     PyObject *last_signature;
     long pending_executed;
     double pending_seconds;
+    /* Set by flush(), as discovery uninstalls the front (a new one is installed after). */
+    int retired;
 } CallFront;
 
 static PyObject *s_compiled_call_impl, *s_call_impl, *s_shape, *s_dtype, *s_module, *s_counts,
-    *s_executed, *s_seconds, *s_describe_at, *s_describe_found, *s_is_compiling_flag, *s_init;
+    *s_executed, *s_seconds, *s_describe_at, *s_describe_found, *s_is_compiling_flag, *s_init, *s_resolve, *s_blocked, *s_listener,
+    *s_first_call_done, *s_first_call_failed;
 
 /* What torch's Module.__call__ does: the compiled call when torch.compile set one, else
  * _call_impl. args[0] is the module. */
@@ -221,74 +225,69 @@ flush_counts(CallFront *self)
     return count(self->last_site, executed, seconds);
 }
 
-/* Make site (with its module's weak reference and its signature) the last site. */
+/* Make site, called with this signature, the last site; a retired front (flushed, so no longer
+ * installed, while a call it took is still running) remembers nothing and counts every call on
+ * its site directly. */
 static int
-remember(CallFront *self, PyObject *site, PyObject *module_ref, PyObject *signature)
+remember(CallFront *self, PyObject *site, PyObject *signature)
 {
+    if (self->retired) {
+        return 0;
+    }
     if (flush_counts(self) < 0) {
         return -1;
     }
+    PyObject *module_ref = PyObject_GetAttr(site, s_module);
+    if (module_ref == NULL) {
+        return -1;
+    }
     Py_XSETREF(self->last_site, Py_NewRef(site));
-    Py_XSETREF(self->last_module, Py_NewRef(module_ref));
+    Py_XSETREF(self->last_module, module_ref);
     Py_XSETREF(self->last_signature, Py_NewRef(signature));
     return 0;
 }
 
-/* Make the site registered for a top-level call of args[0] with this signature the last site:
- * 1 when there is one, 0 when there is none, -1 with an exception set. */
-static int
-remember_registered_site(CallFront *self, PyObject *const *args, PyObject *signature)
+/* The site registered for a top-level call of module with this signature (a new reference), or
+ * NULL: with an exception set, or none when there is no such site. */
+static PyObject *
+registered_site(CallFront *self, PyObject *module, PyObject *signature)
 {
-    PyObject *id = PyLong_FromVoidPtr(args[0]);
+    PyObject *id = PyLong_FromVoidPtr(module);
     PyObject *key = id == NULL ? NULL : PyTuple_Pack(3, Py_None, id, signature);
     Py_XDECREF(id);
     if (key == NULL) {
-        return -1;
+        return NULL;
     }
     PyObject *site = PyDict_GetItemWithError(self->sites, key);
     Py_DECREF(key);
     if (site == NULL) {
-        return PyErr_Occurred() ? -1 : 0;
+        return NULL;
     }
     Py_INCREF(site);
     /* The key holds the module's id: the site is this module's only while its weak reference
      * still points to it. */
     PyObject *module_ref = PyObject_GetAttr(site, s_module);
-    int mine = module_ref == NULL ? -1 : refers_to(module_ref, args[0]);
-    if (mine == 1 && remember(self, site, module_ref, signature) < 0) {
-        mine = -1;
-    }
+    int mine = module_ref == NULL ? -1 : refers_to(module_ref, module);
     Py_XDECREF(module_ref);
-    Py_DECREF(site);
-    return mine;
+    if (mine != 1) {
+        Py_CLEAR(site);
+    }
+    return site;
 }
 
-/* Whether a top-level call is on a known site, which is then the last site (1), the Python
- * wrapper must handle it (0), or an exception was set (-1). A call on the last site's module
- * with its signature needs no key. */
-static int
-on_known_site(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
+/* The last site when a top-level call of module with this signature is on it (a new reference),
+ * or NULL: with an exception set, or none when it is not. */
+static PyObject *
+last_site_of(CallFront *self, PyObject *module, PyObject *signature)
 {
-    int compiling = is_compiling(self);
-    if (compiling != 0) {
-        return compiling < 0 ? -1 : 0;
+    if (self->last_site == NULL) {
+        return NULL;
     }
-    PyObject *signature = input_signature(self, args, nargs);
-    if (signature == NULL) {
-        return PyErr_Occurred() ? -1 : 0;
+    int same = refers_to(self->last_module, module);
+    if (same == 1) {
+        same = PyObject_RichCompareBool(signature, self->last_signature, Py_EQ);
     }
-    int same = 0;
-    if (self->last_site != NULL) {
-        same = refers_to(self->last_module, args[0]);
-        if (same == 1) {
-            same = PyObject_RichCompareBool(signature, self->last_signature, Py_EQ);
-        }
-    }
-    if (same == 0) {
-        same = remember_registered_site(self, args, signature);
-    }
-    Py_DECREF(signature);
-    return same;
+    return same == 1 ? Py_NewRef(self->last_site) : NULL;
 }
 
 /* Drop the last entry of the stack (the call that just returned or raised). */
@@ -301,8 +300,9 @@ pop(CallFront *self)
     }
 }
 
-/* Add one call of site, which took seconds: to the calls the front holds when site is still the
- * last site, else (the front was flushed during the forward) to the site's counter. */
+/* Add one call of site, which took seconds: to the calls the front holds when site is the last
+ * site, else (a new site on a retired front, or the front was flushed during the forward) to the
+ * site's counter. */
 static int
 count_call(CallFront *self, PyObject *site, double seconds)
 {
@@ -314,11 +314,54 @@ count_call(CallFront *self, PyObject *site, double seconds)
     return 0;
 }
 
-/* A tracked top-level call on the last site: the Python wrapper's hot path. */
-static PyObject *
-call_tracked(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
+/* Tell the listener about the first call of an invocation that asked for it: method is
+ * first_call_done or first_call_failed. An exception set before (the forward's) is kept unless
+ * the listener raises its own. */
+static int
+tell_listener(CallFront *self, PyObject *method, PyObject *call)
 {
-    PyObject *site = self->last_site;
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *listener = PyObject_GetAttr(self->discovery, s_listener);
+    PyObject *done = listener == NULL ? NULL
+                                      : PyObject_CallMethodOneArg(listener, method, call);
+    Py_XDECREF(listener);
+    if (done == NULL) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+        return -1;
+    }
+    Py_DECREF(done);
+    PyErr_Restore(type, value, traceback);
+    return 0;
+}
+
+/* Describe what was found when it is due (discovery's _describe_at has passed at end). */
+static int
+describe_when_due(CallFront *self, double end)
+{
+    PyObject *due = PyObject_GetAttr(self->discovery, s_describe_at);
+    double describe_at = due == NULL ? -1.0 : PyFloat_AsDouble(due);
+    Py_XDECREF(due);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    if (end < describe_at) {
+        return 0;
+    }
+    PyObject *done = PyObject_CallMethodNoArgs(self->discovery, s_describe_found);
+    Py_XDECREF(done);
+    return done == NULL ? -1 : 0;
+}
+
+/* A tracked top-level call on site, as the Python wrapper makes it: on the stack while the
+ * forward runs, timed and counted. call is the first call's Call the listener asked for (it hears
+ * how the forward ended), or None. */
+static PyObject *
+call_tracked(CallFront *self, PyObject *site, PyObject *const *args, Py_ssize_t nargs,
+             PyObject *call)
+{
     if (PyList_Append(self->stack, site) < 0) {
         return NULL;
     }
@@ -327,32 +370,84 @@ call_tracked(CallFront *self, PyObject *const *args, Py_ssize_t nargs)
         pop(self);
         return NULL;
     }
-    /* The stack holds the site during the forward, even if the front forgets it meanwhile. */
     PyObject *outputs = call_module(args, nargs, NULL);
-    double end = outputs == NULL ? -1.0 : now(self);
-    if (end >= 0 && count_call(self, site, end - start) < 0) {
-        end = -1.0;
-    }
-    pop(self);
-    if (end < 0) {
-        Py_XDECREF(outputs);
+    if (outputs == NULL) {
+        pop(self);
+        if (call != Py_None) {
+            tell_listener(self, s_first_call_failed, call);
+        }
         return NULL;
     }
-    PyObject *due = PyObject_GetAttr(self->discovery, s_describe_at);
-    double describe_at = due == NULL ? -1.0 : PyFloat_AsDouble(due);
-    Py_XDECREF(due);
-    if (PyErr_Occurred()) {
+    double end = now(self);
+    int status = end < 0 ? -1 : count_call(self, site, end - start);
+    pop(self);
+    if (status == 0) {
+        status = call != Py_None ? tell_listener(self, s_first_call_done, call)
+                                 : describe_when_due(self, end);
+    }
+    if (status < 0) {
         Py_DECREF(outputs);
         return NULL;
     }
-    if (end >= describe_at) {
-        PyObject *done = PyObject_CallMethodNoArgs(self->discovery, s_describe_found);
-        if (done == NULL) {
-            Py_DECREF(outputs);
-            return NULL;
-        }
-        Py_DECREF(done);
+    return outputs;
+}
+
+/* A top-level call on no known site: discovery's _resolve(module, args, kwargs, signature,
+ * caller) finds or makes its site, then the call is tracked there; without a site it runs
+ * untracked (discovery's _blocked). */
+static PyObject *
+call_resolved(CallFront *self, PyObject *const *args, Py_ssize_t nargs, PyObject *signature)
+{
+    PyObject *inputs = PyTuple_New(nargs - 1);
+    PyObject *keywords = inputs == NULL ? NULL : PyDict_New();
+    if (keywords == NULL) {
+        Py_XDECREF(inputs);
+        return NULL;
     }
+    for (Py_ssize_t i = 1; i < nargs; i++) {
+        PyTuple_SET_ITEM(inputs, i - 1, Py_NewRef(args[i]));
+    }
+    PyObject *caller = (PyObject *)PyEval_GetFrame();
+    PyObject *resolved = PyObject_CallMethodObjArgs(self->discovery, s_resolve, args[0], inputs,
+                                                    keywords, signature,
+                                                    caller == NULL ? Py_None : caller, NULL);
+    PyObject *outputs = NULL;
+    if (resolved != NULL && (!PyTuple_Check(resolved) || PyTuple_GET_SIZE(resolved) != 2)) {
+        PyErr_SetString(PyExc_TypeError, "discovery's _resolve must return (site, call)");
+    }
+    else if (resolved != NULL) {
+        PyObject *site = PyTuple_GET_ITEM(resolved, 0);
+        if (site == Py_None) {
+            outputs = PyObject_CallMethodObjArgs(self->discovery, s_blocked, args[0], inputs,
+                                                 keywords, NULL);
+        }
+        else if (remember(self, site, signature) == 0) {
+            outputs = call_tracked(self, site, args, nargs, PyTuple_GET_ITEM(resolved, 1));
+        }
+    }
+    Py_XDECREF(resolved);
+    Py_DECREF(inputs);
+    Py_DECREF(keywords);
+    return outputs;
+}
+
+/* A top-level call whose inputs are all positional tensors, with this signature: on the last
+ * site (no key needed), on a registered site, or on one discovery resolves. */
+static PyObject *
+call_top_level(CallFront *self, PyObject *const *args, Py_ssize_t nargs, PyObject *signature)
+{
+    PyObject *site = last_site_of(self, args[0], signature);
+    if (site == NULL && !PyErr_Occurred()) {
+        site = registered_site(self, args[0], signature);
+        if (site != NULL && remember(self, site, signature) < 0) {
+            Py_CLEAR(site);
+        }
+    }
+    if (site == NULL) {
+        return PyErr_Occurred() ? NULL : call_resolved(self, args, nargs, signature);
+    }
+    PyObject *outputs = call_tracked(self, site, args, nargs, Py_None);
+    Py_DECREF(site);
     return outputs;
 }
 
@@ -366,9 +461,18 @@ front_vectorcall(CallFront *self, PyObject *const *args, size_t nargsf, PyObject
             return call_module(args, nargs, kwnames);
         }
         if (depth == 0 && kwnames == NULL) {
-            int known = on_known_site(self, args, nargs);
-            if (known != 0) {
-                return known < 0 ? NULL : call_tracked(self, args, nargs);
+            int compiling = is_compiling(self);
+            if (compiling < 0) {
+                return NULL;
+            }
+            PyObject *signature = compiling ? NULL : input_signature(self, args, nargs);
+            if (signature != NULL) {
+                PyObject *outputs = call_top_level(self, args, nargs, signature);
+                Py_DECREF(signature);
+                return outputs;
+            }
+            if (PyErr_Occurred()) {
+                return NULL;
             }
         }
     }
@@ -379,6 +483,7 @@ static PyObject *
 front_flush(CallFront *self, PyObject *Py_UNUSED(ignored))
 {
     int status = flush_counts(self);
+    self->retired = 1;
     Py_CLEAR(self->last_site);
     Py_CLEAR(self->last_module);
     Py_CLEAR(self->last_signature);
@@ -726,6 +831,11 @@ PyInit__callfront(void)
         {&s_describe_found, "describe_found"},
         {&s_is_compiling_flag, "_is_compiling_flag"},
         {&s_init, "__init__"},
+        {&s_resolve, "_resolve"},
+        {&s_blocked, "_blocked"},
+        {&s_listener, "listener"},
+        {&s_first_call_done, "first_call_done"},
+        {&s_first_call_failed, "first_call_failed"},
     };
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
         *strings[i].slot = PyUnicode_InternFromString(strings[i].text);

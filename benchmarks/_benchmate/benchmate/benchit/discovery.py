@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterator, Optional
 import torch
 
 from benchmate.benchit.hashing import (
+    TensorSpec,
     UnsupportedInput,
     invocation_hash,
     model_hash,
@@ -183,19 +184,24 @@ class _Site:
     ``counts`` is where calls are counted: the site itself (``executed``, ``seconds``) until it is
     described, then its invocation, which takes over what the site had counted. The C front reads
     ``module`` and ``counts`` and updates ``executed`` and ``seconds`` by these names (when it
-    flushes the counts it holds)."""
+    flushes the counts it holds).
 
-    __slots__ = ("module", "model", "parent", "accepts_children", "shapes", "dtypes",
+    ``inputs`` holds the shapes and dtypes of inputs other than tensors, described at the first
+    call (to tell them apart); those of tensors are described with the site, from its input
+    ``signature``."""
+
+    __slots__ = ("module", "model", "parent", "accepts_children", "signature", "inputs",
                  "invocation", "counts", "executed", "seconds")
 
     def __init__(self, module: "weakref.ref[torch.nn.Module]", model: _Model,
-                 parent: Optional["_Site"], accepts_children: bool, shapes: dict, dtypes: dict):
+                 parent: Optional["_Site"], accepts_children: bool, signature: tuple,
+                 inputs: Optional[tuple[dict, dict]]):
         self.module = module
         self.model = model
         self.parent = parent
         self.accepts_children = accepts_children
-        self.shapes = shapes
-        self.dtypes = dtypes
+        self.signature = signature
+        self.inputs = inputs
         self.invocation: Optional[InvocationRecord] = None
         self.counts: Any = self
         self.executed = 0
@@ -281,7 +287,7 @@ class Discovery:
             signature = _signature(args, kwargs)
             site = None if stack else sites.get((None, id(module), signature))
             if site is None or site.module() is not module:
-                site, call = resolve(module, args, kwargs, signature)
+                site, call = resolve(module, args, kwargs, signature, sys._getframe(1))
                 if site is None:
                     return blocked(module, args, kwargs)
             stack.append(site)
@@ -386,16 +392,17 @@ class Discovery:
     # -- calls ------------------------------------------------------------------------------
 
     def _resolve(self, module: torch.nn.Module, args: tuple, kwargs: dict,
-                 signature: Optional[tuple]) -> tuple[Optional[_Site], Optional[Call]]:
-        """The site of a call within ``max_depth`` that the wrapper's lookup did not settle (a
-        sub-model under a tracked call, a new site, inputs other than tensors) and, for the first
-        call of an invocation the listener wants built, its :class:`Call`. No site when the call
-        is to run untracked, its subtree with it: the module is no model, no direct child of the
-        tracked model, or its inputs cannot be described. ``signature`` is
-        :func:`_signature`'s key of the inputs."""
+                 signature: Optional[tuple], caller: Any
+                 ) -> tuple[Optional[_Site], Optional[Call]]:
+        """The site of a call within ``max_depth`` that the wrapper's (or the C front's) lookup
+        did not settle (a sub-model under a tracked call, a new site, inputs other than tensors)
+        and, for the first call of an invocation the listener wants built, its :class:`Call`. No
+        site when the call is to run untracked, its subtree with it: the module is no model, no
+        direct child of the tracked model, or its inputs cannot be described. ``signature`` is
+        :func:`_signature`'s key of the inputs, ``caller`` the frame that made the call."""
         stack = self._stack
         if not stack:  # the wrapper looked the top-level site up already
-            return self._site_of(module, None, args, kwargs, signature)
+            return self._site_of(module, None, args, kwargs, signature, caller)
         parent = stack[-1]
         if parent is None or not parent.accepts_children or not _is_child(parent.model.target(),
                                                                            module):
@@ -403,7 +410,7 @@ class Discovery:
         site = self._sites.get((parent, id(module), signature))
         if site is not None and site.module() is module:
             return site, None
-        return self._site_of(module, parent, args, kwargs, signature)
+        return self._site_of(module, parent, args, kwargs, signature, caller)
 
     def _blocked(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
         """Run an untracked call; calls made inside it are not tracked either."""
@@ -420,31 +427,31 @@ class Discovery:
         return module
 
     def _site_of(self, module: torch.nn.Module, parent: Optional[_Site], args: tuple,
-                 kwargs: dict, signature: Optional[tuple]
+                 kwargs: dict, signature: Optional[tuple], caller: Any
                  ) -> tuple[Optional[_Site], Optional[Call]]:
         """The site of a call the fast lookup missed (a new site, or inputs other than tensors)
         and, for the first call of an invocation the listener wants built, its :class:`Call`;
         no site when the module is no model or its inputs cannot be described."""
         model = self._known.get(id(module))
         if model is None or model.module() is not module:
-            # This frame, _resolve's, the wrapper's, then the caller's.
-            model = self._new_model(module, parent, sys._getframe(3))
+            model = self._new_model(module, parent, caller)
             if model is None:
                 return None, None
-        try:
-            shapes, dtypes = shapes_and_dtypes(named_inputs(args, kwargs))
-        except UnsupportedInput as error:
-            self._input_error(model, error)
-            return None, None
+        inputs = None
         if signature is None:
-            signature = (tuple(shapes.items()), tuple(dtypes.items()))
+            try:
+                inputs = shapes_and_dtypes(named_inputs(args, kwargs))
+            except UnsupportedInput as error:
+                self._input_error(model, error)
+                return None, None
+            signature = (tuple(inputs[0].items()), tuple(inputs[1].items()))
         key = (parent, id(module), signature)
         site = self._sites.get(key)
         if site is not None and site.module() is module:
             return site, None
         target = model.target()
         site = _Site(_dropping_when_dead(self._sites, key, module), model, parent,
-                     target is module, shapes, dtypes)
+                     target is module, signature, inputs)
         self._sites[key] = site
         plan = self._describe(self._describe_site, site, target)
         if plan is None:
@@ -518,7 +525,8 @@ class Discovery:
         returned); from now on its calls are counted there."""
         record = site.model.record
         parent = site.parent.invocation.invocation_hash if site.parent else None
-        hash_ = invocation_hash(record.model_hash, parent, site.shapes, site.dtypes)
+        shapes, dtypes = site.inputs or _tensor_inputs(site.signature)
+        hash_ = invocation_hash(record.model_hash, parent, shapes, dtypes)
         invocation = self.invocations.get(hash_)
         plan = None
         if invocation is None:
@@ -526,8 +534,8 @@ class Discovery:
                 invocation_hash=hash_,
                 model_hash=record.model_hash,
                 parent_invocation_hash=parent,
-                shapes=site.shapes,
-                dtypes=site.dtypes,
+                shapes=shapes,
+                dtypes=dtypes,
                 is_target=not self.targets or hash_ in self.targets,
             )
             self.invocations[hash_] = invocation
@@ -624,6 +632,19 @@ def _signature(args: tuple, kwargs: dict) -> Optional[tuple]:
         key.append(value.shape)
         key.append(value.dtype)
     return tuple(key)
+
+
+def _tensor_inputs(signature: tuple) -> tuple[dict, dict]:
+    """The shapes and dtypes of a call's inputs, all tensors, from its :func:`_signature`."""
+    positional: list = []
+    keywords: dict = {}
+    items = iter(signature)
+    for item in items:
+        if isinstance(item, str):
+            keywords[item] = TensorSpec(next(items), next(items))
+        else:
+            positional.append(TensorSpec(item, next(items)))
+    return shapes_and_dtypes(named_inputs(tuple(positional), keywords))
 
 
 def _copy_inputs(value: Any) -> Any:

@@ -17,6 +17,17 @@ class UnsupportedInput(TypeError):
     """A model input whose type has no shape (neither tensor, sequence of tensors nor scalar)."""
 
 
+class TensorSpec:
+    """A tensor input's shape and dtype, described as the tensor would be (discovery keeps these
+    rather than the tensor until it describes a call)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: torch.Size, dtype: torch.dtype):
+        self.shape = shape
+        self.dtype = dtype
+
+
 def model_hash(model: torch.nn.Module) -> str:
     """The first 8 hex digits of the sha256 of the module tree's ``repr`` (no weights)."""
     return hashlib.sha256(str(model).encode()).hexdigest()[:8]
@@ -31,10 +42,10 @@ def named_inputs(args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def shapes_and_dtypes(inputs: dict[str, Any]) -> tuple[dict[str, tuple], dict[str, str]]:
-    """The shape and dtype of every input, keys sorted: tensors by their shape and dtype name,
-    lists and tuples one entry ``key[i]`` per element, ``bool``/``int``/``float`` as shape ``(1,)``
-    with the Python type name; ``None`` is left out. Raises :class:`UnsupportedInput` for
-    anything else."""
+    """The shape and dtype of every input, keys sorted: tensors (and :class:`TensorSpec`) by their
+    shape and dtype name, lists and tuples one entry ``key[i]`` per element,
+    ``bool``/``int``/``float`` as shape ``(1,)`` with the Python type name; ``None`` is left out.
+    Raises :class:`UnsupportedInput` for anything else."""
     shapes: dict[str, tuple] = {}
     dtypes: dict[str, str] = {}
     for key in sorted(inputs):
@@ -51,7 +62,7 @@ def _describe(key: str, value: Any, shapes: dict, dtypes: dict) -> None:
     """Add the shape and dtype of one input value (or skip it when it is ``None``)."""
     if value is None:
         return
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, (torch.Tensor, TensorSpec)):
         shapes[key] = tuple(value.shape)
         dtypes[key] = str(value.dtype).removeprefix("torch.")
     elif isinstance(value, (bool, int, float)):
