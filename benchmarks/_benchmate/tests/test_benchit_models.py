@@ -131,6 +131,38 @@ def test_hello_world_is_discovered_with_mlagility_hashes() -> None:
 
 
 @pytest.mark.usefixtures("hot_path")
+def test_only_modules_with_parameters_other_than_activations_are_models(
+        tmp_path: pathlib.Path) -> None:
+    """An activation (MultiheadAttention included, as MLAgility has it), a module without
+    parameters, and a lazy module before its first call made them are no models."""
+    script = write_script(tmp_path, "kinds.py", """
+        import torch
+        class Holder(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.empty = None
+                self.pool = torch.nn.MaxPool1d(1)
+                self.fc = torch.nn.Linear(4, 4)
+            def forward(self, x):
+                return self.fc(self.pool(x))
+        x = torch.rand(1, 4)
+        torch.nn.ReLU()(x)
+        torch.nn.MaxPool1d(2)(x)
+        torch.nn.MultiheadAttention(4, 1)(x, x, x)
+        lazy = torch.nn.LazyLinear(3)
+        lazy(x)
+        lazy(x)
+        holder = Holder()
+        holder(x)
+        """)
+    events = analyze(script)
+    classes = {model["model_hash"]: model["class"] for model in of_kind(events, "model")}
+    counts = {classes[i["model_hash"]]: calls_by_hash(events)[i["invocation_hash"]]
+              for i in of_kind(events, "invocation")}
+    assert counts == {"Linear": 1, "Holder": 1}
+
+
+@pytest.mark.usefixtures("hot_path")
 def test_tensor_inputs_are_described_by_position_and_keyword(tmp_path: pathlib.Path) -> None:
     """Tensor inputs are described from the call's signature, after the script: the same
     shapes, dtypes and hashes as describing the tensors at the call."""

@@ -366,3 +366,60 @@ def test_a_front_flushed_while_resolving_counts_its_calls_on_their_sites() -> No
     assert (site.executed, other.executed) == (1, 1)
     model(StandInTensor(5))  # a registered site: counted there
     assert site.executed == 2
+
+
+# -- the first call's helpers, with stand-ins ------------------------------------------------
+
+def test_dropping_when_dead_removes_the_entry_with_its_module() -> None:
+    fronts, _ = native.fronts()
+
+    class Thing:
+        pass
+
+    thing, entries = Thing(), {}
+    key = ("parent", id(thing))
+    entries[key] = fronts.dropping_when_dead(entries, key, thing)
+    assert entries[key]() is thing
+    del thing
+    gc.collect()
+    assert entries == {}
+
+
+class StandInParameter:
+    """A parameter with ``elements`` elements."""
+
+    def __init__(self, elements: int) -> None:
+        self.elements = elements
+
+    def numel(self) -> int:
+        """How many elements."""
+        return self.elements
+
+
+class StandInLazyParameter:
+    """A lazy parameter, not made yet: asking its size fails, as torch's does."""
+
+    def numel(self) -> int:
+        """Fails."""
+        raise ValueError("not made yet")
+
+
+class StandInModule:
+    """What the search reads of a module: ``_parameters`` and ``_modules``."""
+
+    def __init__(self, parameters: tuple = (), children: tuple = ()) -> None:
+        self._parameters = dict(enumerate(parameters))
+        self._modules = dict(enumerate(children))
+
+
+def test_has_parameters_searches_the_whole_tree_for_a_parameter_with_elements() -> None:
+    fronts, _ = native.fronts()
+
+    def has(module: StandInModule) -> bool:
+        return fronts.has_parameters(StandInLazyParameter, module)
+
+    assert has(StandInModule()) is False
+    assert has(StandInModule((None, StandInParameter(0), StandInLazyParameter()),
+                             (None, StandInModule()))) is False
+    deep = StandInModule((StandInParameter(3),))
+    assert has(StandInModule((), (StandInModule(), StandInModule((), (None, deep))))) is True

@@ -58,7 +58,7 @@ typedef struct {
 
 static PyObject *s_compiled_call_impl, *s_call_impl, *s_shape, *s_dtype, *s_module, *s_counts,
     *s_executed, *s_seconds, *s_describe_at, *s_describe_found, *s_is_compiling_flag, *s_init, *s_resolve, *s_blocked, *s_listener,
-    *s_first_call_done, *s_first_call_failed;
+    *s_first_call_done, *s_first_call_failed, *s_parameters, *s_modules, *s_numel;
 
 /* What torch's Module.__call__ does: the compiled call when torch.compile set one, else
  * _call_impl. args[0] is the module. */
@@ -648,14 +648,14 @@ is_making_site(InitFront *self, PyObject *module, PyCodeObject *code)
     return constructor < 0 ? -1 : !constructor;
 }
 
-/* The weak reference callback of a location: its module died, so its entry goes (only that module
- * could file an entry under its id while it lived). bound is (locations, id). */
+/* The callback of a weak reference made by dropping_when_dead: its module died, so the entry
+ * filed under its key goes. bound is (entries, key). */
 static PyObject *
-forget_location(PyObject *bound, PyObject *Py_UNUSED(ref))
+drop_entry(PyObject *bound, PyObject *Py_UNUSED(ref))
 {
-    PyObject *locations = PyTuple_GET_ITEM(bound, 0);
+    PyObject *entries = PyTuple_GET_ITEM(bound, 0);
     PyObject *key = PyTuple_GET_ITEM(bound, 1);
-    if (PyDict_DelItem(locations, key) < 0) {
+    if (PyDict_DelItem(entries, key) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_KeyError)) {
             return NULL;
         }
@@ -664,9 +664,22 @@ forget_location(PyObject *bound, PyObject *Py_UNUSED(ref))
     Py_RETURN_NONE;
 }
 
-static PyMethodDef forget_location_def = {
-    "forget_location", (PyCFunction)forget_location, METH_O,
-    "Remove the location entry of a module that died."};
+static PyMethodDef drop_entry_def = {"drop_entry", (PyCFunction)drop_entry, METH_O,
+                                     "Remove the entry of a module that died."};
+
+/* A weak reference to module whose death removes entries[key], a key that holds the module's id
+ * (discovery's _dropping_when_dead: whatever is filed there is the module's own, since no other
+ * object has its id while it lives and the callback runs before the id can be reused). */
+static PyObject *
+weak_entry_ref(PyObject *entries, PyObject *key, PyObject *module)
+{
+    PyObject *bound = PyTuple_Pack(2, entries, key);
+    PyObject *drop = bound == NULL ? NULL : PyCFunction_New(&drop_entry_def, bound);
+    Py_XDECREF(bound);
+    PyObject *ref = drop == NULL ? NULL : PyWeakref_NewRef(module, drop);
+    Py_XDECREF(drop);
+    return ref;
+}
 
 /* File (script, line) as module's location, under its id, until it dies. */
 static int
@@ -674,17 +687,13 @@ file_location(InitFront *self, PyObject *module, int line)
 {
     int status = -1;
     PyObject *key = PyLong_FromVoidPtr(module);
-    PyObject *bound = key == NULL ? NULL : PyTuple_Pack(2, self->locations, key);
-    PyObject *forget = bound == NULL ? NULL : PyCFunction_New(&forget_location_def, bound);
-    PyObject *ref = forget == NULL ? NULL : PyWeakref_NewRef(module, forget);
+    PyObject *ref = key == NULL ? NULL : weak_entry_ref(self->locations, key, module);
     PyObject *entry = ref == NULL ? NULL : Py_BuildValue("(O(Oi))", ref, self->script, line);
     if (entry != NULL && PyDict_SetItem(self->locations, key, entry) == 0) {
         status = 0;
     }
     Py_XDECREF(entry);
     Py_XDECREF(ref);
-    Py_XDECREF(forget);
-    Py_XDECREF(bound);
     Py_XDECREF(key);
     return status;
 }
@@ -803,6 +812,106 @@ static PyTypeObject InitFrontType = {
     .tp_descr_get = (descrgetfunc)init_get,
 };
 
+/* -- functions of discovery's first calls ----------------------------------------------------- */
+
+static PyObject *
+dropping_when_dead(PyObject *Py_UNUSED(unused), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "dropping_when_dead takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (!PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "dropping_when_dead: entries must be a dict");
+        return NULL;
+    }
+    return weak_entry_ref(args[0], args[1], args[2]);
+}
+
+/* Whether one of a module's own parameters has elements (1), none does (0), or an exception was
+ * set (-1); lazy parameters (instances of lazy_type), not made yet, have none. */
+static int
+has_own_parameters(PyObject *module, PyObject *lazy_type)
+{
+    PyObject *parameters = PyObject_GetAttr(module, s_parameters);
+    if (parameters == NULL) {
+        return -1;
+    }
+    int found = 0;
+    PyObject *values = PyMapping_Values(parameters);
+    Py_DECREF(parameters);
+    if (values == NULL) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; found == 0 && i < PyList_GET_SIZE(values); i++) {
+        PyObject *parameter = PyList_GET_ITEM(values, i);
+        if (parameter == Py_None) {
+            continue;
+        }
+        int lazy = PyObject_IsInstance(parameter, lazy_type);
+        if (lazy != 0) {
+            found = lazy < 0 ? -1 : 0;
+            continue;
+        }
+        PyObject *elements = PyObject_CallMethodNoArgs(parameter, s_numel);
+        found = elements == NULL ? -1 : PyObject_IsTrue(elements);
+        Py_XDECREF(elements);
+    }
+    Py_DECREF(values);
+    return found;
+}
+
+static PyObject *
+has_parameters(PyObject *Py_UNUSED(unused), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "has_parameters takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *pending = PyList_New(1);
+    if (pending == NULL) {
+        return NULL;
+    }
+    PyList_SET_ITEM(pending, 0, Py_NewRef(args[1]));
+    int found = 0;
+    /* Modules in the order they come (each followed by its children): a model's first layers
+     * usually hold parameters. */
+    for (Py_ssize_t next = 0; found == 0 && next < PyList_GET_SIZE(pending); next++) {
+        PyObject *current = PyList_GET_ITEM(pending, next);
+        if (current == Py_None) { /* a child slot set to None */
+            continue;
+        }
+        found = has_own_parameters(current, args[0]);
+        if (found != 0) {
+            break;
+        }
+        PyObject *children = PyObject_GetAttr(current, s_modules);
+        PyObject *values = children == NULL ? NULL : PyMapping_Values(children);
+        Py_XDECREF(children);
+        Py_ssize_t size = PyList_GET_SIZE(pending);
+        if (values == NULL || PyList_SetSlice(pending, size, size, values) < 0) {
+            found = -1;
+        }
+        Py_XDECREF(values);
+    }
+    Py_DECREF(pending);
+    if (found < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(found);
+}
+
+static PyMethodDef module_functions[] = {
+    {"dropping_when_dead", (PyCFunction)(void (*)(void))dropping_when_dead, METH_FASTCALL,
+     "dropping_when_dead(entries, key, module): a weak reference to module whose death removes "
+     "entries[key] (discovery's _dropping_when_dead)."},
+    {"has_parameters", (PyCFunction)(void (*)(void))has_parameters, METH_FASTCALL,
+     "has_parameters(lazy_type, module): whether module or a module under it has a parameter "
+     "with elements, lazy ones (lazy_type) not made yet counting as none (discovery's "
+     "_has_parameters)."},
+    {NULL, NULL, 0, NULL},
+};
+
 /* -- the module ------------------------------------------------------------------------------ */
 
 static struct PyModuleDef callfront_module = {
@@ -810,6 +919,7 @@ static struct PyModuleDef callfront_module = {
     .m_name = "_callfront",
     .m_doc = "The C hot path of benchmate's model discovery.",
     .m_size = -1,
+    .m_methods = module_functions,
 };
 
 PyMODINIT_FUNC
@@ -836,6 +946,9 @@ PyInit__callfront(void)
         {&s_listener, "listener"},
         {&s_first_call_done, "first_call_done"},
         {&s_first_call_failed, "first_call_failed"},
+        {&s_parameters, "_parameters"},
+        {&s_modules, "_modules"},
+        {&s_numel, "numel"},
     };
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
         *strings[i].slot = PyUnicode_InternFromString(strings[i].text);

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 import sys
@@ -245,6 +246,14 @@ class Discovery:
         #: The C fronts (see :mod:`benchmate.benchit.native`), unless ``native`` is false or
         #: they cannot be built; :attr:`hot_path` says which runs, and why.
         self._fronts, self.hot_path = native_fronts() if native else (None, "python")
+        # What the first call of a model asks, in C where the fronts are built.
+        if self._fronts is None:
+            self._has_parameters = _has_parameters
+            self._dropping_when_dead = _dropping_when_dead
+        else:
+            self._has_parameters = functools.partial(self._fronts.has_parameters,
+                                                     torch.nn.parameter.UninitializedTensorMixin)
+            self._dropping_when_dead = self._fronts.dropping_when_dead
         #: The installed C front. It holds the counts of the last site it counted until it moves
         #: to another site or is flushed (on uninstall); what it holds ends on ``site.counts``,
         #: so a description made meanwhile loses nothing.
@@ -450,7 +459,7 @@ class Discovery:
         if site is not None and site.module() is module:
             return site, None
         target = model.target()
-        site = _Site(_dropping_when_dead(self._sites, key, module), model, parent,
+        site = _Site(self._dropping_when_dead(self._sites, key, module), model, parent,
                      target is module, signature, inputs)
         self._sites[key] = site
         plan = self._describe(self._describe_site, site, target)
@@ -464,10 +473,10 @@ class Discovery:
         """The model of a module called for the first time, or ``None`` when it is no model: an
         activation, or nothing with parameters (yet: a lazy module's are not made)."""
         target = self._target(module)
-        if type(target) in ACTIVATIONS or not _has_parameters(target):
+        if type(target) in ACTIVATIONS or not self._has_parameters(target):
             return None
         key = id(module)
-        model = _Model(_dropping_when_dead(self._known, key, module), target,
+        model = _Model(self._dropping_when_dead(self._known, key, module), target,
                        compiled=target is not module,
                        name=_variable_name(module, parent, caller), depth=len(self._stack),
                        parent=parent,
