@@ -611,11 +611,14 @@ def _variable_name(module: torch.nn.Module, parent: Optional[_Site],
             if child is module:
                 return name
         return None
-    while caller is not None and caller.f_locals.get("self") is module:
+    while caller is not None:
+        local = caller.f_locals  # a copy in a function's frame (before Python 3.13): read once
+        if local.get("self") is not module:
+            break
         caller = caller.f_back  # the wrapper's own __call__ (torch.compile) called us
     if caller is None:
         return None
-    for scope in (caller.f_locals, caller.f_globals):
+    for scope in (local, caller.f_globals):
         for name, value in scope.items():
             if value is module:
                 return name

@@ -106,8 +106,10 @@ def overhead(path: str, runs: int, script_args: list[str]) -> dict[str, Any]:
 
     def run_discovered() -> None:
         nonlocal hot_path
+        search_path = list(sys.path)
         session = ScriptSession(_NullProtocol(), request)
         session.run()
+        sys.path[:] = search_path  # the session adds the script's folder, once per process
         discovered.append(session.script_seconds)
         hot_path = session.discovery.hot_path
 
