@@ -57,8 +57,9 @@ typedef struct {
 } CallFront;
 
 static PyObject *s_compiled_call_impl, *s_call_impl, *s_shape, *s_dtype, *s_module, *s_counts,
-    *s_executed, *s_seconds, *s_describe_at, *s_describe_found, *s_is_compiling_flag, *s_init, *s_resolve, *s_blocked, *s_listener,
-    *s_first_call_done, *s_first_call_failed, *s_parameters, *s_modules, *s_numel;
+    *s_executed, *s_seconds, *s_describe_at, *s_describe_found, *s_is_compiling_flag, *s_init,
+    *s_resolve, *s_blocked, *s_listener, *s_first_call_done, *s_first_call_failed, *s_parameters,
+    *s_modules, *s_numel;
 
 /* What torch's Module.__call__ does: the compiled call when torch.compile set one, else
  * _call_impl. args[0] is the module. */
