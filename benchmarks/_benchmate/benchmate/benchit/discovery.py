@@ -17,11 +17,11 @@ first call only when the listener needs it there (to build the invocation before
 runs); otherwise it waits until the script ends or :data:`DESCRIBE_AFTER_SECONDS` have passed,
 keeping it off short scripts' run time. A model is described as it is at that moment.
 
-The wrapper's hot path (a call nested deeper than ``max_depth``; a top-level call of a known site
-with tensor inputs) also exists in C (:mod:`benchmate.benchit.native`): where it can be built, a
-C front stands as ``__call__`` and hands every other call to the wrapper, so the wrapper remains the
-one full description of what discovery does. The constructor wrapper has its C twin too, which
-does all it does.
+The wrapper's hot path (a call nested deeper than ``max_depth``; a top-level call with positional
+tensor inputs, whose site it looks up, or has :meth:`Discovery._resolve` find) also exists in C
+(:mod:`benchmate.benchit.native`): where it can be built, a C front stands as ``__call__`` and
+hands every other call to the wrapper, so the wrapper remains the one full description of what
+discovery does. The constructor wrapper has its C twin too, which does all it does.
 
 What to do with a discovery (send events, build, benchmark) is the business of a
 :class:`Listener`; this module only observes.
@@ -187,9 +187,9 @@ class _Site:
     ``module`` and ``counts`` and updates ``executed`` and ``seconds`` by these names (when it
     flushes the counts it holds).
 
-    ``inputs`` holds the shapes and dtypes of inputs other than tensors, described at the first
-    call (to tell them apart); those of tensors are described with the site, from its input
-    ``signature``."""
+    ``inputs`` holds the shapes and dtypes of a call whose inputs are not all tensors, described
+    at its first call (they make its key); those of tensors only are described with the site,
+    from its input ``signature``."""
 
     __slots__ = ("module", "model", "parent", "accepts_children", "signature", "inputs",
                  "invocation", "counts", "executed", "seconds")
