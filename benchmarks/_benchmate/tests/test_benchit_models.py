@@ -434,6 +434,27 @@ def test_full_build_in_the_worker_process(tmp_path: pathlib.Path) -> None:
         {"event": "invocation_done", "invocation_hash": "24adc42f"}]
 
 
+def test_a_model_the_torchscript_exporter_fails_on_names_the_dynamo_exporter(
+        tmp_path: pathlib.Path) -> None:
+    """torch's torchscript exporter cannot export a transformer encoder layer (a fused kernel
+    under ``no_grad()``, a traced ``is_causal`` otherwise); its message says which exporter
+    can, and that one builds the model ONNX Runtime then runs."""
+    request = script_request(EXAMPLES / "transformer_block.py")
+    events, status = run_in_process(request, build_replier(tmp_path / "torchscript",
+                                                           runtimes=("ort",)))
+    assert status == 0
+    (export,) = of_kind(events, "stage")
+    assert export["status"] == "error" and export["message"].endswith(
+        f"; torch's newer exporter may export this model: --exporter dynamo (see "
+        f"{tmp_path / 'torchscript' / 'b_55bfd564' / 'log_export.txt'})")
+    events, status = run_in_process(request, build_replier(
+        tmp_path / "dynamo", runtimes=("ort",), iterations=3, warmup=1, exporter="dynamo"))
+    assert status == 0
+    assert [(s["stage"], s["status"]) for s in of_kind(events, "stage")] == \
+        [("export", "ok"), ("optimize", "ok")]
+    assert [(b["runtime"], b["status"]) for b in of_kind(events, "benchmark")] == [("ort", "ok")]
+
+
 def test_ort_runs_the_fp32_model_when_asked(tmp_path: pathlib.Path) -> None:
     replier = build_replier(tmp_path, stages=("export", "optimize"), runtimes=("ort",),
                             onnx_stage="optimize", iterations=3, warmup=1)

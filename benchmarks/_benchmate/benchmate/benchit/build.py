@@ -164,7 +164,8 @@ def export_torch(module: Any, args: tuple, kwargs: dict[str, Any], path: str, op
     """Export ``module`` called with ``args``/``kwargs`` to ``path`` and check the result.
 
     Inputs are passed in the order of the forward signature; ``exporter`` is ``torchscript``
-    (``dynamo=False``) or ``dynamo``.
+    (``dynamo=False``) or ``dynamo``. A model the torchscript exporter fails on (torch has
+    deprecated it; a transformer encoder layer is one) gets a message that names the other.
     """
     import onnx
     import torch
@@ -175,17 +176,23 @@ def export_torch(module: Any, args: tuple, kwargs: dict[str, Any], path: str, op
     names = list(ordered) if all(isinstance(v, torch.Tensor) for v in ordered.values()) else None
     print(f"exporting {type(module).__name__} with inputs {list(ordered)} (opset {opset}, "
           f"{exporter})")
-    torch.onnx.export(
-        module,
-        tuple(args),
-        path,
-        kwargs=dict(kwargs) or None,
-        input_names=names,
-        opset_version=opset,
-        do_constant_folding=True,
-        dynamo=exporter == "dynamo",
-        **({"external_data": False} if exporter == "dynamo" else {}),
-    )
+    try:
+        torch.onnx.export(
+            module,
+            tuple(args),
+            path,
+            kwargs=dict(kwargs) or None,
+            input_names=names,
+            opset_version=opset,
+            do_constant_folding=True,
+            dynamo=exporter == "dynamo",
+            **({"external_data": False} if exporter == "dynamo" else {}),
+        )
+    except Exception as error:
+        if exporter == "dynamo":
+            raise
+        raise StageError(f"{one_line(error)}; torch's newer exporter may export this model: "
+                         "--exporter dynamo") from error
     if not os.path.exists(path):
         raise StageError("the exporter wrote no file")
     onnx.checker.check_model(path)
