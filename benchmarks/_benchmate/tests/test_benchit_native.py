@@ -4,6 +4,7 @@ when it cannot be built (the worker then runs the Python wrapper and says so).""
 from __future__ import annotations
 
 import gc
+import inspect
 import math
 import os
 import pathlib
@@ -288,6 +289,22 @@ def test_the_init_front_files_the_script_line_outside_the_modules_own_constructo
     assert harness.location(plain) == (__file__, line_of("# marker: plain made"))
     assert harness.made == [((), {}), ((3,), {"scale": 2}), ((), {})]
     assert harness.Base.__init__ is harness.front
+
+
+def test_the_init_front_shows_the_original_to_introspection() -> None:
+    harness = InitHarness()
+
+    class NoInit(harness.Base):
+        """Takes its constructor from the base."""
+
+    original = harness.front.__wrapped__
+    assert original.__name__ == harness.front.__name__ == "__init__"
+    assert harness.front.__qualname__ == original.__qualname__
+    signature = inspect.signature(original)
+    unbound = signature.replace(parameters=list(signature.parameters.values())[1:])
+    assert inspect.signature(harness.Base.__init__) == signature
+    assert inspect.signature(NoInit) == inspect.signature(NoInit().__init__) == unbound
+    assert str(unbound).startswith("(*args")
 
 
 def test_the_init_front_looks_through_library_frames_and_files_nothing_without_the_script(

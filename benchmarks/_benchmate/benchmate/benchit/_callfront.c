@@ -748,6 +748,30 @@ init_get(InitFront *self, PyObject *instance, PyObject *Py_UNUSED(owner))
     return PyMethod_New((PyObject *)self, instance);
 }
 
+/* What introspection asks of Module.__init__ (inspect.signature follows __wrapped__): the
+ * original's answers. */
+static PyObject *
+init_wrapped(InitFront *self, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(self->original);
+}
+
+static PyObject *
+init_forwarded(InitFront *self, void *name)
+{
+    return PyObject_GetAttrString(self->original, (const char *)name);
+}
+
+static PyGetSetDef init_getset[] = {
+    {"__wrapped__", (getter)init_wrapped, NULL, "torch's own Module.__init__, which the front runs",
+     NULL},
+    {"__name__", (getter)init_forwarded, NULL, NULL, "__name__"},
+    {"__qualname__", (getter)init_forwarded, NULL, NULL, "__qualname__"},
+    {"__module__", (getter)init_forwarded, NULL, NULL, "__module__"},
+    {"__doc__", (getter)init_forwarded, NULL, NULL, "__doc__"},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 #define INITFRONT_OBJECTS(X) X(original) X(script) X(locations)
 
 static int
@@ -811,6 +835,7 @@ static PyTypeObject InitFrontType = {
     .tp_vectorcall_offset = offsetof(InitFront, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_descr_get = (descrgetfunc)init_get,
+    .tp_getset = init_getset,
 };
 
 /* -- functions of discovery's first calls ----------------------------------------------------- */
