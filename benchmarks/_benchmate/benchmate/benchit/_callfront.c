@@ -512,39 +512,35 @@ front_get(CallFront *self, PyObject *instance, PyObject *Py_UNUSED(owner))
     return PyMethod_New(self->wrapper, instance);
 }
 
+/* The garbage collector's slots of a type whose object fields OBJECTS(X) lists:
+ * PREFIX_traverse, PREFIX_clear and PREFIX_dealloc. */
+#define GC_SLOTS(PREFIX, TYPE, OBJECTS)                                                        \
+    static int PREFIX##_traverse(TYPE *self, visitproc visit, void *arg)                       \
+    {                                                                                          \
+        OBJECTS(GC_VISIT_FIELD)                                                                \
+        return 0;                                                                              \
+    }                                                                                          \
+    static int PREFIX##_clear(TYPE *self)                                                      \
+    {                                                                                          \
+        OBJECTS(GC_CLEAR_FIELD)                                                                \
+        return 0;                                                                              \
+    }                                                                                          \
+    static void PREFIX##_dealloc(TYPE *self)                                                   \
+    {                                                                                          \
+        PyObject_GC_UnTrack(self);                                                             \
+        PREFIX##_clear(self);                                                                  \
+        Py_TYPE(self)->tp_free((PyObject *)self);                                              \
+    }
+#define GC_VISIT_FIELD(field) Py_VISIT(self->field);
+#define GC_CLEAR_FIELD(field) Py_CLEAR(self->field);
+
 /* The object fields of a CallFront: those its constructor takes, and all of them for the garbage
  * collector's two walks. */
 #define CALLFRONT_ARGUMENTS(X)                                                                 \
     X(wrapper) X(stack) X(sites) X(tensor_type) X(is_compiling) X(flags) X(clock) X(discovery)
 #define CALLFRONT_OBJECTS(X) CALLFRONT_ARGUMENTS(X) X(last_site) X(last_module) X(last_signature)
 
-static int
-front_traverse(CallFront *self, visitproc visit, void *arg)
-{
-#define VISIT_FIELD(field) Py_VISIT(self->field);
-    CALLFRONT_OBJECTS(VISIT_FIELD)
-#undef VISIT_FIELD
-    return 0;
-}
-
-static int
-front_clear(CallFront *self)
-{
-#define CLEAR_FIELD(field) Py_CLEAR(self->field);
-    CALLFRONT_OBJECTS(CLEAR_FIELD)
-#undef CLEAR_FIELD
-    self->pending_executed = 0;
-    self->pending_seconds = 0.0;
-    return 0;
-}
-
-static void
-front_dealloc(CallFront *self)
-{
-    PyObject_GC_UnTrack(self);
-    front_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+GC_SLOTS(front, CallFront, CALLFRONT_OBJECTS)
 
 static PyObject *
 front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -774,31 +770,7 @@ static PyGetSetDef init_getset[] = {
 
 #define INITFRONT_OBJECTS(X) X(original) X(script) X(locations)
 
-static int
-init_traverse(InitFront *self, visitproc visit, void *arg)
-{
-#define VISIT_FIELD(field) Py_VISIT(self->field);
-    INITFRONT_OBJECTS(VISIT_FIELD)
-#undef VISIT_FIELD
-    return 0;
-}
-
-static int
-init_clear(InitFront *self)
-{
-#define CLEAR_FIELD(field) Py_CLEAR(self->field);
-    INITFRONT_OBJECTS(CLEAR_FIELD)
-#undef CLEAR_FIELD
-    return 0;
-}
-
-static void
-init_dealloc(InitFront *self)
-{
-    PyObject_GC_UnTrack(self);
-    init_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+GC_SLOTS(init, InitFront, INITFRONT_OBJECTS)
 
 static PyObject *
 init_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
