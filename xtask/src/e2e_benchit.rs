@@ -13,8 +13,10 @@ use serde_json::Value;
 
 use crate::e2e::{json_output, user_uv_cache};
 
-/// The example script benchmarked end to end.
-const SCRIPT: &str = "benchmarks/benchit/mlp.py";
+/// The example script benchmarked end to end: two models built in `main()` under a main guard.
+const SCRIPT: &str = "benchmarks/benchit/main_guard.py";
+/// The model hashes of its two models (sha256 of the module's `repr`, MLAgility's hash).
+const MODEL_HASHES: [&str; 2] = ["9e14f3ca", "d99be752"];
 /// The operator config run end to end.
 const OPS_CONFIG: &str = "benchmarks/opbench/configs/simple_add.json";
 /// The runtimes asked for.
@@ -114,7 +116,7 @@ fn run_checked(cmd: &mut Command, what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Every model of the script was found and built (or, on the second call, taken from the
+/// Both models of the script were found with their hashes and built (or, on the second call, taken from the
 /// cache), and every runtime measured a positive mean latency.
 fn check_models(report: &Value, reused: bool) -> anyhow::Result<()> {
     let inputs = report["inputs"].as_array().context("no inputs")?;
@@ -122,7 +124,14 @@ fn check_models(report: &Value, reused: bool) -> anyhow::Result<()> {
     let input = &inputs[0];
     ensure!(input["status"] == "done", "the input did not finish");
     let models = input["models"].as_array().context("no models")?;
-    ensure!(!models.is_empty(), "no model discovered");
+    let hashes: Vec<&str> = models
+        .iter()
+        .filter_map(|m| m["model_hash"].as_str())
+        .collect();
+    ensure!(
+        hashes == MODEL_HASHES,
+        "model hashes {hashes:?}, expected {MODEL_HASHES:?}"
+    );
     for model in models {
         for invocation in model["invocations"].as_array().context("no invocations")? {
             let build = &invocation["build"];

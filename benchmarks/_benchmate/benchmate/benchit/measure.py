@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import importlib.util
 import io
 import json
 import os
@@ -42,6 +41,7 @@ import timeit
 from typing import Any, Iterator
 
 from benchmate.benchit.discovery import Call, Discovery, Listener
+from benchmate.benchit.models import as_main_program, run_program
 from benchmate.benchit.runtimes import inference_mode_of, run_torch
 
 
@@ -53,12 +53,9 @@ def _quiet() -> Iterator[None]:
 
 
 def _run_script(path: str, script_args: list[str]) -> None:
-    """Execute ``path`` once as a fresh module named after its stem."""
-    sys.argv = [path, *script_args]
-    stem = os.path.splitext(os.path.basename(path))[0]
-    spec = importlib.util.spec_from_file_location(stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """Execute ``path`` once as the worker does, as a fresh ``__main__``."""
+    with as_main_program(path, script_args) as program:
+        run_program(path, program)
 
 
 class _NullProtocol:
@@ -94,7 +91,6 @@ def overhead(path: str, runs: int, script_args: list[str]) -> dict[str, Any]:
     path = os.path.abspath(path)
     request = {"request": "script", "script": path, "script_args": script_args,
                "analyze_only": True}
-    sys.path.insert(0, os.path.dirname(path))
     bare, discovered = [], []
     hot_path = ""
 
@@ -106,10 +102,8 @@ def overhead(path: str, runs: int, script_args: list[str]) -> dict[str, Any]:
 
     def run_discovered() -> None:
         nonlocal hot_path
-        search_path = list(sys.path)
         session = ScriptSession(_NullProtocol(), request)
         session.run()
-        sys.path[:] = search_path  # the session adds the script's folder, once per process
         discovered.append(session.script_seconds)
         hot_path = session.discovery.hot_path
 
@@ -165,7 +159,6 @@ def compare_timeit(path: str, iterations: int, rounds: int,
 
     path = os.path.abspath(path)
     listener = _FirstCall()
-    sys.path.insert(0, os.path.dirname(path))
     with _quiet(), Discovery(path, 0, set(), listener):
         _run_script(path, script_args)
     if listener.call is None:

@@ -7,15 +7,18 @@ of a build or a benchmark becomes an event and the script goes on.
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import dataclasses
 import hashlib
-import importlib.util
+import importlib.machinery
 import os
 import platform
 import sys
 import time
 import traceback
-from typing import Any, Callable, Optional
+import types
+from typing import Any, Callable, Iterator, Optional
 
 import benchmate
 from benchmate.benchit import native
@@ -193,17 +196,14 @@ class ScriptSession:
         self.script_seconds = 0.0
 
     def run(self) -> None:
-        """Run the script as a module named after its file stem, then send ``calls``."""
+        """Run the script as ``python script.py ARGS`` would, under discovery, then send
+        ``calls``."""
         from benchmate.benchit.discovery import Discovery
 
-        stem = os.path.splitext(os.path.basename(self.script))[0]
-        sys.argv = [self.script, *self.script_args]
-        sys.path.insert(0, os.path.dirname(self.script))
-        sys.path.append(os.getcwd())
         self.discovery = Discovery(self.script, self.max_depth, self.targets, _Events(self))
-        with self.discovery:
+        with self.discovery, as_main_program(self.script, self.script_args) as program:
             start = time.perf_counter()
-            self._execute(stem)
+            self._execute(program)
             self.script_seconds = time.perf_counter() - start
         self.discovery.describe_found()
         self.protocol.send("calls", invocations=[
@@ -212,15 +212,11 @@ class ScriptSession:
             for inv in self.discovery.invocations.values()
         ])
 
-    def _execute(self, stem: str) -> None:
-        """Execute the script's module; report its failure as a ``script_error``."""
+    def _execute(self, program: types.ModuleType) -> None:
+        """Execute the script's code in ``program``; report its failure as a
+        ``script_error``."""
         try:
-            spec = importlib.util.spec_from_file_location(stem, self.script)
-            if spec is None or spec.loader is None:
-                raise ImportError(f"cannot load {self.script} as a Python module")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules.setdefault(stem, module)
-            spec.loader.exec_module(module)
+            run_program(self.script, program)
         except WorkerAbort:
             raise
         except SystemExit as exit_:
@@ -239,6 +235,38 @@ class ScriptSession:
         text = "".join(traceback.format_exception(type(error), error, tb))
         self.protocol.send("script_error", kind=type(error).__name__, message=message,
                            traceback=text)
+
+
+@contextlib.contextmanager
+def as_main_program(script: str, script_args: list[str]) -> Iterator[types.ModuleType]:
+    """A fresh ``__main__`` module for ``script``, set up as ``python script.py ARGS`` sets it
+    up: ``__name__ == "__main__"`` (so a main guard runs), ``__file__``, ``sys.argv`` with the
+    script's arguments, the script's folder first on ``sys.path`` (its own modules import), and
+    ``sys.modules["__main__"]`` pointing at it (pickle, dataclasses and typing look classes up
+    there). The interpreter state is restored on exit, for a worker that serves in process."""
+    program = types.ModuleType("__main__")
+    program.__dict__.update(__file__=script, __cached__=None, __builtins__=builtins,
+                            __loader__=importlib.machinery.SourceFileLoader("__main__", script),
+                            __spec__=None, __package__=None)
+    saved = sys.argv, list(sys.path), sys.modules.get("__main__")
+    sys.argv = [script, *script_args]
+    sys.path.insert(0, os.path.dirname(script))
+    sys.modules["__main__"] = program
+    try:
+        yield program
+    finally:
+        sys.argv = saved[0]
+        sys.path[:] = saved[1]
+        if saved[2] is not None:
+            sys.modules["__main__"] = saved[2]
+
+
+def run_program(script: str, program: types.ModuleType) -> None:
+    """Compile ``script`` under its own path (discovery knows the script's frames by it) and run
+    it in ``program``'s namespace."""
+    with open(script, "rb") as handle:
+        source = handle.read()
+    exec(compile(source, script, "exec", dont_inherit=True), program.__dict__)  # noqa: S102
 
 
 class _Events:
