@@ -488,6 +488,57 @@ fn resume_skips_scripts_already_attempted() {
 }
 
 #[test]
+fn all_runs_every_script_of_the_search_folder_and_resume_skips_them() {
+    let s = Scratch::new();
+    let corpus = s.dir.path().join("corpus");
+    fs_err::create_dir(&corpus).unwrap();
+    for name in ["two_models.py", "script_error.py", "crash.py"] {
+        fs_err::copy(folder().join(name), corpus.join(name)).unwrap();
+    }
+    fs_err::write(corpus.join("__init__.py"), "").unwrap();
+    fs_err::write(corpus.join("notes.txt"), "not a script").unwrap();
+    let corpus = corpus.to_str().unwrap();
+    let out = s.run(&["--all", "--search-dir", corpus, "--iterations", "2"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    // The per-input table comes last, after the one of measurements.
+    let stdout = s.redact(&out.stdout);
+    insta::assert_snapshot!(stdout.rsplit("\n\n").next().unwrap());
+    let stderr = s.redact(&out.stderr);
+    for (at, name) in ["crash.py", "script_error.py", "two_models.py"]
+        .iter()
+        .enumerate()
+    {
+        let progress = format!("[{}/3] [TMP]/corpus/{name}", at + 1);
+        assert!(stderr.contains(&progress), "{progress}: {stderr}");
+    }
+    let again = s.run(&[
+        "--all",
+        "--search-dir",
+        corpus,
+        "--resume",
+        "--iterations",
+        "2",
+    ]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(
+        again.stdout.matches("already attempted (--resume)").count(),
+        3
+    );
+    let relative = s.run(&["--search-dir", corpus, "two_models.py", "--analyze-only"]);
+    assert_eq!(relative.code, 0, "{}", relative.stderr);
+    let none = s.run(&["--all", "--search-dir", &format!("{corpus}/missing")]);
+    assert_eq!(none.code, 2);
+    assert!(
+        none.stderr
+            .contains("check that --search-dir names a folder"),
+        "{}",
+        none.stderr
+    );
+    let both = s.run(&["--all", "two_models.py"]);
+    assert_eq!(both.code, 2, "{}", both.stderr);
+}
+
+#[test]
 fn corrupt_builds_are_named_and_rebuilt_if_needed() {
     let s = Scratch::new();
     let args = ["two_models.py::24adc42f", "--iterations", "2"];
@@ -690,6 +741,10 @@ fn ctrl_c_stops_cleanly_and_no_build_claims_success() {
     let state = s.state("hang_in_build_24adc42f");
     assert!(state.contains("build_status: failed_build"), "{state}");
     assert!(state.contains("failure: interrupted"), "{state}");
+    // An interrupted script was not really attempted: --resume runs it again.
+    let resumed = s.run(&["hang_in_build.py", "--resume", "--analyze-only"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert!(!resumed.stderr.contains("skipped"), "{}", resumed.stderr);
 }
 
 #[test]

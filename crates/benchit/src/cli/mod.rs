@@ -43,16 +43,22 @@ enum Format {
 }
 
 /// Inserts `benchmark` when the first argument is an input file (`x.py`, `x.onnx`,
-/// `x.py::hash`), so that `benchit x.py` works like `benchit benchmark x.py`.
+/// `x.py::hash`) or an option of `benchmark` (`--all`), so that `benchit x.py` works like
+/// `benchit benchmark x.py`.
 fn with_default_command(mut args: Vec<OsString>) -> Vec<OsString> {
     if let Some(first) = args.get(1).and_then(|a| a.to_str()) {
-        let is_option = first.starts_with('-');
-        if !is_option && !COMMANDS.contains(&first) && looks_like_input(first) {
+        let benchmark_option = first.starts_with('-') && !TOP_LEVEL_OPTIONS.contains(&first);
+        let input =
+            !first.starts_with('-') && !COMMANDS.contains(&first) && looks_like_input(first);
+        if benchmark_option || input {
             args.insert(1, OsString::from("benchmark"));
         }
     }
     args
 }
+
+/// The options of `benchit` itself; any other option first belongs to `benchmark`.
+const TOP_LEVEL_OPTIONS: [&str; 4] = ["-h", "--help", "-V", "--version"];
 
 /// Whether `arg` names a file (it has a `.` or a `/`): then `benchmark` checks it is a script or
 /// an ONNX file, with a message that says so.
@@ -172,12 +178,25 @@ mod tests {
     }
 
     #[test]
+    fn an_option_of_benchmark_first_means_benchmark() {
+        assert_eq!(
+            argv(&["benchit", "--all", "--search-dir", "models"]),
+            ["benchit", "benchmark", "--all", "--search-dir", "models"]
+        );
+        assert_eq!(
+            argv(&["benchit", "--runtime", "ort", "mlp.py"]),
+            ["benchit", "benchmark", "--runtime", "ort", "mlp.py"]
+        );
+    }
+
+    #[test]
     fn commands_and_options_are_left_alone() {
         assert_eq!(
             argv(&["benchit", "ops", "-c", "a.json"]),
             ["benchit", "ops", "-c", "a.json"]
         );
         assert_eq!(argv(&["benchit", "--help"]), ["benchit", "--help"]);
+        assert_eq!(argv(&["benchit", "-V"]), ["benchit", "-V"]);
         assert_eq!(argv(&["benchit", "cach"]), ["benchit", "cach"]);
     }
 

@@ -5,12 +5,13 @@ use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
 use clap::Args;
 use milabench_exec::Interrupt;
 
 use crate::models::cache::{CACHE_VAR, default_cache_dir};
 use crate::models::input::parse_label_filter;
+use crate::models::scripts_in;
 use crate::models::{
     Action, BenchmarkOptions, BenchmarkReport, BuildResult, Device, Exporter, Input, InputResult,
     InputStatus, Observer, RebuildPolicy, Runtime,
@@ -27,9 +28,9 @@ pub(crate) const TRACEBACK_VAR: &str = "BENCHIT_TRACEBACK";
     about = "Discover the models of Python scripts (or take .onnx files), build them and time them on each runtime",
     long_about = "Discover the models of Python scripts (or take .onnx files), build them and time \
         them on each runtime.\n\n\
-        Each input runs in its own Python worker. A script runs as a module named after its file \
-        (an `if __name__ == \"__main__\":` block does not run); every torch.nn.Module it calls is \
-        discovered, and each unique (model, input shapes) pair, an invocation, is built: ONNX \
+        Each input runs in its own Python worker. A script runs as `python script.py` would run it \
+        (as `__main__`: an `if __name__ == \"__main__\":` block runs); every torch.nn.Module it \
+        calls is discovered, and each unique (model, input shapes) pair, an invocation, is built: ONNX \
         export, ONNX Runtime optimisation, fp16 conversion with --fp16. Every runtime asked for \
         is then timed on the model it claims: --warmup untimed calls, then --iterations timed \
         ones (torch-compiled's compile time is reported apart). Latencies are reported as mean, \
@@ -59,12 +60,21 @@ pub(crate) const TRACEBACK_VAR: &str = "BENCHIT_TRACEBACK";
         benchit mlp.py::24adc42f --iterations 500     # one invocation\n  \
         benchit model.onnx --fp16\n  \
         benchit mlp.py --script-args \"--batch 8\" --batch-size 8 --format json\n  \
+        benchit --all --search-dir models/ --resume  # every script of a folder, each in its own worker\n  \
         benchit cache list"
 )]
 pub(crate) struct BenchmarkArgs {
     /// Python scripts (`script.py`, `script.py::HASH,HASH`) or ONNX files (`model.onnx`).
-    #[arg(required = true, value_name = "INPUT")]
+    #[arg(required_unless_present = "all", value_name = "INPUT")]
     inputs: Vec<String>,
+    /// Every Python script of the search folder (not its sub-folders), in name order, each in
+    /// its own worker; a failing script never stops the others. With --resume, scripts already
+    /// attempted are skipped.
+    #[arg(long, conflicts_with = "inputs")]
+    all: bool,
+    /// The folder relative inputs and --all are looked up in [default: the current folder].
+    #[arg(long, value_name = "DIR")]
+    search_dir: Option<Utf8PathBuf>,
     /// The device the models run on.
     #[arg(long, value_enum, default_value = "x86")]
     device: Device,
@@ -126,6 +136,34 @@ pub(crate) struct BenchmarkArgs {
 }
 
 impl BenchmarkArgs {
+    /// The inputs as paths from `cwd`: every script of the search folder with --all, else the
+    /// inputs given, relative ones under --search-dir when it is given.
+    fn input_args(&self, cwd: &Utf8Path) -> anyhow::Result<Vec<String>> {
+        let Some(dir) = &self.search_dir else {
+            if self.all {
+                return Ok(scripts_in(cwd)?.iter().map(|p| relative(p, cwd)).collect());
+            }
+            return Ok(self.inputs.clone());
+        };
+        if self.all {
+            return Ok(scripts_in(&cwd.join(dir))?
+                .iter()
+                .map(|p| relative(p, cwd))
+                .collect());
+        }
+        Ok(self
+            .inputs
+            .iter()
+            .map(|input| {
+                if Utf8Path::new(input).is_absolute() {
+                    input.clone()
+                } else {
+                    dir.join(input).into_string()
+                }
+            })
+            .collect())
+    }
+
     fn options(&self) -> anyhow::Result<BenchmarkOptions> {
         let cache_dir = match &self.cache_dir {
             Some(dir) => dir.clone(),
@@ -175,8 +213,9 @@ pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<u8> {
         .ok()
         .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
         .ok_or_else(|| anyhow::anyhow!("the current folder is not a UTF-8 path"))?;
+    let inputs = args.input_args(&cwd)?;
     // Bad input is reported before the Python environment is prepared.
-    crate::models::check(&args.inputs, &cwd, &options)?;
+    crate::models::check(&inputs, &cwd, &options)?;
     let arch = match options.device {
         Device::X86 => "cpu",
         Device::Nvidia => "cuda",
@@ -185,14 +224,8 @@ pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<u8> {
     let interrupt = Interrupt::new();
     let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
     let mut display = StatusDisplay::new(options.action);
-    let report = crate::models::benchmark(
-        &args.inputs,
-        &cwd,
-        &options,
-        &worker,
-        &interrupt,
-        &mut display,
-    );
+    let report =
+        crate::models::benchmark(&inputs, &cwd, &options, &worker, &interrupt, &mut display);
     ctrl_c.uninstall();
     let report = report?;
     print_results(&report, args.format, options.action)?;
@@ -205,13 +238,26 @@ pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<u8> {
     })
 }
 
+/// `path` relative to `cwd` when it is under it, else as it is.
+fn relative(path: &Utf8Path, cwd: &Utf8Path) -> String {
+    path.strip_prefix(cwd).unwrap_or(path).to_string()
+}
+
 /// Prints the summary table or the JSON document on stdout, and a closing line on stderr.
 #[allow(clippy::print_stderr)]
 fn print_results(report: &BenchmarkReport, format: Format, action: Action) -> anyhow::Result<()> {
     let text = match format {
         Format::Json => serde_json::to_string_pretty(report)? + "\n",
-        Format::Text if action == Action::Benchmark => summary_table(report),
-        Format::Text => String::new(),
+        Format::Text if action == Action::Benchmark => {
+            let inputs = inputs_table(report);
+            let runtimes = summary_table(report);
+            if inputs.is_empty() || runtimes.is_empty() {
+                runtimes + &inputs
+            } else {
+                format!("{runtimes}\n{inputs}")
+            }
+        }
+        Format::Text => inputs_table(report),
     };
     // A closed stdout (`| head`) is not an error worth more than the results already shown.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
@@ -320,7 +366,12 @@ fn summary_table(report: &BenchmarkReport) -> String {
     if rows.len() == 1 {
         return String::new();
     }
-    let widths: Vec<usize> = (0..9)
+    aligned(&rows, 4..8)
+}
+
+/// Rows as aligned columns: those in `numeric` right-aligned, the last one as it is.
+fn aligned<const N: usize>(rows: &[[String; N]], numeric: std::ops::Range<usize>) -> String {
+    let widths: Vec<usize> = (0..N)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
     let mut text = String::new();
@@ -328,9 +379,9 @@ fn summary_table(report: &BenchmarkReport) -> String {
         let mut line = String::new();
         for (c, cell) in row.iter().enumerate() {
             let width = widths[c];
-            if c == 8 {
+            if c == N - 1 {
                 line.push_str(cell);
-            } else if (4..8).contains(&c) {
+            } else if numeric.contains(&c) {
                 let _ = write!(line, "{cell:>width$}  ");
             } else {
                 let _ = write!(line, "{cell:<width$}  ");
@@ -340,6 +391,59 @@ fn summary_table(report: &BenchmarkReport) -> String {
         text.push('\n');
     }
     text
+}
+
+/// One line per input when there are several (`--all`, a list of scripts): how each went, how
+/// many models and invocations it had, and why it failed or was skipped.
+fn inputs_table(report: &BenchmarkReport) -> String {
+    if report.inputs.len() + report.not_run.len() < 2 {
+        return String::new();
+    }
+    let mut rows = vec![[
+        "input".to_string(),
+        "status".into(),
+        "models".into(),
+        "invocations".into(),
+        "note".into(),
+    ]];
+    for input in &report.inputs {
+        let invocations: usize = input.models.iter().map(|m| m.invocations.len()).sum();
+        let failed_builds = input
+            .models
+            .iter()
+            .flat_map(|m| &m.invocations)
+            .filter_map(|i| i.build.as_ref())
+            .filter(|b| !b.success())
+            .count();
+        let (status, note) = match (&input.status, &input.failure) {
+            (_, Some(failure)) => ("FAILED", failure.message.clone()),
+            (InputStatus::Skipped, None) => ("skipped", input.skipped.clone().unwrap_or_default()),
+            (InputStatus::Interrupted, None) => ("interrupted", String::new()),
+            _ if !input.success() => (
+                "FAILED",
+                format!("{failed_builds} invocation{} failed", plural(failed_builds)),
+            ),
+            _ if input.models.is_empty() => ("done", "no model was called".to_string()),
+            _ => ("done", String::new()),
+        };
+        rows.push([
+            input.input.clone(),
+            status.into(),
+            input.models.len().to_string(),
+            invocations.to_string(),
+            note,
+        ]);
+    }
+    for input in &report.not_run {
+        rows.push([
+            input.clone(),
+            "not run".into(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ]);
+    }
+    aligned(&rows, 2..4)
 }
 
 /// The most lines of a tree redrawn in place while its input runs.

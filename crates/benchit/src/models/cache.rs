@@ -146,6 +146,9 @@ pub struct ScriptRecord {
     pub attempted: String,
     /// The builds it made.
     pub builds: Vec<String>,
+    /// Its last attempt was interrupted: `--resume` runs it again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// The database: script path -> record.
@@ -289,17 +292,29 @@ impl Cache {
         let key = script.as_str();
         let mut found = false;
         self.with_database(|db| {
-            found = db.contains_key(key);
+            found = db.get(key).is_some_and(|record| !record.interrupted);
             false
         })?;
         Ok(found)
+    }
+
+    /// Forgets that `script` was attempted (it was interrupted: `--resume` must run it again);
+    /// the builds it made stay recorded.
+    pub fn forget_attempt(&self, script: &Utf8Path) -> Result<(), CacheError> {
+        self.update_database(|db| {
+            if let Some(record) = db.get_mut(script.as_str()) {
+                record.interrupted = true;
+            }
+        })
     }
 
     /// Records that `script` is being attempted now (before it runs, so that `--resume` skips
     /// a script that crashed benchit itself).
     pub fn record_attempt(&self, script: &Utf8Path) -> Result<(), CacheError> {
         self.update_database(|db| {
-            db.entry(script.to_string()).or_default().attempted = now();
+            let record = db.entry(script.to_string()).or_default();
+            record.attempted = now();
+            record.interrupted = false;
         })
     }
 
@@ -454,6 +469,17 @@ mod tests {
         let script = Utf8Path::new("/s/crashes.py");
         assert!(!cache.attempted(script).unwrap());
         cache.record_attempt(script).unwrap();
+        cache.record_build(script, "crashes_deadbeef").unwrap();
         assert!(Cache::open(&dir).unwrap().attempted(script).unwrap());
+        cache.forget_attempt(script).unwrap();
+        assert!(!Cache::open(&dir).unwrap().attempted(script).unwrap());
+        let mut builds = Vec::new();
+        cache
+            .with_database(|db| {
+                builds = db[script.as_str()].builds.clone();
+                false
+            })
+            .unwrap();
+        assert_eq!(builds, ["crashes_deadbeef"]);
     }
 }

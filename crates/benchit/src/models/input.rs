@@ -29,7 +29,7 @@ pub struct Input {
 }
 
 /// Why an input cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum InputError {
     /// Neither `.py` nor `.onnx`.
     #[error("`{arg}` is neither a Python script (.py) nor an ONNX file (.onnx); give one of those")]
@@ -52,6 +52,20 @@ pub enum InputError {
         arg: String,
         /// The bad target.
         target: String,
+    },
+    /// `--all` in a folder that cannot be read.
+    #[error("cannot list the scripts of `{dir}`: {source}; check that --search-dir names a folder")]
+    SearchDir {
+        /// The folder.
+        dir: Utf8PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// `--all` in a folder without scripts.
+    #[error("`{dir}` holds no Python script (*.py); give --search-dir the folder of your scripts")]
+    NoScripts {
+        /// The folder.
+        dir: Utf8PathBuf,
     },
     /// `::` on an ONNX file.
     #[error(
@@ -114,6 +128,33 @@ impl Input {
     pub fn stem(&self) -> &str {
         self.path.file_stem().unwrap_or("input")
     }
+}
+
+/// Every Python script directly in `dir` (MLAgility's corpus mode), sorted by name: files ending
+/// in `.py`, but not `__init__.py` nor hidden files. Sub-folders are not searched.
+pub fn scripts_in(dir: &Utf8Path) -> Result<Vec<Utf8PathBuf>, InputError> {
+    let listing_error = |source| InputError::SearchDir {
+        dir: dir.to_owned(),
+        source,
+    };
+    let mut scripts = Vec::new();
+    for entry in dir.read_dir_utf8().map_err(listing_error)? {
+        let entry = entry.map_err(listing_error)?;
+        let name = entry.file_name();
+        let is_script = name.to_ascii_lowercase().ends_with(".py")
+            && name != "__init__.py"
+            && !name.starts_with('.');
+        if is_script && entry.path().is_file() {
+            scripts.push(entry.path().to_owned());
+        }
+    }
+    if scripts.is_empty() {
+        return Err(InputError::NoScripts {
+            dir: dir.to_owned(),
+        });
+    }
+    scripts.sort();
+    Ok(scripts)
 }
 
 /// Labels of a script: `# labels: key::v1,v2 key2::v3` on its first line.
@@ -223,6 +264,40 @@ mod tests {
         assert!(matches!(
             Input::parse("m.ONNX::24adc42f", cwd),
             Err(InputError::OnnxTarget { .. })
+        ));
+    }
+
+    #[test]
+    fn a_search_folder_gives_its_scripts_in_order() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = Utf8Path::from_path(dir.path()).expect("utf-8");
+        for name in [
+            "b.py",
+            "a.py",
+            "__init__.py",
+            ".hidden.py",
+            "notes.txt",
+            "C.PY",
+        ] {
+            fs_err::write(root.join(name), "").expect("write");
+        }
+        fs_err::create_dir(root.join("sub.py")).expect("mkdir");
+        fs_err::write(root.join("sub.py/inner.py"), "").expect("write");
+        let names: Vec<String> = scripts_in(root)
+            .expect("listed")
+            .iter()
+            .map(|p| p.file_name().expect("name").to_string())
+            .collect();
+        assert_eq!(names, ["C.PY", "a.py", "b.py"]);
+        let empty = tempfile::tempdir().expect("temp dir");
+        let empty = Utf8Path::from_path(empty.path()).expect("utf-8");
+        assert!(matches!(
+            scripts_in(empty),
+            Err(InputError::NoScripts { .. })
+        ));
+        assert!(matches!(
+            scripts_in(&root.join("missing")),
+            Err(InputError::SearchDir { .. })
         ));
     }
 

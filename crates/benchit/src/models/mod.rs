@@ -35,7 +35,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use milabench_exec::Interrupt;
 
 pub use cache::{Cache, CacheError};
-pub use input::{Input, InputError, InputKind};
+pub use input::{Input, InputError, InputKind, scripts_in};
 pub use options::{Action, BenchmarkOptions, Device, Exporter, RebuildPolicy, Runtime};
 pub use results::{
     BenchmarkReport, BuildResult, Failure, FailureKind, InputResult, InputStatus, InvocationResult,

@@ -236,6 +236,11 @@ impl Run<'_, '_> {
         }
         self.close_pending();
         self.check_targets();
+        if self.result.status == InputStatus::Interrupted
+            && let Err(e) = self.cx.cache.forget_attempt(&self.input.path)
+        {
+            self.warn(format!("{}: {e}", self.input.arg));
+        }
         self.observer.on_progress(&self.result);
     }
 
