@@ -538,6 +538,63 @@ fn all_runs_every_script_of_the_search_folder_and_resume_skips_them() {
     assert_eq!(both.code, 2, "{}", both.stderr);
 }
 
+/// `benchit attach ARGS` started by the fake worker playing a Python program that calls
+/// benchmate's `benchmark_model` with the model of `script`.
+fn attach(s: &Scratch, script: &str, args: &[&str]) -> Output {
+    let mut cmd = Command::new("python3");
+    cmd.current_dir(folder())
+        .arg(folder().join("fake_models_worker.py"))
+        .args(["attach", script, env!("CARGO_BIN_EXE_benchit")])
+        .args(args)
+        .arg("--cache-dir")
+        .arg(s.cache());
+    run(&mut cmd)
+}
+
+#[test]
+fn attach_builds_and_times_the_model_of_the_program_that_started_it() {
+    let s = Scratch::new();
+    let args = [
+        "--name",
+        "mlp",
+        "--runtime",
+        "ort",
+        "torch-eager",
+        "--iterations",
+        "3",
+    ];
+    for reused in [false, true] {
+        let out = attach(&s, "one_model.py", &args);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let result: Value = serde_json::from_str(out.stdout.trim()).expect("one JSON line");
+        assert_eq!(result["kind"], "model");
+        assert_eq!(result["status"], "done");
+        let build = &result["models"][0]["invocations"][0]["build"];
+        assert_eq!(build["build_name"], "mlp_6d53512b");
+        assert_eq!(build["reused"], reused, "{build:#}");
+        // The fake's calls take 1 ms + i us (torch-eager 2 ms + i us): medians of 3 calls.
+        let runtimes: Vec<(&str, f64)> = build["runtimes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let median = r["statistics"]["median_ms"].as_f64().unwrap();
+                (r["runtime"].as_str().unwrap(), median)
+            })
+            .collect();
+        assert_eq!(runtimes, [("ort", 1.001), ("torch-eager", 2.001)]);
+    }
+    assert!(
+        s.state("mlp_6d53512b")
+            .contains("build_status: successful_build")
+    );
+    let failed = attach(&s, "build_fails.py", &["--name", "broken"]);
+    assert_eq!(failed.code, 1, "{}", failed.stderr);
+    let bad = attach(&s, "one_model.py", &["--name", "../elsewhere"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(bad.stderr.contains("cannot name builds"), "{}", bad.stderr);
+}
+
 #[test]
 fn corrupt_builds_are_named_and_rebuilt_if_needed() {
     let s = Scratch::new();

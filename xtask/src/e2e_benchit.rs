@@ -1,8 +1,10 @@
 //! The benchit part of `cargo xtask e2e`, with real torch, ONNX and ONNX Runtime: in a scratch
 //! folder, `benchit` builds its managed Python environment (uv, the user's uv cache), benchmarks
 //! an example script on `ort` and `torch-eager` twice (the second call must reuse the build
-//! cache), runs PARAM's simple-add config through `benchit ops`, and runs the worker's pytest
-//! suites (the ones that need torch) in that environment.
+//! cache), discovers every example of a folder with `--all`, runs benchmate's `benchmark_model`
+//! example twice (the Python API; the second call from the cache), runs PARAM's simple-add
+//! config through `benchit ops`, and runs the worker's pytest suites (the ones that need torch)
+//! in that environment.
 
 use std::path::Path;
 use std::process::Command;
@@ -17,6 +19,10 @@ use crate::e2e::{json_output, user_uv_cache};
 const SCRIPT: &str = "benchmarks/benchit/main_guard.py";
 /// The model hashes of its two models (sha256 of the module's `repr`, MLAgility's hash).
 const MODEL_HASHES: [&str; 2] = ["9e14f3ca", "d99be752"];
+/// The folder `--all` runs (analysis only).
+const CORPUS: &str = "benchmarks/benchit";
+/// The Python API example run end to end.
+const API_EXAMPLE: &str = "benchmarks/_benchmate/examples/benchmark_model.py";
 /// The operator config run end to end.
 const OPS_CONFIG: &str = "benchmarks/opbench/configs/simple_add.json";
 /// The runtimes asked for.
@@ -59,6 +65,55 @@ pub fn flow(root: &Path, scratch: &Path) -> anyhow::Result<Vec<(&'static str, f6
     }
 
     let started = Instant::now();
+    let corpus = json_output(
+        &mut benchit(&[
+            "--all",
+            "--search-dir",
+            CORPUS,
+            "--analyze-only",
+            "--format",
+            "json",
+        ]),
+        "benchit --all",
+    )?;
+    timings.push(("benchit --all (analysis)", started.elapsed().as_secs_f64()));
+    check_corpus(&corpus).with_context(|| format!("benchit --all: {corpus:#}"))?;
+
+    let python = benchit::env::managed_python(
+        camino::Utf8Path::from_path(&home).context("the scratch folder is not UTF-8")?,
+    );
+    for (step, reused) in [
+        ("benchmark_model (builds)", false),
+        ("benchmark_model (cached)", true),
+    ] {
+        let started = Instant::now();
+        let output = Command::new(&python)
+            .arg(API_EXAMPLE)
+            .env("BENCHIT_BIN", &bin)
+            .env("BENCHIT_CACHE_DIR", &cache)
+            .current_dir(root)
+            .output()
+            .with_context(|| format!("could not start {API_EXAMPLE}"))?;
+        timings.push((step, started.elapsed().as_secs_f64()));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        ensure!(
+            output.status.success(),
+            "{step}: {API_EXAMPLE} failed ({}): {stdout}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let summary: Value = stdout
+            .lines()
+            .last()
+            .and_then(|line| serde_json::from_str(line).ok())
+            .with_context(|| format!("{step}: no JSON summary in {stdout}"))?;
+        ensure!(
+            summary["ok"] == true && summary["reused"] == reused,
+            "{step}: expected ok and reused={reused}: {summary}"
+        );
+    }
+
+    let started = Instant::now();
     let prefix = scratch.join("ops/simple_add");
     let prefix = prefix.to_str().context("the scratch folder is not UTF-8")?;
     let summary = json_output(
@@ -71,9 +126,6 @@ pub fn flow(root: &Path, scratch: &Path) -> anyhow::Result<Vec<(&'static str, f6
     check_ops(&summary).with_context(|| format!("benchit ops: {summary:#}"))?;
 
     let started = Instant::now();
-    let python = benchit::env::managed_python(
-        camino::Utf8Path::from_path(&home).context("the scratch folder is not UTF-8")?,
-    );
     run_checked(
         Command::new(uv_program(&home))
             .env("UV_CACHE_DIR", user_uv_cache())
@@ -91,6 +143,7 @@ pub fn flow(root: &Path, scratch: &Path) -> anyhow::Result<Vec<(&'static str, f6
                 "benchmarks/_benchmate/tests/test_benchit_models.py",
                 "benchmarks/_benchmate/tests/test_benchit_ops.py",
             ])
+            .env("BENCHIT_BIN", &bin)
             .current_dir(root),
         "the benchit worker's pytest suites",
     )?;
@@ -153,6 +206,22 @@ fn check_models(report: &Value, reused: bool) -> anyhow::Result<()> {
                 );
             }
         }
+    }
+    Ok(())
+}
+
+/// Every script of the folder ran to its end and called at least one model.
+fn check_corpus(report: &Value) -> anyhow::Result<()> {
+    let inputs = report["inputs"].as_array().context("no inputs")?;
+    ensure!(inputs.len() > 1, "--all found {} script(s)", inputs.len());
+    for input in inputs {
+        let models = input["models"].as_array().map_or(0, Vec::len);
+        ensure!(
+            input["status"] == "done" && models > 0,
+            "{} ended {} with {models} model(s)",
+            input["input"],
+            input["status"]
+        );
     }
     Ok(())
 }

@@ -20,6 +20,9 @@ torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
+#: torch's own call path, which no test may leave patched.
+ORIGINAL_CALL = torch.nn.Module.__call__
+
 from benchit_driver import (  # noqa: E402 - after the skips
     build_replier,
     of_kind,
@@ -787,3 +790,63 @@ def test_measurements_report_ratios() -> None:
     assert result["ratio"] > 0 and result["bare_seconds"] > 0
     result = compare_timeit(str(EXAMPLES / "hello_world.py"), 20, 1, [])
     assert result["model"] == "SmallModel" and result["ratio"] > 0
+
+
+# -- the Python API --------------------------------------------------------------------------
+
+
+def benchit_program() -> str:
+    """The benchit program: ``$BENCHIT_BIN`` (``cargo xtask e2e`` sets it, so a wrong path fails
+    there), else the checkout's debug build; the API tests are skipped when neither is there."""
+    from benchmate.benchit.api import BENCHIT_VAR
+
+    named = os.environ.get(BENCHIT_VAR)
+    if named:
+        return named
+    built = pathlib.Path(__file__).resolve().parents[3] / "target" / "debug" / "benchit"
+    if not built.exists():
+        pytest.skip(f"no benchit program: build it (cargo build --bin benchit) or set {BENCHIT_VAR}")
+    return str(built)
+
+
+def test_benchmark_model_builds_times_and_reuses_its_build(tmp_path: pathlib.Path) -> None:
+    from benchmate.benchit.api import benchmark_model
+    from benchmate.benchit.hashing import invocation_hash, model_hash
+
+    model = torch.nn.Sequential(torch.nn.Linear(6, 3), torch.nn.ReLU())
+    x = torch.rand(2, 6)
+    options = dict(runtimes=["ort", "torch-eager"], iterations=5, warmup=1, batch_size=2,
+                   cache_dir=str(tmp_path), benchit=benchit_program())
+    first = benchmark_model(model, (x,), **options)
+    assert first.ok and not first.reused and first.failure is None, first.raw
+    assert first.model_hash == model_hash(model)
+    assert first.invocation_hash == invocation_hash(
+        first.model_hash, None, {"Positional Arg 1": (2, 6)}, {"Positional Arg 1": "float32"})
+    assert first.build_dir == str(tmp_path / f"Sequential_{first.invocation_hash}")
+    assert list(first.runtimes) == ["ort", "torch-eager"]
+    for timing in first.runtimes.values():
+        assert timing.ok and timing.iterations == 5 and timing.mean_ms > 0
+        assert timing.throughput == pytest.approx(2 / (timing.mean_ms / 1000))
+    by_keyword = benchmark_model(model, {"input": x}, **options)  # another input signature
+    assert by_keyword.ok and not by_keyword.reused
+    assert by_keyword.invocation_hash != first.invocation_hash
+    same = benchmark_model(model, x, **options)
+    assert same.reused and same.invocation_hash == first.invocation_hash
+    # The model and torch are given back as they came.
+    assert model.training and torch.nn.Module.__call__ is ORIGINAL_CALL
+
+
+def test_benchmark_model_says_what_it_cannot_do(tmp_path: pathlib.Path) -> None:
+    from benchmate.benchit.api import BenchitError, benchmark_model
+
+    program = benchit_program()
+    with pytest.raises(BenchitError, match="is no model benchit can build"):
+        benchmark_model(torch.nn.ReLU(), torch.rand(3), cache_dir=str(tmp_path), benchit=program)
+    with pytest.raises(BenchitError, match="invalid value 'nope'"):
+        benchmark_model(torch.nn.Linear(3, 1), torch.rand(3), runtimes=["nope"],
+                        cache_dir=str(tmp_path), benchit=program)
+    with pytest.raises(BenchitError, match="could not start"):
+        benchmark_model(torch.nn.Linear(3, 1), torch.rand(3), benchit=str(tmp_path / "none"))
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):  # the model's own error
+        benchmark_model(torch.nn.Linear(3, 1), torch.rand(4), cache_dir=str(tmp_path),
+                        benchit=program)

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -190,26 +190,46 @@ impl fmt::Display for WorkerExit {
     }
 }
 
-/// A running worker. Dropping it stops the process group.
+/// A running worker: a process benchit started, or the Python program that started benchit
+/// ([`Worker::over_stdio`]). Dropping a started one stops its process group.
 pub struct Worker {
-    child: Child,
-    stdin: Option<ChildStdin>,
+    /// The worker process and its group's watch, when benchit started it.
+    process: Option<(Child, WatchedGroup)>,
+    requests: Option<Box<dyn Write + Send>>,
     lines: Receiver<std::io::Result<String>>,
     started: Instant,
     timeout: Duration,
     interrupt: Interrupt,
     log: Utf8PathBuf,
-    _watched: WatchedGroup,
     exit: Option<WorkerExit>,
 }
 
 impl fmt::Debug for Worker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Worker")
-            .field("pid", &self.child.id())
+            .field("pid", &self.process.as_ref().map(|(child, _)| child.id()))
             .field("log", &self.log)
             .finish()
     }
+}
+
+/// Reads `source` line by line on a thread of its own, so that waiting for a line can watch a
+/// deadline and Ctrl-C.
+fn line_reader(
+    source: impl std::io::Read + Send + 'static,
+) -> std::io::Result<Receiver<std::io::Result<String>>> {
+    let (sender, lines) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("benchit-worker-reader".into())
+        .spawn(move || {
+            for line in BufReader::new(source).lines() {
+                let failed = line.is_err();
+                if sender.send(line).is_err() || failed {
+                    break;
+                }
+            }
+        })?;
+    Ok(lines)
 }
 
 impl Worker {
@@ -245,30 +265,46 @@ impl Worker {
         let pgid = i32::try_from(child.id()).unwrap_or(i32::MAX);
         let watched = options.interrupt.watch_group(pgid);
         let stdout = child.stdout.take().expect("stdout is piped");
-        let (sender, lines) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("benchit-worker-reader".into())
-            .spawn(move || {
-                for line in BufReader::new(stdout).lines() {
-                    let failed = line.is_err();
-                    if sender.send(line).is_err() || failed {
-                        break;
-                    }
-                }
-            })
-            .map_err(|source| WorkerError::Spawn {
-                command: command.display(),
-                source,
-            })?;
+        let lines = line_reader(stdout).map_err(|source| WorkerError::Spawn {
+            command: command.display(),
+            source,
+        })?;
         Ok(Worker {
-            stdin: child.stdin.take(),
-            child,
+            requests: child
+                .stdin
+                .take()
+                .map(|stdin| Box::new(stdin) as Box<dyn Write + Send>),
+            process: Some((child, watched)),
             lines,
             started: Instant::now(),
             timeout: options.timeout,
             interrupt: options.interrupt,
             log: options.log.to_path_buf(),
-            _watched: watched,
+            exit: None,
+        })
+    }
+
+    /// The worker is the program that started benchit (benchmate's `benchmark_model`): its
+    /// events arrive on benchit's stdin and replies go to benchit's stdout, so nothing else may
+    /// print on stdout until [`Worker::finish`]. `log` names where that program's own output
+    /// goes, for messages; the timeout and Ctrl-C end the conversation as for a started worker.
+    pub fn over_stdio(
+        log: &Utf8Path,
+        timeout: Duration,
+        interrupt: Interrupt,
+    ) -> Result<Worker, WorkerError> {
+        let lines = line_reader(std::io::stdin()).map_err(|source| WorkerError::Spawn {
+            command: "the benchit protocol on stdin".into(),
+            source,
+        })?;
+        Ok(Worker {
+            process: None,
+            requests: Some(Box::new(std::io::stdout())),
+            lines,
+            started: Instant::now(),
+            timeout,
+            interrupt,
+            log: log.to_path_buf(),
             exit: None,
         })
     }
@@ -283,7 +319,7 @@ impl Worker {
         let mut line = serde_json::to_string(message).expect("protocol messages serialise");
         line.push('\n');
         let log = self.log.clone();
-        let stdin = self.stdin.as_mut().ok_or_else(|| WorkerError::Send {
+        let stdin = self.requests.as_mut().ok_or_else(|| WorkerError::Send {
             log: log.clone(),
             source: std::io::Error::from(std::io::ErrorKind::BrokenPipe),
         })?;
@@ -332,7 +368,7 @@ impl Worker {
     /// Closes the worker's stdin, waits for it to exit (stopping it when it does not within the
     /// grace period) and returns how it ended.
     pub fn finish(mut self) -> WorkerExit {
-        self.stdin = None;
+        self.requests = None;
         if let Some(exit) = self.exit {
             return exit;
         }
@@ -347,9 +383,10 @@ impl Worker {
     /// The exit status once the process has ended, or `None` when it is still running after
     /// `grace`.
     fn wait_for_exit(&mut self, grace: Duration) -> Option<ExitStatus> {
+        let (child, _) = self.process.as_mut()?;
         let until = Instant::now() + grace;
         loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Ok(Some(status)) = child.try_wait() {
                 return Some(status);
             }
             if Instant::now() >= until {
@@ -359,17 +396,26 @@ impl Worker {
         }
     }
 
-    /// Stops the process group: SIGTERM, then SIGKILL after the grace period.
+    /// Stops the process group: SIGTERM, then SIGKILL after the grace period. A worker over
+    /// stdio is only no longer answered: it is the program that started benchit.
     fn stop(&mut self) -> WorkerExit {
         if let Some(exit) = self.exit {
             return exit;
         }
-        self.stdin = None;
-        let pgid = Pid::from_raw(i32::try_from(self.child.id()).unwrap_or(i32::MAX));
+        self.requests = None;
+        let Some(pid) = self.process.as_ref().map(|(child, _)| child.id()) else {
+            let exit = WorkerExit {
+                code: None,
+                signal: None,
+            };
+            self.exit = Some(exit);
+            return exit;
+        };
+        let pgid = Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX));
         let _ = killpg(pgid, Signal::SIGTERM);
         let status = self.wait_for_exit(GRACE).or_else(|| {
             let _ = killpg(pgid, Signal::SIGKILL);
-            self.child.wait().ok()
+            self.process.as_mut()?.0.wait().ok()
         });
         // Whatever the group's other processes were doing, they go too.
         let _ = killpg(pgid, Signal::SIGKILL);

@@ -35,12 +35,17 @@ class WorkerAbort(BaseException):
     the user's script, which must not be able to catch it as an ``Exception``."""
 
 
-def serve(protocol: Protocol) -> int:
-    """Answer one request of mode ``models``; return the worker's exit status."""
+def send_hello(protocol: Protocol) -> None:
+    """Send the ``hello`` event: the versions of what this worker runs."""
     protocol.send("hello", python=platform.python_version(), torch=package_version("torch"),
                   onnx=package_version("onnx"), onnxruntime=package_version("onnxruntime"),
                   benchmate=package_version("benchmate") or benchmate.__version__,
                   discovery=native.fronts()[1])
+
+
+def serve(protocol: Protocol) -> int:
+    """Answer one request of mode ``models``; return the worker's exit status."""
+    send_hello(protocol)
     try:
         request = _receive(protocol)
         kind = request.get("request")
@@ -200,7 +205,7 @@ class ScriptSession:
         ``calls``."""
         from benchmate.benchit.discovery import Discovery
 
-        self.discovery = Discovery(self.script, self.max_depth, self.targets, _Events(self))
+        self.discovery = Discovery(self.script, self.max_depth, self.targets, Events(self))
         with self.discovery, as_main_program(self.script, self.script_args) as program:
             start = time.perf_counter()
             self._execute(program)
@@ -269,9 +274,10 @@ def run_program(script: str, program: types.ModuleType) -> None:
     exec(compile(source, script, "exec", dont_inherit=True), program.__dict__)  # noqa: S102
 
 
-class _Events:
-    """The discovery listener of a :class:`ScriptSession`: turns discoveries into events and
-    first calls of targets into builds and benchmarks."""
+class Events:
+    """The discovery listener of a session (a :class:`ScriptSession`, or
+    :func:`benchmate.benchit.api.benchmark_model`'s): turns discoveries into events and first
+    calls of targets into builds and benchmarks."""
 
     def __init__(self, session: ScriptSession):
         self.session = session

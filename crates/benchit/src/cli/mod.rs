@@ -26,12 +26,13 @@ struct Cli {
 // here would replace it.
 enum Command {
     Benchmark(models::BenchmarkArgs),
+    Attach(models::AttachArgs),
     Ops(ops::OpsArgs),
     Cache(cache::CacheArgs),
 }
 
 /// Names the first argument may take without being a script.
-const COMMANDS: [&str; 4] = ["benchmark", "ops", "cache", "help"];
+const COMMANDS: [&str; 5] = ["benchmark", "attach", "ops", "cache", "help"];
 
 /// How a command prints its results on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -71,6 +72,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse_from(with_default_command(std::env::args_os().collect()));
     match cli.command {
         Command::Benchmark(args) => exit(models::run(&args)),
+        Command::Attach(args) => exit(models::attach(&args)),
         Command::Ops(args) => exit(ops::run(&args)),
         Command::Cache(args) => exit(cache::run(args)),
     }

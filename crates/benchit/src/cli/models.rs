@@ -75,6 +75,32 @@ pub(crate) struct BenchmarkArgs {
     /// The folder relative inputs and --all are looked up in [default: the current folder].
     #[arg(long, value_name = "DIR")]
     search_dir: Option<Utf8PathBuf>,
+    /// Discover the models only (no build, no timing).
+    #[arg(long, conflicts_with = "build_only")]
+    analyze_only: bool,
+    /// Also analyse sub-modules down to this depth.
+    #[arg(long, default_value_t = 0, value_name = "D")]
+    max_depth: u32,
+    /// Arguments for the scripts, split like a shell would (`--script-args "--batch 8"`).
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    script_args: Option<String>,
+    /// Skip scripts the cache says were already attempted.
+    #[arg(long)]
+    resume: bool,
+    /// Only scripts whose first line `# labels: key::v1,v2 ...` has, for each key given, one of
+    /// the values given.
+    #[arg(long, num_args = 1.., value_name = "KEY::VALUES")]
+    labels: Vec<String>,
+    #[command(flatten)]
+    build: BuildArgs,
+    /// Output format on stdout: text (one line per model and runtime) or json (typed results).
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+/// How models are built and timed: the options `benchit benchmark` and `benchit attach` share.
+#[derive(Debug, Args)]
+pub(crate) struct BuildArgs {
     /// The device the models run on.
     #[arg(long, value_enum, default_value = "x86")]
     device: Device,
@@ -87,18 +113,9 @@ pub(crate) struct BenchmarkArgs {
     /// Untimed calls before the timed ones.
     #[arg(long, default_value_t = 10, value_name = "N")]
     warmup: u32,
-    /// Discover the models only (no build, no timing).
-    #[arg(long, conflicts_with = "build_only")]
-    analyze_only: bool,
     /// Discover and build, do not time.
     #[arg(long)]
     build_only: bool,
-    /// Also analyse sub-modules down to this depth.
-    #[arg(long, default_value_t = 0, value_name = "D")]
-    max_depth: u32,
-    /// Arguments for the scripts, split like a shell would (`--script-args "--batch 8"`).
-    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
-    script_args: Option<String>,
     /// What to do with cached builds.
     #[arg(long, value_enum, default_value = "if_needed")]
     rebuild: RebuildPolicy,
@@ -108,13 +125,6 @@ pub(crate) struct BenchmarkArgs {
     /// After each model, delete build artifacts (keep text, YAML and JSON files).
     #[arg(long)]
     lean_cache: bool,
-    /// Skip scripts the cache says were already attempted.
-    #[arg(long)]
-    resume: bool,
-    /// Only scripts whose first line `# labels: key::v1,v2 ...` has, for each key given, one of
-    /// the values given.
-    #[arg(long, num_args = 1.., value_name = "KEY::VALUES")]
-    labels: Vec<String>,
     /// Seconds each input's worker may run.
     #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
     timeout: u64,
@@ -130,9 +140,34 @@ pub(crate) struct BenchmarkArgs {
     /// Samples per call, to turn latency into throughput.
     #[arg(long, default_value_t = 1, value_name = "N")]
     batch_size: u32,
-    /// Output format on stdout: text (one line per model and runtime) or json (typed results).
-    #[arg(long, value_enum, default_value = "text")]
-    format: Format,
+}
+
+impl BuildArgs {
+    /// The options these flags ask for, with the script-only ones at their defaults.
+    fn options(&self) -> anyhow::Result<BenchmarkOptions> {
+        let cache_dir = match &self.cache_dir {
+            Some(dir) => dir.clone(),
+            None => default_cache_dir()?,
+        };
+        let mut options = BenchmarkOptions::new(cache_dir);
+        options.device = self.device;
+        if !self.runtimes.is_empty() {
+            options.runtimes = self.runtimes.clone();
+        }
+        options.iterations = self.iterations;
+        options.warmup = self.warmup;
+        if self.build_only {
+            options.action = Action::Build;
+        }
+        options.rebuild = self.rebuild;
+        options.lean_cache = self.lean_cache;
+        options.timeout = Duration::from_secs(self.timeout);
+        options.opset = self.opset;
+        options.fp16 = self.fp16;
+        options.exporter = self.exporter;
+        options.batch_size = self.batch_size;
+        Ok(options)
+    }
 }
 
 impl BenchmarkArgs {
@@ -164,45 +199,21 @@ impl BenchmarkArgs {
             .collect())
     }
 
+    /// The build options with the script ones of these flags.
     fn options(&self) -> anyhow::Result<BenchmarkOptions> {
-        let cache_dir = match &self.cache_dir {
-            Some(dir) => dir.clone(),
-            None => default_cache_dir()?,
-        };
-        let script_args = match &self.script_args {
+        let mut options = self.build.options()?;
+        if self.analyze_only {
+            options.action = Action::Analyze;
+        }
+        options.max_depth = self.max_depth;
+        options.script_args = match &self.script_args {
             None => Vec::new(),
             Some(line) => shlex::split(line)
                 .ok_or_else(|| anyhow::anyhow!("--script-args `{line}` has unbalanced quotes"))?,
         };
-        Ok(BenchmarkOptions {
-            cache_dir,
-            device: self.device,
-            runtimes: if self.runtimes.is_empty() {
-                vec![Runtime::Ort]
-            } else {
-                self.runtimes.clone()
-            },
-            iterations: self.iterations,
-            warmup: self.warmup,
-            action: if self.analyze_only {
-                Action::Analyze
-            } else if self.build_only {
-                Action::Build
-            } else {
-                Action::Benchmark
-            },
-            max_depth: self.max_depth,
-            script_args,
-            rebuild: self.rebuild,
-            lean_cache: self.lean_cache,
-            resume: self.resume,
-            timeout: Duration::from_secs(self.timeout),
-            opset: self.opset,
-            fp16: self.fp16,
-            exporter: self.exporter,
-            batch_size: self.batch_size,
-            labels: parse_label_filter(&self.labels).map_err(anyhow::Error::msg)?,
-        })
+        options.resume = self.resume;
+        options.labels = parse_label_filter(&self.labels).map_err(anyhow::Error::msg)?;
+        Ok(options)
     }
 }
 
@@ -232,6 +243,54 @@ pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<u8> {
     Ok(if report.interrupted {
         INTERRUPTED
     } else if report.success() {
+        SUCCESS
+    } else {
+        FAILURES
+    })
+}
+
+/// Arguments of `benchit attach`.
+#[derive(Debug, Args)]
+#[command(
+    about = "Build and time the model of the Python program that started benchit (benchmate's benchmark_model)",
+    long_about = "Build and time the model of the Python program that started benchit.\n\n\
+        This is the other end of benchmate's `benchmark_model(model, inputs, ...)`: that \
+        function starts `benchit attach` with pipes and acts as the worker, speaking the worker \
+        protocol (docs/benchit-protocol.md) on this command's stdin and stdout. The model is \
+        built, cached and timed exactly as a script's would be (same cache, staleness rules and \
+        statistics); its builds are named <name>_<invocation hash>. Once the program says \
+        `done`, the result (the JSON of one input of `benchit --format json`) is printed as one \
+        line on stdout; progress goes to stderr. People do not run this command by hand.\n\n\
+        Exit status: 0 everything measured, 1 a build or runtime failed, 2 bad input, \
+        130 interrupted.",
+    after_help = "From Python:\n  \
+        from benchmate.benchit.api import benchmark_model\n  \
+        result = benchmark_model(model, (torch.rand(8, 64),), runtimes=[\"ort\", \"torch-eager\"])\n  \
+        print(result.runtimes[\"ort\"].mean_ms)"
+)]
+pub(crate) struct AttachArgs {
+    /// The name the model's builds are filed under (letters, digits, `_`, `-`, `.`).
+    #[arg(long, value_name = "NAME")]
+    name: String,
+    #[command(flatten)]
+    build: BuildArgs,
+}
+
+/// Runs `benchit attach`; returns the exit status.
+pub(crate) fn attach(args: &AttachArgs) -> anyhow::Result<u8> {
+    let options = args.build.options()?;
+    let interrupt = Interrupt::new();
+    let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
+    let mut display = StatusDisplay::new(options.action);
+    let result = crate::models::benchmark_attached(&args.name, &options, &interrupt, &mut display);
+    ctrl_c.uninstall();
+    let result = result?;
+    let mut line = serde_json::to_string(&result)?;
+    line.push('\n');
+    let _ = std::io::stdout().lock().write_all(line.as_bytes());
+    Ok(if interrupt.is_set() {
+        INTERRUPTED
+    } else if result.success() {
         SUCCESS
     } else {
         FAILURES

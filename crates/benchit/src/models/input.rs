@@ -13,6 +13,9 @@ pub enum InputKind {
     Script,
     /// An ONNX file, the model itself.
     Onnx,
+    /// A live PyTorch model handed over by the Python program that started benchit
+    /// (benchmate's `benchmark_model`); its path is only a name.
+    Model,
 }
 
 /// One input of a benchmark.

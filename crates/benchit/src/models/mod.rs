@@ -119,6 +119,61 @@ pub fn benchmark(
     observer: &mut dyn Observer,
 ) -> Result<BenchmarkReport, ModelsError> {
     let inputs = check(inputs, cwd, options)?;
+    let connection = run::Connection::Spawn(worker);
+    run_inputs(&inputs, cwd, options, connection, interrupt, observer)
+}
+
+/// Builds and times the one model that the Python program which started this process holds
+/// (benchmate's `benchmark_model`), speaking the worker protocol over this process's stdin and
+/// stdout: nothing else may write to stdout meanwhile. Its builds are filed under `name` in the
+/// cache, with the same staleness rules and statistics as a script's.
+pub fn benchmark_attached(
+    name: &str,
+    options: &BenchmarkOptions,
+    interrupt: &Interrupt,
+    observer: &mut dyn Observer,
+) -> Result<InputResult, ModelsError> {
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !valid {
+        return Err(ModelsError::Options(format!(
+            "`{name}` cannot name builds; use letters, digits, `_`, `-` and `.`"
+        )));
+    }
+    let cwd = current_dir()?;
+    let input = Input {
+        arg: name.to_string(),
+        path: cwd.join(name),
+        kind: InputKind::Model,
+        targets: Vec::new(),
+    };
+    validate(options, std::slice::from_ref(&input))?;
+    let report = run_inputs(
+        std::slice::from_ref(&input),
+        &cwd,
+        options,
+        run::Connection::Stdio,
+        interrupt,
+        observer,
+    )?;
+    Ok(report
+        .inputs
+        .into_iter()
+        .next()
+        .expect("one input gives one result"))
+}
+
+/// Runs `inputs` one worker each, in order (see [`benchmark`]).
+fn run_inputs(
+    inputs: &[Input],
+    cwd: &Utf8Path,
+    options: &BenchmarkOptions,
+    connection: run::Connection<'_>,
+    interrupt: &Interrupt,
+    observer: &mut dyn Observer,
+) -> Result<BenchmarkReport, ModelsError> {
     let mut runtimes: Vec<Runtime> = Vec::new();
     for runtime in &options.runtimes {
         if !runtimes.contains(runtime) {
@@ -133,7 +188,7 @@ pub fn benchmark(
     let cx = run::Context {
         options: &options,
         cache: &cache,
-        worker,
+        connection,
         interrupt,
         cwd,
         device_problem: run::device_problem(options.device, &options.runtimes),
@@ -217,7 +272,9 @@ fn one(
     if input.kind != kind {
         return Err(ModelsError::Options(match kind {
             InputKind::Script => format!("`{arg}` is not a Python script (.py)"),
-            InputKind::Onnx => format!("`{arg}` is neither an ONNX file nor `script.py::HASH`"),
+            InputKind::Onnx | InputKind::Model => {
+                format!("`{arg}` is neither an ONNX file nor `script.py::HASH`")
+            }
         }));
     }
     let report = benchmark(

@@ -27,6 +27,11 @@ pub enum Request {
         /// Absolute path of the file.
         path: String,
     },
+    /// Announce the one model the Python program holds (benchmate's `benchmark_model`).
+    Model {
+        /// The name its builds are filed under.
+        name: String,
+    },
 }
 
 /// What Rust answers to an `invocation` event that is a target: build and benchmark it, or skip.

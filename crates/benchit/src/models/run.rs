@@ -52,8 +52,8 @@ pub(crate) struct Context<'a> {
     pub options: &'a BenchmarkOptions,
     /// The build cache.
     pub cache: &'a Cache,
-    /// How workers start.
-    pub worker: &'a WorkerCommand,
+    /// How the worker is reached.
+    pub connection: Connection<'a>,
     /// Ctrl-C.
     pub interrupt: &'a Interrupt,
     /// The workers' working folder.
@@ -62,6 +62,15 @@ pub(crate) struct Context<'a> {
     pub device_problem: Option<String>,
     /// Identifies this benchit process in `state.yaml`.
     pub uid: String,
+}
+
+/// How an input's worker is reached.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Connection<'a> {
+    /// A worker process started with this command for each input.
+    Spawn(&'a WorkerCommand),
+    /// The Python program that started benchit, over benchit's stdin and stdout.
+    Stdio,
 }
 
 /// A build being made or measured for one invocation.
@@ -93,7 +102,7 @@ pub(crate) fn run_input(
         InputKind::Script => fs_err::read_to_string(&input.path)
             .map(|text| parse_labels(&text))
             .unwrap_or_default(),
-        InputKind::Onnx => Default::default(),
+        InputKind::Onnx | InputKind::Model => Default::default(),
     };
     let mut run = Run {
         cx,
@@ -151,7 +160,9 @@ impl Run<'_, '_> {
             self.result.skipped = Some("its labels do not match --labels".into());
             return;
         }
-        if options.resume {
+        // A model handed over live is no script of the cache database.
+        let scripted = self.input.kind != InputKind::Model;
+        if options.resume && scripted {
             match self.cx.cache.attempted(&self.input.path) {
                 Ok(true) => {
                     self.result.status = InputStatus::Skipped;
@@ -162,21 +173,26 @@ impl Run<'_, '_> {
                 Err(e) => return self.fail(FailureKind::Cache, e.to_string(), None),
             }
         }
-        if let Err(e) = self.cx.cache.record_attempt(&self.input.path) {
+        if scripted && let Err(e) = self.cx.cache.record_attempt(&self.input.path) {
             return self.fail(FailureKind::Cache, e.to_string(), None);
         }
         let log = self.result.log.clone();
-        let spawned = Worker::spawn(
-            self.cx.worker,
-            WorkerOptions {
-                mode: "models",
-                cwd: self.cx.cwd,
-                log: &log,
-                env: Vec::new(),
-                timeout: options.timeout,
-                interrupt: self.cx.interrupt.clone(),
-            },
-        );
+        let spawned = match self.cx.connection {
+            Connection::Spawn(command) => Worker::spawn(
+                command,
+                WorkerOptions {
+                    mode: "models",
+                    cwd: self.cx.cwd,
+                    log: &log,
+                    env: Vec::new(),
+                    timeout: options.timeout,
+                    interrupt: self.cx.interrupt.clone(),
+                },
+            ),
+            Connection::Stdio => {
+                Worker::over_stdio(&log, options.timeout, self.cx.interrupt.clone())
+            }
+        };
         let mut worker = match spawned {
             Ok(worker) => worker,
             Err(e) => return self.fail(FailureKind::Start, e.to_string(), None),
@@ -191,6 +207,9 @@ impl Run<'_, '_> {
             },
             InputKind::Onnx => Request::Onnx {
                 path: self.input.path.to_string(),
+            },
+            InputKind::Model => Request::Model {
+                name: self.input.arg.clone(),
             },
         };
         let outcome = worker
@@ -237,6 +256,7 @@ impl Run<'_, '_> {
         self.close_pending();
         self.check_targets();
         if self.result.status == InputStatus::Interrupted
+            && scripted
             && let Err(e) = self.cx.cache.forget_attempt(&self.input.path)
         {
             self.warn(format!("{}: {e}", self.input.arg));
