@@ -158,11 +158,16 @@ pub fn benchmark_attached(
         interrupt,
         observer,
     )?;
-    Ok(report
+    Ok(only_input(report))
+}
+
+/// The result of the one input of `report`.
+fn only_input(report: BenchmarkReport) -> InputResult {
+    report
         .inputs
         .into_iter()
         .next()
-        .expect("one input gives one result"))
+        .expect("one input gives one result")
 }
 
 /// Runs `inputs` one worker each, in order (see [`benchmark`]).
@@ -285,11 +290,7 @@ fn one(
         &Interrupt::new(),
         observer,
     )?;
-    Ok(report
-        .inputs
-        .into_iter()
-        .next()
-        .expect("one input gives one result"))
+    Ok(only_input(report))
 }
 
 #[cfg(test)]
