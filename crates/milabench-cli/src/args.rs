@@ -96,6 +96,10 @@ pub enum Command {
     /// The step is `benchfile.yaml`'s `prepare` command, else `prepare.py` when the folder has
     /// one. Events go to `<base>/runs/prepare.<time>/`. Exit status 1 when a step fails.
     Prepare(PrepareArgs),
+    /// Internal: the watchdog `run` and `prepare` start beside each benchmark; it kills the
+    /// benchmark's processes when the command that started it dies (its standard input ends).
+    #[command(name = "__watchdog", hide = true)]
+    Watchdog,
 }
 
 /// Arguments of `milabench prepare`.

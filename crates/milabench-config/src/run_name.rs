@@ -89,9 +89,14 @@ mod tests {
     fn paths_are_not_names() {
         let time = jiff::civil::date(2024, 3, 5).at(7, 8, 9, 0);
         let mut rng = fastrand::Rng::with_seed(1);
-        for bad in ["../../x", ".", "..", "~/x", "/tmp/x", "a/b", "a\\b", "{time}/x"] {
+        for bad in [
+            "../../x", ".", "..", "~/x", "/tmp/x", "a/b", "a\\b", "{time}/x",
+        ] {
             let err = resolve(Some(bad), &time, &mut rng).expect_err(bad);
-            assert!(err.to_string().contains("not a folder name"), "{bad}: {err}");
+            assert!(
+                err.to_string().contains("not a folder name"),
+                "{bad}: {err}"
+            );
         }
         for good in ["~x", ".hidden", "a..b", "nightly.{time}"] {
             resolve(Some(good), &time, &mut rng).expect(good);

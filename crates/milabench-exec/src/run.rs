@@ -22,8 +22,8 @@ use crate::options::{ExecObserver, ExecOptions, RecordSink, RunningSampler, Samp
 use crate::outcome::{BenchOutcome, ProcessOutcome};
 use crate::reader::{Decoded, Stream, drain};
 use crate::spawn::spawn;
-use crate::watchdog::Watchdog;
 use crate::tree::signal_tree;
+use crate::watchdog::Watchdog;
 
 /// Messages from reader, waiter and sampler threads to the writer loop.
 pub(crate) enum Msg {

@@ -20,8 +20,8 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufRead, Write as _};
-use std::path::PathBuf;
 use std::os::unix::process::CommandExt as _;
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 
 use nix::sys::signal::Signal;
@@ -76,7 +76,10 @@ impl Watchdog {
 
     /// The plan ended: the watchdog exits without killing anything.
     pub(crate) fn finish(self) {
-        let Watchdog { mut child, mut input } = self;
+        let Watchdog {
+            mut child,
+            mut input,
+        } = self;
         let _ = writeln!(input, "{DONE}");
         drop(input);
         let _ = child.wait();
