@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::{milabench, run};
+use crate::common::{milabench, run, wait_for};
 
 /// A scratch project: `benchmarks/`, a suite file and a base folder whose environment's
 /// `python` is the system interpreter (a real venv is not needed to run these benchmarks).
@@ -348,15 +348,6 @@ fn alive(pid: u32) -> bool {
             .and_then(|end| stat[end + 1..].split_whitespace().next())
             .is_some_and(|state| state != "Z")
     })
-}
-
-/// Waits up to 20 s for `condition`, panicking with `what` when it never holds.
-fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// The pid written into `path`, once the file holds one.
