@@ -163,7 +163,7 @@ fn two_installs_of_a_group_at_once_build_it_once_and_a_damaged_venv_is_rebuilt()
     let project = Project::new("tinydep\n", "");
     // The first install's `python -m venv <the group's venv>` (the installer steps after it do
     // not inherit PYTHONPATH) says so and waits for the gate: the first install holds the
-    // group, about to build it.
+    // group, about to build it. (It stops waiting too when the scratch folder is gone.)
     let hooks = project.root().join("hooks");
     fs_err::create_dir_all(&hooks).expect("mkdir");
     fs_err::write(
@@ -171,7 +171,8 @@ fn two_installs_of_a_group_at_once_build_it_once_and_a_damaged_venv_is_rebuilt()
         "import os, sys, time\n\
          if sys.orig_argv[-3:] == ['-m', 'venv', os.environ['TEST_BLOCK_VENV']]:\n    \
          open(os.environ['TEST_BLOCKED'], 'w').close()\n    \
-         while not os.path.exists(os.environ['TEST_GATE']):\n        time.sleep(0.05)\n",
+         while os.path.exists(os.environ['TEST_BLOCKED']) and not os.path.exists(os.environ['TEST_GATE']):\n        \
+         time.sleep(0.05)\n",
     )
     .expect("write");
     let (blocked, gate) = (project.root().join("blocked"), project.root().join("gate"));
