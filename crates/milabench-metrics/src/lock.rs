@@ -15,6 +15,7 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Why a folder lock could not be taken.
 #[derive(Debug, thiserror::Error)]
@@ -59,7 +60,7 @@ pub fn describe_holders(holders: &[u32]) -> String {
 /// A held lock; dropping it (or the process ending) releases it.
 #[derive(Debug)]
 pub struct FolderLock {
-    file: File,
+    file: Arc<File>,
     path: PathBuf,
 }
 
@@ -103,9 +104,10 @@ impl FolderLock {
         &self.path
     }
 
-    /// The open lock file, for child processes that should keep the lock held while they live.
-    pub fn file(&self) -> &File {
-        &self.file
+    /// The open lock file, for child processes that should keep the lock held while they live
+    /// (the lock lasts until this value and every clone of the file are dropped).
+    pub fn shared_file(&self) -> Arc<File> {
+        Arc::clone(&self.file)
     }
 
     /// Writes this process's pid into the locked file.
@@ -115,7 +117,10 @@ impl FolderLock {
             .and_then(|()| file.seek(SeekFrom::Start(0)))
             .and_then(|_| writeln!(file, "{}", std::process::id()));
         match written {
-            Ok(()) => Ok(FolderLock { file, path }),
+            Ok(()) => Ok(FolderLock {
+                file: Arc::new(file),
+                path,
+            }),
             Err(source) => Err(LockError::Io { path, source }),
         }
     }

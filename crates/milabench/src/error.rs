@@ -43,6 +43,9 @@ pub enum Error {
         /// The live processes holding its lock.
         holders: Vec<u32>,
     },
+    /// The run folder's lock file could not be created or written.
+    #[error(transparent)]
+    RunLock(milabench_metrics::LockError),
     /// The machine could not be described (CPU, memory, GPUs).
     #[error("cannot read this machine's facts: {0}")]
     System(String),

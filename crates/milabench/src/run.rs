@@ -62,7 +62,7 @@ impl RunFolder {
                 path: path.clone(),
                 holders,
             },
-            other => Error::Exec(other.to_string()),
+            other => Error::RunLock(other),
         })?;
         if !resume && holds_data(&path) {
             return Err(Error::RunExists(path));
@@ -218,12 +218,7 @@ pub fn run_suite(
     observer: &mut dyn RunObserver,
 ) -> Result<RunSummary, Error> {
     let run_dir = folder.path.clone();
-    let keep_open = folder.lock.file().try_clone().map(Arc::new).map_err(|e| {
-        Error::Exec(format!(
-            "cannot share the lock of {}: {e}",
-            run_dir.display()
-        ))
-    })?;
+    let keep_open = folder.lock.shared_file();
     make_bench_folders(resolved)?;
     let gpus = milabench_system::discover(Some(&resolved.arch));
     let facts = SystemFacts::collect(&gpus, false).map_err(|e| Error::System(e.to_string()))?;
