@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{Output, fixtures, run};
+use crate::common::{Output, fixtures, run, wait_for};
 
 /// A scratch cache and home; commands run in `tests/fixtures/benchit` with the fake worker.
 struct Scratch {
@@ -930,4 +930,70 @@ fn a_model_whose_call_raises_or_whose_build_fails_in_the_worker_is_failed() {
         assert!(state.contains("build_status: failed_build"), "{state}");
         assert!(state.contains("current_build_stage: null"), "{state}");
     }
+}
+
+#[test]
+fn ctrl_c_stops_the_first_build_of_the_environment_even_when_sigint_was_ignored() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt as _;
+    let s = Scratch::new();
+    // A `uv` that says its version, then hangs in the first step of the build (`uv venv`).
+    let bin = s.dir.path().join("bin");
+    fs_err::create_dir_all(&bin).expect("mkdir");
+    let marker = s.dir.path().join("building");
+    fs_err::write(
+        bin.join("uv"),
+        format!(
+            "#!/bin/sh\ncase \"$1\" in --version) echo 'uv 0.0.1'; exit 0;; esac\ntouch '{}'\nexec sleep 300\n",
+            marker.display()
+        ),
+    )
+    .expect("write");
+    fs_err::set_permissions(bin.join("uv"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // SIGINT ignored, as a shell script's background job inherits it.
+    let mut child = Command::new("sh")
+        .args(["-c", "trap '' INT; exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_benchit"))
+        .args(["two_models.py", "--format", "json"])
+        .current_dir(folder())
+        .env_remove("BENCHIT_WORKER")
+        .env("BENCHIT_HOME", s.dir.path().join("home"))
+        .env("BENCHIT_CACHE_DIR", s.cache())
+        .env("PATH", path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("starts");
+    let group = child.id().to_string();
+    let kill_group = |signal: &str| {
+        let _ = Command::new("kill")
+            .args([signal, "--", &format!("-{group}")])
+            .status();
+    };
+    wait_for("the build starts", || marker.exists());
+    // Ctrl-C at a terminal: SIGINT to the whole foreground process group.
+    kill_group("-INT");
+    let mut ended = None;
+    let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_for("benchit ends after Ctrl-C", || {
+            ended = child.try_wait().expect("waits");
+            ended.is_some()
+        })
+    }));
+    if waited.is_err() {
+        kill_group("-KILL");
+        let _ = child.wait();
+        panic!("benchit ignored Ctrl-C during the first build");
+    }
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("piped"), &mut stderr)
+        .expect("stderr");
+    assert_eq!(ended.and_then(|s| s.code()), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
 }

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// The repository's `tests/fixtures` folder.
 pub fn fixtures() -> PathBuf {
@@ -49,4 +50,13 @@ pub fn run(cmd: &mut Command) -> Output {
 pub fn redact(text: &str) -> String {
     let fixtures = fixtures();
     text.replace(&fixtures.display().to_string(), "[FIXTURES]")
+}
+
+/// Waits up to 20 s for `condition`, panicking with `what` when it never holds.
+pub fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{fixtures, milabench, run};
+use crate::common::{fixtures, milabench, run, wait_for};
 
 /// A throwaway project: a suite with one benchmark `tiny` (install group `tinygroup`) whose
 /// requirements come from `wheels/`.
@@ -145,6 +145,110 @@ fn pip_install_then_nothing_to_do_then_dev() {
     assert_eq!(words[0], "True", "{}", dev.stdout);
     assert!(words[1].ends_with("base/data"), "{}", dev.stdout);
     assert!(words[2].ends_with("bench/tiny"), "{}", dev.stdout);
+}
+
+/// Writes the gate file when dropped, so a failing test never leaves an install blocked.
+struct OpenGateOnDrop(PathBuf);
+
+impl Drop for OpenGateOnDrop {
+    fn drop(&mut self) {
+        let _ = fs_err::write(&self.0, "open");
+    }
+}
+
+#[test]
+fn two_installs_of_a_group_at_once_build_it_once_and_a_damaged_venv_is_rebuilt() {
+    use std::io::BufRead as _;
+    use std::process::Stdio;
+    let project = Project::new("tinydep\n", "");
+    // The first install's `python -m venv <the group's venv>` (the installer steps after it do
+    // not inherit PYTHONPATH) says so and waits for the gate: the first install holds the
+    // group, about to build it. (It stops waiting too when the scratch folder is gone.)
+    let hooks = project.root().join("hooks");
+    fs_err::create_dir_all(&hooks).expect("mkdir");
+    fs_err::write(
+        hooks.join("sitecustomize.py"),
+        "import os, sys, time\n\
+         if sys.orig_argv[-3:] == ['-m', 'venv', os.environ['TEST_BLOCK_VENV']]:\n    \
+         open(os.environ['TEST_BLOCKED'], 'w').close()\n    \
+         while os.path.exists(os.environ['TEST_BLOCKED']) and not os.path.exists(os.environ['TEST_GATE']):\n        \
+         time.sleep(0.05)\n",
+    )
+    .expect("write");
+    let (blocked, gate) = (project.root().join("blocked"), project.root().join("gate"));
+    let gate_guard = OpenGateOnDrop(gate.clone());
+    let first = project
+        .cmd("install", &["--installer", "pip"])
+        .env("PYTHONPATH", &hooks)
+        .env("TEST_BLOCK_VENV", project.venv())
+        .env("TEST_BLOCKED", &blocked)
+        .env("TEST_GATE", &gate)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    wait_for("the first install is inside the venv", || blocked.exists());
+
+    let mut second = project
+        .cmd("install", &["--installer", "pip"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let stderr = std::io::BufReader::new(second.stderr.take().expect("piped"));
+    let (lines, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let waiting = format!(
+        "tinygroup: waiting for pid {}, which is installing this group",
+        first.id()
+    );
+    let mut second_stderr = String::new();
+    wait_for("the second install waits for the first, naming it", || {
+        second_stderr.extend(seen.try_iter().map(|l| l + "\n"));
+        second_stderr.contains(&waiting)
+    });
+    drop(gate_guard);
+
+    let first = first.wait_with_output().expect("first ends");
+    let first_stdout = String::from_utf8_lossy(&first.stdout);
+    assert!(
+        first.status.success(),
+        "{first_stdout}{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(
+        first_stdout.contains("tinygroup: installed in"),
+        "{first_stdout}"
+    );
+    let second = second.wait_with_output().expect("second ends");
+    let second_stdout = String::from_utf8_lossy(&second.stdout);
+    assert!(second.status.success(), "{second_stdout}{second_stderr}");
+    assert!(
+        second_stdout.contains("tinygroup: up to date, nothing to do"),
+        "the waiter uses what the first built: {second_stdout}"
+    );
+    assert_eq!(
+        python(
+            &project.venv(),
+            "import voir, tinydep; print(tinydep.__version__)"
+        ),
+        "2.0"
+    );
+
+    // A venv damaged behind milabench's back is not up to date, whatever its fingerprint says.
+    fs_err::remove_file(project.venv().join("pyvenv.cfg")).expect("remove");
+    let repaired = run(&mut project.cmd("install", &["--installer", "pip"]));
+    assert_eq!(repaired.code, 0, "{}", repaired.stderr);
+    assert!(
+        repaired.stdout.contains("installed in"),
+        "{}",
+        repaired.stdout
+    );
+    assert!(project.venv().join("pyvenv.cfg").is_file());
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::{milabench, run};
+use crate::common::{milabench, run, wait_for};
 
 /// A scratch project: `benchmarks/`, a suite file and a base folder whose environment's
 /// `python` is the system interpreter (a real venv is not needed to run these benchmarks).
@@ -265,6 +265,11 @@ fn resume_finishes_a_killed_run() {
     }
     child.kill().expect("SIGKILL the orchestrator");
     child.wait().expect("reaped");
+    // Its watchdog kills the waiting benchmark, and the run is free once that is done.
+    wait_for("the killed run's folder is free", || {
+        std::fs::File::open(project.path().join("base/runs/killed/.milabench.lock"))
+            .is_ok_and(|lock| lock.try_lock().is_ok())
+    });
     fs_err::write(&gate, "open").expect("gate");
     // The killed run folder already reports what it holds.
     let partial = run(project
@@ -308,4 +313,222 @@ fn resume_finishes_a_killed_run() {
         again.stderr
     );
     assert!(again.stderr.contains("--resume"), "{}", again.stderr);
+}
+
+#[test]
+fn a_run_name_is_a_name_not_a_path() {
+    let project = project();
+    for name in ["../../escaped", ".", "~/x", "/tmp/milabench-abs"] {
+        let out = run(&mut project.run_command(&["--run-name", name, "--select", "good"]));
+        assert_eq!(out.code, 2, "{name}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains(&format!("the run name `{name}` is not a folder name")),
+            "{name}: {}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains("--base"),
+            "the fix is named: {}",
+            out.stderr
+        );
+    }
+    assert!(!project.path().join("base/runs").exists(), "nothing ran");
+    assert!(!project.path().join("~").exists(), "no literal `~` folder");
+    assert!(
+        !project.path().join("good.D0.data").exists(),
+        "nothing written into the current folder"
+    );
+}
+
+/// Whether process `pid` is alive (a zombie is not).
+fn alive(pid: u32) -> bool {
+    fs_err::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|end| stat[end + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z")
+    })
+}
+
+/// The pid written into `path`, once the file holds one.
+fn pid_in(path: &Path) -> u32 {
+    let mut pid = None;
+    wait_for(&format!("a pid in {}", path.display()), || {
+        pid = fs_err::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
+        pid.is_some()
+    });
+    pid.unwrap_or_default()
+}
+
+/// Runs `cmd` like [`run`], killing it and failing after 20 s (a run that should have been
+/// refused may otherwise wait forever for its gate).
+fn run_refused(cmd: &mut std::process::Command) -> crate::common::Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let guard = KillOnDrop(child.id());
+    let mut child = Some(child);
+    wait_for("the refusal", || {
+        child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().expect("waits").is_some())
+    });
+    std::mem::forget(guard);
+    let out = child
+        .take()
+        .expect("child")
+        .wait_with_output()
+        .expect("output");
+    crate::common::Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Kills a process when dropped, so a failing test leaves nothing running.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .status();
+    }
+}
+
+/// A suite of one benchmark, `gated`, that writes its pid to `bench.pid`, waits for the file
+/// `gate`, then reports three rates; with `stray`, it first starts a process that escapes its
+/// process tree (an orphan in its own session, no inherited environment, inherited
+/// descriptors) and sleeps,
+/// its pid in `stray.pid` (only once: not again on `--resume`).
+fn gated_project(stray: bool) -> Project {
+    let project = Project::new(
+        "gated:\n  inherits: _defaults\n  install_group: tiny\n  tags: [monogpu]\n  weight: 1\n  definition: benchmarks/gated\n",
+    );
+    let dir = project.path().display().to_string();
+    let stray_code = if stray {
+        // A double fork: the sleeper's parent exits at once, so it is nobody's descendant.
+        format!(
+            "import subprocess, sys\nif not os.path.exists('{dir}/stray.pid'):\n    \
+             sleeper = \"import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], start_new_session=True, close_fds=False); print(p.pid, flush=True)\"\n    \
+             middle = subprocess.Popen([sys.executable, '-c', sleeper], env={{}}, close_fds=False, stdout=subprocess.PIPE, text=True)\n    \
+             pid = middle.stdout.readline().strip()\n    middle.wait()\n    \
+             open('{dir}/stray.pid.tmp', 'w').write(pid)\n    os.rename('{dir}/stray.pid.tmp', '{dir}/stray.pid')\n"
+        )
+    } else {
+        String::new()
+    };
+    project.bench(
+        "gated",
+        &format!(
+            "import os, time\n{stray_code}open('{dir}/bench.pid.tmp', 'w').write(str(os.getpid()))\n\
+             os.rename('{dir}/bench.pid.tmp', '{dir}/bench.pid')\n\
+             while not os.path.exists('{dir}/gate'):\n    time.sleep(0.05)\n{}",
+            reporting(3, 0)
+        ),
+    );
+    project
+}
+
+#[test]
+fn a_second_run_of_the_same_name_is_refused_while_the_first_runs() {
+    let project = gated_project(false);
+    let mut first = project
+        .run_command(&["--run-name", "shared"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("starts");
+    let bench = KillOnDrop(pid_in(&project.path().join("bench.pid")));
+    for args in [
+        &["--run-name", "shared"][..],
+        &["--run-name", "shared", "--resume"][..],
+    ] {
+        let second = run_refused(&mut project.run_command(args));
+        assert_eq!(second.code, 2, "{args:?}: {}", second.stderr);
+        assert!(
+            second.stderr.contains("base/runs/shared is in use by pids")
+                && second.stderr.contains(&format!("by pids {}, ", first.id())),
+            "{args:?}: the holder is named, the orchestrator first: {}",
+            second.stderr
+        );
+        assert!(
+            second.stderr.contains("choose another --run-name"),
+            "{}",
+            second.stderr
+        );
+    }
+    fs_err::write(project.path().join("gate"), "open").expect("gate");
+    assert!(first.wait().expect("waits").success());
+    drop(bench);
+    let data = project.data_file("shared", "gated.D0");
+    assert_eq!(
+        data.matches("\"event\":\"start\"").count(),
+        1,
+        "the benchmark ran once: {data}"
+    );
+    assert!(
+        !project
+            .path()
+            .join("base/runs/shared/gated.D0.data.1")
+            .exists(),
+        "no second attempt was set aside"
+    );
+}
+
+#[test]
+fn a_killed_run_takes_its_benchmark_along_and_resume_waits_for_what_is_left() {
+    let project = gated_project(true);
+    let mut orchestrator = project
+        .run_command(&["--run-name", "killed"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("starts");
+    let stray = KillOnDrop(pid_in(&project.path().join("stray.pid")));
+    let bench = KillOnDrop(pid_in(&project.path().join("bench.pid")));
+    orchestrator.kill().expect("SIGKILL the orchestrator");
+    orchestrator.wait().expect("reaped");
+    wait_for("the benchmark dies with its orchestrator", || {
+        !alive(bench.0)
+    });
+    assert!(alive(stray.0), "the stray process escaped the tree");
+
+    // The stray still holds the run (it inherited the run's lock): no second copy starts.
+    let refused = run_refused(&mut project.run_command(&["--run-name", "killed", "--resume"]));
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("is in use by pid {}", stray.0)),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !project
+            .path()
+            .join("base/runs/killed/gated.D0.data.1")
+            .exists(),
+        "nothing started"
+    );
+
+    drop(stray);
+    fs_err::write(project.path().join("gate"), "open").expect("gate");
+    let mut resumed = None;
+    wait_for("the run is free once the stray is gone", || {
+        let out = run(&mut project.run_command(&["--run-name", "killed", "--resume"]));
+        let in_use = out.code == 2 && out.stderr.contains("is in use by");
+        if !in_use {
+            resumed = Some(out);
+        }
+        !in_use
+    });
+    let resumed = resumed.expect("resumed");
+    assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
+    assert!(resumed.stderr.contains("gated: ok"), "{}", resumed.stderr);
 }

@@ -76,7 +76,8 @@ pub enum Command {
     /// installed once into `<base>/tools/` with the interpreter's pip) or pip. Each gets its
     /// benchmarks' `requirements.<variant>.txt` (their `requirements.in` when no pin exists),
     /// `constraints/<variant>.txt`, voir and benchmate. A group whose inputs did not change since
-    /// its last successful install is left alone. Installer output goes to
+    /// its last successful install is left alone. A group another process is installing is
+    /// waited for (its pid is named). Installer output goes to
     /// `<base>/logs/install/<group>.log`. Exit status 1 when a group fails.
     Install(InstallArgs),
     /// Pin requirements: compile each benchmark's `requirements.in` into
@@ -96,6 +97,10 @@ pub enum Command {
     /// The step is `benchfile.yaml`'s `prepare` command, else `prepare.py` when the folder has
     /// one. Events go to `<base>/runs/prepare.<time>/`. Exit status 1 when a step fails.
     Prepare(PrepareArgs),
+    /// Internal: the watchdog `run` and `prepare` start beside each benchmark; it kills the
+    /// benchmark's processes when the command that started it dies (its standard input ends).
+    #[command(name = "__watchdog", hide = true)]
+    Watchdog,
 }
 
 /// Arguments of `milabench prepare`.
@@ -221,7 +226,7 @@ pub struct RunArgs {
           default_missing_value = "shell")]
     pub dry_run: Option<DryRunFormat>,
     /// Continue the run named by `--run-name`: leave out the benchmarks whose processes already
-    /// completed in its folder.
+    /// completed in its folder. Refused while that run, or a process it started, still runs.
     #[arg(long, requires = "run_name")]
     pub resume: bool,
     /// Observation preset, applied like an `--override` after the suite: `smoke` (a few

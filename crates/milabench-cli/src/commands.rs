@@ -15,6 +15,7 @@ mod summary;
 mod sysinfo;
 
 use milabench::ExitCode;
+use milabench::exec::WatchdogCommand;
 
 use crate::args::{Cli, Command};
 
@@ -33,5 +34,20 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Install(args) => install::run(&cli.global, &args),
         Command::Pin(args) => pin::run(&cli.global, &args),
         Command::Dev(args) => dev::run(&cli.global, &args),
+        Command::Watchdog => {
+            milabench::exec::serve_watchdog(std::io::stdin().lock());
+            Ok(ExitCode::Success)
+        }
     }
+}
+
+/// The watchdog of `run` and `prepare`: this program's hidden `__watchdog` command.
+pub(crate) fn watchdog() -> anyhow::Result<WatchdogCommand> {
+    let program = std::env::current_exe().map_err(|e| {
+        anyhow::anyhow!("cannot find the milabench program to start its watchdog: {e}")
+    })?;
+    Ok(WatchdogCommand {
+        program,
+        args: vec!["__watchdog".into()],
+    })
 }

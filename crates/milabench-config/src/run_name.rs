@@ -1,5 +1,10 @@
 //! Run names: `--run-name` as given, or a pronounceable random name, with `{time}` replaced by
 //! the local time (`YYYY-MM-DD_HH-MM-SS`), as milabench names its runs (`kofatiru.2024-...`).
+//!
+//! A run name is the name of one folder under `<base>/runs`, never a path: the Python tool took
+//! a name starting with `/`, `.` or `~` as the run folder itself, so `../../x` wrote outside the
+//! runs folder, `.` wrote into (and then reported) the current folder, and `~/x` made a literal
+//! `~` folder. Names holding a path separator, and `.` and `..`, are refused.
 
 use crate::error::ConfigError;
 
@@ -49,6 +54,15 @@ pub fn resolve(
             "give a non-empty --run-name",
         ));
     }
+    if name == "." || name == ".." || name.contains(['/', '\\', '\0']) {
+        return Err(ConfigError::shape(
+            None,
+            format!(
+                "the run name `{name}` is not a folder name: a run is always written to <base>/runs/<run name>"
+            ),
+            "give a plain name, without `/` or `\\` and other than `.` and `..`; to write runs elsewhere, choose the base folder with --base",
+        ));
+    }
     Ok(name)
 }
 
@@ -69,5 +83,23 @@ mod tests {
         );
         let err = resolve(Some("x.{date}"), &time, &mut rng).expect_err("fails");
         assert!(err.to_string().contains("`{date}`"), "{err}");
+    }
+
+    #[test]
+    fn paths_are_not_names() {
+        let time = jiff::civil::date(2024, 3, 5).at(7, 8, 9, 0);
+        let mut rng = fastrand::Rng::with_seed(1);
+        for bad in [
+            "../../x", ".", "..", "~/x", "/tmp/x", "a/b", "a\\b", "{time}/x",
+        ] {
+            let err = resolve(Some(bad), &time, &mut rng).expect_err(bad);
+            assert!(
+                err.to_string().contains("not a folder name"),
+                "{bad}: {err}"
+            );
+        }
+        for good in ["~x", ".hidden", "a..b", "nightly.{time}"] {
+            resolve(Some(good), &time, &mut rng).expect(good);
+        }
     }
 }

@@ -126,6 +126,14 @@ pub enum EnvError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The lock of an install group could not be taken.
+    #[error("install group `{group}`: {source}")]
+    Lock {
+        /// The install group.
+        group: String,
+        /// The cause.
+        source: milabench_metrics::LockError,
+    },
     /// A program could not be started at all.
     #[error("could not start `{program}`: {source}")]
     Spawn {

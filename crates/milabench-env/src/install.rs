@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use milabench_config::settings::{BaseLayout, Installer, env_vars};
+use milabench_metrics::FolderLock;
 
 use crate::error::EnvError;
 use crate::fingerprint::{self, Fingerprint, FingerprintBuilder};
@@ -50,6 +51,14 @@ pub enum Event<'a> {
         group: &'a str,
         /// The stage.
         stage: Stage,
+    },
+    /// Another process is installing `group`: this one waits for it, then uses what it built
+    /// when its inputs are the same.
+    Waiting {
+        /// The install group.
+        group: &'a str,
+        /// The processes holding the group's lock (possibly empty when they cannot be seen).
+        holders: &'a [u32],
     },
     /// A line of the installer's output.
     Line {
@@ -199,8 +208,21 @@ impl Environments {
     }
 
     /// Makes `group`'s environment match its inputs: nothing when the recorded fingerprint is
-    /// the current one (unless `force`), else a fresh venv, the install, and the fingerprint,
-    /// written last.
+    /// the current one and the venv is whole (unless `force`), else a fresh venv, the install,
+    /// and the fingerprint, written last.
+    ///
+    /// One process at a time works on a group: the group's lock ([`Environments::lock_file`])
+    /// is taken first, waiting (and saying so with [`Event::Waiting`]) while another process
+    /// holds it; the fingerprint is compared only then, so the waiter uses what the other built.
+    ///
+    /// Why the venv is built in place, under the lock, rather than in a temporary folder renamed
+    /// into place: a venv is not relocatable. `pyvenv.cfg`, the `bin/` scripts' `#!` lines and
+    /// `VIRTUAL_ENV` in the activation scripts, the paths compiled into `.pyc` files and the
+    /// entry points pip writes all hold the folder's absolute path; `uv venv --relocatable`
+    /// covers some of them, plain `python -m venv` (the pip installer) none. Building at the
+    /// final path under the lock, with the fingerprint written last and checked together with
+    /// the venv's own files (`pyvenv.cfg`, `bin/python`, voir's metadata), gives the same
+    /// guarantee: an interrupted or damaged venv is never called up to date.
     pub fn install(
         &self,
         group: &InstallGroup,
@@ -210,7 +232,20 @@ impl Environments {
         self.python.check(&group.name, group.min_python)?;
         let venv = self.venv(group);
         let wanted = self.fingerprint(group)?;
-        if !force && fingerprint::read(&venv).is_some_and(|f| f.hash == wanted.hash) {
+        let _lock = FolderLock::acquire(Self::lock_file(&venv), |holders| {
+            on_event(Event::Waiting {
+                group: &group.name,
+                holders,
+            })
+        })
+        .map_err(|source| EnvError::Lock {
+            group: group.name.clone(),
+            source,
+        })?;
+        if !force
+            && fingerprint::read(&venv).is_some_and(|f| f.hash == wanted.hash)
+            && self.is_whole(&venv)
+        {
             return Ok(Outcome::UpToDate {
                 venv,
                 fingerprint: wanted,
@@ -257,6 +292,34 @@ impl Environments {
             elapsed: started.elapsed(),
             log: log_path,
         })
+    }
+
+    /// The lock file of the venv at `venv`: `.<name>.lock` beside it (the venv itself is
+    /// removed and rebuilt, so the lock cannot live inside).
+    pub fn lock_file(venv: &Utf8Path) -> Utf8PathBuf {
+        let name = venv.file_name().unwrap_or("venv");
+        venv.parent()
+            .unwrap_or(Utf8Path::new("."))
+            .join(format!(".{name}.lock"))
+    }
+
+    /// Whether the venv at `venv` has what every finished environment has: `pyvenv.cfg`, its
+    /// `bin/python` and voir's package metadata in the interpreter's `site-packages`.
+    fn is_whole(&self, venv: &Utf8Path) -> bool {
+        let version = self.python.version;
+        let site = venv.join(format!(
+            "lib/python{}.{}/site-packages",
+            version.major, version.minor
+        ));
+        venv.join("pyvenv.cfg").is_file()
+            && venv.join("bin/python").exists()
+            && fs_err::read_dir(&site).is_ok_and(|entries| {
+                entries.flatten().any(|entry| {
+                    let name = entry.file_name();
+                    let name = name.to_string_lossy();
+                    name.starts_with(&format!("{VOIR}-")) && name.ends_with(".dist-info")
+                })
+            })
     }
 
     fn create_venv_step(&self, venv: &Utf8Path) -> Step {

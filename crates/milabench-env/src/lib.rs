@@ -11,10 +11,12 @@
 //!   `requirements.<variant>.txt` (or `requirements.in` when no pin exists or the variant is
 //!   `unpinned`), `constraints/<variant>.txt` of the [`ProjectTree`], the suite's `pip.args` and
 //!   `pip.constraints`, `voir`, and `benchmarks/_benchmate` (editable).
-//! - [`Environments::install`]: compares the group's [`Fingerprint`] (file contents, Python,
-//!   installer version, arch, variant) with the one recorded in the venv; when they differ, it
-//!   removes the venv, builds a fresh one, installs, and records the fingerprint last. A failed
-//!   or interrupted install therefore never looks finished, and the next one starts clean.
+//! - [`Environments::install`]: takes the group's lock (one process at a time per group; the
+//!   next one waits, then finds the work done), compares the group's [`Fingerprint`] (file
+//!   contents, Python, installer version, arch, variant) with the one recorded in the venv and
+//!   checks the venv is whole; otherwise it removes the venv, builds a fresh one in place,
+//!   installs, and records the fingerprint last. A failed or interrupted install therefore never
+//!   looks finished, and the next one starts clean.
 //! - [`Environments::pin`]: `uv pip compile` of each group into pinned files.
 //!
 //! All uv commands share one cache, the user's `~/.cache/milabench-rs/uv` (or `UV_CACHE_DIR`; see

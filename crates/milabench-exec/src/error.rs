@@ -38,4 +38,14 @@ pub enum ExecError {
         /// The system error.
         error: std::io::Error,
     },
+    /// The watchdog asked for in [`crate::ExecOptions::watchdog`] could not be started or fed.
+    #[error(
+        "could not start or feed the watchdog `{program}` that stops the benchmark should milabench die: {error}"
+    )]
+    Watchdog {
+        /// The watchdog program.
+        program: String,
+        /// The system error.
+        error: std::io::Error,
+    },
 }

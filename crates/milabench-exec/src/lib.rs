@@ -23,6 +23,9 @@
 //!   descendants inherit (grandchildren that call `setsid` keep it), and parent pids, by reading
 //!   `/proc` only when something must be stopped (see the `tree` module for why
 //!   `PR_SET_CHILD_SUBREAPER` is not used).
+//! - **A killed orchestrator** cannot stop anything itself: a watchdog process
+//!   ([`ExecOptions::watchdog`]) sees it gone and kills the plan's trees (see the `watchdog`
+//!   module for why not `PR_SET_PDEATHSIG`).
 //! - **No `unsafe`**: the data pipe is passed by clearing close-on-exec on its write end for the
 //!   duration of the spawn, under a lock (see the `spawn` module).
 //! - **Success** follows the Python tool's rule ([`ProcessOutcome::success`]); the report and
@@ -51,6 +54,7 @@ mod reader;
 mod run;
 mod spawn;
 mod tree;
+mod watchdog;
 
 pub use error::ExecError;
 pub use interrupt::{CtrlC, Interrupt, WatchedGroup, install_ctrl_c};
@@ -61,3 +65,4 @@ pub use options::{
 pub use outcome::{BenchOutcome, ProcessOutcome};
 pub use run::run_plan;
 pub use tree::TOKEN_VAR;
+pub use watchdog::{WatchdogCommand, serve_watchdog};

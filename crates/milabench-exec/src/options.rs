@@ -1,6 +1,7 @@
 //! What the caller chooses: grace period, metadata, live observer, telemetry hook, interruption.
 
 use std::fmt;
+use std::fs::File;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use serde_json::Value;
 
 use crate::interrupt::Interrupt;
 use crate::outcome::ProcessOutcome;
+use crate::watchdog::WatchdogCommand;
 
 /// How [`crate::run_plan`] runs a plan.
 #[derive(Clone)]
@@ -32,6 +34,13 @@ pub struct ExecOptions {
     /// data line becomes a `format_error`), so a process that writes without newlines cannot
     /// exhaust memory. Default 1 MiB.
     pub max_line_bytes: usize,
+    /// A file every process (and the watchdog) inherits open: the run folder's lock, so that
+    /// the lock stays held while anything of the run lives, even after the orchestrator died.
+    pub keep_open: Option<Arc<File>>,
+    /// The watchdog started beside each plan, which kills the plan's processes should the
+    /// orchestrator die (see the `watchdog` module). `None`: processes outlive a killed
+    /// orchestrator.
+    pub watchdog: Option<WatchdogCommand>,
 }
 
 impl Default for ExecOptions {
@@ -43,6 +52,8 @@ impl Default for ExecOptions {
             interrupt: Interrupt::new(),
             sampler: None,
             max_line_bytes: 1 << 20,
+            keep_open: None,
+            watchdog: None,
         }
     }
 }
@@ -56,6 +67,8 @@ impl fmt::Debug for ExecOptions {
             .field("interrupt", &self.interrupt)
             .field("sampler", &self.sampler.is_some())
             .field("max_line_bytes", &self.max_line_bytes)
+            .field("keep_open", &self.keep_open)
+            .field("watchdog", &self.watchdog)
             .finish()
     }
 }

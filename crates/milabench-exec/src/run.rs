@@ -23,6 +23,7 @@ use crate::outcome::{BenchOutcome, ProcessOutcome};
 use crate::reader::{Decoded, Stream, drain};
 use crate::spawn::spawn;
 use crate::tree::signal_tree;
+use crate::watchdog::Watchdog;
 
 /// Messages from reader, waiter and sampler threads to the writer loop.
 pub(crate) enum Msg {
@@ -144,6 +145,7 @@ struct Runner<'a, 'o> {
     timed_out: bool,
     interrupted: bool,
     fatal: Option<ExecError>,
+    watchdog: Option<Watchdog>,
 }
 
 impl<'a> Runner<'a, '_> {
@@ -233,7 +235,7 @@ impl<'a> Runner<'a, '_> {
     fn stop(&mut self, idx: usize, now: Instant) {
         let p = &mut self.procs[idx];
         if let (Some(pid), Stopping::No) = (p.pid, p.stopping) {
-            signal_tree(pid, &p.token, Signal::SIGTERM);
+            signal_tree(Some(pid), &p.token, Signal::SIGTERM);
             p.stopping = Stopping::Term(now);
         }
     }
@@ -397,7 +399,7 @@ impl<'a> Runner<'a, '_> {
                 }
                 Stopping::Term(at) if now >= at + grace => {
                     if let Some(pid) = p.pid {
-                        signal_tree(pid, &p.token, Signal::SIGKILL);
+                        signal_tree(Some(pid), &p.token, Signal::SIGKILL);
                     }
                     p.stopping = Stopping::Kill(now);
                 }
@@ -479,7 +481,12 @@ impl<'a> Runner<'a, '_> {
             })),
             None,
         );
-        let spawned = spawn(spec, &self.procs[idx].token);
+        self.tell_watchdog(&self.procs[idx].token.clone(), None)?;
+        let spawned = spawn(
+            spec,
+            &self.procs[idx].token,
+            self.options.keep_open.as_deref(),
+        );
         self.procs[idx].launched = Instant::now();
         self.record(idx, start);
         let mut spawned = match spawned {
@@ -493,6 +500,10 @@ impl<'a> Runner<'a, '_> {
         };
         let pid = spawned.child.id() as i32;
         self.options.interrupt.add_group(pid);
+        if let Err(e) = self.tell_watchdog(&self.procs[idx].token.clone(), Some(pid)) {
+            signal_tree(Some(pid), &self.procs[idx].token, Signal::SIGKILL);
+            return Err(e);
+        }
         self.procs[idx].pid = Some(pid);
         let max_line = self.options.max_line_bytes;
         let mut readers: Vec<(Stream, Box<dyn std::io::Read + Send>)> = Vec::new();
@@ -534,7 +545,7 @@ impl<'a> Runner<'a, '_> {
             });
         if let Err(e) = waiter {
             // Without a waiter the exit is never seen: kill it and say so.
-            signal_tree(pid, &self.procs[idx].token, Signal::SIGKILL);
+            signal_tree(Some(pid), &self.procs[idx].token, Signal::SIGKILL);
             self.record(
                 idx,
                 error_record("OSError", format!("could not start a waiter thread: {e}")),
@@ -557,6 +568,28 @@ impl<'a> Runner<'a, '_> {
             self.procs[idx].sampler = factory.start(&target, sink);
         }
         Ok(())
+    }
+
+    /// Names a process tree to the watchdog, if there is one.
+    fn tell_watchdog(&mut self, token: &str, pgid: Option<i32>) -> Result<(), ExecError> {
+        let Some(watchdog) = &mut self.watchdog else {
+            return Ok(());
+        };
+        watchdog
+            .watch(token, pgid)
+            .map_err(|error| self.watchdog_error(error))
+    }
+
+    fn watchdog_error(&self, error: std::io::Error) -> ExecError {
+        ExecError::Watchdog {
+            program: self
+                .options
+                .watchdog
+                .as_ref()
+                .map(|w| w.program.display().to_string())
+                .unwrap_or_default(),
+            error,
+        }
     }
 
     fn event_loop(&mut self, rx: &Receiver<Msg>) {
@@ -649,6 +682,17 @@ pub fn run_plan(
             duration: Duration::ZERO,
         });
     }
+    let watchdog = match &options.watchdog {
+        Some(command) => Some(
+            Watchdog::start(command, options.keep_open.as_deref()).map_err(|error| {
+                ExecError::Watchdog {
+                    program: command.program.display().to_string(),
+                    error,
+                }
+            })?,
+        ),
+        None => None,
+    };
     let (tx, rx) = sync_channel(CHANNEL_DEPTH);
     let waker = tx.clone();
     let waker_id = options.interrupt.register_waker(Box::new(move || {
@@ -666,6 +710,7 @@ pub fn run_plan(
         timed_out: false,
         interrupted: false,
         fatal: None,
+        watchdog,
     };
     for (idx, spec) in plan.processes.iter().enumerate() {
         let token = format!("{}-{run_id}-{idx}", std::process::id());
@@ -679,8 +724,11 @@ pub fn run_plan(
     // Nothing a benchmark started outlives it.
     for p in &runner.procs {
         if let Some(pid) = p.pid {
-            signal_tree(pid, &p.token, Signal::SIGKILL);
+            signal_tree(Some(pid), &p.token, Signal::SIGKILL);
         }
+    }
+    if let Some(watchdog) = runner.watchdog.take() {
+        watchdog.finish();
     }
     if let Some(fatal) = runner.fatal {
         return Err(fatal);

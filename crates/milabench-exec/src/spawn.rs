@@ -9,9 +9,13 @@
 //! ends into each other's children; a process spawned at that instant by another library of the
 //! same program could still inherit it, which only delays the end of the data stream until that
 //! process exits (the writer stops waiting for it after the grace period).
+//!
+//! The same is done for [`crate::ExecOptions::keep_open`] (the run folder's lock), except that
+//! the orchestrator keeps that file: its close-on-exec flag is set again right after the spawn.
 
-use std::io::PipeReader;
-use std::os::fd::AsRawFd;
+use std::fs::File;
+use std::io::{PipeReader, PipeWriter};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -43,24 +47,47 @@ fn base_command(spec: &ProcessSpec, token: &str) -> Command {
     cmd
 }
 
-/// Starts `spec` in a new process group whose id is the child's pid.
-pub(crate) fn spawn(spec: &ProcessSpec, token: &str) -> std::io::Result<Spawned> {
+/// Starts `spec` in a new process group whose id is the child's pid; it inherits `keep_open`.
+pub(crate) fn spawn(
+    spec: &ProcessSpec,
+    token: &str,
+    keep_open: Option<&File>,
+) -> std::io::Result<Spawned> {
     let mut cmd = base_command(spec, token);
     if spec.use_stdout {
         cmd.env("DATA_FD", "1").env("MILABENCH_USE_STDOUT", "1");
-        let _guard = SPAWN_LOCK.lock();
-        let child = cmd.spawn()?;
+        let child = spawn_inheriting(&mut cmd, None, keep_open)?;
         return Ok(Spawned { child, data: None });
     }
     let (reader, writer) = std::io::pipe()?;
     cmd.env("DATA_FD", writer.as_raw_fd().to_string());
-    let guard = SPAWN_LOCK.lock();
-    fcntl(&writer, FcntlArg::F_SETFD(FdFlag::empty()))?;
-    let child = cmd.spawn();
-    drop(writer);
-    drop(guard);
+    let child = spawn_inheriting(&mut cmd, Some(writer), keep_open)?;
     Ok(Spawned {
-        child: child?,
+        child,
         data: Some(reader),
     })
+}
+
+/// Spawns `cmd` under [`SPAWN_LOCK`], inheriting `data_writer` (closed here once the child has
+/// it) and `keep_open` (close-on-exec again after the spawn).
+pub(crate) fn spawn_inheriting(
+    cmd: &mut Command,
+    data_writer: Option<PipeWriter>,
+    keep_open: Option<&File>,
+) -> std::io::Result<Child> {
+    let _guard = SPAWN_LOCK.lock();
+    if let Some(writer) = &data_writer {
+        fcntl(writer, FcntlArg::F_SETFD(FdFlag::empty()))?;
+    }
+    if let Some(file) = keep_open {
+        fcntl(file.as_fd(), FcntlArg::F_SETFD(FdFlag::empty()))?;
+    }
+    let child = cmd.spawn();
+    drop(data_writer);
+    if let Some(file) = keep_open {
+        // Should this fail, later children of other libraries may inherit the file too, which
+        // only keeps the lock held while they live; the child started here matters more.
+        let _ = fcntl(file.as_fd(), FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));
+    }
+    child
 }

@@ -57,15 +57,16 @@ fn has_token(pid: i32, entry: &[u8]) -> bool {
         .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == entry))
 }
 
-/// The live processes of the tree led by `pgid` (see the module notes), leader included.
-pub(crate) fn members(pgid: i32, token: &str) -> Vec<i32> {
+/// The live processes of the tree led by `pgid` (see the module notes), leader included; with no
+/// `pgid`, the processes carrying `token` and their descendants.
+pub(crate) fn members(pgid: Option<i32>, token: &str) -> Vec<i32> {
     let me = std::process::id() as i32;
     let entry = format!("{TOKEN_VAR}={token}");
     let all = processes();
     let mut found: HashSet<i32> = all
         .iter()
         .filter(|p| p.pid != me && p.pid > 1)
-        .filter(|p| p.pgrp == pgid || has_token(p.pid, entry.as_bytes()))
+        .filter(|p| Some(p.pgrp) == pgid || has_token(p.pid, entry.as_bytes()))
         .map(|p| p.pid)
         .collect();
     loop {
@@ -84,12 +85,14 @@ pub(crate) fn members(pgid: i32, token: &str) -> Vec<i32> {
     pids
 }
 
-/// Sends `signal` to the group `pgid` and to every other process of its tree; returns how many
-/// processes the tree had.
-pub(crate) fn signal_tree(pgid: i32, token: &str, signal: Signal) -> usize {
+/// Sends `signal` to the group `pgid` (when known) and to every other process of its tree;
+/// returns how many processes the tree had.
+pub(crate) fn signal_tree(pgid: Option<i32>, token: &str, signal: Signal) -> usize {
     let pids = members(pgid, token);
-    // ESRCH: the group is already empty.
-    let _ = killpg(Pid::from_raw(pgid), signal);
+    if let Some(pgid) = pgid {
+        // ESRCH: the group is already empty.
+        let _ = killpg(Pid::from_raw(pgid), signal);
+    }
     for &pid in &pids {
         let _ = kill(Pid::from_raw(pid), signal);
     }
@@ -111,6 +114,6 @@ mod tests {
     fn own_process_is_never_a_member() {
         let me = std::process::id() as i32;
         let pgrp = nix::unistd::getpgrp().as_raw();
-        assert!(!members(pgrp, "no-such-token").contains(&me));
+        assert!(!members(Some(pgrp), "no-such-token").contains(&me));
     }
 }

@@ -5,6 +5,9 @@
 //! and what this crate writes the Python tool reads. Reading never loads a whole file: records
 //! come one line at a time, and lines that cannot be decoded become [`LineProblem`]s that the
 //! caller counts and reports instead of aborting.
+//!
+//! [`FolderLock`] keeps a second process out of a folder in use (a run folder; `milabench-env`
+//! uses it for install groups too).
 
 mod decode;
 mod error;
@@ -12,6 +15,7 @@ mod event;
 mod folder;
 mod json;
 pub mod lenient;
+mod lock;
 mod reader;
 mod record_de;
 mod tag;
@@ -24,6 +28,7 @@ pub use event::{
     ReturnCode, StartInfo,
 };
 pub use folder::{DataFile, discover_data_files};
+pub use lock::{FolderLock, LockError, describe_holders};
 pub use reader::{
     LineDecoder, LineOutcome, LineProblem, LineProblemKind, ProblemTally, ReadItem, RecordDecoder,
     RecordReader,

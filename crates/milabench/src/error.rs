@@ -30,6 +30,22 @@ pub enum Error {
         .0.display()
     )]
     RunExists(std::path::PathBuf),
+    /// Another process holds the run folder: a `run` of the same name, or a benchmark a killed
+    /// `run` left behind.
+    #[error(
+        "{} is in use by {} (a `milabench run` of the same name, or a process it started that is still running)\n  fix: wait for it to end (or stop it), or choose another --run-name",
+        path.display(),
+        milabench_metrics::describe_holders(holders)
+    )]
+    RunInUse {
+        /// The run folder.
+        path: std::path::PathBuf,
+        /// The live processes holding its lock.
+        holders: Vec<u32>,
+    },
+    /// The run folder's lock file could not be created or written.
+    #[error(transparent)]
+    RunLock(milabench_metrics::LockError),
     /// The machine could not be described (CPU, memory, GPUs).
     #[error("cannot read this machine's facts: {0}")]
     System(String),
@@ -58,6 +74,7 @@ impl Error {
                 | Error::Options(_)
                 | Error::Plan(_)
                 | Error::RunExists(_)
+                | Error::RunInUse { .. }
         )
     }
 }

@@ -13,7 +13,7 @@ use milabench_exec::{
     BenchOutcome, ExecObserver, ExecOptions, Interrupt, RecordSink, RunningSampler, SampledProcess,
     SamplerFactory, run_plan,
 };
-use milabench_metrics::{Event, ReadItem, Record};
+use milabench_metrics::{Event, FolderLock, LockError, ReadItem, Record};
 use milabench_plan::BenchPlan;
 use milabench_system::{GpuDiscovery, MilabenchVersion, Sampler, SamplerConfig, SystemFacts};
 
@@ -34,6 +34,46 @@ pub struct RunOptions {
     pub interrupt: Interrupt,
     /// `PATH` of the orchestrator.
     pub path: String,
+    /// The watchdog started beside each benchmark, which kills it should the orchestrator die
+    /// (see [`milabench_exec::WatchdogCommand`]); the `milabench` binary names itself.
+    pub watchdog: Option<milabench_exec::WatchdogCommand>,
+}
+
+/// The lock file of a run folder.
+pub const RUN_LOCK_FILE: &str = ".milabench.lock";
+
+/// A run folder this process has claimed: created and locked (`<run>/.milabench.lock`), so that
+/// no other `run` writes into it while this one, or any process it started, lives. The lock is
+/// released when this value is dropped and the run's processes have ended.
+#[derive(Debug)]
+pub struct RunFolder {
+    path: PathBuf,
+    lock: FolderLock,
+}
+
+impl RunFolder {
+    /// Claims the run folder of `resolved`: refused while another process holds it (even a
+    /// benchmark left running by a killed `milabench run`), and, unless `resume`, when it already
+    /// holds a run.
+    pub fn claim(resolved: &Resolved, resume: bool) -> Result<RunFolder, Error> {
+        let path = run_dir(resolved);
+        let lock = FolderLock::try_acquire(path.join(RUN_LOCK_FILE)).map_err(|e| match e {
+            LockError::Held { holders, .. } => Error::RunInUse {
+                path: path.clone(),
+                holders,
+            },
+            other => Error::RunLock(other),
+        })?;
+        if !resume && holds_data(&path) {
+            return Err(Error::RunExists(path));
+        }
+        Ok(RunFolder { path, lock })
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
 /// Something that happened at the level of the suite, for live display.
@@ -96,13 +136,10 @@ impl RunSummary {
     }
 }
 
-/// The run folder of a resolved suite: `<runs>/<run name>`, or the run name itself when it is a
-/// path (starts with `/`, `.` or `~`).
+/// The run folder of a resolved suite: `<runs>/<run name>` (a run name is never a path; see
+/// [`milabench_config::run_name`]).
 pub fn run_dir(resolved: &Resolved) -> PathBuf {
     let name = &resolved.run_name;
-    if name.starts_with(['/', '.', '~']) {
-        return PathBuf::from(name);
-    }
     let runs = resolved
         .suite
         .system
@@ -171,17 +208,17 @@ impl SamplerFactory for Telemetry {
     }
 }
 
-/// Runs every runnable benchmark of the suite.
+/// Runs every runnable benchmark of the suite into `folder` (claimed with
+/// [`RunFolder::claim`]).
 pub fn run_suite(
     resolved: &Resolved,
     env: &EnvVars,
     options: &RunOptions,
+    folder: &RunFolder,
     observer: &mut dyn RunObserver,
 ) -> Result<RunSummary, Error> {
-    let run_dir = run_dir(resolved);
-    if !options.resume && holds_data(&run_dir) {
-        return Err(Error::RunExists(run_dir));
-    }
+    let run_dir = folder.path.clone();
+    let keep_open = folder.lock.shared_file();
     make_bench_folders(resolved)?;
     let gpus = milabench_system::discover(Some(&resolved.arch));
     let facts = SystemFacts::collect(&gpus, false).map_err(|e| Error::System(e.to_string()))?;
@@ -245,6 +282,8 @@ pub fn run_suite(
                 meta: Some(facts.meta(&version, versions.as_ref())),
                 interrupt: options.interrupt.clone(),
                 sampler: Some(sampler),
+                keep_open: Some(keep_open.clone()),
+                watchdog: options.watchdog.clone(),
                 ..ExecOptions::default()
             };
             observer.on_run_event(RunEvent::BenchStart { plan: &plan });
@@ -306,6 +345,7 @@ pub fn prepare_suite(
         let exec_options = ExecOptions {
             grace: options.grace,
             interrupt: options.interrupt.clone(),
+            watchdog: options.watchdog.clone(),
             ..ExecOptions::default()
         };
         observer.on_run_event(RunEvent::BenchStart { plan: &plan });

@@ -231,9 +231,12 @@ pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<u8> {
         Device::X86 => "cpu",
         Device::Nvidia => "cuda",
     };
-    let worker = worker_command(arch)?;
+    // The handler comes first, so that Ctrl-C during the first build of the environment is
+    // honoured even when SIGINT was inherited as ignored (the installer's processes get the
+    // default action back: a caught signal is reset at exec).
     let interrupt = Interrupt::new();
     let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
+    let worker = worker_command(arch)?;
     let mut display = StatusDisplay::new(options.action);
     let report =
         crate::models::benchmark(&inputs, &cwd, &options, &worker, &interrupt, &mut display);

@@ -112,6 +112,10 @@ pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<u8> {
         stop_id: args.stop_id.clone(),
         timeout: Duration::from_secs(args.timeout),
     };
+    // First, so that Ctrl-C during the first build of the environment is honoured (see
+    // `models::run`).
+    let interrupt = Interrupt::new();
+    let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
     let worker = if options.is_dry_run() || runs.iter().all(|r| r.spec.is_err()) {
         None
     } else {
@@ -122,8 +126,6 @@ pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<u8> {
         };
         Some(worker_command(arch)?)
     };
-    let interrupt = Interrupt::new();
-    let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
     let total = runs.len();
     let mut done = 0;
     let summary = ops::run(runs, &options, worker.as_ref(), &interrupt, &mut |record| {

@@ -226,6 +226,16 @@ impl Progress {
                     eprintln!("{group}: {}", self.stage);
                 }
             }
+            Event::Waiting { group, holders } => {
+                let line = format!(
+                    "{group}: waiting for {}, which is installing this group (the environment is used once it is done)",
+                    milabench::metrics::describe_holders(holders)
+                );
+                match &self.bar {
+                    Some(bar) => bar.suspend(|| eprintln!("{line}")),
+                    None => eprintln!("{line}"),
+                }
+            }
             Event::Line { line, .. } => {
                 if let Some(bar) = &self.bar {
                     bar.set_message(line.trim().to_string());

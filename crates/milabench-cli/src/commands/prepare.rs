@@ -27,6 +27,7 @@ pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> 
         grace: Duration::from_secs(10),
         interrupt,
         path: std::env::var("PATH").unwrap_or_default(),
+        watchdog: Some(super::watchdog()?),
     };
     let summary =
         milabench::run::prepare_suite(&resolved, &env, &options, &mut LiveDisplay::for_prepare())?;

@@ -68,6 +68,9 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         std::io::stdout().lock().write_all(text.as_bytes())?;
         return Ok(ExitCode::Success);
     }
+    // Claimed before the set-up: a second `run` of the same name is refused before it installs
+    // or prepares anything.
+    let folder = milabench::run::RunFolder::claim(&resolved, args.resume)?;
     if !args.no_setup {
         let code = setup(global, args, settings.config.as_deref())?;
         if code != ExitCode::Success {
@@ -82,9 +85,11 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         grace: Duration::from_secs(10),
         interrupt,
         path: std::env::var("PATH").unwrap_or_default(),
+        watchdog: Some(super::watchdog()?),
     };
     let mut display = LiveDisplay::new();
-    let summary = milabench::run::run_suite(&resolved, &env, &options, &mut display)?;
+    let summary = milabench::run::run_suite(&resolved, &env, &options, &folder, &mut display)?;
+    drop(folder);
     ctrl_c.uninstall();
     let run_dir = summary.run_dir.display().to_string();
     if summary.outcomes.is_empty() && summary.already_done.is_empty() {

@@ -1,0 +1,143 @@
+//! A watchdog process that stops a plan's processes when the orchestrator dies without doing it
+//! (SIGKILL, a crash, the out-of-memory killer), so that no benchmark runs on unwatched beside a
+//! `--resume` of its run.
+//!
+//! Why a separate process and not `PR_SET_PDEATHSIG`: setting the parent-death signal in a
+//! child needs `pre_exec`, which is `unsafe` (this workspace forbids it); the signal follows
+//! the *thread* that spawned the child, not the process; and it reaches the direct child only,
+//! never the processes the benchmark started (torchrun's workers, data loaders). The watchdog
+//! instead reads, on its standard input, which process trees the orchestrator started; the
+//! orchestrator holds the only write end of that pipe, so the watchdog sees end of input exactly
+//! when the orchestrator is gone. It then SIGKILLs each tree the way the orchestrator would
+//! (its process group, the processes carrying its token, their descendants: see `tree`). A plan
+//! that ends normally says `done` first and the watchdog exits without touching anything.
+//!
+//! The watchdog is a program the caller names ([`WatchdogCommand`]; the `milabench` binary
+//! runs itself with a hidden subcommand that calls [`serve_watchdog`]). It runs in its own
+//! process group, so a Ctrl-C at the terminal reaches the orchestrator, which stops everything
+//! in order, and not the watchdog.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{BufRead, Write as _};
+use std::os::unix::process::CommandExt as _;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+use nix::sys::signal::Signal;
+
+use crate::spawn::spawn_inheriting;
+use crate::tree::signal_tree;
+
+/// How to start a watchdog: a program that calls [`serve_watchdog`] on its standard input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchdogCommand {
+    /// The program.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+}
+
+/// The line that ends a watch without killing anything.
+const DONE: &str = "done";
+
+/// A running watchdog, fed by the orchestrator.
+pub(crate) struct Watchdog {
+    child: Child,
+    input: ChildStdin,
+}
+
+impl Watchdog {
+    /// Starts the watchdog; it inherits `keep_open` (the run folder's lock), so the lock stays
+    /// held until it has killed what it must.
+    pub(crate) fn start(
+        command: &WatchdogCommand,
+        keep_open: Option<&File>,
+    ) -> std::io::Result<Watchdog> {
+        let mut cmd = Command::new(&command.program);
+        cmd.args(&command.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0);
+        let mut child = spawn_inheriting(&mut cmd, None, keep_open)?;
+        let input = child.stdin.take().expect("stdin is piped");
+        Ok(Watchdog { child, input })
+    }
+
+    /// Names a process tree to kill should the orchestrator die: its token (sent before the
+    /// process is started, so a death during the spawn is covered), then its group.
+    pub(crate) fn watch(&mut self, token: &str, pgid: Option<i32>) -> std::io::Result<()> {
+        match pgid {
+            Some(pgid) => writeln!(self.input, "{token} {pgid}"),
+            None => writeln!(self.input, "{token}"),
+        }
+    }
+
+    /// The plan ended: the watchdog exits without killing anything.
+    pub(crate) fn finish(self) {
+        let Watchdog {
+            mut child,
+            mut input,
+        } = self;
+        let _ = writeln!(input, "{DONE}");
+        drop(input);
+        let _ = child.wait();
+    }
+}
+
+/// Serves as the watchdog of one plan: reads `<token> [<pgid>]` lines from `input` until `done`
+/// (the plan ended) or the end of input (the orchestrator died), in which case it SIGKILLs
+/// every tree named. Returns how many processes were killed.
+pub fn serve_watchdog(input: impl BufRead) -> usize {
+    let mut trees: Vec<(String, Option<i32>)> = Vec::new();
+    for line in input.lines() {
+        let Ok(line) = line else { break };
+        if line == DONE {
+            return 0;
+        }
+        let mut words = line.split_whitespace();
+        let Some(token) = words.next() else { continue };
+        let pgid = words.next().and_then(|w| w.parse().ok());
+        match trees.iter_mut().find(|(t, _)| t == token) {
+            Some(tree) => tree.1 = pgid.or(tree.1),
+            None => trees.push((token.to_string(), pgid)),
+        }
+    }
+    trees
+        .iter()
+        .map(|(token, pgid)| signal_tree(*pgid, token, Signal::SIGKILL))
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn done_kills_nothing_and_end_of_input_kills_the_trees() {
+        let token = format!("watchdog-test-{}", std::process::id());
+        let start = || {
+            Command::new("sleep")
+                .arg("30")
+                .env(crate::TOKEN_VAR, &token)
+                .process_group(0)
+                .spawn()
+                .expect("sleep starts")
+        };
+        let mut child = start();
+        let pid = child.id();
+        let done = format!("{token} {pid}\n{DONE}\n");
+        assert_eq!(serve_watchdog(done.as_bytes()), 0);
+        assert!(child.try_wait().expect("wait").is_none(), "left alone");
+
+        // Named by token only (died during the spawn) and then with its group.
+        let lines = format!("{token}\n{token} {pid}\n");
+        assert_eq!(serve_watchdog(lines.as_bytes()), 1);
+        let status = child.wait().expect("wait");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9)
+        );
+    }
+}
