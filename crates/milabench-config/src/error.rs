@@ -98,6 +98,16 @@ pub enum ConfigError {
         /// The chain, `a -> b -> a`.
         chain: String,
     },
+    /// The suite crosses one of the bounds of [`crate::limits`].
+    #[error("{at}{message}\n  fix: {fix}")]
+    TooLarge {
+        /// Where the bound was crossed, when that is a place in a file.
+        at: At,
+        /// Which bound, and by what.
+        message: String,
+        /// How to stay within it.
+        fix: String,
+    },
     /// Two values cannot be merged.
     #[error("{at}cannot merge `{key}`: {message}\n  fix: {fix}")]
     Merge {
@@ -178,6 +188,19 @@ impl ConfigError {
         fix: impl Into<String>,
     ) -> Self {
         ConfigError::Shape {
+            at: At(location),
+            message: message.into(),
+            fix: fix.into(),
+        }
+    }
+
+    /// A [`ConfigError::TooLarge`] at `location`.
+    pub(crate) fn too_large(
+        location: Option<Location>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        ConfigError::TooLarge {
             at: At(location),
             message: message.into(),
             fix: fix.into(),
