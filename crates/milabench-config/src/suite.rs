@@ -26,6 +26,9 @@ use std::path::{Component, Path, PathBuf};
 use crate::argv;
 use crate::error::{At, ConfigError, did_you_mean};
 use crate::interpolate;
+use crate::limits::{
+    MAX_INCLUDE_DEPTH, MAX_INCLUDED_FILES, MAX_MATRIX_BENCHMARKS, MAX_NESTING, MAX_SUITE_VALUES,
+};
 use crate::merge::merge;
 use crate::system::SystemConfig;
 use crate::value::{Location, Map, Node, Value};
@@ -236,7 +239,15 @@ pub fn resolve_suite(request: &SuiteRequest<'_>) -> Result<Suite, ConfigError> {
     let config = absolute(request.config);
     let mut stack = Vec::new();
     let mut loaded = HashSet::new();
-    file_layers(&config, None, &mut stack, &mut layers, &mut loaded)?;
+    let mut files_read = 0;
+    file_layers(
+        &config,
+        None,
+        &mut stack,
+        &mut layers,
+        &mut loaded,
+        &mut files_read,
+    )?;
     for (i, text) in request.overrides.iter().enumerate() {
         layers.push(parse_override(i + 1, text)?);
     }
@@ -378,14 +389,37 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// Appends the layers of `file` (its includes first) to `layers`.
+/// Appends the layers of `file` (its includes first) to `layers`. `stack` holds the files
+/// including it; `files_read` counts every file read so far, against [`MAX_INCLUDED_FILES`].
 fn file_layers(
     file: &Path,
     included_at: Option<(&str, Option<Location>)>,
     stack: &mut Vec<PathBuf>,
     layers: &mut Vec<Node>,
     loaded: &mut HashSet<String>,
+    files_read: &mut usize,
 ) -> Result<(), ConfigError> {
+    let include_location = || included_at.as_ref().and_then(|(_, at)| at.clone());
+    if stack.len() >= MAX_INCLUDE_DEPTH {
+        return Err(ConfigError::too_large(
+            include_location(),
+            format!(
+                "includes are nested more than {MAX_INCLUDE_DEPTH} files deep (from {})",
+                stack[0].display()
+            ),
+            "include the files side by side from one file instead of chaining them",
+        ));
+    }
+    *files_read += 1;
+    if *files_read > MAX_INCLUDED_FILES {
+        return Err(ConfigError::too_large(
+            include_location(),
+            format!(
+                "the suite reads more than {MAX_INCLUDED_FILES} files (a file included from several places counts each time)"
+            ),
+            "include each file once, from the top-level suite file",
+        ));
+    }
     if stack.iter().any(|f| f == file) {
         let (include, at) = included_at.unwrap_or(("", None));
         let chain: Vec<String> = stack.iter().map(|p| p.display().to_string()).collect();
@@ -461,6 +495,7 @@ fn file_layers(
                 stack,
                 layers,
                 loaded,
+                files_read,
             )?;
         }
     }
@@ -508,6 +543,11 @@ pub fn parse_override(index: usize, text: &str) -> Result<Node, ConfigError> {
         if path.split('.').any(str::is_empty) {
             return Err(error(format!("the key path `{path}` has an empty part")));
         }
+        if path.split('.').count() > MAX_NESTING {
+            return Err(error(format!(
+                "the key path has more than {MAX_NESTING} parts"
+            )));
+        }
         let mut node = yaml::parse_str(&text[eq + 1..], &source).map_err(|e| {
             error(format!(
                 "the value is not valid YAML ({})",
@@ -551,6 +591,7 @@ fn syntax_reason(err: &ConfigError) -> String {
 fn expand_matrices(entries: Map) -> Result<Map, ConfigError> {
     let mut out = Map::with_capacity_and_hasher(entries.len(), Default::default());
     let mut generated_by: std::collections::HashMap<String, String> = Default::default();
+    let mut budget = ValueBudget::default();
     for (name, entry) in entries {
         if entry.get("matrix").is_none() {
             if out.contains_key(&name) {
@@ -559,7 +600,7 @@ fn expand_matrices(entries: Map) -> Result<Map, ConfigError> {
             out.insert(name, entry);
             continue;
         }
-        for (new_name, bench) in expand_matrix(&name, &entry)? {
+        for (new_name, bench) in expand_matrix(&name, &entry, &mut budget)? {
             if out.contains_key(&new_name) {
                 return Err(duplicate(&new_name, Some(&name), bench.location));
             }
@@ -579,8 +620,12 @@ fn duplicate(name: &str, generator: Option<&String>, at: Option<Location>) -> Co
     }
 }
 
-/// Expands one matrix entry.
-fn expand_matrix(name: &str, entry: &Node) -> Result<Vec<(String, Node)>, ConfigError> {
+/// Expands one matrix entry; `budget` counts the benchmarks made.
+fn expand_matrix(
+    name: &str,
+    entry: &Node,
+    budget: &mut ValueBudget,
+) -> Result<Vec<(String, Node)>, ConfigError> {
     let matrix_error = |at: Option<Location>, message: String, fix: &str| ConfigError::Matrix {
         at: At(at),
         bench: name.to_string(),
@@ -638,6 +683,21 @@ fn expand_matrix(name: &str, entry: &Node) -> Result<Vec<(String, Node)>, Config
         };
         values.push((key.clone(), items));
     }
+    let combinations = values
+        .iter()
+        .try_fold(1usize, |n, (_, items)| n.checked_mul(items.len()))
+        .filter(|&n| n <= MAX_MATRIX_BENCHMARKS);
+    if combinations.is_none() {
+        let sizes: Vec<String> = values.iter().map(|(_, items)| items.len().to_string()).collect();
+        return Err(ConfigError::too_large(
+            matrix.location.clone(),
+            format!(
+                "matrix entry `{name}` would make {} benchmarks, more than {MAX_MATRIX_BENCHMARKS}",
+                sizes.join(" x ")
+            ),
+            "use fewer values per matrix key, or split the matrix into several entries",
+        ));
+    }
     // The first key varies fastest, the last is the outermost loop, as in milabench.
     let mut combos: Vec<Vec<(String, Node)>> = vec![Vec::new()];
     for (key, items) in values.iter().rev() {
@@ -674,6 +734,7 @@ fn expand_matrix(name: &str, entry: &Node) -> Result<Vec<(String, Node)>, Config
         for path in [&["argv"][..], &["client", "argv"], &["server", "argv"]] {
             fill_argv(map, path, &combo);
         }
+        budget.spend(&bench_name, &bench)?;
         out.push((bench_name, bench));
     }
     Ok(out)
@@ -741,80 +802,158 @@ fn fill_argv(map: &mut Map, path: &[&str], combo: &[(String, Node)]) {
     }
 }
 
-/// Applies `inherits` chains, then the `*` entry. Entries are replaced in order, so a child
-/// that comes after its parent sees the parent already resolved, as in milabench.
-fn resolve_inheritance(mut entries: Map) -> Result<Map, ConfigError> {
-    let names: Vec<String> = entries.keys().cloned().collect();
-    for name in &names {
-        let mut bench = entries[name].clone();
-        let mut chain = vec![name.clone()];
-        while let Some(inherits) = bench
-            .as_map_mut()
-            .and_then(|map| map.shift_remove("inherits"))
-        {
-            let location = inherits.location.clone();
-            let parent_name = match &inherits.value {
-                Value::Str(s) => s.clone(),
-                Value::Null => break,
-                _ => {
-                    return Err(ConfigError::shape(
-                        location,
-                        format!("`inherits` of `{name}` is {}, not a name", inherits.kind()),
-                        "inherit from one entry: `inherits: _parent`",
-                    ));
-                }
+/// Applies `inherits` chains, then the `*` entry. Each entry is resolved once, after its
+/// parent, and takes its parent already resolved: one merge per entry, so a deep chain costs
+/// time in proportion to its length, whatever the order its entries are written in. (milabench
+/// walks the unresolved chain of a parent written after its child; layer merges have removed
+/// every `!delete` by then, so merging the chain from the top gives the same settings.)
+fn resolve_inheritance(entries: Map) -> Result<Map, ConfigError> {
+    let mut raw: Vec<(String, Option<Node>)> =
+        entries.into_iter().map(|(k, v)| (k, Some(v))).collect();
+    let index: rustc_hash::FxHashMap<String, usize> = raw
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| (name.clone(), i))
+        .collect();
+    let mut resolved: Vec<Option<Node>> = vec![None; raw.len()];
+    // `walk[i]` is the entry whose chain walk last visited entry `i` (plus one), to find cycles.
+    let mut walk = vec![0usize; raw.len()];
+    let mut budget = ValueBudget::default();
+    for start in 0..raw.len() {
+        // The entries of the chain not yet resolved, child first, each with its parent.
+        let mut chain: Vec<(usize, Option<usize>)> = Vec::new();
+        let mut current = start;
+        while resolved[current].is_none() {
+            walk[current] = start + 1;
+            let (name, node) = &raw[current];
+            let node = node.as_ref().expect("an unresolved entry is still raw");
+            let parent = match node.get("inherits") {
+                None => None,
+                Some(inherits) => match &inherits.value {
+                    Value::Null => None,
+                    Value::Str(parent) => match index.get(parent) {
+                        Some(&p) => Some(p),
+                        None => {
+                            return Err(ConfigError::UnknownParent {
+                                at: At(inherits.location.clone()),
+                                bench: raw[start].0.clone(),
+                                suggestion: did_you_mean(parent, index.keys().map(String::as_str)),
+                                parent: parent.clone(),
+                            });
+                        }
+                    },
+                    _ => {
+                        return Err(ConfigError::shape(
+                            inherits.location.clone(),
+                            format!("`inherits` of `{name}` is {}, not a name", inherits.kind()),
+                            "inherit from one entry: `inherits: _parent`",
+                        ));
+                    }
+                },
             };
-            if chain.contains(&parent_name) {
-                chain.push(parent_name);
-                return Err(ConfigError::InheritanceCycle {
-                    at: At(location),
-                    bench: name.clone(),
-                    chain: chain.join(" -> "),
-                });
-            }
-            let Some(parent) = entries.get(&parent_name) else {
-                return Err(ConfigError::UnknownParent {
-                    at: At(location),
-                    bench: name.clone(),
-                    suggestion: did_you_mean(&parent_name, entries.keys().map(String::as_str)),
-                    parent: parent_name,
-                });
-            };
-            chain.push(parent_name.clone());
-            let mut tags = tag_list(parent, &parent_name)?;
-            for t in tag_list(&bench, name)? {
-                if !tags.contains(&t) {
-                    tags.push(t);
+            chain.push((current, parent));
+            match parent {
+                Some(p) if walk[p] == start + 1 && resolved[p].is_none() => {
+                    let mut names: Vec<&str> =
+                        chain.iter().map(|(i, _)| raw[*i].0.as_str()).collect();
+                    names.push(&raw[p].0);
+                    let at = raw[current].1.as_ref().and_then(|n| n.get("inherits"));
+                    return Err(ConfigError::InheritanceCycle {
+                        at: At(at.and_then(|n| n.location.clone())),
+                        bench: raw[start].0.clone(),
+                        chain: names.join(" -> "),
+                    });
                 }
-            }
-            tags.sort();
-            let tags_location = bench
-                .get("tags")
-                .and_then(|t| t.location.clone())
-                .or_else(|| parent.get("tags").and_then(|t| t.location.clone()));
-            bench = merge(parent.clone(), bench, name)?;
-            if let Some(map) = bench.as_map_mut() {
-                map.insert(
-                    "tags".into(),
-                    Node::at(
-                        Value::Seq(tags.into_iter().map(Node::str).collect()),
-                        tags_location,
-                    ),
-                );
+                Some(p) => current = p,
+                None => break,
             }
         }
-        entries.insert(name.clone(), bench);
+        for (i, parent) in chain.into_iter().rev() {
+            let mut bench = raw[i].1.take().expect("each entry is resolved once");
+            if let Some(map) = bench.as_map_mut() {
+                map.shift_remove("inherits");
+            }
+            if let Some(p) = parent {
+                let parent = resolved[p].as_ref().expect("a parent is resolved first");
+                bench = inherit(parent, &raw[p].0, bench, &raw[i].0)?;
+            }
+            budget.spend(&raw[i].0, &bench)?;
+            resolved[i] = Some(bench);
+        }
     }
+    let mut entries: Map = raw
+        .into_iter()
+        .zip(resolved)
+        .map(|((name, _), node)| (name, node.expect("every entry is resolved")))
+        .collect();
     if let Some(star) = entries.get("*").cloned() {
-        for name in &names {
+        let mut budget = ValueBudget::default();
+        for (name, bench) in entries.iter_mut() {
             if name == "*" {
                 continue;
             }
-            let bench = entries[name].clone();
-            entries.insert(name.clone(), merge(bench, star.clone(), name)?);
+            let own = std::mem::replace(bench, Node::new(Value::Null));
+            *bench = merge(own, star.clone(), name)?;
+            budget.spend(name, bench)?;
         }
     }
     Ok(entries)
+}
+
+/// `bench` on top of its resolved `parent`: the parent's settings overridden by the child's,
+/// with the tags of both, sorted.
+fn inherit(
+    parent: &Node,
+    parent_name: &str,
+    bench: Node,
+    name: &str,
+) -> Result<Node, ConfigError> {
+    let mut tags = tag_list(parent, parent_name)?;
+    for t in tag_list(&bench, name)? {
+        if !tags.contains(&t) {
+            tags.push(t);
+        }
+    }
+    tags.sort();
+    let tags_location = bench
+        .get("tags")
+        .and_then(|t| t.location.clone())
+        .or_else(|| parent.get("tags").and_then(|t| t.location.clone()));
+    let mut bench = merge(parent.clone(), bench, name)?;
+    if let Some(map) = bench.as_map_mut() {
+        map.insert(
+            "tags".into(),
+            Node::at(
+                Value::Seq(tags.into_iter().map(Node::str).collect()),
+                tags_location,
+            ),
+        );
+    }
+    Ok(bench)
+}
+
+/// The values held by the entries built so far in one step of resolution, against
+/// [`MAX_SUITE_VALUES`]: matrices and inheritance copy values, and this bounds the copies.
+#[derive(Default)]
+struct ValueBudget {
+    spent: usize,
+}
+
+impl ValueBudget {
+    /// Counts the values of `node`, just built for entry `name`.
+    fn spend(&mut self, name: &str, node: &Node) -> Result<(), ConfigError> {
+        self.spent = self.spent.saturating_add(node.value_count());
+        if self.spent > MAX_SUITE_VALUES {
+            return Err(ConfigError::too_large(
+                node.location.clone(),
+                format!(
+                    "the suite holds more than {MAX_SUITE_VALUES} values once matrices are expanded and entries inherit their parents' settings (crossed at `{name}`)"
+                ),
+                "make fewer benchmarks inherit from large entries, use smaller matrices, or split the suite",
+            ));
+        }
+        Ok(())
+    }
 }
 
 fn tag_list(node: &Node, name: &str) -> Result<Vec<String>, ConfigError> {
@@ -948,6 +1087,107 @@ mod tests {
         let b = &suite.benches[0];
         assert_eq!(b.argv().expect("argv"), ["--batch-size", "64"]);
         assert_eq!(b.weight(), 3.0);
+    }
+
+    /// Resolves `files[0]` of `files` (name, text), all written to one folder.
+    fn resolve_files(files: &[(String, String)]) -> Result<Suite, ConfigError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).expect("write");
+        }
+        let system = load_system(None, &SystemInputs::local("cpu", "/b", "r")).expect("system");
+        let env = |_: &str| None;
+        resolve_suite(&SuiteRequest::whole(
+            &dir.path().join(&files[0].0),
+            &system,
+            &env,
+        ))
+    }
+
+    #[test]
+    fn a_long_include_chain_is_refused_before_the_stack_runs_out() {
+        let files: Vec<(String, String)> = (0..MAX_INCLUDE_DEPTH + 8)
+            .map(|i| (format!("f{i}.yaml"), format!("include: f{}.yaml\n", i + 1)))
+            .chain(std::iter::once((
+                format!("f{}.yaml", MAX_INCLUDE_DEPTH + 8),
+                "{}\n".to_string(),
+            )))
+            .collect();
+        let err = resolve_files(&files).expect_err("refused");
+        assert!(matches!(err, ConfigError::TooLarge { .. }), "{err}");
+        assert!(err.to_string().contains("nested more than"), "{err}");
+        // A short chain of the same shape loads.
+        let short = [
+            ("a.yaml".to_string(), "include: b.yaml\n".to_string()),
+            ("b.yaml".to_string(), "x: {enabled: true}\n".to_string()),
+        ];
+        assert_eq!(resolve_files(&short).expect("loads").benches.len(), 1);
+    }
+
+    #[test]
+    fn a_file_included_exponentially_often_is_refused() {
+        // Each file includes the next one twice: 2^11 reads.
+        let files: Vec<(String, String)> = (0..11)
+            .map(|i| {
+                let next = format!("f{}.yaml", i + 1);
+                (format!("f{i}.yaml"), format!("include: [{next}, {next}]\n"))
+            })
+            .chain(std::iter::once(("f11.yaml".to_string(), "{}\n".to_string())))
+            .collect();
+        let err = resolve_files(&files).expect_err("refused");
+        assert!(err.to_string().contains("reads more than"), "{err}");
+    }
+
+    #[test]
+    fn a_huge_matrix_is_refused_before_it_is_built() {
+        let values = |n: usize| {
+            (0..n)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let text = format!(
+            "m:\n  matrix: {{a: [{0}], b: [{0}], c: [{0}]}}\n  job: {{name: 'x-{{a}}-{{b}}-{{c}}'}}\n",
+            values(200)
+        );
+        let err = resolve_text(&text, &[]).expect_err("refused");
+        assert!(matches!(err, ConfigError::TooLarge { .. }), "{err}");
+        assert!(err.to_string().contains("200 x 200 x 200"), "{err}");
+        let small = format!(
+            "m:\n  matrix: {{a: [{0}], b: [{0}]}}\n  job: {{name: 'x-{{a}}-{{b}}'}}\n",
+            values(3)
+        );
+        assert_eq!(resolve_text(&small, &[]).expect("resolves").benches.len(), 9);
+    }
+
+    #[test]
+    fn a_deep_inheritance_chain_written_child_first_resolves() {
+        // Entry i inherits from entry i + 1, written before it; only the root sets `weight`.
+        let depth = 5_000;
+        let mut text = String::new();
+        for i in 0..depth {
+            text.push_str(&format!("_p{i}: {{inherits: _p{}}}\n", i + 1));
+        }
+        text.push_str(&format!("_p{depth}: {{weight: 7, tags: [monogpu]}}\n"));
+        text.push_str("leaf: {inherits: _p0, definition: d}\n");
+        let suite = resolve_text(&text, &[]).expect("resolves");
+        let leaf = &suite.benches[0];
+        assert_eq!(leaf.weight(), 7.0);
+        assert_eq!(leaf.tags(), ["monogpu"]);
+    }
+
+    #[test]
+    fn interpolations_that_copy_copies_are_bounded() {
+        // Each entry holds two copies of the previous one's list: 2^30 values unbounded.
+        let mut text = "b0: {x: [1, 2, 3, 4]}\n".to_string();
+        for i in 1..30 {
+            let p = i - 1;
+            text.push_str(&format!(
+                "b{i}: {{x: ['${{packs.b{p}.x}}', '${{packs.b{p}.x}}']}}\n"
+            ));
+        }
+        let err = resolve_text(&text, &[]).expect_err("refused");
+        assert!(matches!(err, ConfigError::TooLarge { .. }), "{err}");
     }
 
     fn fragment() -> impl Strategy<Value = String> {

@@ -375,6 +375,13 @@ fn expand_dots(map: Map, location: Location) -> Result<Node, ConfigError> {
         }
         let mut part = value;
         let segments: Vec<&str> = key.split('.').collect();
+        if segments.len() > MAX_NESTING {
+            return Err(ConfigError::too_large(
+                Some(location),
+                format!("an `!expand-dot` key has more than {MAX_NESTING} parts"),
+                "use shorter dotted keys",
+            ));
+        }
         for segment in segments.iter().skip(1).rev() {
             let mut m = Map::default();
             m.insert((*segment).to_string(), part);
