@@ -34,6 +34,48 @@ use crate::system::SystemConfig;
 use crate::value::{Location, Map, Node, Value};
 use crate::yaml;
 
+/// The settings a suite entry may hold: milabench's, `requires_python`, and those the loader
+/// adds itself. Any other key is reported as a warning with the nearest of these.
+const KNOWN_KEYS: [&str; 37] = [
+    "inherits",
+    "definition",
+    "enabled",
+    "weight",
+    "group",
+    "install_group",
+    "install_variant",
+    "requires_python",
+    "tags",
+    "url",
+    "plan",
+    "argv",
+    "env",
+    "voir",
+    "validation",
+    "max_duration",
+    "num_machines",
+    "requires_capabilities",
+    "use_deepspeed",
+    "gradient_accumulation_steps",
+    "pip",
+    "venv",
+    "client",
+    "server",
+    "matrix",
+    "job",
+    "name",
+    "tag",
+    "system",
+    "run_name",
+    "dirs",
+    "config_base",
+    "config_file",
+    "capabilities",
+    "device",
+    "devices",
+    "job-number",
+];
+
 /// Tags of which every benchmark should carry exactly one.
 const MONITOR_TAGS: [&str; 3] = ["monogpu", "multigpu", "multinode"];
 
@@ -248,8 +290,27 @@ pub fn resolve_suite(request: &SuiteRequest<'_>) -> Result<Suite, ConfigError> {
         &mut loaded,
         &mut files_read,
     )?;
+    let mut warnings = Vec::new();
+    for layer in &layers[1..] {
+        unknown_key_warnings(layer, &mut warnings);
+    }
+    let mut entry_names: HashSet<String> = HashSet::new();
+    for layer in &layers {
+        entry_names.extend(layer.as_map().into_iter().flat_map(|m| m.keys().cloned()));
+    }
     for (i, text) in request.overrides.iter().enumerate() {
-        layers.push(parse_override(i + 1, text)?);
+        let layer = parse_override(i + 1, text)?;
+        for entry in layer.as_map().into_iter().flat_map(|m| m.keys()) {
+            if entry != "*" && !entry_names.contains(entry) {
+                return Err(ConfigError::OverrideUnknownEntry {
+                    text: text.clone(),
+                    entry: entry.clone(),
+                    suggestion: did_you_mean(entry, entry_names.iter().map(String::as_str)),
+                });
+            }
+        }
+        unknown_key_warnings(&layer, &mut warnings);
+        layers.push(layer);
     }
     let mut merged = Node::empty_map();
     for layer in layers {
@@ -260,7 +321,6 @@ pub fn resolve_suite(request: &SuiteRequest<'_>) -> Result<Suite, ConfigError> {
     };
     let entries = expand_matrices(entries)?;
     let entries = resolve_inheritance(entries)?;
-    let mut warnings = Vec::new();
     let mut packs = Map::default();
     for (name, node) in &entries {
         if name.starts_with('_') || name == "*" {
@@ -311,18 +371,104 @@ pub fn resolve_suite(request: &SuiteRequest<'_>) -> Result<Suite, ConfigError> {
             config,
             matches_selection: true,
         };
+        check_weight(&bench)?;
+        if bench.enabled() && bench.definition().is_none() {
+            warnings.push(format!(
+                "`{}` is enabled but has no `definition`, so it never runs\n  fix: give it `definition: <benchmark folder>` (or inherit one), or set `enabled: false`",
+                bench.name
+            ));
+        }
         let keys = bench.selection_keys();
         let selected = select.is_empty() || keys.iter().any(|k| select.contains(k.as_str()));
         let excluded = keys.iter().any(|k| exclude.contains(k.as_str()));
         bench.matches_selection = selected && !excluded;
         benches.push(bench);
     }
+    check_selection_names("--select", request.select, &benches)?;
+    check_selection_names("--exclude", request.exclude, &benches)?;
     Ok(Suite {
         benches,
         system,
         raw: entries,
         warnings,
     })
+}
+
+/// Warns about every key of the entries of `layer` (and of their matrix `job`s) that is not one
+/// of [`KNOWN_KEYS`], naming the nearest known key: a typo such as `defintion` would otherwise
+/// be dropped without a word.
+fn unknown_key_warnings(layer: &Node, warnings: &mut Vec<String>) {
+    let Some(entries) = layer.as_map() else {
+        return;
+    };
+    for (name, entry) in entries {
+        let Some(map) = entry.as_map() else {
+            continue;
+        };
+        let job = map
+            .get("job")
+            .filter(|_| map.contains_key("matrix"))
+            .and_then(Node::as_map);
+        for (key, value) in map.iter().chain(job.into_iter().flatten()) {
+            if KNOWN_KEYS.contains(&key.as_str()) {
+                continue;
+            }
+            let suggestion = did_you_mean(key, KNOWN_KEYS);
+            let fix = if suggestion.is_empty() {
+                "remove it, or correct it to a setting milabench knows".to_string()
+            } else {
+                "correct the spelling".to_string()
+            };
+            warnings.push(format!(
+                "{}`{name}` has the unknown setting `{key}`, which nothing reads{suggestion}\n  fix: {fix}",
+                At(value.location.clone())
+            ));
+        }
+    }
+}
+
+/// Refuses a `weight` that is not a number: the report would count it as 0 without a word.
+fn check_weight(bench: &Bench) -> Result<(), ConfigError> {
+    match bench.config.get("weight") {
+        Some(Node {
+            value: Value::Int(_) | Value::Float(_) | Value::Null,
+            ..
+        })
+        | None => Ok(()),
+        Some(other) => Err(ConfigError::shape(
+            other.location.clone(),
+            format!(
+                "`weight` of `{}` is {} (`{}`), not a number",
+                bench.name,
+                other.kind(),
+                other.python_str()
+            ),
+            "write a number, such as `weight: 1` (`weight: 0` leaves the benchmark out of the score)",
+        )),
+    }
+}
+
+/// Refuses a `--select`/`--exclude` name that matches no selection key of any benchmark
+/// (enabled or not), with the nearest key.
+fn check_selection_names(
+    flag: &'static str,
+    names: &[String],
+    benches: &[Bench],
+) -> Result<(), ConfigError> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let keys: HashSet<String> = benches.iter().flat_map(Bench::selection_keys).collect();
+    for name in names {
+        if !keys.contains(name) {
+            return Err(ConfigError::UnknownSelection {
+                flag,
+                name: name.clone(),
+                suggestion: did_you_mean(name, keys.iter().map(String::as_str)),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The built-in first layer: `_defaults`, which benchmarks reach through `inherits`.
