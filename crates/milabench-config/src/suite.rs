@@ -834,7 +834,10 @@ fn expand_matrix(
         .try_fold(1usize, |n, (_, items)| n.checked_mul(items.len()))
         .filter(|&n| n <= MAX_MATRIX_BENCHMARKS);
     if combinations.is_none() {
-        let sizes: Vec<String> = values.iter().map(|(_, items)| items.len().to_string()).collect();
+        let sizes: Vec<String> = values
+            .iter()
+            .map(|(_, items)| items.len().to_string())
+            .collect();
         return Err(ConfigError::too_large(
             matrix.location.clone(),
             format!(
@@ -1048,12 +1051,7 @@ fn resolve_inheritance(entries: Map) -> Result<Map, ConfigError> {
 
 /// `bench` on top of its resolved `parent`: the parent's settings overridden by the child's,
 /// with the tags of both, sorted.
-fn inherit(
-    parent: &Node,
-    parent_name: &str,
-    bench: Node,
-    name: &str,
-) -> Result<Node, ConfigError> {
+fn inherit(parent: &Node, parent_name: &str, bench: Node, name: &str) -> Result<Node, ConfigError> {
     let mut tags = tag_list(parent, parent_name)?;
     for t in tag_list(&bench, name)? {
         if !tags.contains(&t) {
@@ -1278,7 +1276,10 @@ mod tests {
                 let next = format!("f{}.yaml", i + 1);
                 (format!("f{i}.yaml"), format!("include: [{next}, {next}]\n"))
             })
-            .chain(std::iter::once(("f11.yaml".to_string(), "{}\n".to_string())))
+            .chain(std::iter::once((
+                "f11.yaml".to_string(),
+                "{}\n".to_string(),
+            )))
             .collect();
         let err = resolve_files(&files).expect_err("refused");
         assert!(err.to_string().contains("reads more than"), "{err}");
@@ -1286,12 +1287,7 @@ mod tests {
 
     #[test]
     fn a_huge_matrix_is_refused_before_it_is_built() {
-        let values = |n: usize| {
-            (0..n)
-                .map(|i| i.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let values = |n: usize| (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
         let text = format!(
             "m:\n  matrix: {{a: [{0}], b: [{0}], c: [{0}]}}\n  job: {{name: 'x-{{a}}-{{b}}-{{c}}'}}\n",
             values(200)
@@ -1303,7 +1299,10 @@ mod tests {
             "m:\n  matrix: {{a: [{0}], b: [{0}]}}\n  job: {{name: 'x-{{a}}-{{b}}'}}\n",
             values(3)
         );
-        assert_eq!(resolve_text(&small, &[]).expect("resolves").benches.len(), 9);
+        assert_eq!(
+            resolve_text(&small, &[]).expect("resolves").benches.len(),
+            9
+        );
     }
 
     #[test]

@@ -853,6 +853,9 @@ mod tests {
     fn an_endless_file_is_read_only_up_to_the_bound() {
         let err = load_file(std::path::Path::new("/dev/zero"), "suite file").expect_err("refused");
         assert!(matches!(err, ConfigError::TooLarge { .. }), "{err}");
-        assert!(err.to_string().contains("/dev/zero holds more than"), "{err}");
+        assert!(
+            err.to_string().contains("/dev/zero holds more than"),
+            "{err}"
+        );
     }
 }

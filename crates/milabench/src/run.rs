@@ -178,10 +178,7 @@ pub fn run_suite(
     options: &RunOptions,
     observer: &mut dyn RunObserver,
 ) -> Result<RunSummary, Error> {
-    let run_dir = run_dir(resolved);
-    if !options.resume && holds_data(&run_dir) {
-        return Err(Error::RunExists(run_dir));
-    }
+    let run_dir = check_run_folder(resolved, options.resume)?;
     make_bench_folders(resolved)?;
     let gpus = milabench_system::discover(Some(&resolved.arch));
     let facts = SystemFacts::collect(&gpus, false).map_err(|e| Error::System(e.to_string()))?;
@@ -316,6 +313,19 @@ pub fn prepare_suite(
         summary.outcomes.push(outcome);
     }
     Ok(summary)
+}
+
+/// The run folder of `resolved`, once it is known to fit the request: a new run must not find
+/// a run there, and `--resume` must find one.
+pub fn check_run_folder(resolved: &Resolved, resume: bool) -> Result<PathBuf, Error> {
+    let run_dir = run_dir(resolved);
+    if resume && !run_dir.is_dir() {
+        return Err(Error::NoRunToResume(run_dir));
+    }
+    if !resume && holds_data(&run_dir) {
+        return Err(Error::RunExists(run_dir));
+    }
+    Ok(run_dir)
 }
 
 /// Whether a run folder already holds event files.

@@ -68,6 +68,8 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         std::io::stdout().lock().write_all(text.as_bytes())?;
         return Ok(ExitCode::Success);
     }
+    resolved.check_runnable()?;
+    milabench::run::check_run_folder(&resolved, args.resume)?;
     if !args.no_setup {
         let code = setup(global, args, settings.config.as_deref())?;
         if code != ExitCode::Success {
@@ -150,8 +152,8 @@ fn fidelity_override(settings: &Settings, name: &str) -> anyhow::Result<String> 
 }
 
 /// What `run` does before running: installs the selected benchmarks' environments (up-to-date
-/// ones are left alone), then runs their prepare steps. A failed install stops here; a failed
-/// prepare does not: the benchmarks run, and those without their data fail with their own message.
+/// ones are left alone), then runs their prepare steps. A failed install or prepare stops here:
+/// nothing is run.
 fn setup(
     global: &GlobalArgs,
     args: &RunArgs,
@@ -180,8 +182,10 @@ fn setup(
         return Ok(code);
     }
     let code = super::prepare::run(global, &PrepareArgs { suite: suite() })?;
-    if code == ExitCode::Interrupted {
-        return Ok(code);
+    if code == ExitCode::BenchmarkFailures {
+        warn(
+            "prepare failed: nothing was run (fix the prepare step above, or pass --no-setup to run anyway)",
+        );
     }
-    Ok(ExitCode::Success)
+    Ok(code)
 }
