@@ -1370,6 +1370,60 @@ mod tests {
         (key, value, 0usize..3).prop_map(|(k, v, depth)| format!("{}{k}: {v}", "  ".repeat(depth)))
     }
 
+    /// Suites built to exhaust the loader: alias bombs, deep nesting, huge matrices, long
+    /// inheritance chains written child first, self-includes, long dotted keys and
+    /// interpolations that copy copies, each sized at random around its bound.
+    fn attack() -> impl Strategy<Value = String> {
+        prop_oneof![
+            (1usize..14, 2usize..10).prop_map(|(levels, fan)| {
+                let mut text = "l0: &l0 [x]\n".to_string();
+                for i in 1..levels {
+                    let items = vec![format!("*l{}", i - 1); fan].join(", ");
+                    text.push_str(&format!("l{i}: &l{i} [{items}]\n"));
+                }
+                text
+            }),
+            (0usize..400).prop_map(|depth| format!(
+                "a: {{x: {}{}}}\n",
+                "[".repeat(depth),
+                "]".repeat(depth)
+            )),
+            (1usize..4, 1usize..400).prop_map(|(axes, n)| {
+                let values = (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+                let keys: Vec<String> = (0..axes).map(|a| format!("k{a}")).collect();
+                let name: String = keys.iter().map(|k| format!("-{{{k}}}")).collect();
+                let matrix: Vec<String> = keys.iter().map(|k| format!("{k}: [{values}]")).collect();
+                format!(
+                    "m:\n  matrix: {{{}}}\n  job: {{name: 'm{name}', definition: d}}\n",
+                    matrix.join(", ")
+                )
+            }),
+            (1usize..3000).prop_map(|depth| {
+                let mut text = String::new();
+                for i in 0..depth {
+                    text.push_str(&format!("_p{i}: {{inherits: _p{}, x{i}: 1}}\n", i + 1));
+                }
+                text.push_str(&format!(
+                    "_p{depth}: {{tags: [monogpu]}}\nleaf: {{inherits: _p0}}\n"
+                ));
+                text
+            }),
+            Just("include: suite.yaml\n".to_string()),
+            (1usize..300)
+                .prop_map(|n| format!("e: !expand-dot {{{}: 1}}\n", vec!["k"; n].join("."))),
+            (1usize..40).prop_map(|levels| {
+                let mut text = "b0: {x: [1, 2]}\n".to_string();
+                for i in 1..levels {
+                    let p = i - 1;
+                    text.push_str(&format!(
+                        "b{i}: {{x: ['${{packs.b{p}.x}}', '${{packs.b{p}.x}}']}}\n"
+                    ));
+                }
+                text
+            }),
+        ]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
@@ -1378,6 +1432,21 @@ mod tests {
         fn resolver_never_panics(lines in prop::collection::vec(fragment(), 0..12)) {
             let text = lines.join("\n");
             let _ = resolve_text(&text, &[]);
+        }
+
+        /// The fuzz target of the suite loader: attacks on its bounds (and random fragments
+        /// after them) end in a suite or an error, never in a panic, and what resolves stays
+        /// within the bounds of `limits`, so memory stays bounded.
+        #[test]
+        fn suite_loader_survives_alias_and_size_attacks(
+            attack in attack(),
+            lines in prop::collection::vec(fragment(), 0..4),
+        ) {
+            let text = format!("{attack}{}", lines.join("\n"));
+            if let Ok(suite) = resolve_text(&text, &[]) {
+                let values: usize = suite.raw.values().map(Node::value_count).sum();
+                prop_assert!(values <= 2 * MAX_SUITE_VALUES, "{values} values");
+            }
         }
 
         /// The YAML loader never panics, whatever the bytes.
