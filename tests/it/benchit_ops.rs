@@ -421,3 +421,91 @@ fn the_example_configs_list_their_ids() {
     }
     insta::assert_snapshot!(text);
 }
+
+/// `--list` streams the ids (issue 22, item 12): 400,000 ids list under a 512 MiB address-space
+/// limit, where holding every run in memory took over a gigabyte; a run of more than
+/// `MAX_RUNS_AT_ONCE` ids is refused.
+#[test]
+fn list_streams_its_ids_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = 400_000;
+    fs_err::write(
+        dir.path().join("big.json"),
+        format!(
+            r#"{{"torch.add": {{"input_data_generator": "PyTorch:DefaultDataGenerator",
+                "input_iterator": "RangeConfigIterator",
+                "config": [{{"input": [{{"args": [
+                    {{"type": "tensor", "dtype": "float", "shape": [[1, {count}, 1], 8], "__range__": ["shape"]}},
+                    {{"type": "tensor", "dtype": "float", "shape": [1, 8]}}]}}]}}]}}}}"#
+        ),
+    )
+    .unwrap();
+    let out = run(Command::new("sh")
+        .current_dir(dir.path())
+        .arg("-c")
+        .arg(r#"ulimit -v 524288 && exec "$0" ops -c big.json --list > ids.txt"#)
+        .arg(env!("CARGO_BIN_EXE_benchit")));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let ids = fs_err::read_to_string(dir.path().join("ids.txt")).unwrap();
+    assert_eq!(ids.lines().count(), count);
+    assert_eq!(ids.lines().last(), Some("torch.add|0|0|0_399999"));
+    // Running them at once would hold them all: refused, with the way to run them in parts.
+    let whole = run(&mut ops(dir.path(), &["-c", "big.json", "-i", "1"]));
+    assert_eq!(whole.code, 2, "{}", whole.stderr);
+    assert!(
+        whole
+            .stderr
+            .contains("run it in parts with --resume-id and --stop-id"),
+        "{}",
+        whole.stderr
+    );
+}
+
+/// The streamed JSON list is one JSON array holding every id of the text list, in order.
+#[test]
+fn json_list_is_one_array_of_every_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let range = config("range.json");
+    let text = run(&mut ops(
+        dir.path(),
+        &["-c", range.to_str().unwrap(), "--list"],
+    ));
+    let json = run(&mut ops(
+        dir.path(),
+        &["-c", range.to_str().unwrap(), "--list", "--format", "json"],
+    ));
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let list: Vec<Value> = serde_json::from_str(&json.stdout).expect("one JSON array");
+    let ids: Vec<String> = list
+        .iter()
+        .map(|item| {
+            format!(
+                "{}|{}",
+                item["op_name"].as_str().unwrap(),
+                item["id"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let text_ids: Vec<&str> = text
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(ids, text_ids);
+    assert!(list[0]["config"]["input"].is_object(), "{}", json.stdout);
+    let empty = run(&mut ops(
+        dir.path(),
+        &[
+            "-c",
+            range.to_str().unwrap(),
+            "--list",
+            "--format",
+            "json",
+            "-r",
+            "torch.mm|0|0|0_1",
+            "-s",
+            "torch.mm|0|0|0_1",
+        ],
+    ));
+    assert_eq!(empty.stdout, "[]\n");
+}

@@ -431,3 +431,34 @@ fn uv_bootstrap_install_and_pin() {
     let last = run(&mut with_uv_wheels(project.cmd("install", &[])));
     assert!(last.stdout.contains("up to date"), "{}", last.stdout);
 }
+
+/// A failed prepare step stops `run` before any benchmark starts, with a non-zero exit
+/// (issue 22, item 9).
+#[test]
+fn run_stops_when_a_prepare_step_fails() {
+    let project = Project::new("tinydep\n", "");
+    fs_err::write(
+        project.root().join("bench/tiny/prepare.py"),
+        "raise SystemExit('no dataset here')\n",
+    )
+    .expect("write");
+    let out = run(project
+        .cmd("run", &["--run-name", "prepfail"])
+        .env("MILABENCH_INSTALLER", "pip"));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("prepare failed: nothing was run"),
+        "{}",
+        out.stderr
+    );
+    // The run folder was claimed (locked) before the set-up; no benchmark wrote into it.
+    let written: Vec<_> = std::fs::read_dir(project.base().join("runs/prepfail"))
+        .map(|entries| entries.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        written
+            .iter()
+            .all(|name| name.to_string_lossy().starts_with('.')),
+        "{written:?}"
+    );
+}

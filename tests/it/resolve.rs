@@ -358,7 +358,7 @@ fn with_system_and_system_file() {
             "system.yaml",
             "--with-system",
             "--select",
-            "interp-node",
+            "interp-one",
         ],
     );
 }
@@ -442,6 +442,27 @@ fn every_bad_input_is_explained() {
             "missing_system_file",
             &["--config", "basic.yaml", "--system", "nowhere.yaml"],
         ),
+        ("heavy_weight", &["--config", "errors/heavy_weight.yaml"]),
+        (
+            "select_unknown",
+            &["--config", "basic.yaml", "--select", "alpha-smal"],
+        ),
+        (
+            "select_one_unknown_among_several",
+            &["--config", "basic.yaml", "--select", "alpha-small,nosuch"],
+        ),
+        ("select_empty", &["--config", "basic.yaml", "--select", ""]),
+        (
+            "exclude_unknown",
+            &["--config", "basic.yaml", "--exclude", "gama-untagged"],
+        ),
+        (
+            "override_unknown_bench",
+            &["--config", "basic.yaml", "--override", "nosuch.x=1"],
+        ),
+        ("alias_bomb", &["--config", "errors/alias_bomb.yaml"]),
+        ("huge_matrix", &["--config", "errors/huge_matrix.yaml"]),
+        ("endless_file", &["--config", "/dev/zero"]),
     ];
     let mut report = String::new();
     for (name, args) in cases {
@@ -456,4 +477,13 @@ fn every_bad_input_is_explained() {
         report.push_str(&format!("## {name}\n{}\n", redact(&out.stderr)));
     }
     insta::assert_snapshot!("resolve_errors", report);
+}
+
+#[test]
+fn typos_that_resolve_are_warned_about() {
+    snapshot_resolve(
+        "resolve_typos",
+        &fixtures().join("suites"),
+        &["--config", "typos.yaml", "--format", "json"],
+    );
 }

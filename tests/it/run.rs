@@ -532,3 +532,58 @@ fn a_killed_run_takes_its_benchmark_along_and_resume_waits_for_what_is_left() {
     assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
     assert!(resumed.stderr.contains("gated: ok"), "{}", resumed.stderr);
 }
+
+/// Mistakes that must stop `run` and `prepare` before anything is installed, prepared or run,
+/// each with a message naming the benchmark and the fix (issue 22, items 9 and 10).
+#[test]
+fn unrunnable_selections_are_refused_before_anything_runs() {
+    let project = Project::new(
+        "lonely:\n  enabled: true\n  tags: [monogpu]\n  definition: benchmarks/alone\n\
+         lost:\n  inherits: _defaults\n  enabled: true\n  tags: [monogpu]\n  definition: benchmarks/nowhere\n\
+         good:\n  inherits: _defaults\n  enabled: true\n  tags: [monogpu]\n  install_group: tiny\n  definition: benchmarks/good\n\
+         sleepy:\n  inherits: _defaults\n  enabled: false\n  tags: [monogpu]\n  definition: benchmarks/good\n",
+    );
+    project.bench("good", &reporting(3, 0));
+    let cases: &[(&str, &[&str])] = &[
+        ("no _defaults", &["run", "--no-setup", "--select", "lonely"]),
+        ("no _defaults, prepare", &["prepare", "--select", "lonely"]),
+        (
+            "missing definition folder",
+            &["run", "--no-setup", "--select", "lost"],
+        ),
+        (
+            "only a disabled benchmark",
+            &["run", "--no-setup", "--select", "sleepy"],
+        ),
+        (
+            "resume of a run that does not exist",
+            &[
+                "run",
+                "--no-setup",
+                "--select",
+                "good",
+                "--run-name",
+                "nosuch",
+                "--resume",
+            ],
+        ),
+    ];
+    let mut report = String::new();
+    for (name, args) in cases {
+        let out = run(project
+            .milabench()
+            .args(&args[..1])
+            .args(["--config", "suite.yaml"])
+            .args(&args[1..]));
+        assert_eq!(out.code, 2, "{name}: {}", out.stderr);
+        let stderr = out
+            .stderr
+            .replace(&project.path().display().to_string(), "[PROJECT]");
+        report.push_str(&format!("## {name}\n{stderr}\n"));
+    }
+    assert!(
+        !project.path().join("base/runs").exists(),
+        "nothing ran, no run folder"
+    );
+    insta::assert_snapshot!("unrunnable_selections", report);
+}

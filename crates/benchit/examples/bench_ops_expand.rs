@@ -30,7 +30,7 @@ fn main() {
     for _ in 0..rounds {
         let start = Instant::now();
         let config = OpsConfig::parse(CONFIG, "bench.json").expect("the generated config is valid");
-        let runs = expand(&config);
+        let runs: Vec<_> = expand(&config).collect();
         expanded.push(start.elapsed());
         ids = runs.len();
         assert!(runs.iter().all(|r| r.spec.is_ok()));

@@ -226,7 +226,8 @@ pub struct RunArgs {
           default_missing_value = "shell")]
     pub dry_run: Option<DryRunFormat>,
     /// Continue the run named by `--run-name`: leave out the benchmarks whose processes already
-    /// completed in its folder. Refused while that run, or a process it started, still runs.
+    /// completed in its folder (which must exist). Refused while that run, or a process it
+    /// started, still runs.
     #[arg(long, requires = "run_name")]
     pub resume: bool,
     /// Observation preset, applied like an `--override` after the suite: `smoke` (a few
@@ -235,7 +236,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME")]
     pub fidelity: Option<String>,
     /// Skip the set-up `run` does first (`install` of the selected benchmarks' environments,
-    /// then `prepare`); use it when both are done.
+    /// then `prepare`, either of which failing stops the run); use it when both are done.
     #[arg(long)]
     pub no_setup: bool,
 }

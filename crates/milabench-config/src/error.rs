@@ -98,6 +98,40 @@ pub enum ConfigError {
         /// The chain, `a -> b -> a`.
         chain: String,
     },
+    /// The suite crosses one of the bounds of [`crate::limits`].
+    #[error("{at}{message}\n  fix: {fix}")]
+    TooLarge {
+        /// Where the bound was crossed, when that is a place in a file.
+        at: At,
+        /// Which bound, and by what.
+        message: String,
+        /// How to stay within it.
+        fix: String,
+    },
+    /// A `--select` or `--exclude` name matches no benchmark.
+    #[error(
+        "{flag} `{name}` matches no benchmark, group, install group, tag or folder of the suite{suggestion}\n  fix: correct the name; `milabench resolve` lists every benchmark with its group and tags"
+    )]
+    UnknownSelection {
+        /// `--select` or `--exclude`.
+        flag: &'static str,
+        /// The name given.
+        name: String,
+        /// ` (did you mean ...?)` or empty.
+        suggestion: String,
+    },
+    /// An `--override` names an entry that the suite does not have, which would create it.
+    #[error(
+        "--override `{text}` sets `{entry}`, which is not an entry of the suite{suggestion}\n  fix: correct the benchmark name, or use `*` to change every benchmark (`--override '*.key=value'`)"
+    )]
+    OverrideUnknownEntry {
+        /// The override as given.
+        text: String,
+        /// The top-level key it names.
+        entry: String,
+        /// ` (did you mean ...?)` or empty.
+        suggestion: String,
+    },
     /// Two values cannot be merged.
     #[error("{at}cannot merge `{key}`: {message}\n  fix: {fix}")]
     Merge {
@@ -178,6 +212,19 @@ impl ConfigError {
         fix: impl Into<String>,
     ) -> Self {
         ConfigError::Shape {
+            at: At(location),
+            message: message.into(),
+            fix: fix.into(),
+        }
+    }
+
+    /// A [`ConfigError::TooLarge`] at `location`.
+    pub(crate) fn too_large(
+        location: Option<Location>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        ConfigError::TooLarge {
             at: At(location),
             message: message.into(),
             fix: fix.into(),

@@ -6,6 +6,7 @@
 //! pieces are joined as text.
 
 use crate::error::{At, ConfigError};
+use crate::limits::{MAX_NESTING, MAX_SUITE_VALUES};
 use crate::value::{Node, Value};
 
 /// One step of a key path.
@@ -40,6 +41,7 @@ pub fn resolve_all(
         active: Vec::new(),
         escapes: false,
         looked_up: rustc_hash::FxHashSet::default(),
+        copied: 0,
     };
     resolver.resolve_at(root, &mut Vec::new())?;
     if resolver.escapes {
@@ -56,6 +58,8 @@ struct Resolver<'e> {
     escapes: bool,
     /// Targets of lookups already resolved (e.g. `system`, copied into every benchmark).
     looked_up: rustc_hash::FxHashSet<Path>,
+    /// Values copied so far by interpolations that name a list or mapping.
+    copied: usize,
 }
 
 /// Turns the placeholders of escaped `\${` back into `$`.
@@ -170,6 +174,9 @@ impl Resolver<'_> {
                 self.active.pop();
                 let value = resolved?;
                 let is_container = matches!(value.value, Value::Map(_) | Value::Seq(_));
+                if is_container {
+                    self.count_copy(&value, path.len(), &text, location.clone())?;
+                }
                 if let Some(slot) = get_mut(root, path) {
                     *slot = Node::at(value.value, location.or(value.location));
                 }
@@ -180,6 +187,29 @@ impl Resolver<'_> {
                 }
             }
             _ => {}
+        }
+        Ok(())
+    }
+
+    /// Counts the values of a container copied to a key `at_depth` levels down against
+    /// [`MAX_SUITE_VALUES`], and its nesting there against [`MAX_NESTING`]: copies of copies
+    /// could otherwise grow without bound.
+    fn count_copy(
+        &mut self,
+        value: &Node,
+        at_depth: usize,
+        text: &str,
+        location: Option<crate::value::Location>,
+    ) -> Result<(), ConfigError> {
+        self.copied = self.copied.saturating_add(value.value_count());
+        if self.copied > MAX_SUITE_VALUES || at_depth + depth(value) > MAX_NESTING {
+            return Err(ConfigError::TooLarge {
+                at: At(location),
+                message: format!(
+                    "interpolations such as `{text}` copy more than {MAX_SUITE_VALUES} values, or nest copies more than {MAX_NESTING} levels deep"
+                ),
+                fix: "interpolate scalars, or fewer and smaller mappings".into(),
+            });
         }
         Ok(())
     }
@@ -298,6 +328,15 @@ impl Resolver<'_> {
         Ok(get(root, &target)
             .cloned()
             .unwrap_or_else(|| Node::new(Value::Null)))
+    }
+}
+
+/// How deeply lists and mappings nest in `node` (a scalar is 0).
+fn depth(node: &Node) -> usize {
+    match &node.value {
+        Value::Seq(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Map(m) => 1 + m.values().map(depth).max().unwrap_or(0),
+        _ => 0,
     }
 }
 

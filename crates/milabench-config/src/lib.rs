@@ -10,6 +10,7 @@
 //! - [`argv`]: rendering `argv` mappings into arguments;
 //! - [`benchfile`]: the optional `benchfile.yaml` of a benchmark folder;
 //! - [`launch_check`]: early checks of launch-time placeholders and expressions;
+//! - [`limits`]: bounds on input size, alias expansion, includes and matrices;
 //! - [`system`]: the system file (nodes, arch, GPU facts);
 //! - [`settings`]: built-in defaults, settings file, `MILABENCH_*` variables and flags;
 //! - [`placeholders`]: launch-time `{name}` placeholders and the safe expression evaluator.
@@ -19,6 +20,7 @@ pub mod benchfile;
 pub mod error;
 pub mod interpolate;
 pub mod launch_check;
+pub mod limits;
 pub mod merge;
 pub mod placeholders;
 pub mod run_name;

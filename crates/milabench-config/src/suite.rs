@@ -26,10 +26,55 @@ use std::path::{Component, Path, PathBuf};
 use crate::argv;
 use crate::error::{At, ConfigError, did_you_mean};
 use crate::interpolate;
+use crate::limits::{
+    MAX_INCLUDE_DEPTH, MAX_INCLUDED_FILES, MAX_MATRIX_BENCHMARKS, MAX_NESTING, MAX_SUITE_VALUES,
+};
 use crate::merge::merge;
 use crate::system::SystemConfig;
 use crate::value::{Location, Map, Node, Value};
 use crate::yaml;
+
+/// The settings a suite entry may hold: milabench's, `requires_python`, and those the loader
+/// adds itself. Any other key is reported as a warning with the nearest of these.
+const KNOWN_KEYS: [&str; 37] = [
+    "inherits",
+    "definition",
+    "enabled",
+    "weight",
+    "group",
+    "install_group",
+    "install_variant",
+    "requires_python",
+    "tags",
+    "url",
+    "plan",
+    "argv",
+    "env",
+    "voir",
+    "validation",
+    "max_duration",
+    "num_machines",
+    "requires_capabilities",
+    "use_deepspeed",
+    "gradient_accumulation_steps",
+    "pip",
+    "venv",
+    "client",
+    "server",
+    "matrix",
+    "job",
+    "name",
+    "tag",
+    "system",
+    "run_name",
+    "dirs",
+    "config_base",
+    "config_file",
+    "capabilities",
+    "device",
+    "devices",
+    "job-number",
+];
 
 /// Tags of which every benchmark should carry exactly one.
 const MONITOR_TAGS: [&str; 3] = ["monogpu", "multigpu", "multinode"];
@@ -236,9 +281,36 @@ pub fn resolve_suite(request: &SuiteRequest<'_>) -> Result<Suite, ConfigError> {
     let config = absolute(request.config);
     let mut stack = Vec::new();
     let mut loaded = HashSet::new();
-    file_layers(&config, None, &mut stack, &mut layers, &mut loaded)?;
+    let mut files_read = 0;
+    file_layers(
+        &config,
+        None,
+        &mut stack,
+        &mut layers,
+        &mut loaded,
+        &mut files_read,
+    )?;
+    let mut warnings = Vec::new();
+    for layer in &layers[1..] {
+        unknown_key_warnings(layer, &mut warnings);
+    }
+    let mut entry_names: HashSet<String> = HashSet::new();
+    for layer in &layers {
+        entry_names.extend(layer.as_map().into_iter().flat_map(|m| m.keys().cloned()));
+    }
     for (i, text) in request.overrides.iter().enumerate() {
-        layers.push(parse_override(i + 1, text)?);
+        let layer = parse_override(i + 1, text)?;
+        for entry in layer.as_map().into_iter().flat_map(|m| m.keys()) {
+            if entry != "*" && !entry_names.contains(entry) {
+                return Err(ConfigError::OverrideUnknownEntry {
+                    text: text.clone(),
+                    entry: entry.clone(),
+                    suggestion: did_you_mean(entry, entry_names.iter().map(String::as_str)),
+                });
+            }
+        }
+        unknown_key_warnings(&layer, &mut warnings);
+        layers.push(layer);
     }
     let mut merged = Node::empty_map();
     for layer in layers {
@@ -249,7 +321,6 @@ pub fn resolve_suite(request: &SuiteRequest<'_>) -> Result<Suite, ConfigError> {
     };
     let entries = expand_matrices(entries)?;
     let entries = resolve_inheritance(entries)?;
-    let mut warnings = Vec::new();
     let mut packs = Map::default();
     for (name, node) in &entries {
         if name.starts_with('_') || name == "*" {
@@ -300,18 +371,104 @@ pub fn resolve_suite(request: &SuiteRequest<'_>) -> Result<Suite, ConfigError> {
             config,
             matches_selection: true,
         };
+        check_weight(&bench)?;
+        if bench.enabled() && bench.definition().is_none() {
+            warnings.push(format!(
+                "`{}` is enabled but has no `definition`, so it never runs\n  fix: give it `definition: <benchmark folder>` (or inherit one), or set `enabled: false`",
+                bench.name
+            ));
+        }
         let keys = bench.selection_keys();
         let selected = select.is_empty() || keys.iter().any(|k| select.contains(k.as_str()));
         let excluded = keys.iter().any(|k| exclude.contains(k.as_str()));
         bench.matches_selection = selected && !excluded;
         benches.push(bench);
     }
+    check_selection_names("--select", request.select, &benches)?;
+    check_selection_names("--exclude", request.exclude, &benches)?;
     Ok(Suite {
         benches,
         system,
         raw: entries,
         warnings,
     })
+}
+
+/// Warns about every key of the entries of `layer` (and of their matrix `job`s) that is not one
+/// of [`KNOWN_KEYS`], naming the nearest known key: a typo such as `defintion` would otherwise
+/// be dropped without a word.
+fn unknown_key_warnings(layer: &Node, warnings: &mut Vec<String>) {
+    let Some(entries) = layer.as_map() else {
+        return;
+    };
+    for (name, entry) in entries {
+        let Some(map) = entry.as_map() else {
+            continue;
+        };
+        let job = map
+            .get("job")
+            .filter(|_| map.contains_key("matrix"))
+            .and_then(Node::as_map);
+        for (key, value) in map.iter().chain(job.into_iter().flatten()) {
+            if KNOWN_KEYS.contains(&key.as_str()) {
+                continue;
+            }
+            let suggestion = did_you_mean(key, KNOWN_KEYS);
+            let fix = if suggestion.is_empty() {
+                "remove it, or correct it to a setting milabench knows".to_string()
+            } else {
+                "correct the spelling".to_string()
+            };
+            warnings.push(format!(
+                "{}`{name}` has the unknown setting `{key}`, which nothing reads{suggestion}\n  fix: {fix}",
+                At(value.location.clone())
+            ));
+        }
+    }
+}
+
+/// Refuses a `weight` that is not a number: the report would count it as 0 without a word.
+fn check_weight(bench: &Bench) -> Result<(), ConfigError> {
+    match bench.config.get("weight") {
+        Some(Node {
+            value: Value::Int(_) | Value::Float(_) | Value::Null,
+            ..
+        })
+        | None => Ok(()),
+        Some(other) => Err(ConfigError::shape(
+            other.location.clone(),
+            format!(
+                "`weight` of `{}` is {} (`{}`), not a number",
+                bench.name,
+                other.kind(),
+                other.python_str()
+            ),
+            "write a number, such as `weight: 1` (`weight: 0` leaves the benchmark out of the score)",
+        )),
+    }
+}
+
+/// Refuses a `--select`/`--exclude` name that matches no selection key of any benchmark
+/// (enabled or not), with the nearest key.
+fn check_selection_names(
+    flag: &'static str,
+    names: &[String],
+    benches: &[Bench],
+) -> Result<(), ConfigError> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let keys: HashSet<String> = benches.iter().flat_map(Bench::selection_keys).collect();
+    for name in names {
+        if !keys.contains(name) {
+            return Err(ConfigError::UnknownSelection {
+                flag,
+                name: name.clone(),
+                suggestion: did_you_mean(name, keys.iter().map(String::as_str)),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The built-in first layer: `_defaults`, which benchmarks reach through `inherits`.
@@ -378,14 +535,37 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// Appends the layers of `file` (its includes first) to `layers`.
+/// Appends the layers of `file` (its includes first) to `layers`. `stack` holds the files
+/// including it; `files_read` counts every file read so far, against [`MAX_INCLUDED_FILES`].
 fn file_layers(
     file: &Path,
     included_at: Option<(&str, Option<Location>)>,
     stack: &mut Vec<PathBuf>,
     layers: &mut Vec<Node>,
     loaded: &mut HashSet<String>,
+    files_read: &mut usize,
 ) -> Result<(), ConfigError> {
+    let include_location = || included_at.as_ref().and_then(|(_, at)| at.clone());
+    if stack.len() >= MAX_INCLUDE_DEPTH {
+        return Err(ConfigError::too_large(
+            include_location(),
+            format!(
+                "includes are nested more than {MAX_INCLUDE_DEPTH} files deep (from {})",
+                stack[0].display()
+            ),
+            "include the files side by side from one file instead of chaining them",
+        ));
+    }
+    *files_read += 1;
+    if *files_read > MAX_INCLUDED_FILES {
+        return Err(ConfigError::too_large(
+            include_location(),
+            format!(
+                "the suite reads more than {MAX_INCLUDED_FILES} files (a file included from several places counts each time)"
+            ),
+            "include each file once, from the top-level suite file",
+        ));
+    }
     if stack.iter().any(|f| f == file) {
         let (include, at) = included_at.unwrap_or(("", None));
         let chain: Vec<String> = stack.iter().map(|p| p.display().to_string()).collect();
@@ -461,6 +641,7 @@ fn file_layers(
                 stack,
                 layers,
                 loaded,
+                files_read,
             )?;
         }
     }
@@ -508,6 +689,11 @@ pub fn parse_override(index: usize, text: &str) -> Result<Node, ConfigError> {
         if path.split('.').any(str::is_empty) {
             return Err(error(format!("the key path `{path}` has an empty part")));
         }
+        if path.split('.').count() > MAX_NESTING {
+            return Err(error(format!(
+                "the key path has more than {MAX_NESTING} parts"
+            )));
+        }
         let mut node = yaml::parse_str(&text[eq + 1..], &source).map_err(|e| {
             error(format!(
                 "the value is not valid YAML ({})",
@@ -551,6 +737,7 @@ fn syntax_reason(err: &ConfigError) -> String {
 fn expand_matrices(entries: Map) -> Result<Map, ConfigError> {
     let mut out = Map::with_capacity_and_hasher(entries.len(), Default::default());
     let mut generated_by: std::collections::HashMap<String, String> = Default::default();
+    let mut budget = ValueBudget::default();
     for (name, entry) in entries {
         if entry.get("matrix").is_none() {
             if out.contains_key(&name) {
@@ -559,7 +746,7 @@ fn expand_matrices(entries: Map) -> Result<Map, ConfigError> {
             out.insert(name, entry);
             continue;
         }
-        for (new_name, bench) in expand_matrix(&name, &entry)? {
+        for (new_name, bench) in expand_matrix(&name, &entry, &mut budget)? {
             if out.contains_key(&new_name) {
                 return Err(duplicate(&new_name, Some(&name), bench.location));
             }
@@ -579,8 +766,12 @@ fn duplicate(name: &str, generator: Option<&String>, at: Option<Location>) -> Co
     }
 }
 
-/// Expands one matrix entry.
-fn expand_matrix(name: &str, entry: &Node) -> Result<Vec<(String, Node)>, ConfigError> {
+/// Expands one matrix entry; `budget` counts the benchmarks made.
+fn expand_matrix(
+    name: &str,
+    entry: &Node,
+    budget: &mut ValueBudget,
+) -> Result<Vec<(String, Node)>, ConfigError> {
     let matrix_error = |at: Option<Location>, message: String, fix: &str| ConfigError::Matrix {
         at: At(at),
         bench: name.to_string(),
@@ -638,6 +829,24 @@ fn expand_matrix(name: &str, entry: &Node) -> Result<Vec<(String, Node)>, Config
         };
         values.push((key.clone(), items));
     }
+    let combinations = values
+        .iter()
+        .try_fold(1usize, |n, (_, items)| n.checked_mul(items.len()))
+        .filter(|&n| n <= MAX_MATRIX_BENCHMARKS);
+    if combinations.is_none() {
+        let sizes: Vec<String> = values
+            .iter()
+            .map(|(_, items)| items.len().to_string())
+            .collect();
+        return Err(ConfigError::too_large(
+            matrix.location.clone(),
+            format!(
+                "matrix entry `{name}` would make {} benchmarks, more than {MAX_MATRIX_BENCHMARKS}",
+                sizes.join(" x ")
+            ),
+            "use fewer values per matrix key, or split the matrix into several entries",
+        ));
+    }
     // The first key varies fastest, the last is the outermost loop, as in milabench.
     let mut combos: Vec<Vec<(String, Node)>> = vec![Vec::new()];
     for (key, items) in values.iter().rev() {
@@ -674,6 +883,7 @@ fn expand_matrix(name: &str, entry: &Node) -> Result<Vec<(String, Node)>, Config
         for path in [&["argv"][..], &["client", "argv"], &["server", "argv"]] {
             fill_argv(map, path, &combo);
         }
+        budget.spend(&bench_name, &bench)?;
         out.push((bench_name, bench));
     }
     Ok(out)
@@ -741,80 +951,153 @@ fn fill_argv(map: &mut Map, path: &[&str], combo: &[(String, Node)]) {
     }
 }
 
-/// Applies `inherits` chains, then the `*` entry. Entries are replaced in order, so a child
-/// that comes after its parent sees the parent already resolved, as in milabench.
-fn resolve_inheritance(mut entries: Map) -> Result<Map, ConfigError> {
-    let names: Vec<String> = entries.keys().cloned().collect();
-    for name in &names {
-        let mut bench = entries[name].clone();
-        let mut chain = vec![name.clone()];
-        while let Some(inherits) = bench
-            .as_map_mut()
-            .and_then(|map| map.shift_remove("inherits"))
-        {
-            let location = inherits.location.clone();
-            let parent_name = match &inherits.value {
-                Value::Str(s) => s.clone(),
-                Value::Null => break,
-                _ => {
-                    return Err(ConfigError::shape(
-                        location,
-                        format!("`inherits` of `{name}` is {}, not a name", inherits.kind()),
-                        "inherit from one entry: `inherits: _parent`",
-                    ));
-                }
+/// Applies `inherits` chains, then the `*` entry. Each entry is resolved once, after its
+/// parent, and takes its parent already resolved: one merge per entry, so a deep chain costs
+/// time in proportion to its length, whatever the order its entries are written in. (milabench
+/// walks the unresolved chain of a parent written after its child; layer merges have removed
+/// every `!delete` by then, so merging the chain from the top gives the same settings.)
+fn resolve_inheritance(entries: Map) -> Result<Map, ConfigError> {
+    let mut raw: Vec<(String, Option<Node>)> =
+        entries.into_iter().map(|(k, v)| (k, Some(v))).collect();
+    let index: rustc_hash::FxHashMap<String, usize> = raw
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| (name.clone(), i))
+        .collect();
+    let mut resolved: Vec<Option<Node>> = vec![None; raw.len()];
+    // `walk[i]` is the entry whose chain walk last visited entry `i` (plus one), to find cycles.
+    let mut walk = vec![0usize; raw.len()];
+    let mut budget = ValueBudget::default();
+    for start in 0..raw.len() {
+        // The entries of the chain not yet resolved, child first, each with its parent.
+        let mut chain: Vec<(usize, Option<usize>)> = Vec::new();
+        let mut current = start;
+        while resolved[current].is_none() {
+            walk[current] = start + 1;
+            let (name, node) = &raw[current];
+            let node = node.as_ref().expect("an unresolved entry is still raw");
+            let parent = match node.get("inherits") {
+                None => None,
+                Some(inherits) => match &inherits.value {
+                    Value::Null => None,
+                    Value::Str(parent) => match index.get(parent) {
+                        Some(&p) => Some(p),
+                        None => {
+                            return Err(ConfigError::UnknownParent {
+                                at: At(inherits.location.clone()),
+                                bench: raw[start].0.clone(),
+                                suggestion: did_you_mean(parent, index.keys().map(String::as_str)),
+                                parent: parent.clone(),
+                            });
+                        }
+                    },
+                    _ => {
+                        return Err(ConfigError::shape(
+                            inherits.location.clone(),
+                            format!("`inherits` of `{name}` is {}, not a name", inherits.kind()),
+                            "inherit from one entry: `inherits: _parent`",
+                        ));
+                    }
+                },
             };
-            if chain.contains(&parent_name) {
-                chain.push(parent_name);
-                return Err(ConfigError::InheritanceCycle {
-                    at: At(location),
-                    bench: name.clone(),
-                    chain: chain.join(" -> "),
-                });
-            }
-            let Some(parent) = entries.get(&parent_name) else {
-                return Err(ConfigError::UnknownParent {
-                    at: At(location),
-                    bench: name.clone(),
-                    suggestion: did_you_mean(&parent_name, entries.keys().map(String::as_str)),
-                    parent: parent_name,
-                });
-            };
-            chain.push(parent_name.clone());
-            let mut tags = tag_list(parent, &parent_name)?;
-            for t in tag_list(&bench, name)? {
-                if !tags.contains(&t) {
-                    tags.push(t);
+            chain.push((current, parent));
+            match parent {
+                Some(p) if walk[p] == start + 1 && resolved[p].is_none() => {
+                    let mut names: Vec<&str> =
+                        chain.iter().map(|(i, _)| raw[*i].0.as_str()).collect();
+                    names.push(&raw[p].0);
+                    let at = raw[current].1.as_ref().and_then(|n| n.get("inherits"));
+                    return Err(ConfigError::InheritanceCycle {
+                        at: At(at.and_then(|n| n.location.clone())),
+                        bench: raw[start].0.clone(),
+                        chain: names.join(" -> "),
+                    });
                 }
-            }
-            tags.sort();
-            let tags_location = bench
-                .get("tags")
-                .and_then(|t| t.location.clone())
-                .or_else(|| parent.get("tags").and_then(|t| t.location.clone()));
-            bench = merge(parent.clone(), bench, name)?;
-            if let Some(map) = bench.as_map_mut() {
-                map.insert(
-                    "tags".into(),
-                    Node::at(
-                        Value::Seq(tags.into_iter().map(Node::str).collect()),
-                        tags_location,
-                    ),
-                );
+                Some(p) => current = p,
+                None => break,
             }
         }
-        entries.insert(name.clone(), bench);
+        for (i, parent) in chain.into_iter().rev() {
+            let mut bench = raw[i].1.take().expect("each entry is resolved once");
+            if let Some(map) = bench.as_map_mut() {
+                map.shift_remove("inherits");
+            }
+            if let Some(p) = parent {
+                let parent = resolved[p].as_ref().expect("a parent is resolved first");
+                bench = inherit(parent, &raw[p].0, bench, &raw[i].0)?;
+            }
+            budget.spend(&raw[i].0, &bench)?;
+            resolved[i] = Some(bench);
+        }
     }
+    let mut entries: Map = raw
+        .into_iter()
+        .zip(resolved)
+        .map(|((name, _), node)| (name, node.expect("every entry is resolved")))
+        .collect();
     if let Some(star) = entries.get("*").cloned() {
-        for name in &names {
+        let mut budget = ValueBudget::default();
+        for (name, bench) in entries.iter_mut() {
             if name == "*" {
                 continue;
             }
-            let bench = entries[name].clone();
-            entries.insert(name.clone(), merge(bench, star.clone(), name)?);
+            let own = std::mem::replace(bench, Node::new(Value::Null));
+            *bench = merge(own, star.clone(), name)?;
+            budget.spend(name, bench)?;
         }
     }
     Ok(entries)
+}
+
+/// `bench` on top of its resolved `parent`: the parent's settings overridden by the child's,
+/// with the tags of both, sorted.
+fn inherit(parent: &Node, parent_name: &str, bench: Node, name: &str) -> Result<Node, ConfigError> {
+    let mut tags = tag_list(parent, parent_name)?;
+    for t in tag_list(&bench, name)? {
+        if !tags.contains(&t) {
+            tags.push(t);
+        }
+    }
+    tags.sort();
+    let tags_location = bench
+        .get("tags")
+        .and_then(|t| t.location.clone())
+        .or_else(|| parent.get("tags").and_then(|t| t.location.clone()));
+    let mut bench = merge(parent.clone(), bench, name)?;
+    if let Some(map) = bench.as_map_mut() {
+        map.insert(
+            "tags".into(),
+            Node::at(
+                Value::Seq(tags.into_iter().map(Node::str).collect()),
+                tags_location,
+            ),
+        );
+    }
+    Ok(bench)
+}
+
+/// The values held by the entries built so far in one step of resolution, against
+/// [`MAX_SUITE_VALUES`]: matrices and inheritance copy values, and this bounds the copies.
+#[derive(Default)]
+struct ValueBudget {
+    spent: usize,
+}
+
+impl ValueBudget {
+    /// Counts the values of `node`, just built for entry `name`.
+    fn spend(&mut self, name: &str, node: &Node) -> Result<(), ConfigError> {
+        self.spent = self.spent.saturating_add(node.value_count());
+        if self.spent > MAX_SUITE_VALUES {
+            return Err(ConfigError::too_large(
+                node.location.clone(),
+                format!(
+                    "the suite holds more than {MAX_SUITE_VALUES} values once matrices are expanded and entries inherit their parents' settings (crossed at `{name}`)"
+                ),
+                "make fewer benchmarks inherit from large entries, use smaller matrices, or split the suite",
+            ));
+        }
+        Ok(())
+    }
 }
 
 fn tag_list(node: &Node, name: &str) -> Result<Vec<String>, ConfigError> {
@@ -950,6 +1233,108 @@ mod tests {
         assert_eq!(b.weight(), 3.0);
     }
 
+    /// Resolves `files[0]` of `files` (name, text), all written to one folder.
+    fn resolve_files(files: &[(String, String)]) -> Result<Suite, ConfigError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).expect("write");
+        }
+        let system = load_system(None, &SystemInputs::local("cpu", "/b", "r")).expect("system");
+        let env = |_: &str| None;
+        resolve_suite(&SuiteRequest::whole(
+            &dir.path().join(&files[0].0),
+            &system,
+            &env,
+        ))
+    }
+
+    #[test]
+    fn a_long_include_chain_is_refused_before_the_stack_runs_out() {
+        let files: Vec<(String, String)> = (0..MAX_INCLUDE_DEPTH + 8)
+            .map(|i| (format!("f{i}.yaml"), format!("include: f{}.yaml\n", i + 1)))
+            .chain(std::iter::once((
+                format!("f{}.yaml", MAX_INCLUDE_DEPTH + 8),
+                "{}\n".to_string(),
+            )))
+            .collect();
+        let err = resolve_files(&files).expect_err("refused");
+        assert!(matches!(err, ConfigError::TooLarge { .. }), "{err}");
+        assert!(err.to_string().contains("nested more than"), "{err}");
+        // A short chain of the same shape loads.
+        let short = [
+            ("a.yaml".to_string(), "include: b.yaml\n".to_string()),
+            ("b.yaml".to_string(), "x: {enabled: true}\n".to_string()),
+        ];
+        assert_eq!(resolve_files(&short).expect("loads").benches.len(), 1);
+    }
+
+    #[test]
+    fn a_file_included_exponentially_often_is_refused() {
+        // Each file includes the next one twice: 2^11 reads.
+        let files: Vec<(String, String)> = (0..11)
+            .map(|i| {
+                let next = format!("f{}.yaml", i + 1);
+                (format!("f{i}.yaml"), format!("include: [{next}, {next}]\n"))
+            })
+            .chain(std::iter::once((
+                "f11.yaml".to_string(),
+                "{}\n".to_string(),
+            )))
+            .collect();
+        let err = resolve_files(&files).expect_err("refused");
+        assert!(err.to_string().contains("reads more than"), "{err}");
+    }
+
+    #[test]
+    fn a_huge_matrix_is_refused_before_it_is_built() {
+        let values = |n: usize| (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+        let text = format!(
+            "m:\n  matrix: {{a: [{0}], b: [{0}], c: [{0}]}}\n  job: {{name: 'x-{{a}}-{{b}}-{{c}}'}}\n",
+            values(200)
+        );
+        let err = resolve_text(&text, &[]).expect_err("refused");
+        assert!(matches!(err, ConfigError::TooLarge { .. }), "{err}");
+        assert!(err.to_string().contains("200 x 200 x 200"), "{err}");
+        let small = format!(
+            "m:\n  matrix: {{a: [{0}], b: [{0}]}}\n  job: {{name: 'x-{{a}}-{{b}}'}}\n",
+            values(3)
+        );
+        assert_eq!(
+            resolve_text(&small, &[]).expect("resolves").benches.len(),
+            9
+        );
+    }
+
+    #[test]
+    fn a_deep_inheritance_chain_written_child_first_resolves() {
+        // Entry i inherits from entry i + 1, written before it; only the root sets `weight`.
+        let depth = 5_000;
+        let mut text = String::new();
+        for i in 0..depth {
+            text.push_str(&format!("_p{i}: {{inherits: _p{}}}\n", i + 1));
+        }
+        text.push_str(&format!("_p{depth}: {{weight: 7, tags: [monogpu]}}\n"));
+        text.push_str("leaf: {inherits: _p0, definition: d}\n");
+        let suite = resolve_text(&text, &[]).expect("resolves");
+        let leaf = &suite.benches[0];
+        assert_eq!(leaf.weight(), 7.0);
+        assert_eq!(leaf.tags(), ["monogpu"]);
+    }
+
+    #[test]
+    fn interpolations_that_copy_copies_are_bounded() {
+        // Each entry holds two copies of the previous one's list: 2^30 values unbounded.
+        let mut text = "b0: {x: [1, 2, 3, 4]}\n".to_string();
+        for i in 1..30 {
+            let p = i - 1;
+            text.push_str(&format!(
+                "b{i}: {{x: ['${{packs.b{p}.x}}', '${{packs.b{p}.x}}']}}\n"
+            ));
+        }
+        let err = resolve_text(&text, &[]).expect_err("refused");
+        assert!(matches!(err, ConfigError::TooLarge { .. }), "{err}");
+    }
+
     fn fragment() -> impl Strategy<Value = String> {
         let key = prop_oneof![
             Just("include"),
@@ -985,6 +1370,60 @@ mod tests {
         (key, value, 0usize..3).prop_map(|(k, v, depth)| format!("{}{k}: {v}", "  ".repeat(depth)))
     }
 
+    /// Suites built to exhaust the loader: alias bombs, deep nesting, huge matrices, long
+    /// inheritance chains written child first, self-includes, long dotted keys and
+    /// interpolations that copy copies, each sized at random around its bound.
+    fn attack() -> impl Strategy<Value = String> {
+        prop_oneof![
+            (1usize..14, 2usize..10).prop_map(|(levels, fan)| {
+                let mut text = "l0: &l0 [x]\n".to_string();
+                for i in 1..levels {
+                    let items = vec![format!("*l{}", i - 1); fan].join(", ");
+                    text.push_str(&format!("l{i}: &l{i} [{items}]\n"));
+                }
+                text
+            }),
+            (0usize..400).prop_map(|depth| format!(
+                "a: {{x: {}{}}}\n",
+                "[".repeat(depth),
+                "]".repeat(depth)
+            )),
+            (1usize..4, 1usize..400).prop_map(|(axes, n)| {
+                let values = (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+                let keys: Vec<String> = (0..axes).map(|a| format!("k{a}")).collect();
+                let name: String = keys.iter().map(|k| format!("-{{{k}}}")).collect();
+                let matrix: Vec<String> = keys.iter().map(|k| format!("{k}: [{values}]")).collect();
+                format!(
+                    "m:\n  matrix: {{{}}}\n  job: {{name: 'm{name}', definition: d}}\n",
+                    matrix.join(", ")
+                )
+            }),
+            (1usize..3000).prop_map(|depth| {
+                let mut text = String::new();
+                for i in 0..depth {
+                    text.push_str(&format!("_p{i}: {{inherits: _p{}, x{i}: 1}}\n", i + 1));
+                }
+                text.push_str(&format!(
+                    "_p{depth}: {{tags: [monogpu]}}\nleaf: {{inherits: _p0}}\n"
+                ));
+                text
+            }),
+            Just("include: suite.yaml\n".to_string()),
+            (1usize..300)
+                .prop_map(|n| format!("e: !expand-dot {{{}: 1}}\n", vec!["k"; n].join("."))),
+            (1usize..40).prop_map(|levels| {
+                let mut text = "b0: {x: [1, 2]}\n".to_string();
+                for i in 1..levels {
+                    let p = i - 1;
+                    text.push_str(&format!(
+                        "b{i}: {{x: ['${{packs.b{p}.x}}', '${{packs.b{p}.x}}']}}\n"
+                    ));
+                }
+                text
+            }),
+        ]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
@@ -993,6 +1432,21 @@ mod tests {
         fn resolver_never_panics(lines in prop::collection::vec(fragment(), 0..12)) {
             let text = lines.join("\n");
             let _ = resolve_text(&text, &[]);
+        }
+
+        /// The fuzz target of the suite loader: attacks on its bounds (and random fragments
+        /// after them) end in a suite or an error, never in a panic, and what resolves stays
+        /// within the bounds of `limits`, so memory stays bounded.
+        #[test]
+        fn suite_loader_survives_alias_and_size_attacks(
+            attack in attack(),
+            lines in prop::collection::vec(fragment(), 0..4),
+        ) {
+            let text = format!("{attack}{}", lines.join("\n"));
+            if let Ok(suite) = resolve_text(&text, &[]) {
+                let values: usize = suite.raw.values().map(Node::value_count).sum();
+                prop_assert!(values <= 2 * MAX_SUITE_VALUES, "{values} values");
+            }
         }
 
         /// The YAML loader never panics, whatever the bytes.

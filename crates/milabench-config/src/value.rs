@@ -131,6 +131,15 @@ impl Node {
         self.value.kind()
     }
 
+    /// How many values the tree holds: this node and every list item and mapping value under it.
+    pub fn value_count(&self) -> usize {
+        1 + match &self.value {
+            Value::Seq(items) => items.iter().map(Node::value_count).sum(),
+            Value::Map(m) => m.values().map(Node::value_count).sum(),
+            _ => 0,
+        }
+    }
+
     /// Converts the tree to JSON, keeping key order.
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::Value as J;

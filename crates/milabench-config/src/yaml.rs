@@ -1,13 +1,16 @@
 //! YAML loading with PyYAML's meaning: YAML 1.1 scalars (`yes` is true, `1e-4` is a string,
 //! `010` is 8), `<<` merge keys, anchors, and milabench's `!delete` and `!expand-dot` tags.
-//! Every node keeps its file:line:column.
+//! Every node keeps its file:line:column. The input size, the values a document holds once its
+//! aliases are expanded, and its nesting are bounded by [`crate::limits`].
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::sync::Arc;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
 
 use crate::error::{At, ConfigError};
+use crate::limits::{MAX_DOCUMENT_VALUES, MAX_FILE_BYTES, MAX_NESTING};
 use crate::merge::merge;
 use crate::value::{Location, Map, Node, Value};
 
@@ -21,6 +24,7 @@ pub fn parse_str(text: &str, file: &str) -> Result<Node, ConfigError> {
         anchors: HashMap::default(),
         root: None,
         documents: 0,
+        values: 0,
     };
     for event in Parser::new_from_str(text) {
         let (event, span) = event.map_err(|e| ConfigError::Syntax {
@@ -36,12 +40,31 @@ pub fn parse_str(text: &str, file: &str) -> Result<Node, ConfigError> {
     Ok(builder.root.unwrap_or_else(|| Node::new(Value::Null)))
 }
 
-/// Reads and parses a YAML file; `what` says what the file is for, in errors.
+/// Reads and parses a YAML file of at most [`MAX_FILE_BYTES`]; `what` says what the file is
+/// for, in errors.
 pub fn load_file(path: &std::path::Path, what: &'static str) -> Result<Node, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    let read_error = |source: std::io::Error| ConfigError::Read {
         what,
         path: path.display().to_string(),
         reason: source.to_string(),
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ConfigError::too_large(
+            None,
+            format!(
+                "{what} {} holds more than {} MiB",
+                path.display(),
+                MAX_FILE_BYTES / (1024 * 1024)
+            ),
+            "name a suite or system YAML file; split a generated one into smaller files",
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|source| {
+        read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, source))
     })?;
     parse_str(&text, &path.display().to_string())
 }
@@ -53,6 +76,8 @@ enum Frame {
         anchor: usize,
         tag: Option<String>,
         location: Location,
+        /// The document's value count before the list.
+        values_before: usize,
     },
     Map {
         pairs: Vec<(Node, Node)>,
@@ -60,15 +85,25 @@ enum Frame {
         anchor: usize,
         tag: Option<String>,
         location: Location,
+        /// The document's value count before the mapping.
+        values_before: usize,
     },
+}
+
+/// An anchored value and how many values it holds, itself included.
+struct Anchored {
+    node: Node,
+    values: usize,
 }
 
 struct Builder {
     file: Arc<str>,
     stack: Vec<Frame>,
-    anchors: HashMap<usize, Node>,
+    anchors: HashMap<usize, Anchored>,
     root: Option<Node>,
     documents: usize,
+    /// Values built so far, aliases counted as many times as they are used.
+    values: usize,
 }
 
 /// The tag as `!name` for local tags or `!!name` for core-schema tags.
@@ -107,38 +142,41 @@ impl Builder {
                 let location = self.location(&span);
                 let tag = tag.as_deref().map(tag_name);
                 let node = scalar(text.into_owned(), style, tag.as_deref(), location)?;
-                if anchor > 0 {
-                    self.anchors.insert(anchor, node.clone());
-                }
-                self.push(node)?;
+                self.count(1, &span)?;
+                self.finish(node, anchor, 1);
             }
             Event::Alias(id) => {
-                let node = self.anchors.get(&id).cloned().ok_or_else(|| {
-                    ConfigError::shape(
+                let Some(anchored) = self.anchors.get(&id) else {
+                    return Err(ConfigError::shape(
                         Some(self.location(&span)),
                         "alias refers to an unknown anchor",
                         "define the anchor (`&name`) before using it (`*name`)",
-                    )
-                })?;
-                self.push(node)?;
+                    ));
+                };
+                let values = anchored.values;
+                self.count(values, &span)?;
+                let node = self.anchors[&id].node.clone();
+                self.finish(node, 0, values);
             }
             Event::SequenceStart(anchor, tag) => {
-                let location = self.location(&span);
+                let location = self.open(&span)?;
                 self.stack.push(Frame::Seq {
                     items: Vec::new(),
                     anchor,
                     tag: tag.as_deref().map(tag_name),
                     location,
+                    values_before: self.values - 1,
                 });
             }
             Event::MappingStart(anchor, tag) => {
-                let location = self.location(&span);
+                let location = self.open(&span)?;
                 self.stack.push(Frame::Map {
                     pairs: Vec::new(),
                     pending_key: None,
                     anchor,
                     tag: tag.as_deref().map(tag_name),
                     location,
+                    values_before: self.values - 1,
                 });
             }
             Event::SequenceEnd => {
@@ -147,6 +185,7 @@ impl Builder {
                     anchor,
                     tag,
                     location,
+                    values_before,
                 }) = self.stack.pop()
                 {
                     let node = match tag.as_deref() {
@@ -154,10 +193,7 @@ impl Builder {
                         Some("!delete") => Node::at(Value::Delete, Some(location)),
                         Some(other) => return Err(unknown_tag(other, location)),
                     };
-                    if anchor > 0 {
-                        self.anchors.insert(anchor, node.clone());
-                    }
-                    self.push(node)?;
+                    self.finish(node, anchor, self.values - values_before);
                 }
             }
             Event::MappingEnd => {
@@ -166,6 +202,7 @@ impl Builder {
                     anchor,
                     tag,
                     location,
+                    values_before,
                     ..
                 }) = self.stack.pop()
                 {
@@ -176,10 +213,7 @@ impl Builder {
                         Some("!delete") => Node::at(Value::Delete, Some(location)),
                         Some(other) => return Err(unknown_tag(other, location)),
                     };
-                    if anchor > 0 {
-                        self.anchors.insert(anchor, node.clone());
-                    }
-                    self.push(node)?;
+                    self.finish(node, anchor, self.values - values_before);
                 }
             }
             _ => {}
@@ -187,8 +221,53 @@ impl Builder {
         Ok(())
     }
 
+    /// Counts `values` more values in the document, refusing to go past
+    /// [`MAX_DOCUMENT_VALUES`] (an alias of a large value counts all of it, so an alias bomb
+    /// stops here before it is expanded).
+    fn count(&mut self, values: usize, span: &Span) -> Result<(), ConfigError> {
+        self.values = self.values.saturating_add(values);
+        if self.values > MAX_DOCUMENT_VALUES {
+            return Err(ConfigError::too_large(
+                Some(self.location(span)),
+                format!(
+                    "the document holds more than {MAX_DOCUMENT_VALUES} values once its aliases (`*name`) are expanded"
+                ),
+                "use fewer or smaller aliases; an alias copies all of its anchored value each time it is used",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Starts a list or mapping at `span`: counts it and checks the nesting.
+    fn open(&mut self, span: &Span) -> Result<Location, ConfigError> {
+        if self.stack.len() >= MAX_NESTING {
+            return Err(ConfigError::too_large(
+                Some(self.location(span)),
+                format!("lists and mappings are nested more than {MAX_NESTING} levels deep"),
+                "flatten the structure",
+            ));
+        }
+        self.count(1, span)?;
+        Ok(self.location(span))
+    }
+
+    /// Records a finished node holding `values` values under its anchor (when it has one), then
+    /// adds it to its container.
+    fn finish(&mut self, node: Node, anchor: usize, values: usize) {
+        if anchor > 0 {
+            self.anchors.insert(
+                anchor,
+                Anchored {
+                    node: node.clone(),
+                    values,
+                },
+            );
+        }
+        self.push(node);
+    }
+
     /// Adds a finished node to the container on top of the stack, or makes it the root.
-    fn push(&mut self, node: Node) -> Result<(), ConfigError> {
+    fn push(&mut self, node: Node) {
         match self.stack.last_mut() {
             None => self.root = Some(node),
             Some(Frame::Seq { items, .. }) => items.push(node),
@@ -199,7 +278,6 @@ impl Builder {
                 Some(key) => pairs.push((key, node)),
             },
         }
-        Ok(())
     }
 }
 
@@ -297,6 +375,13 @@ fn expand_dots(map: Map, location: Location) -> Result<Node, ConfigError> {
         }
         let mut part = value;
         let segments: Vec<&str> = key.split('.').collect();
+        if segments.len() > MAX_NESTING {
+            return Err(ConfigError::too_large(
+                Some(location),
+                format!("an `!expand-dot` key has more than {MAX_NESTING} parts"),
+                "use shorter dotted keys",
+            ));
+        }
         for segment in segments.iter().skip(1).rev() {
             let mut m = Map::default();
             m.insert((*segment).to_string(), part);
@@ -729,5 +814,48 @@ mod tests {
     fn unknown_tags_are_errors() {
         let err = parse_str("a: !python/object 1\n", "t.yaml").expect_err("fails");
         assert!(err.to_string().contains("unknown YAML tag"), "{err}");
+    }
+
+    /// The billion-laughs shape: each level lists the previous one nine times.
+    fn alias_bomb(levels: usize) -> String {
+        let mut text = "l0: &l0 [x, x, x, x, x, x, x, x, x]\n".to_string();
+        for i in 1..levels {
+            let p = i - 1;
+            text.push_str(&format!(
+                "l{i}: &l{i} [*l{p}, *l{p}, *l{p}, *l{p}, *l{p}, *l{p}, *l{p}, *l{p}, *l{p}]\n"
+            ));
+        }
+        text
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_before_it_is_expanded() {
+        let err = parse_str(&alias_bomb(10), "bomb.yaml").expect_err("refused");
+        assert!(matches!(err, ConfigError::TooLarge { .. }), "{err}");
+        let text = err.to_string();
+        assert!(text.starts_with("bomb.yaml:"), "{text}");
+        assert!(text.contains("aliases"), "{text}");
+        // A few levels of the same shape stay within the bound and load.
+        parse_str(&alias_bomb(4), "small.yaml").expect("within the bound");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused() {
+        let depth = MAX_NESTING + 1;
+        let text = format!("a: {}{}", "[".repeat(depth), "]".repeat(depth));
+        let err = parse_str(&text, "deep.yaml").expect_err("refused");
+        assert!(err.to_string().contains("nested more than"), "{err}");
+        let ok = format!("a: {}{}", "[".repeat(8), "]".repeat(8));
+        parse_str(&ok, "ok.yaml").expect("shallow nesting loads");
+    }
+
+    #[test]
+    fn an_endless_file_is_read_only_up_to_the_bound() {
+        let err = load_file(std::path::Path::new("/dev/zero"), "suite file").expect_err("refused");
+        assert!(matches!(err, ConfigError::TooLarge { .. }), "{err}");
+        assert!(
+            err.to_string().contains("/dev/zero holds more than"),
+            "{err}"
+        );
     }
 }

@@ -548,4 +548,44 @@ mod tests {
             ["a.data: 3 lines are not JSON, first at line 3 (x); they were skipped"]
         );
     }
+
+    /// One line of a hostile `.data` file: real records, truncated and garbled JSON, deep
+    /// nesting, huge and non-finite numbers, bytes that are not UTF-8, long lines.
+    fn hostile_line() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(br#"{"event": "data", "data": {"task": "train", "rate": 12.5, "units": "items/s"}, "pipe": "data"}"#.to_vec()),
+            Just(br#"{"event": "end", "data": {"command": ["python"], "time": 1.0, "return_code": 0}, "pipe": null}"#.to_vec()),
+            Just(br#"{"event": "data", "data": {"rate": NaN, "loss": Infinity}, "pipe": "data"}"#.to_vec()),
+            Just(br#"{"event": "data", "data": {"rate": 1e999999}}"#.to_vec()),
+            Just(br#"{"event": 3}"#.to_vec()),
+            (0usize..2000).prop_map(|d| format!("{{\"event\": \"x\", \"data\": {}{}}}", "[".repeat(d), "]".repeat(d)).into_bytes()),
+            (0usize..4000).prop_map(|n| format!("{{\"event\": \"line\", \"data\": \"{}\"}}", "a".repeat(n)).into_bytes()),
+            proptest::collection::vec(any::<u8>(), 0..200),
+            "[ -~]{0,60}".prop_map(String::into_bytes),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+        /// The fuzz target of the `.data` decoder: any mix of hostile lines, read through a
+        /// small buffer so that lines span reads, gives at most one record and one problem per
+        /// line, never a panic.
+        #[test]
+        fn data_reader_survives_hostile_lines(
+            lines in proptest::collection::vec(hostile_line(), 0..30),
+            newline_at_end in proptest::bool::ANY,
+            capacity in 1usize..64,
+        ) {
+            let mut bytes = lines.join(&b'\n');
+            if newline_at_end {
+                bytes.push(b'\n');
+            }
+            let input = std::io::BufReader::with_capacity(capacity, &bytes[..]);
+            let items: Vec<_> = RecordReader::new(input).collect();
+            let physical_lines = bytes.iter().filter(|&&b| b == b'\n').count() + 1;
+            proptest::prop_assert!(items.len() <= 2 * physical_lines);
+        }
+    }
 }

@@ -46,6 +46,21 @@ pub enum Error {
     /// The run folder's lock file could not be created or written.
     #[error(transparent)]
     RunLock(milabench_metrics::LockError),
+    /// `--resume` names a run folder that does not exist.
+    #[error(
+        "--resume: there is no run to resume at {}\n  fix: give the --run-name of an earlier run (a folder under the runs folder), or leave out --resume to start a new run",
+        .0.display()
+    )]
+    NoRunToResume(std::path::PathBuf),
+    /// A selected benchmark cannot be installed, prepared or run as written, or none is
+    /// selected.
+    #[error("{problem}\n  fix: {fix}")]
+    NotRunnable {
+        /// What is missing, naming the benchmark.
+        problem: String,
+        /// How to fix it.
+        fix: String,
+    },
     /// The machine could not be described (CPU, memory, GPUs).
     #[error("cannot read this machine's facts: {0}")]
     System(String),
@@ -75,6 +90,8 @@ impl Error {
                 | Error::Plan(_)
                 | Error::RunExists(_)
                 | Error::RunInUse { .. }
+                | Error::NoRunToResume(_)
+                | Error::NotRunnable { .. }
         )
     }
 }

@@ -128,6 +128,67 @@ pub fn resolve(
 }
 
 impl Resolved {
+    /// Checks, before anything is installed, prepared or run, that the selection keeps at
+    /// least one benchmark and that each one kept has its folders (`dirs`, which come from
+    /// `_defaults`) and an existing definition folder.
+    pub fn check_runnable(&self) -> Result<(), Error> {
+        if self.suite.runnable().next().is_none() {
+            let kept: Vec<String> = self
+                .suite
+                .benches
+                .iter()
+                .filter(|b| b.matches_selection)
+                .map(|b| {
+                    let why = if b.enabled() {
+                        "no definition"
+                    } else {
+                        "disabled"
+                    };
+                    format!("`{}` ({why})", b.name)
+                })
+                .collect();
+            return Err(Error::NotRunnable {
+                problem: if kept.is_empty() {
+                    "the selection keeps no benchmark of the suite".into()
+                } else {
+                    format!("no selected benchmark can run: {}", kept.join(", "))
+                },
+                fix: "check --select/--exclude, and give the benchmarks `enabled: true` and a `definition` (`--override 'NAME.enabled=true'` enables one for a run)".into(),
+            });
+        }
+        for bench in self.suite.runnable() {
+            if bench.dir("venv").is_none() {
+                return Err(Error::NotRunnable {
+                    problem: format!(
+                        "`{}` has no folders (`dirs.venv`, `dirs.data`, ...): it does not inherit `_defaults`",
+                        bench.name
+                    ),
+                    fix: format!(
+                        "add `inherits: _defaults` to `{}` (or to the entry it inherits from)",
+                        bench.name
+                    ),
+                });
+            }
+            let definition = bench.definition().unwrap_or_default();
+            if !std::path::Path::new(&definition).is_dir() {
+                let written = bench
+                    .config
+                    .get("definition")
+                    .and_then(|d| d.location.as_ref())
+                    .map(|l| format!(" (written at {l})"))
+                    .unwrap_or_default();
+                return Err(Error::NotRunnable {
+                    problem: format!(
+                        "the definition folder of `{}` does not exist: {definition}{written}",
+                        bench.name
+                    ),
+                    fix: "correct `definition:`; a relative path is relative to the folder of the file that writes it".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The benchmarks that would run, as the report's list of expected entries (weights,
     /// `enabled`, groups).
     pub fn report_entries(&self) -> Vec<milabench_report::SuiteEntry> {

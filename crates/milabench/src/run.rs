@@ -53,10 +53,13 @@ pub struct RunFolder {
 
 impl RunFolder {
     /// Claims the run folder of `resolved`: refused while another process holds it (even a
-    /// benchmark left running by a killed `milabench run`), and, unless `resume`, when it already
-    /// holds a run.
+    /// benchmark left running by a killed `milabench run`); with `resume`, when there is no such
+    /// run; without, when it already holds a run.
     pub fn claim(resolved: &Resolved, resume: bool) -> Result<RunFolder, Error> {
         let path = run_dir(resolved);
+        if resume && !path.is_dir() {
+            return Err(Error::NoRunToResume(path));
+        }
         let lock = FolderLock::try_acquire(path.join(RUN_LOCK_FILE)).map_err(|e| match e {
             LockError::Held { holders, .. } => Error::RunInUse {
                 path: path.clone(),

@@ -92,12 +92,21 @@ pub(crate) struct OpsArgs {
 /// Runs `benchit ops`; returns the exit status.
 pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<u8> {
     let config = OpsConfig::load(&args.config)?;
-    let all = ops::expand(&config);
-    let runs = ops::select(&all, args.resume_id.as_deref(), args.stop_id.as_deref())?;
+    let range = ops::select(&config, args.resume_id.as_deref(), args.stop_id.as_deref())?;
+    let selected = ops::expand(&config).skip(range.start).take(range.len());
     if args.list {
-        print_list(runs, args.format)?;
+        print_list(selected, args.format)?;
         return Ok(SUCCESS);
     }
+    if range.len() > ops::config::MAX_RUNS_AT_ONCE {
+        anyhow::bail!(
+            "the selection holds {} runs, more than the {} one `benchit ops` run keeps in memory\n  fix: run it in parts with --resume-id and --stop-id (`benchit ops --list` prints the ids), or use larger range steps",
+            range.len(),
+            ops::config::MAX_RUNS_AT_ONCE
+        );
+    }
+    let runs: Vec<ExpandedRun> = selected.collect();
+    let runs = runs.as_slice();
     let options = RunOptions {
         config_file: args.config.clone(),
         device: args.device.clone(),
@@ -178,33 +187,43 @@ fn progress(done: usize, total: usize, record: &RunRecord) {
     eprintln!("[{done}/{total}] {}|{} {what}", record.op_name, record.id);
 }
 
+/// Prints the ids as they are expanded, one at a time: a list of millions of ids holds one run
+/// in memory. The JSON form is the pretty-printed array of `{op_name, id, config, problem}`.
 #[allow(clippy::print_stdout)]
-fn print_list(runs: &[ExpandedRun], format: Format) -> anyhow::Result<()> {
-    match format {
-        Format::Text => {
-            for run in runs {
-                match &run.spec {
-                    Ok(_) => println!("{}", run.full_id()),
-                    Err(problem) => println!("{}  (will fail: {problem})", run.full_id()),
-                }
+fn print_list(runs: impl Iterator<Item = ExpandedRun>, format: Format) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if format == Format::Json {
+        write!(out, "[")?;
+    }
+    let mut first = true;
+    for run in runs {
+        match format {
+            Format::Text => match &run.spec {
+                Ok(_) => writeln!(out, "{}", run.full_id())?,
+                Err(problem) => writeln!(out, "{}  (will fail: {problem})", run.full_id())?,
+            },
+            Format::Json => {
+                let item = serde_json::json!({
+                    "op_name": run.op_name,
+                    "id": run.id.to_string(),
+                    "config": run.config,
+                    "problem": run.spec.as_ref().err(),
+                });
+                let text = serde_json::to_string_pretty(&item)?;
+                write!(out, "{}\n  ", if first { "" } else { "," })?;
+                write!(out, "{}", text.replace('\n', "\n  "))?;
+                first = false;
             }
         }
-        Format::Json => {
-            let list: Vec<serde_json::Value> = runs
-                .iter()
-                .map(|run| {
-                    serde_json::json!({
-                        "op_name": run.op_name,
-                        "id": run.id.to_string(),
-                        "config": run.config,
-                        "problem": run.spec.as_ref().err(),
-                    })
-                })
-                .collect();
-            println!("{}", serde_json::to_string_pretty(&list)?);
-        }
     }
-    Ok(())
+    if format == Format::Json {
+        writeln!(out, "{}]", if first { "" } else { "\n" })?;
+    }
+    match out.flush() {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
 }
 
 #[allow(clippy::print_stdout)]

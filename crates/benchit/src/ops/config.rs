@@ -13,8 +13,13 @@ use serde_json::{Map, Value};
 use super::path::JsonPath;
 
 /// The most runs one config may expand to (a guard against a typo such as a step of 1 over
-/// a billion values).
+/// a billion values). Listing streams the ids, so this many fit whatever the memory.
 pub const MAX_RUNS: u64 = 50_000_000;
+
+/// The most runs one `benchit ops` run takes at once: each is held in memory with its spec and
+/// then its record (a few kilobytes), so a larger selection is run in parts with
+/// `--resume-id`/`--stop-id`.
+pub const MAX_RUNS_AT_ONCE: usize = 100_000;
 
 /// Why a config cannot be read or expanded.
 #[derive(Debug, thiserror::Error)]

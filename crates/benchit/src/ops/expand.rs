@@ -13,6 +13,7 @@
 //! `<config_id>|<build_id>` prefix (`0|0_0|…`, `0|0_1|…`).
 
 use std::fmt;
+use std::ops::Range;
 
 use serde_json::{Map, Value};
 
@@ -57,16 +58,18 @@ impl ExpandedRun {
     }
 }
 
-/// Every run of `config`, in order.
-pub fn expand(config: &OpsConfig) -> Vec<ExpandedRun> {
-    let mut runs = Vec::with_capacity(usize::try_from(config.run_count()).unwrap_or(0));
-    for op in &config.ops {
-        let generators = check_generators(op);
-        for (config_id, entry) in op.configs.iter().enumerate() {
-            expand_entry(op, config_id, entry, generators.as_ref().err(), &mut runs);
-        }
-    }
-    runs
+/// Every run of `config`, in order, built one at a time as the iterator is read: listing or
+/// scanning the ids holds one run in memory, however many the config expands to.
+pub fn expand(config: &OpsConfig) -> impl Iterator<Item = ExpandedRun> + '_ {
+    config.ops.iter().flat_map(|op| {
+        let generator_problem = check_generators(op).err();
+        op.configs
+            .iter()
+            .enumerate()
+            .flat_map(move |(config_id, entry)| {
+                expand_entry(op, config_id, entry, generator_problem.clone())
+            })
+    })
 }
 
 /// Why no run of `op` can work because of its data generators, if so.
@@ -87,48 +90,45 @@ fn check_generators(op: &OpEntry) -> Result<(), String> {
     check("build_data_generator", &op.build_data_generator, has_build)
 }
 
-fn expand_entry(
-    op: &OpEntry,
+fn expand_entry<'a>(
+    op: &'a OpEntry,
     config_id: usize,
-    entry: &ConfigEntry,
-    generator_problem: Option<&String>,
-    runs: &mut Vec<ExpandedRun>,
-) {
-    let builds: Vec<(String, Option<Variant>)> = if entry.build.is_empty() {
-        vec![("0".to_string(), None)]
-    } else {
-        variants(&entry.build, op.build_iterator)
-            .map(|variant| (variant.id.clone(), Some(variant)))
-            .collect()
-    };
-    for (build_id, build) in builds {
+    entry: &'a ConfigEntry,
+    generator_problem: Option<String>,
+) -> impl Iterator<Item = ExpandedRun> + 'a {
+    let builds: Box<dyn Iterator<Item = (String, Option<Variant<'a>>)> + 'a> =
+        if entry.build.is_empty() {
+            Box::new(std::iter::once(("0".to_string(), None)))
+        } else {
+            Box::new(
+                variants(&entry.build, op.build_iterator)
+                    .map(|variant| (variant.id.clone(), Some(variant))),
+            )
+        };
+    builds.flat_map(move |(build_id, build)| {
         let build_spec = build.as_ref().map(Variant::check).transpose();
-        for input in variants(&entry.input, op.input_iterator) {
-            let spec = match (generator_problem, &build_spec) {
+        let build_value = build.map_or(Value::Null, |b| b.value);
+        let generator_problem = generator_problem.clone();
+        variants(&entry.input, op.input_iterator).map(move |input| {
+            let spec = match (&generator_problem, &build_spec) {
                 (Some(problem), _) | (None, Err(problem)) => Err(problem.clone()),
                 (None, Ok(build)) => input.check().map(|input| RunSpec {
                     build: build.clone(),
                     input,
                 }),
             };
-            runs.push(ExpandedRun {
+            ExpandedRun {
                 op_name: op.name.clone(),
                 id: RunId {
                     config: config_id,
                     build: build_id.clone(),
                     input: input.id,
                 },
-                config: object([
-                    (
-                        "build",
-                        build.as_ref().map_or(Value::Null, |b| b.value.clone()),
-                    ),
-                    ("input", input.value),
-                ]),
+                config: object([("build", build_value.clone()), ("input", input.value)]),
                 spec,
-            });
-        }
-    }
+            }
+        })
+    })
 }
 
 /// One expanded build or input spec.
@@ -259,35 +259,50 @@ pub enum SelectError {
     },
 }
 
-/// The runs from `resume` (inclusive) up to `stop` (exclusive); ids include the operator name.
-pub fn select<'a>(
-    runs: &'a [ExpandedRun],
+/// The positions, in [`expand`]'s order, of the runs from `resume` (inclusive) up to `stop`
+/// (exclusive); ids include the operator name. Without either, no run is built; with one, the
+/// runs are scanned once, one at a time.
+pub fn select(
+    config: &OpsConfig,
     resume: Option<&str>,
     stop: Option<&str>,
-) -> Result<&'a [ExpandedRun], SelectError> {
-    let find = |flag: &'static str, id: &str| {
-        runs.iter()
-            .position(|r| r.full_id() == id)
-            .ok_or_else(|| SelectError::Unknown {
-                flag,
-                id: id.to_string(),
-            })
+) -> Result<Range<usize>, SelectError> {
+    let total = usize::try_from(config.run_count()).unwrap_or(usize::MAX);
+    if resume.is_none() && stop.is_none() {
+        return Ok(0..total);
+    }
+    let (mut start, mut end) = (None, None);
+    for (position, run) in expand(config).enumerate() {
+        let id = run.full_id();
+        if start.is_none() && resume == Some(id.as_str()) {
+            start = Some(position);
+        }
+        if end.is_none() && stop == Some(id.as_str()) {
+            end = Some(position);
+        }
+        if (resume.is_none() || start.is_some()) && (stop.is_none() || end.is_some()) {
+            break;
+        }
+    }
+    let unknown = |flag: &'static str, id: &str| SelectError::Unknown {
+        flag,
+        id: id.to_string(),
     };
-    let start = resume
-        .map(|id| find("--resume-id", id))
-        .transpose()?
-        .unwrap_or(0);
-    let end = stop
-        .map(|id| find("--stop-id", id))
-        .transpose()?
-        .unwrap_or(runs.len());
+    let start = match resume {
+        Some(id) => start.ok_or_else(|| unknown("--resume-id", id))?,
+        None => 0,
+    };
+    let end = match stop {
+        Some(id) => end.ok_or_else(|| unknown("--stop-id", id))?,
+        None => total,
+    };
     if end < start {
         return Err(SelectError::Reversed {
             resume: resume.unwrap_or_default().to_string(),
             stop: stop.unwrap_or_default().to_string(),
         });
     }
-    Ok(&runs[start..end])
+    Ok(start..end)
 }
 
 #[cfg(test)]
@@ -295,7 +310,7 @@ mod tests {
     use super::*;
 
     fn runs(text: &str) -> Vec<ExpandedRun> {
-        expand(&OpsConfig::parse(text, "test.json").unwrap())
+        expand(&OpsConfig::parse(text, "test.json").unwrap()).collect()
     }
 
     fn ids(runs: &[ExpandedRun]) -> Vec<String> {
@@ -465,10 +480,16 @@ mod tests {
 
     #[test]
     fn resume_is_inclusive_and_stop_exclusive() {
+        let config = OpsConfig::parse(ADD_RANGE, "test.json").unwrap();
         let all = runs(ADD_RANGE);
-        let picked = select(&all, Some("torch.add|0|0|0_1"), Some("torch.add|0|0|1_2")).unwrap();
+        let picked = select(
+            &config,
+            Some("torch.add|0|0|0_1"),
+            Some("torch.add|0|0|1_2"),
+        )
+        .unwrap();
         assert_eq!(
-            ids(picked),
+            ids(&all[picked]),
             [
                 "torch.add|0|0|0_1",
                 "torch.add|0|0|1_0",
@@ -476,21 +497,30 @@ mod tests {
             ]
         );
         assert_eq!(
-            select(&all, Some("torch.add|0|0|1_11"), None)
+            select(&config, Some("torch.add|0|0|1_11"), None)
                 .unwrap()
                 .len(),
             1
         );
         assert_eq!(
-            select(&all, None, Some("torch.add|0|0|0_0")).unwrap().len(),
+            select(&config, None, Some("torch.add|0|0|0_0"))
+                .unwrap()
+                .len(),
             0
         );
+        assert_eq!(select(&config, None, None).unwrap(), 0..all.len());
         assert_eq!(
-            select(&all, Some("0|0|0_1"), None).unwrap_err().to_string(),
+            select(&config, Some("0|0|0_1"), None)
+                .unwrap_err()
+                .to_string(),
             "no run has the --resume-id `0|0|0_1`; ids look like `torch.add|0|0|0_3` (`benchit ops --list` prints them)"
         );
         assert!(matches!(
-            select(&all, Some("torch.add|0|0|1_2"), Some("torch.add|0|0|0_1")),
+            select(
+                &config,
+                Some("torch.add|0|0|1_2"),
+                Some("torch.add|0|0|0_1")
+            ),
             Err(SelectError::Reversed { .. })
         ));
     }

@@ -3,8 +3,9 @@
 //! results are written as JSON lines in PARAM's record shape.
 //!
 //! - [`config`]: the schema, read with errors that name the JSON path ([`OpsConfig::load`]).
-//! - [`expand()`]: the ordered runs with their ids, and [`select`] for `--resume-id` (inclusive)
-//!   and `--stop-id` (exclusive), whose ids include the operator name (`torch.add|0|0|0_3`).
+//! - [`expand()`]: the ordered runs with their ids, built one at a time, and [`select`] for
+//!   `--resume-id` (inclusive) and `--stop-id` (exclusive), whose ids include the operator name
+//!   (`torch.add|0|0|0_3`).
 //! - [`spec`]: the typed spec of one run; a bad value fails that id only.
 //! - [`run()`]: times the runs with the worker (`docs/benchit-protocol.md`, "Mode ops") and writes
 //!   the output file, whose closing `finish_time` line is written whatever happens.
@@ -18,7 +19,7 @@
 //!     "config": [{"input": [{"args": [
 //!         {"type": "tensor", "dtype": "float", "shape": [[2, 4, 2], 8], "__range__": ["shape"]},
 //!         {"type": "tensor", "dtype": "float", "shape": [1, 8]}]}]}]}}"#, "add.json").unwrap();
-//! let ids: Vec<String> = expand(&config).iter().map(|r| r.full_id()).collect();
+//! let ids: Vec<String> = expand(&config).map(|r| r.full_id()).collect();
 //! assert_eq!(ids, ["torch.add|0|0|0_0", "torch.add|0|0|0_1"]);
 //! ```
 

@@ -52,12 +52,8 @@ pub(super) fn setup(
     for warning in &resolved.suite.warnings {
         warn(warning);
     }
+    resolved.check_runnable()?;
     let benches: Vec<_> = resolved.suite.runnable().collect();
-    if benches.is_empty() {
-        anyhow::bail!(
-            "no benchmark of the suite is enabled and selected; check --select/--exclude and `enabled:`"
-        );
-    }
     let config = settings.config.as_deref().context("no suite file")?;
     let project = ProjectTree::locate(config.parent().unwrap_or(Utf8Path::new(".")))?;
     let groups = install_groups(benches, &project, &resolved.arch, variant)?;

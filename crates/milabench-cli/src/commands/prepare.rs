@@ -19,6 +19,7 @@ pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> 
     for warning in &resolved.suite.warnings {
         warn(warning);
     }
+    resolved.check_runnable()?;
     let interrupt = milabench::exec::Interrupt::new();
     let ctrl_c = milabench::exec::install_ctrl_c(interrupt.clone())?;
     let options = RunOptions {

@@ -68,6 +68,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         std::io::stdout().lock().write_all(text.as_bytes())?;
         return Ok(ExitCode::Success);
     }
+    resolved.check_runnable()?;
     // Claimed before the set-up: a second `run` of the same name is refused before it installs
     // or prepares anything.
     let folder = milabench::run::RunFolder::claim(&resolved, args.resume)?;
@@ -155,8 +156,8 @@ fn fidelity_override(settings: &Settings, name: &str) -> anyhow::Result<String> 
 }
 
 /// What `run` does before running: installs the selected benchmarks' environments (up-to-date
-/// ones are left alone), then runs their prepare steps. A failed install stops here; a failed
-/// prepare does not: the benchmarks run, and those without their data fail with their own message.
+/// ones are left alone), then runs their prepare steps. A failed install or prepare stops here:
+/// nothing is run.
 fn setup(
     global: &GlobalArgs,
     args: &RunArgs,
@@ -185,8 +186,10 @@ fn setup(
         return Ok(code);
     }
     let code = super::prepare::run(global, &PrepareArgs { suite: suite() })?;
-    if code == ExitCode::Interrupted {
-        return Ok(code);
+    if code == ExitCode::BenchmarkFailures {
+        warn(
+            "prepare failed: nothing was run (fix the prepare step above, or pass --no-setup to run anyway)",
+        );
     }
-    Ok(ExitCode::Success)
+    Ok(code)
 }
