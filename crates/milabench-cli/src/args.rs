@@ -268,7 +268,7 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub suite: SuiteArgs,
     /// Price of the machine: adds `Price ($)` and `RPP (Price / Score)`.
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", value_parser = zero_or_more)]
     pub price: Option<f64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
@@ -320,8 +320,9 @@ pub struct CompareArgs {
     #[arg(num_args = 2.., required = true, value_name = "RUN")]
     pub runs: Vec<String>,
     /// Exit with status 1 when a benchmark is slower than the baseline by more than PCT
-    /// percent, beyond the noise.
-    #[arg(long, value_name = "PCT")]
+    /// percent, beyond the noise, or ran in the baseline but is absent, failed in every
+    /// process or measured no rate in a compared run.
+    #[arg(long, value_name = "PCT", value_parser = zero_or_more)]
     pub fail_above: Option<f64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
@@ -435,4 +436,15 @@ pub struct SysinfoArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = SysinfoFormat::Text)]
     pub format: SysinfoFormat,
+}
+
+/// A number of 0 or more (a price, a percentage): NaN, infinities and negative numbers are
+/// refused.
+fn zero_or_more(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!(
+            "`{text}` is not a number of 0 or more; give e.g. 5 or 2.5"
+        )),
+    }
 }

@@ -12,6 +12,7 @@ mod event;
 mod folder;
 mod json;
 pub mod lenient;
+mod rate;
 mod reader;
 mod record_de;
 mod tag;
@@ -23,7 +24,8 @@ pub use event::{
     CpuSample, DataPayload, EndInfo, ErrorInfo, Event, FormatErrorInfo, GpuSample, Pipe, Record,
     ReturnCode, StartInfo,
 };
-pub use folder::{DataFile, discover_data_files};
+pub use folder::{DataFile, Discovery, SkipReason, SkippedPath, discover_data_files};
+pub use rate::{MAX_RATE, RateFault};
 pub use reader::{
     LineDecoder, LineOutcome, LineProblem, LineProblemKind, ProblemTally, ReadItem, RecordDecoder,
     RecordReader,

@@ -17,7 +17,7 @@ use milabench_metrics::{Record, Tag};
 use serde_json::Value;
 
 pub use layers::Layer;
-pub use replay::{ReplayEntry, ReplayError, replay_entries};
+pub use replay::{Replay, ReplayEntry, ReplayError, replay_entries};
 pub use summary::Summary;
 
 /// One entry as a layer sees it: which process sent it, that process's configuration, and the
