@@ -264,7 +264,8 @@ pub struct ReportArgs {
     /// Run folders (or `.data` files) to report on; several are pooled.
     #[arg(long, num_args = 1.., required = true, value_name = "DIR")]
     pub runs: Vec<String>,
-    /// Suite giving the weights and the expected benchmarks (absent ones shown as `nan` rows).
+    /// Suite giving the weights and the expected benchmarks (an enabled one absent from the runs
+    /// counts as one failed process).
     #[command(flatten)]
     pub suite: SuiteArgs,
     /// Price of the machine: adds `Price ($)` and `RPP (Price / Score)`.
