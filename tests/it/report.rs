@@ -184,3 +184,296 @@ fn bad_input_is_explained() {
     assert_eq!(code, 2);
     insta::assert_snapshot!("replay_no_config", err);
 }
+
+/// A copy of the rijubigo run at `dst`, each file's text passed through `edit(file name, text)`.
+fn copy_run(dst: &std::path::Path, edit: impl Fn(&str, String) -> String) {
+    std::fs::create_dir_all(dst).unwrap();
+    let src = root().join(RIJUBIGO);
+    let mut names: Vec<String> = std::fs::read_dir(&src)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in names {
+        let text = std::fs::read_to_string(src.join(&name)).unwrap();
+        std::fs::write(dst.join(&name), edit(&name, text)).unwrap();
+    }
+}
+
+/// `milabench report` from `cwd`, its stderr with `cwd` written `[TMP]`.
+fn report_in(cwd: &std::path::Path, args: &[&str]) -> crate::common::Output {
+    let mut out = run(milabench(cwd).arg("report").args(args));
+    out.stderr = redact(&out.stderr).replace(&cwd.display().to_string(), "[TMP]");
+    out
+}
+
+/// The breakdown row of `bench` in a text report.
+fn row<'a>(stdout: &'a str, bench: &str) -> &'a str {
+    stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{bench} ")))
+        .unwrap_or_else(|| panic!("no row {bench} in\n{stdout}"))
+}
+
+#[test]
+fn missing_and_unfinished_benchmarks_count_as_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path();
+    // The suite expects a second benchmark that the run lacks.
+    let suite = std::fs::read_to_string(root().join("config/benchio.yaml")).unwrap();
+    let suite = suite.replace("../benchio", &root().join("benchio").display().to_string());
+    let second = suite.replacen("benchio:", "other:", 1);
+    std::fs::write(tmp.join("suite.yaml"), format!("{suite}{second}")).unwrap();
+    copy_run(&tmp.join("run"), |_, text| text);
+    let out = report_in(tmp, &["--runs", "run", "--config", "suite.yaml"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        row(&out.stdout, "other").starts_with("other   |    1 |   0 |"),
+        "{}",
+        out.stdout
+    );
+    insta::assert_snapshot!("missing_benchmark", out.stdout);
+
+    // A process whose file has no `end`: one failed process of four, and a warning.
+    let cut = tmp.join("cut");
+    copy_run(&cut, |name, text| {
+        if name == "benchio.0.R1.data" {
+            text.lines()
+                .filter(|l| !l.starts_with(r#"{"event": "end""#))
+                .map(|l| format!("{l}\n"))
+                .collect()
+        } else {
+            text
+        }
+    });
+    let out = report_in(tmp, &["--runs", "cut"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        row(&out.stdout, "benchio").starts_with("benchio |    1 |   4 |"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("Failure rate:      25.00% (FAIL)"));
+    insta::assert_snapshot!("unfinished_warning", out.stderr);
+}
+
+#[test]
+fn rates_that_are_not_measurements_fail_their_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path();
+    for bad in ["NaN", "Infinity", "1e308", "-5.0"] {
+        let folder = tmp.join(format!("run{bad}"));
+        copy_run(&folder, |name, text| {
+            if name == "benchio.0.R0.data" {
+                text.replacen(
+                    "\"rate\": 8034.064433196754",
+                    &format!("\"rate\": {bad}"),
+                    1,
+                )
+            } else {
+                text
+            }
+        });
+        let out = report_in(tmp, &["--runs", &format!("run{bad}")]);
+        assert_eq!(out.code, 1, "{bad}: {}", out.stderr);
+        let line = row(&out.stdout, "benchio");
+        assert!(line.starts_with("benchio |    1 |   4 |"), "{bad}: {line}");
+        // perf is the mean of the measured rates; score and perf are finite.
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let perf: f64 = cells[4].parse().unwrap();
+        assert!(perf > 7000.0 && perf < 9000.0, "{bad}: {line}");
+        assert!(!out.stdout.contains("inf"), "{bad}: {}", out.stdout);
+        assert!(
+            out.stderr.contains("1 training rate is not a measurement"),
+            "{bad}: {}",
+            out.stderr
+        );
+        if bad == "NaN" {
+            insta::assert_snapshot!("nan_rate_warning", out.stderr);
+            // The rate layer of replay says why it fails.
+            let out = run(milabench(tmp).args(["replay", "runNaN"]));
+            assert_eq!(out.code, 1);
+            assert!(
+                out.stdout
+                    .contains("* 1 x rates that are not measurements (R0: 1, first NaN)"),
+                "{}",
+                out.stdout
+            );
+        }
+    }
+}
+
+#[test]
+fn links_and_repeated_folders_count_each_file_once() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path();
+    copy_run(&tmp.join("runs/r1"), |_, text| text);
+    symlink("r1", tmp.join("runs/latest")).unwrap();
+    // Two links to `.`: followed, they would multiply the files without end.
+    symlink(".", tmp.join("runs/r1/here")).unwrap();
+    symlink(".", tmp.join("runs/r1/again")).unwrap();
+    let golden = run(milabench(&root()).args(["report", "--runs", RIJUBIGO])).stdout;
+    let breakdown = |text: &str| row(text, "benchio").to_owned();
+    let out = report_in(tmp, &["--runs", "runs"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(breakdown(&out.stdout), breakdown(&golden));
+    insta::assert_snapshot!("links_skipped", out.stderr);
+    let out = report_in(tmp, &["--runs", "runs/r1", "runs/r1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(breakdown(&out.stdout), breakdown(&golden));
+    assert!(
+        out.stderr.contains(
+            "runs/r1/benchio.0.R0.data: the same file as runs/r1/benchio.0.R0.data, counted once"
+        ),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn one_bad_entry_does_not_stop_the_report_or_the_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path();
+    let run_dir = tmp.join("run");
+    copy_run(&run_dir, |_, text| text);
+    std::os::unix::fs::symlink("gone.data", run_dir.join("dangling.data")).unwrap();
+    // A FIFO: opening it for reading would wait for a writer that never comes.
+    let status = std::process::Command::new("mkfifo")
+        .arg(run_dir.join("pipe.data"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = report_in(tmp, &["--runs", "run"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let golden = run(milabench(&root()).args(["report", "--runs", RIJUBIGO])).stdout;
+    assert_eq!(row(&out.stdout, "benchio"), row(&golden, "benchio"));
+    insta::assert_snapshot!("bad_entries_skipped", out.stderr);
+
+    // replay reads a folder whose file ends in a cut line, as report does, with a warning.
+    let cut = tmp.join("cut");
+    copy_run(&cut, |name, text| {
+        if name == "benchio.1.R1.data" {
+            format!("{text}{{\"event\": \"da")
+        } else {
+            text
+        }
+    });
+    let whole = run(milabench(tmp).args(["replay", "run"]));
+    let out = run(milabench(tmp).args(["replay", "cut"]));
+    assert_eq!(out.code, whole.code, "{}", out.stderr);
+    assert_eq!(out.stdout.replacen("cut", "run", 1), whole.stdout);
+    assert!(
+        out.stderr
+            .contains("benchio.1.R1.data: 1 line is cut short"),
+        "{}",
+        out.stderr
+    );
+    let (code, err) = bad(&["replay", "run/pipe.data"], tmp);
+    assert_eq!(code, 2);
+    assert!(err.contains("is not a regular file"), "{err}");
+}
+
+#[test]
+fn compare_fails_on_missing_failed_and_rateless_benchmarks() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path();
+    copy_run(&tmp.join("base"), |_, text| text);
+    // The new run: every process failed.
+    copy_run(&tmp.join("failed"), |_, text| {
+        text.replace("\"return_code\": 0", "\"return_code\": 1")
+    });
+    // The new run: every rate NaN (so every process failed too).
+    copy_run(&tmp.join("nan-rates"), |_, text| {
+        text.lines()
+            .map(|l| {
+                if l.contains("\"rate\": ") {
+                    let start = l.find("\"rate\": ").unwrap() + 8;
+                    let end = start + l[start..].find(',').unwrap();
+                    format!("{}NaN{}\n", &l[..start], &l[end..])
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect()
+    });
+    // The new run: another benchmark only.
+    copy_run(&tmp.join("other"), |_, text| {
+        text.replace("\"name\": \"benchio\"", "\"name\": \"other\"")
+    });
+    let mut verdicts = Vec::new();
+    for new in ["base", "failed", "nan-rates", "other"] {
+        let out = run(milabench(tmp).args(["compare", "base", new, "--fail-above", "5"]));
+        assert_eq!(
+            out.code,
+            if new == "base" { 0 } else { 1 },
+            "{new}: {}",
+            out.stderr
+        );
+        verdicts.push(format!("{new}: {}", out.stderr.trim()));
+        let out = run(milabench(tmp).args(["compare", "base", new]));
+        assert_eq!(out.code, 0, "{new}: without --fail-above: {}", out.stderr);
+    }
+    insta::assert_snapshot!("compare_regressions", verdicts.join("\n"));
+    for (flag, value) in [
+        ("--fail-above", "NaN"),
+        ("--fail-above", "-1"),
+        ("--fail-above", "inf"),
+    ] {
+        let (code, err) = bad(
+            &["compare", "base", "base", &format!("{flag}={value}")],
+            tmp,
+        );
+        assert_eq!(code, 2, "{flag}={value}");
+        assert!(err.contains("is not a number of 0 or more"), "{err}");
+    }
+    let (code, err) = bad(&["report", "--runs", "base", "--price=-1000"], tmp);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("`-1000` is not a number of 0 or more"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_system_block_shows_host_memory_and_formats_keep_it_apart_from_gpu_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path();
+    let meta = r#"{"event": "meta", "data": {"cpu": {"count": 8, "brand": "Test CPU"}, "accelerators": {"arch": "cpu", "gpus": {}, "system": {}}, "memory": {"total": 25232932864}}, "pipe": null}"#;
+    let process = r#"{"event": "data", "data": {"task": "main", "time": 1679679928.0, "process": {"pid": 7, "load": 50.0, "memory": [536870912, 25232932864]}}, "pipe": "data"}"#;
+    copy_run(&tmp.join("run"), |_, text| {
+        let (first, rest) = text.split_once('\n').unwrap();
+        format!("{first}\n{meta}\n{process}\n{rest}")
+    });
+    let out = report_in(tmp, &["--runs", "run"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("memory:   23.5 GiB (host)"),
+        "{}",
+        out.stdout
+    );
+    // The text column keeps the Python tool's value: no GPU sample, no number.
+    assert!(
+        row(&out.stdout, "benchio").contains("|         nan |"),
+        "{}",
+        out.stdout
+    );
+    let json = report_in(tmp, &["--runs", "run", "--format", "json"]);
+    let v: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(v["benchmarks"][0]["peak_memory"], Value::Null);
+    assert_eq!(v["benchmarks"][0]["host_peak_memory"], 512.0);
+    let csv = report_in(tmp, &["--runs", "run", "--format", "csv"]);
+    let lines: Vec<&str> = csv.stdout.lines().collect();
+    let column = lines[0]
+        .split(',')
+        .position(|c| c == "host_peak_memory")
+        .unwrap();
+    assert_eq!(lines[1].split(',').nth(column), Some("512"));
+    let md = report_in(tmp, &["--runs", "run", "--format", "md"]);
+    assert!(
+        md.stdout.contains("| peak_memory | host_peak_memory |"),
+        "{}",
+        md.stdout
+    );
+    assert!(md.stdout.contains("| nan | 512 |"), "{}", md.stdout);
+}

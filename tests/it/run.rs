@@ -152,6 +152,16 @@ fn failures_are_recorded_and_the_run_goes_on() {
         .find(|l| l.starts_with("good "))
         .expect("good row");
     assert!(row.contains("102.50"), "{row}");
+    // Skipped for its capabilities: a row without numbers, not a missing benchmark's failure.
+    let skipped = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("needs-gpus "))
+        .expect("needs-gpus row");
+    assert!(
+        skipped.starts_with("needs-gpus |  nan | nan |"),
+        "{skipped}"
+    );
     // What each failure left in its file.
     let good = project.data_file("r1", "good.D0");
     for event in [

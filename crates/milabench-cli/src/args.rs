@@ -270,11 +270,12 @@ pub struct ReportArgs {
     /// Run folders (or `.data` files) to report on; several are pooled.
     #[arg(long, num_args = 1.., required = true, value_name = "DIR")]
     pub runs: Vec<String>,
-    /// Suite giving the weights and the expected benchmarks (absent ones shown as `nan` rows).
+    /// Suite giving the weights and the expected benchmarks (an enabled one absent from the runs
+    /// counts as one failed process).
     #[command(flatten)]
     pub suite: SuiteArgs,
     /// Price of the machine: adds `Price ($)` and `RPP (Price / Score)`.
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", value_parser = zero_or_more)]
     pub price: Option<f64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
@@ -326,8 +327,9 @@ pub struct CompareArgs {
     #[arg(num_args = 2.., required = true, value_name = "RUN")]
     pub runs: Vec<String>,
     /// Exit with status 1 when a benchmark is slower than the baseline by more than PCT
-    /// percent, beyond the noise.
-    #[arg(long, value_name = "PCT")]
+    /// percent, beyond the noise, or ran in the baseline but is absent, failed in every
+    /// process or measured no rate in a compared run.
+    #[arg(long, value_name = "PCT", value_parser = zero_or_more)]
     pub fail_above: Option<f64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
@@ -441,4 +443,15 @@ pub struct SysinfoArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = SysinfoFormat::Text)]
     pub format: SysinfoFormat,
+}
+
+/// A number of 0 or more (a price, a percentage): NaN, infinities and negative numbers are
+/// refused.
+fn zero_or_more(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!(
+            "`{text}` is not a number of 0 or more; give e.g. 5 or 2.5"
+        )),
+    }
 }

@@ -198,6 +198,21 @@ pub fn load_system(
 /// Validates nodes, orders them, fills GPU facts and computes `self`.
 fn finish(tree: &mut Node, inputs: &SystemInputs) -> Result<(), ConfigError> {
     let map = tree.as_map_mut().expect("system is a mapping");
+    // The family is checked as `--arch` checks it, and written the way the rest expects it.
+    if let Some(arch) = map.get_mut("arch") {
+        let text = arch.python_str();
+        let Some(known) = crate::settings::Arch::parse(&text) else {
+            return Err(ConfigError::shape(
+                arch.location.clone(),
+                format!("`arch: {text}` is not an accelerator family milabench knows"),
+                format!(
+                    "write {} (as --arch and MILABENCH_GPU_ARCH accept)",
+                    crate::settings::Arch::EXPECTED
+                ),
+            ));
+        };
+        arch.value = Value::Str(known.as_str().into());
+    }
     // GPU facts: keep what the file says, fill the rest from detection.
     if let Some(gpus) = inputs.detected_gpus {
         let gpu = map.entry("gpu".into()).or_insert_with(Node::empty_map);
@@ -409,6 +424,21 @@ mod tests {
         assert_eq!(
             system.tree.get("gpu").expect("gpu").to_json()["capacity"],
             "40000 MiB"
+        );
+    }
+
+    #[test]
+    fn arch_is_one_that_arch_accepts() {
+        let err = load("system:\n  arch: tpu\n").expect_err("fails");
+        let text = err.to_string();
+        assert!(
+            text.contains("`arch: tpu` is not an accelerator family"),
+            "{text}"
+        );
+        assert!(text.contains("one of cuda, rocm, xpu, hpu, cpu"), "{text}");
+        assert_eq!(
+            load("system:\n  arch: ROCm\n").expect("loads").arch(),
+            "rocm"
         );
     }
 

@@ -16,6 +16,7 @@ mod folder;
 mod json;
 pub mod lenient;
 mod lock;
+mod rate;
 mod reader;
 mod record_de;
 mod tag;
@@ -27,8 +28,9 @@ pub use event::{
     CpuSample, DataPayload, EndInfo, ErrorInfo, Event, FormatErrorInfo, GpuSample, Pipe, Record,
     ReturnCode, StartInfo,
 };
-pub use folder::{DataFile, discover_data_files};
+pub use folder::{DataFile, Discovery, SkipReason, SkippedPath, discover_data_files};
 pub use lock::{FolderLock, LockError, describe_holders};
+pub use rate::{MAX_RATE, RateFault};
 pub use reader::{
     LineDecoder, LineOutcome, LineProblem, LineProblemKind, ProblemTally, ReadItem, RecordDecoder,
     RecordReader,

@@ -41,11 +41,6 @@ impl LineProblemKind {
             (LineProblemKind::Io, _) => "could not be read",
         }
     }
-
-    /// The phrase for a single line.
-    pub fn describe(&self) -> &'static str {
-        self.describe_count(true)
-    }
 }
 
 /// A line that did not give a record, or gave one only after repair.

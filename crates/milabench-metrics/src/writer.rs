@@ -134,7 +134,7 @@ mod tests {
             run.append(&tag, r).unwrap();
         }
         run.close(&tag);
-        let files = discover_data_files(&[dir.path()]).unwrap();
+        let files = discover_data_files(&[dir.path()]).unwrap().files;
         assert_eq!(files.len(), 1);
         let text = std::fs::read_to_string(&files[0].path).unwrap();
         assert!(text.contains("\"loss\":NaN"), "{text}");

@@ -134,7 +134,7 @@ fn write_run(dir: &Path, files: usize, bytes: usize) -> anyhow::Result<u64> {
 /// The baseline: every line read and parsed into an untyped JSON value.
 fn parse_all_lines(dir: &Path) -> anyhow::Result<u64> {
     let mut lines = 0;
-    for file in discover_data_files(&[dir])? {
+    for file in discover_data_files(&[dir])?.files {
         let mut reader = std::io::BufReader::new(std::fs::File::open(&file.path)?);
         let mut buf = String::new();
         while reader.read_line(&mut buf)? > 0 {
@@ -150,7 +150,7 @@ fn parse_all_lines(dir: &Path) -> anyhow::Result<u64> {
 /// Typed decoding of every record with the `milabench-metrics` reader.
 fn read_all_records(dir: &Path) -> anyhow::Result<u64> {
     let mut records = 0;
-    for file in discover_data_files(&[dir])? {
+    for file in discover_data_files(&[dir])?.files {
         for item in file.records()? {
             if let ReadItem::Record(r) = item {
                 std::hint::black_box(r);

@@ -20,8 +20,29 @@ pub enum Verdict {
     Slower,
     /// The interval of the change contains 0.
     WithinNoise,
-    /// The benchmark is missing from one of the two runs, or has no rate.
+    /// The benchmark ran in the baseline but not in this run (a regression).
     Missing,
+    /// Every process of the benchmark failed in this run (a regression).
+    Failed,
+    /// The benchmark ran in this run but measured no rate (a regression).
+    NoRate,
+    /// The baseline has no rate for the benchmark: nothing to compare with.
+    NoBaseline,
+}
+
+impl Verdict {
+    /// How the verdict is written in the text table.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::WithinNoise => "within noise",
+            Verdict::Missing => "missing",
+            Verdict::Failed => "failed",
+            Verdict::NoRate => "no rate",
+            Verdict::NoBaseline => "no baseline",
+        }
+    }
 }
 
 /// One benchmark of one run against the baseline.
@@ -58,13 +79,18 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// The largest significant slowdown, percent (0 if none).
-    pub fn worst_slowdown_pct(&self) -> f64 {
+    /// The rows that regressed: slower than the baseline, beyond the noise, by more than
+    /// `limit_pct` percent; or missing, failed or without a rate in the compared run where the
+    /// baseline has a rate.
+    pub fn regressions(&self, limit_pct: f64) -> Vec<&CompareRow> {
         self.rows
             .iter()
-            .filter(|r| r.verdict == Verdict::Slower)
-            .map(|r| -r.change_pct)
-            .fold(0.0, f64::max)
+            .filter(|r| match r.verdict {
+                Verdict::Slower => -r.change_pct > limit_pct,
+                Verdict::Missing | Verdict::Failed | Verdict::NoRate => true,
+                Verdict::Faster | Verdict::WithinNoise | Verdict::NoBaseline => false,
+            })
+            .collect()
     }
 }
 
@@ -98,7 +124,12 @@ pub fn compare_runs(
             let perf = b.map_or(f64::NAN, |s| s.train_rate.mean);
             let change_pct = (perf / baseline - 1.0) * 100.0;
             let (ci, verdict) = match (a, b) {
-                (Some(a), Some(b)) if baseline.is_finite() && perf.is_finite() => {
+                (None, _) => (Interval::NAN, Verdict::NoBaseline),
+                _ if !baseline.is_finite() => (Interval::NAN, Verdict::NoBaseline),
+                (Some(_), None) => (Interval::NAN, Verdict::Missing),
+                (Some(_), Some(b)) if b.failures == b.n => (Interval::NAN, Verdict::Failed),
+                (Some(_), Some(_)) if !perf.is_finite() => (Interval::NAN, Verdict::NoRate),
+                (Some(a), Some(b)) => {
                     let ci =
                         change_interval(&a.rates, &b.rates, resamples, seed.wrapping_add(i as u64));
                     let verdict = if ci.low > 0.0 {
@@ -110,7 +141,6 @@ pub fn compare_runs(
                     };
                     (ci, verdict)
                 }
-                _ => (Interval::NAN, Verdict::Missing),
             };
             rows.push(CompareRow {
                 bench: name.clone(),
@@ -179,12 +209,7 @@ pub fn render_comparison(c: &Comparison) -> String {
             } else {
                 format!("{:+.1}%", r.change_pct)
             };
-            let verdict = match r.verdict {
-                Verdict::Faster => "faster",
-                Verdict::Slower => "slower",
-                Verdict::WithinNoise => "within noise",
-                Verdict::Missing => "missing",
-            };
+            let verdict = r.verdict.as_str();
             let _ = writeln!(
                 out,
                 "{:<width$} | {} | {} | {change:>8} | {ci:>19} | {verdict}",
@@ -195,4 +220,49 @@ pub fn render_comparison(c: &Comparison) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(bench: &str, verdict: Verdict, change_pct: f64) -> CompareRow {
+        CompareRow {
+            bench: bench.to_owned(),
+            run: "new".to_owned(),
+            baseline: 100.0,
+            perf: 100.0 + change_pct,
+            change_pct,
+            change_ci95: Interval::NAN,
+            verdict,
+        }
+    }
+
+    #[test]
+    fn regressions_are_slowdowns_beyond_the_limit_and_benchmarks_lost() {
+        let comparison = Comparison {
+            baseline: "base".to_owned(),
+            runs: vec!["new".to_owned()],
+            rows: vec![
+                row("a", Verdict::Slower, -10.0),
+                row("b", Verdict::Slower, -3.0),
+                row("c", Verdict::Faster, 20.0),
+                row("d", Verdict::WithinNoise, -30.0),
+                row("e", Verdict::Missing, f64::NAN),
+                row("f", Verdict::Failed, -1.0),
+                row("g", Verdict::NoRate, f64::NAN),
+                row("h", Verdict::NoBaseline, f64::NAN),
+            ],
+        };
+        let names = |limit| -> Vec<String> {
+            comparison
+                .regressions(limit)
+                .iter()
+                .map(|r| r.bench.clone())
+                .collect()
+        };
+        assert_eq!(names(5.0), ["a", "e", "f", "g"]);
+        assert_eq!(names(0.0), ["a", "b", "e", "f", "g"]);
+        assert_eq!(names(50.0), ["e", "f", "g"]);
+    }
 }

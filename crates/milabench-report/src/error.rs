@@ -15,9 +15,9 @@ pub enum ReportError {
         /// The folders as given.
         sources: Vec<String>,
     },
-    /// `.data` files exist but none holds a finished run.
+    /// `.data` files exist but none holds a benchmark run.
     #[error(
-        "none of the .data files under {} holds a finished benchmark run (a `config`, `start` and `end` event); {}",
+        "none of the .data files under {} holds a benchmark run (a `config` event); {}",
         sources.join(", "),
         if warnings.is_empty() { "the files are empty".to_owned() } else { warnings.join("; ") }
     )]

@@ -2,7 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use milabench_metrics::{DataFile, ProblemTally, ReadItem, discover_data_files};
+use milabench_metrics::{
+    DataFile, MAX_RATE, ProblemTally, RateFault, ReadItem, discover_data_files,
+};
 use serde_json::Value;
 
 use crate::error::ReportError;
@@ -18,9 +20,10 @@ pub struct RunFile {
     pub config: Value,
     /// Its `meta` event, if any.
     pub meta: Option<Value>,
-    /// `start.time`.
-    pub start_time: f64,
-    /// Training rates (`data` records with `task: train` and a `rate`).
+    /// `start.time` (`None` when the process never said it started).
+    pub start_time: Option<f64>,
+    /// Training rates (`data` records with `task: train` and a `rate`), those that are
+    /// measurements (see [`RateFault`]).
     pub train_rates: Vec<f64>,
     /// GPU device ids seen in the file, in first-seen order.
     pub gpu_devices: Vec<String>,
@@ -34,15 +37,18 @@ pub struct RunFile {
     pub energy_kj: f64,
     /// Seconds between the first and last GPU sample (0 without time stamps).
     pub elapsed: f64,
-    /// `end.time - start.time`.
-    pub walltime: f64,
+    /// `end.time - start.time` (`None` for a process that did not finish).
+    pub walltime: Option<f64>,
     /// GPUs the process used: machines × (devices for njobs plans, else 1).
     pub ngpu: i64,
     /// The `device` of per-GPU plans, as text.
     pub device: Option<String>,
-    /// Early-stopped, or return code 0 with training rates and no NaN loss (always true for
-    /// `nolog` processes).
+    /// Early-stopped, or finished with return code 0, training rates, no NaN loss and no rate
+    /// that is not a measurement (always true for finished `nolog` processes).
     pub success: bool,
+    /// Why the process counts as failed although its return code was 0 (it did not finish, or
+    /// recorded rates that are not measurements); empty otherwise.
+    pub faults: Vec<String>,
 }
 
 impl RunFile {
@@ -66,12 +72,14 @@ pub struct RunSet {
     pub files_found: usize,
     /// Bad lines, counted per file and kind.
     pub line_problems: ProblemTally,
-    /// Files that were left out, with the reason (unfinished runs, files without `config`).
+    /// Files that were left out, with the reason (files without `config`, links to folders,
+    /// duplicates, files that cannot be read).
     pub skipped: Vec<(PathBuf, String)>,
 }
 
 impl RunSet {
-    /// Warnings a person should see: bad lines and skipped files, one sentence each.
+    /// Warnings a person should see: bad lines, skipped files and processes counted as failed
+    /// for a fault of their own file, one sentence each.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = self.line_problems.warnings();
         out.extend(
@@ -79,6 +87,13 @@ impl RunSet {
                 .iter()
                 .map(|(path, why)| format!("{}: {why}", path.display())),
         );
+        for run in &self.runs {
+            out.extend(
+                run.faults
+                    .iter()
+                    .map(|why| format!("{}: {why}", run.path.display())),
+            );
+        }
         out
     }
 }
@@ -86,25 +101,37 @@ impl RunSet {
 /// Reads every `.data` file under `sources`.
 ///
 /// Fails only when a folder does not exist, no `.data` file is found, or no file holds a
-/// finished run; anything less is a warning in the returned set.
+/// benchmark run; anything less is a warning in the returned set. A process that did not
+/// finish is a failed run, not a skipped file.
 pub fn load_runs<S: AsRef<str>>(sources: &[S]) -> Result<RunSet, ReportError> {
     let paths: Vec<&Path> = sources.iter().map(|s| Path::new(s.as_ref())).collect();
-    let files = discover_data_files(&paths)?;
+    let found = discover_data_files(&paths)?;
+    let files = found.files;
     let mut set = RunSet {
         sources: sources.iter().map(|s| s.as_ref().to_owned()).collect(),
         files_found: files.len(),
+        skipped: found
+            .skipped
+            .into_iter()
+            .map(|s| (s.path, s.reason.to_string()))
+            .collect(),
         ..RunSet::default()
     };
-    if files.is_empty() {
+    if files.is_empty() && set.skipped.is_empty() {
         return Err(ReportError::NoDataFiles {
             sources: set.sources,
         });
     }
     for (file, (outcome, problems)) in files.iter().zip(read_in_parallel(&files)) {
         set.line_problems.merge(problems);
-        match outcome? {
-            Ok(run) => set.runs.push(run),
-            Err(why) => set.skipped.push((file.path.clone(), why)),
+        match outcome {
+            Ok(Ok(run)) => set.runs.push(run),
+            Ok(Err(why)) => set.skipped.push((file.path.clone(), why)),
+            // A file that cannot be opened is one file lost, not the whole report.
+            Err(e) => set.skipped.push((
+                file.path.clone(),
+                format!("{e}; the file was skipped, check its permissions"),
+            )),
         }
     }
     if set.runs.is_empty() {
@@ -166,6 +193,8 @@ struct Pending {
     duplicate: Option<&'static str>,
     early_stop: bool,
     train_rates: Vec<f64>,
+    /// Training rates that are not measurements: how many, and the first one.
+    bad_rates: Option<(usize, RateFault)>,
     nan_loss: bool,
     gpu: Vec<(Option<f64>, Vec<GpuReading>)>,
     process_peak: Option<f64>,
@@ -205,7 +234,12 @@ pub fn read_run_file(
                 if d.train
                     && let Some(rate) = d.rate
                 {
-                    p.train_rates.push(rate);
+                    match RateFault::of(rate) {
+                        None => p.train_rates.push(rate),
+                        Some(fault) => {
+                            p.bad_rates.get_or_insert((0, fault)).0 += 1;
+                        }
+                    }
                 }
                 if d.loss.is_some_and(f64::is_nan) {
                     p.nan_loss = true;
@@ -244,12 +278,23 @@ fn finish(file: &DataFile, p: Pending, devices: &[String]) -> Result<RunFile, St
             "two `{which}` events: the file mixes several processes (skipped)"
         ));
     }
-    let (Some(start), Some((end, rc_zero))) = (p.start, p.end) else {
-        return Err(
-            "no `start` or `end` event: the run did not finish (skipped); re-run the benchmark"
-                .into(),
-        );
+    let mut faults = Vec::new();
+    let finished = match (p.start, p.end) {
+        (Some(start), Some((end, rc_zero))) => Some((end - start, rc_zero)),
+        (start, _) => {
+            faults.push(format!(
+                "no `{}` event: the benchmark did not finish, so it counts as failed; re-run it",
+                if start.is_none() { "start" } else { "end" }
+            ));
+            None
+        }
     };
+    if let Some((count, first)) = p.bad_rates {
+        faults.push(format!(
+            "{count} training rate{} not a measurement (first: {first}), so the benchmark counts as failed; a rate must be a number from 0 to {MAX_RATE:e} items/s",
+            if count == 1 { " is" } else { "s are" }
+        ));
+    }
     let device = config.get("device").and_then(|d| match d {
         Value::Null => None,
         Value::String(s) => Some(s.clone()),
@@ -307,21 +352,25 @@ fn finish(file: &DataFile, p: Pending, devices: &[String]) -> Result<RunFile, St
         .get("tag")
         .and_then(Value::as_array)
         .is_some_and(|t| t.iter().any(|x| x == "nolog"));
-    let success = nolog || p.early_stop || (rc_zero && !p.nan_loss && !p.train_rates.is_empty());
+    let success = faults.is_empty()
+        && finished.is_some_and(|(_, rc_zero)| {
+            nolog || p.early_stop || (rc_zero && !p.nan_loss && !p.train_rates.is_empty())
+        });
     Ok(RunFile {
         path: file.path.clone(),
         config,
         meta: p.meta,
-        start_time: start,
+        start_time: p.start,
         train_rates: p.train_rates,
         gpu_devices: devices.to_vec(),
         gpu_readings: kept,
         host_peak_memory: p.process_peak.or(p.cpudata_peak),
         energy_kj: energy / 1000.0,
         elapsed,
-        walltime: end - start,
+        walltime: finished.map(|(walltime, _)| walltime),
         ngpu: machines * local,
         device,
         success,
+        faults,
     })
 }

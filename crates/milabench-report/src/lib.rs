@@ -6,7 +6,13 @@
 //! Differences from the Python tool, on purpose: data recorded without GPU `power` (older voir)
 //! is reported (the Python tool's current version prints nothing for it); files are visited in
 //! name order (Python: file-system order); without a suite file, weights come from the `config`
-//! events of the data (Python: empty output); NaN is written `null` in JSON.
+//! events of the data (Python: empty output); NaN is written `null` in JSON. Its defects are not
+//! copied: an enabled benchmark of the suite absent from the data counts as one failed process,
+//! a process without `start` or `end` counts as failed (Python drops its file), training rates
+//! that are not measurements (NaN, negative, infinite, above `milabench_metrics::MAX_RATE`) fail
+//! their process and stay out of the statistics, links to folders are not followed and each
+//! file is read once, and a file that cannot be read (a dangling link, a FIFO) is skipped with a
+//! warning instead of ending the report.
 
 mod bootstrap;
 mod compare;

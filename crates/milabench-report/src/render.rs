@@ -203,6 +203,7 @@ pub fn render_json(report: &Report) -> String {
                 "sem%": num(r.sem_pct),
                 "std%": num(r.std_pct),
                 "peak_memory": num(r.peak_memory),
+                "host_peak_memory": num(r.host_peak_memory),
                 "score": num(r.score),
                 "weight": num(r.weight),
                 "energy_kj": num(r.energy_kj),
@@ -249,7 +250,7 @@ fn csv_text(s: &str) -> String {
 /// The report as CSV: numbers at full precision, empty cells for missing ones.
 pub fn render_csv(report: &Report) -> String {
     let mut out = String::from(
-        "name,fail,n,ngpu,perf,perf_ci95_low,perf_ci95_high,sem%,std%,peak_memory,score,weight,energy_kj,perf_watt,median_watt,enabled\n",
+        "name,fail,n,ngpu,perf,perf_ci95_low,perf_ci95_high,sem%,std%,peak_memory,host_peak_memory,score,weight,energy_kj,perf_watt,median_watt,enabled\n",
     );
     for r in &report.rows {
         let cells = [
@@ -263,6 +264,7 @@ pub fn render_csv(report: &Report) -> String {
             csv_num(r.sem_pct),
             csv_num(r.std_pct),
             csv_num(r.peak_memory),
+            csv_num(r.host_peak_memory),
             csv_num(r.score),
             csv_num(r.weight),
             csv_num(r.energy_kj),
@@ -286,7 +288,7 @@ pub fn render_csv(report: &Report) -> String {
         .sum();
     let _ = writeln!(
         out,
-        "(suite),{},{},,,,,,,,{},,,,,{}",
+        "(suite),{},{},,,,,,,,,{},,,,,{}",
         csv_num(fail),
         csv_num(n),
         csv_num(report.score),
@@ -312,6 +314,14 @@ pub fn render_markdown(report: &Report) -> String {
     let mut header = vec!["bench".to_owned()];
     header.extend(cols.iter().map(|(n, _)| n.to_string()));
     header.insert(5, "perf 95% CI".to_owned());
+    // The host figure sits beside the GPU one (the text layout, the Python tool's, has no room).
+    let host_at = header
+        .iter()
+        .position(|h| h == "peak_memory")
+        .map(|i| i + 1);
+    if let Some(i) = host_at {
+        header.insert(i, "host_peak_memory".to_owned());
+    }
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let _ = writeln!(
         out,
@@ -332,6 +342,9 @@ pub fn render_markdown(report: &Report) -> String {
                 fixed(r.perf_ci.high, 0, 2)
             ),
         );
+        if let Some(i) = host_at {
+            cells.insert(i, fixed(r.host_peak_memory, 0, 0));
+        }
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out.push_str("\n## Scores\n\n");

@@ -74,9 +74,12 @@ pub struct ReportRow {
     pub sem_pct: f64,
     /// Standard deviation over the mean.
     pub std_pct: f64,
-    /// Largest GPU memory use, MiB; for benchmarks without GPU samples, the largest host memory
-    /// use of their process trees from the telemetry samples.
+    /// Largest GPU memory use, MiB (NaN without GPU samples, as the Python tool).
     pub peak_memory: f64,
+    /// Largest host memory use of the benchmark's processes, MiB, from the telemetry samples
+    /// (the resident memory of the process tree, else the machine's used memory); NaN without
+    /// such samples. Not in the text report, whose layout is the Python tool's.
+    pub host_peak_memory: f64,
     /// Throughput that counts in the score (per-GPU sums for per-GPU plans) × success ratio.
     pub score: f64,
     /// Weight in the suite score.
@@ -135,6 +138,9 @@ pub struct ReportOptions {
     pub resamples: usize,
     /// Seed of the resampling (fixed: intervals are reproducible).
     pub seed: u64,
+    /// Expected benchmarks that are absent for a reason (skipped for unmet capabilities): their
+    /// rows stay `nan` instead of counting as failures.
+    pub excused: Vec<String>,
 }
 
 impl Default for ReportOptions {
@@ -143,6 +149,7 @@ impl Default for ReportOptions {
             price: None,
             resamples: 1000,
             seed: 0,
+            excused: Vec::new(),
         }
     }
 }
@@ -180,8 +187,10 @@ pub fn weights_from_summary(summary: &Summary) -> Vec<SuiteEntry> {
         .collect()
 }
 
-/// Builds the table and the scores. `suite` lists the benchmarks the suite expects (those
-/// absent from the data get `nan` rows) and gives their weights.
+/// Builds the table and the scores. `suite` lists the benchmarks the suite expects and gives
+/// their weights: an enabled one absent from the data counts as one failed process (`fail 1`,
+/// `n 0`, the intent of the Python tool, whose check never fires), unless it is in
+/// `options.excused`; a disabled one gets a `nan` row.
 pub fn build_report(
     sources: &[String],
     summary: &Summary,
@@ -216,13 +225,21 @@ pub fn build_report(
     let mut samples = Vec::new();
     for (i, name) in names.iter().enumerate() {
         let entry = suite.get(name).copied();
-        let row = make_row(
+        let mut row = make_row(
             name,
             summary.get(*name),
             entry,
             options.seed.wrapping_add(i as u64),
             options.resamples,
         );
+        if entry.is_some()
+            && !summary.contains_key(*name)
+            && row.0.enabled.is_on()
+            && !options.excused.iter().any(|e| e == name)
+        {
+            row.0.n = 0.0;
+            row.0.fail = 1.0;
+        }
         samples.push(row.1);
         rows.push(row.0);
     }
@@ -287,6 +304,7 @@ fn make_row(
         sem_pct: f64::NAN,
         std_pct: f64::NAN,
         peak_memory: f64::NAN,
+        host_peak_memory: s.and_then(|s| s.host_peak_memory).unwrap_or(f64::NAN),
         score: f64::NAN,
         weight,
         energy_kj: s.and_then(|s| s.energy).unwrap_or(0.0),
@@ -311,8 +329,6 @@ fn make_row(
             .fold(f64::NEG_INFINITY, f64::max);
         let power: Vec<f64> = s.gpu_load.values().map(|g| g.power.median).collect();
         row.median_watt = Some(power.iter().sum::<f64>() / power.len() as f64);
-    } else if let Some(host) = s.host_peak_memory {
-        row.peak_memory = host;
     }
     let acc: f64 = s.per_gpu.values().map(|p| p.mean).sum();
     let ratio = 1.0 - row.fail / row.n.max(1.0);
@@ -353,6 +369,11 @@ fn system_block(summary: &Summary) -> Vec<(String, Value)> {
     else {
         return Vec::new();
     };
+    // Host memory, bytes (recorded by this tool only).
+    let host_memory = meta
+        .get("memory")
+        .and_then(|m| m.get("total"))
+        .and_then(Value::as_f64);
     let mut out = Vec::new();
     for (key, value) in meta.as_object().into_iter().flatten() {
         match key.as_str() {
@@ -366,12 +387,19 @@ fn system_block(summary: &Summary) -> Vec<(String, Value)> {
                         .unwrap_or(Value::from("NA")),
                 ));
                 out.push(("n_gpu".into(), Value::from(gpus.map_or(0, |g| g.len()))));
-                let total = last
-                    .and_then(|g| g.get("memory"))
-                    .and_then(|m| m.get("total"))
-                    .cloned()
-                    .unwrap_or(Value::from(0));
-                out.push(("memory".into(), Value::String(python_str(&total))));
+                let memory = match (last, host_memory) {
+                    (Some(gpu), _) => python_str(
+                        gpu.get("memory")
+                            .and_then(|m| m.get("total"))
+                            .unwrap_or(&Value::from(0)),
+                    ),
+                    // No GPU: the memory that counts is the host's.
+                    (None, Some(bytes)) => {
+                        format!("{:.1} GiB (host)", bytes / (1u64 << 30) as f64)
+                    }
+                    (None, None) => "NA".to_owned(),
+                };
+                out.push(("memory".into(), Value::String(memory)));
             }
             "cpu" => {
                 out.push((

@@ -111,7 +111,7 @@ pub fn summarize_runs<'a>(runs: impl Iterator<Item = &'a RunFile>) -> Result<Sum
         let mut gpu: IndexMap<String, [GroupId; 3]> = IndexMap::new();
         for f in files {
             query.extend(rate, f.train_rates.iter().copied());
-            query.extend(wall, [f.walltime]);
+            query.extend(wall, f.walltime);
             if let Some(dev) = &f.device {
                 let g = match per_gpu.get(dev) {
                     Some(g) => *g,

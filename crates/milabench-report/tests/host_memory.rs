@@ -1,5 +1,5 @@
-//! `peak_memory` falls back to the telemetry's host memory samples when a benchmark has no GPU
-//! samples (CPU runs), and GPU samples still win when there are some.
+//! `host_peak_memory` comes from the telemetry's host memory samples; `peak_memory` stays the
+//! GPU figure (NaN without GPU samples, as the Python tool prints it).
 
 use milabench_report::{ReportOptions, report_runs};
 
@@ -28,11 +28,18 @@ fn run_folder(lines: &[String]) -> tempfile::TempDir {
     dir
 }
 
-fn peak(lines: &[String]) -> f64 {
+/// `(peak_memory, host_peak_memory)` of the one row.
+fn peaks(lines: &[String]) -> (f64, f64) {
     let dir = run_folder(lines);
     let path = dir.path().to_string_lossy().into_owned();
     let (report, _) = report_runs(&[path], None, &ReportOptions::default()).expect("report");
-    report.rows[0].peak_memory
+    (report.rows[0].peak_memory, report.rows[0].host_peak_memory)
+}
+
+fn host_peak(lines: &[String]) -> f64 {
+    let (gpu, host) = peaks(lines);
+    assert!(gpu.is_nan(), "no GPU sample, yet peak_memory {gpu}");
+    host
 }
 
 fn process(rss_mib: f64) -> String {
@@ -50,19 +57,19 @@ fn cpudata(used_mib: f64) -> String {
 }
 
 #[test]
-fn process_samples_fill_peak_memory() {
-    assert!(peak(&[]).is_nan());
+fn process_samples_fill_host_peak_memory_only() {
+    assert!(host_peak(&[]).is_nan());
     assert_eq!(
-        peak(&[process(300.0), process(512.0), process(400.0)]),
+        host_peak(&[process(300.0), process(512.0), process(400.0)]),
         512.0
     );
     // The process tree is preferred to the machine-wide figure.
-    assert_eq!(peak(&[cpudata(4000.0), process(512.0)]), 512.0);
-    assert_eq!(peak(&[cpudata(4000.0), cpudata(3000.0)]), 4000.0);
+    assert_eq!(host_peak(&[cpudata(4000.0), process(512.0)]), 512.0);
+    assert_eq!(host_peak(&[cpudata(4000.0), cpudata(3000.0)]), 4000.0);
 }
 
 #[test]
-fn gpu_samples_still_win() {
+fn gpu_and_host_figures_are_kept_apart() {
     let gpu = r#"{"event": "data", "data": {"task": "main", "time": 101.0, "gpudata": {"0": {"memory": [2048.0, 81920.0], "load": 0.9, "temperature": 50.0, "power": 300.0}}}, "pipe": "data"}"#;
-    assert_eq!(peak(&[gpu.to_owned(), process(512.0)]), 2048.0);
+    assert_eq!(peaks(&[gpu.to_owned(), process(512.0)]), (2048.0, 512.0));
 }

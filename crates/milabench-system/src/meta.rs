@@ -151,7 +151,8 @@ impl SystemFacts {
     }
 
     /// The `meta` event payload, in the Python tool's shape, with `python` added beside
-    /// `pytorch` when the environment's versions are known.
+    /// `pytorch` when the environment's versions are known, and `memory` (`total`, bytes: the
+    /// host's main memory, which the Python tool does not record).
     pub fn meta(&self, version: &MilabenchVersion, python: Option<&PythonVersions>) -> Value {
         let os = &self.host.os;
         let now = std::time::SystemTime::now()
@@ -164,6 +165,7 @@ impl SystemFacts {
                 "version": os.version, "machine": os.machine,
             },
             "accelerators": self.accelerators(),
+            "memory": {"total": self.host.memory.total},
             "date": now,
             "milabench": version,
             "pytorch": python.map_or_else(Map::new, |p| p.torch.clone()),
@@ -349,6 +351,8 @@ mod tests {
             meta["accelerators"],
             json!({"arch": "cpu", "gpus": {}, "system": {}})
         );
+        assert_eq!(meta["memory"]["total"], json!(facts.host.memory.total));
+        assert!(facts.host.memory.total > 0);
         assert!(facts.header().contains("CPU-only"));
         assert!(facts.text().contains("arch:     cpu"));
     }

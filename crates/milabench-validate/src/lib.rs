@@ -17,7 +17,7 @@ use milabench_metrics::{Record, Tag};
 use serde_json::Value;
 
 pub use layers::Layer;
-pub use replay::{ReplayEntry, ReplayError, replay_entries};
+pub use replay::{Replay, ReplayEntry, ReplayError, replay_entries};
 pub use summary::Summary;
 
 /// One entry as a layer sees it: which process sent it, that process's configuration, and the
@@ -35,7 +35,8 @@ pub struct Entry<'a> {
 /// The name of a validation layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LayerName {
-    /// Every process must report a training rate.
+    /// Every process must report a training rate, and every rate must be a measurement (a number
+    /// from 0 to 1e12 items/s).
     EnsureRate,
     /// Failed processes, with their tracebacks grouped by exception.
     Error,

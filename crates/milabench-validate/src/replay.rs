@@ -5,7 +5,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use milabench_metrics::{Event, ReadItem, Record, RecordReader, Tag};
+use milabench_metrics::{Event, ProblemTally, ReadItem, Record, RecordReader, Tag};
 use serde_json::Value;
 
 /// One replayed entry: the record and the process it belongs to.
@@ -30,15 +30,12 @@ pub enum ReplayError {
         /// The system error.
         error: std::io::Error,
     },
-    /// A line is not a record.
-    #[error("{}:{line}: {detail}; the file is not a milabench event stream (one JSON object per line)", path.display())]
-    BadLine {
-        /// The file.
+    /// The path is neither a folder nor a regular file (a FIFO, a socket, a device): reading it
+    /// could block forever.
+    #[error("{} is not a regular file; give an event file (.data) written by `milabench run` or a folder of them", path.display())]
+    NotRegular {
+        /// The path.
         path: PathBuf,
-        /// Line number.
-        line: usize,
-        /// What was wrong.
-        detail: String,
     },
     /// No file held a `config` event, so no entry could be attributed to a process.
     #[error("{}: no `config` event found, so no entry can be attributed to a benchmark; replay needs the .data files written by `milabench run`", path.display())]
@@ -48,12 +45,23 @@ pub enum ReplayError {
     },
 }
 
+/// What a replay read: the entries, and the lines that were not records.
+#[derive(Debug, Clone, Default)]
+pub struct Replay {
+    /// The entries, in replay order.
+    pub entries: Vec<ReplayEntry>,
+    /// Lines that could not be read, per file (skipped, as `milabench report` skips them).
+    pub problems: ProblemTally,
+}
+
 /// The entries of an event file, or of every file in a folder (files in name order, their
 /// entries interleaved one by one to mimic processes running side by side).
 ///
 /// As in the Python tool, entries before a file's first `config` event are dropped, the `config`
-/// event itself is not replayed, and it gives the tag and configuration of what follows.
-pub fn replay_entries(path: &Path) -> Result<Vec<ReplayEntry>, ReplayError> {
+/// event itself is not replayed, and it gives the tag and configuration of what follows. Lines
+/// that are not records (garbage, a line cut short) are skipped and counted in
+/// [`Replay::problems`].
+pub fn replay_entries(path: &Path) -> Result<Replay, ReplayError> {
     let read_err = |error| ReplayError::Read {
         path: path.to_owned(),
         error,
@@ -75,13 +83,18 @@ pub fn replay_entries(path: &Path) -> Result<Vec<ReplayEntry>, ReplayError> {
             files.retain(|p| p.extension().is_some_and(|e| e == "data"));
         }
         files
-    } else {
+    } else if meta.is_file() {
         vec![path.to_owned()]
+    } else {
+        return Err(ReplayError::NotRegular {
+            path: path.to_owned(),
+        });
     };
     let mut streams = Vec::new();
     let mut any_config = false;
+    let mut problems = ProblemTally::default();
     for file in &files {
-        let (entries, saw_config) = read_stream(file)?;
+        let (entries, saw_config) = read_stream(file, &mut problems)?;
         any_config |= saw_config;
         streams.push(entries);
     }
@@ -101,10 +114,16 @@ pub fn replay_entries(path: &Path) -> Result<Vec<ReplayEntry>, ReplayError> {
             None => false,
         });
     }
-    Ok(out)
+    Ok(Replay {
+        entries: out,
+        problems,
+    })
 }
 
-fn read_stream(path: &Path) -> Result<(Vec<ReplayEntry>, bool), ReplayError> {
+fn read_stream(
+    path: &Path,
+    problems: &mut ProblemTally,
+) -> Result<(Vec<ReplayEntry>, bool), ReplayError> {
     let file = File::open(path).map_err(|error| ReplayError::Read {
         path: path.to_owned(),
         error,
@@ -114,12 +133,9 @@ fn read_stream(path: &Path) -> Result<(Vec<ReplayEntry>, bool), ReplayError> {
     for item in RecordReader::new(BufReader::new(file)) {
         let record = match item {
             ReadItem::Record(r) => r,
-            ReadItem::Problem(p) => {
-                return Err(ReplayError::BadLine {
-                    path: path.to_owned(),
-                    line: p.line,
-                    detail: format!("{} ({})", p.kind.describe(), p.detail),
-                });
+            ReadItem::Problem(problem) => {
+                problems.add(path, problem);
+                continue;
             }
         };
         if let Event::Config(config) = &record.event {

@@ -9,9 +9,10 @@ fn fixtures() -> PathBuf {
 }
 
 fn run(layer: LayerName, replay: &str, gpus: usize) -> (String, u64) {
-    let entries = replay_entries(&fixtures().join("replays").join(replay)).unwrap();
+    let replay = replay_entries(&fixtures().join("replays").join(replay)).unwrap();
+    assert!(replay.problems.is_empty());
     let mut validation = Validation::new(&[layer], &ValidationContext { gpu_count: gpus });
-    validation.observe_replay(&entries);
+    validation.observe_replay(&replay.entries);
     let report = validation.finish();
     (report.text.clone(), report.combined_code())
 }

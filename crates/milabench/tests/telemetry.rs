@@ -111,13 +111,15 @@ fn fake_gpus_fill_the_report_and_the_usage_layer() {
 }
 
 #[test]
-fn cpu_runs_get_peak_memory_from_process_samples() {
+fn cpu_runs_get_host_peak_memory_from_process_samples() {
     let dir = tempfile::tempdir().expect("tempdir");
     run_bench(dir.path(), "cpu", GpuDiscovery::none(), &[]);
     let path = dir.path().to_string_lossy().into_owned();
     let (report, _) = report_runs(&[path], None, &ReportOptions::default()).expect("report");
-    let peak = report.rows[0].peak_memory;
-    assert!(peak > 1.0 && peak.is_finite(), "{peak}");
+    let row = &report.rows[0];
+    assert!(row.peak_memory.is_nan(), "no GPU, yet {}", row.peak_memory);
+    let host = row.host_peak_memory;
+    assert!(host > 1.0 && host.is_finite(), "{host}");
     let (text, code) = usage(dir.path());
     assert_eq!(code, 0);
     assert!(text.contains("does not apply"), "{text}");

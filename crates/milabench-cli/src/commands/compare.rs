@@ -1,10 +1,10 @@
 //! `milabench compare`: perf changes between runs, judged against the noise.
 
 use milabench::ExitCode;
-use milabench::report::{compare_runs, render_comparison};
+use milabench::report::{Verdict, compare_runs, render_comparison};
 
 use crate::args::{CompareArgs, CompareFormat};
-use crate::output::write_output;
+use crate::output::{warn, write_output};
 
 /// Bootstrap resamples used for the intervals.
 const RESAMPLES: usize = 2000;
@@ -17,12 +17,22 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         CompareFormat::Json => serde_json::to_string_pretty(&comparison)? + "\n",
     };
     write_output(None, &text)?;
-    let too_slow = args
-        .fail_above
-        .is_some_and(|limit| comparison.worst_slowdown_pct() > limit);
-    Ok(if too_slow {
-        ExitCode::BenchmarkFailures
-    } else {
+    let Some(limit) = args.fail_above else {
+        return Ok(ExitCode::Success);
+    };
+    let regressions = comparison.regressions(limit);
+    for row in &regressions {
+        let why = match row.verdict {
+            Verdict::Slower => format!("{:.1}% slower, beyond the noise", -row.change_pct),
+            Verdict::Missing => "absent from this run".to_owned(),
+            Verdict::Failed => "every process failed".to_owned(),
+            _ => "no rate measured".to_owned(),
+        };
+        warn(&format!("regression: {} in {}: {why}", row.bench, row.run));
+    }
+    Ok(if regressions.is_empty() {
         ExitCode::Success
+    } else {
+        ExitCode::BenchmarkFailures
     })
 }

@@ -4,7 +4,7 @@ use milabench::ExitCode;
 use milabench::validate::{LayerName, Validation, ValidationContext, replay_entries};
 
 use crate::args::ReplayArgs;
-use crate::output::write_output;
+use crate::output::{warn, write_output};
 
 /// Replays the stream through the layers and prints their report.
 pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
@@ -16,14 +16,17 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             names.push(name.parse()?);
         }
     }
-    let entries = replay_entries(args.path.as_std_path())?;
+    let replay = replay_entries(args.path.as_std_path())?;
+    for warning in replay.problems.warnings() {
+        warn(&warning);
+    }
     let mut validation = Validation::new(
         &names,
         &ValidationContext {
             gpu_count: args.gpus,
         },
     );
-    validation.observe_replay(&entries);
+    validation.observe_replay(&replay.entries);
     let report = validation.finish();
     write_output(None, &format!("{}\n{}", args.path, report.text))?;
     Ok(if report.passed() {

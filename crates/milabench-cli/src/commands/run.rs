@@ -105,7 +105,11 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let (report, set) = report_runs(
         std::slice::from_ref(&run_dir),
         Some(&entries),
-        &ReportOptions::for_format(Format::Text),
+        &ReportOptions {
+            // Skipped for unmet capabilities: absent on purpose, not failed.
+            excused: summary.skipped.clone(),
+            ..ReportOptions::for_format(Format::Text)
+        },
     )?;
     for warning in set.warnings() {
         warn(&warning);
