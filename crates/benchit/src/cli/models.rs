@@ -12,8 +12,8 @@ use milabench_exec::Interrupt;
 use crate::models::cache::{CACHE_VAR, default_cache_dir};
 use crate::models::input::parse_label_filter;
 use crate::models::{
-    Action, BenchmarkOptions, BenchmarkReport, BuildResult, Device, Exporter, Input, InputResult,
-    InputStatus, Observer, RebuildPolicy, Runtime,
+    Action, BenchmarkOptions, BenchmarkReport, BuildResult, Device, Exporter, Framework, Input,
+    InputResult, InputStatus, Observer, RebuildPolicy, Runtime,
 };
 
 use super::{FAILURES, Format, INTERRUPTED, SUCCESS, worker_command};
@@ -83,9 +83,15 @@ pub(crate) struct BenchmarkArgs {
     /// Discover and build, do not time.
     #[arg(long)]
     build_only: bool,
-    /// Also analyse sub-modules down to this depth.
+    /// Also analyse sub-modules down to this depth (PyTorch models only: Keras models are
+    /// analysed at the top level alone, as in MLAgility).
     #[arg(long, default_value_t = 0, value_name = "D")]
     max_depth: u32,
+    /// Which models to discover: auto finds Keras models too in scripts that import tensorflow
+    /// or keras, pytorch never, keras in every script. Keras needs TensorFlow, installed into a
+    /// second environment the first time (about 1.5 GB).
+    #[arg(long, value_enum, default_value = "auto")]
+    framework: Framework,
     /// Arguments for the scripts, split like a shell would (`--script-args "--batch 8"`).
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     script_args: Option<String>,
@@ -154,6 +160,7 @@ impl BenchmarkArgs {
                 Action::Benchmark
             },
             max_depth: self.max_depth,
+            framework: self.framework,
             script_args,
             rebuild: self.rebuild,
             lean_cache: self.lean_cache,
@@ -176,12 +183,12 @@ pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<u8> {
         .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
         .ok_or_else(|| anyhow::anyhow!("the current folder is not a UTF-8 path"))?;
     // Bad input is reported before the Python environment is prepared.
-    crate::models::check(&args.inputs, &cwd, &options)?;
+    let inputs = crate::models::check(&args.inputs, &cwd, &options)?;
     let arch = match options.device {
         Device::X86 => "cpu",
         Device::Nvidia => "cuda",
     };
-    let worker = worker_command(arch)?;
+    let worker = worker_command(arch, options.framework.keras_reason(&inputs).as_deref())?;
     let interrupt = Interrupt::new();
     let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
     let mut display = StatusDisplay::new(options.action);
@@ -451,9 +458,14 @@ fn render(result: &InputResult, action: Action, tracebacks: bool) -> String {
             _ => String::new(),
         };
         let compiled = if m.compiled { ", torch.compile'd" } else { "" };
+        let keras = if m.framework == "keras" {
+            ", Keras"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "{indent}{name}: {}{location}, {} parameters ({}){compiled}",
+            "{indent}{name}: {}{location}, {} parameters ({}){compiled}{keras}",
             m.class,
             thousands(m.parameters),
             bytes(m.parameter_bytes)

@@ -120,7 +120,7 @@ pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<u8> {
         } else {
             "cpu"
         };
-        Some(worker_command(arch)?)
+        Some(worker_command(arch, None)?)
     };
     let interrupt = Interrupt::new();
     let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
