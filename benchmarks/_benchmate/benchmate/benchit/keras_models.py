@@ -55,6 +55,11 @@ class KerasDiscovery:
     here, before the script runs."""
 
     def __init__(self, script: str, targets: set[str], listener: Listener):
+        # torch's compiler stack and TensorFlow each bring their own LLVM: torch._dynamo loaded
+        # after TensorFlow aborts the process (LLVM options "registered more than once"), loaded
+        # before it both work (torch.compile included).
+        import torch._dynamo  # noqa: F401
+
         try:
             import keras
         except ImportError as error:
