@@ -27,9 +27,10 @@ pub(crate) const TRACEBACK_VAR: &str = "BENCHIT_TRACEBACK";
     about = "Discover the models of Python scripts (or take .onnx files), build them and time them on each runtime",
     long_about = "Discover the models of Python scripts (or take .onnx files), build them and time \
         them on each runtime.\n\n\
-        Each input runs in its own Python worker. A script runs as a module named after its file \
-        (an `if __name__ == \"__main__\":` block does not run); every torch.nn.Module it calls is \
-        discovered, and each unique (model, input shapes) pair, an invocation, is built: ONNX \
+        Each input runs in its own Python worker. A script runs as `python script.py` runs it (its \
+        `if __name__ == \"__main__\":` block runs too); every torch.nn.Module it calls is \
+        discovered (and every Keras model, in scripts that import tensorflow or keras: see \
+        --framework), and each unique (model, input shapes) pair, an invocation, is built: ONNX \
         export, ONNX Runtime optimisation, fp16 conversion with --fp16. Every runtime asked for \
         is then timed on the model it claims: --warmup untimed calls, then --iterations timed \
         ones (torch-compiled's compile time is reported apart). Latencies are reported as mean, \
