@@ -163,12 +163,15 @@ mod tests {
         assert!(!Framework::Pytorch.discovers_keras(&keras));
         assert!(!Framework::Keras.discovers_keras(&onnx));
 
-        let inputs = [torch.clone(), keras.clone()];
+        let inputs = [torch.clone(), keras];
         assert_eq!(
             Framework::Auto.keras_reason(&inputs).as_deref(),
             Some("k.py imports TensorFlow or Keras")
         );
-        assert_eq!(Framework::Auto.keras_reason(&[torch.clone()]), None);
+        assert_eq!(
+            Framework::Auto.keras_reason(std::slice::from_ref(&torch)),
+            None
+        );
         assert_eq!(Framework::Pytorch.keras_reason(&inputs), None);
         assert_eq!(
             Framework::Keras.keras_reason(&[torch]).as_deref(),
