@@ -835,6 +835,8 @@ fn help_explains_the_cache_and_rebuild_policies() {
         "benchit mlp.py::24adc42f",
         "[default: ~/.cache/benchit]",
         "- torch-compiled: The live torch model under `torch.compile`",
+        "--framework <FRAMEWORK>",
+        "(PyTorch models only: Keras models are",
     ] {
         assert!(
             out.stdout.contains(phrase),
@@ -842,6 +844,42 @@ fn help_explains_the_cache_and_rebuild_policies() {
             out.stdout
         );
     }
+}
+
+#[test]
+fn keras_models_are_asked_for_scripts_that_import_keras_or_with_the_flag() {
+    let s = Scratch::new();
+    let log = |script: &str| {
+        fs_err::read_to_string(s.cache().join(format!("logs/{script}.log"))).unwrap()
+    };
+    let out = s.run(&["keras_model.py", "two_models.py", "--analyze-only"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("mlp: Sequential at keras_model.py:6, 26,122 parameters (102.0 KiB), Keras"),
+        "{}",
+        out.stderr
+    );
+    assert!(log("keras_model").contains("runs with argv [] (keras)"));
+    assert!(log("two_models").contains("runs with argv []\n"));
+
+    let out = s.run(&["keras_model.py", "--analyze-only", "--framework", "pytorch"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("no model was called"), "{}", out.stderr);
+    assert!(log("keras_model").contains("runs with argv []\n"));
+
+    let out = s.run(&["two_models.py", "--analyze-only", "--framework", "keras"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(log("two_models").contains("runs with argv [] (keras)"));
+
+    let out = s.run(&["two_models.py", "--framework", "tensorflow"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("[possible values: auto, pytorch, keras]"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

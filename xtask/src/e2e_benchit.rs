@@ -4,7 +4,8 @@
 //! cache), discovers every example of a folder with `--all`, runs benchmate's `benchmark_model`
 //! example twice (the Python API; the second call from the cache), runs PARAM's simple-add
 //! config through `benchit ops`, and runs the worker's pytest suites (the ones that need torch)
-//! in that environment.
+//! in that environment. Then the same for Keras: a Keras example on `ort` (which builds the
+//! Keras environment, TensorFlow included) and the Keras pytest suite in that environment.
 
 use std::path::Path;
 use std::process::Command;
@@ -27,6 +28,10 @@ const API_EXAMPLE: &str = "benchmarks/_benchmate/examples/benchmark_model.py";
 const OPS_CONFIG: &str = "benchmarks/opbench/configs/simple_add.json";
 /// The runtimes asked for.
 const RUNTIMES: [&str; 2] = ["ort", "torch-eager"];
+/// The Keras example benchmarked end to end: a `Sequential` and a subclassed model.
+const KERAS_SCRIPT: &str = "benchmarks/benchit/keras_mlp.py";
+/// The model hashes of its two models (sha256 of their `summary()` text, MLAgility's hash).
+const KERAS_MODEL_HASHES: [&str; 2] = ["8e9cc1f2", "6e8bfa90"];
 
 /// Builds `benchit` (dev profile) and runs the flow in `scratch`; returns each step's wall time.
 pub fn flow(root: &Path, scratch: &Path) -> anyhow::Result<Vec<(&'static str, f64)>> {
@@ -126,29 +131,113 @@ pub fn flow(root: &Path, scratch: &Path) -> anyhow::Result<Vec<(&'static str, f6
     check_ops(&summary).with_context(|| format!("benchit ops: {summary:#}"))?;
 
     let started = Instant::now();
-    run_checked(
-        Command::new(uv_program(&home))
-            .env("UV_CACHE_DIR", user_uv_cache())
-            .args(["pip", "install", "--quiet", "--python"])
-            .arg(&python)
-            .arg("pytest"),
-        "installing pytest into the benchit environment",
-    )?;
-    run_checked(
-        Command::new(&python)
-            .args([
-                "-m",
-                "pytest",
-                "-q",
-                "benchmarks/_benchmate/tests/test_benchit_models.py",
-                "benchmarks/_benchmate/tests/test_benchit_ops.py",
-            ])
-            .env("BENCHIT_BIN", &bin)
-            .current_dir(root),
-        "the benchit worker's pytest suites",
+    run_pytest(
+        root,
+        &home,
+        &bin,
+        python.as_std_path(),
+        &[
+            "benchmarks/_benchmate/tests/test_benchit_models.py",
+            "benchmarks/_benchmate/tests/test_benchit_ops.py",
+        ],
     )?;
     timings.push(("benchit worker pytest", started.elapsed().as_secs_f64()));
+    timings.extend(keras_flow(root, &home, &benchit)?);
     Ok(timings)
+}
+
+/// The Keras step: `benchit` benchmarks the Keras example on `ort` (building the Keras
+/// environment first), then the Keras pytest suite runs in that environment.
+fn keras_flow(
+    root: &Path,
+    home: &Path,
+    benchit: &dyn Fn(&[&str]) -> Command,
+) -> anyhow::Result<Vec<(&'static str, f64)>> {
+    let mut timings = Vec::new();
+    let step = "benchit keras (installs TensorFlow)";
+    let started = Instant::now();
+    let args = [
+        KERAS_SCRIPT,
+        "--runtime",
+        "ort",
+        "--warmup",
+        "5",
+        "--iterations",
+        "30",
+    ];
+    let report = json_output(
+        &mut benchit(&[&args[..], &["--format", "json"]].concat()),
+        step,
+    )?;
+    timings.push((step, started.elapsed().as_secs_f64()));
+    check_keras_models(&report).with_context(|| format!("{step}: {report:#}"))?;
+
+    let started = Instant::now();
+    let utf8_home = camino::Utf8Path::from_path(home).context("the scratch folder is not UTF-8")?;
+    run_pytest(
+        root,
+        home,
+        &root.join("target/debug/benchit"),
+        benchit::env::managed_keras_python(utf8_home).as_std_path(),
+        &["benchmarks/_benchmate/tests/test_benchit_keras.py"],
+    )?;
+    timings.push(("benchit keras pytest", started.elapsed().as_secs_f64()));
+    Ok(timings)
+}
+
+/// Installs pytest into the environment of `python` and runs the pytest `files` there.
+fn run_pytest(
+    root: &Path,
+    home: &Path,
+    bin: &Path,
+    python: &Path,
+    files: &[&str],
+) -> anyhow::Result<()> {
+    run_checked(
+        Command::new(uv_program(home))
+            .env("UV_CACHE_DIR", user_uv_cache())
+            .args(["pip", "install", "--quiet", "--python"])
+            .arg(python)
+            .arg("pytest"),
+        &format!("installing pytest into {}", python.display()),
+    )?;
+    run_checked(
+        Command::new(python)
+            .args(["-m", "pytest", "-q"])
+            .args(files)
+            .env("BENCHIT_BIN", bin)
+            .current_dir(root),
+        &format!("the benchit worker's pytest suites {files:?}"),
+    )
+}
+
+/// Both Keras models of the example were found as Keras models with their hashes, and each
+/// invocation was built and measured a positive mean latency on `ort`.
+fn check_keras_models(report: &Value) -> anyhow::Result<()> {
+    let input = &report["inputs"][0];
+    ensure!(input["status"] == "done", "the input did not finish");
+    let models = input["models"].as_array().context("no models")?;
+    let hashes: Vec<&str> = models
+        .iter()
+        .filter_map(|m| m["model_hash"].as_str())
+        .collect();
+    ensure!(
+        hashes == KERAS_MODEL_HASHES,
+        "model hashes {hashes:?}, expected {KERAS_MODEL_HASHES:?}"
+    );
+    for model in models {
+        ensure!(model["framework"] == "keras", "not found as a Keras model");
+        for invocation in model["invocations"].as_array().context("no invocations")? {
+            let ort = &invocation["build"]["runtimes"][0];
+            let mean = ort["statistics"]["mean_ms"].as_f64().unwrap_or(0.0);
+            ensure!(
+                ort["runtime"] == "ort" && ort["ok"] == true && mean > 0.0,
+                "ort did not measure a positive latency for {}",
+                invocation["invocation_hash"]
+            );
+        }
+    }
+    Ok(())
 }
 
 /// uv as benchit found it: bootstrapped into `<home>/tools/uv` when it was not on `PATH`.

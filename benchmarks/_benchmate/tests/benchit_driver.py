@@ -24,10 +24,11 @@ Replier = Callable[[dict[str, Any]], dict[str, Any]]
 
 def script_request(script: str | os.PathLike, *, script_args: tuple[str, ...] = (),
                    targets: tuple[str, ...] = (), max_depth: int = 0,
-                   analyze_only: bool = False) -> dict[str, Any]:
+                   analyze_only: bool = False, keras: bool = False) -> dict[str, Any]:
     """The first line Rust sends for a script."""
     return {"request": "script", "script": str(script), "script_args": list(script_args),
-            "targets": list(targets), "max_depth": max_depth, "analyze_only": analyze_only}
+            "targets": list(targets), "max_depth": max_depth, "keras": keras,
+            "analyze_only": analyze_only}
 
 
 def build_replier(cache: pathlib.Path, *, stages: tuple[str, ...] = ("export", "optimize"),

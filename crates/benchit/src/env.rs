@@ -1,6 +1,14 @@
 //! The Python side of benchit: the managed `benchit` environment (torch, onnx, onnxruntime,
 //! benchmate), built with `milabench-env` on first use and kept in step with
 //! `benchmarks/benchit/requirements.in` by its fingerprint, or a worker command the user names.
+//!
+//! Scripts with Keras models run in a second environment, `benchit-keras`: the same packages
+//! plus `requirements-keras.in` (TensorFlow's CPU wheel, tf2onnx), built the first time a script
+//! needs it. A group of its own rather than TensorFlow added to the first one: the first stays
+//! exactly what its requirements say (a PyTorch user never pays for TensorFlow, and an install
+//! of TensorFlow cannot move a package a PyTorch script relies on), both are kept up to date by
+//! the same fingerprints, and uv links the second one's shared packages (torch) from its cache
+//! instead of copying them.
 
 use camino::{Utf8Path, Utf8PathBuf};
 use milabench_config::settings::{BaseLayout, DirOverrides, Installer};
@@ -20,6 +28,9 @@ pub const PYTHON_VAR: &str = "BENCHIT_PYTHON";
 /// The install group name of the managed environment.
 pub const GROUP: &str = "benchit";
 
+/// The install group name of the managed environment with TensorFlow, for Keras models.
+pub const KERAS_GROUP: &str = "benchit-keras";
+
 /// Where the worker comes from and where its environment lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvSettings {
@@ -33,6 +44,8 @@ pub struct EnvSettings {
     pub arch: String,
     /// Where to look for the checkout holding benchmate (the current folder, usually).
     pub start: Utf8PathBuf,
+    /// Whether the worker needs TensorFlow: the Keras environment ([`KERAS_GROUP`]).
+    pub keras: bool,
 }
 
 /// Why the worker could not be made ready.
@@ -67,14 +80,16 @@ impl EnvSettings {
             worker: WorkerCommand::from_env()?,
             arch: arch.to_string(),
             start,
+            keras: false,
         })
     }
 }
 
 /// The `benchit` install group of the checkout `project`: `benchmarks/benchit`'s pinned
 /// `requirements.<arch>.txt` when there is one, else its `requirements.in`, under
-/// `constraints/<arch>.txt`.
-pub fn install_group(project: &ProjectTree, arch: &str) -> InstallGroup {
+/// `constraints/<arch>.txt`; with `keras`, the [`KERAS_GROUP`] group, which adds
+/// `requirements-keras.in`.
+pub fn install_group(project: &ProjectTree, arch: &str, keras: bool) -> InstallGroup {
     let folder = project.root.join("benchmarks/benchit");
     let pinned = folder.join(format!("requirements.{arch}.txt"));
     let (path, is_pinned) = if pinned.is_file() {
@@ -82,16 +97,25 @@ pub fn install_group(project: &ProjectTree, arch: &str) -> InstallGroup {
     } else {
         (folder.join("requirements.in"), false)
     };
+    let mut requirements = vec![RequirementFile {
+        bench: GROUP.into(),
+        path,
+        pinned: is_pinned,
+    }];
+    if keras {
+        requirements.push(RequirementFile {
+            bench: KERAS_GROUP.into(),
+            path: folder.join("requirements-keras.in"),
+            pinned: false,
+        });
+    }
+    let name = if keras { KERAS_GROUP } else { GROUP };
     InstallGroup {
-        name: GROUP.into(),
-        benches: vec![GROUP.into()],
+        name: name.into(),
+        benches: vec![name.into()],
         definitions: vec![folder],
         variant: arch.into(),
-        requirements: vec![RequirementFile {
-            bench: GROUP.into(),
-            path,
-            pinned: is_pinned,
-        }],
+        requirements,
         constraints: project.constraints(arch),
         extra_constraints: Vec::new(),
         installer_args: Vec::new(),
@@ -101,8 +125,9 @@ pub fn install_group(project: &ProjectTree, arch: &str) -> InstallGroup {
 }
 
 /// The worker command: `BENCHIT_WORKER` when set, else `python -m benchmate.benchit` in the
-/// managed environment, installed or brought up to date first (progress through `on_event`;
-/// the installer's full output goes to `<home>/logs/install/benchit.log`).
+/// managed environment (the Keras one when `settings.keras`), installed or brought up to date
+/// first (progress through `on_event`; the installer's full output goes to
+/// [`install_log`]).
 pub fn prepare_worker(
     settings: &EnvSettings,
     on_event: &mut dyn FnMut(Event<'_>),
@@ -124,7 +149,7 @@ pub fn prepare_worker(
         },
         on_event,
     )?;
-    let group = install_group(&project, &settings.arch);
+    let group = install_group(&project, &settings.arch, settings.keras);
     let venv = match envs.install(&group, false, on_event)? {
         milabench_env::Outcome::UpToDate { venv, .. }
         | milabench_env::Outcome::Installed { venv, .. } => venv,
@@ -150,10 +175,29 @@ pub fn home_from_env() -> Result<Utf8PathBuf, SetupError> {
 /// The interpreter the managed environment under `home` has once it is installed (for tools
 /// that run the worker's Python directly, such as the measurements of `cargo xtask bench`).
 pub fn managed_python(home: &Utf8Path) -> Utf8PathBuf {
+    group_python(home, GROUP)
+}
+
+/// The interpreter of the Keras environment under `home` once it is installed.
+pub fn managed_keras_python(home: &Utf8Path) -> Utf8PathBuf {
+    group_python(home, KERAS_GROUP)
+}
+
+/// Where the install of the managed environment (the Keras one when `keras`) under `home` logs
+/// the installer's output.
+pub fn install_log(home: &Utf8Path, keras: bool) -> Utf8PathBuf {
+    let group = if keras { KERAS_GROUP } else { GROUP };
+    BaseLayout::new(home, &DirOverrides::default())
+        .logs
+        .join(format!("install/{group}.log"))
+}
+
+/// The interpreter of install group `group`'s environment under `home`.
+fn group_python(home: &Utf8Path, group: &str) -> Utf8PathBuf {
     python_of(
         &BaseLayout::new(home, &DirOverrides::default())
             .venv
-            .join(GROUP),
+            .join(group),
     )
 }
 
@@ -170,8 +214,13 @@ mod tests {
     fn the_group_installs_the_requirements_of_benchmarks_benchit() {
         let root = Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let project = ProjectTree::locate(&root).unwrap();
-        let group = install_group(&project, "cpu");
+        let group = install_group(&project, "cpu", false);
         assert_eq!(group.name, "benchit");
+        assert_eq!(
+            group.requirements.len(),
+            1,
+            "no TensorFlow for PyTorch scripts"
+        );
         assert!(group.requirements[0].path.is_file());
         let text = fs_err::read_to_string(&group.requirements[0].path).unwrap();
         for package in ["torch", "onnx", "onnxruntime", "onnxconverter-common"] {
@@ -184,6 +233,33 @@ mod tests {
     }
 
     #[test]
+    fn the_keras_group_adds_tensorflow_in_a_venv_of_its_own() {
+        let root = Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let project = ProjectTree::locate(&root).unwrap();
+        let plain = install_group(&project, "cpu", false);
+        let group = install_group(&project, "cpu", true);
+        assert_eq!(group.name, "benchit-keras");
+        assert_eq!(
+            group.requirements[0], plain.requirements[0],
+            "the same packages first"
+        );
+        let text = fs_err::read_to_string(&group.requirements[1].path).unwrap();
+        for package in ["tensorflow-cpu", "tf2onnx"] {
+            assert!(
+                text.lines().any(|l| l.trim() == package),
+                "{package} missing"
+            );
+        }
+        let home = Utf8Path::new("/h");
+        assert_eq!(
+            managed_keras_python(home),
+            "/h/venv/benchit-keras/bin/python"
+        );
+        assert_eq!(managed_python(home), "/h/venv/benchit/bin/python");
+        assert_eq!(install_log(home, true), "/h/logs/install/benchit-keras.log");
+    }
+
+    #[test]
     fn a_named_worker_skips_the_managed_environment() {
         let settings = EnvSettings {
             home: "/nonexistent".into(),
@@ -191,6 +267,7 @@ mod tests {
             worker: Some(WorkerCommand::parse("python3 fake.py").unwrap()),
             arch: "cpu".into(),
             start: "/nonexistent".into(),
+            keras: true,
         };
         let cmd = prepare_worker(&settings, &mut |_| {}).unwrap();
         assert_eq!(cmd.display(), "python3 fake.py");

@@ -104,6 +104,8 @@ class ModelRecord:
     depth: int
     parent_hash: Optional[str]
     compiled: bool
+    #: ``pytorch``, or ``keras`` for the records of :mod:`benchmate.benchit.keras_models`.
+    framework: str = "pytorch"
 
 
 @dataclasses.dataclass

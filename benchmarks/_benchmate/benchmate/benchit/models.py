@@ -86,6 +86,8 @@ class Work:
     torch_call: Optional[tuple[Any, tuple, dict[str, Any]]]
     #: Inputs for ONNX Runtime by name (``None``: random values from the graph's shapes).
     tensors: Optional[dict[str, Any]]
+    #: What the model is when it is no PyTorch model (the torch runtimes' refusal says it).
+    kind: str = "an ONNX file"
 
 
 def carry_out(protocol: Protocol, work: Work) -> None:
@@ -141,7 +143,8 @@ def _benchmark(protocol: Protocol, work: Work, request: dict[str, Any], build_fa
             measured = run_ort(path, runtime, device, work.tensors, warmup, iterations)
         elif runtime in TORCH_RUNTIMES:
             if work.torch_call is None:
-                raise Refused(f"{runtime} needs a PyTorch model, not an ONNX file")
+                raise Refused(f"{runtime} needs a PyTorch model, not {work.kind}; "
+                              "time it with --runtime ort")
             model, args, kwargs = work.torch_call
             measured = run_torch(model, runtime, device, args, kwargs, warmup, iterations)
         else:
@@ -196,7 +199,10 @@ class ScriptSession:
         self.targets = set(request.get("targets", []))
         self.max_depth = int(request.get("max_depth", 0))
         self.analyze_only = bool(request.get("analyze_only", False))
+        #: Whether Keras models are discovered too (the environment has TensorFlow).
+        self.keras = bool(request.get("keras", False))
         self.discovery: Any = None
+        self.keras_discovery: Any = None
         #: Wall time of the script's own execution under discovery (set by :meth:`run`).
         self.script_seconds = 0.0
 
@@ -205,16 +211,26 @@ class ScriptSession:
         ``calls``."""
         from benchmate.benchit.discovery import Discovery
 
-        self.discovery = Discovery(self.script, self.max_depth, self.targets, Events(self))
-        with self.discovery, as_main_program(self.script, self.script_args) as program:
-            start = time.perf_counter()
-            self._execute(program)
-            self.script_seconds = time.perf_counter() - start
+        events = Events(self)
+        self.discovery = Discovery(self.script, self.max_depth, self.targets, events)
+        discoveries = [self.discovery]
+        if self.keras:
+            from benchmate.benchit.keras_models import KerasDiscovery
+
+            self.keras_discovery = KerasDiscovery(self.script, self.targets, events)
+            discoveries.append(self.keras_discovery)
+        with contextlib.ExitStack() as patches:
+            for discovery in discoveries:
+                patches.enter_context(discovery)
+            with as_main_program(self.script, self.script_args) as program:
+                start = time.perf_counter()
+                self._execute(program)
+                self.script_seconds = time.perf_counter() - start
         self.discovery.describe_found()
         self.protocol.send("calls", invocations=[
             {"invocation_hash": inv.invocation_hash, "executed": inv.executed,
              "seconds": inv.seconds}
-            for inv in self.discovery.invocations.values()
+            for discovery in discoveries for inv in discovery.invocations.values()
         ])
 
     def _execute(self, program: types.ModuleType) -> None:
@@ -227,6 +243,12 @@ class ScriptSession:
         except SystemExit as exit_:
             if exit_.code not in (None, 0):
                 self._script_error(exit_, f"the script exited with status {exit_.code!r}")
+        except ModuleNotFoundError as error:
+            hint = ""
+            if not self.keras and (error.name or "").split(".")[0] in KERAS_PACKAGES:
+                hint = ("; benchit installs TensorFlow for the scripts that import it, and for "
+                        "--framework keras")
+            self._script_error(error, one_line(error) + hint)
         except BaseException as error:  # noqa: BLE001 - whatever the script raises is reported
             self._script_error(error, one_line(error))
 
@@ -274,6 +296,10 @@ def run_program(script: str, program: types.ModuleType) -> None:
     exec(compile(source, script, "exec", dont_inherit=True), program.__dict__)  # noqa: S102
 
 
+#: Packages whose absence means the script needed the Keras environment.
+KERAS_PACKAGES = ("tensorflow", "keras", "tf_keras", "tf2onnx")
+
+
 class Events:
     """The discovery listener of a session (a :class:`ScriptSession`, or
     :func:`benchmate.benchit.api.benchmark_model`'s): turns discoveries into events and first
@@ -291,13 +317,17 @@ class Events:
                            module=record.module_name, file=record.file, line=record.line,
                            name=record.name, parameters=record.parameters,
                            parameter_bytes=record.parameter_bytes, depth=record.depth,
-                           parent_hash=record.parent_hash, compiled=record.compiled)
+                           parent_hash=record.parent_hash, compiled=record.compiled,
+                           framework=record.framework)
 
     def invocation_found(self, record: Any, invocation: Any, module: Any) -> Optional[dict]:
         """Send the ``invocation`` event (with the weights hash only when it may be built: hashing
         every weight of a large model costs seconds); for a target, wait for the reply and return
         it unless it says skip."""
-        from benchmate.benchit.hashing import weights_hash
+        if record.framework == "keras":
+            from benchmate.benchit.keras_models import weights_hash
+        else:
+            from benchmate.benchit.hashing import weights_hash
 
         will_build = invocation.is_target and not self.session.analyze_only
         digest = weights_hash(module) if will_build else ""
@@ -318,6 +348,9 @@ class Events:
         from benchmate.benchit.build import export_torch, ordered_inputs
         from benchmate.benchit.runtimes import inference_mode_of
 
+        if call.record.framework == "keras":
+            self._keras_first_call_done(call)
+            return
         module, args, kwargs = call.module, call.args, call.kwargs
 
         def source(stage: str, path: str) -> None:
@@ -330,6 +363,22 @@ class Events:
             tensors = _numpy_inputs(ordered_inputs(module, args, kwargs))
             carry_out(self.protocol, Work(call.record.model_hash, call.invocation.invocation_hash,
                                           call.plan, source, (module, args, kwargs), tensors))
+
+    def _keras_first_call_done(self, call: Any) -> None:
+        """Build and benchmark a Keras invocation (Keras discovery lets the calls of the export
+        and of the timings run untracked)."""
+        from benchmate.benchit.keras_models import export_inputs, export_keras
+
+        model, args, kwargs = call.module, call.args, call.kwargs
+
+        def source(stage: str, path: str) -> None:
+            if stage != "export":
+                raise ValueError(f"stage {stage} needs an ONNX file input; a script is exported")
+            export_keras(model, args, kwargs, path, int(call.plan.get("opset", 17)))
+
+        tensors = export_inputs(model, args, kwargs)[1]
+        carry_out(self.protocol, Work(call.record.model_hash, call.invocation.invocation_hash,
+                                      call.plan, source, None, tensors, kind="a Keras model"))
 
     def first_call_failed(self, call: Any) -> None:
         """The forward raised: nothing is built; close the invocation for Rust."""
@@ -386,7 +435,7 @@ def serve_onnx(protocol: Protocol, request: dict[str, Any]) -> None:
                   line=None, name=os.path.splitext(os.path.basename(path))[0],
                   parameters=sum(n for n, _ in sizes),
                   parameter_bytes=sum(n * size for n, size in sizes),
-                  depth=0, parent_hash=None, compiled=False)
+                  depth=0, parent_hash=None, compiled=False, framework="onnx")
     problem = dynamic_shape_problem(model)
     if problem:
         protocol.send("error", model_hash=model_hash, message=problem, traceback=None)

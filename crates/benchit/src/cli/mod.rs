@@ -124,21 +124,34 @@ fn describe(err: &anyhow::Error) -> String {
 }
 
 /// The worker command: `BENCHIT_WORKER`, or the managed environment for `arch` (`cpu`,
-/// `cuda`), built on first use with its progress on stderr.
+/// `cuda`), built on first use with its progress on stderr; the Keras environment (TensorFlow
+/// too) when `keras_reason` says why it is needed.
 #[allow(clippy::print_stderr)]
-fn worker_command(arch: &str) -> anyhow::Result<crate::worker::WorkerCommand> {
-    use crate::env::{EnvSettings, prepare_worker};
-    let settings = EnvSettings::from_env(arch)?;
+fn worker_command(
+    arch: &str,
+    keras_reason: Option<&str>,
+) -> anyhow::Result<crate::worker::WorkerCommand> {
+    use crate::env::{EnvSettings, install_log, prepare_worker};
+    let settings = EnvSettings {
+        keras: keras_reason.is_some(),
+        ..EnvSettings::from_env(arch)?
+    };
     let mut last_stage = None;
     let prepared = prepare_worker(&settings, &mut |event| {
         if let milabench_env::Event::Stage { group, stage } = event
             && last_stage != Some(stage)
         {
             if last_stage.is_none() {
-                eprintln!(
-                    "setting up the benchit Python environment in {} (first use, or its requirements changed; this takes minutes)",
-                    settings.home
-                );
+                match keras_reason {
+                    None => eprintln!(
+                        "setting up the benchit Python environment in {} (first use, or its requirements changed; this takes minutes)",
+                        settings.home
+                    ),
+                    Some(reason) => eprintln!(
+                        "setting up benchit's Keras environment in {} ({reason}): benchit's packages plus TensorFlow's CPU wheel and tf2onnx, about 1.5 GB more on disk (uv links torch from its cache); this takes minutes, once",
+                        settings.home
+                    ),
+                }
             }
             last_stage = Some(stage);
             eprintln!("  {group}: {}", stage.describe());
@@ -147,7 +160,7 @@ fn worker_command(arch: &str) -> anyhow::Result<crate::worker::WorkerCommand> {
     prepared.map_err(|err| {
         anyhow::Error::new(err).context(format!(
             "the benchit Python environment is not ready; the install log is {}",
-            settings.home.join("logs/install/benchit.log")
+            install_log(&settings.home, settings.keras)
         ))
     })
 }

@@ -13,8 +13,8 @@ use crate::models::cache::{CACHE_VAR, default_cache_dir};
 use crate::models::input::parse_label_filter;
 use crate::models::scripts_in;
 use crate::models::{
-    Action, BenchmarkOptions, BenchmarkReport, BuildResult, Device, Exporter, Input, InputResult,
-    InputStatus, Observer, RebuildPolicy, Runtime,
+    Action, BenchmarkOptions, BenchmarkReport, BuildResult, Device, Exporter, Framework, Input,
+    InputResult, InputStatus, Observer, RebuildPolicy, Runtime,
 };
 
 use super::{FAILURES, Format, INTERRUPTED, SUCCESS, worker_command};
@@ -28,9 +28,10 @@ pub(crate) const TRACEBACK_VAR: &str = "BENCHIT_TRACEBACK";
     about = "Discover the models of Python scripts (or take .onnx files), build them and time them on each runtime",
     long_about = "Discover the models of Python scripts (or take .onnx files), build them and time \
         them on each runtime.\n\n\
-        Each input runs in its own Python worker. A script runs as `python script.py` would run it \
-        (as `__main__`: an `if __name__ == \"__main__\":` block runs); every torch.nn.Module it \
-        calls is discovered, and each unique (model, input shapes) pair, an invocation, is built: ONNX \
+        Each input runs in its own Python worker. A script runs as `python script.py` runs it (its \
+        `if __name__ == \"__main__\":` block runs too); every torch.nn.Module it calls is \
+        discovered (and every Keras model, in scripts that import tensorflow or keras: see \
+        --framework), and each unique (model, input shapes) pair, an invocation, is built: ONNX \
         export, ONNX Runtime optimisation, fp16 conversion with --fp16. Every runtime asked for \
         is then timed on the model it claims: --warmup untimed calls, then --iterations timed \
         ones (torch-compiled's compile time is reported apart). Latencies are reported as mean, \
@@ -78,9 +79,15 @@ pub(crate) struct BenchmarkArgs {
     /// Discover the models only (no build, no timing).
     #[arg(long, conflicts_with = "build_only")]
     analyze_only: bool,
-    /// Also analyse sub-modules down to this depth.
+    /// Also analyse sub-modules down to this depth (PyTorch models only: Keras models are
+    /// analysed at the top level alone, as in MLAgility).
     #[arg(long, default_value_t = 0, value_name = "D")]
     max_depth: u32,
+    /// Which models to discover: auto finds Keras models too in scripts that import tensorflow
+    /// or keras, pytorch never, keras in every script. Keras needs TensorFlow, installed into a
+    /// second environment the first time (about 1.5 GB).
+    #[arg(long, value_enum, default_value = "auto")]
+    framework: Framework,
     /// Arguments for the scripts, split like a shell would (`--script-args "--batch 8"`).
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     script_args: Option<String>,
@@ -211,6 +218,7 @@ impl BenchmarkArgs {
             Some(line) => shlex::split(line)
                 .ok_or_else(|| anyhow::anyhow!("--script-args `{line}` has unbalanced quotes"))?,
         };
+        options.framework = self.framework;
         options.resume = self.resume;
         options.labels = parse_label_filter(&self.labels).map_err(anyhow::Error::msg)?;
         Ok(options)
@@ -226,7 +234,7 @@ pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<u8> {
         .ok_or_else(|| anyhow::anyhow!("the current folder is not a UTF-8 path"))?;
     let inputs = args.input_args(&cwd)?;
     // Bad input is reported before the Python environment is prepared.
-    crate::models::check(&inputs, &cwd, &options)?;
+    let checked = crate::models::check(&inputs, &cwd, &options)?;
     let arch = match options.device {
         Device::X86 => "cpu",
         Device::Nvidia => "cuda",
@@ -236,7 +244,7 @@ pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<u8> {
     // default action back: a caught signal is reset at exec).
     let interrupt = Interrupt::new();
     let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
-    let worker = worker_command(arch)?;
+    let worker = worker_command(arch, options.framework.keras_reason(&checked).as_deref())?;
     let mut display = StatusDisplay::new(options.action);
     let report =
         crate::models::benchmark(&inputs, &cwd, &options, &worker, &interrupt, &mut display);
@@ -617,9 +625,14 @@ fn render(result: &InputResult, action: Action, tracebacks: bool) -> String {
             _ => String::new(),
         };
         let compiled = if m.compiled { ", torch.compile'd" } else { "" };
+        let keras = if m.framework == "keras" {
+            ", Keras"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "{indent}{name}: {}{location}, {} parameters ({}){compiled}",
+            "{indent}{name}: {}{location}, {} parameters ({}){compiled}{keras}",
             m.class,
             thousands(m.parameters),
             bytes(m.parameter_bytes)

@@ -133,7 +133,7 @@ pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<u8> {
         } else {
             "cpu"
         };
-        Some(worker_command(arch)?)
+        Some(worker_command(arch, None)?)
     };
     let total = runs.len();
     let mut done = 0;

@@ -21,6 +21,7 @@
 //! ```
 
 pub mod cache;
+pub mod framework;
 pub mod input;
 pub mod options;
 pub mod protocol;
@@ -35,6 +36,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use milabench_exec::Interrupt;
 
 pub use cache::{Cache, CacheError};
+pub use framework::Framework;
 pub use input::{Input, InputError, InputKind, scripts_in};
 pub use options::{Action, BenchmarkOptions, Device, Exporter, RebuildPolicy, Runtime};
 pub use results::{

@@ -146,8 +146,10 @@ pub struct BenchmarkOptions {
     pub warmup: u32,
     /// Analyze, build or benchmark.
     pub action: Action,
-    /// Depth of sub-module analysis.
+    /// Depth of sub-module analysis (PyTorch models only).
     pub max_depth: u32,
+    /// Whether Keras models are discovered too (see [`super::Framework`]).
+    pub framework: super::Framework,
     /// The scripts' `sys.argv[1:]`.
     pub script_args: Vec<String>,
     /// What to do with cached builds.
@@ -172,7 +174,8 @@ pub struct BenchmarkOptions {
 
 impl BenchmarkOptions {
     /// The defaults of the command line with the cache in `cache_dir`: x86, `ort`, 100 timed
-    /// calls after 10 warm-up calls, opset 17, torchscript exporter, if_needed, one hour.
+    /// calls after 10 warm-up calls, opset 17, torchscript exporter, if_needed, one hour, Keras
+    /// for the scripts that import it.
     pub fn new(cache_dir: impl Into<Utf8PathBuf>) -> BenchmarkOptions {
         BenchmarkOptions {
             cache_dir: cache_dir.into(),
@@ -182,6 +185,7 @@ impl BenchmarkOptions {
             warmup: 10,
             action: Action::Benchmark,
             max_depth: 0,
+            framework: super::Framework::Auto,
             script_args: Vec::new(),
             rebuild: RebuildPolicy::IfNeeded,
             lean_cache: false,

@@ -17,8 +17,10 @@ pub enum Request {
         script_args: Vec<String>,
         /// Invocation hashes to build and benchmark; empty: every invocation.
         targets: Vec<String>,
-        /// How deep sub-modules are analysed.
+        /// How deep sub-modules are analysed (PyTorch models only).
         max_depth: u32,
+        /// Discover Keras models too (the worker's environment has TensorFlow).
+        keras: bool,
         /// Discover only; the worker then waits for no reply.
         analyze_only: bool,
     },
@@ -178,6 +180,14 @@ pub struct ModelEvent {
     /// Whether it was made by `torch.compile`.
     #[serde(default)]
     pub compiled: bool,
+    /// `pytorch`, `keras`, or `onnx` for an ONNX file given as input.
+    #[serde(default = "pytorch")]
+    pub framework: String,
+}
+
+/// The framework of a `model` event that names none (a worker older than Keras support).
+fn pytorch() -> String {
+    "pytorch".into()
 }
 
 /// The `invocation` event.
@@ -332,6 +342,7 @@ mod tests {
         let lines = [
             r#"{"event": "hello", "python": "3.11.9", "torch": "2.15.0", "onnx": null, "extra": 1}"#,
             r#"{"event": "model", "model_hash": "2a1e15ca", "class": "SmallModel", "module": "hello_world", "file": "/abs/hello_world.py", "line": 12, "name": "model", "parameters": 60, "parameter_bytes": 240, "depth": 0, "parent_hash": null, "compiled": false}"#,
+            r#"{"event": "model", "model_hash": "5d2bd3a6", "class": "Sequential", "module": "keras.src.models.sequential", "file": "/abs/keras_mlp.py", "line": 20, "name": "model", "parameters": 78, "parameter_bytes": 312, "depth": 0, "parent_hash": null, "compiled": false, "framework": "keras"}"#,
             r#"{"event": "invocation", "model_hash": "2a1e15ca", "invocation_hash": "24adc42f", "parent_invocation_hash": null, "input_shapes": {"x": [11]}, "input_dtypes": {"x": "float32"}, "is_target": true, "weights_hash": "ab"}"#,
             r#"{"event": "stage", "invocation_hash": "24adc42f", "stage": "export", "status": "ok", "seconds": 0.18, "output": "/c/a.onnx", "message": null, "traceback": null}"#,
             r#"{"event": "onnx_info", "invocation_hash": "24adc42f", "file": "a.onnx", "ir_version": 8, "opset": 17, "size_bytes": 1234, "ops": {"Gemm": 1}, "inputs": {"x": [11]}}"#,
@@ -346,6 +357,14 @@ mod tests {
             serde_json::from_str::<Event>(line).unwrap_or_else(|e| panic!("{line}: {e}"));
         }
         assert!(serde_json::from_str::<Event>(r#"{"event": "surprise"}"#).is_err());
+        let frameworks: Vec<String> = lines[1..3]
+            .iter()
+            .map(|line| match serde_json::from_str::<Event>(line).unwrap() {
+                Event::Model(model) => model.framework,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(frameworks, ["pytorch", "keras"], "pytorch when not said");
     }
 
     #[test]
@@ -355,11 +374,12 @@ mod tests {
             script_args: vec!["--batch".into(), "2".into()],
             targets: vec!["24adc42f".into()],
             max_depth: 0,
+            keras: true,
             analyze_only: false,
         };
         assert_eq!(
             serde_json::to_string(&request).unwrap(),
-            r#"{"request":"script","script":"/abs/hello.py","script_args":["--batch","2"],"targets":["24adc42f"],"max_depth":0,"analyze_only":false}"#
+            r#"{"request":"script","script":"/abs/hello.py","script_args":["--batch","2"],"targets":["24adc42f"],"max_depth":0,"keras":true,"analyze_only":false}"#
         );
         assert_eq!(
             serde_json::to_string(&Reply::skip()).unwrap(),

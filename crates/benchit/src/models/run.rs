@@ -203,6 +203,7 @@ impl Run<'_, '_> {
                 script_args: options.script_args.clone(),
                 targets: self.input.targets.clone(),
                 max_depth: options.max_depth,
+                keras: options.framework.discovers_keras(self.input),
                 analyze_only: options.action == Action::Analyze,
             },
             InputKind::Onnx => Request::Onnx {
