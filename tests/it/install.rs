@@ -462,3 +462,37 @@ fn run_stops_when_a_prepare_step_fails() {
         "{written:?}"
     );
 }
+
+/// `run` resolves its suite once (a suite warning is said once, not by each of install, prepare
+/// and run) and prepares with the arguments it runs with: a `--fidelity` preset reaches the
+/// prepare step (issue 23).
+#[test]
+fn run_resolves_once_and_prepares_with_its_fidelity() {
+    let project = Project::new("tinydep\n", "  wieght: 2\n  argv:\n    --size: 1\n");
+    let seen = project.root().join("prepare-argv.txt");
+    fs_err::write(
+        project.root().join("bench/tiny/prepare.py"),
+        format!(
+            "import sys\nopen({:?}, 'w').write(' '.join(sys.argv[1:]))\n",
+            seen.display()
+        ),
+    )
+    .expect("write");
+    fs_err::create_dir_all(project.root().join("fidelity")).expect("mkdir");
+    fs_err::write(
+        project.root().join("fidelity/smoke.yaml"),
+        "tiny:\n  argv:\n    --size: 7\n",
+    )
+    .expect("write");
+    let out = run(project
+        .cmd("run", &["--run-name", "once", "--fidelity", "smoke"])
+        .env("MILABENCH_INSTALLER", "pip"));
+    assert_eq!(
+        out.stderr.matches("wieght").count(),
+        1,
+        "the suite warning is said once: {}",
+        out.stderr
+    );
+    let argv = fs_err::read_to_string(&seen).expect("prepare ran");
+    assert!(argv.contains("--size 7"), "prepare got {argv}");
+}

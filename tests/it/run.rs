@@ -597,3 +597,51 @@ fn unrunnable_selections_are_refused_before_anything_runs() {
     );
     insta::assert_snapshot!("unrunnable_selections", report);
 }
+
+/// Validation runs inside `run`: a NaN loss (with `--validations loss`) or an error in the
+/// event stream fails the run, and the verdict is the one `milabench replay` gives on the run
+/// folder (issue 23).
+#[test]
+fn validation_during_run_gives_the_verdict_replay_gives() {
+    let suite = format!("{SUITE}nanloss:\n  inherits: _base\n  definition: benchmarks/nanloss\n");
+    let project = Project::new(&suite);
+    project.bench(
+        "nanloss",
+        "import json, os\nout = os.fdopen(int(os.environ['DATA_FD']), 'w', buffering=1)\n\
+         for i in range(6):\n    out.write(json.dumps({'task': 'train', 'rate': 100.0 + i, 'units': 'items/s'}) + '\\n')\n\
+         for loss in (0.5, float('nan')):\n    out.write(json.dumps({'task': 'train', 'loss': loss}) + '\\n')\n",
+    );
+    project.bench("crashes", "raise RuntimeError('boom')\n");
+    for (run_name, select, layers) in [("nan", "nanloss", "loss"), ("err", "crashes", "error")] {
+        let out = run(&mut project.run_command(&[
+            "--select",
+            select,
+            "--run-name",
+            run_name,
+            "--validations",
+            layers,
+        ]));
+        assert_eq!(out.code, 1, "{run_name}: {}{}", out.stdout, out.stderr);
+        assert!(
+            out.stderr.contains("validation layer `"),
+            "{run_name}: {}",
+            out.stderr
+        );
+        let folder = project.path().join("base/runs").join(run_name);
+        let recorded = fs_err::read_to_string(folder.join("validation.txt")).expect("recorded");
+        assert!(!recorded.trim().is_empty(), "{run_name}: nothing recorded");
+        assert!(
+            out.stdout.contains(recorded.trim()),
+            "{run_name}: {}",
+            out.stdout
+        );
+        let replay = run(project
+            .milabench()
+            .arg("replay")
+            .arg(&folder)
+            .args(["--validations", layers]));
+        assert_eq!(replay.code, 1, "{run_name}: {}", replay.stderr);
+        let replayed = replay.stdout.split_once('\n').map_or("", |(_, rest)| rest);
+        assert_eq!(replayed.trim(), recorded.trim(), "{run_name}");
+    }
+}

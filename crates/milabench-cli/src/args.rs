@@ -225,6 +225,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "FORMAT", value_enum, num_args = 0..=1, require_equals = true,
           default_missing_value = "shell")]
     pub dry_run: Option<DryRunFormat>,
+    /// Extra validation layers judging the run's events as they are recorded (comma-separated:
+    /// loss, planning, usage, ... or `all`); error, ensure_rate and version always run. Their
+    /// verdicts end the run's report, go to `validation.txt` in the run folder and count in
+    /// the exit code, as `milabench replay` would judge the folder.
+    #[arg(long, value_delimiter = ',', value_name = "LAYERS")]
+    pub validations: Vec<String>,
     /// Continue the run named by `--run-name`: leave out the benchmarks whose processes already
     /// completed in its folder (which must exist). Refused while that run, or a process it
     /// started, still runs.

@@ -3,6 +3,7 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
+use milabench::{Session, SessionRequest};
 
 use crate::args::{GlobalArgs, SuiteArgs};
 
@@ -70,4 +71,25 @@ fn default_suite(settings: &Settings, cwd: &Utf8Path) -> anyhow::Result<Option<U
         found.path, found.reason
     ));
     Ok(Some(found.path))
+}
+
+/// The session of a suite command: settings as [`load_suite_settings`] loads them, the suite
+/// resolved once (with the fidelity preset `fidelity`), its warnings said once on stderr.
+pub fn suite_session(
+    global: &GlobalArgs,
+    suite: &SuiteArgs,
+    more: SettingsFlags,
+    fidelity: Option<String>,
+    env: EnvVars,
+) -> anyhow::Result<Session> {
+    let settings = load_suite_settings(global, suite, more, &env)?;
+    let request = SessionRequest {
+        selection: suite.selection(),
+        fidelity,
+    };
+    let session = Session::new(settings, env, request)?;
+    for warning in session.warnings() {
+        crate::output::warn(warning);
+    }
+    Ok(session)
 }

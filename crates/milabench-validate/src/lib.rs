@@ -91,6 +91,23 @@ impl fmt::Display for LayerName {
 )]
 pub struct UnknownLayer(pub String);
 
+impl LayerName {
+    /// The layers a run or replay uses: [`LayerName::DEFAULT`] and those named in `extra`
+    /// (layer names, or `all`).
+    pub fn selection<S: AsRef<str>>(extra: &[S]) -> Result<Vec<LayerName>, UnknownLayer> {
+        let mut names = LayerName::DEFAULT.to_vec();
+        for name in extra {
+            match name.as_ref() {
+                "all" => names.extend(LayerName::ALL),
+                other => names.push(other.parse()?),
+            }
+        }
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+}
+
 impl FromStr for LayerName {
     type Err = UnknownLayer;
 
@@ -144,6 +161,8 @@ impl ValidationReport {
 #[derive(Debug)]
 pub struct Validation {
     layers: Vec<Layer>,
+    /// Live streams by name: the tag and configuration of their latest `config` event.
+    streams: std::collections::HashMap<String, (Tag, std::sync::Arc<Value>)>,
 }
 
 impl Validation {
@@ -157,7 +176,31 @@ impl Validation {
                 .into_iter()
                 .map(|name| Layer::new(name, context))
                 .collect(),
+            streams: std::collections::HashMap::new(),
         }
+    }
+
+    /// Feeds one record of the live event stream `stream` (a `.data` file as it is written),
+    /// as [`replay_entries`] would read it back: a `config` event names the process of the
+    /// records after it and is not itself observed; records before it are dropped.
+    pub fn observe_stream(&mut self, stream: &str, record: &Record) {
+        if let milabench_metrics::Event::Config(config) = &record.event {
+            let tag = replay::config_tag(config);
+            self.streams.insert(
+                stream.to_string(),
+                (tag, std::sync::Arc::new(config.clone())),
+            );
+            return;
+        }
+        let Some((tag, config)) = self.streams.get(stream) else {
+            return;
+        };
+        let (tag, config) = (tag.clone(), config.clone());
+        self.observe(Entry {
+            tag: &tag,
+            config: &config,
+            record,
+        });
     }
 
     /// Feeds one entry to every layer; entries of `nolog` processes are ignored.

@@ -19,11 +19,55 @@ pub enum Error {
     )]
     NoSuite,
     /// `system.options` or a `MILABENCH_*` option is invalid.
-    #[error("{0}")]
-    Options(String),
+    #[error(transparent)]
+    Options(#[from] milabench_config::settings::options::OptionError),
+    /// A `requires_capabilities` expression cannot be evaluated.
+    #[error("`requires_capabilities` of `{bench}`: {source}")]
+    Capability {
+        /// The benchmark.
+        bench: String,
+        /// What is wrong with the expression.
+        source: milabench_config::placeholders::expr::ExprError,
+    },
     /// A benchmark cannot be planned.
-    #[error("{0}")]
-    Plan(String),
+    #[error(transparent)]
+    Plan(#[from] milabench_plan::PlanError),
+    /// An environment could not be found, built or pinned.
+    #[error(transparent)]
+    Env(#[from] milabench_env::EnvError),
+    /// A run folder could not be reported.
+    #[error(transparent)]
+    Report(#[from] milabench_report::ReportError),
+    /// `--fidelity` names no preset of the suite.
+    #[error(
+        "unknown fidelity `{name}`: there is no {}\n  fix: use one of: {}",
+        path.display(),
+        if known.is_empty() { "(none: the folder has no presets)".to_string() } else { known.join(", ") }
+    )]
+    UnknownFidelity {
+        /// The preset asked for.
+        name: String,
+        /// Where it was looked for.
+        path: std::path::PathBuf,
+        /// The presets there are.
+        known: Vec<String>,
+    },
+    /// A file could not be read.
+    #[error("could not read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A file or folder could not be written.
+    #[error("could not write {}: {source}\n  fix: check that the base folder is writable and has space (--base or MILABENCH_BASE)", path.display())]
+    Write {
+        /// The file or folder.
+        path: std::path::PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// The run folder already holds a run and `--resume` was not asked.
     #[error(
         "{} already holds a run\n  fix: pass --resume to finish it, or choose another --run-name",
@@ -63,10 +107,10 @@ pub enum Error {
     },
     /// The machine could not be described (CPU, memory, GPUs).
     #[error("cannot read this machine's facts: {0}")]
-    System(String),
+    System(#[source] milabench_system::SystemError),
     /// The orchestrator failed to run a benchmark (not the benchmark failing).
-    #[error("{0}")]
-    Exec(String),
+    #[error(transparent)]
+    Exec(#[from] milabench_exec::ExecError),
     /// The machine has GPUs of more than one vendor and no arch was chosen.
     #[error(
         "GPUs of several vendors were found ({found})\n  fix: choose one with --arch or MILABENCH_GPU_ARCH"
@@ -87,7 +131,9 @@ impl Error {
                 | Error::NoSuite
                 | Error::AmbiguousArch { .. }
                 | Error::Options(_)
+                | Error::Capability { .. }
                 | Error::Plan(_)
+                | Error::UnknownFidelity { .. }
                 | Error::RunExists(_)
                 | Error::RunInUse { .. }
                 | Error::NoRunToResume(_)

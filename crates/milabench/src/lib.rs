@@ -30,8 +30,13 @@ pub mod planning;
 pub mod resolve;
 pub mod run;
 pub mod scaffold;
+pub mod session;
 
 pub use error::Error;
 pub use exit_code::ExitCode;
 pub use planning::{PlanOptions, PlannedBench, plan_suite};
 pub use resolve::{Resolved, Selection, resolve};
+pub use session::{
+    InstallObserver, InstallOptions, InstallPlan, InstallSummary, RunResult, Session,
+    SessionRequest,
+};

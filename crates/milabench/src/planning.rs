@@ -43,13 +43,9 @@ pub fn plan_context(
 ) -> Result<PlanContext, Error> {
     let system_json = resolved.suite.system.to_json();
     let source = OptionSource::new(env, system_json.get("options"));
-    let cpu = CpuOptions::read(&source).map_err(|e| Error::Options(e.to_string()))?;
-    let sizer = SizerOptions::read(&source).map_err(|e| Error::Options(e.to_string()))?;
-    let gpu_count = system_json
-        .get("gpu")
-        .and_then(|g| g.get("count"))
-        .and_then(serde_json::Value::as_u64)
-        .unwrap_or(0);
+    let cpu = CpuOptions::read(&source)?;
+    let sizer = SizerOptions::read(&source)?;
+    let gpu_count = resolved.gpu_count();
     Ok(PlanContext {
         system: resolved.suite.system.clone(),
         arch: resolved.arch.clone(),
@@ -82,7 +78,10 @@ pub fn plan_one(bench: &Bench, ctx: &PlanContext) -> Result<PlannedBench, Error>
     };
     let system_json = ctx.system.to_json();
     let unmet =
-        unmet_capabilities(&expressions, &system_json).map_err(|e| Error::Plan(e.to_string()))?;
+        unmet_capabilities(&expressions, &system_json).map_err(|source| Error::Capability {
+            bench: bench.name.clone(),
+            source,
+        })?;
     if !unmet.is_empty() {
         return Ok(PlannedBench::Skipped {
             bench: bench.name.clone(),
@@ -94,7 +93,7 @@ pub fn plan_one(bench: &Bench, ctx: &PlanContext) -> Result<PlannedBench, Error>
         .map(std::path::PathBuf::from)
         .unwrap_or_default();
     let benchfile = BenchFile::load(&folder)?;
-    let plan = plan_bench(bench, &benchfile, ctx).map_err(|e| Error::Plan(e.to_string()))?;
+    let plan = plan_bench(bench, &benchfile, ctx)?;
     Ok(PlannedBench::Run(plan))
 }
 

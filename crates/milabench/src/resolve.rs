@@ -128,6 +128,17 @@ pub fn resolve(
 }
 
 impl Resolved {
+    /// The number of GPUs of the system the suite was resolved for (`system.gpu.count`).
+    pub fn gpu_count(&self) -> usize {
+        self.suite
+            .system
+            .to_json()
+            .get("gpu")
+            .and_then(|g| g.get("count"))
+            .and_then(serde_json::Value::as_u64)
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
     /// Checks, before anything is installed, prepared or run, that the selection keeps at
     /// least one benchmark and that each one kept has its folders (`dirs`, which come from
     /// `_defaults`) and an existing definition folder.

@@ -159,12 +159,8 @@ fn make_bench_folders(resolved: &Resolved) -> Result<(), Error> {
         for key in ["data", "cache", "extra", "runs"] {
             if let Some(dir) = bench.config.get("dirs").and_then(|d| d.get(key)) {
                 let dir = PathBuf::from(dir.python_str());
-                std::fs::create_dir_all(&dir).map_err(|e| {
-                    Error::Exec(format!(
-                        "cannot create {}: {e}\n  fix: check that the base folder is writable (--base or MILABENCH_BASE)",
-                        dir.display()
-                    ))
-                })?;
+                std::fs::create_dir_all(&dir)
+                    .map_err(|source| Error::Write { path: dir, source })?;
             }
         }
     }
@@ -224,7 +220,7 @@ pub fn run_suite(
     let keep_open = folder.lock.shared_file();
     make_bench_folders(resolved)?;
     let gpus = milabench_system::discover(Some(&resolved.arch));
-    let facts = SystemFacts::collect(&gpus, false).map_err(|e| Error::System(e.to_string()))?;
+    let facts = SystemFacts::collect(&gpus, false).map_err(Error::System)?;
     let version = MilabenchVersion::new(env!("CARGO_PKG_VERSION"));
     let mut python_cache: HashMap<PathBuf, Option<milabench_system::PythonVersions>> =
         HashMap::new();
@@ -290,8 +286,7 @@ pub fn run_suite(
                 ..ExecOptions::default()
             };
             observer.on_run_event(RunEvent::BenchStart { plan: &plan });
-            let outcome = run_plan(&plan, &run_dir, &exec_options, observer)
-                .map_err(|e| Error::Exec(e.to_string()))?;
+            let outcome = run_plan(&plan, &run_dir, &exec_options, observer)?;
             observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });
             let interrupted = outcome.interrupted;
             summary.outcomes.push(outcome);
@@ -340,9 +335,7 @@ pub fn prepare_suite(
         let folder = PathBuf::from(bench.definition().unwrap_or_default());
         let benchfile = milabench_config::benchfile::BenchFile::load(&folder)?;
         let has_script = folder.join("prepare.py").is_file();
-        let Some(plan) = milabench_plan::plan_prepare(bench, &benchfile, &ctx, has_script)
-            .map_err(|e| Error::Plan(e.to_string()))?
-        else {
+        let Some(plan) = milabench_plan::plan_prepare(bench, &benchfile, &ctx, has_script)? else {
             continue;
         };
         let exec_options = ExecOptions {
@@ -352,8 +345,7 @@ pub fn prepare_suite(
             ..ExecOptions::default()
         };
         observer.on_run_event(RunEvent::BenchStart { plan: &plan });
-        let outcome = run_plan(&plan, &prepare_dir, &exec_options, observer)
-            .map_err(|e| Error::Exec(e.to_string()))?;
+        let outcome = run_plan(&plan, &prepare_dir, &exec_options, observer)?;
         observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });
         summary.interrupted |= outcome.interrupted;
         summary.outcomes.push(outcome);
@@ -386,9 +378,7 @@ fn set_aside_partial_files(plan: &BenchPlan, run_dir: &Path) -> Result<(), Error
             let from = run_dir.join(format!("{tag}.{suffix}"));
             if from.exists() {
                 let to = run_dir.join(format!("{tag}.{suffix}.{attempt}"));
-                std::fs::rename(&from, &to).map_err(|e| {
-                    Error::Exec(format!("cannot set aside {}: {e}", from.display()))
-                })?;
+                std::fs::rename(&from, &to).map_err(|source| Error::Write { path: to, source })?;
             }
         }
     }

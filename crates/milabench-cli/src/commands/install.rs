@@ -1,81 +1,34 @@
 //! `milabench install`: build each install group's environment, with a progress display, a
-//! one-line result per group and a summary. Also the set-up shared with `pin`: settings, suite,
-//! groups, interpreter and installer.
+//! one-line result per group and a summary. Also what `pin` and `run` share with it: the session
+//! of an install's flags, and the display of install progress.
 
 use std::io::IsTerminal as _;
 use std::time::Duration;
 
-use anyhow::Context as _;
-use camino::Utf8Path;
 use indicatif::{ProgressBar, ProgressStyle};
-use milabench::ExitCode;
 use milabench::config::settings::{Arch, EnvVars, Installer, SettingsFlags};
-use milabench::env::{
-    EnvOptions, Environments, Event, InstallGroup, Outcome, ProjectTree, install_groups,
-};
+use milabench::env::{EnvError, Event, InstallGroup, Outcome};
+use milabench::{ExitCode, InstallObserver, InstallOptions, InstallPlan, InstallSummary, Session};
 
 use crate::args::{ArchArg, EnvArgs, GlobalArgs, InstallArgs, InstallerArg, SuiteArgs};
 use crate::output::warn;
-use crate::settings::load_suite_settings;
+use crate::settings::suite_session;
 
-/// Everything `install` and `pin` work on.
-pub(super) struct Setup {
-    /// The groups of the selected benchmarks.
-    pub groups: Vec<InstallGroup>,
-    /// Interpreter, installer and layout.
-    pub envs: Environments,
-    /// The variant asked for, if any.
-    pub variant: Option<String>,
-    /// The arch in force.
-    pub arch: String,
-}
-
-/// Resolves the suite, groups the selected benchmarks and prepares the interpreter and the
-/// installer (which may bootstrap uv, shown on `progress`).
-pub(super) fn setup(
+/// The session of `install` and `pin`: the suite with the interpreter, arch and installer
+/// flags in its settings.
+pub(super) fn install_session(
     global: &GlobalArgs,
     suite: &SuiteArgs,
     env_args: &EnvArgs,
     installer: Option<Installer>,
-    variant: Option<&str>,
-    progress: &mut Progress,
-) -> anyhow::Result<Setup> {
-    let env = EnvVars::from_process();
+) -> anyhow::Result<Session> {
     let more = SettingsFlags {
         python: env_args.python.clone(),
         arch: env_args.arch.map(arch),
         installer,
         ..SettingsFlags::default()
     };
-    let settings = load_suite_settings(global, suite, more, &env)?;
-    let resolved = milabench::resolve(&settings, &suite.selection(), &env)?;
-    for warning in &resolved.suite.warnings {
-        warn(warning);
-    }
-    resolved.check_runnable()?;
-    let benches: Vec<_> = resolved.suite.runnable().collect();
-    let config = settings.config.as_deref().context("no suite file")?;
-    let project = ProjectTree::locate(config.parent().unwrap_or(Utf8Path::new(".")))?;
-    let groups = install_groups(benches, &project, &resolved.arch, variant)?;
-    let path_var = std::env::var("PATH").ok();
-    let envs = Environments::prepare(
-        &EnvOptions {
-            layout: settings.layout(),
-            project,
-            python: settings.python.as_deref(),
-            installer: settings.installer,
-            arch: resolved.arch.clone(),
-            path_var: path_var.as_deref(),
-        },
-        &mut |event| progress.event(event),
-    )?;
-    progress.done();
-    Ok(Setup {
-        groups,
-        envs,
-        variant: variant.map(str::to_string),
-        arch: resolved.arch,
-    })
+    suite_session(global, suite, more, None, EnvVars::from_process())
 }
 
 fn arch(arg: ArchArg) -> Arch {
@@ -94,75 +47,120 @@ pub fn run(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> 
         InstallerArg::Uv => Installer::Uv,
         InstallerArg::Pip => Installer::Pip,
     });
-    let mut progress = Progress::new();
-    let setup = setup(
-        global,
-        &args.suite,
-        &args.env,
-        installer,
-        args.variant.as_deref(),
-        &mut progress,
-    )?;
-    let envs = &setup.envs;
-    let tool = envs.tool.describe();
-    let python = format!("Python {}", envs.python.version);
+    let session = install_session(global, &args.suite, &args.env, installer)?;
+    let options = InstallOptions {
+        force: args.force,
+        variant: args.variant.clone(),
+    };
+    let summary = session.install(&options, &mut InstallView::new())?;
+    Ok(summarize(&summary, &session.resolved().arch))
+}
+
+/// Prints the closing line of an install; returns the exit code it deserves (that of the
+/// first failed group).
+pub(super) fn summarize(summary: &InstallSummary, arch: &str) -> ExitCode {
     let (mut installed, mut up_to_date, mut failed) = (0, 0, 0);
     let mut exit = ExitCode::Success;
-    for group in &setup.groups {
-        for fallback in group.unpinned_fallbacks() {
-            warn(&format!(
-                "{}: no requirements.{}.txt for `{}`, installing {} unpinned (`milabench pin --variant {}` writes one)",
-                group.name, group.variant, fallback.bench, fallback.path, group.variant
-            ));
-        }
-        progress.start(&group.name);
-        let result = envs.install(group, args.force, &mut |event| progress.event(event));
-        progress.done();
+    for (_, result) in &summary.results {
         match result {
-            Ok(Outcome::UpToDate { venv, fingerprint }) => {
-                up_to_date += 1;
-                say(&format!(
-                    "{}: up to date, nothing to do ({venv}, fingerprint {})",
-                    group.name,
-                    &fingerprint.hash[..12]
-                ));
-            }
-            Ok(Outcome::Installed { venv, elapsed, .. }) => {
-                installed += 1;
-                say(&format!(
-                    "{}: installed in {:.1} s with {tool}, {python} ({venv})",
-                    group.name,
-                    elapsed.as_secs_f64()
-                ));
-            }
+            Ok(Outcome::UpToDate { .. }) => up_to_date += 1,
+            Ok(Outcome::Installed { .. }) => installed += 1,
             Err(e) => {
                 failed += 1;
-                let interrupted = e.is_interrupted();
-                say(&format!("{}: FAILED", group.name));
-                exit = crate::errors::report(&anyhow::Error::new(e));
-                if interrupted {
-                    break;
+                if exit == ExitCode::Success {
+                    exit = crate::errors::exit_code_of_env(e);
                 }
             }
         }
     }
-    let mut summary = vec![];
+    let mut counts = vec![];
     for (n, what) in [
         (installed, "installed"),
         (up_to_date, "up to date"),
         (failed, "failed"),
     ] {
         if n > 0 {
-            summary.push(format!("{n} {what}"));
+            counts.push(format!("{n} {what}"));
         }
     }
     say(&format!(
-        "install: {} of {} group(s) ({tool}, {python}, arch {})",
-        summary.join(", "),
-        setup.groups.len(),
-        setup.arch
+        "install: {} of {} group(s) ({}, Python {}, arch {arch})",
+        counts.join(", "),
+        summary.results.len(),
+        summary.tool,
+        summary.python
     ));
-    Ok(exit)
+    exit
+}
+
+/// What a person sees of an install: the progress display, and one result line per group.
+pub(super) struct InstallView {
+    progress: Progress,
+    /// The installer and interpreter, once known: `uv 0.9.1, Python 3.11.9`.
+    tools: String,
+}
+
+impl InstallView {
+    /// A view on stderr (progress) and stdout (results).
+    pub fn new() -> InstallView {
+        InstallView {
+            progress: Progress::new(),
+            tools: String::new(),
+        }
+    }
+}
+
+impl InstallObserver for InstallView {
+    fn on_environments(&mut self, plan: &InstallPlan) {
+        self.progress.done();
+        self.tools = format!(
+            "{}, Python {}",
+            plan.envs.tool.describe(),
+            plan.envs.python.version
+        );
+    }
+
+    fn on_env_event(&mut self, event: Event<'_>) {
+        self.progress.event(event);
+    }
+
+    fn on_group_start(&mut self, group: &InstallGroup) {
+        for fallback in group.unpinned_fallbacks() {
+            warn(&format!(
+                "{}: no requirements.{}.txt for `{}`, installing {} unpinned (`milabench pin --variant {}` writes one)",
+                group.name, group.variant, fallback.bench, fallback.path, group.variant
+            ));
+        }
+        self.progress.start(&group.name);
+    }
+
+    fn on_group_end(&mut self, group: &InstallGroup, result: &Result<Outcome, EnvError>) {
+        self.progress.done();
+        match result {
+            Ok(Outcome::UpToDate { venv, fingerprint }) => say(&format!(
+                "{}: up to date, nothing to do ({venv}, fingerprint {})",
+                group.name,
+                &fingerprint.hash[..12]
+            )),
+            Ok(Outcome::Installed { venv, elapsed, .. }) => say(&format!(
+                "{}: installed in {:.1} s with {} ({venv})",
+                group.name,
+                elapsed.as_secs_f64(),
+                self.tools
+            )),
+            Err(e) => {
+                say(&format!("{}: FAILED", group.name));
+                crate::errors::show(e);
+            }
+        }
+    }
+}
+
+/// A bare progress display reports environment events (`pin` uses it so).
+impl InstallObserver for Progress {
+    fn on_env_event(&mut self, event: Event<'_>) {
+        self.event(event);
+    }
 }
 
 /// Prints a result line on stdout.

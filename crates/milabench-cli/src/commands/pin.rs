@@ -3,22 +3,20 @@
 use milabench::ExitCode;
 use milabench::config::settings::Installer;
 
-use super::install::{Progress, say, setup};
+use super::install::{Progress, install_session, say};
 use crate::args::{GlobalArgs, PinArgs};
 
 /// Pins the selected groups.
 pub fn run(global: &GlobalArgs, args: &PinArgs) -> anyhow::Result<ExitCode> {
     let mut progress = Progress::new();
     // Pinning always compiles with uv, whatever installer the environments use.
-    let setup = setup(
-        global,
-        &args.suite,
-        &args.env,
-        Some(Installer::Uv),
-        args.variant.as_deref(),
-        &mut progress,
-    )?;
-    let variant = setup.variant.clone().unwrap_or_else(|| setup.arch.clone());
+    let session = install_session(global, &args.suite, &args.env, Some(Installer::Uv))?;
+    let setup = session.environments(args.variant.as_deref(), &mut progress)?;
+    progress.done();
+    let variant = args
+        .variant
+        .clone()
+        .unwrap_or_else(|| session.resolved().arch.clone());
     for group in &setup.groups {
         progress.start(&group.name);
         let result = setup

@@ -1,41 +1,42 @@
 //! `milabench prepare`: run each selected benchmark's prepare step.
 
-use std::time::Duration;
-
-use milabench::ExitCode;
 use milabench::config::settings::EnvVars;
-use milabench::run::RunOptions;
+use milabench::run::RunSummary;
+use milabench::{ExitCode, Session};
 
 use crate::args::{GlobalArgs, PrepareArgs};
 use crate::live::LiveDisplay;
 use crate::output::{note, warn};
-use crate::settings::load_suite_settings;
+use crate::settings::suite_session;
 
 /// Runs the command.
 pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> {
-    let env = EnvVars::from_process();
-    let settings = load_suite_settings(global, &args.suite, Default::default(), &env)?;
-    let resolved = milabench::resolve(&settings, &args.suite.selection(), &env)?;
-    for warning in &resolved.suite.warnings {
-        warn(warning);
-    }
-    resolved.check_runnable()?;
+    let session = suite_session(
+        global,
+        &args.suite,
+        Default::default(),
+        None,
+        EnvVars::from_process(),
+    )?;
+    prepare(&session)
+}
+
+/// Runs the prepare steps of `session` with a live display; returns the exit code (and says
+/// which benchmarks failed).
+pub(super) fn prepare(session: &Session) -> anyhow::Result<ExitCode> {
     let interrupt = milabench::exec::Interrupt::new();
     let ctrl_c = milabench::exec::install_ctrl_c(interrupt.clone())?;
-    let options = RunOptions {
-        repeat: 1,
-        resume: false,
-        grace: Duration::from_secs(10),
-        interrupt,
-        path: std::env::var("PATH").unwrap_or_default(),
-        watchdog: Some(super::watchdog()?),
-    };
-    let summary =
-        milabench::run::prepare_suite(&resolved, &env, &options, &mut LiveDisplay::for_prepare())?;
+    let options = super::run::run_options(interrupt, 1, false)?;
+    let summary = session.prepare(&options, &mut LiveDisplay::for_prepare());
     ctrl_c.uninstall();
+    Ok(judge(&summary?))
+}
+
+/// The exit code of prepare steps.
+fn judge(summary: &RunSummary) -> ExitCode {
     if summary.outcomes.is_empty() {
         note("nothing to prepare");
-        return Ok(ExitCode::Success);
+        return ExitCode::Success;
     }
     let failed: Vec<&str> = summary
         .outcomes
@@ -48,12 +49,12 @@ pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> 
         .map(|o| o.bench.as_str())
         .collect();
     note(&format!("prepare logs: {}", summary.run_dir.display()));
-    Ok(if summary.interrupted {
+    if summary.interrupted {
         ExitCode::Interrupted
     } else if failed.is_empty() {
         ExitCode::Success
     } else {
         warn(&format!("prepare failed for: {}", failed.join(", ")));
         ExitCode::BenchmarkFailures
-    })
+    }
 }

@@ -8,14 +8,7 @@ use crate::output::{warn, write_output};
 
 /// Replays the stream through the layers and prints their report.
 pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
-    let mut names = LayerName::DEFAULT.to_vec();
-    for name in &args.validations {
-        if name == "all" {
-            names.extend(LayerName::ALL);
-        } else {
-            names.push(name.parse()?);
-        }
-    }
+    let names = LayerName::selection(&args.validations)?;
     let replay = replay_entries(args.path.as_std_path())?;
     for warning in replay.problems.warnings() {
         warn(&warning);

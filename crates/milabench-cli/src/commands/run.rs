@@ -1,97 +1,53 @@
-//! `milabench run`: plan the suite and run it (or, with `--dry-run`, print the plan).
+//! `milabench run`: the suite's session installs, prepares, runs (validating as it goes) and
+//! reports; with `--dry-run`, it only prints the plan.
 
 use std::io::Write;
-
-use milabench::ExitCode;
-use milabench::config::settings::{EnvVars, SettingsFlags};
 use std::time::Duration;
 
-use milabench::report::{Format, ReportOptions, SuiteEntry, render, report_runs};
+use milabench::config::settings::{EnvVars, SettingsFlags};
+use milabench::exec::Interrupt;
+use milabench::report::{Format, ReportOptions, render};
 use milabench::run::RunOptions;
-use milabench::{PlanOptions, PlannedBench};
+use milabench::validate::LayerName;
+use milabench::{ExitCode, InstallOptions, PlannedBench, Session};
 
+use crate::args::{DryRunFormat, GlobalArgs, RunArgs};
 use crate::live::LiveDisplay;
-use crate::output::write_output;
-
-use anyhow::Context as _;
-use camino::Utf8Path;
-use milabench::config::settings::Settings;
-
-use crate::args::{
-    DryRunFormat, EnvArgs, GlobalArgs, InstallArgs, PrepareArgs, RunArgs, SuiteArgs,
-};
-use crate::output::warn;
-use crate::settings::load_suite_settings;
+use crate::output::{note, warn, write_output};
+use crate::settings::suite_session;
 
 /// Runs the command.
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     if args.repeat == 0 {
         anyhow::bail!("--repeat 0 runs nothing\n  fix: give --repeat 1 or more");
     }
-    let env = EnvVars::from_process();
+    let validations = LayerName::selection(&args.validations)?;
     let more = SettingsFlags {
         run_name: args.run_name.clone(),
         ..SettingsFlags::default()
     };
-    let settings = load_suite_settings(global, &args.suite, more, &env)?;
-    let mut selection = args.suite.selection();
-    if let Some(name) = &args.fidelity {
-        selection
-            .overrides
-            .push(fidelity_override(&settings, name)?);
-    }
-    let resolved = milabench::resolve(&settings, &selection, &env)?;
-    for warning in &resolved.suite.warnings {
-        warn(warning);
-    }
+    let env = EnvVars::from_process();
+    let session = suite_session(global, &args.suite, more, args.fidelity.clone(), env)?;
     if let Some(format) = args.dry_run {
-        let mut plans = Vec::new();
-        for index in 0..args.repeat {
-            let options = PlanOptions {
-                repeat: (args.repeat > 1).then_some((index, args.repeat)),
-                path: std::env::var("PATH").unwrap_or_default(),
-            };
-            for planned in milabench::plan_suite(&resolved, &env, &options)? {
-                match planned {
-                    PlannedBench::Run(plan) => plans.push(plan),
-                    PlannedBench::Skipped { bench, unmet } => warn(&format!(
-                        "skipping `{bench}`: this system does not meet {}",
-                        unmet.join(", ")
-                    )),
-                }
-            }
-        }
-        let text = match format {
-            DryRunFormat::Shell => milabench::plan::render_script(&plans),
-            DryRunFormat::Json => serde_json::to_string_pretty(&plans)? + "\n",
-        };
-        std::io::stdout().lock().write_all(text.as_bytes())?;
-        return Ok(ExitCode::Success);
+        return dry_run(&session, args.repeat, format);
     }
-    resolved.check_runnable()?;
     // Claimed before the set-up: a second `run` of the same name is refused before it installs
     // or prepares anything.
-    let folder = milabench::run::RunFolder::claim(&resolved, args.resume)?;
+    let folder = session.claim_run_folder(args.resume)?;
     if !args.no_setup {
-        let code = setup(global, args, settings.config.as_deref())?;
+        let code = setup(&session)?;
         if code != ExitCode::Success {
             return Ok(code);
         }
     }
-    let interrupt = milabench::exec::Interrupt::new();
+    let interrupt = Interrupt::new();
     let ctrl_c = milabench::exec::install_ctrl_c(interrupt.clone())?;
-    let options = RunOptions {
-        repeat: args.repeat,
-        resume: args.resume,
-        grace: Duration::from_secs(10),
-        interrupt,
-        path: std::env::var("PATH").unwrap_or_default(),
-        watchdog: Some(super::watchdog()?),
-    };
-    let mut display = LiveDisplay::new();
-    let summary = milabench::run::run_suite(&resolved, &env, &options, &folder, &mut display)?;
+    let options = run_options(interrupt, args.repeat, args.resume)?;
+    let result = session.run(&folder, &options, &validations, &mut LiveDisplay::new());
     drop(folder);
     ctrl_c.uninstall();
+    let result = result?;
+    let summary = &result.summary;
     let run_dir = summary.run_dir.display().to_string();
     if summary.outcomes.is_empty() && summary.already_done.is_empty() {
         warn("no benchmark ran (all skipped or none selected)");
@@ -101,10 +57,8 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
             ExitCode::Success
         });
     }
-    let entries: Vec<SuiteEntry> = resolved.report_entries();
-    let (report, set) = report_runs(
-        std::slice::from_ref(&run_dir),
-        Some(&entries),
+    let (report, set) = session.report(
+        &summary.run_dir,
         &ReportOptions {
             // Skipped for unmet capabilities: absent on purpose, not failed.
             excused: summary.skipped.clone(),
@@ -115,81 +69,79 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         warn(&warning);
     }
     write_output(None, &render(&report, Format::Text))?;
-    crate::output::note(&format!("run folder: {run_dir}"));
+    if !result.validation.text.is_empty() {
+        write_output(None, &format!("\n{}", result.validation.text))?;
+    }
+    for verdict in result.validation.verdicts.iter().filter(|v| v.code != 0) {
+        warn(&format!(
+            "validation layer `{}` failed ({} problem{}); see above and {run_dir}/{}",
+            verdict.layer,
+            verdict.code,
+            if verdict.code == 1 { "" } else { "s" },
+            milabench::session::VALIDATION_FILE
+        ));
+    }
+    note(&format!("run folder: {run_dir}"));
     Ok(if summary.interrupted {
         ExitCode::Interrupted
-    } else if summary.success() && report.passes() {
+    } else if result.success() && report.passes() {
         ExitCode::Success
     } else {
         ExitCode::BenchmarkFailures
     })
 }
 
-/// The override layer of a fidelity preset: `fidelity/<name>.yaml` beside the suite file.
-fn fidelity_override(settings: &Settings, name: &str) -> anyhow::Result<String> {
-    let suite = settings
-        .config
-        .as_deref()
-        .context("--fidelity needs a suite file (--config)")?;
-    let folder = suite
-        .parent()
-        .unwrap_or(Utf8Path::new("."))
-        .join("fidelity");
-    let path = folder.join(format!("{name}.yaml"));
-    if !path.is_file() {
-        let mut known: Vec<String> = std::fs::read_dir(&folder)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().into_string().ok()?;
-                name.strip_suffix(".yaml").map(str::to_string)
-            })
-            .collect();
-        known.sort();
-        anyhow::bail!(
-            "unknown fidelity `{name}`: there is no {path}\n  fix: use one of: {}",
-            if known.is_empty() {
-                "(none: the folder has no presets)".to_string()
-            } else {
-                known.join(", ")
-            }
-        );
-    }
-    std::fs::read_to_string(&path).with_context(|| format!("could not read {path}"))
+/// How `run` and `prepare` start processes: `repeat` times, resuming or not, stopped by
+/// `interrupt`, with this program as the watchdog.
+pub(super) fn run_options(
+    interrupt: Interrupt,
+    repeat: usize,
+    resume: bool,
+) -> anyhow::Result<RunOptions> {
+    Ok(RunOptions {
+        repeat,
+        resume,
+        grace: Duration::from_secs(10),
+        interrupt,
+        path: std::env::var("PATH").unwrap_or_default(),
+        watchdog: Some(super::watchdog()?),
+    })
 }
 
-/// What `run` does before running: installs the selected benchmarks' environments (up-to-date
-/// ones are left alone), then runs their prepare steps. A failed install or prepare stops here:
-/// nothing is run.
-fn setup(
-    global: &GlobalArgs,
-    args: &RunArgs,
-    config: Option<&Utf8Path>,
-) -> anyhow::Result<ExitCode> {
-    let suite = || SuiteArgs {
-        config: config.map(Utf8Path::to_path_buf),
-        system: args.suite.system.clone(),
-        select: args.suite.select.clone(),
-        exclude: args.suite.exclude.clone(),
-        overrides: args.suite.overrides.clone(),
+/// Prints the plans (`--dry-run`): a shell script, or their JSON.
+fn dry_run(session: &Session, repeat: usize, format: DryRunFormat) -> anyhow::Result<ExitCode> {
+    let mut plans = Vec::new();
+    for planned in session.plan(repeat)? {
+        match planned {
+            PlannedBench::Run(plan) => plans.push(plan),
+            PlannedBench::Skipped { bench, unmet } => warn(&format!(
+                "skipping `{bench}`: this system does not meet {}",
+                unmet.join(", ")
+            )),
+        }
+    }
+    let text = match format {
+        DryRunFormat::Shell => milabench::plan::render_script(&plans),
+        DryRunFormat::Json => serde_json::to_string_pretty(&plans)? + "\n",
     };
-    let install = InstallArgs {
-        suite: suite(),
-        env: EnvArgs {
-            python: None,
-            arch: None,
-        },
-        force: false,
-        variant: None,
-        installer: None,
-    };
-    let code = super::install::run(global, &install)?;
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(ExitCode::Success)
+}
+
+/// What `run` does before running, with the session it runs: installs the selected
+/// benchmarks' environments (up-to-date ones are left alone), then runs their prepare steps
+/// with the same arguments. A failed install or prepare stops here: nothing is run.
+fn setup(session: &Session) -> anyhow::Result<ExitCode> {
+    let summary = session.install(
+        &InstallOptions::default(),
+        &mut super::install::InstallView::new(),
+    )?;
+    let code = super::install::summarize(&summary, &session.resolved().arch);
     if code != ExitCode::Success {
         warn("install failed: nothing was run (see above)");
         return Ok(code);
     }
-    let code = super::prepare::run(global, &PrepareArgs { suite: suite() })?;
+    let code = super::prepare::prepare(session)?;
     if code == ExitCode::BenchmarkFailures {
         warn(
             "prepare failed: nothing was run (fix the prepare step above, or pass --no-setup to run anyway)",

@@ -1,0 +1,367 @@
+//! [`Session`]: one suite, resolved once from settings, and everything done with it (install,
+//! prepare, run with validation, report). The CLI is one front end of it; another Rust tool
+//! builds a session the same way and passes its own observers.
+//!
+//! ```no_run
+//! use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
+//! use milabench::{Session, SessionRequest};
+//!
+//! let env = EnvVars::from_process();
+//! let settings = Settings::load(&SettingsFlags::default(), &env)?;
+//! let session = Session::new(settings, env, SessionRequest::default())?;
+//! for bench in session.resolved().suite.runnable() {
+//!     println!("{}", bench.name);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use camino::Utf8Path;
+use milabench_config::settings::{EnvVars, Settings};
+use milabench_env::{
+    EnvError, EnvOptions, Environments, Event as EnvEvent, InstallGroup, Outcome, ProjectTree,
+    install_groups,
+};
+use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec};
+use milabench_metrics::Record;
+use milabench_report::{Report, ReportOptions, RunSet, report_runs};
+use milabench_validate::{LayerName, Validation, ValidationContext, ValidationReport};
+
+use crate::error::Error;
+use crate::planning::{PlanOptions, PlannedBench, plan_suite};
+use crate::resolve::{Resolved, Selection, resolve};
+use crate::run::{RunEvent, RunFolder, RunObserver, RunOptions, RunSummary};
+
+/// The file of a run folder that holds the validation report of the run (text).
+pub const VALIDATION_FILE: &str = "validation.txt";
+
+/// What a session works on besides the settings: the selection and the fidelity preset.
+#[derive(Debug, Clone, Default)]
+pub struct SessionRequest {
+    /// `--select`, `--exclude` and `--override`.
+    pub selection: Selection,
+    /// A fidelity preset (`smoke`, `normal`, `high`): `fidelity/<name>.yaml` beside the suite,
+    /// applied as an override after the suite's own.
+    pub fidelity: Option<String>,
+}
+
+/// A suite resolved once, with its settings and environment: what `install`, `prepare`, `run`
+/// and `report` share, so that each sees the same benchmarks with the same arguments.
+#[derive(Debug)]
+pub struct Session {
+    settings: Settings,
+    env: EnvVars,
+    resolved: Resolved,
+}
+
+/// Receives what an install does, as it does it. Every method has an empty default.
+pub trait InstallObserver {
+    /// Progress of the interpreter, installer or a group (stages, waiting, installer output).
+    fn on_env_event(&mut self, event: EnvEvent<'_>) {
+        let _ = event;
+    }
+    /// The interpreter and installer are ready, and the groups known.
+    fn on_environments(&mut self, plan: &InstallPlan) {
+        let _ = plan;
+    }
+    /// Work on `group` starts.
+    fn on_group_start(&mut self, group: &InstallGroup) {
+        let _ = group;
+    }
+    /// Work on `group` ended.
+    fn on_group_end(&mut self, group: &InstallGroup, result: &Result<Outcome, EnvError>) {
+        let _ = (group, result);
+    }
+}
+
+/// An install observer that ignores everything.
+impl InstallObserver for () {}
+
+/// What to install.
+#[derive(Debug, Clone, Default)]
+pub struct InstallOptions {
+    /// Rebuild environments that are up to date.
+    pub force: bool,
+    /// The requirements variant (default: the arch).
+    pub variant: Option<String>,
+}
+
+/// The environments of the selected benchmarks, ready to install or pin.
+#[derive(Debug)]
+pub struct InstallPlan {
+    /// The groups of the selected benchmarks.
+    pub groups: Vec<InstallGroup>,
+    /// Interpreter, installer and layout.
+    pub envs: Environments,
+}
+
+/// What an install did: one result per group, in order (it stops after an interrupted one).
+#[derive(Debug)]
+pub struct InstallSummary {
+    /// The groups and what became of each.
+    pub results: Vec<(InstallGroup, Result<Outcome, EnvError>)>,
+    /// The installer, in words (`uv 0.9.1`).
+    pub tool: String,
+    /// The interpreter's version.
+    pub python: String,
+}
+
+impl InstallSummary {
+    /// Whether every group is installed or up to date.
+    pub fn success(&self) -> bool {
+        self.results.iter().all(|(_, result)| result.is_ok())
+    }
+}
+
+/// What `run` did: the processes, and the validation layers' verdicts on their event streams.
+#[derive(Debug)]
+pub struct RunResult {
+    /// The benchmarks run, skipped and left out.
+    pub summary: RunSummary,
+    /// The layers' report on the run's events (also written to [`VALIDATION_FILE`]).
+    pub validation: ValidationReport,
+}
+
+impl RunResult {
+    /// Whether every benchmark succeeded and every validation layer was satisfied.
+    pub fn success(&self) -> bool {
+        self.summary.success() && self.validation.passed()
+    }
+}
+
+impl Session {
+    /// Resolves the suite of `settings` for `request`: the one resolution every later step
+    /// uses.
+    pub fn new(
+        settings: Settings,
+        env: EnvVars,
+        request: SessionRequest,
+    ) -> Result<Session, Error> {
+        let mut selection = request.selection;
+        if let Some(name) = &request.fidelity {
+            selection
+                .overrides
+                .push(fidelity_override(&settings, name)?);
+        }
+        let resolved = resolve(&settings, &selection, &env)?;
+        Ok(Session {
+            settings,
+            env,
+            resolved,
+        })
+    }
+
+    /// The resolved suite and system.
+    pub fn resolved(&self) -> &Resolved {
+        &self.resolved
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// What the suite's resolution warned about (unknown keys, benchmarks without definition).
+    pub fn warnings(&self) -> &[String] {
+        &self.resolved.suite.warnings
+    }
+
+    /// The processes the suite would start, `repeat` times over (for `--dry-run`).
+    pub fn plan(&self, repeat: usize) -> Result<Vec<PlannedBench>, Error> {
+        let mut plans = Vec::new();
+        for index in 0..repeat {
+            let options = PlanOptions {
+                repeat: (repeat > 1).then_some((index, repeat)),
+                path: self.path_var(),
+            };
+            plans.extend(plan_suite(&self.resolved, &self.env, &options)?);
+        }
+        Ok(plans)
+    }
+
+    /// The install groups of the selected benchmarks and the interpreter and installer that
+    /// build them (which may bootstrap uv: progress goes to `observer`).
+    pub fn environments(
+        &self,
+        variant: Option<&str>,
+        observer: &mut dyn InstallObserver,
+    ) -> Result<InstallPlan, Error> {
+        self.resolved.check_runnable()?;
+        let config = self.settings.config.as_deref().ok_or(Error::NoSuite)?;
+        let project = ProjectTree::locate(config.parent().unwrap_or(Utf8Path::new(".")))?;
+        let benches = self.resolved.suite.runnable();
+        let groups = install_groups(benches, &project, &self.resolved.arch, variant)?;
+        let path_var = std::env::var("PATH").ok();
+        let envs = Environments::prepare(
+            &EnvOptions {
+                layout: self.settings.layout(),
+                project,
+                python: self.settings.python.as_deref(),
+                installer: self.settings.installer,
+                arch: self.resolved.arch.clone(),
+                path_var: path_var.as_deref(),
+            },
+            &mut |event| observer.on_env_event(event),
+        )?;
+        Ok(InstallPlan { groups, envs })
+    }
+
+    /// Builds the environment of every selected install group (up-to-date ones are left
+    /// alone). A failing group does not stop the others; an interrupted one does.
+    pub fn install(
+        &self,
+        options: &InstallOptions,
+        observer: &mut dyn InstallObserver,
+    ) -> Result<InstallSummary, Error> {
+        let plan = self.environments(options.variant.as_deref(), observer)?;
+        observer.on_environments(&plan);
+        let mut summary = InstallSummary {
+            results: Vec::new(),
+            tool: plan.envs.tool.describe(),
+            python: plan.envs.python.version.to_string(),
+        };
+        for group in plan.groups {
+            observer.on_group_start(&group);
+            let result = plan.envs.install(&group, options.force, &mut |event| {
+                observer.on_env_event(event)
+            });
+            observer.on_group_end(&group, &result);
+            let interrupted = result.as_ref().is_err_and(EnvError::is_interrupted);
+            summary.results.push((group, result));
+            if interrupted {
+                break;
+            }
+        }
+        Ok(summary)
+    }
+
+    /// Runs the prepare step of every selected benchmark, with the arguments `run` gives them.
+    pub fn prepare(
+        &self,
+        options: &RunOptions,
+        observer: &mut dyn RunObserver,
+    ) -> Result<RunSummary, Error> {
+        self.resolved.check_runnable()?;
+        crate::run::prepare_suite(&self.resolved, &self.env, options, observer)
+    }
+
+    /// Claims the run folder (see [`RunFolder::claim`]): before any set-up, so that a second run
+    /// of the same name is refused before it installs anything.
+    pub fn claim_run_folder(&self, resume: bool) -> Result<RunFolder, Error> {
+        self.resolved.check_runnable()?;
+        RunFolder::claim(&self.resolved, resume)
+    }
+
+    /// Runs the suite into `folder`, with the validation layers `validations` (see
+    /// [`LayerName::selection`]) judging the event stream as it is recorded; their report is
+    /// written to [`VALIDATION_FILE`] in the run folder.
+    pub fn run(
+        &self,
+        folder: &RunFolder,
+        options: &RunOptions,
+        validations: &[LayerName],
+        observer: &mut dyn RunObserver,
+    ) -> Result<RunResult, Error> {
+        let context = ValidationContext {
+            gpu_count: self.resolved.gpu_count(),
+        };
+        let mut validating = Validating {
+            validation: Validation::new(validations, &context),
+            inner: observer,
+        };
+        let summary =
+            crate::run::run_suite(&self.resolved, &self.env, options, folder, &mut validating)?;
+        let validation = validating.validation.finish();
+        let file = folder.path().join(VALIDATION_FILE);
+        std::fs::write(&file, &validation.text)
+            .map_err(|source| Error::Write { path: file, source })?;
+        Ok(RunResult {
+            summary,
+            validation,
+        })
+    }
+
+    /// The report of the run folder `run_dir` against this suite (its benchmarks missing from
+    /// the run count as failures, those in `excused` do not).
+    pub fn report(
+        &self,
+        run_dir: &Path,
+        options: &ReportOptions,
+    ) -> Result<(Report, RunSet), Error> {
+        let entries = self.resolved.report_entries();
+        let runs = [run_dir.display().to_string()];
+        Ok(report_runs(&runs, Some(&entries), options)?)
+    }
+
+    /// The run folder of this session's run name.
+    pub fn run_dir(&self) -> PathBuf {
+        crate::run::run_dir(&self.resolved)
+    }
+
+    fn path_var(&self) -> String {
+        self.env
+            .get("PATH")
+            .map(str::to_string)
+            .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default())
+    }
+}
+
+/// Passes every event on to the inner observer, and feeds the records to the validation layers
+/// as they are written.
+struct Validating<'a> {
+    validation: Validation,
+    inner: &'a mut dyn RunObserver,
+}
+
+impl ExecObserver for Validating<'_> {
+    fn on_start(&mut self, tag: &str, spec: &ProcessSpec) {
+        self.inner.on_start(tag, spec);
+    }
+
+    fn on_record(&mut self, tag: &str, record: &Record) {
+        self.validation.observe_stream(tag, record);
+        self.inner.on_record(tag, record);
+    }
+
+    fn on_end(&mut self, outcome: &ProcessOutcome) {
+        self.inner.on_end(outcome);
+    }
+}
+
+impl RunObserver for Validating<'_> {
+    fn on_run_event(&mut self, event: RunEvent<'_>) {
+        self.inner.on_run_event(event);
+    }
+}
+
+/// The override layer of a fidelity preset: `fidelity/<name>.yaml` beside the suite file.
+fn fidelity_override(settings: &Settings, name: &str) -> Result<String, Error> {
+    let suite = settings.config.as_deref().ok_or(Error::NoSuite)?;
+    let folder = suite
+        .parent()
+        .unwrap_or(Utf8Path::new("."))
+        .join("fidelity");
+    let path = folder.join(format!("{name}.yaml"));
+    if !path.is_file() {
+        let mut known: Vec<String> = std::fs::read_dir(&folder)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                name.strip_suffix(".yaml").map(str::to_string)
+            })
+            .collect();
+        known.sort();
+        return Err(Error::UnknownFidelity {
+            name: name.to_string(),
+            path: path.into_std_path_buf(),
+            known,
+        });
+    }
+    std::fs::read_to_string(&path).map_err(|source| Error::Read {
+        path: path.into_std_path_buf(),
+        source,
+    })
+}
