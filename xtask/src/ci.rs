@@ -6,9 +6,15 @@ use anyhow::{Context, bail};
 
 /// Runs one cargo step and fails with its name if it fails.
 fn cargo(step: &str, args: &[&str]) -> anyhow::Result<()> {
+    cargo_with(step, args, &[])
+}
+
+/// Like [`cargo`], with environment variables.
+fn cargo_with(step: &str, args: &[&str], env: &[(&str, &str)]) -> anyhow::Result<()> {
     eprintln!("==> {step}: cargo {}", args.join(" "));
     let status = Command::new(env!("CARGO"))
         .args(args)
+        .envs(env.iter().copied())
         .status()
         .with_context(|| format!("could not start cargo for step `{step}`"))?;
     if !status.success() {
@@ -43,11 +49,25 @@ pub fn run() -> anyhow::Result<()> {
             "ci",
         ],
     )?;
+    // The public API is documented: rustdoc's warnings (broken links...) fail the run.
+    cargo_with(
+        "docs",
+        &["doc", "--no-deps", "--workspace", "--locked"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
     benchmate_tests()?;
+    examples()?;
     eprintln!("==> e2e: install, prepare, smoke run and report of the CPU suite");
     crate::e2e::run(&crate::e2e::E2eArgs::default())?;
     eprintln!("==> ci: all steps passed");
     Ok(())
+}
+
+/// The facade's embedding examples, in a scratch folder.
+pub fn examples() -> anyhow::Result<()> {
+    eprintln!("==> examples: the facade embedded as another tool would");
+    let scratch = tempfile::tempdir().context("could not make a scratch folder")?;
+    crate::examples::run(scratch.path())
 }
 
 /// benchmate's pytest suite, in a small venv without torch (`target/benchmate-tests-venv`:

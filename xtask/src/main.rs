@@ -5,6 +5,8 @@
 //!   same run.
 //! - `e2e`: real install (torch from the package index), prepare, smoke run and report of the
 //!   CPU suite; then benchit on an example script and an operator config (`--only` picks one).
+//! - `examples`: the facade's embedding examples, built and run on a scratch suite (`ci` runs
+//!   them too).
 
 // A developer tool: printing progress and tables is its whole job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -13,6 +15,7 @@ mod bench;
 mod ci;
 mod e2e;
 mod e2e_benchit;
+mod examples;
 
 use clap::{Parser, Subcommand};
 
@@ -35,6 +38,8 @@ enum Flow {
     /// Real install, prepare, smoke run and report of the CPU suite in a scratch base folder,
     /// then benchit (models and ops) with its managed environment.
     E2e(e2e::E2eArgs),
+    /// Build and run the facade's embedding examples on a scratch suite.
+    Examples,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -42,5 +47,6 @@ fn main() -> anyhow::Result<()> {
         Flow::Ci => ci::run(),
         Flow::Bench(args) => bench::run(&args),
         Flow::E2e(args) => e2e::run(&args),
+        Flow::Examples => ci::examples(),
     }
 }

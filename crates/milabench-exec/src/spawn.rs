@@ -13,6 +13,7 @@
 //! The same is done for [`crate::ExecOptions::keep_open`] (the run folder's lock), except that
 //! the orchestrator keeps that file: its close-on-exec flag is set again right after the spawn.
 
+use milabench_config::settings::env_vars::MILABENCH_USE_STDOUT;
 use std::fs::File;
 use std::io::{PipeReader, PipeWriter};
 use std::os::fd::{AsFd, AsRawFd};
@@ -55,7 +56,7 @@ pub(crate) fn spawn(
 ) -> std::io::Result<Spawned> {
     let mut cmd = base_command(spec, token);
     if spec.use_stdout {
-        cmd.env("DATA_FD", "1").env("MILABENCH_USE_STDOUT", "1");
+        cmd.env("DATA_FD", "1").env(MILABENCH_USE_STDOUT, "1");
         let child = spawn_inheriting(&mut cmd, None, keep_open)?;
         return Ok(Spawned { child, data: None });
     }

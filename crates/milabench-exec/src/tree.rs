@@ -17,7 +17,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
 /// Environment variable set in every benchmark process to find its descendants.
-pub const TOKEN_VAR: &str = "MILABENCH_EXEC_TOKEN";
+pub const TOKEN_VAR: &str = milabench_config::settings::env_vars::MILABENCH_EXEC_TOKEN;
 
 struct ProcEntry {
     pid: i32,

@@ -11,6 +11,10 @@
 //!   `env`, the data channel in stdout, and tags `<node>` (`<node>.nolog` for ranks other
 //!   than 0). A rank on this machine runs directly, without ssh.
 
+use milabench_config::settings::env_vars::{
+    MILABENCH_BASE, MILABENCH_CONFIG, MILABENCH_DATA_DIR, MILABENCH_DIR_PREFIX, MILABENCH_NAME,
+    MILABENCH_USE_STDOUT,
+};
 use std::time::Duration;
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -437,11 +441,11 @@ fn process_env(
         ("RUNS", &dirs.runs),
         ("CACHE", &dirs.cache),
     ] {
-        env.insert(format!("MILABENCH_DIR_{key}"), value.to_string());
+        env.insert(format!("{MILABENCH_DIR_PREFIX}{key}"), value.to_string());
     }
-    env.insert("MILABENCH_DATA_DIR".into(), dirs.data.to_string());
-    env.insert("MILABENCH_BASE".into(), ctx.base.to_string());
-    env.insert("MILABENCH_NAME".into(), bench.name.clone());
+    env.insert(MILABENCH_DATA_DIR.into(), dirs.data.to_string());
+    env.insert(MILABENCH_BASE.into(), ctx.base.to_string());
+    env.insert(MILABENCH_NAME.into(), bench.name.clone());
     env.insert("OMP_NUM_THREADS".into(), resolve("{cpu_per_gpu}")?);
     env.insert("XDG_CACHE_HOME".into(), dirs.cache.to_string());
     env.insert("TORCH_HOME".into(), dirs.cache.to_string());
@@ -456,13 +460,13 @@ fn process_env(
         env.insert("VOIR_EARLYSTOP_COUNT".into(), stop.python_str());
     }
     if use_stdout {
-        env.insert("MILABENCH_USE_STDOUT".into(), "1".into());
+        env.insert(MILABENCH_USE_STDOUT.into(), "1".into());
     }
     if let Some(value) = &job.visibility {
         env.insert(visibility_variable(&ctx.arch).into(), value.clone());
     }
     env.insert(
-        "MILABENCH_CONFIG".into(),
+        MILABENCH_CONFIG.into(),
         serde_json::to_string(config).unwrap_or_default(),
     );
     for (key, value) in &benchfile.env {

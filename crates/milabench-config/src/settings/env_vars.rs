@@ -79,6 +79,22 @@ pub const MILABENCH_SIZER_CONFIG: &str = "MILABENCH_SIZER_CONFIG";
 /// user's cache folder so repeated runs do not download again).
 pub const UV_CACHE_DIR: &str = "UV_CACHE_DIR";
 
+/// Given to every benchmark process: its data folder.
+pub const MILABENCH_DATA_DIR: &str = "MILABENCH_DATA_DIR";
+/// Given to every benchmark process: its benchmark's name.
+pub const MILABENCH_NAME: &str = "MILABENCH_NAME";
+/// Given to benchmark processes whose data channel is their stdout (remote ranks, or
+/// `use_stdout`): `1`.
+pub const MILABENCH_USE_STDOUT: &str = "MILABENCH_USE_STDOUT";
+/// Given to every process `milabench-exec` starts: a token that finds the process's whole tree
+/// again, even the parts that left its process group.
+pub const MILABENCH_EXEC_TOKEN: &str = "MILABENCH_EXEC_TOKEN";
+/// Prefix of the folder variables given to benchmark processes: `MILABENCH_DIR_DATA`,
+/// `MILABENCH_DIR_RUNS`, `MILABENCH_DIR_CACHE`, ... Benchmark processes also receive
+/// [`MILABENCH_BASE`], and [`MILABENCH_CONFIG`] holding their resolved configuration as JSON
+/// (not a file, for them: the Python tool's convention).
+pub const MILABENCH_DIR_PREFIX: &str = "MILABENCH_DIR_";
+
 /// Every constant of this module, for listings and documentation.
 pub const ALL: &[&str] = &[
     MILABENCH_BASE,
@@ -111,6 +127,10 @@ pub const ALL: &[&str] = &[
     MILABENCH_SIZER_CAPACITY,
     MILABENCH_SIZER_SAVE,
     MILABENCH_SIZER_CONFIG,
+    MILABENCH_DATA_DIR,
+    MILABENCH_NAME,
+    MILABENCH_USE_STDOUT,
+    MILABENCH_EXEC_TOKEN,
 ];
 
 /// Environment variable of a dotted option name: `cpu.n_workers` -> `MILABENCH_CPU_N_WORKERS`.
