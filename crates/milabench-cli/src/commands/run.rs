@@ -108,7 +108,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         &ReportOptions {
             // Skipped for unmet capabilities: absent on purpose, not failed.
             excused: summary.skipped.clone(),
-            ..ReportOptions::for_format(Format::Text)
+            ..ReportOptions::default()
         },
     )?;
     for warning in set.warnings() {
