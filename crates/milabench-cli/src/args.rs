@@ -239,6 +239,13 @@ pub struct RunArgs {
     /// then `prepare`, either of which failing stops the run); use it when both are done.
     #[arg(long)]
     pub no_setup: bool,
+    /// Stop each benchmark once its rate is known to this share (e.g. `1%`): the half-width
+    /// of the 95% interval of its pooled rates (batch means) under PCT of their mean, after at
+    /// least 10 rates per process. The benchmark's own early-stop count stays the most
+    /// observations and `max_duration` stays in force; a benchmark stopped this way says so
+    /// and records why in its `.data` files.
+    #[arg(long, value_name = "PCT", value_parser = positive_percentage)]
+    pub precision: Option<f64>,
 }
 
 /// Output formats of `run --dry-run`.
@@ -446,6 +453,16 @@ pub struct SysinfoArgs {
 
 /// A number of 0 or more (a price, a percentage): NaN, infinities and negative numbers are
 /// refused.
+/// A share in percent above 0, written `1%` or `1`.
+fn positive_percentage(text: &str) -> Result<f64, String> {
+    match percentage(text) {
+        Ok(x) if x > 0.0 => Ok(x),
+        _ => Err(format!(
+            "`{text}` is not a percentage above 0; give e.g. 1% or 0.5%"
+        )),
+    }
+}
+
 /// A share in percent, written `2%` or `2`.
 fn percentage(text: &str) -> Result<f64, String> {
     let number = text.trim().strip_suffix('%').unwrap_or(text);

@@ -29,6 +29,7 @@ pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> 
         interrupt,
         path: std::env::var("PATH").unwrap_or_default(),
         watchdog: Some(super::watchdog()?),
+        precision: None,
     };
     let summary =
         milabench::run::prepare_suite(&resolved, &env, &options, &mut LiveDisplay::for_prepare())?;

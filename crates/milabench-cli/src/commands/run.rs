@@ -87,6 +87,10 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         interrupt,
         path: std::env::var("PATH").unwrap_or_default(),
         watchdog: Some(super::watchdog()?),
+        precision: args.precision.map(|pct| milabench::exec::PrecisionStop {
+            share: pct / 100.0,
+            min_observations: milabench::exec::PrecisionStop::MIN_OBSERVATIONS,
+        }),
     };
     let mut display = LiveDisplay::new();
     let summary = milabench::run::run_suite(&resolved, &env, &options, &folder, &mut display)?;
