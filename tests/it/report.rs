@@ -33,7 +33,12 @@ fn text_report_is_byte_for_byte_the_python_one() {
             "config/benchio.yaml",
         ]));
         assert_eq!(out.code, 0, "{}", out.stderr);
-        assert_eq!(out.stdout, expected(golden), "{runs}");
+        // Every line of the Python tool's report is there, unchanged and first; the intervals
+        // follow in a section of their own.
+        let want = expected(golden);
+        let (python, ours) = out.stdout.split_at(want.len().min(out.stdout.len()));
+        assert_eq!(python, want, "{runs}");
+        insta::assert_snapshot!(format!("intervals_{golden}"), ours);
     }
 }
 
@@ -127,8 +132,8 @@ fn compare_judges_changes_against_noise() {
         "0",
     ]));
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
-    let slower = v["rows"][0]["verdict"] == "slower";
-    assert_eq!(out.code, if slower { 1 } else { 0 });
+    let worse = v["rows"][0]["verdict"] == "worse";
+    assert_eq!(out.code, if worse { 1 } else { 0 });
 }
 
 fn bad(args: &[&str], cwd: &std::path::Path) -> (i32, String) {
@@ -372,6 +377,71 @@ fn one_bad_entry_does_not_stop_the_report_or_the_replay() {
     let (code, err) = bad(&["replay", "run/pipe.data"], tmp);
     assert_eq!(code, 2);
     assert!(err.contains("is not a regular file"), "{err}");
+}
+
+/// `text` with every training rate multiplied by `factor`.
+fn scale_rates(text: &str, factor: f64) -> String {
+    text.lines()
+        .map(|l| match l.find("\"rate\": ") {
+            Some(at) => {
+                let start = at + 8;
+                let end = start + l[start..].find(',').unwrap();
+                let rate: f64 = l[start..end].parse().unwrap();
+                format!("{}{}{}\n", &l[..start], rate * factor, &l[end..])
+            }
+            None => format!("{l}\n"),
+        })
+        .collect()
+}
+
+#[test]
+fn compare_verdicts_follow_the_intervals_and_the_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path();
+    copy_run(&tmp.join("base"), |_, text| text);
+    copy_run(&tmp.join("slow"), |_, text| scale_rates(&text, 0.8));
+    let compare = |args: &[&str]| {
+        let out = run(milabench(tmp).arg("compare").args(args));
+        let v: Value = serde_json::from_str(
+            &run(milabench(tmp)
+                .arg("compare")
+                .args(args)
+                .args(["--format", "json"]))
+            .stdout,
+        )
+        .unwrap();
+        (out, v["rows"][0]["verdict"].as_str().unwrap().to_owned())
+    };
+    // A/A: two runs of the same machine, and a run with itself.
+    let rijubigo = root().join(RIJUBIGO).display().to_string();
+    let sedumoje = root().join(SEDUMOJE).display().to_string();
+    let (out, verdict) = compare(&[&rijubigo, &sedumoje, "--threshold", "2%"]);
+    assert_eq!(
+        (out.code, verdict.as_str()),
+        (0, "cannot_tell"),
+        "{}",
+        out.stdout
+    );
+    let (out, verdict) = compare(&["base", "base", "--threshold", "2%"]);
+    assert_eq!((out.code, verdict.as_str()), (0, "cannot_tell"));
+    // 20% slower: worse, and the threshold gates the exit status.
+    let (out, verdict) = compare(&["base", "slow", "--threshold", "2%"]);
+    assert_eq!((out.code, verdict.as_str()), (1, "worse"), "{}", out.stderr);
+    insta::assert_snapshot!("compare_worse", format!("{}{}", out.stdout, out.stderr));
+    // ... but not beyond a 30% threshold; the other way round it is better.
+    let (out, verdict) = compare(&["base", "slow", "--threshold", "30"]);
+    assert_eq!((out.code, verdict.as_str()), (0, "cannot_tell"));
+    let (out, verdict) = compare(&["slow", "base", "--threshold", "2%"]);
+    assert_eq!((out.code, verdict.as_str()), (0, "better"));
+    // Without --threshold nor --fail-above the status does not gate.
+    let (out, _) = compare(&["base", "slow"]);
+    assert_eq!(out.code, 0);
+    let (code, err) = bad(&["compare", "base", "slow", "--threshold", "two%"], tmp);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("is not a percentage of 0 or more; give e.g. 2%"),
+        "{err}"
+    );
 }
 
 #[test]

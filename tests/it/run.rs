@@ -645,3 +645,47 @@ fn validation_during_run_gives_the_verdict_replay_gives() {
         assert_eq!(replayed.trim(), recorded.trim(), "{run_name}");
     }
 }
+
+#[test]
+fn run_precision_stops_a_benchmark_once_its_rate_is_precise() {
+    let project = Project::new(
+        "\
+steady:
+  inherits: _defaults
+  install_group: tiny
+  tags: [monogpu]
+  weight: 1
+  max_duration: 120
+  definition: benchmarks/steady
+",
+    );
+    // Would report steady rates for 100 s; 10 rates are enough at 1%.
+    project.bench(
+        "steady",
+        "import json, os, time\nout = os.fdopen(int(os.environ['DATA_FD']), 'w', buffering=1)\n\
+         for i in range(2000):\n    out.write(json.dumps({'task': 'train', 'rate': 100.0 + i * 7919 % 10 / 10, 'units': 'items/s'}) + '\\n')\n    time.sleep(0.05)\n",
+    );
+    let out = run(&mut project.run_command(&["--run-name", "p", "--precision", "1%"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("steady: ok in") && out.stderr.contains("stopped once precise to ±"),
+        "{}",
+        out.stderr
+    );
+    let data = project.data_file("p", "steady.D0");
+    assert!(
+        data.contains("within the --precision target of 1%"),
+        "{data}"
+    );
+    let rates = data.matches("\"rate\"").count();
+    assert!((10..2000).contains(&rates), "{rates} rates");
+    let refused = run(&mut project.run_command(&["--precision", "0%"]));
+    assert_eq!(refused.code, 2);
+    assert!(
+        refused
+            .stderr
+            .contains("is not a percentage above 0; give e.g. 1%"),
+        "{}",
+        refused.stderr
+    );
+}

@@ -245,6 +245,13 @@ pub struct RunArgs {
     /// then `prepare`, either of which failing stops the run); use it when both are done.
     #[arg(long)]
     pub no_setup: bool,
+    /// Stop each benchmark once its rate is known to this share (e.g. `1%`): the half-width
+    /// of the 95% interval of its pooled rates (batch means) under PCT of their mean, after at
+    /// least 10 rates per process. The benchmark's own early-stop count stays the most
+    /// observations and `max_duration` stays in force; a benchmark stopped this way says so
+    /// and records why in its `.data` files.
+    #[arg(long, value_name = "PCT", value_parser = positive_percentage)]
+    pub precision: Option<f64>,
 }
 
 /// Output formats of `run --dry-run`.
@@ -289,9 +296,6 @@ pub struct ReportArgs {
     /// Write the report to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<Utf8PathBuf>,
-    /// Seed of the bootstrap resampling (intervals are reproducible).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
 }
 
 /// Arguments of `milabench summary`.
@@ -332,17 +336,19 @@ pub struct CompareArgs {
     /// Run folders: the first is the baseline, each other is compared with it.
     #[arg(num_args = 2.., required = true, value_name = "RUN")]
     pub runs: Vec<String>,
-    /// Exit with status 1 when a benchmark is slower than the baseline by more than PCT
-    /// percent, beyond the noise, or ran in the baseline but is absent, failed in every
-    /// process or measured no rate in a compared run.
+    /// Exit with status 1 when a benchmark is worse than the baseline by more than PCT
+    /// percent, or ran in the baseline but is absent, failed in every process or measured no
+    /// rate in a compared run.
     #[arg(long, value_name = "PCT", value_parser = zero_or_more)]
     pub fail_above: Option<f64>,
+    /// The smallest change that counts (e.g. `2%`): a change is better or worse only when its
+    /// 95% interval leaves out 0 and it is larger than this, else "cannot tell". Given, it
+    /// also gates the exit status: 1 for any worse, absent, failed or rateless benchmark.
+    #[arg(long, value_name = "PCT", value_parser = percentage)]
+    pub threshold: Option<f64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
     pub format: CompareFormat,
-    /// Seed of the bootstrap resampling.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
 }
 
 /// Arguments of `milabench replay`.
@@ -453,6 +459,23 @@ pub struct SysinfoArgs {
 
 /// A number of 0 or more (a price, a percentage): NaN, infinities and negative numbers are
 /// refused.
+/// A share in percent above 0, written `1%` or `1`.
+fn positive_percentage(text: &str) -> Result<f64, String> {
+    match percentage(text) {
+        Ok(x) if x > 0.0 => Ok(x),
+        _ => Err(format!(
+            "`{text}` is not a percentage above 0; give e.g. 1% or 0.5%"
+        )),
+    }
+}
+
+/// A share in percent, written `2%` or `2`.
+fn percentage(text: &str) -> Result<f64, String> {
+    let number = text.trim().strip_suffix('%').unwrap_or(text);
+    zero_or_more(number)
+        .map_err(|_| format!("`{text}` is not a percentage of 0 or more; give e.g. 2% or 0.5%"))
+}
+
 fn zero_or_more(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),

@@ -173,8 +173,12 @@ impl RunObserver for LiveDisplay {
                     .rate
                     .map(|r| format!(", last rate {r:.2} {}", self.units))
                     .unwrap_or_default();
+                let precise = outcome
+                    .precise
+                    .map(|share| format!(", stopped once precise to ±{:.2}%", share * 100.0))
+                    .unwrap_or_default();
                 self.line(&format!(
-                    "{}: {verdict} in {:.1}s{rate}",
+                    "{}: {verdict} in {:.1}s{rate}{precise}",
                     outcome.bench,
                     outcome.duration.as_secs_f64()
                 ));

@@ -60,7 +60,8 @@ pub use error::ExecError;
 pub use interrupt::{CtrlC, Interrupt, WatchedGroup, install_ctrl_c};
 pub use milabench_plan::{BenchPlan, PlannedFile, ProcessSpec};
 pub use options::{
-    ExecObserver, ExecOptions, RecordSink, RunningSampler, SampledProcess, SamplerFactory,
+    ExecObserver, ExecOptions, PrecisionStop, RecordSink, RunningSampler, SampledProcess,
+    SamplerFactory,
 };
 pub use outcome::{BenchOutcome, ProcessOutcome};
 pub use run::run_plan;

@@ -41,6 +41,29 @@ pub struct ExecOptions {
     /// orchestrator die (see the `watchdog` module). `None`: processes outlive a killed
     /// orchestrator.
     pub watchdog: Option<WatchdogCommand>,
+    /// Stop the plan once its rate is precise enough (`run --precision`); `None`: the
+    /// benchmarks decide when they stop.
+    pub precision: Option<PrecisionStop>,
+}
+
+/// When a plan has measured its rate precisely enough to be stopped: the half-width of the 95%
+/// interval of its processes' rates pooled (batch means, `milabench-stats`) is at most `share`
+/// of their mean, and every process that reports rates has reported `min_observations`. The
+/// plan is then stopped the way an early stop stops it (a `stop` event in every file, so the
+/// processes count as successes, then SIGTERM); the most observations stay the benchmark's own
+/// early-stop count, and `max_duration` stays in force.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PrecisionStop {
+    /// Target half-width as a share of the mean (0.01 for 1%).
+    pub share: f64,
+    /// Fewest rates each reporting process must have sent.
+    pub min_observations: usize,
+}
+
+impl PrecisionStop {
+    /// The default fewest observations: below ten, batch means have two batches and their
+    /// interval is too rough to trust for stopping.
+    pub const MIN_OBSERVATIONS: usize = 10;
 }
 
 impl Default for ExecOptions {
@@ -54,6 +77,7 @@ impl Default for ExecOptions {
             max_line_bytes: 1 << 20,
             keep_open: None,
             watchdog: None,
+            precision: None,
         }
     }
 }
@@ -69,6 +93,7 @@ impl fmt::Debug for ExecOptions {
             .field("max_line_bytes", &self.max_line_bytes)
             .field("keep_open", &self.keep_open)
             .field("watchdog", &self.watchdog)
+            .field("precision", &self.precision)
             .finish()
     }
 }

@@ -63,6 +63,8 @@ pub struct BenchOutcome {
     pub timed_out: bool,
     /// From the first launch to the last `end` event.
     pub duration: Duration,
+    /// Stopped by [`crate::PrecisionStop`]: the half-width reached, as a share of the rate.
+    pub precise: Option<f64>,
 }
 
 impl BenchOutcome {

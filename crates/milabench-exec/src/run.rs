@@ -14,6 +14,7 @@ use milabench_metrics::{
     DataFileWriter, EndInfo, ErrorInfo, Event, MetricsError, Record, ReturnCode, StartInfo,
 };
 use milabench_plan::{BenchPlan, ProcessSpec};
+use milabench_stats::Estimate;
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
@@ -87,6 +88,8 @@ struct Proc<'a> {
     interrupted: bool,
     errors: Vec<String>,
     rate_count: usize,
+    /// Its training rates, for the precision stop.
+    rates: Vec<f64>,
     nan_loss: bool,
     sampler: Option<Box<dyn RunningSampler>>,
     outcome: Option<ProcessOutcome>,
@@ -144,6 +147,8 @@ struct Runner<'a, 'o> {
     deadline: Option<Instant>,
     timed_out: bool,
     interrupted: bool,
+    /// The precision reached when the plan was stopped for it.
+    precise: Option<f64>,
     fatal: Option<ExecError>,
     watchdog: Option<Watchdog>,
 }
@@ -159,10 +164,15 @@ impl<'a> Runner<'a, '_> {
     /// Appends a record to the process's file, updating what the outcome needs.
     fn record(&mut self, idx: usize, record: Record) {
         let p = &mut self.procs[idx];
+        let mut new_rate = false;
         match &record.event {
             Event::Data(d) => {
-                if d.task.as_deref() == Some("train") && d.rate.is_some() {
+                if d.task.as_deref() == Some("train")
+                    && let Some(rate) = d.rate
+                {
                     p.rate_count += 1;
+                    p.rates.push(rate);
+                    new_rate = true;
                 }
                 if d.loss.is_some_and(f64::is_nan) {
                     p.nan_loss = true;
@@ -184,6 +194,46 @@ impl<'a> Runner<'a, '_> {
         self.observer.on_record(&p.tag, &record);
         if matches!(record.event, Event::Stop) && p.exit.is_none() {
             self.stop(idx, Instant::now());
+        }
+        if new_rate {
+            self.check_precision();
+        }
+    }
+
+    /// Stops the plan the way an early stop does once its rate is precise enough.
+    fn check_precision(&mut self) {
+        let Some(target) = self.options.precision else {
+            return;
+        };
+        if self.precise.is_some() || self.timed_out || self.interrupted {
+            return;
+        }
+        let reporting: Vec<&[f64]> = self
+            .procs
+            .iter()
+            .map(|p| p.rates.as_slice())
+            .filter(|rates| !rates.is_empty())
+            .collect();
+        if reporting.iter().any(|r| r.len() < target.min_observations) {
+            return;
+        }
+        let reached = Estimate::pooled(reporting.iter().copied()).relative_half_width();
+        // NaN (constant zero rates, too few) never stops.
+        if reached.is_nan() || reached > target.share {
+            return;
+        }
+        self.precise = Some(reached);
+        let message = format!(
+            "Stopping because the rate is known to ±{:.2}% (95% interval, {} observations), within the --precision target of {}%",
+            reached * 100.0,
+            reporting.iter().map(|r| r.len()).sum::<usize>(),
+            target.share * 100.0
+        );
+        for i in self.live() {
+            if self.procs[i].exit.is_none() {
+                self.record(i, Record::new(Event::Message(message.clone()), None));
+                self.record(i, Record::new(Event::Stop, None));
+            }
         }
     }
 
@@ -465,6 +515,7 @@ impl<'a> Runner<'a, '_> {
             interrupted: false,
             errors: Vec::new(),
             rate_count: 0,
+            rates: Vec::new(),
             nan_loss: false,
             sampler: None,
             outcome: None,
@@ -680,6 +731,7 @@ pub fn run_plan(
             interrupted: true,
             timed_out: false,
             duration: Duration::ZERO,
+            precise: None,
         });
     }
     let watchdog = match &options.watchdog {
@@ -709,6 +761,7 @@ pub fn run_plan(
         deadline: plan.max_duration.map(|d| started + d),
         timed_out: false,
         interrupted: false,
+        precise: None,
         fatal: None,
         watchdog,
     };
@@ -739,5 +792,6 @@ pub fn run_plan(
         interrupted: runner.interrupted,
         timed_out: runner.timed_out,
         duration: started.elapsed(),
+        precise: runner.precise,
     })
 }

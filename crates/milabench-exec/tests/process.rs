@@ -466,6 +466,75 @@ time.sleep(60)
 }
 
 #[test]
+fn a_precise_rate_stops_the_plan_like_an_early_stop() {
+    let b = Bench::new();
+    // Two processes of steady rates that would go on for a minute.
+    let script = b.script(
+        "steady.py",
+        r#"
+for i in range(600):
+    rate(100.0 + (i * 7919 % 10) / 10)
+    time.sleep(0.1)
+"#,
+    );
+    let mut plan = b.plan("");
+    plan.processes = vec![
+        b.spec(&["bench", "D0"], &["python3", &script]),
+        b.spec(&["bench", "D1"], &["python3", &script]),
+    ];
+    let precision = milabench_exec::PrecisionStop {
+        share: 0.01,
+        min_observations: 12,
+    };
+    let options = ExecOptions {
+        precision: Some(precision),
+        ..options()
+    };
+    let outcome = run_plan(&plan, &b.run_dir(), &options, &mut ()).unwrap();
+    let reached = outcome.precise.expect("stopped for precision");
+    assert!(reached <= 0.01, "{reached}");
+    assert!(outcome.success(), "{outcome:?}");
+    for (p, tag) in outcome.processes.iter().zip(["bench.D0", "bench.D1"]) {
+        assert!(
+            p.stop_seen && p.rate_count >= 12 && p.rate_count < 600,
+            "{p:?}"
+        );
+        let events = b.events(tag);
+        assert!(
+            events.iter().any(|e| e["event"] == "message"
+                && e["data"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("within the --precision target of 1%"))),
+            "{events:?}"
+        );
+    }
+}
+
+#[test]
+fn a_noisy_rate_runs_until_the_benchmark_stops_itself() {
+    let b = Bench::new();
+    let plan = b.plan(
+        r#"
+import random
+noise = random.Random(1)
+for i in range(30):
+    rate(noise.uniform(10.0, 1000.0))
+"#,
+    );
+    let options = ExecOptions {
+        precision: Some(milabench_exec::PrecisionStop {
+            share: 0.01,
+            min_observations: 10,
+        }),
+        ..options()
+    };
+    let outcome = run_plan(&plan, &b.run_dir(), &options, &mut ()).unwrap();
+    assert_eq!(outcome.precise, None);
+    let p = only(&outcome);
+    assert!(!p.stop_seen && p.rate_count == 30 && p.success(), "{p:?}");
+}
+
+#[test]
 fn processes_of_a_plan_run_concurrently_with_their_own_files() {
     let b = Bench::new();
     let script = b.script(

@@ -204,7 +204,7 @@ fn main() -> anyhow::Result<()> {
             let (report, _) = report_runs(
                 std::slice::from_ref(&source),
                 None,
-                &ReportOptions::for_format(format),
+                &ReportOptions::default(),
             )?;
             Ok(render(&report, format))
         })

@@ -1,25 +1,28 @@
-//! Comparing runs: per benchmark, the change of `perf` against the first run and whether it
-//! exceeds the noise of the rate samples (bootstrap interval of the difference of means).
+//! Comparing runs: per benchmark, the change of `perf` against the first run, its 95% interval
+//! (batch means of each process's rates, through the ratio of the two means) and a verdict:
+//! better, worse or cannot tell, given the smallest change that matters.
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::bootstrap::{Interval, SplitMix64, trimmed};
+use milabench_stats::{Estimate, Judgement, judge};
+
 use crate::error::ReportError;
 use crate::ingest::load_runs;
+use crate::interval::Interval;
 use crate::summary::summarize;
 
 /// What a change means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// Faster than the baseline, beyond the noise.
-    Faster,
-    /// Slower than the baseline, beyond the noise.
-    Slower,
-    /// The interval of the change contains 0.
-    WithinNoise,
+    /// Faster than the baseline, beyond the noise and the threshold.
+    Better,
+    /// Slower than the baseline, beyond the noise and the threshold.
+    Worse,
+    /// The interval of the change contains 0, or the change is within the threshold.
+    CannotTell,
     /// The benchmark ran in the baseline but not in this run (a regression).
     Missing,
     /// Every process of the benchmark failed in this run (a regression).
@@ -34,9 +37,9 @@ impl Verdict {
     /// How the verdict is written in the text table.
     pub fn as_str(self) -> &'static str {
         match self {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "slower",
-            Verdict::WithinNoise => "within noise",
+            Verdict::Better => "better",
+            Verdict::Worse => "worse",
+            Verdict::CannotTell => "cannot tell",
             Verdict::Missing => "missing",
             Verdict::Failed => "failed",
             Verdict::NoRate => "no rate",
@@ -61,7 +64,7 @@ pub struct CompareRow {
     /// Relative change, percent.
     #[serde(serialize_with = "crate::json::finite_or_null")]
     pub change_pct: f64,
-    /// 95% bootstrap interval of the relative change, percent.
+    /// 95% interval of the relative change, percent.
     pub change_ci95: Interval,
     /// Whether the change is beyond the noise.
     pub verdict: Verdict,
@@ -74,32 +77,31 @@ pub struct Comparison {
     pub baseline: String,
     /// The other run folders.
     pub runs: Vec<String>,
+    /// The smallest change that counts, percent.
+    pub threshold_pct: f64,
     /// Per run and benchmark.
     pub rows: Vec<CompareRow>,
 }
 
 impl Comparison {
-    /// The rows that regressed: slower than the baseline, beyond the noise, by more than
-    /// `limit_pct` percent; or missing, failed or without a rate in the compared run where the
-    /// baseline has a rate.
+    /// The rows that regressed: worse than the baseline (beyond the noise and the threshold),
+    /// by more than `limit_pct` percent; or missing, failed or without a rate in the compared
+    /// run where the baseline has a rate.
     pub fn regressions(&self, limit_pct: f64) -> Vec<&CompareRow> {
         self.rows
             .iter()
             .filter(|r| match r.verdict {
-                Verdict::Slower => -r.change_pct > limit_pct,
+                Verdict::Worse => -r.change_pct > limit_pct,
                 Verdict::Missing | Verdict::Failed | Verdict::NoRate => true,
-                Verdict::Faster | Verdict::WithinNoise | Verdict::NoBaseline => false,
+                Verdict::Better | Verdict::CannotTell | Verdict::NoBaseline => false,
             })
             .collect()
     }
 }
 
-/// Compares every run folder of `runs[1..]` with `runs[0]`.
-pub fn compare_runs(
-    runs: &[String],
-    resamples: usize,
-    seed: u64,
-) -> Result<Comparison, ReportError> {
+/// Compares every run folder of `runs[1..]` with `runs[0]`; a change counts when its interval
+/// leaves out 0 and it is larger than `threshold_pct` percent (see [`judge`]).
+pub fn compare_runs(runs: &[String], threshold_pct: f64) -> Result<Comparison, ReportError> {
     let mut summaries = Vec::new();
     for run in runs {
         let set = load_runs(std::slice::from_ref(run))?;
@@ -109,6 +111,7 @@ pub fn compare_runs(
         return Ok(Comparison {
             baseline: String::new(),
             runs: Vec::new(),
+            threshold_pct,
             rows: Vec::new(),
         });
     };
@@ -117,7 +120,7 @@ pub fn compare_runs(
         let mut names: Vec<&String> = base.keys().chain(summary.keys()).collect();
         names.sort();
         names.dedup();
-        for (i, name) in names.into_iter().enumerate() {
+        for name in names {
             let a = base.get(name);
             let b = summary.get(name);
             let baseline = a.map_or(f64::NAN, |s| s.train_rate.mean);
@@ -130,16 +133,23 @@ pub fn compare_runs(
                 (Some(_), Some(b)) if b.failures == b.n => (Interval::NAN, Verdict::Failed),
                 (Some(_), Some(_)) if !perf.is_finite() => (Interval::NAN, Verdict::NoRate),
                 (Some(a), Some(b)) => {
-                    let ci =
-                        change_interval(&a.rates, &b.rates, resamples, seed.wrapping_add(i as u64));
-                    let verdict = if ci.low > 0.0 {
-                        Verdict::Faster
-                    } else if ci.high < 0.0 {
-                        Verdict::Slower
-                    } else {
-                        Verdict::WithinNoise
+                    // Centred on the report's (trimmed) means, with the spread of the pooled
+                    // rates of each run.
+                    let base = Estimate {
+                        mean: baseline,
+                        ..a.rate_estimate()
                     };
-                    (ci, verdict)
+                    let this = Estimate {
+                        mean: perf,
+                        ..b.rate_estimate()
+                    };
+                    let change = base.change_to(&this);
+                    let verdict = match judge(&change, threshold_pct) {
+                        Judgement::Better => Verdict::Better,
+                        Judgement::Worse => Verdict::Worse,
+                        Judgement::CannotTell => Verdict::CannotTell,
+                    };
+                    (Interval::of(&change), verdict)
                 }
             };
             rows.push(CompareRow {
@@ -156,33 +166,16 @@ pub fn compare_runs(
     Ok(Comparison {
         baseline: runs[0].clone(),
         runs: runs[1..].to_vec(),
+        threshold_pct,
         rows,
     })
-}
-
-/// Bootstrap interval of `mean(b) / mean(a) - 1`, percent, over the trimmed rates.
-fn change_interval(a: &[f64], b: &[f64], resamples: usize, seed: u64) -> Interval {
-    let (a, b) = (trimmed(a), trimmed(b));
-    if a.is_empty() || b.is_empty() {
-        return Interval::NAN;
-    }
-    let mut rng = SplitMix64::new(seed);
-    let mut mean =
-        |xs: &[f64]| (0..xs.len()).map(|_| xs[rng.below(xs.len())]).sum::<f64>() / xs.len() as f64;
-    let mut changes: Vec<f64> = (0..resamples)
-        .map(|_| {
-            let ma = mean(&a);
-            let mb = mean(&b);
-            (mb / ma - 1.0) * 100.0
-        })
-        .collect();
-    Interval::from_samples(&mut changes)
 }
 
 /// A text table of the comparison.
 pub fn render_comparison(c: &Comparison) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Baseline: {}", c.baseline);
+    let _ = writeln!(out, "Threshold: {}%", c.threshold_pct);
     let width = c
         .rows
         .iter()
@@ -243,11 +236,12 @@ mod tests {
         let comparison = Comparison {
             baseline: "base".to_owned(),
             runs: vec!["new".to_owned()],
+            threshold_pct: 0.0,
             rows: vec![
-                row("a", Verdict::Slower, -10.0),
-                row("b", Verdict::Slower, -3.0),
-                row("c", Verdict::Faster, 20.0),
-                row("d", Verdict::WithinNoise, -30.0),
+                row("a", Verdict::Worse, -10.0),
+                row("b", Verdict::Worse, -3.0),
+                row("c", Verdict::Better, 20.0),
+                row("d", Verdict::CannotTell, -30.0),
                 row("e", Verdict::Missing, f64::NAN),
                 row("f", Verdict::Failed, -1.0),
                 row("g", Verdict::NoRate, f64::NAN),

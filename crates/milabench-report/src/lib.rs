@@ -3,6 +3,12 @@
 //! the Python tool's report (same numbers, same text layout), its summary object, JSON, CSV and
 //! Markdown, and run-to-run comparisons.
 //!
+//! Beyond the Python tool: every rate and the score carry a 95% interval that respects the
+//! correlation of successive rates (batch means, `milabench-stats`), the warm-up left after the
+//! fixed `skip` is found (MSER truncation), and `compare` says better, worse or cannot tell from
+//! the intervals and a threshold. The text report keeps the Python layout byte for byte and adds
+//! these in a section after it.
+//!
 //! Differences from the Python tool, on purpose: data recorded without GPU `power` (older voir)
 //! is reported (the Python tool's current version prints nothing for it); files are visited in
 //! name order (Python: file-system order); without a suite file, weights come from the `config`
@@ -14,11 +20,11 @@
 //! file is read once, and a file that cannot be read (a dangling link, a FIFO) is skipped with a
 //! warning instead of ending the report.
 
-mod bootstrap;
 mod compare;
 mod error;
 mod facts;
 mod ingest;
+mod interval;
 mod json;
 mod pyfmt;
 mod render;
@@ -27,17 +33,20 @@ mod skim;
 mod stats;
 mod summary;
 
-pub use bootstrap::{Interval, SplitMix64, bootstrap_mean};
 pub use compare::{CompareRow, Comparison, Verdict, compare_runs, render_comparison};
 pub use error::ReportError;
 pub use ingest::{FileOutcome, RunFile, RunSet, load_runs, read_run_file};
+pub use interval::{Interval, WarmUp};
+pub use milabench_stats::{Estimate, Judgement, judge};
 pub use render::{Format, render, render_csv, render_json, render_markdown, render_text};
 pub use report::{
     Enabled, FAILURE_RATE_GATE, Report, ReportOptions, ReportRow, SuiteEntry, build_report,
     suite_score, weights_from_summary,
 };
 pub use stats::{GroupId, Stats, StatsQuery};
-pub use summary::{BenchSummary, GpuLoad, Summary, summarize, summarize_runs, summary_json};
+pub use summary::{
+    BenchSummary, GpuLoad, RateSeries, Summary, summarize, summarize_runs, summary_json,
+};
 
 /// Loads the runs under `sources` and builds their report in one call. `suite` gives the
 /// expected benchmarks and weights; `None` takes them from the data.

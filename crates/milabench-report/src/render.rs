@@ -1,16 +1,22 @@
 //! Renderers of a [`Report`]: the Python tool's text layout, JSON, CSV and Markdown.
+//!
+//! The 95% intervals and the warm-up are added, never swapped in: JSON and CSV get fields and
+//! columns, Markdown gets `value ± half-width` columns, and the text layout, the Python tool's
+//! byte for byte, is followed by a section of its own (a column added to the Python table would
+//! change every one of its lines for the tools that read them).
 
 use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
+use crate::interval::Interval;
 use crate::pyfmt::{fixed, percent};
 use crate::report::{Report, ReportRow, python_str};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
-    /// The Python tool's layout, byte for byte.
+    /// The Python tool's layout, byte for byte, then the intervals.
     Text,
     /// Markdown tables.
     Markdown,
@@ -57,8 +63,50 @@ fn columns(report: &Report) -> Vec<(&'static str, Option<Cell>)> {
     cols
 }
 
-fn breakdown_table(report: &Report) -> String {
-    let cols = columns(report);
+/// Value and half-width of a 95% interval, `value ± half-width`.
+fn plus_minus(value: f64, interval: &Interval, precision: usize) -> String {
+    format!(
+        "{} ± {}",
+        fixed(value, 0, precision),
+        fixed(interval.half_width(), 0, precision)
+    )
+}
+
+/// Columns of the text report's interval table.
+fn interval_columns() -> Vec<(&'static str, Option<Cell>)> {
+    vec![
+        ("perf", Some(|r| fixed(r.perf, 10, 2))),
+        ("± perf", Some(|r| fixed(r.perf_ci.half_width(), 8, 2))),
+        ("score", Some(|r| fixed(r.score, 10, 2))),
+        ("± score", Some(|r| fixed(r.score_ci.half_width(), 8, 2))),
+        (
+            "warm-up",
+            Some(|r| {
+                r.warm_up
+                    .map_or_else(|| "nan".to_owned(), |w| w.observations.to_string())
+            }),
+        ),
+    ]
+}
+
+/// The warm-up notes: one sentence per benchmark whose fixed `skip` cut too little.
+fn warm_up_notes(report: &Report) -> Vec<String> {
+    report
+        .rows
+        .iter()
+        .filter(|r| r.skip_too_short())
+        .filter_map(|r| {
+            let w = r.warm_up?;
+            Some(format!(
+                "{}: rates still rising {} observations after the fixed skip (the rate without them is {:.1}% higher, beyond its interval); raise `voir.options.skip` for it",
+                r.name, w.observations, w.gain_pct
+            ))
+        })
+        .collect()
+}
+
+/// A table of `report`'s rows in the Python tool's style: the benchmark name, then `cols`.
+fn table(report: &Report, cols: &[(&'static str, Option<Cell>)]) -> String {
     let cells: Vec<Vec<String>> = report
         .rows
         .iter()
@@ -170,7 +218,7 @@ pub fn render_text(report: &Report) -> String {
         line(&key_table(&system_entries(report)));
     }
     section(&mut line, "Breakdown");
-    line(&breakdown_table(report));
+    line(&table(report, &columns(report)));
     section(&mut line, "Scores");
     line(&key_table(&score_entries(report)));
     if report.failed_files > 0 {
@@ -179,6 +227,20 @@ pub fn render_text(report: &Report) -> String {
             "{} errors, details in HTML report.",
             report.failed_files
         ));
+    }
+    // Not in the Python tool's report: everything above is its layout, unchanged.
+    section(
+        &mut line,
+        "95% intervals (batch means) and warm-up after skip",
+    );
+    line(&table(report, &interval_columns()));
+    line("");
+    line(&key_table(&[(
+        "Score".to_owned(),
+        plus_minus(report.score, &report.score_ci, 2),
+    )]));
+    for note in warm_up_notes(report) {
+        line(&format!("Warm-up: {note}"));
     }
     out
 }
@@ -200,6 +262,13 @@ pub fn render_json(report: &Report) -> String {
                 "ngpu": num(r.ngpu),
                 "perf": num(r.perf),
                 "perf_ci95": {"low": num(r.perf_ci.low), "high": num(r.perf_ci.high)},
+                "score_ci95": {"low": num(r.score_ci.low), "high": num(r.score_ci.high)},
+                "warm_up": r.warm_up.map_or(Value::Null, |w| json!({
+                    "observations": w.observations,
+                    "gain_pct": num(w.gain_pct),
+                    "steady_half_width_pct": num(w.steady_half_width_pct),
+                    "skip_too_short": r.skip_too_short(),
+                })),
                 "sem%": num(r.sem_pct),
                 "std%": num(r.std_pct),
                 "peak_memory": num(r.peak_memory),
@@ -250,7 +319,7 @@ fn csv_text(s: &str) -> String {
 /// The report as CSV: numbers at full precision, empty cells for missing ones.
 pub fn render_csv(report: &Report) -> String {
     let mut out = String::from(
-        "name,fail,n,ngpu,perf,perf_ci95_low,perf_ci95_high,sem%,std%,peak_memory,host_peak_memory,score,weight,energy_kj,perf_watt,median_watt,enabled\n",
+        "name,fail,n,ngpu,perf,perf_ci95_low,perf_ci95_high,sem%,std%,peak_memory,host_peak_memory,score,score_ci95_low,score_ci95_high,weight,energy_kj,perf_watt,median_watt,enabled,warm_up,warm_up_gain%,skip_too_short\n",
     );
     for r in &report.rows {
         let cells = [
@@ -266,11 +335,17 @@ pub fn render_csv(report: &Report) -> String {
             csv_num(r.peak_memory),
             csv_num(r.host_peak_memory),
             csv_num(r.score),
+            csv_num(r.score_ci.low),
+            csv_num(r.score_ci.high),
             csv_num(r.weight),
             csv_num(r.energy_kj),
             csv_num(r.perf_watt),
             r.median_watt.map_or_else(String::new, csv_num),
             r.enabled.is_on().to_string(),
+            r.warm_up
+                .map_or_else(String::new, |w| w.observations.to_string()),
+            csv_num(r.warm_up.map_or(f64::NAN, |w| w.gain_pct)),
+            r.skip_too_short().to_string(),
         ];
         let _ = writeln!(out, "{}", cells.join(","));
     }
@@ -288,10 +363,12 @@ pub fn render_csv(report: &Report) -> String {
         .sum();
     let _ = writeln!(
         out,
-        "(suite),{},{},,,,,,,,,{},,,,,{}",
+        "(suite),{},{},,,,,,,,,{},{},{},,,,,{},,,",
         csv_num(fail),
         csv_num(n),
         csv_num(report.score),
+        csv_num(report.score_ci.low),
+        csv_num(report.score_ci.high),
         report.passes()
     );
     out
@@ -313,7 +390,12 @@ pub fn render_markdown(report: &Report) -> String {
     let cols = columns(report);
     let mut header = vec!["bench".to_owned()];
     header.extend(cols.iter().map(|(n, _)| n.to_string()));
-    header.insert(5, "perf 95% CI".to_owned());
+    header.insert(5, "perf ± 95%".to_owned());
+    // After `score`, which moved one place right.
+    let score_at = header.iter().position(|h| h == "score").map(|i| i + 1);
+    if let Some(i) = score_at {
+        header.insert(i, "score ± 95%".to_owned());
+    }
     // The host figure sits beside the GPU one (the text layout, the Python tool's, has no room).
     let host_at = header
         .iter()
@@ -334,14 +416,10 @@ pub fn render_markdown(report: &Report) -> String {
             .extend(cols.iter().map(|(_, f)| {
                 f.map_or_else(|| r.enabled.python_str(), |f| f(r).trim().to_owned())
             }));
-        cells.insert(
-            5,
-            format!(
-                "[{}, {}]",
-                fixed(r.perf_ci.low, 0, 2),
-                fixed(r.perf_ci.high, 0, 2)
-            ),
-        );
+        cells.insert(5, plus_minus(r.perf, &r.perf_ci, 2));
+        if let Some(i) = score_at {
+            cells.insert(i, plus_minus(r.score, &r.score_ci, 2));
+        }
         if let Some(i) = host_at {
             cells.insert(i, fixed(r.host_peak_memory, 0, 0));
         }
@@ -353,10 +431,12 @@ pub fn render_markdown(report: &Report) -> String {
     }
     let _ = writeln!(
         out,
-        "- **Score 95% CI**: [{}, {}]",
-        fixed(report.score_ci.low, 0, 2),
-        fixed(report.score_ci.high, 0, 2)
+        "- **Score ± 95%**: {}",
+        plus_minus(report.score, &report.score_ci, 2)
     );
+    for note in warm_up_notes(report) {
+        let _ = writeln!(out, "- **Warm-up**: {note}");
+    }
     if report.failed_files > 0 {
         let _ = writeln!(out, "\n{} processes failed.", report.failed_files);
     }

@@ -3,7 +3,9 @@
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::bootstrap::{Interval, bootstrap_mean};
+use milabench_stats::Estimate;
+
+use crate::interval::{Interval, WarmUp};
 use crate::summary::{BenchSummary, Summary};
 
 /// A benchmark the suite expects, with the weight it counts for (from a suite file, or from the
@@ -92,8 +94,19 @@ pub struct ReportRow {
     pub median_watt: Option<f64>,
     /// Whether it counts.
     pub enabled: Enabled,
-    /// 95% bootstrap interval of `perf`.
+    /// 95% interval of `perf` (batch means of each process, pooled).
     pub perf_ci: Interval,
+    /// 95% interval of `score`.
+    pub score_ci: Interval,
+    /// The warm-up found in the rates after the fixed `skip` (`None` without data).
+    pub warm_up: Option<WarmUp>,
+}
+
+impl ReportRow {
+    /// Whether the fixed `skip` cut too little (see [`WarmUp::skip_too_short`]).
+    pub fn skip_too_short(&self) -> bool {
+        self.warm_up.is_some_and(|w| w.skip_too_short())
+    }
 }
 
 /// The whole report.
@@ -111,7 +124,7 @@ pub struct Report {
     pub failure_rate: f64,
     /// Weighted geometric mean of `score + 1` (−1 when no weight counts).
     pub score: f64,
-    /// 95% bootstrap interval of the score.
+    /// 95% interval of the score (the rows' intervals through the weighted geometric mean).
     pub score_ci: Interval,
     /// `--price`.
     pub price: Option<f64>,
@@ -130,43 +143,13 @@ impl Report {
 }
 
 /// Options of [`build_report`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ReportOptions {
     /// Price of the machine, for the price/performance line.
     pub price: Option<f64>,
-    /// Bootstrap resamples for the intervals; 0 leaves them out (NaN).
-    pub resamples: usize,
-    /// Seed of the resampling (fixed: intervals are reproducible).
-    pub seed: u64,
     /// Expected benchmarks that are absent for a reason (skipped for unmet capabilities): their
     /// rows stay `nan` instead of counting as failures.
     pub excused: Vec<String>,
-}
-
-impl Default for ReportOptions {
-    fn default() -> Self {
-        ReportOptions {
-            price: None,
-            resamples: 1000,
-            seed: 0,
-            excused: Vec::new(),
-        }
-    }
-}
-
-impl ReportOptions {
-    /// The default options for a report rendered as `format`: the text layout (the Python
-    /// tool's) shows no confidence interval, so it skips the bootstrap.
-    pub fn for_format(format: crate::render::Format) -> ReportOptions {
-        ReportOptions {
-            resamples: if format == crate::render::Format::Text {
-                0
-            } else {
-                ReportOptions::default().resamples
-            },
-            ..ReportOptions::default()
-        }
-    }
 }
 
 /// Weights taken from the `config` events of the data, when no suite file is given.
@@ -222,16 +205,10 @@ pub fn build_report(
     names.sort_by_cached_key(|n| group_of(n));
 
     let mut rows = Vec::with_capacity(names.len());
-    let mut samples = Vec::new();
-    for (i, name) in names.iter().enumerate() {
+    let mut estimates = Vec::new();
+    for name in &names {
         let entry = suite.get(name).copied();
-        let mut row = make_row(
-            name,
-            summary.get(*name),
-            entry,
-            options.seed.wrapping_add(i as u64),
-            options.resamples,
-        );
+        let mut row = make_row(name, summary.get(*name), entry);
         if entry.is_some()
             && !summary.contains_key(*name)
             && row.0.enabled.is_on()
@@ -240,7 +217,7 @@ pub fn build_report(
             row.0.n = 0.0;
             row.0.fail = 1.0;
         }
-        samples.push(row.1);
+        estimates.push(row.1);
         rows.push(row.0);
     }
     let has_median_watt = rows.iter().any(|r| r.median_watt.is_some());
@@ -248,7 +225,7 @@ pub fn build_report(
     let n: f64 = rows.iter().map(|r| r.n).filter(|x| !x.is_nan()).sum();
     let failure_rate = fail / n.max(1.0);
     let score = suite_score(rows.iter().map(|r| (r.score, r.weight, r.enabled)));
-    let score_ci = score_interval(&rows, &samples, options);
+    let score_ci = score_interval(score, &rows, &estimates);
     Report {
         sources: sources.to_vec(),
         system: system_block(summary),
@@ -276,16 +253,12 @@ pub fn suite_score(rows: impl Iterator<Item = (f64, f64, Enabled)>) -> f64 {
     if den == 0.0 { -1.0 } else { (num / den).exp() }
 }
 
-/// Bootstrap material of one row: the mean of each resample relative to the row's perf.
-type RowSamples = Vec<f64>;
-
+/// A row and the estimate of its score (NaN without data).
 fn make_row(
     name: &str,
     s: Option<&BenchSummary>,
     entry: Option<&SuiteEntry>,
-    seed: u64,
-    resamples: usize,
-) -> (ReportRow, RowSamples) {
+) -> (ReportRow, Estimate) {
     let weight = entry
         .and_then(|e| e.weight)
         .or_else(|| s.and_then(|s| s.weight.as_f64()))
@@ -312,9 +285,11 @@ fn make_row(
         median_watt: None,
         enabled,
         perf_ci: Interval::NAN,
+        score_ci: Interval::NAN,
+        warm_up: None,
     };
     let Some(s) = s else {
-        return (row, Vec::new());
+        return (row, Estimate::NAN);
     };
     row.n = s.n as f64;
     row.fail = s.failures as f64;
@@ -333,32 +308,51 @@ fn make_row(
     let acc: f64 = s.per_gpu.values().map(|p| p.mean).sum();
     let ratio = 1.0 - row.fail / row.n.max(1.0);
     row.score = (if acc > 0.0 { acc } else { row.perf }) * ratio;
-    let (ci, samples) = bootstrap_mean(&s.rates, resamples, seed);
-    row.perf_ci = ci;
-    // Each resample moves the row's score in proportion to its perf.
-    let rel = samples
-        .iter()
-        .map(|m| {
-            if row.perf != 0.0 {
-                m / row.perf
-            } else {
-                f64::NAN
-            }
-        })
-        .collect();
-    (row, rel)
+    row.perf_ci = Interval::around(row.perf, s.rate_estimate().half_width());
+    let score = Estimate {
+        mean: row.score,
+        ..s.throughput_estimate().scaled(ratio)
+    };
+    row.score_ci = Interval::of(&score);
+    row.warm_up = Some(s.warm_up());
+    (row, score)
 }
 
-fn score_interval(rows: &[ReportRow], samples: &[RowSamples], options: &ReportOptions) -> Interval {
-    let mut scores = Vec::with_capacity(options.resamples);
-    for b in 0..options.resamples {
-        let it = rows.iter().zip(samples).map(|(r, s)| {
-            let factor = s.get(b).copied().unwrap_or(1.0);
-            (r.score * factor, r.weight, r.enabled)
-        });
-        scores.push(suite_score(it));
+/// The interval of the suite score by the delta method: the score is `exp(Σ (w/W) ln(1 + s))`,
+/// so `ln(1 + s)` of each row has the variance `var(s) / (1 + s)²` and the score that of their
+/// weighted sum times the score squared. Rows whose score counts as 0 (failed, absent) are
+/// exact; a counted row without an interval leaves the score without one.
+fn score_interval(score: f64, rows: &[ReportRow], estimates: &[Estimate]) -> Interval {
+    let total: f64 = rows
+        .iter()
+        .filter(|r| r.enabled.is_on())
+        .map(|r| r.weight)
+        .sum();
+    if total == 0.0 {
+        return Interval::NAN;
     }
-    Interval::from_samples(&mut scores)
+    let parts = rows
+        .iter()
+        .zip(estimates)
+        .filter(|(r, _)| r.enabled.is_on() && r.weight != 0.0)
+        .map(|(r, e)| {
+            let log_part = if r.score.is_nan() {
+                Estimate {
+                    mean: 0.0,
+                    variance: 0.0,
+                    dof: f64::INFINITY,
+                }
+            } else {
+                Estimate {
+                    mean: (1.0 + r.score).ln(),
+                    variance: e.variance / (1.0 + r.score).powi(2),
+                    dof: e.dof,
+                }
+            };
+            (r.weight / total, log_part)
+        });
+    let log_score = Estimate::weighted_sum(parts);
+    Interval::around(score, log_score.scaled(score).half_width())
 }
 
 fn system_block(summary: &Summary) -> Vec<(String, Value)> {

@@ -67,12 +67,19 @@ pub struct BenchSummary {
     /// Whether the configuration said `enabled` (not serialised).
     #[serde(skip)]
     pub enabled_given: bool,
-    /// Every training rate, for resampling (not serialised).
+    /// The training rates of each process in the order they were measured, for their
+    /// intervals (not serialised).
     #[serde(skip)]
+    pub rate_series: Vec<RateSeries>,
+}
+
+/// The training rates of one process, in the order they were measured.
+#[derive(Debug, Clone)]
+pub struct RateSeries {
+    /// The `device` of per-GPU plans.
+    pub device: Option<String>,
+    /// Training rates.
     pub rates: Vec<f64>,
-    /// Training rates per GPU, for resampling (not serialised).
-    #[serde(skip)]
-    pub rates_per_gpu: IndexMap<String, Vec<f64>>,
 }
 
 fn opt_finite<S: serde::Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
@@ -167,15 +174,6 @@ pub fn summarize_runs<'a>(runs: impl Iterator<Item = &'a RunFile>) -> Result<Sum
         } else {
             (None, None, None)
         };
-        let mut rates_per_gpu: IndexMap<String, Vec<f64>> = IndexMap::new();
-        for f in &files {
-            if let Some(dev) = &f.device {
-                rates_per_gpu
-                    .entry(dev.clone())
-                    .or_default()
-                    .extend(&f.train_rates);
-            }
-        }
         let summary = BenchSummary {
             meta: last.meta.clone(),
             name: name.to_owned(),
@@ -216,11 +214,13 @@ pub fn summarize_runs<'a>(runs: impl Iterator<Item = &'a RunFile>) -> Result<Sum
             energy,
             elpased,
             perf_watt,
-            rates: files
+            rate_series: files
                 .iter()
-                .flat_map(|f| f.train_rates.iter().copied())
+                .map(|f| RateSeries {
+                    device: f.device.clone(),
+                    rates: f.train_rates.clone(),
+                })
                 .collect(),
-            rates_per_gpu,
         };
         out.insert(name.to_owned(), summary);
     }

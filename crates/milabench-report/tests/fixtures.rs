@@ -1,4 +1,5 @@
-//! The fixture run folders give exactly the Python tool's report text and summary.
+//! The fixture run folders give exactly the Python tool's report text (followed by our
+//! intervals) and summary.
 
 use std::path::PathBuf;
 
@@ -41,7 +42,14 @@ fn text_reports_match_the_python_tool() {
         report.sources = vec![source.to_owned()];
         let want = std::fs::read_to_string(fixtures().join(format!("expected/report-{name}.txt")))
             .unwrap();
-        assert_eq!(render(&report, Format::Text), want, "{name}");
+        let text = render(&report, Format::Text);
+        // The Python tool's report, byte for byte, then our section.
+        let (python, ours) = text.split_at(want.len().min(text.len()));
+        assert_eq!(python, want, "{name}");
+        assert!(
+            ours.starts_with("\n95% intervals (batch means)"),
+            "{name}: {ours}"
+        );
     }
 }
 
@@ -107,7 +115,7 @@ fn formats_carry_the_same_numbers() {
     assert_eq!(row[5].parse::<f64>().unwrap(), low);
     let md = render(&report, Format::Markdown);
     assert!(md.contains("| benchio | 0 | 6 | 0 | 7878.45 |"), "{md}");
-    // Same seed, same interval.
+    // Batch means: the same data gives the same interval.
     let path = fixtures().join(CASES[2].0).to_string_lossy().into_owned();
     let (again, _) =
         report_runs(&[path], Some(&benchio_suite()), &ReportOptions::default()).unwrap();

@@ -88,6 +88,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         interrupt: Interrupt::new(),
         path: std::env::var("PATH").unwrap_or_default(),
         watchdog: None,
+        precision: None,
     };
     let result = session.run(&folder, &options, &LayerName::DEFAULT, &mut JsonEvents)?;
     JsonEvents.emit(json!({

@@ -7,7 +7,7 @@
 //! ```
 
 use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
-use milabench::report::{Format, ReportOptions};
+use milabench::report::ReportOptions;
 use milabench::{Session, SessionRequest};
 use serde_json::json;
 
@@ -31,10 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .runnable()
         .map(|bench| bench.name.as_str())
         .collect();
-    let (report, _) = session.report(
-        std::path::Path::new(&run_dir),
-        &ReportOptions::for_format(Format::Json),
-    )?;
+    let (report, _) = session.report(std::path::Path::new(&run_dir), &ReportOptions::default())?;
     let rows: Vec<_> = report
         .rows
         .iter()

@@ -37,6 +37,9 @@ pub struct RunOptions {
     /// The watchdog started beside each benchmark, which kills it should the orchestrator die
     /// (see [`milabench_exec::WatchdogCommand`]); the `milabench` binary names itself.
     pub watchdog: Option<milabench_exec::WatchdogCommand>,
+    /// Stop each benchmark once its rate is precise enough (`run --precision`); `None`: the
+    /// benchmarks decide.
+    pub precision: Option<milabench_exec::PrecisionStop>,
 }
 
 /// The lock file of a run folder.
@@ -283,6 +286,7 @@ pub fn run_suite(
                 sampler: Some(sampler),
                 keep_open: Some(keep_open.clone()),
                 watchdog: options.watchdog.clone(),
+                precision: options.precision,
                 ..ExecOptions::default()
             };
             observer.on_run_event(RunEvent::BenchStart { plan: &plan });

@@ -6,24 +6,25 @@ use milabench::report::{Verdict, compare_runs, render_comparison};
 use crate::args::{CompareArgs, CompareFormat};
 use crate::output::{warn, write_output};
 
-/// Bootstrap resamples used for the intervals.
-const RESAMPLES: usize = 2000;
-
 /// Compares the runs and prints the table.
 pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    let comparison = compare_runs(&args.runs, RESAMPLES, args.seed)?;
+    let comparison = compare_runs(&args.runs, args.threshold.unwrap_or(0.0))?;
     let text = match args.format {
         CompareFormat::Text => render_comparison(&comparison),
         CompareFormat::Json => serde_json::to_string_pretty(&comparison)? + "\n",
     };
     write_output(None, &text)?;
-    let Some(limit) = args.fail_above else {
+    // `--threshold` gates on every worse benchmark (its verdict already needs the threshold).
+    let Some(limit) = args.fail_above.or(args.threshold.map(|_| 0.0)) else {
         return Ok(ExitCode::Success);
     };
     let regressions = comparison.regressions(limit);
     for row in &regressions {
         let why = match row.verdict {
-            Verdict::Slower => format!("{:.1}% slower, beyond the noise", -row.change_pct),
+            Verdict::Worse => format!(
+                "{:.1}% slower, beyond the noise and the {}% threshold",
+                -row.change_pct, comparison.threshold_pct
+            ),
             Verdict::Missing => "absent from this run".to_owned(),
             Verdict::Failed => "every process failed".to_owned(),
             _ => "no rate measured".to_owned(),

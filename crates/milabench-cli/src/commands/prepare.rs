@@ -26,7 +26,7 @@ pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> 
 pub(super) fn prepare(session: &Session) -> anyhow::Result<ExitCode> {
     let interrupt = milabench::exec::Interrupt::new();
     let ctrl_c = milabench::exec::install_ctrl_c(interrupt.clone())?;
-    let options = super::run::run_options(interrupt, 1, false)?;
+    let options = super::run::run_options(interrupt, 1, false, None)?;
     let summary = session.prepare(&options, &mut LiveDisplay::for_prepare());
     ctrl_c.uninstall();
     Ok(judge(&summary?))

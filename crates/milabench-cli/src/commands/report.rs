@@ -27,8 +27,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let options = ReportOptions {
         price: args.price,
-        seed: args.seed,
-        ..ReportOptions::for_format(format)
+        ..ReportOptions::default()
     };
     let (report, set) = report_runs(&args.runs, suite.as_deref(), &options)?;
     for warning in set.warnings() {

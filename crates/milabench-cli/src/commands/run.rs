@@ -42,7 +42,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     let interrupt = Interrupt::new();
     let ctrl_c = milabench::exec::install_ctrl_c(interrupt.clone())?;
-    let options = run_options(interrupt, args.repeat, args.resume)?;
+    let options = run_options(interrupt, args.repeat, args.resume, args.precision)?;
     let result = session.run(&folder, &options, &validations, &mut LiveDisplay::new());
     drop(folder);
     ctrl_c.uninstall();
@@ -62,7 +62,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         &ReportOptions {
             // Skipped for unmet capabilities: absent on purpose, not failed.
             excused: summary.skipped.clone(),
-            ..ReportOptions::for_format(Format::Text)
+            ..ReportOptions::default()
         },
     )?;
     for warning in set.warnings() {
@@ -92,11 +92,13 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// How `run` and `prepare` start processes: `repeat` times, resuming or not, stopped by
-/// `interrupt`, with this program as the watchdog.
+/// `interrupt` (and, with `precision_pct`, once a benchmark's rate is that precise), with this
+/// program as the watchdog.
 pub(super) fn run_options(
     interrupt: Interrupt,
     repeat: usize,
     resume: bool,
+    precision_pct: Option<f64>,
 ) -> anyhow::Result<RunOptions> {
     Ok(RunOptions {
         repeat,
@@ -105,6 +107,10 @@ pub(super) fn run_options(
         interrupt,
         path: std::env::var("PATH").unwrap_or_default(),
         watchdog: Some(super::watchdog()?),
+        precision: precision_pct.map(|pct| milabench::exec::PrecisionStop {
+            share: pct / 100.0,
+            min_observations: milabench::exec::PrecisionStop::MIN_OBSERVATIONS,
+        }),
     })
 }
 

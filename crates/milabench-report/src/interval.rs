@@ -1,0 +1,120 @@
+//! The 95% intervals of the report's figures, from the batch-means estimates of
+//! `milabench-stats` (see that crate for why batch means), and the warm-up found in the rates.
+
+use milabench_stats::{Estimate, steady_state_start};
+use serde::Serialize;
+
+use crate::summary::BenchSummary;
+
+/// A 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Interval {
+    /// Lower bound.
+    #[serde(serialize_with = "crate::json::finite_or_null")]
+    pub low: f64,
+    /// Upper bound.
+    #[serde(serialize_with = "crate::json::finite_or_null")]
+    pub high: f64,
+}
+
+impl Interval {
+    /// No interval.
+    pub const NAN: Interval = Interval {
+        low: f64::NAN,
+        high: f64::NAN,
+    };
+
+    /// `center ± half_width`.
+    pub fn around(center: f64, half_width: f64) -> Interval {
+        Interval {
+            low: center - half_width,
+            high: center + half_width,
+        }
+    }
+
+    /// The interval of an estimate, centred on its mean.
+    pub fn of(estimate: &Estimate) -> Interval {
+        Interval::around(estimate.mean, estimate.half_width())
+    }
+
+    /// Half the width (NaN for no interval).
+    pub fn half_width(&self) -> f64 {
+        (self.high - self.low) / 2.0
+    }
+}
+
+/// Where the rates of a benchmark's processes stopped warming up, after the fixed `skip` (the
+/// benchmark leaves the skipped observations out of its data).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WarmUp {
+    /// The most observations any process still spent warming up (0: steady from the first).
+    pub observations: usize,
+    /// How much higher the pooled rate is without those observations, percent (negative when
+    /// the warm-up was faster than the steady state).
+    pub gain_pct: f64,
+    /// The half-width of the 95% interval of the pooled rate without them, percent of it.
+    pub steady_half_width_pct: f64,
+}
+
+impl WarmUp {
+    /// Whether the fixed `skip` cut too little: the rates were still rising after it, and
+    /// leaving out the rest of the warm-up raises the rate by more than the steady rate's
+    /// interval (the warm-up itself widens the interval of all the rates, so that one would
+    /// hide it).
+    pub fn skip_too_short(&self) -> bool {
+        self.observations > 0 && self.gain_pct > self.steady_half_width_pct
+    }
+}
+
+impl BenchSummary {
+    /// The mean of every training rate pooled, with its batch-means variance (each process
+    /// weighs its share of the observations, as the pooled mean weighs them).
+    pub fn rate_estimate(&self) -> Estimate {
+        Estimate::pooled(self.rate_series.iter().map(|s| s.rates.as_slice()))
+    }
+
+    /// The throughput that counts in the score, before the success ratio: the sum over
+    /// devices of each device's pooled rate for per-GPU plans, else the pooled rate.
+    pub fn throughput_estimate(&self) -> Estimate {
+        let mut devices: indexmap::IndexMap<&str, Vec<&[f64]>> = indexmap::IndexMap::new();
+        for series in &self.rate_series {
+            if let Some(dev) = &series.device {
+                devices.entry(dev).or_default().push(&series.rates);
+            }
+        }
+        let per_device = Estimate::weighted_sum(
+            devices
+                .into_values()
+                .map(|series| (1.0, Estimate::pooled(series))),
+        );
+        if per_device.mean > 0.0 {
+            per_device
+        } else {
+            self.rate_estimate()
+        }
+    }
+
+    /// The warm-up of each process found by [`steady_state_start`], and what it costs the
+    /// pooled rate.
+    pub fn warm_up(&self) -> WarmUp {
+        let steady_parts: Vec<&[f64]> = self
+            .rate_series
+            .iter()
+            .map(|s| &s.rates[steady_state_start(&s.rates)..])
+            .collect();
+        let observations = self
+            .rate_series
+            .iter()
+            .zip(&steady_parts)
+            .map(|(all, steady)| all.rates.len() - steady.len())
+            .max()
+            .unwrap_or(0);
+        let steady = Estimate::pooled(steady_parts.iter().copied());
+        let all = self.rate_estimate();
+        WarmUp {
+            observations,
+            gain_pct: (steady.mean / all.mean - 1.0) * 100.0,
+            steady_half_width_pct: steady.relative_half_width() * 100.0,
+        }
+    }
+}

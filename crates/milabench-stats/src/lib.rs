@@ -1,0 +1,470 @@
+//! Statistics of rate series: how precisely a benchmark's mean rate is known, how the
+//! precision of several processes combines, whether a change between two runs is real, and
+//! where a series' warm-up ends.
+//!
+//! # Why batch means
+//!
+//! Successive rates of one process are correlated (a slow step is followed by another: caches,
+//! clocks, the data loader), so `std / sqrt(n)` understates the error of their mean, often by a
+//! factor of two or more. Two remedies respect the correlation: a moving-block bootstrap and
+//! non-overlapping batch means. Batch means is used here because it is deterministic (no seed, the
+//! same data always gives the same interval), costs one pass and no allocation beyond the
+//! batches, and is cheap enough to recompute after every observation while a benchmark runs
+//! (`run --precision`); a bootstrap needs a seed, a thousand resamples and a block length that is
+//! no easier to choose than a batch size. A series of `n` observations is cut into
+//! `b = floor(sqrt(n))` batches of `floor(n / b)` observations (the oldest remainder is left
+//! out): both the batch count and the batch size grow with `n`, so the batch means become
+//! independent and the interval consistent as a series grows, and Student's t with `b - 1`
+//! degrees of freedom accounts for the few batches of short series.
+//!
+//! Processes are independent of each other, so estimates combine as weighted sums: variances add
+//! with the squared weights and the degrees of freedom follow Welch and Satterthwaite.
+
+/// An estimated mean with the variance of that estimate and its degrees of freedom; a 95%
+/// interval is `mean ± half_width()`. NaN variance: too few observations to know.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    /// The estimated mean.
+    pub mean: f64,
+    /// Variance of `mean` as an estimator (not of the observations).
+    pub variance: f64,
+    /// Degrees of freedom of `variance` (NaN when it is not known).
+    pub dof: f64,
+}
+
+/// The fewest observations of a series that give an interval (two batches of two).
+pub const MIN_OBSERVATIONS: usize = 4;
+
+impl Estimate {
+    /// Nothing known.
+    pub const NAN: Estimate = Estimate {
+        mean: f64::NAN,
+        variance: f64::NAN,
+        dof: f64::NAN,
+    };
+
+    /// The mean of `series` (observations in time order) with its batch-means variance; the
+    /// variance is NaN below [`MIN_OBSERVATIONS`].
+    pub fn of_series(series: &[f64]) -> Estimate {
+        let n = series.len();
+        if n == 0 {
+            return Estimate::NAN;
+        }
+        let mean = series.iter().sum::<f64>() / n as f64;
+        if n < MIN_OBSERVATIONS {
+            return Estimate {
+                mean,
+                ..Estimate::NAN
+            };
+        }
+        let batches = n.isqrt();
+        let size = n / batches;
+        let batched = &series[n - batches * size..];
+        let means: Vec<f64> = batched
+            .chunks_exact(size)
+            .map(|batch| batch.iter().sum::<f64>() / size as f64)
+            .collect();
+        let grand = means.iter().sum::<f64>() / batches as f64;
+        let spread = means.iter().map(|m| (m - grand).powi(2)).sum::<f64>() / (batches - 1) as f64;
+        // `spread` estimates the variance of the mean of `size` observations; the mean of `n`
+        // has `size / n` of it.
+        Estimate {
+            mean,
+            variance: spread * size as f64 / n as f64,
+            dof: (batches - 1) as f64,
+        }
+    }
+
+    /// `Σ weight × estimate` of independent estimates: variances add with the squared weights,
+    /// degrees of freedom by Welch–Satterthwaite. NaN as soon as one part's variance is unknown;
+    /// nothing summed gives NaN.
+    pub fn weighted_sum(parts: impl IntoIterator<Item = (f64, Estimate)>) -> Estimate {
+        let mut mean = 0.0;
+        let mut variance = 0.0;
+        let mut dof_denominator = 0.0;
+        let mut any = false;
+        for (weight, part) in parts {
+            any = true;
+            mean += weight * part.mean;
+            let v = weight * weight * part.variance;
+            variance += v;
+            if v != 0.0 {
+                dof_denominator += v * v / part.dof;
+            }
+        }
+        if !any {
+            return Estimate::NAN;
+        }
+        let dof = if dof_denominator == 0.0 {
+            // Every part exactly known (or of weight 0): nothing to be uncertain about.
+            f64::INFINITY
+        } else {
+            variance * variance / dof_denominator
+        };
+        Estimate {
+            mean,
+            variance,
+            dof: if variance.is_nan() { f64::NAN } else { dof },
+        }
+    }
+
+    /// The mean of every observation of independent series pooled together (each series weighs
+    /// its share of the observations).
+    pub fn pooled<'a>(series: impl IntoIterator<Item = &'a [f64]> + Clone) -> Estimate {
+        let total: usize = series.clone().into_iter().map(<[f64]>::len).sum();
+        Estimate::weighted_sum(
+            series
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .map(|s| (s.len() as f64 / total as f64, Estimate::of_series(s))),
+        )
+    }
+
+    /// The same estimate multiplied by `factor`.
+    pub fn scaled(self, factor: f64) -> Estimate {
+        Estimate {
+            mean: self.mean * factor,
+            variance: self.variance * factor * factor,
+            dof: self.dof,
+        }
+    }
+
+    /// Half the width of the 95% interval: `t(0.975, dof) × sqrt(variance)` (0 for an exact
+    /// estimate, NaN when the variance is unknown).
+    pub fn half_width(&self) -> f64 {
+        if self.variance == 0.0 {
+            return 0.0;
+        }
+        t_975(self.dof) * self.variance.sqrt()
+    }
+
+    /// `half_width / |mean|`: the precision as a share of the mean.
+    pub fn relative_half_width(&self) -> f64 {
+        self.half_width() / self.mean.abs()
+    }
+
+    /// The relative change `other / self - 1`, in percent, with its variance by the delta
+    /// method (the two estimates are independent).
+    pub fn change_to(&self, other: &Estimate) -> Estimate {
+        let ratio = other.mean / self.mean;
+        let rel_base = self.variance / (self.mean * self.mean);
+        let rel_other = other.variance / (other.mean * other.mean);
+        let relative = Estimate::weighted_sum([
+            (
+                ratio,
+                Estimate {
+                    mean: 1.0,
+                    variance: rel_other,
+                    dof: other.dof,
+                },
+            ),
+            (
+                ratio,
+                Estimate {
+                    mean: 0.0,
+                    variance: rel_base,
+                    dof: self.dof,
+                },
+            ),
+        ]);
+        Estimate {
+            mean: ratio - 1.0,
+            ..relative
+        }
+        .scaled(100.0)
+    }
+}
+
+/// What a change between two runs means, given its interval and the smallest effect that
+/// matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judgement {
+    /// The interval excludes no change and the change is beyond the threshold, upwards.
+    Better,
+    /// The interval excludes no change and the change is beyond the threshold, downwards.
+    Worse,
+    /// The interval contains no change, or the change is within the threshold.
+    CannotTell,
+}
+
+/// Judges a relative change (in percent, as [`Estimate::change_to`] gives it) against its 95%
+/// interval and `threshold_pct`: a change counts only when the interval leaves out 0 and the
+/// change itself is larger than the threshold (both, so that a precise but negligible change
+/// and a large but noisy one both say "cannot tell"). An unknown interval cannot tell.
+pub fn judge(change_pct: &Estimate, threshold_pct: f64) -> Judgement {
+    let half = change_pct.half_width();
+    let (low, high) = (change_pct.mean - half, change_pct.mean + half);
+    if low > 0.0 && change_pct.mean > threshold_pct {
+        Judgement::Better
+    } else if high < 0.0 && change_pct.mean < -threshold_pct {
+        Judgement::Worse
+    } else {
+        Judgement::CannotTell
+    }
+}
+
+/// The 97.5th percentile of Student's t with `dof` degrees of freedom (fractional degrees are
+/// rounded down, the wider side; below 1 counts as 1; infinite is the normal quantile).
+pub fn t_975(dof: f64) -> f64 {
+    // Exact to four decimals for 1 to 30 degrees; above, the Cornish–Fisher series in 1/dof,
+    // whose error at 31 degrees is already below 1e-4.
+    const TABLE: [f64; 30] = [
+        12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281, 2.2010,
+        2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860, 2.0796, 2.0739,
+        2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
+    ];
+    const Z: f64 = 1.959_963_984_540_054;
+    if dof.is_nan() {
+        return f64::NAN;
+    }
+    let whole = dof.floor().max(1.0);
+    if whole <= 30.0 {
+        return TABLE[whole as usize - 1];
+    }
+    let v = whole;
+    let z2 = Z * Z;
+    let g1 = Z * (z2 + 1.0) / 4.0;
+    let g2 = Z * ((5.0 * z2 + 16.0) * z2 + 3.0) / 96.0;
+    let g3 = Z * (((3.0 * z2 + 19.0) * z2 + 17.0) * z2 - 15.0) / 384.0;
+    let g4 = Z * ((((79.0 * z2 + 776.0) * z2 + 1482.0) * z2 - 1920.0) * z2 - 945.0) / 92160.0;
+    Z + g1 / v + g2 / (v * v) + g3 / (v * v * v) + g4 / (v * v * v * v)
+}
+
+/// Where the steady state of `series` begins: the number of leading observations to leave out.
+///
+/// MSER truncation first: the `d` (at most half the series) whose removal minimises the squared
+/// error of the mean of the rest, `Σ (x - mean)² / (n - d)²`; removing warm-up observations
+/// lowers the spread faster than it shrinks the count, removing steady ones does not. On
+/// correlated series that minimum often lies some way into the steady part (a calm stretch
+/// lowers the spread by chance), so the answer is then moved back to the earliest `d` whose
+/// mean is within half a standard error (batch means) of the minimum's: a warm-up that moves
+/// the mean by less than that is noise. 0 for series too short to tell (under 10
+/// observations).
+pub fn steady_state_start(series: &[f64]) -> usize {
+    const SHORTEST: usize = 10;
+    let n = series.len();
+    if n < SHORTEST {
+        return 0;
+    }
+    // Sums of the suffixes: `suffix[d]` is the sum (and sum of squares) of `series[d..]`.
+    let mut suffix = vec![(0.0, 0.0); n + 1];
+    for d in (0..n).rev() {
+        let (sum, squares) = suffix[d + 1];
+        suffix[d] = (sum + series[d], squares + series[d] * series[d]);
+    }
+    let mean_from = |d: usize| suffix[d].0 / (n - d) as f64;
+    let mut best = (f64::INFINITY, 0);
+    for (d, &(sum, squares)) in suffix.iter().enumerate().take(n / 2 + 1) {
+        let k = (n - d) as f64;
+        let error = (squares - sum * sum / k).max(0.0) / (k * k);
+        if error < best.0 {
+            best = (error, d);
+        }
+    }
+    let minimum = best.1;
+    let steady = mean_from(minimum);
+    let tolerance = Estimate::of_series(&series[minimum..]).variance.sqrt() / 2.0;
+    (0..minimum)
+        .find(|&d| (mean_from(d) - steady).abs() <= tolerance)
+        .unwrap_or(minimum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A standard normal draw (Box–Muller).
+    fn normal(rng: &mut fastrand::Rng) -> f64 {
+        let u = 1.0 - rng.f64();
+        let v = rng.f64();
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+
+    /// An AR(1) series around `mean`: `x[t] - mean = phi (x[t-1] - mean) + sd ε`, started in
+    /// its stationary distribution.
+    fn ar1(rng: &mut fastrand::Rng, n: usize, mean: f64, phi: f64, sd: f64) -> Vec<f64> {
+        let mut x = normal(rng) * sd / (1.0 - phi * phi).sqrt();
+        (0..n)
+            .map(|_| {
+                let out = mean + x;
+                x = phi * x + sd * normal(rng);
+                out
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_t_quantile_joins_its_table_and_tends_to_the_normal() {
+        assert_eq!(t_975(1.0), 12.7062);
+        assert_eq!(t_975(0.2), 12.7062);
+        assert_eq!(t_975(4.9), t_975(4.0));
+        assert!((t_975(31.0) - 2.0395).abs() < 1e-4, "{}", t_975(31.0));
+        assert!((t_975(60.0) - 2.0003).abs() < 1e-4, "{}", t_975(60.0));
+        assert!((t_975(f64::INFINITY) - 1.96).abs() < 1e-3);
+        assert!(t_975(f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn batch_means_cover_the_true_mean_of_correlated_series() {
+        // 1,000 AR(1) series with lag-one correlation 0.5 (each rate remembers half of the
+        // last one's deviation): the i.i.d. error would cover about 76% of the time.
+        let mut rng = fastrand::Rng::with_seed(29);
+        let trials = 1000;
+        let mut covered = 0;
+        let mut iid_covered = 0;
+        for _ in 0..trials {
+            let series = ar1(&mut rng, 400, 100.0, 0.5, 5.0);
+            let e = Estimate::of_series(&series);
+            if (e.mean - 100.0).abs() <= e.half_width() {
+                covered += 1;
+            }
+            let n = series.len() as f64;
+            let var = series.iter().map(|x| (x - e.mean).powi(2)).sum::<f64>() / (n - 1.0);
+            if (e.mean - 100.0).abs() <= 1.96 * (var / n).sqrt() {
+                iid_covered += 1;
+            }
+        }
+        assert!(
+            (930..=970).contains(&covered),
+            "covered {covered} of {trials}"
+        );
+        assert!(
+            iid_covered < 850,
+            "the i.i.d. interval covered {iid_covered}"
+        );
+    }
+
+    #[test]
+    fn pooled_processes_cover_the_true_mean() {
+        // Two processes (two GPUs) of different lengths pooled as the report pools them.
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut covered = 0;
+        for _ in 0..1000 {
+            let a = ar1(&mut rng, 300, 100.0, 0.5, 5.0);
+            let b = ar1(&mut rng, 200, 100.0, 0.5, 5.0);
+            let e = Estimate::pooled([a.as_slice(), b.as_slice()]);
+            if (e.mean - 100.0).abs() <= e.half_width() {
+                covered += 1;
+            }
+        }
+        assert!((930..=970).contains(&covered), "covered {covered}");
+    }
+
+    #[test]
+    fn short_constant_and_empty_series() {
+        assert!(Estimate::of_series(&[1.0, 2.0, 3.0]).half_width().is_nan());
+        assert_eq!(Estimate::of_series(&[1.0, 2.0, 3.0]).mean, 2.0);
+        assert_eq!(Estimate::of_series(&[5.0; 9]).half_width(), 0.0);
+        assert!(Estimate::of_series(&[]).mean.is_nan());
+        assert!(
+            Estimate::pooled([[1.0; 9].as_slice(), &[2.0]])
+                .variance
+                .is_nan()
+        );
+        let sum = Estimate::weighted_sum([(2.0, Estimate::of_series(&[5.0; 9]))]);
+        assert_eq!((sum.mean, sum.half_width()), (10.0, 0.0));
+    }
+
+    #[test]
+    fn a_planted_warm_up_is_found_within_a_few_observations() {
+        // 12 observations climbing from 40% to 100% of the steady rate, then 88 steady ones.
+        let mut rng = fastrand::Rng::with_seed(3);
+        let warm = 12;
+        let mut near = 0;
+        for _ in 0..200 {
+            let mut series = ar1(&mut rng, 100, 100.0, 0.5, 2.0);
+            for (i, x) in series.iter_mut().take(warm).enumerate() {
+                *x -= 60.0 * (1.0 - i as f64 / warm as f64);
+            }
+            let found = steady_state_start(&series);
+            if found.abs_diff(warm) <= 3 {
+                near += 1;
+            }
+        }
+        assert!(
+            near >= 190,
+            "found within 3 observations {near} times of 200"
+        );
+    }
+
+    #[test]
+    fn a_steady_series_has_little_warm_up() {
+        let mut rng = fastrand::Rng::with_seed(5);
+        let mut starts = Vec::new();
+        for _ in 0..200 {
+            starts.push(steady_state_start(&ar1(&mut rng, 100, 100.0, 0.5, 2.0)));
+        }
+        starts.sort_unstable();
+        assert!(starts[100] <= 5, "median start {}", starts[100]);
+        assert_eq!(steady_state_start(&[1.0, 2.0, 3.0]), 0);
+    }
+
+    /// Judgements of `trials` comparisons of two runs of two processes each, the second run's
+    /// rates scaled by `factor`.
+    fn judgements(seed: u64, factor: f64, threshold: f64) -> [usize; 3] {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let mut counts = [0; 3];
+        let run = |rng: &mut fastrand::Rng, scale: f64| {
+            let series: Vec<Vec<f64>> = (0..2)
+                .map(|_| {
+                    ar1(rng, 100, 100.0, 0.5, 2.0)
+                        .iter()
+                        .map(|x| x * scale)
+                        .collect()
+                })
+                .collect();
+            Estimate::pooled(series.iter().map(Vec::as_slice))
+        };
+        for _ in 0..1000 {
+            let a = run(&mut rng, 1.0);
+            let b = run(&mut rng, factor);
+            let i = match judge(&a.change_to(&b), threshold) {
+                Judgement::Better => 0,
+                Judgement::Worse => 1,
+                Judgement::CannotTell => 2,
+            };
+            counts[i] += 1;
+        }
+        counts
+    }
+
+    #[test]
+    fn two_runs_of_the_same_machine_cannot_tell() {
+        let [better, worse, cannot] = judgements(11, 1.0, 1.0);
+        assert!(
+            cannot >= 950,
+            "better {better}, worse {worse}, cannot tell {cannot}"
+        );
+    }
+
+    #[test]
+    fn real_changes_beyond_the_threshold_are_seen_and_small_ones_are_not() {
+        let [_, worse, _] = judgements(13, 0.95, 1.0);
+        assert!(worse >= 950, "a 5% slowdown was seen {worse} times");
+        let [better, _, _] = judgements(17, 1.05, 1.0);
+        assert!(better >= 950, "a 5% speed-up was seen {better} times");
+        // A fifth of a percent is under a 1% threshold (the change of two runs has a standard
+        // error of about 0.4% here).
+        let [better, worse, _] = judgements(19, 1.002, 1.0);
+        assert!(better + worse <= 50, "better {better}, worse {worse}");
+    }
+
+    #[test]
+    fn the_change_interval_is_in_percent() {
+        let a = Estimate {
+            mean: 100.0,
+            variance: 1.0,
+            dof: 10.0,
+        };
+        let b = Estimate {
+            mean: 110.0,
+            variance: 1.21,
+            dof: 10.0,
+        };
+        let change = a.change_to(&b);
+        assert!((change.mean - 10.0).abs() < 1e-9);
+        // (1.1)² × (0.0001 + 0.0001) × 100²
+        assert!((change.variance - 2.42).abs() < 1e-9, "{change:?}");
+        assert!((change.dof - 20.0).abs() < 1e-9);
+    }
+}
