@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use camino::Utf8PathBuf;
 use clap::Args;
-use milabench_exec::Interrupt;
+use milabench_exec::{ExitCode, Interrupt};
 
-use super::{FAILURES, Format, INTERRUPTED, SUCCESS, worker_command};
-use crate::ops::stats::{summarize, table};
-use crate::ops::{self, ExecMode, ExpandedRun, OpsConfig, Outcome, RunOptions, RunRecord};
+use crate::{Format, worker_command};
+use benchit::ops::stats::{summarize, table};
+use benchit::ops::{self, ExecMode, ExpandedRun, OpsConfig, Outcome, RunOptions, RunRecord};
 
 /// Arguments of `benchit ops`.
 #[derive(Debug, Args)]
@@ -90,13 +90,13 @@ pub(crate) struct OpsArgs {
 }
 
 /// Runs `benchit ops`; returns the exit status.
-pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<u8> {
+pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<ExitCode> {
     let config = OpsConfig::load(&args.config)?;
     let range = ops::select(&config, args.resume_id.as_deref(), args.stop_id.as_deref())?;
     let selected = ops::expand(&config).skip(range.start).take(range.len());
     if args.list {
         print_list(selected, args.format)?;
-        return Ok(SUCCESS);
+        return Ok(ExitCode::Success);
     }
     if range.len() > ops::config::MAX_RUNS_AT_ONCE {
         anyhow::bail!(
@@ -169,11 +169,11 @@ pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<u8> {
                 summary.records.len()
             );
         }
-        INTERRUPTED
+        ExitCode::Interrupted
     } else if summary.error.is_some() || failed {
-        FAILURES
+        ExitCode::BenchmarkFailures
     } else {
-        SUCCESS
+        ExitCode::Success
     })
 }
 
