@@ -1,5 +1,6 @@
 //! `benchit ops`: operator microbenchmarks from PARAM-style JSON configs.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use camino::Utf8PathBuf;
@@ -7,7 +8,7 @@ use clap::Args;
 use milabench_exec::{ExitCode, Interrupt};
 
 use crate::{Format, worker_command};
-use benchit::ops::stats::{summarize, table};
+use benchit::ops::stats::{PassSummary, RunStats, summarize};
 use benchit::ops::{self, ExecMode, ExpandedRun, OpsConfig, Outcome, RunOptions, RunRecord};
 
 /// Arguments of `benchit ops`.
@@ -243,4 +244,49 @@ fn print_summary(summary: &ops::RunSummary, format: Format) -> anyhow::Result<()
         ),
     }
     Ok(())
+}
+
+/// The text table: one line per run and pass, with median and p90 in milliseconds; failures
+/// show their reason.
+fn table(rows: &[RunStats]) -> String {
+    let op_width = rows
+        .iter()
+        .map(|r| r.op_name.len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    let id_width = rows.iter().map(|r| r.id.len()).max().unwrap_or(0).max(2);
+    let mut text = format!(
+        "{:<op_width$}  {:<id_width$}  {:<8}  {:>5}  {:>12}  {:>12}\n",
+        "operator", "id", "pass", "n", "median ms", "p90 ms"
+    );
+    for row in rows {
+        let mut pass = |name: &str, summary: &PassSummary| {
+            let _ = writeln!(
+                text,
+                "{:<op_width$}  {:<id_width$}  {name:<8}  {:>5}  {:>12.4}  {:>12.4}",
+                row.op_name, row.id, summary.n, summary.median_ms, summary.p90_ms
+            );
+        };
+        if let Some(forward) = &row.forward {
+            pass("forward", forward);
+        }
+        if let Some(backward) = &row.backward {
+            pass("backward", backward);
+        }
+        let note = match (&row.error, row.status) {
+            (Some(error), _) => Some(format!("FAILED: {error}")),
+            (None, "dry-run") => Some("not measured (-w 0 -i 0)".to_string()),
+            (None, _) if row.forward.is_none() => Some("no measured iteration (-i 0)".to_string()),
+            _ => None,
+        };
+        if let Some(note) = note {
+            let _ = writeln!(
+                text,
+                "{:<op_width$}  {:<id_width$}  {note}",
+                row.op_name, row.id
+            );
+        }
+    }
+    text
 }

@@ -7,14 +7,18 @@
 //! command (the `benchit-cli` crate) does; the `clap` feature derives `clap::ValueEnum` on the
 //! option enums for it.
 //!
-//! - [`env`](mod@env): the managed Python environment the worker runs in.
+//! - [`env`](mod@env): the managed Python environment the worker runs in, shared by both.
 //! - [`models`]: model benchmarking: discovery, the build cache, runtimes, statistics.
 //! - [`ops`]: PARAM-style operator microbenchmarks: config expansion, ids, the run.
-//! - [`worker`]: one worker process and its JSON-lines streams.
+//! - [`worker`]: one worker process and its JSON-lines streams, shared by both.
+//!
+//! `models` and `ops` share only the worker, its environment and the quantile of their
+//! statistics; neither uses the other.
 
 pub mod env;
 pub mod models;
 pub mod ops;
+mod quantile;
 pub mod worker;
 
 pub use models::{benchmark_model, benchmark_script};
