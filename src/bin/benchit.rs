@@ -1,5 +1,5 @@
-//! The `benchit` command: a thin wrapper over [`benchit::cli::main`].
+//! The `benchit` command: a thin wrapper over [`benchit_cli::main`].
 
 fn main() -> std::process::ExitCode {
-    benchit::cli::main()
+    benchit_cli::main()
 }

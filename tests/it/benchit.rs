@@ -1035,3 +1035,66 @@ fn ctrl_c_stops_the_first_build_of_the_environment_even_when_sigint_was_ignored(
     assert_eq!(ended.and_then(|s| s.code()), Some(130), "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
 }
+
+/// The processes whose parent is `parent`, with their command lines.
+fn children_of(parent: u32) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in fs_err::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            found.push((pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")));
+        }
+    }
+    found
+}
+
+/// Whether `pid` still runs (a zombie nobody reaps, as without an init process, does not).
+fn runs(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
+}
+
+#[test]
+fn a_killed_benchit_takes_its_worker_with_it() {
+    let s = Scratch::new();
+    let mut child = s
+        .benchit(&["hang_in_build.py", "--iterations", "2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("benchit starts");
+    wait_for("the build starts", || {
+        s.state("hang_in_build_24adc42f")
+            .contains("completed_build_stages:\n  - export")
+    });
+    let workers: Vec<u32> = children_of(child.id())
+        .into_iter()
+        .filter(|(_, cmdline)| cmdline.contains("fake_models_worker.py"))
+        .map(|(pid, _)| pid)
+        .collect();
+    assert_eq!(workers.len(), 1, "one worker runs");
+    // SIGKILL: benchit stops nothing itself; its watchdog sees it gone.
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+    let gone = std::panic::catch_unwind(|| {
+        wait_for("the worker is killed", || !runs(workers[0]));
+    });
+    if gone.is_err() {
+        let _ = Command::new("kill")
+            .args(["-KILL", &workers[0].to_string()])
+            .status();
+        panic!("the worker outlived a killed benchit");
+    }
+}

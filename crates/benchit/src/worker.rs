@@ -1,18 +1,17 @@
-//! One Python worker process (`python -m benchmate.benchit <mode>`): started in its own process
-//! group, fed JSON lines on stdin, read JSON lines from stdout, its stderr in a log file, stopped
-//! on deadline, Ctrl-C or drop. See `docs/benchit-protocol.md`.
+//! One Python worker process (`python -m benchmate.benchit <mode>`): started and stopped through
+//! `milabench-exec` ([`SupervisedChild`]: its own process group and tree, Ctrl-C, the watchdog),
+//! fed JSON lines on stdin, read JSON lines from stdout, its stderr in a log file, stopped on
+//! deadline, Ctrl-C or drop. See `docs/benchit-protocol.md`.
 
 use std::fmt;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
-use milabench_exec::{Interrupt, WatchedGroup};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use milabench_exec::{ExecError, Interrupt, SupervisedChild, TriggerHook, WatchdogCommand};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -20,19 +19,22 @@ use serde::de::DeserializeOwned;
 /// user's (split like a shell would split it).
 pub const WORKER_VAR: &str = "BENCHIT_WORKER";
 
-/// Time between SIGTERM and SIGKILL when a worker is stopped.
+/// Time between SIGTERM and SIGKILL when a worker is stopped, and how long a worker whose
+/// requests ended may take to exit on its own.
 const GRACE: Duration = Duration::from_secs(3);
 
-/// How often a waiting read looks at the interrupt flag.
-const POLL: Duration = Duration::from_millis(100);
-
-/// How a worker is started: a program and the arguments before the mode.
+/// How a worker is started: a program and the arguments before the mode, and the watchdog that
+/// kills it should benchit die.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerCommand {
     /// The program (an interpreter, usually).
     pub program: String,
     /// Its first arguments (`-m benchmate.benchit`); the mode is appended.
     pub args: Vec<String>,
+    /// Started beside each worker to kill it should benchit be killed (see
+    /// [`milabench_exec::WatchdogCommand`]); `None`: a worker outlives a killed benchit until it
+    /// reads its closed stdin.
+    pub watchdog: Option<WatchdogCommand>,
 }
 
 impl WorkerCommand {
@@ -41,6 +43,7 @@ impl WorkerCommand {
         WorkerCommand {
             program: python.to_string(),
             args: vec!["-m".into(), "benchmate.benchit".into()],
+            watchdog: None,
         }
     }
 
@@ -58,6 +61,7 @@ impl WorkerCommand {
         Ok(WorkerCommand {
             program,
             args: words.collect(),
+            watchdog: None,
         })
     }
 
@@ -66,6 +70,14 @@ impl WorkerCommand {
         match std::env::var(WORKER_VAR) {
             Ok(line) if !line.trim().is_empty() => Self::parse(&line).map(Some),
             _ => Ok(None),
+        }
+    }
+
+    /// The same command, its workers watched by `watchdog`.
+    pub fn with_watchdog(self, watchdog: WatchdogCommand) -> WorkerCommand {
+        WorkerCommand {
+            watchdog: Some(watchdog),
+            ..self
         }
     }
 
@@ -92,7 +104,7 @@ pub struct WorkerOptions<'a> {
     pub env: Vec<(String, String)>,
     /// How long the worker may live in all.
     pub timeout: Duration,
-    /// Ctrl-C: a set flag makes reads fail with [`WorkerError::Interrupted`].
+    /// Ctrl-C: once set, reads fail with [`WorkerError::Interrupted`].
     pub interrupt: Interrupt,
 }
 
@@ -116,6 +128,14 @@ pub enum WorkerError {
         command: String,
         /// The cause.
         source: std::io::Error,
+    },
+    /// The worker's watchdog could not be started or told of the worker.
+    #[error("could not watch the benchit worker `{command}`: {source}")]
+    Watch {
+        /// The command line.
+        command: String,
+        /// The cause.
+        source: ExecError,
     },
     /// The log file could not be created.
     #[error("could not create the worker log {path}: {source}")]
@@ -166,10 +186,11 @@ pub struct WorkerExit {
 }
 
 impl WorkerExit {
-    fn from_status(status: ExitStatus) -> WorkerExit {
+    /// The exit of a process whose status is `status`, or an unknown end without one.
+    fn from_status(status: Option<ExitStatus>) -> WorkerExit {
         WorkerExit {
-            code: status.code(),
-            signal: status.signal(),
+            code: status.and_then(|s| s.code()),
+            signal: status.and_then(|s| s.signal()),
         }
     }
 
@@ -190,13 +211,27 @@ impl fmt::Display for WorkerExit {
     }
 }
 
+/// What a read of the worker waits for: a line of its output, the end of it, or Ctrl-C.
+enum Incoming {
+    /// One line the worker wrote.
+    Line(String),
+    /// The worker closed its output (or reading it failed).
+    Closed,
+    /// Ctrl-C (sent by the interrupt's hook).
+    Interrupted,
+}
+
 /// A running worker: a process benchit started, or the Python program that started benchit
-/// ([`Worker::over_stdio`]). Dropping a started one stops its process group.
+/// ([`Worker::over_stdio`]). Dropping a started one stops its process tree.
 pub struct Worker {
-    /// The worker process and its group's watch, when benchit started it.
-    process: Option<(Child, WatchedGroup)>,
+    /// The worker process, when benchit started it.
+    process: Option<SupervisedChild>,
     requests: Option<Box<dyn Write + Send>>,
-    lines: Receiver<std::io::Result<String>>,
+    incoming: Receiver<Incoming>,
+    /// Whether the worker's output has ended.
+    closed: bool,
+    /// Wakes a waiting read on Ctrl-C; unregistered with the worker.
+    _interrupt_hook: TriggerHook,
     started: Instant,
     timeout: Duration,
     interrupt: Interrupt,
@@ -207,33 +242,41 @@ pub struct Worker {
 impl fmt::Debug for Worker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Worker")
-            .field("pid", &self.process.as_ref().map(|(child, _)| child.id()))
+            .field("pid", &self.process.as_ref().map(SupervisedChild::id))
             .field("log", &self.log)
             .finish()
     }
 }
 
-/// Reads `source` line by line on a thread of its own, so that waiting for a line can watch a
-/// deadline and Ctrl-C.
-fn line_reader(
+/// The channel a worker's reads wait on: lines of `source`, read on a thread of their own, and
+/// a message from `interrupt` on Ctrl-C, so that a read waits for a line, the deadline or Ctrl-C
+/// without polling.
+fn incoming(
     source: impl std::io::Read + Send + 'static,
-) -> std::io::Result<Receiver<std::io::Result<String>>> {
-    let (sender, lines) = mpsc::channel();
+    interrupt: &Interrupt,
+) -> std::io::Result<(Receiver<Incoming>, TriggerHook)> {
+    let (sender, incoming) = mpsc::channel();
+    let on_interrupt: Sender<Incoming> = sender.clone();
     std::thread::Builder::new()
         .name("benchit-worker-reader".into())
         .spawn(move || {
             for line in BufReader::new(source).lines() {
-                let failed = line.is_err();
-                if sender.send(line).is_err() || failed {
-                    break;
+                let Ok(line) = line else { break };
+                if sender.send(Incoming::Line(line)).is_err() {
+                    return;
                 }
             }
+            let _ = sender.send(Incoming::Closed);
         })?;
-    Ok(lines)
+    let hook = interrupt.on_trigger(move || {
+        let _ = on_interrupt.send(Incoming::Interrupted);
+    });
+    Ok((incoming, hook))
 }
 
 impl Worker {
-    /// Starts `command` with `options.mode` appended, in a new process group.
+    /// Starts `command` with `options.mode` appended, supervised by `milabench-exec` (its own
+    /// process group and tree, watched by `command.watchdog`).
     pub fn spawn(
         command: &WorkerCommand,
         options: WorkerOptions<'_>,
@@ -256,26 +299,35 @@ impl Worker {
             .env("PYTHONUNBUFFERED", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::from(log))
-            .process_group(0);
-        let mut child = cmd.spawn().map_err(|source| WorkerError::Spawn {
-            command: format!("{} {}", command.display(), options.mode),
-            source,
-        })?;
-        let pgid = i32::try_from(child.id()).unwrap_or(i32::MAX);
-        let watched = options.interrupt.watch_group(pgid);
+            .stderr(Stdio::from(log));
+        let line = || format!("{} {}", command.display(), options.mode);
+        let mut child =
+            SupervisedChild::spawn(&mut cmd, &options.interrupt, command.watchdog.as_ref())
+                .map_err(|err| match err {
+                    ExecError::Spawn { error, .. } => WorkerError::Spawn {
+                        command: line(),
+                        source: error,
+                    },
+                    other => WorkerError::Watch {
+                        command: line(),
+                        source: other,
+                    },
+                })?;
         let stdout = child.stdout.take().expect("stdout is piped");
-        let lines = line_reader(stdout).map_err(|source| WorkerError::Spawn {
-            command: command.display(),
-            source,
-        })?;
+        let (incoming, hook) =
+            incoming(stdout, &options.interrupt).map_err(|source| WorkerError::Spawn {
+                command: line(),
+                source,
+            })?;
         Ok(Worker {
             requests: child
                 .stdin
                 .take()
                 .map(|stdin| Box::new(stdin) as Box<dyn Write + Send>),
-            process: Some((child, watched)),
-            lines,
+            process: Some(child),
+            incoming,
+            closed: false,
+            _interrupt_hook: hook,
             started: Instant::now(),
             timeout: options.timeout,
             interrupt: options.interrupt,
@@ -293,14 +345,17 @@ impl Worker {
         timeout: Duration,
         interrupt: Interrupt,
     ) -> Result<Worker, WorkerError> {
-        let lines = line_reader(std::io::stdin()).map_err(|source| WorkerError::Spawn {
-            command: "the benchit protocol on stdin".into(),
-            source,
-        })?;
+        let (incoming, hook) =
+            incoming(std::io::stdin(), &interrupt).map_err(|source| WorkerError::Spawn {
+                command: "the benchit protocol on stdin".into(),
+                source,
+            })?;
         Ok(Worker {
             process: None,
             requests: Some(Box::new(std::io::stdout())),
-            lines,
+            incoming,
+            closed: false,
+            _interrupt_hook: hook,
             started: Instant::now(),
             timeout,
             interrupt,
@@ -333,20 +388,18 @@ impl Worker {
     /// Ctrl-C or a line that is not an `E`, the worker is stopped and an error returned.
     pub fn next_event<E: DeserializeOwned>(&mut self) -> Result<Option<E>, WorkerError> {
         loop {
+            // Set before the hook was registered, or its message already taken.
             if self.interrupt.is_set() {
                 self.stop();
                 return Err(WorkerError::Interrupted);
             }
-            let left = self.timeout.saturating_sub(self.started.elapsed());
-            if left.is_zero() {
-                self.stop();
-                return Err(WorkerError::Timeout {
-                    seconds: self.timeout.as_secs(),
-                });
+            if self.closed {
+                return Ok(None);
             }
-            match self.lines.recv_timeout(left.min(POLL)) {
-                Ok(Ok(line)) if line.trim().is_empty() => continue,
-                Ok(Ok(line)) => {
+            let left = self.timeout.saturating_sub(self.started.elapsed());
+            match self.incoming.recv_timeout(left) {
+                Ok(Incoming::Line(line)) if line.trim().is_empty() => continue,
+                Ok(Incoming::Line(line)) => {
                     return match serde_json::from_str::<E>(&line) {
                         Ok(event) => Ok(Some(event)),
                         Err(err) => {
@@ -359,8 +412,14 @@ impl Worker {
                         }
                     };
                 }
-                Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => return Ok(None),
-                Err(RecvTimeoutError::Timeout) => continue,
+                Ok(Incoming::Closed) | Err(RecvTimeoutError::Disconnected) => self.closed = true,
+                Ok(Incoming::Interrupted) => continue,
+                Err(RecvTimeoutError::Timeout) => {
+                    self.stop();
+                    return Err(WorkerError::Timeout {
+                        seconds: self.timeout.as_secs(),
+                    });
+                }
             }
         }
     }
@@ -372,60 +431,25 @@ impl Worker {
         if let Some(exit) = self.exit {
             return exit;
         }
-        if let Some(status) = self.wait_for_exit(GRACE) {
-            let exit = WorkerExit::from_status(status);
-            self.exit = Some(exit);
-            return exit;
-        }
-        self.stop()
-    }
-
-    /// The exit status once the process has ended, or `None` when it is still running after
-    /// `grace`.
-    fn wait_for_exit(&mut self, grace: Duration) -> Option<ExitStatus> {
-        let (child, _) = self.process.as_mut()?;
-        let until = Instant::now() + grace;
-        loop {
-            if let Ok(Some(status)) = child.try_wait() {
-                return Some(status);
+        match self.process.as_mut().and_then(|p| p.wait_timeout(GRACE)) {
+            Some(status) => {
+                let exit = WorkerExit::from_status(Some(status));
+                self.exit = Some(exit);
+                exit
             }
-            if Instant::now() >= until {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+            None => self.stop(),
         }
     }
 
-    /// Stops the process group: SIGTERM, then SIGKILL after the grace period. A worker over
-    /// stdio is only no longer answered: it is the program that started benchit.
+    /// Stops the worker's process tree (SIGTERM, then SIGKILL after the grace period). A worker
+    /// over stdio is only no longer answered: it is the program that started benchit.
     fn stop(&mut self) -> WorkerExit {
         if let Some(exit) = self.exit {
             return exit;
         }
         self.requests = None;
-        let Some(pid) = self.process.as_ref().map(|(child, _)| child.id()) else {
-            let exit = WorkerExit {
-                code: None,
-                signal: None,
-            };
-            self.exit = Some(exit);
-            return exit;
-        };
-        let pgid = Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX));
-        let _ = killpg(pgid, Signal::SIGTERM);
-        let status = self.wait_for_exit(GRACE).or_else(|| {
-            let _ = killpg(pgid, Signal::SIGKILL);
-            self.process.as_mut()?.0.wait().ok()
-        });
-        // Whatever the group's other processes were doing, they go too.
-        let _ = killpg(pgid, Signal::SIGKILL);
-        let exit = status.map_or(
-            WorkerExit {
-                code: None,
-                signal: None,
-            },
-            WorkerExit::from_status,
-        );
+        let status = self.process.as_mut().and_then(|p| p.stop(GRACE));
+        let exit = WorkerExit::from_status(status);
         self.exit = Some(exit);
         exit
     }
@@ -451,6 +475,7 @@ mod tests {
         let command = WorkerCommand {
             program: "sh".into(),
             args: vec!["-c".into(), script.into(), "sh".into()],
+            watchdog: None,
         };
         let worker = Worker::spawn(
             &command,
@@ -498,6 +523,37 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(10));
         let exit = worker.finish();
         assert_eq!(exit.signal, Some(9), "{exit}");
+    }
+
+    #[test]
+    fn a_timed_out_worker_takes_what_left_its_process_group_with_it() {
+        let interrupt = Interrupt::new();
+        let (mut worker, dir) = sh(
+            "setsid sleep 30 & echo $! > escaped.pid; echo '{}'; trap '' TERM; sleep 30",
+            Duration::from_millis(500),
+            &interrupt,
+        );
+        assert!(worker.next_event::<Value>().unwrap().is_some());
+        let pid = fs_err::read_to_string(dir.path().join("escaped.pid")).unwrap();
+        let stat = format!("/proc/{}/stat", pid.trim());
+        assert!(std::path::Path::new(&stat).exists(), "it runs");
+        let err = worker.next_event::<Value>().unwrap_err();
+        assert!(matches!(err, WorkerError::Timeout { .. }), "{err}");
+        // Gone, or a zombie where no init process reaps orphans.
+        let gone = (0..250).any(|_| {
+            let alive = fs_err::read_to_string(&stat).is_ok_and(|s| {
+                s.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+            });
+            if alive {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            !alive
+        });
+        assert!(
+            gone,
+            "setsid took {pid} out of the group, not out of the tree"
+        );
     }
 
     #[test]

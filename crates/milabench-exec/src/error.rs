@@ -38,9 +38,18 @@ pub enum ExecError {
         /// The system error.
         error: std::io::Error,
     },
-    /// The watchdog asked for in [`crate::ExecOptions::watchdog`] could not be started or fed.
+    /// A process started on its own ([`crate::SupervisedChild`]) could not be started.
+    #[error("could not start `{program}`: {error}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The system error.
+        error: std::io::Error,
+    },
+    /// The watchdog asked for in [`crate::ExecOptions::watchdog`] (or given to
+    /// [`crate::SupervisedChild::spawn`]) could not be started or fed.
     #[error(
-        "could not start or feed the watchdog `{program}` that stops the benchmark should milabench die: {error}"
+        "could not start or feed the watchdog `{program}` that stops the benchmark should this program die: {error}"
     )]
     Watchdog {
         /// The watchdog program.

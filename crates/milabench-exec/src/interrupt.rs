@@ -68,14 +68,16 @@ impl Interrupt {
         }
     }
 
-    pub(crate) fn register_waker(&self, wake: Waker) -> u64 {
+    /// Calls `wake` when [`Interrupt::trigger`] is called, until the returned hook is dropped:
+    /// for a caller blocked on something else (a channel) that must hear of Ctrl-C without
+    /// polling the flag. `wake` runs on the triggering thread and should only send a message.
+    pub fn on_trigger(&self, wake: impl Fn() + Send + 'static) -> TriggerHook {
         let id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
-        lock(&self.inner.wakers).push((id, wake));
-        id
-    }
-
-    pub(crate) fn unregister_waker(&self, id: u64) {
-        lock(&self.inner.wakers).retain(|(i, _)| *i != id);
+        lock(&self.inner.wakers).push((id, Box::new(wake)));
+        TriggerHook {
+            interrupt: self.clone(),
+            id,
+        }
     }
 
     /// Registers process group `pgid` (started by another library) so that
@@ -107,6 +109,24 @@ pub struct WatchedGroup {
 impl Drop for WatchedGroup {
     fn drop(&mut self) {
         self.interrupt.remove_group(self.pgid);
+    }
+}
+
+/// A waker registered with [`Interrupt::on_trigger`]; dropping it unregisters the waker.
+pub struct TriggerHook {
+    interrupt: Interrupt,
+    id: u64,
+}
+
+impl fmt::Debug for TriggerHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TriggerHook").field("id", &self.id).finish()
+    }
+}
+
+impl Drop for TriggerHook {
+    fn drop(&mut self) {
+        lock(&self.interrupt.inner.wakers).retain(|(i, _)| *i != self.id);
     }
 }
 

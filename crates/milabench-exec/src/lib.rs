@@ -6,6 +6,8 @@
 //! is appended and flushed to `<run>/<tag>.data` as it arrives (through `milabench-metrics`, so a
 //! killed orchestrator leaves a readable file); processes are stopped on early stop, on the
 //! plan's `max_duration` and on [`Interrupt`]; nothing they started survives the plan.
+//! [`SupervisedChild`] gives one process started on its own (a tool's worker) the same process
+//! group, tree signalling, Ctrl-C and watchdog.
 //!
 //! Design notes:
 //!
@@ -47,17 +49,20 @@
 //! ```
 
 mod error;
+mod exit_code;
 mod interrupt;
 mod options;
 mod outcome;
 mod reader;
 mod run;
 mod spawn;
+mod supervised;
 mod tree;
 mod watchdog;
 
 pub use error::ExecError;
-pub use interrupt::{CtrlC, Interrupt, WatchedGroup, install_ctrl_c};
+pub use exit_code::ExitCode;
+pub use interrupt::{CtrlC, Interrupt, TriggerHook, WatchedGroup, install_ctrl_c};
 pub use milabench_plan::{BenchPlan, PlannedFile, ProcessSpec};
 pub use options::{
     ExecObserver, ExecOptions, PrecisionStop, RecordSink, RunningSampler, SampledProcess,
@@ -65,5 +70,6 @@ pub use options::{
 };
 pub use outcome::{BenchOutcome, ProcessOutcome};
 pub use run::run_plan;
+pub use supervised::SupervisedChild;
 pub use tree::TOKEN_VAR;
 pub use watchdog::{WatchdogCommand, serve_watchdog};

@@ -6,7 +6,6 @@ use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -23,7 +22,7 @@ use crate::options::{ExecObserver, ExecOptions, RecordSink, RunningSampler, Samp
 use crate::outcome::{BenchOutcome, ProcessOutcome};
 use crate::reader::{Decoded, Stream, drain};
 use crate::spawn::spawn;
-use crate::tree::signal_tree;
+use crate::tree::{fresh_token, signal_tree};
 use crate::watchdog::Watchdog;
 
 /// Messages from reader, waiter and sampler threads to the writer loop.
@@ -57,8 +56,6 @@ const CHANNEL_DEPTH: usize = 64;
 /// After the process exits, how long its descendants may keep its pipes open before they are
 /// stopped (at most the grace period).
 const DRAIN_WINDOW: Duration = Duration::from_secs(1);
-
-static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Stopping {
@@ -746,11 +743,10 @@ pub fn run_plan(
         None => None,
     };
     let (tx, rx) = sync_channel(CHANNEL_DEPTH);
-    let waker = tx.clone();
-    let waker_id = options.interrupt.register_waker(Box::new(move || {
-        let _ = waker.try_send(Msg::Wake);
-    }));
-    let run_id = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let wake = tx.clone();
+    let interrupt_hook = options.interrupt.on_trigger(move || {
+        let _ = wake.try_send(Msg::Wake);
+    });
     let mut runner = Runner {
         plan,
         run_dir,
@@ -766,14 +762,13 @@ pub fn run_plan(
         watchdog,
     };
     for (idx, spec) in plan.processes.iter().enumerate() {
-        let token = format!("{}-{run_id}-{idx}", std::process::id());
-        if let Err(e) = runner.launch(idx, spec, token) {
+        if let Err(e) = runner.launch(idx, spec, fresh_token()) {
             runner.fail(e);
             break;
         }
     }
     runner.event_loop(&rx);
-    options.interrupt.unregister_waker(waker_id);
+    drop(interrupt_hook);
     // Nothing a benchmark started outlives it.
     for p in &runner.procs {
         if let Some(pid) = p.pid {

@@ -34,17 +34,22 @@ pub(crate) struct Spawned {
     pub(crate) data: Option<PipeReader>,
 }
 
+/// Makes `cmd` start as the leader of a new process group (whose id is its pid) carrying
+/// `token` in its environment, so that `tree` finds everything it starts.
+pub(crate) fn in_own_tree(cmd: &mut Command, token: &str) {
+    cmd.env(TOKEN_VAR, token).process_group(0);
+}
+
 fn base_command(spec: &ProcessSpec, token: &str) -> Command {
     let mut cmd = Command::new(&spec.argv[0]);
     cmd.args(&spec.argv[1..])
         .current_dir(spec.cwd.as_std_path())
         .envs(&spec.env)
         .env("PYTHONUNBUFFERED", "1")
-        .env(TOKEN_VAR, token)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
+    in_own_tree(&mut cmd, token);
     cmd
 }
 

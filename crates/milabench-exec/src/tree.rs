@@ -12,12 +12,20 @@
 
 use std::collections::HashSet;
 use std::fs;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
 /// Environment variable set in every benchmark process to find its descendants.
 pub const TOKEN_VAR: &str = milabench_config::settings::env_vars::MILABENCH_EXEC_TOKEN;
+
+/// A token no other process tree of this program has: this program's pid and a counter.
+pub(crate) fn fresh_token() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
 
 struct ProcEntry {
     pid: i32,

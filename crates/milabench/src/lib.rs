@@ -1,7 +1,7 @@
 //! The milabench facade: one crate that other Rust tools embed to resolve suites and, as the
-//! layers arrive, install, plan, run and report them. It re-exports the layer crates, holds the
-//! steps that combine them (settings -> system -> suite), and names the process exit codes
-//! every front end shares.
+//! layers arrive, install, plan, run and report them. It re-exports the layer crates and the
+//! process exit codes every front end shares ([`ExitCode`]), and holds the steps that combine
+//! them (settings -> system -> suite).
 //!
 //! ```no_run
 //! use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
@@ -25,7 +25,6 @@ pub use milabench_validate as validate;
 
 pub mod arch;
 pub mod error;
-pub mod exit_code;
 pub mod planning;
 pub mod resolve;
 pub mod run;
@@ -33,7 +32,7 @@ pub mod scaffold;
 pub mod session;
 
 pub use error::Error;
-pub use exit_code::ExitCode;
+pub use milabench_exec::ExitCode;
 pub use planning::{PlanOptions, PlannedBench, plan_suite};
 pub use resolve::{Resolved, Selection, resolve};
 pub use session::{

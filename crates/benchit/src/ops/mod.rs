@@ -9,7 +9,7 @@
 //! - [`spec`]: the typed spec of one run; a bad value fails that id only.
 //! - [`run()`]: times the runs with the worker (`docs/benchit-protocol.md`, "Mode ops") and writes
 //!   the output file, whose closing `finish_time` line is written whatever happens.
-//! - [`stats`]: median and p90 per id, and the text table.
+//! - [`stats`]: median and p90 per id.
 //!
 //! ```
 //! use benchit::ops::{OpsConfig, expand};

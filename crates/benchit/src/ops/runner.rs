@@ -19,7 +19,8 @@ use super::expand::{ExpandedRun, RunId};
 use crate::worker::{Worker, WorkerCommand, WorkerError, WorkerOptions};
 
 /// How iterations are timed (PARAM's `--exec-mode`; they differ on CUDA only, see the protocol).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum ExecMode {
     /// Each iteration timed on its own, the device synchronised around it.
@@ -27,7 +28,7 @@ pub enum ExecMode {
     /// All iterations back to back under one timer; one value, the mean.
     Continuous,
     /// Back to back, each call timed with device events.
-    #[value(name = "continuous_events")]
+    #[cfg_attr(feature = "clap", value(name = "continuous_events"))]
     ContinuousEvents,
 }
 

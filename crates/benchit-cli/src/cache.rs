@@ -3,11 +3,11 @@
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::{Args, Subcommand};
 
-use crate::models::cache::{BuildEntry, CACHE_VAR, Cache, default_cache_dir};
-use crate::models::report;
-use crate::models::state::{STATE_FILE, STATS_FILE};
+use benchit::models::cache::{BuildEntry, CACHE_VAR, Cache, default_cache_dir};
+use benchit::models::report;
+use benchit::models::state::{STATE_FILE, STATS_FILE};
 
-use super::SUCCESS;
+use milabench_exec::ExitCode;
 
 /// Arguments of `benchit cache`.
 #[derive(Debug, Args)]
@@ -71,7 +71,7 @@ enum CacheCommand {
 
 /// Runs a `benchit cache` command; returns the exit status.
 #[allow(clippy::print_stdout)]
-pub(crate) fn run(args: CacheArgs) -> anyhow::Result<u8> {
+pub(crate) fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
     let dir = match args.cache_dir {
         Some(dir) => dir,
         None => default_cache_dir()?,
@@ -79,7 +79,7 @@ pub(crate) fn run(args: CacheArgs) -> anyhow::Result<u8> {
     let cache = match args.command {
         CacheCommand::Location => {
             println!("{dir}");
-            return Ok(SUCCESS);
+            return Ok(ExitCode::Success);
         }
         _ => Cache::open(&dir)?,
     };
@@ -145,7 +145,7 @@ pub(crate) fn run(args: CacheArgs) -> anyhow::Result<u8> {
             );
         }
     }
-    Ok(SUCCESS)
+    Ok(ExitCode::Success)
 }
 
 /// `<name>  <status>  <runtime> <mean> ms, ...` or the problems of a damaged build.

@@ -1,12 +1,16 @@
-//! Process exit codes, named in one place so every front end and script agrees on them.
+//! Process exit codes, named in one place so every front end (`milabench`, `benchit`) and
+//! script agrees on them. They live here, beside [`crate::Interrupt`], because this is the lowest
+//! crate both front ends use; the facade re-exports them as `milabench::ExitCode`.
 
-/// Why a milabench command ended. The numeric values are stable and documented in `--help`.
+/// Why a milabench or benchit command ended. The numeric values are stable and documented in
+/// `--help`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ExitCode {
     /// Everything asked for was done.
     Success,
-    /// The command ran, but at least one benchmark failed or a validation layer objected.
+    /// The command ran, but at least one benchmark (a model, an input, an operator run) failed
+    /// or a validation layer objected.
     BenchmarkFailures,
     /// The input was wrong: a bad suite file, flag, override or system file.
     BadInput,

@@ -1,14 +1,15 @@
-//! Command-line entry point of `benchit`: argument parsing and the handlers of each command.
-//! The handlers print; the library modules they call never do.
+//! Command-line interface of `benchit`: clap definitions, one handler per command, the live
+//! status display and the printing of results. The handlers print; the `benchit` library they
+//! call never does. Exit codes are `milabench-exec`'s [`ExitCode`], shared with `milabench`.
 
 mod cache;
 mod models;
 mod ops;
 
 use std::ffi::OsString;
-use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use milabench_exec::{ExitCode, WatchdogCommand};
 
 /// Benchmark the PyTorch models a Python script uses on several runtimes, or operator workloads
 /// described in PARAM-style JSON configs.
@@ -29,10 +30,24 @@ enum Command {
     Attach(models::AttachArgs),
     Ops(ops::OpsArgs),
     Cache(cache::CacheArgs),
+    /// Internal: the watchdog started beside each worker; it kills the worker's process tree
+    /// should benchit die (reads `milabench-exec`'s watch lines on stdin).
+    #[command(name = WATCHDOG_COMMAND, hide = true)]
+    Watchdog,
 }
 
+/// The hidden command that serves as the workers' watchdog.
+const WATCHDOG_COMMAND: &str = "__watchdog";
+
 /// Names the first argument may take without being a script.
-const COMMANDS: [&str; 5] = ["benchmark", "attach", "ops", "cache", "help"];
+const COMMANDS: [&str; 6] = [
+    "benchmark",
+    "attach",
+    "ops",
+    "cache",
+    "help",
+    WATCHDOG_COMMAND,
+];
 
 /// How a command prints its results on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -68,44 +83,43 @@ fn looks_like_input(arg: &str) -> bool {
 }
 
 /// Parses the command line and runs `benchit`; returns the process exit code.
-pub fn main() -> ExitCode {
+pub fn main() -> std::process::ExitCode {
     let cli = Cli::parse_from(with_default_command(std::env::args_os().collect()));
-    match cli.command {
-        Command::Benchmark(args) => exit(models::run(&args)),
-        Command::Attach(args) => exit(models::attach(&args)),
-        Command::Ops(args) => exit(ops::run(&args)),
-        Command::Cache(args) => exit(cache::run(args)),
-    }
+    let result = match cli.command {
+        Command::Benchmark(args) => models::run(&args),
+        Command::Attach(args) => models::attach(&args),
+        Command::Ops(args) => ops::run(&args),
+        Command::Cache(args) => cache::run(args),
+        Command::Watchdog => {
+            milabench_exec::serve_watchdog(std::io::stdin().lock());
+            Ok(ExitCode::Success)
+        }
+    };
+    exit(result).into()
 }
 
-/// The exit status of a command's result; an error is printed on stderr first. An environment
+/// The exit code of a command's result; an error is printed on stderr first. An environment
 /// that cannot be built for a reason of the user's (no Python, a package that does not exist)
 /// is bad input, a failing install a failure, Ctrl-C during the install an interruption; any
 /// other error is bad input.
 #[allow(clippy::print_stderr)]
-fn exit(result: anyhow::Result<u8>) -> ExitCode {
+fn exit(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code,
         Err(err) => {
             eprintln!("error: {}", describe(&err));
-            let code = match err.downcast_ref::<crate::env::SetupError>() {
-                Some(crate::env::SetupError::Env(e)) if e.is_interrupted() => INTERRUPTED,
-                Some(crate::env::SetupError::Env(e)) if !e.is_bad_input() => FAILURES,
-                _ => BAD_INPUT,
-            };
-            ExitCode::from(code)
+            match err.downcast_ref::<benchit::env::SetupError>() {
+                Some(benchit::env::SetupError::Env(e)) if e.is_interrupted() => {
+                    ExitCode::Interrupted
+                }
+                Some(benchit::env::SetupError::Env(e)) if !e.is_bad_input() => {
+                    ExitCode::BenchmarkFailures
+                }
+                _ => ExitCode::BadInput,
+            }
         }
     }
 }
-
-/// Exit status: everything asked for was done.
-const SUCCESS: u8 = 0;
-/// Exit status: some model or input failed (the others ran).
-const FAILURES: u8 = 1;
-/// Exit status: bad input (flags, files, cache folder).
-const BAD_INPUT: u8 = 2;
-/// Exit status after Ctrl-C.
-const INTERRUPTED: u8 = 130;
 
 /// `err` and its causes on one line, each cause once (an error whose message already quotes its
 /// source does not repeat it).
@@ -123,15 +137,26 @@ fn describe(err: &anyhow::Error) -> String {
     text
 }
 
-/// The worker command: `BENCHIT_WORKER`, or the managed environment for `arch` (`cpu`,
-/// `cuda`), built on first use with its progress on stderr; the Keras environment (TensorFlow
-/// too) when `keras_reason` says why it is needed.
+/// This program's hidden watchdog command, started beside each worker.
+fn watchdog() -> anyhow::Result<WatchdogCommand> {
+    let program = std::env::current_exe().map_err(|e| {
+        anyhow::anyhow!("cannot find the benchit program to start the workers' watchdog: {e}")
+    })?;
+    Ok(WatchdogCommand {
+        program,
+        args: vec![WATCHDOG_COMMAND.into()],
+    })
+}
+
+/// The worker command, watched by this program's watchdog: `BENCHIT_WORKER`, or the managed
+/// environment for `arch` (`cpu`, `cuda`), built on first use with its progress on stderr; the
+/// Keras environment (TensorFlow too) when `keras_reason` says why it is needed.
 #[allow(clippy::print_stderr)]
 fn worker_command(
     arch: &str,
     keras_reason: Option<&str>,
-) -> anyhow::Result<crate::worker::WorkerCommand> {
-    use crate::env::{EnvSettings, install_log, prepare_worker};
+) -> anyhow::Result<benchit::worker::WorkerCommand> {
+    use benchit::env::{EnvSettings, install_log, prepare_worker};
     let settings = EnvSettings {
         keras: keras_reason.is_some(),
         ..EnvSettings::from_env(arch)?
@@ -157,12 +182,13 @@ fn worker_command(
             eprintln!("  {group}: {}", stage.describe());
         }
     });
-    prepared.map_err(|err| {
+    let command = prepared.map_err(|err| {
         anyhow::Error::new(err).context(format!(
             "the benchit Python environment is not ready; the install log is {}",
             install_log(&settings.home, settings.keras)
         ))
-    })
+    })?;
+    Ok(command.with_watchdog(watchdog()?))
 }
 
 #[cfg(test)]

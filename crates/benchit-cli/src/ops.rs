@@ -1,14 +1,15 @@
 //! `benchit ops`: operator microbenchmarks from PARAM-style JSON configs.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use camino::Utf8PathBuf;
 use clap::Args;
-use milabench_exec::Interrupt;
+use milabench_exec::{ExitCode, Interrupt};
 
-use super::{FAILURES, Format, INTERRUPTED, SUCCESS, worker_command};
-use crate::ops::stats::{summarize, table};
-use crate::ops::{self, ExecMode, ExpandedRun, OpsConfig, Outcome, RunOptions, RunRecord};
+use crate::{Format, worker_command};
+use benchit::ops::stats::{PassSummary, RunStats, summarize};
+use benchit::ops::{self, ExecMode, ExpandedRun, OpsConfig, Outcome, RunOptions, RunRecord};
 
 /// Arguments of `benchit ops`.
 #[derive(Debug, Args)]
@@ -90,13 +91,13 @@ pub(crate) struct OpsArgs {
 }
 
 /// Runs `benchit ops`; returns the exit status.
-pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<u8> {
+pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<ExitCode> {
     let config = OpsConfig::load(&args.config)?;
     let range = ops::select(&config, args.resume_id.as_deref(), args.stop_id.as_deref())?;
     let selected = ops::expand(&config).skip(range.start).take(range.len());
     if args.list {
         print_list(selected, args.format)?;
-        return Ok(SUCCESS);
+        return Ok(ExitCode::Success);
     }
     if range.len() > ops::config::MAX_RUNS_AT_ONCE {
         anyhow::bail!(
@@ -169,11 +170,11 @@ pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<u8> {
                 summary.records.len()
             );
         }
-        INTERRUPTED
+        ExitCode::Interrupted
     } else if summary.error.is_some() || failed {
-        FAILURES
+        ExitCode::BenchmarkFailures
     } else {
-        SUCCESS
+        ExitCode::Success
     })
 }
 
@@ -243,4 +244,49 @@ fn print_summary(summary: &ops::RunSummary, format: Format) -> anyhow::Result<()
         ),
     }
     Ok(())
+}
+
+/// The text table: one line per run and pass, with median and p90 in milliseconds; failures
+/// show their reason.
+fn table(rows: &[RunStats]) -> String {
+    let op_width = rows
+        .iter()
+        .map(|r| r.op_name.len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    let id_width = rows.iter().map(|r| r.id.len()).max().unwrap_or(0).max(2);
+    let mut text = format!(
+        "{:<op_width$}  {:<id_width$}  {:<8}  {:>5}  {:>12}  {:>12}\n",
+        "operator", "id", "pass", "n", "median ms", "p90 ms"
+    );
+    for row in rows {
+        let mut pass = |name: &str, summary: &PassSummary| {
+            let _ = writeln!(
+                text,
+                "{:<op_width$}  {:<id_width$}  {name:<8}  {:>5}  {:>12.4}  {:>12.4}",
+                row.op_name, row.id, summary.n, summary.median_ms, summary.p90_ms
+            );
+        };
+        if let Some(forward) = &row.forward {
+            pass("forward", forward);
+        }
+        if let Some(backward) = &row.backward {
+            pass("backward", backward);
+        }
+        let note = match (&row.error, row.status) {
+            (Some(error), _) => Some(format!("FAILED: {error}")),
+            (None, "dry-run") => Some("not measured (-w 0 -i 0)".to_string()),
+            (None, _) if row.forward.is_none() => Some("no measured iteration (-i 0)".to_string()),
+            _ => None,
+        };
+        if let Some(note) = note {
+            let _ = writeln!(
+                text,
+                "{:<op_width$}  {:<id_width$}  {note}",
+                row.op_name, row.id
+            );
+        }
+    }
+    text
 }

@@ -7,17 +7,17 @@ use std::time::Duration;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::Args;
-use milabench_exec::Interrupt;
+use milabench_exec::{ExitCode, Interrupt};
 
-use crate::models::cache::{CACHE_VAR, default_cache_dir};
-use crate::models::input::parse_label_filter;
-use crate::models::scripts_in;
-use crate::models::{
+use benchit::models::cache::{CACHE_VAR, default_cache_dir};
+use benchit::models::input::parse_label_filter;
+use benchit::models::scripts_in;
+use benchit::models::{
     Action, BenchmarkOptions, BenchmarkReport, BuildResult, Device, Exporter, Framework, Input,
     InputResult, InputStatus, Observer, RebuildPolicy, Runtime,
 };
 
-use super::{FAILURES, Format, INTERRUPTED, SUCCESS, worker_command};
+use crate::{Format, worker_command};
 
 /// Set to `1` to see full Python tracebacks under failures.
 pub(crate) const TRACEBACK_VAR: &str = "BENCHIT_TRACEBACK";
@@ -226,7 +226,7 @@ impl BenchmarkArgs {
 }
 
 /// Runs `benchit benchmark`; returns the exit status.
-pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<u8> {
+pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<ExitCode> {
     let options = args.options()?;
     let cwd = std::env::current_dir()
         .ok()
@@ -234,7 +234,7 @@ pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<u8> {
         .ok_or_else(|| anyhow::anyhow!("the current folder is not a UTF-8 path"))?;
     let inputs = args.input_args(&cwd)?;
     // Bad input is reported before the Python environment is prepared.
-    let checked = crate::models::check(&inputs, &cwd, &options)?;
+    let checked = benchit::models::check(&inputs, &cwd, &options)?;
     let arch = match options.device {
         Device::X86 => "cpu",
         Device::Nvidia => "cuda",
@@ -247,16 +247,16 @@ pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<u8> {
     let worker = worker_command(arch, options.framework.keras_reason(&checked).as_deref())?;
     let mut display = StatusDisplay::new(options.action);
     let report =
-        crate::models::benchmark(&inputs, &cwd, &options, &worker, &interrupt, &mut display);
+        benchit::models::benchmark(&inputs, &cwd, &options, &worker, &interrupt, &mut display);
     ctrl_c.uninstall();
     let report = report?;
     print_results(&report, args.format, options.action)?;
     Ok(if report.interrupted {
-        INTERRUPTED
+        ExitCode::Interrupted
     } else if report.success() {
-        SUCCESS
+        ExitCode::Success
     } else {
-        FAILURES
+        ExitCode::BenchmarkFailures
     })
 }
 
@@ -288,23 +288,24 @@ pub(crate) struct AttachArgs {
 }
 
 /// Runs `benchit attach`; returns the exit status.
-pub(crate) fn attach(args: &AttachArgs) -> anyhow::Result<u8> {
+pub(crate) fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
     let options = args.build.options()?;
     let interrupt = Interrupt::new();
     let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
     let mut display = StatusDisplay::new(options.action);
-    let result = crate::models::benchmark_attached(&args.name, &options, &interrupt, &mut display);
+    let result =
+        benchit::models::benchmark_attached(&args.name, &options, &interrupt, &mut display);
     ctrl_c.uninstall();
     let result = result?;
     let mut line = serde_json::to_string(&result)?;
     line.push('\n');
     let _ = std::io::stdout().lock().write_all(line.as_bytes());
     Ok(if interrupt.is_set() {
-        INTERRUPTED
+        ExitCode::Interrupted
     } else if result.success() {
-        SUCCESS
+        ExitCode::Success
     } else {
-        FAILURES
+        ExitCode::BenchmarkFailures
     })
 }
 
@@ -411,7 +412,7 @@ fn summary_table(report: &BenchmarkReport) -> String {
                 }
                 for rt in &build.runtimes {
                     let s = rt.statistics.as_ref();
-                    let num = |f: fn(&crate::models::Statistics) -> f64, digits: usize| {
+                    let num = |f: fn(&benchit::models::Statistics) -> f64, digits: usize| {
                         s.map(|s| format!("{:.digits$}", f(s))).unwrap_or_default()
                     };
                     rows.push([
@@ -834,5 +835,43 @@ mod tests {
         assert_eq!(bytes(240), "240 B");
         assert_eq!(bytes(34_068), "33.3 KiB");
         assert_eq!(bytes(3 * 1024 * 1024 * 1024), "3.0 GiB");
+    }
+
+    /// The library's `as_str` (protocol, files) agrees with the command line and with serde.
+    fn names_agree<T: clap::ValueEnum + serde::Serialize>(value: T, name: &str) {
+        let possible = value.to_possible_value().expect("a visible value");
+        assert_eq!(possible.get_name(), name);
+        assert_eq!(
+            serde_json::to_string(&value).unwrap(),
+            format!("\"{name}\"")
+        );
+    }
+
+    #[test]
+    fn names_are_the_same_everywhere() {
+        for runtime in [
+            Runtime::Ort,
+            Runtime::TorchEager,
+            Runtime::TorchCompiled,
+            Runtime::Trt,
+        ] {
+            names_agree(runtime, runtime.as_str());
+        }
+        for policy in [
+            RebuildPolicy::IfNeeded,
+            RebuildPolicy::Always,
+            RebuildPolicy::Never,
+        ] {
+            names_agree(policy, policy.as_str());
+        }
+        for device in [Device::X86, Device::Nvidia] {
+            names_agree(device, device.as_str());
+        }
+        for exporter in [Exporter::Torchscript, Exporter::Dynamo] {
+            names_agree(exporter, exporter.as_str());
+        }
+        for framework in [Framework::Auto, Framework::Pytorch, Framework::Keras] {
+            names_agree(framework, framework.as_str());
+        }
     }
 }
