@@ -43,10 +43,44 @@ pub fn run() -> anyhow::Result<()> {
             "ci",
         ],
     )?;
+    store_on_postgres()?;
     benchmate_tests()?;
     eprintln!("==> e2e: install, prepare, smoke run and report of the CPU suite");
     crate::e2e::run(&crate::e2e::E2eArgs::default())?;
     eprintln!("==> ci: all steps passed");
+    Ok(())
+}
+
+/// The results store's tests again, on a throwaway PostgreSQL server (`cargo xtask pg up`),
+/// required to run: the same suite as on SQLite. The server is stopped even when they fail.
+fn store_on_postgres() -> anyhow::Result<()> {
+    use milabench_store::harness::{TEST_PG_REQUIRED, TEST_PG_URL};
+    eprintln!("==> store on PostgreSQL: cargo xtask pg up");
+    let url = crate::pg::up()?;
+    let args = [
+        "nextest",
+        "run",
+        "--package",
+        "milabench-store",
+        "--locked",
+        "--profile",
+        "ci",
+        "-E",
+        "test(/postgres::/)",
+    ];
+    eprintln!("==> store on PostgreSQL: cargo {}", args.join(" "));
+    let tests = Command::new(env!("CARGO"))
+        .args(args)
+        .env(TEST_PG_URL, &url)
+        .env(TEST_PG_REQUIRED, "1")
+        .status()
+        .context("could not start cargo for the PostgreSQL tests");
+    let stopped = crate::pg::down();
+    let status = tests?;
+    stopped?;
+    if !status.success() {
+        bail!("step `store on PostgreSQL` failed ({status})");
+    }
     Ok(())
 }
 

@@ -5,6 +5,7 @@
 //!   same run.
 //! - `e2e`: real install (torch from the package index), prepare, smoke run and report of the
 //!   CPU suite; then benchit on an example script and an operator config (`--only` picks one).
+//! - `pg up|down`: a throwaway PostgreSQL server on a loopback port for the store's tests.
 
 // A developer tool: printing progress and tables is its whole job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -13,6 +14,7 @@ mod bench;
 mod ci;
 mod e2e;
 mod e2e_benchit;
+mod pg;
 
 use clap::{Parser, Subcommand};
 
@@ -35,6 +37,9 @@ enum Flow {
     /// Real install, prepare, smoke run and report of the CPU suite in a scratch base folder,
     /// then benchit (models and ops) with its managed environment.
     E2e(e2e::E2eArgs),
+    /// A throwaway PostgreSQL server (initdb in a temporary folder, loopback port) for the
+    /// results store's tests: `up` prints its URL, `down` stops it and removes it.
+    Pg(pg::PgArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -42,5 +47,6 @@ fn main() -> anyhow::Result<()> {
         Flow::Ci => ci::run(),
         Flow::Bench(args) => bench::run(&args),
         Flow::E2e(args) => e2e::run(&args),
+        Flow::Pg(args) => pg::run(&args),
     }
 }

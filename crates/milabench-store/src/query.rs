@@ -131,8 +131,8 @@ impl Store {
             "SELECT s.bench, e.name, e.created_time, e.created_ts, e.gpu_model, e.gpu_count,
                     e.host, s.perf, s.sem_pct, s.n, s.fail, s.score
              FROM bench_stats s JOIN execs e ON e.id = s.exec_id
-             WHERE ($1 IS NULL OR s.bench = $1)
-               AND ($2 IS NULL OR LOWER(e.gpu_model) LIKE $2 ESCAPE '!')
+             WHERE (CAST($1 AS TEXT) IS NULL OR s.bench = $1)
+               AND (CAST($2 AS TEXT) IS NULL OR LOWER(e.gpu_model) LIKE $2 ESCAPE '!')
              ORDER BY s.bench, e.created_ts, e.id",
             &[Param::from(query.bench.as_deref()), Param::from(gpu)],
         )?;

@@ -171,7 +171,7 @@ pub(crate) fn migrate(conn: &mut Conn, location: &str) -> Result<(), StoreError>
     conn.in_transaction(|conn| {
         if conn.dialect() == Dialect::Postgres {
             // Serialises concurrent first opens of one server database (released at commit).
-            conn.query(
+            conn.execute(
                 "SELECT pg_advisory_xact_lock($1)",
                 &[Param::from(MIGRATION_LOCK)],
             )?;
