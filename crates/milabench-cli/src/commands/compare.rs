@@ -3,15 +3,16 @@
 use milabench::ExitCode;
 use milabench::report::{Verdict, compare_runs, render_comparison};
 
-use crate::args::{CompareArgs, CompareFormat};
+use crate::args::{CompareArgs, CompareFormat, GlobalArgs};
 use crate::output::{warn, write_output};
 
 /// Bootstrap resamples used for the intervals.
 const RESAMPLES: usize = 2000;
 
-/// Compares the runs and prints the table.
-pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    let comparison = compare_runs(&args.runs, RESAMPLES, args.seed)?;
+/// Compares the runs (folders, or run names of the results database) and prints the table.
+pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let runs = super::store::resolve_runs(global, &args.runs)?;
+    let comparison = compare_runs(&runs, RESAMPLES, args.seed)?;
     let text = match args.format {
         CompareFormat::Text => render_comparison(&comparison),
         CompareFormat::Json => serde_json::to_string_pretty(&comparison)? + "\n",

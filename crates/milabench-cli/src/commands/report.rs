@@ -30,7 +30,8 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         seed: args.seed,
         ..ReportOptions::for_format(format)
     };
-    let (report, set) = report_runs(&args.runs, suite.as_deref(), &options)?;
+    let runs = super::store::resolve_runs(global, &args.runs)?;
+    let (report, set) = report_runs(&runs, suite.as_deref(), &options)?;
     for warning in set.warnings() {
         warn(&warning);
     }
