@@ -26,13 +26,22 @@ fn milabench_in(base: &Path) -> Command {
 fn python_run_folders_import_once_and_show_in_list_history_and_export() {
     let base = tempfile::tempdir().unwrap();
     let folders = [tests_runs().join(RIJUBIGO), tests_runs().join(SEDUMOJE)];
-    let first = run(milabench_in(base.path()).args(["db", "import"]).args(&folders));
+    let first = run(milabench_in(base.path())
+        .args(["db", "import"])
+        .args(&folders));
     assert_eq!(first.code, 0, "{}", first.stderr);
     insta::assert_snapshot!("db_import", redact(&first.stdout));
     assert!(base.path().join("results.db").exists());
-    let again = run(milabench_in(base.path()).args(["db", "import"]).args(&folders));
+    let again = run(milabench_in(base.path())
+        .args(["db", "import"])
+        .args(&folders));
     assert_eq!(again.code, 0, "{}", again.stderr);
-    assert_eq!(again.stdout.matches("unchanged").count(), 2, "{}", again.stdout);
+    assert_eq!(
+        again.stdout.matches("unchanged").count(),
+        2,
+        "{}",
+        again.stdout
+    );
 
     let list = run(milabench_in(base.path()).args(["db", "list"]));
     assert_eq!(list.code, 0, "{}", list.stderr);
@@ -41,7 +50,10 @@ fn python_run_folders_import_once_and_show_in_list_history_and_export() {
     assert_eq!(history.code, 0, "{}", history.stderr);
     insta::assert_snapshot!("history", history.stdout);
     let csv = run(milabench_in(base.path()).args(["history", "--format", "csv"]));
-    assert!(csv.stdout.starts_with("bench,run,date,system,perf,sem%,n,fail,change,vs\n"));
+    assert!(
+        csv.stdout
+            .starts_with("bench,run,date,system,perf,sem%,n,fail,change,vs\n")
+    );
     let json = run(milabench_in(base.path()).args(["db", "list", "--format", "json"]));
     let runs: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(runs.as_array().unwrap().len(), 2);
@@ -53,20 +65,32 @@ fn python_run_folders_import_once_and_show_in_list_history_and_export() {
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].to_string())
         .collect();
-    assert_eq!(kinds[..4], ["\"exec\"", "\"stats\"", "\"weight\"", "\"pack\""]);
+    assert_eq!(
+        kinds[..4],
+        ["\"exec\"", "\"stats\"", "\"weight\"", "\"pack\""]
+    );
     let unknown = run(milabench_in(base.path()).args(["db", "export", "nope"]));
     assert_eq!(unknown.code, 2);
-    assert!(unknown.stderr.contains("no run named `nope`"), "{}", unknown.stderr);
+    assert!(
+        unknown.stderr.contains("no run named `nope`"),
+        "{}",
+        unknown.stderr
+    );
 }
 
 #[test]
 fn report_and_compare_take_run_names_from_the_database() {
     let base = tempfile::tempdir().unwrap();
     let folder = tests_runs().join(RIJUBIGO);
-    let import = run(milabench_in(base.path()).args(["db", "import"]).arg(&folder));
+    let import = run(milabench_in(base.path())
+        .args(["db", "import"])
+        .arg(&folder));
     assert_eq!(import.code, 0, "{}", import.stderr);
     let by_name = run(milabench_in(base.path()).args(["report", "--runs", RIJUBIGO]));
-    let by_folder = run(milabench_in(base.path()).arg("report").arg("--runs").arg(&folder));
+    let by_folder = run(milabench_in(base.path())
+        .arg("report")
+        .arg("--runs")
+        .arg(&folder));
     assert_eq!(by_name.code, 0, "{}", by_name.stderr);
     assert_eq!(by_name.stdout, by_folder.stdout);
     let compare = run(milabench_in(base.path())
@@ -116,12 +140,17 @@ fn two_processes_import_into_one_sqlite_file_at_once() {
     let (first, second) = (spawn(&a), spawn(&b));
     for child in [first, second] {
         let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let list = run(milabench_in(base.path()).args(["db", "list", "--format", "json"]));
     let runs: serde_json::Value = serde_json::from_str(&list.stdout).unwrap();
     assert_eq!(runs.as_array().unwrap().len(), 30);
-    let history = run(milabench_in(base.path()).args(["history", "--gpu", "h100", "--format", "json"]));
+    let history =
+        run(milabench_in(base.path()).args(["history", "--gpu", "h100", "--format", "json"]));
     let rows: serde_json::Value = serde_json::from_str(&history.stdout).unwrap();
     assert_eq!(rows.as_array().unwrap().len(), 30);
     assert_eq!(rows[1]["gpu_count"], 2);
@@ -142,5 +171,9 @@ fn a_bad_since_date_names_the_fix() {
     let base = tempfile::tempdir().unwrap();
     let out = run(milabench_in(base.path()).args(["history", "--since", "last week"]));
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("give a day such as 2024-06-01"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("give a day such as 2024-06-01"),
+        "{}",
+        out.stderr
+    );
 }

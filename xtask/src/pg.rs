@@ -123,7 +123,16 @@ pub fn up() -> anyhow::Result<String> {
         pg_ctl(
             &server.bin,
             &server.folder,
-            &["-l", &server.folder.join("log").display().to_string(), "-w", "-t", "60", "-o", &options, "start"],
+            &[
+                "-l",
+                &server.folder.join("log").display().to_string(),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                &options,
+                "start",
+            ],
         )
     });
     if let Err(e) = started {
@@ -131,7 +140,10 @@ pub fn up() -> anyhow::Result<String> {
         let _ = remove(&server);
         bail!("{e:#}\n{log}");
     }
-    eprintln!("==> pg: server at {url} (cluster in {})", server.folder.display());
+    eprintln!(
+        "==> pg: server at {url} (cluster in {})",
+        server.folder.display()
+    );
     Ok(url)
 }
 
@@ -214,7 +226,9 @@ fn postgres_bin() -> anyhow::Result<PathBuf> {
         return Ok(bin);
     }
     if !nix::unistd::Uid::effective().is_root() {
-        bail!("PostgreSQL's programs are not installed (no /usr/lib/postgresql/*/bin/initdb); install them with `sudo apt-get install postgresql`, or run as root to let this harness do it");
+        bail!(
+            "PostgreSQL's programs are not installed (no /usr/lib/postgresql/*/bin/initdb); install them with `sudo apt-get install postgresql`, or run as root to let this harness do it"
+        );
     }
     eprintln!("==> pg: installing Debian's postgresql");
     let install = || {

@@ -114,7 +114,10 @@ mod tests {
     fn each_format_keeps_every_cell() {
         let table = Table {
             columns: &["name", "value"],
-            rows: vec![vec!["a,b".into(), "1.5".into()], vec!["c|d".into(), "".into()]],
+            rows: vec![
+                vec!["a,b".into(), "1.5".into()],
+                vec!["c|d".into(), "".into()],
+            ],
             items: &[serde_json::json!({"name": "a,b"})],
         };
         assert_eq!(

@@ -237,7 +237,9 @@ impl Conn {
     pub(crate) fn execute(&mut self, sql: &str, params: &[Param]) -> Result<u64, StoreError> {
         match self {
             Conn::Sqlite(c) => {
-                let mut stmt = c.prepare_cached(&sqlite_text(sql)).map_err(StoreError::sql)?;
+                let mut stmt = c
+                    .prepare_cached(&sqlite_text(sql))
+                    .map_err(StoreError::sql)?;
                 let n = stmt
                     .execute(rusqlite::params_from_iter(params))
                     .map_err(StoreError::sql)?;
@@ -257,7 +259,9 @@ impl Conn {
     pub(crate) fn query(&mut self, sql: &str, params: &[Param]) -> Result<Vec<Row>, StoreError> {
         match self {
             Conn::Sqlite(c) => {
-                let mut stmt = c.prepare_cached(&sqlite_text(sql)).map_err(StoreError::sql)?;
+                let mut stmt = c
+                    .prepare_cached(&sqlite_text(sql))
+                    .map_err(StoreError::sql)?;
                 let width = stmt.column_count();
                 let mut rows = stmt
                     .query(rusqlite::params_from_iter(params))
@@ -369,7 +373,8 @@ fn pg_row(row: &postgres::Row) -> Result<Row, StoreError> {
             row.try_get::<_, Option<bool>>(i)
                 .map(|v| v.map(|v| Cell::Int(v.into())))
         } else {
-            row.try_get::<_, Option<String>>(i).map(|v| v.map(Cell::Text))
+            row.try_get::<_, Option<String>>(i)
+                .map(|v| v.map(Cell::Text))
         };
         cells.push(cell.map_err(StoreError::pg)?.unwrap_or(Cell::Null));
     }
@@ -386,12 +391,10 @@ mod tests {
             sqlite_text("SELECT $1 WHERE $2 = $1"),
             "SELECT ?1 WHERE ?2 = ?1"
         );
-        let mut conn = Conn::open_sqlite(&tempfile::tempdir().unwrap().path().join("x.db")).unwrap();
+        let mut conn =
+            Conn::open_sqlite(&tempfile::tempdir().unwrap().path().join("x.db")).unwrap();
         let rows = conn
-            .query(
-                "SELECT $2, $1, $1",
-                &[Param::from(7), Param::from("seven")],
-            )
+            .query("SELECT $2, $1, $1", &[Param::from(7), Param::from("seven")])
             .unwrap();
         assert_eq!(
             rows[0].0,

@@ -188,10 +188,8 @@ pub fn read_pack(file: &DataFile) -> Result<PackRecord, StoreError> {
                 };
                 pack.config = Some(config);
             }
-            Event::Meta(meta) => {
-                if meta.as_object().is_some_and(|m| !m.is_empty()) {
-                    pack.meta = Some(meta);
-                }
+            Event::Meta(meta) if meta.as_object().is_some_and(|m| !m.is_empty()) => {
+                pack.meta = Some(meta);
             }
             Event::Start(start) => {
                 pack.command = Some(start.command);
@@ -291,11 +289,7 @@ pub fn fingerprint(root: &Path, files: &[DataFile]) -> Result<String, StoreError
     for e in &entries {
         hash.update(e.as_bytes());
     }
-    Ok(hash
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 #[cfg(test)]

@@ -65,7 +65,10 @@ impl TestDatabase {
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         if let Ok(mut client) = postgres::Client::connect(&self.admin_url, postgres::NoTls) {
-            let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+            let _ = client.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
         }
     }
 }
@@ -135,7 +138,11 @@ pub fn write_run(
                        "job-number": job, "devices": [job]}),
             )?;
             record(&tag, "meta", meta.clone())?;
-            record(&tag, "start", json!({"command": ["python", "main.py"], "time": t0}))?;
+            record(
+                &tag,
+                "start",
+                json!({"command": ["python", "main.py"], "time": t0}),
+            )?;
             for (i, rate) in rates.iter().enumerate() {
                 let t = t0 + 1.0 + i as f64;
                 record(

@@ -16,9 +16,9 @@
 mod backend;
 mod error;
 mod folder;
+pub mod harness;
 mod location;
 mod query;
-pub mod harness;
 pub mod schema;
 mod store;
 mod write;

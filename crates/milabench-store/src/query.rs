@@ -186,7 +186,9 @@ impl Store {
             "SELECT id, weights_profile FROM execs WHERE name = $1 ORDER BY namespace LIMIT 1",
             &[Param::from(name)],
         )?;
-        let Some((id, profile)) = exec.first().and_then(|r| r.int(0).map(|id| (id, r.text(1))))
+        let Some((id, profile)) = exec
+            .first()
+            .and_then(|r| r.int(0).map(|id| (id, r.text(1))))
         else {
             return Err(StoreError::UnknownRun {
                 name: name.to_owned(),
@@ -203,9 +205,23 @@ impl Store {
                         failure_rate, meta
                  FROM execs WHERE id = $1",
                 &[
-                    "name", "namespace", "folder", "created_time", "status", "host", "cpu",
-                    "gpu_arch", "gpu_model", "gpu_count", "driver", "torch", "milabench",
-                    "weights_profile", "score", "failure_rate", "meta",
+                    "name",
+                    "namespace",
+                    "folder",
+                    "created_time",
+                    "status",
+                    "host",
+                    "cpu",
+                    "gpu_arch",
+                    "gpu_model",
+                    "gpu_count",
+                    "driver",
+                    "torch",
+                    "milabench",
+                    "weights_profile",
+                    "score",
+                    "failure_rate",
+                    "meta",
                 ],
                 id.clone(),
             ),
@@ -215,8 +231,20 @@ impl Store {
                         weight, enabled, peak_memory, energy_kj, perf_watt
                  FROM bench_stats WHERE exec_id = $1 ORDER BY bench",
                 &[
-                    "bench", "n", "fail", "ngpu", "perf", "sem_pct", "std_pct", "perf_low",
-                    "perf_high", "score", "weight", "enabled", "peak_memory", "energy_kj",
+                    "bench",
+                    "n",
+                    "fail",
+                    "ngpu",
+                    "perf",
+                    "sem_pct",
+                    "std_pct",
+                    "perf_low",
+                    "perf_high",
+                    "score",
+                    "weight",
+                    "enabled",
+                    "peak_memory",
+                    "energy_kj",
                     "perf_watt",
                 ],
                 id.clone(),
@@ -233,7 +261,14 @@ impl Store {
                 "SELECT tag, name, status, exit_code, ngpu, start_ts, end_ts, command, config
                  FROM packs WHERE exec_id = $1 ORDER BY tag",
                 &[
-                    "tag", "name", "status", "exit_code", "ngpu", "start_ts", "end_ts", "command",
+                    "tag",
+                    "name",
+                    "status",
+                    "exit_code",
+                    "ngpu",
+                    "start_ts",
+                    "end_ts",
+                    "command",
                     "config",
                 ],
                 id.clone(),
@@ -245,7 +280,15 @@ impl Store {
                  FROM metrics m JOIN packs p ON p.id = m.pack_id
                  WHERE m.exec_id = $1 ORDER BY p.tag, m.seq, m.id",
                 &[
-                    "tag", "seq", "ts", "name", "namespace", "value", "unit", "gpu_id", "job_id",
+                    "tag",
+                    "seq",
+                    "ts",
+                    "name",
+                    "namespace",
+                    "value",
+                    "unit",
+                    "gpu_id",
+                    "job_id",
                 ],
                 id,
             ),

@@ -104,10 +104,7 @@ impl Store {
         let (report, weights) = write::folder_report(folder, options.suite.as_deref(), &[])?;
         let profile = write::profile_name(options.profile.as_deref(), &weights);
         let meta = packs.iter().find_map(|p| p.meta.as_ref());
-        let created_ts = packs
-            .iter()
-            .filter_map(|p| p.start_ts)
-            .reduce(f64::min);
+        let created_ts = packs.iter().filter_map(|p| p.start_ts).reduce(f64::min);
         self.conn.in_transaction(|conn| {
             if let Some((id, _)) = existing {
                 write::delete_exec(conn, id)?;

@@ -104,7 +104,10 @@ fn import_gives_the_reports_statistics(t: &Target) {
         let outcome = store
             .import_folder(&folder, &ImportOptions::default())
             .unwrap();
-        assert!(matches!(outcome, ImportOutcome::Added { .. }), "{outcome:?}");
+        assert!(
+            matches!(outcome, ImportOutcome::Added { .. }),
+            "{outcome:?}"
+        );
         let (report, _) = report_runs(
             &[folder.display().to_string()],
             None,
@@ -134,7 +137,10 @@ fn import_gives_the_reports_statistics(t: &Target) {
         let exec = &exported[0];
         assert_eq!(exec["kind"], "exec");
         assert!(same(exec["score"].as_f64(), report.score));
-        assert_eq!(exec["status"], if report.passes() { "done" } else { "failed" });
+        assert_eq!(
+            exec["status"],
+            if report.passes() { "done" } else { "failed" }
+        );
     }
     let runs = store.runs().unwrap();
     assert_eq!(runs.len(), 2);
@@ -182,8 +188,14 @@ fn a_folder_that_grew_is_replaced_not_doubled(t: &Target) {
     let outcome = store
         .import_folder(&folder, &ImportOptions::default())
         .unwrap();
-    assert!(matches!(outcome, ImportOutcome::Replaced { packs: 2, .. }), "{outcome:?}");
-    assert_eq!(count(&mut store, "SELECT COUNT(*) FROM metrics"), metrics + 1);
+    assert!(
+        matches!(outcome, ImportOutcome::Replaced { packs: 2, .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        count(&mut store, "SELECT COUNT(*) FROM metrics"),
+        metrics + 1
+    );
     assert_eq!(count(&mut store, "SELECT COUNT(*) FROM packs"), 2);
 }
 
@@ -195,7 +207,9 @@ fn a_newer_schema_is_refused_and_left_untouched(t: &Target) {
     crate::schema::set_version(&mut store.conn, schema::SCHEMA_VERSION + 1).unwrap();
     drop(store);
     let err = Store::open(&t.location()).unwrap_err();
-    assert!(matches!(err, StoreError::NewerSchema { found, .. } if found == schema::SCHEMA_VERSION + 1));
+    assert!(
+        matches!(err, StoreError::NewerSchema { found, .. } if found == schema::SCHEMA_VERSION + 1)
+    );
     assert!(err.to_string().contains("nothing was changed"), "{err}");
     assert!(err.is_unavailable());
     // Still the newer version, still the run.
@@ -270,11 +284,21 @@ fn the_recorder_records_a_run_as_it_goes(t: &Target) {
         .import_folder(&folder, &ImportOptions::default())
         .unwrap();
     let stats = |rows: &[serde_json::Value]| -> Vec<serde_json::Value> {
-        rows.iter().filter(|r| r["kind"] == "stats").cloned().collect()
+        rows.iter()
+            .filter(|r| r["kind"] == "stats")
+            .cloned()
+            .collect()
     };
-    assert_eq!(stats(&recorded), stats(&imported.export_run(SEDUMOJE).unwrap()));
-    let metrics = |rows: &[serde_json::Value]| rows.iter().filter(|r| r["kind"] == "metric").count();
-    assert_eq!(metrics(&recorded), metrics(&imported.export_run(SEDUMOJE).unwrap()));
+    assert_eq!(
+        stats(&recorded),
+        stats(&imported.export_run(SEDUMOJE).unwrap())
+    );
+    let metrics =
+        |rows: &[serde_json::Value]| rows.iter().filter(|r| r["kind"] == "metric").count();
+    assert_eq!(
+        metrics(&recorded),
+        metrics(&imported.export_run(SEDUMOJE).unwrap())
+    );
 }
 
 fn a_killed_run_stays_visible_as_incomplete(t: &Target) {
@@ -299,7 +323,11 @@ fn a_killed_run_stays_visible_as_incomplete(t: &Target) {
     let runs = t.open().runs().unwrap();
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].shown_status(), "incomplete");
-    assert_eq!(runs[0].gpu_model.as_deref(), Some("H100"), "facts from the data");
+    assert_eq!(
+        runs[0].gpu_model.as_deref(),
+        Some("H100"),
+        "facts from the data"
+    );
     assert_eq!(runs[0].score, None);
 }
 
@@ -329,7 +357,12 @@ fn history_compares_with_the_previous_comparable_run(t: &Target) {
         ("r4", "NVIDIA H100 80GB", 8, 4.0 * day, 110.0),
     ] {
         let folder = scratch.path().join(name);
-        write_run(&folder, &system(Some(gpu), count, date), &[bench("resnet", rate)]).unwrap();
+        write_run(
+            &folder,
+            &system(Some(gpu), count, date),
+            &[bench("resnet", rate)],
+        )
+        .unwrap();
         store
             .import_folder(&folder, &ImportOptions::default())
             .unwrap();
@@ -338,9 +371,16 @@ fn history_compares_with_the_previous_comparable_run(t: &Target) {
     let runs: Vec<_> = all.iter().map(|r| r.run.as_str()).collect();
     assert_eq!(runs, ["r1", "r2", "r3", "r4"]);
     let r4 = &all[3];
-    assert_eq!(r4.previous_run.as_deref(), Some("r1"), "same model and count");
+    assert_eq!(
+        r4.previous_run.as_deref(),
+        Some("r1"),
+        "same model and count"
+    );
     assert!((r4.change_pct.unwrap() - 10.0).abs() < 1e-9);
-    assert_eq!(all[2].previous_run, None, "4 GPUs: nothing comparable before");
+    assert_eq!(
+        all[2].previous_run, None,
+        "4 GPUs: nothing comparable before"
+    );
     let h100 = store
         .history(&HistoryQuery {
             gpu: Some("h100".into()),
@@ -349,7 +389,11 @@ fn history_compares_with_the_previous_comparable_run(t: &Target) {
         })
         .unwrap();
     assert_eq!(h100.len(), 1);
-    assert_eq!(h100[0].previous_run.as_deref(), Some("r1"), "found before --since");
+    assert_eq!(
+        h100[0].previous_run.as_deref(),
+        Some("r1"),
+        "found before --since"
+    );
     let none = store
         .history(&HistoryQuery {
             bench: Some("bert".into()),
@@ -376,7 +420,10 @@ fn export_gives_every_row_of_a_run(t: &Target) {
     let kinds = |k: &str| rows.iter().filter(|r| r["kind"] == k).count() as i64;
     assert_eq!(kinds("exec"), 1);
     assert_eq!(kinds("pack"), 4);
-    assert_eq!(kinds("metric"), count(&mut store, "SELECT COUNT(*) FROM metrics"));
+    assert_eq!(
+        kinds("metric"),
+        count(&mut store, "SELECT COUNT(*) FROM metrics")
+    );
     assert_eq!(kinds("weight"), 1);
     let pack = rows.iter().find(|r| r["kind"] == "pack").unwrap();
     assert_eq!(pack["config"]["name"], "benchio", "JSON comes back as JSON");
@@ -413,7 +460,10 @@ fn two_writers_take_turns_on_one_sqlite_file() {
             .map(|_| ())
     });
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(!waiter.is_finished(), "the second writer waits for the lock");
+    assert!(
+        !waiter.is_finished(),
+        "the second writer waits for the lock"
+    );
     first.conn.batch("COMMIT").unwrap();
     waiter.join().unwrap().unwrap();
     assert_eq!(first.runs().unwrap().len(), 1);

@@ -146,7 +146,10 @@ pub(crate) fn insert_pack(conn: &mut Conn, exec: i64, pack: &PackRecord) -> Resu
         &[Param::from(exec), Param::from(pack.tag.as_str())],
     )?;
     if let Some(old) = old.first().and_then(|r| r.int(0)) {
-        conn.execute("DELETE FROM metrics WHERE pack_id = $1", &[Param::from(old)])?;
+        conn.execute(
+            "DELETE FROM metrics WHERE pack_id = $1",
+            &[Param::from(old)],
+        )?;
         conn.execute("DELETE FROM packs WHERE id = $1", &[Param::from(old)])?;
     }
     let rows = conn.query(
