@@ -7,4 +7,5 @@ mod install;
 mod report;
 mod resolve;
 mod run;
+mod store;
 mod sysinfo;

@@ -8,6 +8,7 @@ mod install;
 mod ops;
 mod report;
 mod resolve;
+mod store;
 mod suite;
 mod system;
 
@@ -46,6 +47,8 @@ pub enum Figure {
     Resolve,
     /// Report speed and ingestion rate.
     Report,
+    /// Results store: import per run, history over 1,000 runs.
+    Store,
     /// The system sampler.
     System,
     /// Environment installs.
@@ -67,6 +70,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     for figure in [
         Figure::Resolve,
         Figure::Report,
+        Figure::Store,
         Figure::System,
         Figure::Install,
         Figure::Exec,
@@ -80,6 +84,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         match figure {
             Figure::Resolve => resolve::run()?,
             Figure::Report => report::run(args.ingest_mb)?,
+            Figure::Store => store::run()?,
             Figure::System => system::run()?,
             Figure::Install => install::run(args.torch)?,
             Figure::Exec => exec::run()?,

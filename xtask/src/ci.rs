@@ -55,6 +55,7 @@ pub fn run() -> anyhow::Result<()> {
         &["doc", "--no-deps", "--workspace", "--locked"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
+    store_on_postgres()?;
     benchmate_tests()?;
     examples()?;
     eprintln!("==> e2e: install, prepare, smoke run and report of the CPU suite");
@@ -68,6 +69,39 @@ pub fn examples() -> anyhow::Result<()> {
     eprintln!("==> examples: the facade embedded as another tool would");
     let scratch = tempfile::tempdir().context("could not make a scratch folder")?;
     crate::examples::run(scratch.path())
+}
+
+/// The results store's tests again, on a throwaway PostgreSQL server (`cargo xtask pg up`),
+/// required to run: the same suite as on SQLite. The server is stopped even when they fail.
+fn store_on_postgres() -> anyhow::Result<()> {
+    use milabench_store::harness::{TEST_PG_REQUIRED, TEST_PG_URL};
+    eprintln!("==> store on PostgreSQL: cargo xtask pg up");
+    let url = crate::pg::up()?;
+    let args = [
+        "nextest",
+        "run",
+        "--package",
+        "milabench-store",
+        "--locked",
+        "--profile",
+        "ci",
+        "-E",
+        "test(/postgres::/)",
+    ];
+    eprintln!("==> store on PostgreSQL: cargo {}", args.join(" "));
+    let tests = Command::new(env!("CARGO"))
+        .args(args)
+        .env(TEST_PG_URL, &url)
+        .env(TEST_PG_REQUIRED, "1")
+        .status()
+        .context("could not start cargo for the PostgreSQL tests");
+    let stopped = crate::pg::down();
+    let status = tests?;
+    stopped?;
+    if !status.success() {
+        bail!("step `store on PostgreSQL` failed ({status})");
+    }
+    Ok(())
 }
 
 /// benchmate's pytest suite, in a small venv without torch (`target/benchmate-tests-venv`:

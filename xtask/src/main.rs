@@ -7,6 +7,7 @@
 //!   CPU suite; then benchit on an example script and an operator config (`--only` picks one).
 //! - `examples`: the facade's embedding examples, built and run on a scratch suite (`ci` runs
 //!   them too).
+//! - `pg up|down`: a throwaway PostgreSQL server on a loopback port for the store's tests.
 
 // A developer tool: printing progress and tables is its whole job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -16,6 +17,7 @@ mod ci;
 mod e2e;
 mod e2e_benchit;
 mod examples;
+mod pg;
 
 use clap::{Parser, Subcommand};
 
@@ -40,6 +42,9 @@ enum Flow {
     E2e(e2e::E2eArgs),
     /// Build and run the facade's embedding examples on a scratch suite.
     Examples,
+    /// A throwaway PostgreSQL server (initdb in a temporary folder, loopback port) for the
+    /// results store's tests: `up` prints its URL, `down` stops it and removes it.
+    Pg(pg::PgArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -48,5 +53,6 @@ fn main() -> anyhow::Result<()> {
         Flow::Bench(args) => bench::run(&args),
         Flow::E2e(args) => e2e::run(&args),
         Flow::Examples => ci::examples(),
+        Flow::Pg(args) => pg::run(&args),
     }
 }

@@ -30,6 +30,10 @@ pub struct GlobalArgs {
     /// [env: MILABENCH_SETTINGS].
     #[arg(long, global = true, value_name = "FILE")]
     pub settings: Option<Utf8PathBuf>,
+    /// Results database: a SQLite file, or a PostgreSQL URL `postgres://USER:PASSWORD@HOST/DB`
+    /// [env: MILABENCH_DB] [default: <base>/results.db].
+    #[arg(long, global = true, value_name = "FILE|URL")]
+    pub db: Option<String>,
 }
 
 /// Every `milabench` command.
@@ -101,6 +105,12 @@ pub enum Command {
     /// benchmark's processes when the command that started it dies (its standard input ends).
     #[command(name = "__watchdog", hide = true)]
     Watchdog,
+    /// The results database: import run folders, list the runs it holds, export one.
+    #[command(subcommand)]
+    Db(DbCommand),
+    /// One benchmark's perf over the runs of the results database, each run compared with the
+    /// previous comparable one (same benchmark, same GPU model and count).
+    History(HistoryArgs),
 }
 
 /// Arguments of `milabench prepare`.
@@ -483,4 +493,100 @@ fn zero_or_more(text: &str) -> Result<f64, String> {
             "`{text}` is not a number of 0 or more; give e.g. 5 or 2.5"
         )),
     }
+}
+
+// ---- Results database: `db import|list|export` and `history` ----
+
+/// Output formats of the results-database commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum TableFormat {
+    /// An aligned table.
+    #[default]
+    Text,
+    /// JSON: an array of objects.
+    Json,
+    /// CSV with a header row.
+    Csv,
+    /// A Markdown table.
+    Md,
+}
+
+/// `milabench db` commands.
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Load run folders (written by this tool or by the Python milabench) into the database,
+    /// with the statistics `milabench report` computes on them. Importing a folder again
+    /// changes nothing unless its `.data` files grew (then its run is replaced).
+    Import(DbImportArgs),
+    /// List the runs of the database: date, system, score, status (`incomplete`: still
+    /// running, or killed).
+    List(DbListArgs),
+    /// Write one run back as JSON lines: the run, its statistics, weights, processes and
+    /// metrics, one row per line with its `kind`.
+    Export(DbExportArgs),
+}
+
+/// Arguments of `milabench db import`.
+#[derive(Debug, Args)]
+pub struct DbImportArgs {
+    /// Run folders to import.
+    #[arg(required = true, value_name = "RUN_FOLDER")]
+    pub folders: Vec<Utf8PathBuf>,
+    /// Namespace of the runs (runs are unique by namespace and name).
+    #[arg(long, default_value = "", value_name = "NAME")]
+    pub namespace: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TableFormat::Text)]
+    pub format: TableFormat,
+}
+
+/// Arguments of `milabench db list`.
+#[derive(Debug, Args)]
+pub struct DbListArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TableFormat::Text)]
+    pub format: TableFormat,
+}
+
+/// Arguments of `milabench db export`.
+#[derive(Debug, Args)]
+pub struct DbExportArgs {
+    /// Name of the run.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Write to this file instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<Utf8PathBuf>,
+}
+
+/// Arguments of `milabench history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Only this benchmark.
+    #[arg(long, value_name = "NAME")]
+    pub bench: Option<String>,
+    /// Only GPUs whose model contains this text (any case), e.g. `H100`.
+    #[arg(long, value_name = "MODEL")]
+    pub gpu: Option<String>,
+    /// Only runs started on or after this day (`2024-06-01`, UTC) or time (RFC 3339).
+    #[arg(long, value_name = "DATE", value_parser = since_date)]
+    pub since: Option<f64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TableFormat::Text)]
+    pub format: TableFormat,
+}
+
+/// `--since`: a day (UTC midnight) or an RFC 3339 time, as seconds since the epoch.
+fn since_date(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    if let Ok(ts) = text.parse::<jiff::Timestamp>() {
+        return Ok(ts.as_microsecond() as f64 / 1e6);
+    }
+    text.parse::<jiff::civil::Date>()
+        .ok()
+        .and_then(|d| d.to_zoned(jiff::tz::TimeZone::UTC).ok())
+        .map(|z| z.timestamp().as_second() as f64)
+        .ok_or_else(|| {
+            format!("`{text}` is not a date; give a day such as 2024-06-01 or a time such as 2024-06-01T12:00:00Z")
+        })
 }

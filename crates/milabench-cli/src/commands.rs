@@ -2,7 +2,9 @@
 //! facade and a rendering of its result.
 
 mod compare;
+mod db;
 mod dev;
+mod history;
 mod install;
 mod new;
 mod pin;
@@ -11,6 +13,7 @@ mod replay;
 mod report;
 mod resolve;
 mod run;
+mod store;
 mod summary;
 mod sysinfo;
 
@@ -25,7 +28,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Resolve(args) => resolve::run(&cli.global, &args),
         Command::Report(args) => report::run(&cli.global, &args),
         Command::Summary(args) => summary::run(&args),
-        Command::Compare(args) => compare::run(&args),
+        Command::Compare(args) => compare::run(&cli.global, &args),
         Command::Replay(args) => replay::run(&args),
         Command::Run(args) => run::run(&cli.global, &args),
         Command::Sysinfo(args) => sysinfo::run(&cli.global, &args),
@@ -34,6 +37,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Install(args) => install::run(&cli.global, &args),
         Command::Pin(args) => pin::run(&cli.global, &args),
         Command::Dev(args) => dev::run(&cli.global, &args),
+        Command::Db(command) => db::run(&cli.global, &command),
+        Command::History(args) => history::run(&cli.global, &args),
         Command::Watchdog => {
             milabench::exec::serve_watchdog(std::io::stdin().lock());
             Ok(ExitCode::Success)

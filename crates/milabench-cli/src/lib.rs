@@ -8,6 +8,7 @@ mod errors;
 mod live;
 mod output;
 mod settings;
+mod table;
 
 use clap::Parser;
 

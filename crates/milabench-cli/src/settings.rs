@@ -28,6 +28,7 @@ pub fn load_settings_with(
         base: global.base.clone(),
         config: suite.and_then(|s| s.config.clone()),
         system: suite.and_then(|s| s.system.clone()),
+        db: global.db.clone(),
         ..more
     };
     let settings = Settings::load(&flags, env)?;

@@ -20,6 +20,7 @@ pub use milabench_exec as exec;
 pub use milabench_metrics as metrics;
 pub use milabench_plan as plan;
 pub use milabench_report as report;
+pub use milabench_store as store;
 pub use milabench_system as system;
 pub use milabench_validate as validate;
 

@@ -3,12 +3,13 @@
 use milabench::ExitCode;
 use milabench::report::{Verdict, compare_runs, render_comparison};
 
-use crate::args::{CompareArgs, CompareFormat};
+use crate::args::{CompareArgs, CompareFormat, GlobalArgs};
 use crate::output::{warn, write_output};
 
-/// Compares the runs and prints the table.
-pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    let comparison = compare_runs(&args.runs, args.threshold.unwrap_or(0.0))?;
+/// Compares the runs (folders, or run names of the results database) and prints the table.
+pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let runs = super::store::resolve_runs(global, &args.runs)?;
+    let comparison = compare_runs(&runs, args.threshold.unwrap_or(0.0))?;
     let text = match args.format {
         CompareFormat::Text => render_comparison(&comparison),
         CompareFormat::Json => serde_json::to_string_pretty(&comparison)? + "\n",

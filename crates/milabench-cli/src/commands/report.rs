@@ -29,7 +29,8 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         price: args.price,
         ..ReportOptions::default()
     };
-    let (report, set) = report_runs(&args.runs, suite.as_deref(), &options)?;
+    let runs = super::store::resolve_runs(global, &args.runs)?;
+    let (report, set) = report_runs(&runs, suite.as_deref(), &options)?;
     for warning in set.warnings() {
         warn(&warning);
     }

@@ -28,6 +28,8 @@ pub const MILABENCH_INSTALLER: &str = "MILABENCH_INSTALLER";
 pub const MILABENCH_RUN_NAME: &str = "MILABENCH_RUN_NAME";
 /// Boolean: plain line output instead of the interactive terminal dashboard.
 pub const MILABENCH_NOTERM: &str = "MILABENCH_NOTERM";
+/// Results database (`--db`): a SQLite file, or a `postgres://` URL. Default `$BASE/results.db`.
+pub const MILABENCH_DB: &str = "MILABENCH_DB";
 
 /// Overrides `$BASE/venv`, the root of the per-install-group environments.
 pub const MILABENCH_DIRS_VENV: &str = "MILABENCH_DIRS_VENV";
@@ -106,6 +108,7 @@ pub const ALL: &[&str] = &[
     MILABENCH_INSTALLER,
     MILABENCH_RUN_NAME,
     MILABENCH_NOTERM,
+    MILABENCH_DB,
     MILABENCH_DIRS_VENV,
     MILABENCH_DIRS_DATA,
     MILABENCH_DIRS_RUNS,

@@ -257,7 +257,7 @@ pub struct DirOverrides {
 /// Resolved settings of one invocation.
 ///
 /// A settings file uses these field names as top-level keys (unknown keys are errors):
-/// `base`, `config`, `system`, `arch`, `python`, `installer`, `run_name`, `noterm`, `dirs`.
+/// `base`, `config`, `system`, `arch`, `python`, `installer`, `run_name`, `noterm`, `db`, `dirs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
@@ -282,6 +282,9 @@ pub struct Settings {
     pub run_name: Option<String>,
     /// Plain line output instead of the terminal dashboard.
     pub noterm: bool,
+    /// Results database: a SQLite file or a `postgres://` URL (`<base>/results.db` when unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub db: Option<String>,
     /// Directory overrides.
     pub dirs: DirOverrides,
 }
@@ -300,6 +303,7 @@ impl Default for Settings {
             installer: Installer::Uv,
             run_name: None,
             noterm: false,
+            db: None,
             dirs: DirOverrides::default(),
         }
     }
@@ -326,6 +330,8 @@ pub struct SettingsFlags {
     pub run_name: Option<String>,
     /// `--noterm`.
     pub noterm: Option<bool>,
+    /// `--db FILE|URL`.
+    pub db: Option<String>,
 }
 
 fn path_value(p: &Utf8Path) -> FigValue {
@@ -370,6 +376,7 @@ impl Provider for SettingsFlags {
         );
         put("run_name", self.run_name.clone().map(FigValue::from));
         put("noterm", self.noterm.map(FigValue::from));
+        put("db", self.db.clone().map(FigValue::from));
         Ok(one_profile(d))
     }
 }
@@ -390,6 +397,7 @@ impl EnvLayer {
             (MILABENCH_SYSTEM, "system"),
             (MILABENCH_PYTHON, "python"),
             (MILABENCH_RUN_NAME, "run_name"),
+            (MILABENCH_DB, "db"),
         ] {
             if let Some(v) = env.get(var) {
                 d.insert(key.into(), FigValue::from(v.to_string()));
@@ -504,6 +512,12 @@ impl Settings {
         .flatten()
         {
             abs(p);
+        }
+        // A database file (not a URL) is a path like the others.
+        if let Some(db) = &mut self.db
+            && !db.contains("://")
+        {
+            *db = absolute(cwd, Utf8Path::new(db.as_str())).into_string();
         }
         self
     }

@@ -175,6 +175,26 @@ fn empty_env_value_is_unset() {
 }
 
 #[test]
+fn results_database_comes_from_env_then_flag_and_files_are_made_absolute() {
+    let from_env = Settings::load(
+        &SettingsFlags::default(),
+        &env(&[("MILABENCH_DB", "postgres://u@h/db")]),
+    )
+    .unwrap();
+    assert_eq!(from_env.db.as_deref(), Some("postgres://u@h/db"));
+    let flags = SettingsFlags {
+        db: Some("mine.db".into()),
+        ..SettingsFlags::default()
+    };
+    let from_flag = Settings::load(&flags, &env(&[("MILABENCH_DB", "postgres://u@h/db")]))
+        .unwrap()
+        .absolutize(Utf8Path::new("/work"));
+    assert_eq!(from_flag.db.as_deref(), Some("/work/mine.db"));
+    let url = from_env.absolutize(Utf8Path::new("/work"));
+    assert_eq!(url.db.as_deref(), Some("postgres://u@h/db"));
+}
+
+#[test]
 fn bad_env_enums_name_the_variable() {
     let err = Settings::load(
         &SettingsFlags::default(),

@@ -1,0 +1,104 @@
+//! `milabench db import|list|export`: the results database.
+
+use milabench::ExitCode;
+use milabench::store::{ImportOptions, ImportOutcome};
+use serde::Serialize;
+
+use crate::args::{DbCommand, DbExportArgs, DbImportArgs, DbListArgs, GlobalArgs};
+use crate::output::write_output;
+use crate::table::{Table, number, short_time, system};
+
+/// Runs a `db` command.
+pub fn run(global: &GlobalArgs, command: &DbCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        DbCommand::Import(args) => import(global, args),
+        DbCommand::List(args) => list(global, args),
+        DbCommand::Export(args) => export(global, args),
+    }
+}
+
+/// One imported folder, as printed.
+#[derive(Serialize)]
+struct Imported {
+    folder: String,
+    run: String,
+    outcome: &'static str,
+    processes: Option<usize>,
+}
+
+fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> {
+    let mut store = super::store::open(global)?;
+    let options = ImportOptions {
+        namespace: args.namespace.clone(),
+        ..ImportOptions::default()
+    };
+    let mut done = Vec::new();
+    for folder in &args.folders {
+        let outcome = store
+            .import_folder(folder.as_std_path(), &options)
+            .map_err(|e| anyhow::Error::new(e).context(format!("could not import {folder}")))?;
+        let (run, outcome, processes) = match outcome {
+            ImportOutcome::Added { name, packs } => (name, "added", Some(packs)),
+            ImportOutcome::Replaced { name, packs } => (name, "replaced", Some(packs)),
+            ImportOutcome::Unchanged { name } => (name, "unchanged", None),
+        };
+        done.push(Imported {
+            folder: folder.to_string(),
+            run,
+            outcome,
+            processes,
+        });
+    }
+    let table = Table {
+        columns: &["run", "outcome", "processes", "folder"],
+        rows: done
+            .iter()
+            .map(|d| {
+                vec![
+                    d.run.clone(),
+                    d.outcome.to_owned(),
+                    d.processes.map_or_else(String::new, |n| n.to_string()),
+                    d.folder.clone(),
+                ]
+            })
+            .collect(),
+        items: &done,
+    };
+    write_output(None, &table.render(args.format)?)?;
+    Ok(ExitCode::Success)
+}
+
+fn list(global: &GlobalArgs, args: &DbListArgs) -> anyhow::Result<ExitCode> {
+    let mut store = super::store::open(global)?;
+    let runs = store.runs()?;
+    let table = Table {
+        columns: &["run", "date", "system", "benchmarks", "score", "status"],
+        rows: runs
+            .iter()
+            .map(|r| {
+                vec![
+                    r.name.clone(),
+                    short_time(r.date.as_deref()),
+                    system(r.gpu_model.as_deref(), r.gpu_count, r.cpu.as_deref()),
+                    r.benchmarks.to_string(),
+                    number(r.score, 2),
+                    r.shown_status().to_owned(),
+                ]
+            })
+            .collect(),
+        items: &runs,
+    };
+    write_output(None, &table.render(args.format)?)?;
+    Ok(ExitCode::Success)
+}
+
+fn export(global: &GlobalArgs, args: &DbExportArgs) -> anyhow::Result<ExitCode> {
+    let mut store = super::store::open(global)?;
+    let mut text = String::new();
+    for row in store.export_run(&args.run)? {
+        text += &serde_json::to_string(&row)?;
+        text.push('\n');
+    }
+    write_output(args.output.as_deref(), &text)?;
+    Ok(ExitCode::Success)
+}

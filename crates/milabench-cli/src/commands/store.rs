@@ -1,0 +1,69 @@
+//! The results database as the commands see it: opened from `--db` / `MILABENCH_DB` /
+//! `<base>/results.db`, and run names resolved to their folders for `report` and `compare`.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use milabench::config::settings::EnvVars;
+use milabench::store::{Store, StoreLocation};
+
+use crate::args::GlobalArgs;
+use crate::settings::load_settings;
+
+/// Where the results database of this invocation is.
+pub fn location(global: &GlobalArgs) -> anyhow::Result<StoreLocation> {
+    let env = EnvVars::from_process();
+    let settings = load_settings(global, None, &env)?;
+    Ok(StoreLocation::resolve(
+        settings.db.as_deref(),
+        settings.base.as_std_path(),
+    ))
+}
+
+/// Opens the results database of this invocation (its folder is made for a new SQLite file).
+pub fn open(global: &GlobalArgs) -> anyhow::Result<Store> {
+    let location = location(global)?;
+    if let StoreLocation::Sqlite(path) = &location
+        && let Some(parent) = path.parent()
+    {
+        std::fs::create_dir_all(parent).with_context(|| {
+            format!(
+                "could not make {} for the results database; give another place with --db",
+                parent.display()
+            )
+        })?;
+    }
+    Ok(Store::open(&location)?)
+}
+
+/// The run folders `report` and `compare` read: each argument that is not an existing path and
+/// names a run of the results database becomes that run's folder. Others are left as given
+/// (the report then says what is missing). A database that does not exist is not created.
+pub fn resolve_runs(global: &GlobalArgs, runs: &[String]) -> anyhow::Result<Vec<String>> {
+    if runs.iter().all(|r| Path::new(r).exists()) {
+        return Ok(runs.to_vec());
+    }
+    let location = location(global)?;
+    if let StoreLocation::Sqlite(path) = &location
+        && !path.exists()
+    {
+        return Ok(runs.to_vec());
+    }
+    let mut store = Store::open(&location)?;
+    let mut out = Vec::with_capacity(runs.len());
+    for run in runs {
+        if Path::new(run).exists() {
+            out.push(run.clone());
+            continue;
+        }
+        match store.run_folder(run)? {
+            Some(folder) if folder.exists() => out.push(folder.display().to_string()),
+            Some(folder) => anyhow::bail!(
+                "run `{run}` is in the results database {location}, but its folder {} is gone; its statistics are still there (`milabench history`, `milabench db export {run}`); give the folder's new place instead to report on its files",
+                folder.display()
+            ),
+            None => out.push(run.clone()),
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,119 @@
+//! What can go wrong with the results store; every message says what to do about it.
+
+use std::path::PathBuf;
+
+/// An error of the results store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The SQLite file could not be opened or set up.
+    #[error(
+        "could not open the results database {}; check that its folder exists and is writable, or give another one with --db",
+        path.display()
+    )]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// SQLite would not use its write-ahead log (a file system that cannot share memory maps).
+    #[error(
+        "the results database {} cannot use SQLite's write-ahead log (journal mode stays `{mode}`); put it on a local disk with --db",
+        path.display()
+    )]
+    NoWal {
+        /// The database file.
+        path: PathBuf,
+        /// The journal mode SQLite kept.
+        mode: String,
+    },
+    /// A `--db` / `MILABENCH_DB` value that is not a usable PostgreSQL URL.
+    #[error(
+        "`{url}` is not a PostgreSQL URL milabench can use; write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE"
+    )]
+    BadUrl {
+        /// The URL, password hidden.
+        url: String,
+        /// What the client said.
+        #[source]
+        source: postgres::Error,
+    },
+    /// The PostgreSQL server could not be reached.
+    #[error(
+        "the PostgreSQL server at {url} could not be reached; check that it is running and accepts connections from this machine, or use the local SQLite file by leaving out --db and MILABENCH_DB"
+    )]
+    Unreachable {
+        /// The URL, password hidden.
+        url: String,
+        /// What the client said.
+        #[source]
+        source: postgres::Error,
+    },
+    /// The database was written by a newer milabench.
+    #[error(
+        "the results database {location} has schema version {found}, newer than the {known} this milabench knows; nothing was changed: use a newer milabench, or another database with --db"
+    )]
+    NewerSchema {
+        /// Where the database is.
+        location: String,
+        /// Its schema version.
+        found: i64,
+        /// The newest version this build knows.
+        known: i64,
+    },
+    /// A statement failed on SQLite.
+    #[error("the results database (SQLite) refused a statement")]
+    SqliteStatement(#[source] rusqlite::Error),
+    /// A statement failed on PostgreSQL.
+    #[error("the results database (PostgreSQL) refused a statement")]
+    PostgresStatement(#[source] postgres::Error),
+    /// Reading a run folder failed.
+    #[error(transparent)]
+    Report(#[from] milabench_report::ReportError),
+    /// Reading a `.data` file failed.
+    #[error(transparent)]
+    Metrics(#[from] milabench_metrics::MetricsError),
+    /// A run name that the store does not hold.
+    #[error(
+        "no run named `{name}` in the results database {location}; `milabench db list` shows the runs it holds, `milabench db import FOLDER` adds one"
+    )]
+    UnknownRun {
+        /// The name asked for.
+        name: String,
+        /// Where the database is.
+        location: String,
+    },
+    /// A file of a run folder could not be read.
+    #[error("could not read {}; check that it exists and is readable", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn sql(e: rusqlite::Error) -> StoreError {
+        StoreError::SqliteStatement(e)
+    }
+
+    pub(crate) fn pg(e: postgres::Error) -> StoreError {
+        StoreError::PostgresStatement(e)
+    }
+
+    /// Whether the database could not be reached or opened at all (as opposed to a problem with
+    /// one statement or one run folder): a run then goes on without the store.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Sqlite { .. }
+                | StoreError::NoWal { .. }
+                | StoreError::BadUrl { .. }
+                | StoreError::Unreachable { .. }
+                | StoreError::NewerSchema { .. }
+        )
+    }
+}

@@ -1,0 +1,320 @@
+//! What the store keeps of a run folder, read with `milabench-metrics`: the system facts of a
+//! `meta` event, and per `.data` file one pack (config, command, outcome) with its metrics.
+
+use std::path::Path;
+
+use milabench_metrics::{DataFile, Event, ReadItem, ReturnCode};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::error::StoreError;
+
+/// The system a run was measured on, from its `meta` event.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SystemFacts {
+    /// Host name (`os.nodename`).
+    pub host: Option<String>,
+    /// CPU model (`cpu.brand`).
+    pub cpu: Option<String>,
+    /// Accelerator family (`accelerators.arch`).
+    pub gpu_arch: Option<String>,
+    /// Product name of the first GPU.
+    pub gpu_model: Option<String>,
+    /// Number of GPUs.
+    pub gpu_count: i64,
+    /// Driver version (`accelerators.system`: the first key naming a driver).
+    pub driver: Option<String>,
+    /// PyTorch version (`pytorch.torch`).
+    pub torch: Option<String>,
+    /// milabench version (`milabench.tag`).
+    pub milabench: Option<String>,
+    /// Seconds since the epoch the facts were taken (`date`).
+    pub date: Option<f64>,
+}
+
+impl SystemFacts {
+    /// The facts found in a `meta` payload (missing keys stay empty).
+    pub fn from_meta(meta: &Value) -> SystemFacts {
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+        let accelerators = meta.get("accelerators");
+        let gpus = accelerators
+            .and_then(|a| a.get("gpus"))
+            .and_then(Value::as_object);
+        let driver = accelerators
+            .and_then(|a| a.get("system"))
+            .and_then(Value::as_object)
+            .and_then(|system| {
+                system
+                    .iter()
+                    .find(|(k, _)| k.to_ascii_lowercase().contains("driver"))
+                    .map(|(_, v)| match v {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+            });
+        SystemFacts {
+            host: text(meta.get("os").and_then(|o| o.get("nodename"))),
+            cpu: text(meta.get("cpu").and_then(|c| c.get("brand"))),
+            gpu_arch: text(accelerators.and_then(|a| a.get("arch"))),
+            gpu_model: text(
+                gpus.and_then(|g| g.values().next())
+                    .and_then(|g| g.get("product")),
+            ),
+            gpu_count: gpus.map_or(0, |g| g.len() as i64),
+            driver,
+            torch: text(meta.get("pytorch").and_then(|p| p.get("torch"))),
+            milabench: text(meta.get("milabench").and_then(|m| m.get("tag"))),
+            date: meta.get("date").and_then(Value::as_f64),
+        }
+    }
+}
+
+/// How a benchmark process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PackStatus {
+    /// Exit status 0.
+    Done,
+    /// The benchmark asked to stop early (a success).
+    EarlyStop,
+    /// A non-zero exit status, or an `end` without one.
+    Failed,
+    /// No `end`: the process was killed or is still running.
+    Incomplete,
+    /// Not run (its requirements were not met, or the run stopped before it).
+    Skipped,
+}
+
+impl PackStatus {
+    /// The word stored in `packs.status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PackStatus::Done => "done",
+            PackStatus::EarlyStop => "early_stop",
+            PackStatus::Failed => "failed",
+            PackStatus::Incomplete => "incomplete",
+            PackStatus::Skipped => "skipped",
+        }
+    }
+}
+
+/// One measurement of a pack, as the dashboard's narrow table holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricRow {
+    /// Position of its record in the file (from 0).
+    pub seq: i64,
+    /// Time stamp of the record, when it had one.
+    pub ts: Option<f64>,
+    /// `rate`, `loss`, `gpu.load`, `gpu.memory`, `gpu.temperature`, `gpu.power`,
+    /// `cpu.load`, `cpu.memory`, `walltime`.
+    pub name: &'static str,
+    /// The record's `task` (`train`, `main`, ...).
+    pub namespace: Option<String>,
+    /// The value (NaN is kept as null).
+    pub value: f64,
+    /// Unit.
+    pub unit: Option<String>,
+    /// The GPU a `gpu.*` value is about.
+    pub gpu_id: Option<String>,
+}
+
+/// One `.data` file: a benchmark process.
+#[derive(Debug, Clone)]
+pub struct PackRecord {
+    /// The process tag (file name without `.data`).
+    pub tag: String,
+    /// The benchmark name (`config.name`, else the tag's first part).
+    pub name: String,
+    /// The `config` event.
+    pub config: Option<Value>,
+    /// The `meta` event.
+    pub meta: Option<Value>,
+    /// `start.command`.
+    pub command: Option<Vec<String>>,
+    /// How it ended.
+    pub status: PackStatus,
+    /// `end.return_code` when it is a number.
+    pub exit_code: Option<i64>,
+    /// GPUs of the process: its `devices` list, else 1 for a `device`.
+    pub ngpu: Option<i64>,
+    /// `start.time`.
+    pub start_ts: Option<f64>,
+    /// `end.time`.
+    pub end_ts: Option<f64>,
+    /// The job number (`config.job-number`).
+    pub job_id: Option<i64>,
+    /// Its measurements.
+    pub metrics: Vec<MetricRow>,
+    /// Lines that could not be read.
+    pub bad_lines: usize,
+}
+
+/// Reads one `.data` file into a pack.
+pub fn read_pack(file: &DataFile) -> Result<PackRecord, StoreError> {
+    let mut pack = PackRecord {
+        tag: file.tag.as_str().to_owned(),
+        name: file.tag.bench().to_owned(),
+        config: None,
+        meta: None,
+        command: None,
+        status: PackStatus::Incomplete,
+        exit_code: None,
+        ngpu: None,
+        start_ts: None,
+        end_ts: None,
+        job_id: None,
+        metrics: Vec::new(),
+        bad_lines: 0,
+    };
+    let mut stopped = false;
+    for (seq, item) in file.records()?.enumerate() {
+        let record = match item {
+            ReadItem::Record(r) => r,
+            ReadItem::Problem(_) => {
+                pack.bad_lines += 1;
+                continue;
+            }
+        };
+        let seq = seq as i64;
+        match record.event {
+            Event::Config(config) => {
+                if let Some(name) = config.get("name").and_then(Value::as_str) {
+                    pack.name = name.to_owned();
+                }
+                pack.job_id = config.get("job-number").and_then(Value::as_i64);
+                pack.ngpu = match (config.get("devices"), config.get("device")) {
+                    (Some(Value::Array(d)), _) => Some(d.len() as i64),
+                    (_, Some(d)) if !d.is_null() => Some(1),
+                    _ => None,
+                };
+                pack.config = Some(config);
+            }
+            Event::Meta(meta) if meta.as_object().is_some_and(|m| !m.is_empty()) => {
+                pack.meta = Some(meta);
+            }
+            Event::Start(start) => {
+                pack.command = Some(start.command);
+                pack.start_ts = start.time;
+            }
+            Event::Stop => stopped = true,
+            Event::End(end) => {
+                pack.end_ts = end.time;
+                pack.exit_code = match end.return_code {
+                    ReturnCode::Code(c) => Some(c),
+                    ReturnCode::Other(_) => None,
+                };
+                pack.status = if stopped {
+                    PackStatus::EarlyStop
+                } else if end.return_code.is_zero() {
+                    PackStatus::Done
+                } else {
+                    PackStatus::Failed
+                };
+                if let (Some(start), Some(end)) = (pack.start_ts, pack.end_ts) {
+                    pack.metrics.push(MetricRow {
+                        seq,
+                        ts: Some(end),
+                        name: "walltime",
+                        namespace: None,
+                        value: end - start,
+                        unit: Some("s".into()),
+                        gpu_id: None,
+                    });
+                }
+            }
+            Event::Data(data) => data_metrics(seq, &data, &mut pack.metrics),
+            _ => {}
+        }
+    }
+    Ok(pack)
+}
+
+/// The metrics of one `data` record (the dashboard's mapping; progress records carry none).
+fn data_metrics(seq: i64, data: &milabench_metrics::DataPayload, out: &mut Vec<MetricRow>) {
+    let row = |name: &'static str, value: f64, unit: Option<&str>, gpu: Option<&str>| MetricRow {
+        seq,
+        ts: data.time,
+        name,
+        namespace: data.task.clone(),
+        value,
+        unit: unit.map(str::to_owned),
+        gpu_id: gpu.map(str::to_owned),
+    };
+    if let Some(rate) = data.rate {
+        out.push(row("rate", rate, data.units.as_deref(), None));
+    }
+    if let Some(loss) = data.loss {
+        out.push(row("loss", loss, None, None));
+    }
+    for (gpu, sample) in data.gpudata.iter().flatten() {
+        let gpu = Some(gpu.as_str());
+        if let Some(load) = sample.load {
+            out.push(row("gpu.load", load, None, gpu));
+        }
+        if let Some([used, _]) = sample.memory {
+            out.push(row("gpu.memory", used, Some("MiB"), gpu));
+        }
+        if let Some(t) = sample.temperature {
+            out.push(row("gpu.temperature", t, Some("C"), gpu));
+        }
+        if let Some(p) = sample.power {
+            out.push(row("gpu.power", p, Some("W"), gpu));
+        }
+    }
+    if let Some(cpu) = &data.cpudata {
+        if let Some(load) = cpu.load {
+            out.push(row("cpu.load", load, Some("%"), None));
+        }
+        if let Some([used, _]) = cpu.memory {
+            out.push(row("cpu.memory", used, Some("B"), None));
+        }
+    }
+}
+
+/// A digest of a run folder's `.data` files (names and sizes): event files only grow, so a
+/// folder whose digest did not change holds nothing new and importing it again is skipped.
+pub fn fingerprint(root: &Path, files: &[DataFile]) -> Result<String, StoreError> {
+    let mut entries = Vec::with_capacity(files.len());
+    for file in files {
+        let len = std::fs::metadata(&file.path)
+            .map_err(|source| StoreError::Io {
+                path: file.path.clone(),
+                source,
+            })?
+            .len();
+        let name = file.path.strip_prefix(root).unwrap_or(&file.path);
+        entries.push(format!("{}\t{len}\n", name.display()));
+    }
+    entries.sort();
+    let mut hash = Sha256::new();
+    for e in &entries {
+        hash.update(e.as_bytes());
+    }
+    Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_facts_come_from_the_meta_event() {
+        let meta = serde_json::json!({
+            "cpu": {"brand": "EPYC", "count": 8},
+            "os": {"nodename": "g1"},
+            "accelerators": {"arch": "cuda",
+                "gpus": {"0": {"product": "H100"}, "1": {"product": "H100"}},
+                "system": {"CUDA_DRIVER": 12040, "DRIVER_VERSION": "550.1"}},
+            "pytorch": {"torch": "2.3.1"},
+            "milabench": {"tag": "v1"},
+            "date": 1700000000.5
+        });
+        let facts = SystemFacts::from_meta(&meta);
+        assert_eq!(facts.gpu_model.as_deref(), Some("H100"));
+        assert_eq!(facts.gpu_count, 2);
+        assert_eq!(facts.driver.as_deref(), Some("12040"));
+        assert_eq!(facts.host.as_deref(), Some("g1"));
+        assert_eq!(facts.torch.as_deref(), Some("2.3.1"));
+        assert_eq!(facts.date, Some(1700000000.5));
+        assert_eq!(SystemFacts::from_meta(&serde_json::json!({})).gpu_count, 0);
+    }
+}

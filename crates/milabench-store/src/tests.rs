@@ -1,0 +1,470 @@
+//! The store's test suite, run once on SQLite and once on PostgreSQL (`postgres::*`, skipped
+//! with its reason when no server is given, see [`crate::harness`]).
+
+use std::path::{Path, PathBuf};
+
+use milabench_report::{ReportOptions, report_runs};
+
+use crate::harness::{GeneratedBench, GeneratedSystem, TestDatabase, pg_required, write_run};
+use crate::*;
+
+/// A database for one test: a SQLite file in a scratch folder, or a PostgreSQL database.
+enum Target {
+    Sqlite(tempfile::TempDir),
+    Postgres(TestDatabase),
+}
+
+impl Target {
+    fn location(&self) -> StoreLocation {
+        match self {
+            Target::Sqlite(dir) => StoreLocation::Sqlite(dir.path().join(DEFAULT_FILE)),
+            Target::Postgres(db) => StoreLocation::Postgres(db.url.clone()),
+        }
+    }
+
+    fn open(&self) -> Store {
+        Store::open(&self.location()).unwrap()
+    }
+}
+
+fn sqlite_target() -> Option<Target> {
+    Some(Target::Sqlite(tempfile::tempdir().unwrap()))
+}
+
+#[allow(clippy::print_stderr)]
+fn postgres_target() -> Option<Target> {
+    match TestDatabase::create() {
+        Ok(db) => Some(Target::Postgres(db)),
+        Err(why) => {
+            assert!(!pg_required(), "PostgreSQL tests are required: {why}");
+            eprintln!("skipped: {why}");
+            None
+        }
+    }
+}
+
+/// Each test, once per backend.
+macro_rules! on_both_backends {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[test] fn $test() { if let Some(t) = super::sqlite_target() { super::$test(&t) } })*
+        }
+        mod postgres {
+            $(#[test] fn $test() { if let Some(t) = super::postgres_target() { super::$test(&t) } })*
+        }
+    };
+}
+
+on_both_backends!(
+    import_gives_the_reports_statistics,
+    importing_twice_changes_nothing,
+    a_folder_that_grew_is_replaced_not_doubled,
+    a_newer_schema_is_refused_and_left_untouched,
+    the_recorder_records_a_run_as_it_goes,
+    a_killed_run_stays_visible_as_incomplete,
+    history_compares_with_the_previous_comparable_run,
+    export_gives_every_row_of_a_run,
+);
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/milabench/runs/tests-runs")
+        .join(name)
+}
+
+const SEDUMOJE: &str = "sedumoje.2023-03-24_13:57:35.089747";
+const RIJUBIGO: &str = "rijubigo.2023-03-24_13:45:27.512446";
+
+/// Copies a fixture run folder to a scratch folder (tests that change it).
+fn copy_fixture(name: &str, into: &Path) -> PathBuf {
+    let dest = into.join(name);
+    std::fs::create_dir_all(&dest).unwrap();
+    for entry in std::fs::read_dir(fixture(name)).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dest.join(entry.file_name())).unwrap();
+    }
+    dest
+}
+
+fn count(store: &mut Store, sql: &str) -> i64 {
+    store.conn.query(sql, &[]).unwrap()[0].int(0).unwrap()
+}
+
+fn same(a: Option<f64>, b: f64) -> bool {
+    match a {
+        Some(a) => a == b,
+        None => !b.is_finite(),
+    }
+}
+
+fn import_gives_the_reports_statistics(t: &Target) {
+    let mut store = t.open();
+    for name in [SEDUMOJE, RIJUBIGO] {
+        let folder = fixture(name);
+        let outcome = store
+            .import_folder(&folder, &ImportOptions::default())
+            .unwrap();
+        assert!(
+            matches!(outcome, ImportOutcome::Added { .. }),
+            "{outcome:?}"
+        );
+        let (report, _) = report_runs(
+            &[folder.display().to_string()],
+            None,
+            &ReportOptions::default(),
+        )
+        .unwrap();
+        let exported = store.export_run(name).unwrap();
+        let stats: Vec<_> = exported.iter().filter(|r| r["kind"] == "stats").collect();
+        assert_eq!(stats.len(), report.rows.len());
+        for (row, stored) in report.rows.iter().zip(stats) {
+            assert_eq!(stored["bench"], row.name.as_str());
+            for (key, expected) in [
+                ("perf", row.perf),
+                ("sem_pct", row.sem_pct),
+                ("std_pct", row.std_pct),
+                ("score", row.score),
+                ("n", row.n),
+                ("fail", row.fail),
+            ] {
+                assert!(
+                    same(stored[key].as_f64(), expected),
+                    "{name} {key}: stored {} vs report {expected}",
+                    stored[key]
+                );
+            }
+        }
+        let exec = &exported[0];
+        assert_eq!(exec["kind"], "exec");
+        assert!(same(exec["score"].as_f64(), report.score));
+        assert_eq!(
+            exec["status"],
+            if report.passes() { "done" } else { "failed" }
+        );
+    }
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), 2);
+}
+
+fn importing_twice_changes_nothing(t: &Target) {
+    let mut store = t.open();
+    let folder = fixture(SEDUMOJE);
+    store
+        .import_folder(&folder, &ImportOptions::default())
+        .unwrap();
+    let before = store.export_run(SEDUMOJE).unwrap();
+    let ids = count(&mut store, "SELECT MAX(id) FROM metrics");
+    let again = store
+        .import_folder(&folder, &ImportOptions::default())
+        .unwrap();
+    assert_eq!(
+        again,
+        ImportOutcome::Unchanged {
+            name: SEDUMOJE.into()
+        }
+    );
+    assert_eq!(store.export_run(SEDUMOJE).unwrap(), before);
+    assert_eq!(count(&mut store, "SELECT MAX(id) FROM metrics"), ids);
+    assert_eq!(count(&mut store, "SELECT COUNT(*) FROM execs"), 1);
+}
+
+fn a_folder_that_grew_is_replaced_not_doubled(t: &Target) {
+    let scratch = tempfile::tempdir().unwrap();
+    let folder = copy_fixture(SEDUMOJE, scratch.path());
+    let mut store = t.open();
+    store
+        .import_folder(&folder, &ImportOptions::default())
+        .unwrap();
+    let metrics = count(&mut store, "SELECT COUNT(*) FROM metrics");
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(folder.join("benchio.0.data"))
+        .unwrap();
+    std::io::Write::write_all(
+        &mut file,
+        b"{\"event\": \"data\", \"data\": {\"task\": \"train\", \"loss\": 0.5}, \"pipe\": \"data\"}\n",
+    )
+    .unwrap();
+    let outcome = store
+        .import_folder(&folder, &ImportOptions::default())
+        .unwrap();
+    assert!(
+        matches!(outcome, ImportOutcome::Replaced { packs: 2, .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        count(&mut store, "SELECT COUNT(*) FROM metrics"),
+        metrics + 1
+    );
+    assert_eq!(count(&mut store, "SELECT COUNT(*) FROM packs"), 2);
+}
+
+fn a_newer_schema_is_refused_and_left_untouched(t: &Target) {
+    let mut store = t.open();
+    store
+        .import_folder(&fixture(SEDUMOJE), &ImportOptions::default())
+        .unwrap();
+    crate::schema::set_version(&mut store.conn, schema::SCHEMA_VERSION + 1).unwrap();
+    drop(store);
+    let err = Store::open(&t.location()).unwrap_err();
+    assert!(
+        matches!(err, StoreError::NewerSchema { found, .. } if found == schema::SCHEMA_VERSION + 1)
+    );
+    assert!(err.to_string().contains("nothing was changed"), "{err}");
+    assert!(err.is_unavailable());
+    // Still the newer version, still the run.
+    let mut conn = match t.location() {
+        StoreLocation::Sqlite(path) => crate::backend::Conn::open_sqlite(&path).unwrap(),
+        StoreLocation::Postgres(url) => {
+            crate::backend::Conn::connect_postgres(&url, "test").unwrap()
+        }
+    };
+    assert_eq!(
+        crate::schema::current_version(&mut conn).unwrap(),
+        schema::SCHEMA_VERSION + 1
+    );
+    assert_eq!(
+        conn.query("SELECT COUNT(*) FROM execs", &[]).unwrap()[0].int(0),
+        Some(1)
+    );
+}
+
+fn run_start(folder: &Path) -> RunStart {
+    RunStart {
+        name: folder.file_name().unwrap().to_string_lossy().into_owned(),
+        namespace: String::new(),
+        folder: folder.to_owned(),
+        meta: None,
+        started: 1_679_680_655.0,
+    }
+}
+
+fn the_recorder_records_a_run_as_it_goes(t: &Target) {
+    let scratch = tempfile::tempdir().unwrap();
+    let folder = copy_fixture(SEDUMOJE, scratch.path());
+    let mut recorder = t.open().begin_run(&run_start(&folder)).unwrap();
+    // Visible from another connection at once, as a run that has not finished.
+    let runs = t.open().runs().unwrap();
+    assert_eq!(runs[0].status, "running");
+    assert_eq!(runs[0].shown_status(), "incomplete");
+    recorder
+        .bench_finished(&BenchEnd {
+            name: "benchio".into(),
+            status: PackStatus::Done,
+            exit_code: Some(0),
+        })
+        .unwrap();
+    recorder
+        .bench_finished(&BenchEnd {
+            name: "needs-gpus".into(),
+            status: PackStatus::Skipped,
+            exit_code: None,
+        })
+        .unwrap();
+    let mut store = recorder.finish(&RunEnd::default()).unwrap();
+    let recorded = store.export_run(SEDUMOJE).unwrap();
+    let packs: Vec<_> = recorded
+        .iter()
+        .filter(|r| r["kind"] == "pack")
+        .map(|r| (r["tag"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        packs,
+        [
+            ("benchio.0", "done"),
+            ("benchio.1", "done"),
+            ("needs-gpus", "skipped")
+        ]
+    );
+    assert_eq!(recorded[0]["status"], "done");
+    // The same statistics as an import of the folder.
+    let other = Target::Sqlite(tempfile::tempdir().unwrap());
+    let mut imported = other.open();
+    imported
+        .import_folder(&folder, &ImportOptions::default())
+        .unwrap();
+    let stats = |rows: &[serde_json::Value]| -> Vec<serde_json::Value> {
+        rows.iter()
+            .filter(|r| r["kind"] == "stats")
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        stats(&recorded),
+        stats(&imported.export_run(SEDUMOJE).unwrap())
+    );
+    let metrics =
+        |rows: &[serde_json::Value]| rows.iter().filter(|r| r["kind"] == "metric").count();
+    assert_eq!(
+        metrics(&recorded),
+        metrics(&imported.export_run(SEDUMOJE).unwrap())
+    );
+}
+
+fn a_killed_run_stays_visible_as_incomplete(t: &Target) {
+    let scratch = tempfile::tempdir().unwrap();
+    let folder = scratch.path().join("killed.run");
+    write_run(
+        &folder,
+        &system(Some("H100"), 1, 1000.0),
+        &[bench("a", 100.0)],
+    )
+    .unwrap();
+    let mut recorder = t.open().begin_run(&run_start(&folder)).unwrap();
+    recorder
+        .bench_finished(&BenchEnd {
+            name: "a".into(),
+            status: PackStatus::Done,
+            exit_code: Some(0),
+        })
+        .unwrap();
+    // Killed here: finish is never called.
+    drop(recorder);
+    let runs = t.open().runs().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].shown_status(), "incomplete");
+    assert_eq!(
+        runs[0].gpu_model.as_deref(),
+        Some("H100"),
+        "facts from the data"
+    );
+    assert_eq!(runs[0].score, None);
+}
+
+fn system(gpu: Option<&str>, count: usize, date: f64) -> GeneratedSystem {
+    GeneratedSystem {
+        gpu_model: gpu.map(str::to_owned),
+        gpu_count: count,
+        date,
+    }
+}
+
+fn bench(name: &str, rate: f64) -> GeneratedBench {
+    GeneratedBench {
+        name: name.to_owned(),
+        processes: vec![vec![rate; 6]],
+    }
+}
+
+fn history_compares_with_the_previous_comparable_run(t: &Target) {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut store = t.open();
+    let day = 86_400.0;
+    for (name, gpu, count, date, rate) in [
+        ("r1", "NVIDIA H100 80GB", 8, 1.0 * day, 100.0),
+        ("r2", "NVIDIA A100", 8, 2.0 * day, 50.0),
+        ("r3", "NVIDIA H100 80GB", 4, 3.0 * day, 60.0),
+        ("r4", "NVIDIA H100 80GB", 8, 4.0 * day, 110.0),
+    ] {
+        let folder = scratch.path().join(name);
+        write_run(
+            &folder,
+            &system(Some(gpu), count, date),
+            &[bench("resnet", rate)],
+        )
+        .unwrap();
+        store
+            .import_folder(&folder, &ImportOptions::default())
+            .unwrap();
+    }
+    let all = store.history(&HistoryQuery::default()).unwrap();
+    let runs: Vec<_> = all.iter().map(|r| r.run.as_str()).collect();
+    assert_eq!(runs, ["r1", "r2", "r3", "r4"]);
+    let r4 = &all[3];
+    assert_eq!(
+        r4.previous_run.as_deref(),
+        Some("r1"),
+        "same model and count"
+    );
+    assert!((r4.change_pct.unwrap() - 10.0).abs() < 1e-9);
+    assert_eq!(
+        all[2].previous_run, None,
+        "4 GPUs: nothing comparable before"
+    );
+    let h100 = store
+        .history(&HistoryQuery {
+            gpu: Some("h100".into()),
+            since: Some(3.5 * day),
+            ..HistoryQuery::default()
+        })
+        .unwrap();
+    assert_eq!(h100.len(), 1);
+    assert_eq!(
+        h100[0].previous_run.as_deref(),
+        Some("r1"),
+        "found before --since"
+    );
+    let none = store
+        .history(&HistoryQuery {
+            bench: Some("bert".into()),
+            ..HistoryQuery::default()
+        })
+        .unwrap();
+    assert!(none.is_empty());
+    // LIKE's wildcards in the filter are taken literally.
+    let literal = store
+        .history(&HistoryQuery {
+            gpu: Some("%".into()),
+            ..HistoryQuery::default()
+        })
+        .unwrap();
+    assert!(literal.is_empty());
+}
+
+fn export_gives_every_row_of_a_run(t: &Target) {
+    let mut store = t.open();
+    store
+        .import_folder(&fixture(RIJUBIGO), &ImportOptions::default())
+        .unwrap();
+    let rows = store.export_run(RIJUBIGO).unwrap();
+    let kinds = |k: &str| rows.iter().filter(|r| r["kind"] == k).count() as i64;
+    assert_eq!(kinds("exec"), 1);
+    assert_eq!(kinds("pack"), 4);
+    assert_eq!(
+        kinds("metric"),
+        count(&mut store, "SELECT COUNT(*) FROM metrics")
+    );
+    assert_eq!(kinds("weight"), 1);
+    let pack = rows.iter().find(|r| r["kind"] == "pack").unwrap();
+    assert_eq!(pack["config"]["name"], "benchio", "JSON comes back as JSON");
+    assert!(matches!(
+        store.export_run("nope"),
+        Err(StoreError::UnknownRun { .. })
+    ));
+}
+
+#[test]
+fn a_server_that_is_down_is_a_clear_error() {
+    // Port 1 on the loopback: nothing listens there.
+    let location = StoreLocation::parse("postgres://me:secret@127.0.0.1:1/results");
+    let err = Store::open(&location).unwrap_err();
+    assert!(err.is_unavailable());
+    let text = err.to_string();
+    assert!(text.contains("could not be reached"), "{text}");
+    assert!(text.contains("me:***@127.0.0.1:1"), "{text}");
+    assert!(!text.contains("secret"), "{text}");
+}
+
+#[test]
+fn two_writers_take_turns_on_one_sqlite_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = StoreLocation::Sqlite(dir.path().join(DEFAULT_FILE));
+    let mut first = Store::open(&location).unwrap();
+    let mut second = Store::open(&location).unwrap();
+    // The first holds the write lock for a while; the second waits for it instead of failing.
+    first.conn.begin_write().unwrap();
+    let folder = fixture(SEDUMOJE);
+    let waiter = std::thread::spawn(move || {
+        second
+            .import_folder(&folder, &ImportOptions::default())
+            .map(|_| ())
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        !waiter.is_finished(),
+        "the second writer waits for the lock"
+    );
+    first.conn.batch("COMMIT").unwrap();
+    waiter.join().unwrap().unwrap();
+    assert_eq!(first.runs().unwrap().len(), 1);
+}

@@ -1,0 +1,179 @@
+//! The results database from the command line: `db import|list|export`, `history`, run names
+//! in `report`, two importers at once, and a server that is down.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use milabench_store::harness::{GeneratedBench, GeneratedSystem, write_run};
+
+use crate::common::{fixtures, milabench, redact, run};
+
+fn tests_runs() -> PathBuf {
+    fixtures().join("milabench/runs/tests-runs")
+}
+
+const RIJUBIGO: &str = "rijubigo.2023-03-24_13:45:27.512446";
+const SEDUMOJE: &str = "sedumoje.2023-03-24_13:57:35.089747";
+
+/// `milabench` with its base (and so its results database) in `base`.
+fn milabench_in(base: &Path) -> Command {
+    let mut cmd = milabench(base);
+    cmd.env("MILABENCH_BASE", base);
+    cmd
+}
+
+#[test]
+fn python_run_folders_import_once_and_show_in_list_history_and_export() {
+    let base = tempfile::tempdir().unwrap();
+    let folders = [tests_runs().join(RIJUBIGO), tests_runs().join(SEDUMOJE)];
+    let first = run(milabench_in(base.path())
+        .args(["db", "import"])
+        .args(&folders));
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    insta::assert_snapshot!("db_import", redact(&first.stdout));
+    assert!(base.path().join("results.db").exists());
+    let again = run(milabench_in(base.path())
+        .args(["db", "import"])
+        .args(&folders));
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(
+        again.stdout.matches("unchanged").count(),
+        2,
+        "{}",
+        again.stdout
+    );
+
+    let list = run(milabench_in(base.path()).args(["db", "list"]));
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    insta::assert_snapshot!("db_list", list.stdout);
+    let history = run(milabench_in(base.path()).args(["history", "--bench", "benchio"]));
+    assert_eq!(history.code, 0, "{}", history.stderr);
+    insta::assert_snapshot!("history", history.stdout);
+    let csv = run(milabench_in(base.path()).args(["history", "--format", "csv"]));
+    assert!(
+        csv.stdout
+            .starts_with("bench,run,date,system,perf,sem%,n,fail,change,vs\n")
+    );
+    let json = run(milabench_in(base.path()).args(["db", "list", "--format", "json"]));
+    let runs: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 2);
+
+    let export = run(milabench_in(base.path()).args(["db", "export", RIJUBIGO]));
+    assert_eq!(export.code, 0, "{}", export.stderr);
+    let kinds: Vec<String> = export
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].to_string())
+        .collect();
+    assert_eq!(
+        kinds[..4],
+        ["\"exec\"", "\"stats\"", "\"weight\"", "\"pack\""]
+    );
+    let unknown = run(milabench_in(base.path()).args(["db", "export", "nope"]));
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown.stderr.contains("no run named `nope`"),
+        "{}",
+        unknown.stderr
+    );
+}
+
+#[test]
+fn report_and_compare_take_run_names_from_the_database() {
+    let base = tempfile::tempdir().unwrap();
+    let folder = tests_runs().join(RIJUBIGO);
+    let import = run(milabench_in(base.path())
+        .args(["db", "import"])
+        .arg(&folder));
+    assert_eq!(import.code, 0, "{}", import.stderr);
+    let by_name = run(milabench_in(base.path()).args(["report", "--runs", RIJUBIGO]));
+    let by_folder = run(milabench_in(base.path())
+        .arg("report")
+        .arg("--runs")
+        .arg(&folder));
+    assert_eq!(by_name.code, 0, "{}", by_name.stderr);
+    assert_eq!(by_name.stdout, by_folder.stdout);
+    let compare = run(milabench_in(base.path())
+        .args(["compare", RIJUBIGO])
+        .arg(tests_runs().join(SEDUMOJE)));
+    assert_eq!(compare.code, 0, "{}", compare.stderr);
+    assert!(compare.stdout.contains("benchio"), "{}", compare.stdout);
+}
+
+fn generated_runs(root: &Path, prefix: &str, count: usize) -> Vec<PathBuf> {
+    (0..count)
+        .map(|i| {
+            let folder = root.join(format!("{prefix}{i}"));
+            write_run(
+                &folder,
+                &GeneratedSystem {
+                    gpu_model: Some("NVIDIA H100".into()),
+                    gpu_count: 2,
+                    date: 1_700_000_000.0 + i as f64,
+                },
+                &[GeneratedBench {
+                    name: "resnet".into(),
+                    processes: vec![vec![100.0 + i as f64; 8]; 2],
+                }],
+            )
+            .unwrap();
+            folder
+        })
+        .collect()
+}
+
+#[test]
+fn two_processes_import_into_one_sqlite_file_at_once() {
+    let base = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let a = generated_runs(scratch.path(), "a", 15);
+    let b = generated_runs(scratch.path(), "b", 15);
+    let spawn = |folders: &[PathBuf]| {
+        milabench_in(base.path())
+            .args(["db", "import"])
+            .args(folders)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (spawn(&a), spawn(&b));
+    for child in [first, second] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let list = run(milabench_in(base.path()).args(["db", "list", "--format", "json"]));
+    let runs: serde_json::Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 30);
+    let history =
+        run(milabench_in(base.path()).args(["history", "--gpu", "h100", "--format", "json"]));
+    let rows: serde_json::Value = serde_json::from_str(&history.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 30);
+    assert_eq!(rows[1]["gpu_count"], 2);
+}
+
+#[test]
+fn a_server_that_is_down_is_a_clear_error() {
+    let base = tempfile::tempdir().unwrap();
+    let out = run(milabench_in(base.path())
+        .env("MILABENCH_DB", "postgres://me:secret@127.0.0.1:1/results")
+        .args(["db", "list"]));
+    assert_eq!(out.code, 2);
+    insta::assert_snapshot!(out.stderr);
+}
+
+#[test]
+fn a_bad_since_date_names_the_fix() {
+    let base = tempfile::tempdir().unwrap();
+    let out = run(milabench_in(base.path()).args(["history", "--since", "last week"]));
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("give a day such as 2024-06-01"),
+        "{}",
+        out.stderr
+    );
+}
