@@ -689,3 +689,31 @@ steady:
         refused.stderr
     );
 }
+
+/// `run` records into the results database as it goes (`db list` shows the run, `history` its
+/// benchmark), and a database that is down only skips the recording, saying how to import the
+/// run later (issue 28).
+#[test]
+fn run_records_into_the_results_database_and_goes_on_without_it() {
+    let project = project();
+    let out = run(&mut project.run_command(&["--select", "good", "--run-name", "kept"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("recorded in "), "{}", out.stderr);
+    let list = run(project.milabench().args(["db", "list", "--format", "json"]));
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert!(list.stdout.contains("\"kept\""), "{}", list.stdout);
+    let history = run(project.milabench().args(["history", "--bench", "good"]));
+    assert!(history.stdout.contains("kept"), "{}", history.stdout);
+
+    let down = run(project
+        .run_command(&["--select", "good", "--run-name", "unrecorded"])
+        .env("MILABENCH_DB", "postgres://nobody@127.0.0.1:1/none"));
+    assert_eq!(down.code, 0, "the run completes: {}", down.stderr);
+    assert!(
+        down.stderr.contains("results store skipped")
+            && down.stderr.contains("milabench db import"),
+        "{}",
+        down.stderr
+    );
+    assert!(!project.data_file("unrecorded", "good.D0").is_empty());
+}

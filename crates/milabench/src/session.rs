@@ -26,6 +26,7 @@ use milabench_env::{
 use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec};
 use milabench_metrics::Record;
 use milabench_report::{Report, ReportOptions, RunSet, report_runs};
+use milabench_store::{BenchEnd, PackStatus, RunEnd, RunRecorder, RunStart, Store, StoreLocation};
 use milabench_validate::{LayerName, Validation, ValidationContext, ValidationReport};
 
 use crate::error::Error;
@@ -114,13 +115,19 @@ impl InstallSummary {
     }
 }
 
-/// What `run` did: the processes, and the validation layers' verdicts on their event streams.
+/// What `run` did: the processes, the validation layers' verdicts on their event streams, and
+/// what became of its record in the results database.
 #[derive(Debug)]
 pub struct RunResult {
     /// The benchmarks run, skipped and left out.
     pub summary: RunSummary,
     /// The layers' report on the run's events (also written to [`VALIDATION_FILE`]).
     pub validation: ValidationReport,
+    /// Where the run was recorded (the database, as a person should see it), or `None` when
+    /// the store was skipped (see `store_problems`): the run folder stays the source of truth.
+    pub recorded_in: Option<String>,
+    /// What went wrong with the results database, each with how to import the run later.
+    pub store_problems: Vec<String>,
 }
 
 impl RunResult {
@@ -266,20 +273,76 @@ impl Session {
         let context = ValidationContext {
             gpu_count: self.resolved.gpu_count(),
         };
-        let mut validating = Validating {
+        let location = StoreLocation::resolve(
+            self.settings.db.as_deref(),
+            self.settings.base.as_std_path(),
+        );
+        let import_later = format!(
+            "the run folder keeps everything; import it later with `milabench db import {}`",
+            folder.path().display()
+        );
+        let mut store_problems = Vec::new();
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let start = RunStart {
+            name: self.resolved.run_name.clone(),
+            namespace: String::new(),
+            folder: folder.path().to_path_buf(),
+            meta: None,
+            started,
+        };
+        let recorder = match Store::open(&location).and_then(|store| store.begin_run(&start)) {
+            Ok(recorder) => Some(recorder),
+            Err(e) => {
+                store_problems.push(format!("results store skipped: {e}; {import_later}"));
+                None
+            }
+        };
+        let mut watching = Watching {
             validation: Validation::new(validations, &context),
+            recorder,
+            store_problems: Vec::new(),
             inner: observer,
         };
         let summary =
-            crate::run::run_suite(&self.resolved, &self.env, options, folder, &mut validating)?;
-        let validation = validating.validation.finish();
+            crate::run::run_suite(&self.resolved, &self.env, options, folder, &mut watching);
+        let validation = watching.validation.finish();
+        store_problems.append(&mut watching.store_problems);
+        let mut recorded_in = None;
+        if let Some(recorder) = watching.recorder {
+            let end = RunEnd {
+                suite: Some(self.resolved.report_entries()),
+                profile: self.suite_name(),
+                excused: summary
+                    .as_ref()
+                    .map(|s| s.skipped.clone())
+                    .unwrap_or_default(),
+                interrupted: summary.as_ref().map_or(true, |s| s.interrupted),
+            };
+            match recorder.finish(&end) {
+                Ok(_) => recorded_in = Some(location.shown()),
+                Err(e) => store_problems.push(format!(
+                    "the results store did not take the run's statistics: {e}; {import_later}"
+                )),
+            }
+        }
+        let summary = summary?;
         let file = folder.path().join(VALIDATION_FILE);
         std::fs::write(&file, &validation.text)
             .map_err(|source| Error::Write { path: file, source })?;
         Ok(RunResult {
             summary,
             validation,
+            recorded_in,
+            store_problems,
         })
+    }
+
+    /// The suite's name: its file's stem.
+    fn suite_name(&self) -> Option<String> {
+        let config = self.settings.config.as_deref()?;
+        config.file_stem().map(str::to_string)
     }
 
     /// The report of the run folder `run_dir` against this suite (its benchmarks missing from
@@ -307,14 +370,33 @@ impl Session {
     }
 }
 
-/// Passes every event on to the inner observer, and feeds the records to the validation layers
-/// as they are written.
-struct Validating<'a> {
+/// Passes every event on to the inner observer, feeds the records to the validation layers as
+/// they are written, and records each benchmark's end in the results database.
+struct Watching<'a> {
     validation: Validation,
+    recorder: Option<RunRecorder>,
+    /// Failures of the recorder (the run goes on without it).
+    store_problems: Vec<String>,
     inner: &'a mut dyn RunObserver,
 }
 
-impl ExecObserver for Validating<'_> {
+impl Watching<'_> {
+    /// Records a benchmark's end; a failure stops recording (said once).
+    fn record(&mut self, end: &BenchEnd) {
+        let Some(recorder) = &mut self.recorder else {
+            return;
+        };
+        if let Err(e) = recorder.bench_finished(end) {
+            self.store_problems.push(format!(
+                "results store skipped from `{}` on: {e}; import the run folder later with `milabench db import`",
+                end.name
+            ));
+            self.recorder = None;
+        }
+    }
+}
+
+impl ExecObserver for Watching<'_> {
     fn on_start(&mut self, tag: &str, spec: &ProcessSpec) {
         self.inner.on_start(tag, spec);
     }
@@ -329,8 +411,37 @@ impl ExecObserver for Validating<'_> {
     }
 }
 
-impl RunObserver for Validating<'_> {
+impl RunObserver for Watching<'_> {
     fn on_run_event(&mut self, event: RunEvent<'_>) {
+        match &event {
+            RunEvent::BenchEnd { outcome } => {
+                let status = if outcome.interrupted {
+                    PackStatus::Incomplete
+                } else if outcome.success() {
+                    PackStatus::Done
+                } else {
+                    PackStatus::Failed
+                };
+                let exit_code = outcome
+                    .failures()
+                    .chain(outcome.processes.iter())
+                    .find_map(|p| match p.return_code {
+                        milabench_metrics::ReturnCode::Code(code) => Some(code),
+                        milabench_metrics::ReturnCode::Other(_) => None,
+                    });
+                self.record(&BenchEnd {
+                    name: outcome.bench.clone(),
+                    status,
+                    exit_code,
+                });
+            }
+            RunEvent::Skipped { bench, .. } => self.record(&BenchEnd {
+                name: (*bench).to_string(),
+                status: PackStatus::Skipped,
+                exit_code: None,
+            }),
+            _ => {}
+        }
         self.inner.on_run_event(event);
     }
 }

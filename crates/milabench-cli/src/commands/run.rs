@@ -81,7 +81,15 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
             milabench::session::VALIDATION_FILE
         ));
     }
+    for problem in &result.store_problems {
+        warn(problem);
+    }
     note(&format!("run folder: {run_dir}"));
+    if let Some(database) = &result.recorded_in {
+        note(&format!(
+            "recorded in {database} (`milabench db list`, `milabench history`)"
+        ));
+    }
     Ok(if summary.interrupted {
         ExitCode::Interrupted
     } else if result.success() && report.passes() {
