@@ -58,7 +58,7 @@ mod watchdog;
 
 pub use error::ExecError;
 pub use interrupt::{CtrlC, Interrupt, WatchedGroup, install_ctrl_c};
-pub use milabench_plan::{BenchPlan, PlannedFile, ProcessSpec};
+pub use milabench_plan::{BenchPlan, Launch, PlannedFile, ProcessSpec};
 pub use options::{
     ExecObserver, ExecOptions, RecordSink, RunningSampler, SampledProcess, SamplerFactory,
 };
