@@ -4,6 +4,7 @@ mod benchit;
 mod benchit_ops;
 mod common;
 mod install;
+mod multinode;
 mod report;
 mod resolve;
 mod run;

@@ -43,11 +43,36 @@ pub fn run() -> anyhow::Result<()> {
             "ci",
         ],
     )?;
+    cluster_tests()?;
     benchmate_tests()?;
     eprintln!("==> e2e: install, prepare, smoke run and report of the CPU suite");
     crate::e2e::run(&crate::e2e::E2eArgs::default())?;
     eprintln!("==> ci: all steps passed");
     Ok(())
+}
+
+/// The multi-node tests against the real two-node harness (`tests/it/multinode.rs`, ignored
+/// by default because they need root); where the harness cannot run, says why they are skipped.
+fn cluster_tests() -> anyhow::Result<()> {
+    if let Some(why) = xtask::cluster::unavailable() {
+        eprintln!("==> multinode: SKIPPED, {why}");
+        return Ok(());
+    }
+    cargo(
+        "multinode",
+        &[
+            "nextest",
+            "run",
+            "--locked",
+            "--profile",
+            "ci",
+            "--test",
+            "it",
+            "--run-ignored",
+            "only",
+            "multinode::",
+        ],
+    )
 }
 
 /// benchmate's pytest suite, in a small venv without torch (`target/benchmate-tests-venv`:

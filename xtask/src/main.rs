@@ -5,6 +5,7 @@
 //!   same run.
 //! - `e2e`: real install (torch from the package index), prepare, smoke run and report of the
 //!   CPU suite; then benchit on an example script and an operator config (`--only` picks one).
+//! - `cluster up|down`: two network namespaces with real sshd, for multi-node runs and tests.
 
 // A developer tool: printing progress and tables is its whole job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -13,6 +14,8 @@ mod bench;
 mod ci;
 mod e2e;
 mod e2e_benchit;
+
+use xtask::cluster;
 
 use clap::{Parser, Subcommand};
 
@@ -35,6 +38,9 @@ enum Flow {
     /// Real install, prepare, smoke run and report of the CPU suite in a scratch base folder,
     /// then benchit (models and ops) with its managed environment.
     E2e(e2e::E2eArgs),
+    /// Two "nodes" on this machine (network namespaces, each with its own address and sshd),
+    /// for multi-node runs and tests; needs root.
+    Cluster(cluster::ClusterArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -42,5 +48,6 @@ fn main() -> anyhow::Result<()> {
         Flow::Ci => ci::run(),
         Flow::Bench(args) => bench::run(&args),
         Flow::E2e(args) => e2e::run(&args),
+        Flow::Cluster(args) => cluster::run_cli(&args),
     }
 }
