@@ -2,6 +2,7 @@
 
 mod benchit;
 mod benchit_ops;
+mod check;
 mod common;
 mod install;
 mod multinode;

@@ -348,3 +348,34 @@ fn ctrl_c_stops_every_rank_on_every_node() {
     nodes.assert_readable();
     nodes.assert_nothing_left();
 }
+
+#[test]
+#[ignore = "needs root and network namespaces: cargo xtask ci runs it"]
+fn check_finds_a_node_that_does_not_answer() {
+    let nodes = TwoNodes::new("pass", "pass", "");
+    let check = || {
+        let mut cmd = nodes
+            .cluster
+            .command_in(nodes.node("a"), Path::new(env!("CARGO_BIN_EXE_milabench")));
+        hermetic(&mut cmd, nodes.path());
+        cmd.env("MILABENCH_BASE", nodes.path().join("base"))
+            .args(["check", "--config", "suite.yaml", "--system"])
+            .arg(nodes.cluster.system_file());
+        run(&mut cmd)
+    };
+    let up = check();
+    assert!(up.stdout.contains("ok    node b"), "{}", up.stdout);
+    nodes
+        .cluster
+        .stop_sshd(nodes.node("b"))
+        .expect("sshd of b stops");
+    let down = check();
+    assert_eq!(down.code, 1, "{}", down.stdout);
+    assert!(
+        down.stdout.contains("FAIL  node b")
+            && down.stdout.contains("Connection refused")
+            && down.stdout.contains("fix: `ssh -p 2222"),
+        "{}",
+        down.stdout
+    );
+}

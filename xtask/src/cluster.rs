@@ -6,7 +6,7 @@
 //! when missing) listening on that address only, with host keys and a client key pair made for
 //! the cluster. Both nodes see the same file system, as the nodes of a cluster with a shared
 //! file system do. Node `a` (port 22) is the main node; node `b` listens on port 2222, so that
-//! the system file's `port` matters.
+//! the system file's `port` matters. Inside its namespace each node's link is named [`LINK`].
 //!
 //! Run the orchestrator inside node `a` (`ip netns exec <netns of a> milabench run ...`): node
 //! `a` is then this machine (its address is local) and node `b` is reached over ssh.
@@ -26,6 +26,10 @@ use anyhow::{Context, bail};
 
 /// Where clusters live.
 pub const ROOT: &str = "/run/milabench-cluster";
+
+/// The name of each node's link inside its namespace: the same on both nodes, so that one
+/// `GLOO_SOCKET_IFNAME` fits every rank (as on a cluster whose nodes name their NICs alike).
+pub const LINK: &str = "mbc0";
 
 /// Highest slot number (the third byte of the test range).
 const MAX_SLOT: u8 = 250;
@@ -176,8 +180,9 @@ impl Cluster {
                 run("ip", &all)
             };
             inside(&["link", "set", "lo", "up"])?;
-            inside(&["addr", "add", &format!("{}/24", node.ip), "dev", link])?;
-            inside(&["link", "set", link, "up"])?;
+            inside(&["link", "set", link, "name", LINK])?;
+            inside(&["addr", "add", &format!("{}/24", node.ip), "dev", LINK])?;
+            inside(&["link", "set", LINK, "up"])?;
             let host_key = format!("{dir}/host_{}", node.name);
             run(
                 "ssh-keygen",
