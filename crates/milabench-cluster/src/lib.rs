@@ -108,7 +108,7 @@ pub fn free_bytes(path: &Path) -> Result<u64, ProbeError> {
         path: existing.to_path_buf(),
         source,
     })?;
-    Ok(u64::from(stat.blocks_available()) * u64::from(stat.fragment_size()))
+    Ok(stat.blocks_available() * stat.fragment_size())
 }
 
 /// Memory available to new processes (`MemAvailable` of `/proc/meminfo`), in bytes.

@@ -15,7 +15,9 @@
 //!   died, or the connection dropped) stops every process holding the token: SIGTERM, then
 //!   SIGKILL after [`REMOTE_GRACE_SECONDS`];
 //! - when the command ends on its own, whatever it left behind is stopped the same way, and the
-//!   supervisor exits with the command's status, which `ssh` passes back.
+//!   supervisor exits with the command's status, which `ssh` passes back. A process caught
+//!   between `fork` and `exec` may hide its environment for an instant: the supervisor looks
+//!   twice, 0.2 s apart, before it decides that nothing is left.
 
 use camino::Utf8Path;
 use indexmap::IndexMap;
@@ -43,7 +45,11 @@ members() {
 }
 stop() {
   p=$(members)
-  [ -n "$p" ] || return 0
+  if [ -z "$p" ]; then
+    sleep 0.2
+    p=$(members)
+    [ -n "$p" ] || return 0
+  fi
   kill -TERM $p 2>/dev/null
   end=$(($(date +%s) + @GRACE@))
   while [ "$(date +%s)" -lt "$end" ]; do
@@ -274,7 +280,8 @@ mod tests {
             &IndexMap::from([(marker.clone(), "1".to_string())]),
             vec!["sh".into(), "-c".into(), "setsid sleep 300 & exit 7".into()],
         );
-        let (_keep, read_end) = std::io::pipe().expect("pipe");
+        // The write end stays open: the rank must end on its own, not because it was told to.
+        let (read_end, _write_end) = std::io::pipe().expect("pipe");
         let status = Command::new(&words[0])
             .args(&words[1..])
             .stdin(read_end)
