@@ -13,6 +13,13 @@ pub fn fixtures() -> PathBuf {
 /// name and base, run from `cwd`.
 pub fn milabench(cwd: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_milabench"));
+    hermetic(&mut cmd, cwd);
+    cmd
+}
+
+/// Gives `cmd` (which runs `milabench`, maybe through a wrapper) the settings of
+/// [`milabench`].
+pub fn hermetic(cmd: &mut Command, cwd: &Path) {
     for (key, _) in std::env::vars() {
         if key.starts_with("MILABENCH_") {
             cmd.env_remove(key);
@@ -23,7 +30,6 @@ pub fn milabench(cwd: &Path) -> Command {
         .env("MILABENCH_RUN_NAME", "golden")
         .env("MILABENCH_BASE", "/tmp/base")
         .env("USER", "tester");
-    cmd
 }
 
 /// Output of a finished command: exit code, stdout, stderr.

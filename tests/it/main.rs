@@ -2,8 +2,10 @@
 
 mod benchit;
 mod benchit_ops;
+mod check;
 mod common;
 mod install;
+mod multinode;
 mod report;
 mod resolve;
 mod run;

@@ -56,6 +56,7 @@ pub fn run() -> anyhow::Result<()> {
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
     store_on_postgres()?;
+    cluster_tests()?;
     benchmate_tests()?;
     examples()?;
     eprintln!("==> e2e: install, prepare, smoke run and report of the CPU suite");
@@ -102,6 +103,30 @@ fn store_on_postgres() -> anyhow::Result<()> {
         bail!("step `store on PostgreSQL` failed ({status})");
     }
     Ok(())
+}
+
+/// The multi-node tests against the real two-node harness (`tests/it/multinode.rs`, ignored
+/// by default because they need root); where the harness cannot run, says why they are skipped.
+fn cluster_tests() -> anyhow::Result<()> {
+    if let Some(why) = xtask::cluster::unavailable() {
+        eprintln!("==> multinode: SKIPPED, {why}");
+        return Ok(());
+    }
+    cargo(
+        "multinode",
+        &[
+            "nextest",
+            "run",
+            "--locked",
+            "--profile",
+            "ci",
+            "--test",
+            "it",
+            "--run-ignored",
+            "only",
+            "multinode::",
+        ],
+    )
 }
 
 /// benchmate's pytest suite, in a small venv without torch (`target/benchmate-tests-venv`:

@@ -4,8 +4,9 @@
 //! machine downloads),
 //! `prepare`, `run --fidelity smoke`, and `report --format json`. Asserts that every benchmark of
 //! the suite succeeded with a positive rate and that the run passed its validation layers (the
-//! run's exit code says both). Then benchit's flow (`e2e_benchit`). The scratch folders are
-//! removed afterwards, whatever happened.
+//! run's exit code says both). Then the DDP benchmark across the two nodes of the cluster
+//! harness (`multinode`, as root). Then benchit's flow (`e2e_benchit`). The scratch folders
+//! and the cluster are removed afterwards, whatever happened.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -45,6 +46,7 @@ pub fn run(args: &E2eArgs) -> anyhow::Result<()> {
             .tempdir()
             .context("could not make the scratch base folder")?;
         timings.extend(flow(&root, &bin, base.path(), None)?);
+        timings.extend(multinode(&root, &bin, base.path())?);
     }
     if args.only != Some(Part::Milabench) {
         let scratch = tempfile::Builder::new()
@@ -163,6 +165,75 @@ pub fn flow(
     timings.push(("report", started.elapsed().as_secs_f64()));
     check_report(&report)?;
     Ok(timings)
+}
+
+/// The multi-node suite, sized for CPUs.
+pub const MULTINODE_SUITE: &str = "config/multinode-cpu.yaml";
+
+/// The DDP benchmark on two nodes of the harness (`cargo xtask cluster`), reusing the
+/// environment [`flow`] installed in `base`: rank 0 in node `a` (where milabench runs), rank 1
+/// over ssh in node `b`, gloo on CPU; then `report` must show it like a one-node run. The
+/// cluster is removed afterwards, whatever happened. Where the harness cannot run (not root),
+/// says why and skips.
+pub fn multinode(root: &Path, bin: &Path, base: &Path) -> anyhow::Result<Vec<(&'static str, f64)>> {
+    if let Some(why) = xtask::cluster::unavailable() {
+        eprintln!("==> e2e: multinode SKIPPED, {why}");
+        return Ok(Vec::new());
+    }
+    let started = Instant::now();
+    let cluster = xtask::cluster::Cluster::up()?;
+    let status = cluster
+        .command_in(&cluster.nodes[0], bin)
+        .env("UV_CACHE_DIR", user_uv_cache())
+        .arg("run")
+        .arg("--base")
+        .arg(base)
+        .arg("--system")
+        .arg(cluster.system_file())
+        .args([
+            "--config",
+            MULTINODE_SUITE,
+            "--fidelity",
+            "smoke",
+            "--no-setup",
+        ])
+        .args(["--run-name", "e2e-nodes"])
+        // gloo finds its address through the link's name, the same on both nodes.
+        .arg("--override")
+        .arg(format!(
+            "{{resnet50-ddp-nodes: {{env: {{GLOO_SOCKET_IFNAME: {}}}}}}}",
+            xtask::cluster::LINK
+        ))
+        .current_dir(root)
+        .status()
+        .context("could not start milabench run on node a")?;
+    let run_seconds = started.elapsed().as_secs_f64();
+    let runs = base.join("runs/e2e-nodes");
+    if !status.success() {
+        bail!(
+            "the two-node run failed ({status}); its logs are under {}",
+            runs.display()
+        );
+    }
+    let remote = fs_err::read_to_string(runs.join("resnet50-ddp-nodes.0.b.nolog.data"))
+        .context("rank 1 (node b) left no events")?;
+    if !remote.contains("\"return_code\":0") {
+        bail!(
+            "rank 1 on node b did not end with status 0; see {}",
+            runs.display()
+        );
+    }
+    let report = json_output(
+        Command::new(bin)
+            .args(["report", "--format", "json", "--config", MULTINODE_SUITE])
+            .arg("--runs")
+            .arg(&runs)
+            .current_dir(root),
+        "milabench report (two nodes)",
+    )?;
+    check_report(&report)?;
+    cluster.down();
+    Ok(vec![("two-node run", run_seconds)])
 }
 
 /// Runs `cmd`, which must succeed and print one JSON document.

@@ -8,6 +8,7 @@
 //! - `examples`: the facade's embedding examples, built and run on a scratch suite (`ci` runs
 //!   them too).
 //! - `pg up|down`: a throwaway PostgreSQL server on a loopback port for the store's tests.
+//! - `cluster up|down`: two network namespaces with real sshd, for multi-node runs and tests.
 
 // A developer tool: printing progress and tables is its whole job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -18,6 +19,8 @@ mod e2e;
 mod e2e_benchit;
 mod examples;
 mod pg;
+
+use xtask::cluster;
 
 use clap::{Parser, Subcommand};
 
@@ -45,6 +48,9 @@ enum Flow {
     /// A throwaway PostgreSQL server (initdb in a temporary folder, loopback port) for the
     /// results store's tests: `up` prints its URL, `down` stops it and removes it.
     Pg(pg::PgArgs),
+    /// Two "nodes" on this machine (network namespaces, each with its own address and sshd),
+    /// for multi-node runs and tests; needs root.
+    Cluster(cluster::ClusterArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -54,5 +60,6 @@ fn main() -> anyhow::Result<()> {
         Flow::E2e(args) => e2e::run(&args),
         Flow::Examples => ci::examples(),
         Flow::Pg(args) => pg::run(&args),
+        Flow::Cluster(args) => cluster::run_cli(&args),
     }
 }

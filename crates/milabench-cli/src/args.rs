@@ -69,6 +69,15 @@ pub enum Command {
     /// The same facts a run records in each benchmark's `meta` event. A machine without GPUs
     /// lists none; a GPU tool that fails is said as a warning, and the exit status stays 0.
     Sysinfo(SysinfoArgs),
+    /// Check, in seconds, that a run can start: Python and uv, free disk under the base folder
+    /// for the environments to install, memory, the accelerators and the suite's
+    /// requirements, every other node of the system over ssh (the same milabench at the same
+    /// path, the base folder there), the environments, and the package index when one must be
+    /// installed.
+    ///
+    /// Prints one line per check (ok, warn or FAIL) with the fix for each problem. Exit status
+    /// 1 when a check fails.
+    Check(CheckArgs),
     /// Run the suite: every selected benchmark, one after the other, then the report.
     ///
     /// Benchmarks whose `requires_capabilities` are not met on this system are skipped (and
@@ -111,6 +120,30 @@ pub enum Command {
     /// One benchmark's perf over the runs of the results database, each run compared with the
     /// previous comparable one (same benchmark, same GPU model and count).
     History(HistoryArgs),
+}
+
+/// Output formats of `check`.
+#[derive(Debug, Clone, Copy, ValueEnum, Default)]
+pub enum CheckFormat {
+    /// A table.
+    #[default]
+    Text,
+    /// A JSON list of `{name, status, detail, fix}`.
+    Json,
+}
+
+/// Arguments of `milabench check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Which suite and which benchmarks.
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+    pub format: CheckFormat,
+    /// GiB of free disk the base folder needs (default: 8 per environment to install, plus 1).
+    #[arg(long, value_name = "GIB")]
+    pub need_disk: Option<u64>,
 }
 
 /// Arguments of `milabench prepare`.

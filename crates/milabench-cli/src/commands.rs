@@ -1,6 +1,7 @@
 //! Command handlers: one module per command, each turning parsed arguments into a call to the
 //! facade and a rendering of its result.
 
+mod check;
 mod compare;
 mod db;
 mod dev;
@@ -26,6 +27,7 @@ use crate::args::{Cli, Command};
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Resolve(args) => resolve::run(&cli.global, &args),
+        Command::Check(args) => check::run(&cli.global, &args),
         Command::Report(args) => report::run(&cli.global, &args),
         Command::Summary(args) => summary::run(&args),
         Command::Compare(args) => compare::run(&cli.global, &args),

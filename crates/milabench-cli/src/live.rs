@@ -48,8 +48,11 @@ impl LiveDisplay {
         }
     }
 
+    /// Whether the process's end is shown as a success. A rank kept out of reports (`nolog`,
+    /// the remote ranks of a multi-node job) is still shown failing when it failed: which node
+    /// broke is what the person needs to know.
     fn passed(&self, outcome: &ProcessOutcome) -> bool {
-        if self.exit_status_only {
+        if self.exit_status_only || outcome.nolog {
             outcome.return_code.is_zero() && outcome.errors.is_empty()
         } else {
             outcome.success()

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use camino::Utf8PathBuf;
 use indexmap::IndexMap;
-use milabench_exec::{BenchPlan, ExecOptions, ProcessSpec, run_plan};
+use milabench_exec::{BenchPlan, ExecOptions, Launch, ProcessSpec, run_plan};
 use nix::sys::resource::{UsageWho, getrusage};
 
 const CPU_BOUND: &str = r#"
@@ -61,6 +61,8 @@ fn spec(dir: &Path, argv: &[&str]) -> ProcessSpec {
         devices: Vec::new(),
         use_stdout: false,
         nolog: false,
+        launch: Launch::Local,
+        job: None,
         config: serde_json::json!({"name": "bench"}),
     }
 }

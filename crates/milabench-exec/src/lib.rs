@@ -63,7 +63,7 @@ mod watchdog;
 pub use error::ExecError;
 pub use exit_code::ExitCode;
 pub use interrupt::{CtrlC, Interrupt, TriggerHook, WatchedGroup, install_ctrl_c};
-pub use milabench_plan::{BenchPlan, PlannedFile, ProcessSpec};
+pub use milabench_plan::{BenchPlan, Launch, PlannedFile, ProcessSpec};
 pub use options::{
     ExecObserver, ExecOptions, PrecisionStop, RecordSink, RunningSampler, SampledProcess,
     SamplerFactory,

@@ -5,7 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
+use std::process::{ChildStdin, ExitStatus};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -90,6 +90,10 @@ struct Proc<'a> {
     nan_loss: bool,
     sampler: Option<Box<dyn RunningSampler>>,
     outcome: Option<ProcessOutcome>,
+    /// The write end of a remote rank's standard input: closing it stops the rank.
+    stdin: Option<ChildStdin>,
+    /// The last non-blank line it wrote to stderr (ssh's own complaint, when it fails).
+    last_stderr: Option<String>,
 }
 
 fn now_epoch() -> f64 {
@@ -256,6 +260,14 @@ impl<'a> Runner<'a, '_> {
         };
         let path = self.run_dir.join(format!("{}.{ext}", self.procs[idx].tag));
         let p = &mut self.procs[idx];
+        if ext == "stderr"
+            && let Some(line) = String::from_utf8_lossy(text)
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+        {
+            p.last_stderr = Some(line.trim().to_owned());
+        }
         let slot = if ext == "stdout" {
             &mut p.stdout
         } else {
@@ -278,12 +290,58 @@ impl<'a> Runner<'a, '_> {
         }
     }
 
-    /// SIGTERM to the process's tree; SIGKILL follows after the grace period.
+    /// SIGTERM to the process's tree (for a remote rank: its standard input closed, which
+    /// makes the remote side stop the rank); SIGKILL follows after the grace period.
     fn stop(&mut self, idx: usize, now: Instant) {
         let p = &mut self.procs[idx];
         if let (Some(pid), Stopping::No) = (p.pid, p.stopping) {
-            signal_tree(Some(pid), &p.token, Signal::SIGTERM);
+            if p.stdin.take().is_none() {
+                signal_tree(Some(pid), &p.token, Signal::SIGTERM);
+            }
             p.stopping = Stopping::Term(now);
+        }
+    }
+
+    /// Why a process failed, in a few words, when it did (for its peers' messages).
+    fn failure(&self, idx: usize) -> Option<String> {
+        let p = &self.procs[idx];
+        let code = p.exit?;
+        if p.stop_seen || (code == 0 && p.errors.is_empty()) {
+            return None;
+        }
+        Some(match p.errors.last() {
+            Some(error) => error.clone(),
+            None => match &p.last_stderr {
+                Some(line) => format!("exited with status {code}: {line}"),
+                None => format!("exited with status {code}"),
+            },
+        })
+    }
+
+    /// A rank of a distributed job failed: its peers would wait for it until `max_duration`,
+    /// so they are stopped now, with an error that names the failed rank's node and cause.
+    fn stop_peers(&mut self, idx: usize) {
+        let p = &self.procs[idx];
+        let (Some(job), false, false) = (&p.spec.job, p.interrupted, p.timed_out) else {
+            return;
+        };
+        let Some(cause) = self.failure(idx) else {
+            return;
+        };
+        let node = p.spec.node.as_deref().unwrap_or("this machine");
+        let message = format!(
+            "stopped: the rank on node `{node}` ({}) failed: {cause}",
+            p.tag
+        );
+        let now = Instant::now();
+        for peer in self.live() {
+            if peer != idx
+                && self.procs[peer].spec.job.as_ref() == Some(job)
+                && self.procs[peer].stopping == Stopping::No
+            {
+                self.record(peer, error_record("RankFailed", message.clone()));
+                self.stop(peer, now);
+            }
         }
     }
 
@@ -337,6 +395,7 @@ impl<'a> Runner<'a, '_> {
                 };
                 self.procs[proc].exit = Some(code);
                 self.procs[proc].exited_at = Some(Instant::now());
+                self.procs[proc].stdin = None;
                 self.maybe_finish(proc);
             }
             Msg::Telemetry { proc, record } => {
@@ -348,6 +407,33 @@ impl<'a> Runner<'a, '_> {
         }
     }
 
+    /// ssh itself failed (status 255, and not because the rank was stopped): say which node
+    /// could not be reached and why, in ssh's own words.
+    fn ssh_failure(&mut self, idx: usize, code: i64) {
+        let p = &self.procs[idx];
+        let Some(target) = p.spec.launch.ssh_target() else {
+            return;
+        };
+        if code != 255 || p.stopping != Stopping::No {
+            return;
+        }
+        let cause = p
+            .last_stderr
+            .clone()
+            .unwrap_or_else(|| "ssh exited with status 255".into());
+        let message = format!(
+            "could not run the rank on node `{}` over ssh ({}): {cause}\n  fix: check that \
+             `ssh -i <sshkey> -p {} {}@{} true` works from this machine (node up, sshd \
+             listening, the system file's `sshkey` authorized there)",
+            target.node,
+            target.describe(),
+            target.port,
+            target.user,
+            target.host
+        );
+        self.record(idx, error_record("SSHError", message));
+    }
+
     fn maybe_finish(&mut self, idx: usize) {
         let p = &self.procs[idx];
         if p.outcome.is_none() && p.exit.is_some() && p.open_streams == 0 {
@@ -357,6 +443,10 @@ impl<'a> Runner<'a, '_> {
 
     /// Writes `end` and closes the process's books.
     fn finish(&mut self, idx: usize) {
+        if let Some(code) = self.procs[idx].exit {
+            // After the pipes are drained, so that ssh's last words are known.
+            self.ssh_failure(idx, code);
+        }
         if let Some(sampler) = self.procs[idx].sampler.take() {
             sampler.stop();
         }
@@ -394,6 +484,8 @@ impl<'a> Runner<'a, '_> {
         };
         self.observer.on_end(&outcome);
         self.procs[idx].outcome = Some(outcome);
+        self.procs[idx].stdin = None;
+        self.stop_peers(idx);
     }
 
     /// How long descendants may keep a pipe open after the process exited.
@@ -516,6 +608,8 @@ impl<'a> Runner<'a, '_> {
             nan_loss: false,
             sampler: None,
             outcome: None,
+            stdin: None,
+            last_stderr: None,
         });
         self.record(idx, Record::new(Event::Config(spec.config.clone()), None));
         if let Some(meta) = self.options.meta_for(spec.node.as_deref()) {
@@ -547,6 +641,7 @@ impl<'a> Runner<'a, '_> {
             }
         };
         let pid = spawned.child.id() as i32;
+        self.procs[idx].stdin = spawned.child.stdin.take();
         self.options.interrupt.add_group(pid);
         if let Err(e) = self.tell_watchdog(&self.procs[idx].token.clone(), Some(pid)) {
             signal_tree(Some(pid), &self.procs[idx].token, Signal::SIGKILL);

@@ -21,7 +21,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 
-use milabench_plan::ProcessSpec;
+use milabench_plan::{Launch, ProcessSpec};
 use nix::fcntl::{FcntlArg, FdFlag, fcntl};
 
 use crate::tree::TOKEN_VAR;
@@ -46,7 +46,12 @@ fn base_command(spec: &ProcessSpec, token: &str) -> Command {
         .current_dir(spec.cwd.as_std_path())
         .envs(&spec.env)
         .env("PYTHONUNBUFFERED", "1")
-        .stdin(Stdio::null())
+        .stdin(match spec.launch {
+            // The remote rank lives while its standard input is open (see milabench-plan's
+            // `launch` module): the orchestrator holds the write end.
+            Launch::Ssh(_) => Stdio::piped(),
+            Launch::Local => Stdio::null(),
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     in_own_tree(&mut cmd, token);

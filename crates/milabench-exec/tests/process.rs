@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use camino::Utf8PathBuf;
 use indexmap::IndexMap;
 use milabench_exec::{
-    BenchOutcome, BenchPlan, ExecObserver, ExecOptions, PlannedFile, ProcessOutcome, ProcessSpec,
-    RecordSink, RunningSampler, SampledProcess, SamplerFactory, run_plan,
+    BenchOutcome, BenchPlan, ExecObserver, ExecOptions, Launch, PlannedFile, ProcessOutcome,
+    ProcessSpec, RecordSink, RunningSampler, SampledProcess, SamplerFactory, run_plan,
 };
 use milabench_metrics::{Event, Record, ReturnCode};
 use serde_json::{Value, json};
@@ -67,6 +67,8 @@ impl Bench {
             devices: Vec::new(),
             use_stdout: false,
             nolog: false,
+            launch: Launch::Local,
+            job: None,
             config: json!({"name": tag[0], "tag": tag}),
         }
     }
@@ -743,4 +745,43 @@ fn duplicate_tags_are_refused_before_anything_starts() {
     let err = run_plan(&plan, &b.run_dir(), &options(), &mut ()).unwrap_err();
     assert!(err.to_string().contains("bench.D0"), "{err}");
     assert!(!Path::new(&b.run_dir()).join("bench.D0.data").exists());
+}
+
+#[test]
+fn a_failed_rank_stops_the_other_ranks_of_its_job() {
+    let bench = Bench::new();
+    let waits = bench.script("waits.py", "time.sleep(60)");
+    let fails = bench.script(
+        "fails.py",
+        "print('peer lost', file=sys.stderr)\nsys.exit(3)",
+    );
+    let lone = bench.script("lone.py", "time.sleep(2)\nrate(1.0)");
+    let rank = |tag: &[&str], node: &str, script: &str| ProcessSpec {
+        node: Some(node.into()),
+        job: Some("ddp.0".into()),
+        ..bench.spec(tag, &["python3", script])
+    };
+    let plan = BenchPlan {
+        bench: "ddp".into(),
+        processes: vec![
+            rank(&["ddp", "0", "a"], "a", &waits),
+            rank(&["ddp", "0", "b", "nolog"], "b", &fails),
+            // Not a rank of that job: it runs to its end.
+            bench.spec(&["ddp", "alone"], &["python3", &lone]),
+        ],
+        files: Vec::new(),
+        max_duration: None,
+    };
+    let started = std::time::Instant::now();
+    let outcome = bench.run(&plan);
+    assert!(started.elapsed() < Duration::from_secs(30), "rank 0 waited");
+    let rank0 = &outcome.processes[0];
+    assert!(!rank0.success());
+    assert_eq!(
+        rank0.errors,
+        [
+            "RankFailed: stopped: the rank on node `b` (ddp.0.b.nolog) failed: exited with status 3: peer lost"
+        ]
+    );
+    assert!(outcome.processes[2].success(), "{:?}", outcome.processes[2]);
 }

@@ -7,9 +7,9 @@
 //! - `--repeat N`: tags get `R<i>` after the name.
 //! - launchers: voir (default), plain python, torchrun, accelerate, or the script itself.
 //! - multi-node (`num_machines > 1` with several nodes in the system file): one rank per node,
-//!   rank 0 on the main node; remote ranks through `ssh` with their environment forwarded by
-//!   `env`, the data channel in stdout, and tags `<node>` (`<node>.nolog` for ranks other
-//!   than 0). A rank on this machine runs directly, without ssh.
+//!   rank 0 on the main node; remote ranks through `ssh` (see the `launch` module) with their
+//!   environment on the command line, the data channel in stdout, and tags `<node>`
+//!   (`<node>.nolog` for ranks other than 0). A rank on this machine runs directly, without ssh.
 
 use milabench_config::settings::env_vars::{
     MILABENCH_BASE, MILABENCH_CONFIG, MILABENCH_DATA_DIR, MILABENCH_DIR_PREFIX, MILABENCH_NAME,
@@ -25,6 +25,7 @@ use milabench_config::settings::options::{CpuOptions, SizerOptions};
 use milabench_config::{Bench, Node, NodeSpec, PlanMethod};
 
 use crate::error::PlanError;
+use crate::launch::{Launch, SshTarget};
 use crate::spec::{BenchPlan, PlannedFile, ProcessSpec};
 
 /// Port of the torchrun/accelerate rendezvous on the main node.
@@ -391,13 +392,25 @@ fn process(
         bench, benchfile, ctx, dirs, job, &resolve, use_stdout, &config,
     )?;
     let cwd = dirs.code.clone();
-    let (argv, node) = match rank {
-        Some((_, node, _)) if !node.local => (
-            ssh_wrap(ctx, node, &cwd, &env, argv),
-            Some(node.name.clone()),
-        ),
-        Some((_, node, _)) => (argv, Some(node.name.clone())),
-        None => (argv, None),
+    let launch = match rank {
+        Some((_, node, _)) if !node.local => Launch::Ssh(SshTarget {
+            node: node.name.clone(),
+            user: node.user.clone(),
+            host: node.ip.clone(),
+            port: node.sshport,
+            key: ctx.ssh_key.clone(),
+        }),
+        _ => Launch::Local,
+    };
+    let argv = match &launch {
+        Launch::Local => argv,
+        Launch::Ssh(_) => {
+            // The data channel of a remote rank can only be its stdout (ssh carries nothing
+            // else back), and the remote side gets no variable the executor sets locally.
+            let mut remote_env = env.clone();
+            remote_env.insert("DATA_FD".into(), "1".into());
+            launch.wrap(&cwd, &remote_env, argv)
+        }
     };
     Ok((
         ProcessSpec {
@@ -405,10 +418,12 @@ fn process(
             argv,
             env,
             cwd,
-            node,
+            node: rank.map(|(_, node, _)| node.name.clone()),
             devices: job.devices.clone(),
             use_stdout,
             nolog: rank.is_some_and(|(r, _, _)| r > 0),
+            launch,
+            job: rank.map(|_| job.tag.join(".")),
             config,
         },
         voir_file,
@@ -478,34 +493,6 @@ fn process_env(
         }
     }
     Ok(env)
-}
-
-/// Wraps a command to run on a remote node: `ssh ... user@host env -C CWD K=V ... CMD`.
-fn ssh_wrap(
-    ctx: &PlanContext,
-    node: &NodeSpec,
-    cwd: &Utf8Path,
-    env: &IndexMap<String, String>,
-    argv: Vec<String>,
-) -> Vec<String> {
-    let mut out: Vec<String> = vec![
-        "ssh".into(),
-        "-oBatchMode=yes".into(),
-        "-oCheckHostIP=no".into(),
-        "-oStrictHostKeyChecking=no".into(),
-        "-p".into(),
-        node.sshport.to_string(),
-    ];
-    if let Some(key) = &ctx.ssh_key {
-        out.push(format!("-i{key}"));
-    }
-    out.push(format!("{}@{}", node.user, node.ip));
-    // ssh joins its arguments with spaces into one remote command line: quote each of them.
-    let mut remote: Vec<String> = vec!["env".into(), "-C".into(), cwd.to_string()];
-    remote.extend(env.iter().map(|(key, value)| format!("{key}={value}")));
-    remote.extend(argv);
-    out.extend(remote.iter().map(|a| crate::script::shell_quote(a)));
-    out
 }
 
 /// 64-bit FNV-1a, a stable short fingerprint for file names.
@@ -669,19 +656,27 @@ ddp-nodes:
             nodes.processes[0].argv[0], "/base/venv/torch/bin/voir",
             "local rank runs without ssh"
         );
+        let remote = &nodes.processes[1];
         assert_eq!(
-            nodes.processes[1].argv[..8],
-            [
-                "ssh",
-                "-oBatchMode=yes",
-                "-oCheckHostIP=no",
-                "-oStrictHostKeyChecking=no",
-                "-p",
-                "2222",
-                "-i/keys/id",
-                "me@10.254.0.2"
-            ]
+            remote.launch,
+            Launch::Ssh(SshTarget {
+                node: "n1".into(),
+                user: "me".into(),
+                host: "10.254.0.2".into(),
+                port: 2222,
+                key: Some("/keys/id".into()),
+            })
         );
+        assert_eq!(nodes.processes[0].launch, Launch::Local);
+        assert_eq!(remote.job.as_deref(), Some("ddp-nodes.R1.0"));
+        assert_eq!(nodes.processes[0].job, remote.job);
+        assert_eq!(remote.argv[0], "ssh");
+        assert!(remote.argv.contains(&"me@10.254.0.2".to_string()));
+        assert!(
+            remote.argv.iter().any(|a| a == "DATA_FD=1"),
+            "the remote rank learns its data channel on the command line"
+        );
+        assert!(!remote.env.contains_key("DATA_FD"));
     }
 
     #[test]

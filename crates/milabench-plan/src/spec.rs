@@ -7,6 +7,8 @@ use camino::Utf8PathBuf;
 use indexmap::IndexMap;
 use serde::Serialize;
 
+use crate::launch::Launch;
+
 /// One process to launch.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProcessSpec {
@@ -28,6 +30,12 @@ pub struct ProcessSpec {
     pub use_stdout: bool,
     /// Events of this process are kept out of reports (ranks other than 0 of a multi-node job).
     pub nolog: bool,
+    /// How it reaches its node; `argv` is already wrapped accordingly.
+    pub launch: Launch,
+    /// The distributed job this process is one rank of (the job's tag, `None` for a process
+    /// alone): when one rank fails, the others of its job are stopped instead of waiting for
+    /// a peer that will never answer.
+    pub job: Option<String>,
     /// Payload of the `config` event recorded before the process starts.
     pub config: serde_json::Value,
 }

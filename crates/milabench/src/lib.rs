@@ -14,6 +14,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub use milabench_cluster as cluster;
 pub use milabench_config as config;
 pub use milabench_env as env;
 pub use milabench_exec as exec;

@@ -1,0 +1,51 @@
+//! `milabench check`: each planted problem is found and comes with its fix (nodes over ssh are
+//! checked against the real two-node harness in `multinode.rs`).
+
+use crate::common::{milabench, run};
+
+#[test]
+fn check_finds_a_disk_shortfall_a_missing_environment_and_an_unreachable_index() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bench = dir.path().join("benchmarks/tiny");
+    fs_err::create_dir_all(&bench).expect("bench");
+    fs_err::write(bench.join("main.py"), "print('hi')\n").expect("main");
+    fs_err::write(
+        dir.path().join("suite.yaml"),
+        "tiny:\n  inherits: _defaults\n  definition: benchmarks/tiny\n  install_group: tiny\n  tags: [monogpu]\n",
+    )
+    .expect("suite");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let out = run(milabench(dir.path())
+        .env("MILABENCH_BASE", dir.path().join("base"))
+        .env("UV_INDEX_URL", format!("http://127.0.0.1:{port}/simple"))
+        .args(["check", "--config", "suite.yaml", "--format", "json"])
+        .args(["--need-disk", "100000000"]));
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let checks: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let find = |name: &str| {
+        checks
+            .as_array()
+            .expect("list")
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} check in {checks}"))
+            .clone()
+    };
+    let disk = find("disk");
+    assert_eq!(disk["status"], "fail");
+    assert!(disk["fix"].as_str().expect("fix").contains("--base"));
+    let env = find("environment tiny");
+    assert_eq!(env["status"], "warn");
+    assert!(
+        env["fix"]
+            .as_str()
+            .expect("fix")
+            .contains("milabench install")
+    );
+    let index = find("package index");
+    assert_eq!(index["status"], "fail");
+    assert!(index["fix"].as_str().expect("fix").contains("UV_INDEX_URL"));
+    assert_eq!(find("python")["status"], "ok");
+}
