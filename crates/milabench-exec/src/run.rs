@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use milabench_metrics::format::TRAIN_TASK;
 use milabench_metrics::{
     DataFileWriter, EndInfo, ErrorInfo, Event, MetricsError, Record, ReturnCode, StartInfo,
 };
@@ -161,7 +162,7 @@ impl<'a> Runner<'a, '_> {
         let p = &mut self.procs[idx];
         match &record.event {
             Event::Data(d) => {
-                if d.task.as_deref() == Some("train") && d.rate.is_some() {
+                if d.task.as_deref() == Some(TRAIN_TASK) && d.rate.is_some() {
                     p.rate_count += 1;
                 }
                 if d.loss.is_some_and(f64::is_nan) {
