@@ -9,6 +9,7 @@ use std::process::{ChildStdin, ExitStatus};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use milabench_metrics::format::TRAIN_TASK;
 use milabench_metrics::{
     DataFileWriter, EndInfo, ErrorInfo, Event, MetricsError, Record, ReturnCode, StartInfo,
 };
@@ -168,7 +169,7 @@ impl<'a> Runner<'a, '_> {
         let mut new_rate = false;
         match &record.event {
             Event::Data(d) => {
-                if d.task.as_deref() == Some("train")
+                if d.task.as_deref() == Some(TRAIN_TASK)
                     && let Some(rate) = d.rate
                 {
                     p.rate_count += 1;

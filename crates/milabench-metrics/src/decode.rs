@@ -5,6 +5,7 @@
 use serde_json::{Map, Value};
 
 use crate::event::{Event, FormatErrorInfo, Pipe, Record};
+use crate::format::{ControlKey, EventName};
 use crate::json::quote_non_finite;
 
 /// Turns lines of a benchmark's channels into records, the way the Python multiplexer does.
@@ -50,8 +51,13 @@ impl ChannelDecoder {
             Err(err) => return format_error(text.to_owned(), "JSONDecodeError", &err.to_string()),
         };
         match value {
-            Value::Object(map) if map.contains_key("$event") => control_record(map),
-            value => Record::new(Event::from_parts("data", value), Some(Pipe::Data)),
+            Value::Object(map) if map.contains_key(ControlKey::Event.as_str()) => {
+                control_record(map)
+            }
+            value => Record::new(
+                Event::from_parts(EventName::Data.as_str(), value),
+                Some(Pipe::Data),
+            ),
         }
     }
 
@@ -78,13 +84,13 @@ fn control_record(map: Map<String, Value>) -> Record {
     let mut data = Value::Null;
     let mut extra = Map::new();
     for (key, value) in map {
-        match key.as_str() {
-            "$event" => match value {
+        match ControlKey::parse(key.as_bytes()) {
+            Some(ControlKey::Event) => match value {
                 Value::String(s) => name = s,
                 other => name = other.to_string(),
             },
-            "$data" => data = value,
-            _ => {
+            Some(ControlKey::Data) => data = value,
+            None => {
                 extra.insert(key, value);
             }
         }

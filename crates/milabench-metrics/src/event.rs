@@ -6,7 +6,12 @@
 
 use serde_json::{Map, Value};
 
+use crate::format::{
+    DataKey, EndKey, ErrorKey, EventName, FormatErrorKey, MessageKey, PhaseKey, PipeName,
+    RecordKey, SampleKey, StartKey, exit_status, is_command, is_stop,
+};
 use crate::json::{as_f64, float_value};
+use crate::lenient::NumbersReader;
 
 /// Where an entry came from: the data channel, the process's stdout or stderr, or (absent) the
 /// orchestrator itself.
@@ -26,20 +31,20 @@ impl Pipe {
     /// The name written in the `pipe` field.
     pub fn as_str(&self) -> &str {
         match self {
-            Pipe::Data => "data",
-            Pipe::Stdout => "stdout",
-            Pipe::Stderr => "stderr",
+            Pipe::Data => PipeName::Data.as_str(),
+            Pipe::Stdout => PipeName::Stdout.as_str(),
+            Pipe::Stderr => PipeName::Stderr.as_str(),
             Pipe::Other(name) => name,
         }
     }
 
     /// The pipe called `name`.
     pub fn from_name(name: &str) -> Pipe {
-        match name {
-            "data" => Pipe::Data,
-            "stdout" => Pipe::Stdout,
-            "stderr" => Pipe::Stderr,
-            other => Pipe::Other(other.to_owned()),
+        match PipeName::parse(name.as_bytes()) {
+            Some(PipeName::Data) => Pipe::Data,
+            Some(PipeName::Stdout) => Pipe::Stdout,
+            Some(PipeName::Stderr) => Pipe::Stderr,
+            None => Pipe::Other(name.to_owned()),
         }
     }
 }
@@ -68,10 +73,13 @@ impl Record {
     /// The record as a JSON object, keys in the order the Python tool writes them.
     pub fn to_value(&self) -> Value {
         let mut map = Map::new();
-        map.insert("event".into(), Value::String(self.event.name().to_owned()));
-        map.insert("data".into(), self.event.data_value());
         map.insert(
-            "pipe".into(),
+            RecordKey::Event.as_str().into(),
+            Value::String(self.event.name().to_owned()),
+        );
+        map.insert(RecordKey::Data.as_str().into(), self.event.data_value());
+        map.insert(
+            RecordKey::Pipe.as_str().into(),
             self.pipe
                 .as_ref()
                 .map_or(Value::Null, |p| Value::String(p.as_str().to_owned())),
@@ -122,68 +130,65 @@ pub enum Event {
 impl Event {
     /// The event name as written in the `event` field.
     pub fn name(&self) -> &str {
-        match self {
-            Event::Config(_) => "config",
-            Event::Meta(_) => "meta",
-            Event::Start(_) => "start",
-            Event::Phase(_) => "phase",
-            Event::Data(_) => "data",
-            Event::Line(_) => "line",
-            Event::Error(_) => "error",
-            Event::OverseerError(_) => "overseer_error",
-            Event::FormatError(_) => "format_error",
-            Event::Stop => "stop",
-            Event::End(_) => "end",
-            Event::Message(_) => "message",
-            Event::Other { name, .. } => name,
-        }
+        let name = match self {
+            Event::Config(_) => EventName::Config,
+            Event::Meta(_) => EventName::Meta,
+            Event::Start(_) => EventName::Start,
+            Event::Phase(_) => EventName::Phase,
+            Event::Data(_) => EventName::Data,
+            Event::Line(_) => EventName::Line,
+            Event::Error(_) => EventName::Error,
+            Event::OverseerError(_) => EventName::OverseerError,
+            Event::FormatError(_) => EventName::FormatError,
+            Event::Stop => EventName::Stop,
+            Event::End(_) => EventName::End,
+            Event::Message(_) => EventName::Message,
+            Event::Other { name, .. } => return name,
+        };
+        name.as_str()
     }
 
     /// Builds the typed event from its name and payload; never fails (see [`Event::Other`]).
     pub fn from_parts(name: &str, data: Value) -> Event {
-        match name {
-            "config" => Event::Config(data),
-            "meta" => Event::Meta(data),
-            "stop" if data.is_null() => Event::Stop,
-            "line" => match data {
+        let Some(known) = EventName::parse(name.as_bytes()) else {
+            return other(name, data);
+        };
+        match known {
+            EventName::Config => Event::Config(data),
+            EventName::Meta => Event::Meta(data),
+            EventName::Stop if is_stop(&data) => Event::Stop,
+            EventName::Stop => other(name, data),
+            EventName::Line => match data {
                 Value::String(s) => Event::Line(s),
                 data => other(name, data),
             },
-            "data" => match data {
+            EventName::Data => match data {
                 Value::Object(map) => Event::Data(Box::new(DataPayload::from_map(map))),
                 data => other(name, data),
             },
-            "phase" => match data {
-                Value::Object(ref map) if map.len() == 1 && map.contains_key("name") => {
-                    match &map["name"] {
-                        Value::String(s) => Event::Phase(s.clone()),
-                        _ => other(name, data),
-                    }
-                }
-                data => other(name, data),
+            EventName::Phase => match only_string(&data, PhaseKey::Name.as_str()) {
+                Some(phase) => Event::Phase(phase.to_owned()),
+                None => other(name, data),
             },
-            "message" => match data {
-                Value::Object(ref map) if map.len() == 1 => match map.get("message") {
-                    Some(Value::String(s)) => Event::Message(s.clone()),
-                    _ => other(name, data),
-                },
-                data => other(name, data),
+            EventName::Message => match only_string(&data, MessageKey::Message.as_str()) {
+                Some(message) => Event::Message(message.to_owned()),
+                None => other(name, data),
             },
-            "start" => match data {
+            EventName::Start => match data {
                 Value::Object(map) => StartInfo::from_map(map).map_or_else(
                     |map| other(name, Value::Object(map)),
                     |s| Event::Start(Box::new(s)),
                 ),
                 data => other(name, data),
             },
-            "end" => match data {
+            EventName::End => match data {
                 Value::Object(map) => Event::End(Box::new(EndInfo::from_map(map))),
                 data => other(name, data),
             },
-            "error" | "overseer_error" => match data {
+            EventName::Error | EventName::OverseerError => match data {
                 Value::Object(map) => {
                     let info = Box::new(ErrorInfo::from_map(map));
-                    if name == "error" {
+                    if known == EventName::Error {
                         Event::Error(info)
                     } else {
                         Event::OverseerError(info)
@@ -191,11 +196,10 @@ impl Event {
                 }
                 data => other(name, data),
             },
-            "format_error" => match data {
+            EventName::FormatError => match data {
                 Value::Object(map) => Event::FormatError(Box::new(FormatErrorInfo::from_map(map))),
                 data => other(name, data),
             },
-            _ => other(name, data),
         }
     }
 
@@ -204,16 +208,24 @@ impl Event {
         match self {
             Event::Config(v) | Event::Meta(v) => v.clone(),
             Event::Start(s) => s.to_value(),
-            Event::Phase(name) => obj([("name", Value::String(name.clone()))]),
+            Event::Phase(name) => obj([(PhaseKey::Name.as_str(), Value::String(name.clone()))]),
             Event::Data(d) => d.to_value(),
             Event::Line(s) => Value::String(s.clone()),
             Event::Error(e) | Event::OverseerError(e) => e.to_value(),
             Event::FormatError(f) => f.to_value(),
             Event::Stop => Value::Null,
             Event::End(e) => e.to_value(),
-            Event::Message(m) => obj([("message", Value::String(m.clone()))]),
+            Event::Message(m) => obj([(MessageKey::Message.as_str(), Value::String(m.clone()))]),
             Event::Other { data, .. } => data.clone(),
         }
+    }
+}
+
+/// The string of an object whose one key is `key`; `None` for any other value.
+fn only_string<'a>(data: &'a Value, key: &str) -> Option<&'a str> {
+    match data {
+        Value::Object(map) if map.len() == 1 => map.get(key)?.as_str(),
+        _ => None,
     }
 }
 
@@ -233,11 +245,16 @@ fn obj<const N: usize>(entries: [(&str, Value); N]) -> Value {
     )
 }
 
+/// The pair of numbers of an array, by the rule of [`NumbersReader`].
 fn pair(value: &Value) -> Option<[f64; 2]> {
-    match value {
-        Value::Array(items) if items.len() == 2 => Some([as_f64(&items[0])?, as_f64(&items[1])?]),
-        _ => None,
+    let Value::Array(items) = value else {
+        return None;
+    };
+    let mut numbers = NumbersReader::default();
+    for item in items {
+        numbers.push(as_f64(item));
     }
+    numbers.finish().pair
 }
 
 fn number_value(x: f64) -> Value {
@@ -311,23 +328,23 @@ impl DataPayload {
     pub fn from_map(map: Map<String, Value>) -> DataPayload {
         let mut d = DataPayload::default();
         for (key, value) in map {
-            d.set(&key, value);
+            d.set(DataKey::parse(key.as_bytes()), &key, value);
         }
         d
     }
 
-    /// Files one key of the payload: into its typed field when the value has the expected
-    /// shape, else into `extra`.
-    pub(crate) fn set(&mut self, key: &str, value: Value) {
+    /// Files one key of the payload (`field`, the name it spells, if any): into its typed field
+    /// when the value has the expected shape, else into `extra`.
+    pub(crate) fn set(&mut self, field: Option<DataKey>, key: &str, value: Value) {
         let d = self;
-        match key {
-            "task" => take_string(&mut d.task, key, value, &mut d.extra),
-            "time" => take(&mut d.time, key, value, &mut d.extra, as_f64),
-            "rate" => take(&mut d.rate, key, value, &mut d.extra, as_f64),
-            "units" => take_string(&mut d.units, key, value, &mut d.extra),
-            "loss" => take(&mut d.loss, key, value, &mut d.extra, as_f64),
-            "progress" => take(&mut d.progress, key, value, &mut d.extra, pair),
-            "gpudata" => match value {
+        match field {
+            Some(DataKey::Task) => take_string(&mut d.task, key, value, &mut d.extra),
+            Some(DataKey::Time) => take(&mut d.time, key, value, &mut d.extra, as_f64),
+            Some(DataKey::Rate) => take(&mut d.rate, key, value, &mut d.extra, as_f64),
+            Some(DataKey::Units) => take_string(&mut d.units, key, value, &mut d.extra),
+            Some(DataKey::Loss) => take(&mut d.loss, key, value, &mut d.extra, as_f64),
+            Some(DataKey::Progress) => take(&mut d.progress, key, value, &mut d.extra, pair),
+            Some(DataKey::Gpudata) => match value {
                 Value::Object(gpus) => {
                     d.gpudata = Some(
                         gpus.into_iter()
@@ -339,13 +356,14 @@ impl DataPayload {
                     d.extra.insert(key.to_owned(), value);
                 }
             },
-            "cpudata" => match value {
+            Some(DataKey::Cpudata) => match value {
                 Value::Object(m) => d.cpudata = Some(CpuSample::from_map(m)),
                 value => {
                     d.extra.insert(key.to_owned(), value);
                 }
             },
-            _ => {
+            // `process` is kept as read (the report reads it from there).
+            Some(DataKey::Process) | None => {
                 d.extra.insert(key.to_owned(), value);
             }
         }
@@ -354,30 +372,31 @@ impl DataPayload {
     /// The payload as a JSON object.
     pub fn to_value(&self) -> Value {
         let mut m = Map::new();
+        let mut put = |key: DataKey, value: Value| m.insert(key.as_str().into(), value);
         if let Some(t) = &self.task {
-            m.insert("task".into(), Value::String(t.clone()));
+            put(DataKey::Task, Value::String(t.clone()));
         }
         if let Some(x) = self.time {
-            m.insert("time".into(), float_value(x));
+            put(DataKey::Time, float_value(x));
         }
         if let Some(x) = self.rate {
-            m.insert("rate".into(), float_value(x));
+            put(DataKey::Rate, float_value(x));
         }
         if let Some(u) = &self.units {
-            m.insert("units".into(), Value::String(u.clone()));
+            put(DataKey::Units, Value::String(u.clone()));
         }
         if let Some(x) = self.loss {
-            m.insert("loss".into(), float_value(x));
+            put(DataKey::Loss, float_value(x));
         }
         if let Some(p) = self.progress {
-            m.insert("progress".into(), pair_value(p, true));
+            put(DataKey::Progress, pair_value(p, true));
         }
         if let Some(g) = &self.gpudata {
             let gpus = g.iter().map(|(id, s)| (id.clone(), s.to_value())).collect();
-            m.insert("gpudata".into(), Value::Object(gpus));
+            put(DataKey::Gpudata, Value::Object(gpus));
         }
         if let Some(c) = &self.cpudata {
-            m.insert("cpudata".into(), c.to_value());
+            put(DataKey::Cpudata, c.to_value());
         }
         for (k, v) in &self.extra {
             m.insert(k.clone(), v.clone());
@@ -417,12 +436,14 @@ impl GpuSample {
     /// Files one key of the sample (see [`DataPayload::set`]).
     pub(crate) fn set(&mut self, key: &str, value: Value) {
         let s = self;
-        match key {
-            "memory" => take(&mut s.memory, key, value, &mut s.extra, pair),
-            "load" => take(&mut s.load, key, value, &mut s.extra, as_f64),
-            "temperature" => take(&mut s.temperature, key, value, &mut s.extra, as_f64),
-            "power" => take(&mut s.power, key, value, &mut s.extra, as_f64),
-            _ => {
+        match SampleKey::parse(key.as_bytes()) {
+            Some(SampleKey::Memory) => take(&mut s.memory, key, value, &mut s.extra, pair),
+            Some(SampleKey::Load) => take(&mut s.load, key, value, &mut s.extra, as_f64),
+            Some(SampleKey::Temperature) => {
+                take(&mut s.temperature, key, value, &mut s.extra, as_f64);
+            }
+            Some(SampleKey::Power) => take(&mut s.power, key, value, &mut s.extra, as_f64),
+            None => {
                 s.extra.insert(key.to_owned(), value);
             }
         }
@@ -434,15 +455,15 @@ impl GpuSample {
         }
         let mut m = Map::new();
         if let Some(p) = self.memory {
-            m.insert("memory".into(), pair_value(p, false));
+            m.insert(SampleKey::Memory.as_str().into(), pair_value(p, false));
         }
         for (key, x) in [
-            ("load", self.load),
-            ("temperature", self.temperature),
-            ("power", self.power),
+            (SampleKey::Load, self.load),
+            (SampleKey::Temperature, self.temperature),
+            (SampleKey::Power, self.power),
         ] {
             if let Some(x) = x {
-                m.insert(key.into(), float_value(x));
+                m.insert(key.as_str().into(), float_value(x));
             }
         }
         for (k, v) in &self.extra {
@@ -475,10 +496,10 @@ impl CpuSample {
     /// Files one key of the sample (see [`DataPayload::set`]).
     pub(crate) fn set(&mut self, key: &str, value: Value) {
         let s = self;
-        match key {
-            "memory" => take(&mut s.memory, key, value, &mut s.extra, pair),
-            "load" => take(&mut s.load, key, value, &mut s.extra, as_f64),
-            _ => {
+        match SampleKey::parse(key.as_bytes()) {
+            Some(SampleKey::Memory) => take(&mut s.memory, key, value, &mut s.extra, pair),
+            Some(SampleKey::Load) => take(&mut s.load, key, value, &mut s.extra, as_f64),
+            Some(SampleKey::Temperature | SampleKey::Power) | None => {
                 s.extra.insert(key.to_owned(), value);
             }
         }
@@ -487,10 +508,10 @@ impl CpuSample {
     fn to_value(&self) -> Value {
         let mut m = Map::new();
         if let Some(p) = self.memory {
-            m.insert("memory".into(), pair_value(p, true));
+            m.insert(SampleKey::Memory.as_str().into(), pair_value(p, true));
         }
         if let Some(x) = self.load {
-            m.insert("load".into(), float_value(x));
+            m.insert(SampleKey::Load.as_str().into(), float_value(x));
         }
         for (k, v) in &self.extra {
             m.insert(k.clone(), v.clone());
@@ -512,9 +533,11 @@ pub struct StartInfo {
 
 impl StartInfo {
     fn from_map(map: Map<String, Value>) -> Result<StartInfo, Map<String, Value>> {
-        let command = match map.get("command") {
-            Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
-                .iter()
+        let command = match map.get(StartKey::Command.as_str()) {
+            Some(command) if is_command(command) => command
+                .as_array()
+                .into_iter()
+                .flatten()
                 .filter_map(|v| v.as_str().map(str::to_owned))
                 .collect(),
             None => Vec::new(),
@@ -525,10 +548,12 @@ impl StartInfo {
             ..StartInfo::default()
         };
         for (key, value) in map {
-            match key.as_str() {
-                "command" => {}
-                "time" => take(&mut info.time, &key, value, &mut info.extra, as_f64),
-                _ => {
+            match StartKey::parse(key.as_bytes()) {
+                Some(StartKey::Command) => {}
+                Some(StartKey::Time) => {
+                    take(&mut info.time, &key, value, &mut info.extra, as_f64);
+                }
+                None => {
                     info.extra.insert(key, value);
                 }
             }
@@ -539,11 +564,11 @@ impl StartInfo {
     fn to_value(&self) -> Value {
         let mut m = Map::new();
         m.insert(
-            "command".into(),
+            StartKey::Command.as_str().into(),
             Value::Array(self.command.iter().cloned().map(Value::String).collect()),
         );
         if let Some(t) = self.time {
-            m.insert("time".into(), float_value(t));
+            m.insert(StartKey::Time.as_str().into(), float_value(t));
         }
         m.extend(self.extra.clone());
         Value::Object(m)
@@ -588,16 +613,16 @@ impl EndInfo {
             extra: Map::new(),
         };
         for (key, value) in map {
-            match key.as_str() {
-                "command" => info.command = Some(value),
-                "time" => take(&mut info.time, &key, value, &mut info.extra, as_f64),
-                "return_code" => {
-                    info.return_code = match value.as_i64() {
+            match EndKey::parse(key.as_bytes()) {
+                Some(EndKey::Command) => info.command = Some(value),
+                Some(EndKey::Time) => take(&mut info.time, &key, value, &mut info.extra, as_f64),
+                Some(EndKey::ReturnCode) => {
+                    info.return_code = match exit_status(&value) {
                         Some(code) => ReturnCode::Code(code),
                         None => ReturnCode::Other(value),
                     }
                 }
-                _ => {
+                None => {
                     info.extra.insert(key, value);
                 }
             }
@@ -608,13 +633,13 @@ impl EndInfo {
     fn to_value(&self) -> Value {
         let mut m = Map::new();
         if let Some(c) = &self.command {
-            m.insert("command".into(), c.clone());
+            m.insert(EndKey::Command.as_str().into(), c.clone());
         }
         if let Some(t) = self.time {
-            m.insert("time".into(), float_value(t));
+            m.insert(EndKey::Time.as_str().into(), float_value(t));
         }
         m.insert(
-            "return_code".into(),
+            EndKey::ReturnCode.as_str().into(),
             match &self.return_code {
                 ReturnCode::Code(c) => Value::from(*c),
                 ReturnCode::Other(v) => v.clone(),
@@ -642,14 +667,16 @@ impl ErrorInfo {
     fn from_map(map: Map<String, Value>) -> ErrorInfo {
         let mut info = ErrorInfo::default();
         for (key, value) in map {
-            match key.as_str() {
-                "type" => take_string(&mut info.kind, &key, value, &mut info.extra),
-                "message" => take_string(&mut info.message, &key, value, &mut info.extra),
-                "trace" => take_string(&mut info.trace, &key, value, &mut info.extra),
-                _ => {
+            let slot = match ErrorKey::parse(key.as_bytes()) {
+                Some(ErrorKey::Type) => &mut info.kind,
+                Some(ErrorKey::Message) => &mut info.message,
+                Some(ErrorKey::Trace) => &mut info.trace,
+                None => {
                     info.extra.insert(key, value);
+                    continue;
                 }
-            }
+            };
+            take_string(slot, &key, value, &mut info.extra);
         }
         info
     }
@@ -657,12 +684,12 @@ impl ErrorInfo {
     fn to_value(&self) -> Value {
         let mut m = Map::new();
         for (key, v) in [
-            ("type", &self.kind),
-            ("message", &self.message),
-            ("trace", &self.trace),
+            (ErrorKey::Type, &self.kind),
+            (ErrorKey::Message, &self.message),
+            (ErrorKey::Trace, &self.trace),
         ] {
             if let Some(v) = v {
-                m.insert(key.into(), Value::String(v.clone()));
+                m.insert(key.as_str().into(), Value::String(v.clone()));
             }
         }
         m.extend(self.extra.clone());
@@ -683,19 +710,33 @@ pub struct FormatErrorInfo {
 
 impl FormatErrorInfo {
     fn from_map(map: Map<String, Value>) -> FormatErrorInfo {
-        let get = |k: &str| map.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let get = |k: FormatErrorKey| {
+            map.get(k.as_str())
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
         FormatErrorInfo {
-            line: get("line"),
-            kind: get("type"),
-            message: get("message"),
+            line: get(FormatErrorKey::Line),
+            kind: get(FormatErrorKey::Type),
+            message: get(FormatErrorKey::Message),
         }
     }
 
     fn to_value(&self) -> Value {
         obj([
-            ("line", Value::String(self.line.clone())),
-            ("type", Value::String(self.kind.clone())),
-            ("message", Value::String(self.message.clone())),
+            (
+                FormatErrorKey::Line.as_str(),
+                Value::String(self.line.clone()),
+            ),
+            (
+                FormatErrorKey::Type.as_str(),
+                Value::String(self.kind.clone()),
+            ),
+            (
+                FormatErrorKey::Message.as_str(),
+                Value::String(self.message.clone()),
+            ),
         ])
     }
 }
@@ -753,6 +794,52 @@ mod tests {
         assert_eq!(d.rate, Some(10.5));
         assert_eq!(d.loss, Some(1.0));
         assert_eq!(d.extra["odd"], json!(true));
+    }
+
+    /// Every field of the format's `data` and sample tables, spelled by the table, lands in its
+    /// typed slot (`process` is kept as read) and is written back under the same spelling.
+    #[test]
+    fn every_field_of_the_format_has_its_typed_slot() {
+        let sample = || -> Value {
+            let field = |key: SampleKey| match key {
+                SampleKey::Memory => json!([1, 2]),
+                SampleKey::Load | SampleKey::Temperature | SampleKey::Power => json!(0.5),
+            };
+            let fields = SampleKey::ALL
+                .iter()
+                .map(|&k| (k.as_str().to_owned(), field(k)));
+            Value::Object(fields.collect())
+        };
+        let mut payload = Map::new();
+        for &key in DataKey::ALL {
+            let value = match key {
+                DataKey::Task | DataKey::Units => json!("x"),
+                DataKey::Time | DataKey::Rate | DataKey::Loss => json!(1.5),
+                DataKey::Progress => json!([1, 2]),
+                DataKey::Gpudata => json!({"0": sample()}),
+                DataKey::Cpudata | DataKey::Process => sample(),
+            };
+            payload.insert(key.as_str().to_owned(), value);
+        }
+        let d = DataPayload::from_map(payload.clone());
+        let extra: Vec<&String> = d.extra.keys().collect();
+        assert_eq!(extra, [DataKey::Process.as_str()]);
+        let gpu = &d.gpudata.as_ref().unwrap()[0].1;
+        assert!(gpu.extra.is_empty(), "{gpu:?}");
+        let cpu = d.cpudata.as_ref().unwrap();
+        let cpu_extra: Vec<&String> = cpu.extra.keys().collect();
+        assert_eq!(
+            cpu_extra,
+            [SampleKey::Temperature.as_str(), SampleKey::Power.as_str()]
+        );
+        assert!(d.task.is_some() && d.units.is_some() && d.progress.is_some());
+        assert!(d.time.is_some() && d.rate.is_some() && d.loss.is_some());
+        let written = d.to_value();
+        let mut keys: Vec<&String> = written.as_object().unwrap().keys().collect();
+        let mut want: Vec<&String> = payload.keys().collect();
+        keys.sort();
+        want.sort();
+        assert_eq!(keys, want);
     }
 
     #[test]

@@ -5,20 +5,25 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use crate::format::{NON_FINITE, non_finite, non_finite_spelling};
+
 /// Marks a non-finite float while a record is serialised; replaced by a bare token afterwards.
 const SENTINEL: char = '\u{0}';
 
-/// Rewrites the bare `NaN`, `Infinity` and `-Infinity` tokens that Python's `json.dumps` writes
-/// (outside strings) as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`, so that a strict JSON
-/// parser accepts the line. Lines without such tokens are returned unchanged, without copying.
+/// Upper-case letters rare in these lines, one of which every non-finite spelling holds (a test
+/// checks it): a vectorised search for them rules most lines out before the exact search.
+const NON_FINITE_LETTERS: [u8; 2] = [b'N', b'I'];
+
+/// Rewrites the bare non-finite tokens that Python's `json.dumps` writes (outside strings, see
+/// [`NON_FINITE`]) as strings, so that a strict JSON parser accepts the line. Lines without such
+/// tokens are returned unchanged, without copying.
 pub(crate) fn quote_non_finite(line: &str) -> Cow<'_, str> {
-    // Both tokens hold an upper-case letter that is rare in these lines: one vectorised byte
-    // search rules most lines out before the exact search.
     let bytes = line.as_bytes();
-    if memchr::memchr2(b'N', b'I', bytes).is_none() {
+    let [first, second] = NON_FINITE_LETTERS;
+    if memchr::memchr2(first, second, bytes).is_none() {
         return Cow::Borrowed(line);
     }
-    if !line.contains("NaN") && !line.contains("Infinity") {
+    if !NON_FINITE.iter().any(|(token, _)| line.contains(token)) {
         return Cow::Borrowed(line);
     }
     let mut out = String::with_capacity(line.len() + 8);
@@ -45,8 +50,9 @@ pub(crate) fn quote_non_finite(line: &str) -> Cow<'_, str> {
             continue;
         }
         let rest = &line[i..];
-        let token = ["-Infinity", "Infinity", "NaN"]
-            .into_iter()
+        let token = NON_FINITE
+            .iter()
+            .map(|&(token, _)| token)
             .find(|t| rest.starts_with(t));
         if let Some(token) = token {
             out.push_str(&line[copied..i]);
@@ -68,12 +74,7 @@ pub(crate) fn quote_non_finite(line: &str) -> Cow<'_, str> {
 pub(crate) fn as_f64(value: &Value) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),
-        Value::String(s) => match s.as_str() {
-            "NaN" => Some(f64::NAN),
-            "Infinity" => Some(f64::INFINITY),
-            "-Infinity" => Some(f64::NEG_INFINITY),
-            _ => None,
-        },
+        Value::String(s) => non_finite(s),
         _ => None,
     }
 }
@@ -81,25 +82,21 @@ pub(crate) fn as_f64(value: &Value) -> Option<f64> {
 /// A float as a JSON value for writing; non-finite values carry a sentinel that
 /// [`restore_non_finite`] turns into Python's bare tokens.
 pub(crate) fn float_value(x: f64) -> Value {
-    if x.is_finite() {
-        serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
-    } else if x.is_nan() {
-        Value::String(format!("{SENTINEL}NaN"))
-    } else if x > 0.0 {
-        Value::String(format!("{SENTINEL}Infinity"))
-    } else {
-        Value::String(format!("{SENTINEL}-Infinity"))
+    match non_finite_spelling(x) {
+        None => serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number),
+        Some(token) => Value::String(format!("{SENTINEL}{token}")),
     }
 }
 
-/// Replaces the sentinel strings of [`float_value`] by bare `NaN`/`Infinity`/`-Infinity`.
-pub(crate) fn restore_non_finite(line: String) -> String {
+/// Replaces the sentinel strings of [`float_value`] by Python's bare non-finite tokens.
+pub(crate) fn restore_non_finite(mut line: String) -> String {
     if !line.contains("\\u0000") {
         return line;
     }
-    line.replace("\"\\u0000NaN\"", "NaN")
-        .replace("\"\\u0000Infinity\"", "Infinity")
-        .replace("\"\\u0000-Infinity\"", "-Infinity")
+    for (token, _) in NON_FINITE {
+        line = line.replace(&format!("\"\\u0000{token}\""), token);
+    }
+    line
 }
 
 #[cfg(test)]
@@ -115,6 +112,16 @@ mod tests {
         assert_eq!(as_f64(&v["x"]), Some(f64::NEG_INFINITY));
         assert_eq!(as_f64(&v["y"]), Some(f64::INFINITY));
         assert_eq!(v["s"], "NaN is \"Infinity\"");
+    }
+
+    #[test]
+    fn every_non_finite_token_holds_a_letter_of_the_prefilter() {
+        for (token, _) in NON_FINITE {
+            assert!(
+                token.bytes().any(|b| NON_FINITE_LETTERS.contains(&b)),
+                "{token}: add one of its letters to NON_FINITE_LETTERS"
+            );
+        }
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! serde building blocks for decoders of `.data` lines that read fields the way the typed events
-//! do ([`crate::DataPayload`] and friends): a number may be Python's quoted `"NaN"`,
-//! `"Infinity"` or `"-Infinity"`, and a value of another shape is not an error, only absent.
-//! Used by [`crate::LineDecoder`]s that project a line onto the few fields they need.
+//! do ([`crate::DataPayload`] and friends), by the rules of [`crate::format`]: a number may be
+//! one of Python's quoted non-finite spellings, and a value of another shape is not an error,
+//! only absent. Used by [`crate::LineDecoder`]s that project a line onto the few fields they need.
 
 use std::fmt;
 
 use serde::de::{self, IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
+
+use crate::format::non_finite;
 
 /// An object key or a string: borrowed from the line when it has no escapes (the common case),
 /// so it costs no allocation.
@@ -87,20 +89,10 @@ macro_rules! lenient_value {
     };
 }
 
-/// A number (integer, float, or a quoted non-finite token); `None` for any other value.
+/// A number (integer, float, or a quoted non-finite spelling, [`crate::format::non_finite`]);
+/// `None` for any other value.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Number(pub Option<f64>);
-
-/// The number a quoted non-finite token (`"NaN"`, `"Infinity"`, `"-Infinity"`) stands for;
-/// `None` for any other text.
-pub fn non_finite(text: &str) -> Option<f64> {
-    match text {
-        "NaN" => Some(f64::NAN),
-        "Infinity" => Some(f64::INFINITY),
-        "-Infinity" => Some(f64::NEG_INFINITY),
-        _ => None,
-    }
-}
 
 lenient_value!(Number, Option<f64>, Number, "a number", {
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<f64>, E> {

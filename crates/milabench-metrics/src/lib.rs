@@ -13,6 +13,7 @@ mod decode;
 mod error;
 mod event;
 mod folder;
+pub mod format;
 mod json;
 pub mod lenient;
 mod lock;

@@ -8,6 +8,7 @@ use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
 use crate::event::{Event, Pipe, Record};
+use crate::format::RecordKey;
 use crate::json::quote_non_finite;
 
 /// What was wrong with one line of a `.data` file.
@@ -328,20 +329,20 @@ pub(crate) fn record_from_map(map: Map<String, Value>) -> Option<Record> {
     let mut pipe = None;
     let mut extra = Map::new();
     for (key, value) in map {
-        match key.as_str() {
-            "event" => match value {
+        match RecordKey::parse(key.as_bytes()) {
+            Some(RecordKey::Event) => match value {
                 Value::String(s) => name = Some(s),
                 _ => return None,
             },
-            "data" => data = value,
-            "pipe" => match value {
+            Some(RecordKey::Data) => data = value,
+            Some(RecordKey::Pipe) => match value {
                 Value::String(s) => pipe = Some(Pipe::from_name(&s)),
                 Value::Null => {}
                 other => {
                     extra.insert(key, other);
                 }
             },
-            _ => {
+            None => {
                 extra.insert(key, value);
             }
         }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use crate::event::{CpuSample, DataPayload, Event, GpuSample, Pipe, Record};
+use crate::format::{DataKey, EventName, RecordKey};
 use crate::lenient::Key;
 
 /// Parses one line as a record; `None` when it is not a JSON object with a string `event`
@@ -45,25 +46,25 @@ impl<'de> Visitor<'de> for RecordVisitor {
         let mut bad_event = false;
         let mut extra = Map::new();
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            match key.as_str() {
-                "event" => match map.next_value::<Scalar<'de>>()? {
+            match RecordKey::parse(key.as_str().as_bytes()) {
+                Some(RecordKey::Event) => match map.next_value::<Scalar<'de>>()? {
                     Scalar::Text(text) => name = Some(text),
                     _ => bad_event = true,
                 },
-                "data" => match &name {
+                Some(RecordKey::Data) => match &name {
                     Some(n) => {
                         event = Some(map.next_value_seed(PayloadSeed { name: n.as_str() })?);
                     }
                     None => early_data = Some(map.next_value()?),
                 },
-                "pipe" => match map.next_value::<Scalar<'de>>()? {
+                Some(RecordKey::Pipe) => match map.next_value::<Scalar<'de>>()? {
                     Scalar::Text(text) => pipe = Some(Pipe::from_name(text.as_str())),
                     Scalar::Null => {}
                     Scalar::Other(other) => {
                         extra.insert(key.as_str().to_owned(), other);
                     }
                 },
-                _ => {
+                None => {
                     let value = map.next_value()?;
                     extra.insert(key.as_str().to_owned(), value);
                 }
@@ -146,14 +147,14 @@ impl<'de> DeserializeSeed<'de> for PayloadSeed<'_> {
     type Value = Event;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Event, D::Error> {
-        match self.name {
-            "data" => match deserializer.deserialize_any(DataVisitor)? {
+        match EventName::parse(self.name.as_bytes()) {
+            Some(EventName::Data) => match deserializer.deserialize_any(DataVisitor)? {
                 Either::Typed(payload) => Ok(Event::Data(payload)),
                 Either::Other(value) => Ok(Event::from_parts(self.name, value)),
             },
-            name => {
+            _ => {
                 let value = <Value as Deserialize>::deserialize(deserializer)?;
-                Ok(Event::from_parts(name, value))
+                Ok(Event::from_parts(self.name, value))
             }
         }
     }
@@ -217,18 +218,21 @@ impl<'de> Visitor<'de> for DataVisitor {
         // Filled in its box: the payload is large, and moving it would cost a copy per record.
         let mut payload = Box::<DataPayload>::default();
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            match key.as_str() {
-                "gpudata" => match map.next_value_seed(GpuDataSeed)? {
+            let field = DataKey::parse(key.as_str().as_bytes());
+            match field {
+                Some(DataKey::Gpudata) => match map.next_value_seed(GpuDataSeed)? {
                     Either::Typed(samples) => payload.gpudata = Some(samples),
-                    Either::Other(value) => payload.set(key.as_str(), value),
+                    Either::Other(value) => payload.set(field, key.as_str(), value),
                 },
-                "cpudata" => match map.next_value_seed(SampleSeed::<CpuSample>::new())? {
-                    Either::Typed(sample) => payload.cpudata = Some(sample),
-                    Either::Other(value) => payload.set(key.as_str(), value),
-                },
+                Some(DataKey::Cpudata) => {
+                    match map.next_value_seed(SampleSeed::<CpuSample>::new())? {
+                        Either::Typed(sample) => payload.cpudata = Some(sample),
+                        Either::Other(value) => payload.set(field, key.as_str(), value),
+                    }
+                }
                 _ => {
                     let value = map.next_value()?;
-                    payload.set(key.as_str(), value);
+                    payload.set(field, key.as_str(), value);
                 }
             }
         }

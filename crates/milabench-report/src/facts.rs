@@ -2,11 +2,17 @@
 //! from the line's text. Typed [`milabench_metrics::Record`]s keep every field of every event,
 //! which costs allocations the report does not need; this decoder reads the same fields with the
 //! same rules (a quoted `"NaN"` is a number, a value of another shape is absent, an event whose
-//! payload has another shape is not that event) and skips the rest of the line unread. A test
-//! checks both decoders agree on every line of the fixtures and on odd shapes.
+//! payload has another shape is not that event) and skips the rest of the line unread. Keys and
+//! rules come from [`milabench_metrics::format`], as the typed decoder's do. Tests check both
+//! decoders agree on every line of the fixtures, on odd shapes and on every field of the format's
+//! tables.
 
 use std::fmt;
 
+use milabench_metrics::format::{
+    DataKey, EndKey, EventName, RecordKey, SampleKey, StartKey, TRAIN_TASK, exit_status,
+    is_command, is_stop,
+};
 use milabench_metrics::lenient::{Key, Number, Numbers};
 use milabench_metrics::lenient_value;
 use milabench_metrics::{LineDecoder, LineOutcome};
@@ -34,7 +40,7 @@ pub enum Fact {
 /// The fields of a `data` payload the report uses.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DataFacts {
-    /// `task == "train"`.
+    /// `task` is [`TRAIN_TASK`].
     pub train: bool,
     /// `rate`.
     pub rate: Option<f64>,
@@ -110,12 +116,12 @@ impl<'de> Visitor<'de> for LineVisitor<'_> {
         let mut fact: Option<Option<Fact>> = None;
         let mut early_data: Option<Value> = None;
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            match (key.as_str(), &name) {
-                ("event", _) => name = Some(map.next_value()?),
-                ("data", Some(event)) => {
+            match (RecordKey::parse(key.as_str().as_bytes()), &name) {
+                (Some(RecordKey::Event), _) => name = Some(map.next_value()?),
+                (Some(RecordKey::Data), Some(event)) => {
                     fact = Some(map.next_value_seed(PayloadSeed(event.as_str(), self.0))?);
                 }
-                ("data", None) => early_data = Some(map.next_value()?),
+                (Some(RecordKey::Data), None) => early_data = Some(map.next_value()?),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -144,19 +150,19 @@ impl<'de> DeserializeSeed<'de> for PayloadSeed<'_, '_> {
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<Fact>, D::Error> {
         let devices = self.1;
-        Ok(match self.0 {
-            "config" => Some(Fact::Config(Value::deserialize(deserializer)?)),
-            "meta" => Some(Fact::Meta(Value::deserialize(deserializer)?)),
-            "stop" => Option::<IgnoredAny>::deserialize(deserializer)?
-                .is_none()
-                .then_some(Fact::Stop),
-            "start" => Object::<StartFacts>::new(devices)
+        Ok(match EventName::parse(self.0.as_bytes()) {
+            Some(EventName::Config) => Some(Fact::Config(Value::deserialize(deserializer)?)),
+            Some(EventName::Meta) => Some(Fact::Meta(Value::deserialize(deserializer)?)),
+            Some(EventName::Stop) => {
+                is_stop(&Value::deserialize(deserializer)?).then_some(Fact::Stop)
+            }
+            Some(EventName::Start) => Object::<StartFacts>::new(devices)
                 .deserialize(deserializer)?
                 .map(|s| Fact::Start(s.time.unwrap_or(f64::NAN))),
-            "end" => Object::<EndFacts>::new(devices)
+            Some(EventName::End) => Object::<EndFacts>::new(devices)
                 .deserialize(deserializer)?
                 .map(|e| Fact::End(e.time.unwrap_or(f64::NAN), e.return_code_zero)),
-            "data" => Object::<DataFacts>::new(devices)
+            Some(EventName::Data) => Object::<DataFacts>::new(devices)
                 .deserialize(deserializer)?
                 .map(Fact::Data),
             _ => {
@@ -237,16 +243,13 @@ impl FromObject for StartFacts {
     ) -> Result<Option<Self>, A::Error> {
         let (mut time, mut command_ok) = (None, true);
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            match key.as_str() {
-                "time" => time = map.next_value::<Number>()?.0,
-                "command" => {
+            match StartKey::parse(key.as_str().as_bytes()) {
+                Some(StartKey::Time) => time = map.next_value::<Number>()?.0,
+                Some(StartKey::Command) => {
                     // Read as a tree: a start event comes once per file.
-                    let command = map.next_value::<Value>()?;
-                    command_ok = command
-                        .as_array()
-                        .is_some_and(|items| items.iter().all(Value::is_string));
+                    command_ok = is_command(&map.next_value::<Value>()?);
                 }
-                _ => {
+                None => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
@@ -271,10 +274,10 @@ impl FromObject for EndFacts {
             return_code_zero: false,
         };
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            match key.as_str() {
-                "time" => end.time = map.next_value::<Number>()?.0,
-                "return_code" => {
-                    end.return_code_zero = map.next_value::<Value>()?.as_i64() == Some(0);
+            match EndKey::parse(key.as_str().as_bytes()) {
+                Some(EndKey::Time) => end.time = map.next_value::<Number>()?.0,
+                Some(EndKey::ReturnCode) => {
+                    end.return_code_zero = exit_status(&map.next_value::<Value>()?) == Some(0);
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -292,22 +295,22 @@ impl FromObject for DataFacts {
     ) -> Result<Option<Self>, A::Error> {
         let mut d = DataFacts::default();
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            match key.as_str() {
-                "task" => d.train = map.next_value::<IsTrain>()?.0,
-                "rate" => d.rate = map.next_value::<Number>()?.0,
-                "loss" => d.loss = map.next_value::<Number>()?.0,
-                "time" => d.time = map.next_value::<Number>()?.0,
-                "cpudata" => {
+            match DataKey::parse(key.as_str().as_bytes()) {
+                Some(DataKey::Task) => d.train = map.next_value::<IsTrain>()?.0,
+                Some(DataKey::Rate) => d.rate = map.next_value::<Number>()?.0,
+                Some(DataKey::Loss) => d.loss = map.next_value::<Number>()?.0,
+                Some(DataKey::Time) => d.time = map.next_value::<Number>()?.0,
+                Some(DataKey::Cpudata) => {
                     let sample = map.next_value_seed(Object::<MemorySample>::new(devices))?;
                     d.cpu_memory_used = sample.and_then(|s| s.0.pair.map(|[used, _]| used));
                 }
-                "process" => {
+                Some(DataKey::Process) => {
                     // Non-finite values count as absent where they are used, so a quoted "NaN"
                     // here and the typed events' plain number read agree.
                     let sample = map.next_value_seed(Object::<MemorySample>::new(devices))?;
                     d.process_memory = sample.and_then(|s| s.0.first);
                 }
-                "gpudata" => {
+                Some(DataKey::Gpudata) => {
                     d.gpudata = map
                         .next_value_seed(Object::<GpuSamples>::new(devices))?
                         .map(|g| g.0);
@@ -331,7 +334,7 @@ impl FromObject for MemorySample {
     ) -> Result<Option<Self>, A::Error> {
         let mut memory = Numbers::default();
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            if key.as_str() == "memory" {
+            if SampleKey::parse(key.as_str().as_bytes()) == Some(SampleKey::Memory) {
                 memory = map.next_value()?;
             } else {
                 map.next_value::<IgnoredAny>()?;
@@ -375,10 +378,12 @@ impl FromObject for GpuReading {
     ) -> Result<Option<Self>, A::Error> {
         let mut r = GpuReading::default();
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            match key.as_str() {
-                "memory" => r.memory_used = map.next_value::<Numbers>()?.pair.map(|[used, _]| used),
-                "load" => r.load = map.next_value::<Number>()?.0,
-                "power" => r.power = map.next_value::<Number>()?.0,
+            match SampleKey::parse(key.as_str().as_bytes()) {
+                Some(SampleKey::Memory) => {
+                    r.memory_used = map.next_value::<Numbers>()?.pair.map(|[used, _]| used);
+                }
+                Some(SampleKey::Load) => r.load = map.next_value::<Number>()?.0,
+                Some(SampleKey::Power) => r.power = map.next_value::<Number>()?.0,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -388,7 +393,7 @@ impl FromObject for GpuReading {
     }
 }
 
-/// Whether a value is the string `train`.
+/// Whether a value is the string [`TRAIN_TASK`].
 struct IsTrain(bool);
 
 lenient_value!(IsTrain, bool, IsTrain, "a task name", {
@@ -396,7 +401,7 @@ lenient_value!(IsTrain, bool, IsTrain, "a task name", {
         Ok(false)
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
-        Ok(v == "train")
+        Ok(v == TRAIN_TASK)
     }
     fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
         Ok(false)
@@ -414,7 +419,11 @@ lenient_value!(IsTrain, bool, IsTrain, "a task name", {
 mod tests {
     use std::path::{Path, PathBuf};
 
+    use milabench_metrics::format::{
+        ErrorKey, FormatErrorKey, MessageKey, NON_FINITE, PhaseKey, PipeName,
+    };
     use milabench_metrics::{Event, ReadItem, Record, RecordReader};
+    use serde_json::{Map, json};
 
     use super::*;
 
@@ -468,9 +477,12 @@ mod tests {
                         })
                         .collect()
                 });
-                let process = d.extra.get("process").and_then(|p| p.get("memory"));
+                let process = d
+                    .extra
+                    .get(DataKey::Process.as_str())
+                    .and_then(|p| p.get(SampleKey::Memory.as_str()));
                 let facts = DataFacts {
-                    train: d.task.as_deref() == Some("train"),
+                    train: d.task.as_deref() == Some(TRAIN_TASK),
                     rate: d.rate,
                     loss: d.loss,
                     time: d.time,
@@ -678,6 +690,171 @@ mod tests {
         assert!(seen.mismatches.is_empty(), "{:#?}", seen.mismatches);
         assert_eq!(seen.answered, lines.len());
         assert_eq!(seen.devices, ["0"]);
+    }
+
+    /// A value of the shape `key` has in a monitor sample.
+    fn sample_value(key: SampleKey) -> Value {
+        match key {
+            SampleKey::Memory => json!([40000, 81920.5]),
+            SampleKey::Load => json!(0.97),
+            SampleKey::Temperature => json!(61),
+            SampleKey::Power => json!(312.5),
+        }
+    }
+
+    /// A monitor sample of the fields `keys`, spelled by the format.
+    fn sample(keys: &[SampleKey]) -> Value {
+        let fields = keys
+            .iter()
+            .map(|&k| (k.as_str().to_owned(), sample_value(k)));
+        Value::Object(fields.collect())
+    }
+
+    /// A value of the shape `key` has in a `data` payload (samples with every field).
+    fn data_value(key: DataKey) -> Value {
+        match key {
+            DataKey::Task => json!(TRAIN_TASK),
+            DataKey::Time => json!(1700000000.5),
+            DataKey::Rate => json!(1000.25),
+            DataKey::Units => json!("items/s"),
+            DataKey::Loss => json!(0.5),
+            DataKey::Progress => json!([3, 70]),
+            DataKey::Gpudata => json!({"0": sample(SampleKey::ALL)}),
+            DataKey::Cpudata | DataKey::Process => sample(SampleKey::ALL),
+        }
+    }
+
+    /// A record line of event `name` with `payload`, keys spelled by the format.
+    fn record_line(name: EventName, payload: Value) -> String {
+        let mut line = Map::new();
+        line.insert(RecordKey::Event.as_str().into(), json!(name.as_str()));
+        line.insert(RecordKey::Data.as_str().into(), payload);
+        line.insert(
+            RecordKey::Pipe.as_str().into(),
+            json!(PipeName::Data.as_str()),
+        );
+        Value::Object(line).to_string()
+    }
+
+    /// A line of every event of the format with the payload it carries, every field spelled from
+    /// the format's tables: a `data` line per field and per sample field, one with all of them,
+    /// and one per number field with each of Python's non-finite spellings, quoted.
+    fn lines_from_the_format() -> Vec<String> {
+        let mut lines = Vec::new();
+        let data = |fields: &mut dyn Iterator<Item = (DataKey, Value)>| {
+            let payload = fields.map(|(k, v)| (k.as_str().to_owned(), v)).collect();
+            record_line(EventName::Data, Value::Object(payload))
+        };
+        for &key in DataKey::ALL {
+            lines.push(data(&mut std::iter::once((key, data_value(key)))));
+            for &(spelling, _) in &NON_FINITE {
+                lines.push(data(&mut std::iter::once((key, json!(spelling)))));
+            }
+        }
+        for &field in SampleKey::ALL {
+            let one = sample(&[field]);
+            lines.push(data(
+                &mut [(DataKey::Gpudata, json!({"0": one.clone()}))].into_iter(),
+            ));
+            lines.push(data(&mut [(DataKey::Cpudata, one.clone())].into_iter()));
+            lines.push(data(&mut [(DataKey::Process, one)].into_iter()));
+        }
+        lines.push(data(&mut DataKey::ALL.iter().map(|&k| (k, data_value(k)))));
+        for &name in EventName::ALL {
+            let keyed = |pairs: &[(&str, Value)]| {
+                Value::Object(
+                    pairs
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                        .collect(),
+                )
+            };
+            let payload = match name {
+                EventName::Config => json!({"name": "bench", "tag": ["bench", "D0"]}),
+                EventName::Meta => json!({"cpu": {"count": 8}}),
+                EventName::Start => keyed(&[
+                    (StartKey::Command.as_str(), json!(["voir", "main.py"])),
+                    (StartKey::Time.as_str(), json!(1.5)),
+                ]),
+                EventName::End => keyed(&[
+                    (EndKey::Command.as_str(), json!(["voir", "main.py"])),
+                    (EndKey::Time.as_str(), json!(3.5)),
+                    (EndKey::ReturnCode.as_str(), json!(0)),
+                ]),
+                EventName::Phase => keyed(&[(PhaseKey::Name.as_str(), json!("init"))]),
+                EventName::Message => keyed(&[(MessageKey::Message.as_str(), json!("skip"))]),
+                EventName::Error | EventName::OverseerError => keyed(&[
+                    (ErrorKey::Type.as_str(), json!("ValueError")),
+                    (ErrorKey::Message.as_str(), json!("bad")),
+                    (ErrorKey::Trace.as_str(), json!("...")),
+                ]),
+                EventName::FormatError => keyed(&[
+                    (FormatErrorKey::Line.as_str(), json!("{\n")),
+                    (FormatErrorKey::Type.as_str(), json!("JSONDecodeError")),
+                    (FormatErrorKey::Message.as_str(), json!("bad")),
+                ]),
+                EventName::Line => json!("step 1\n"),
+                EventName::Stop => Value::Null,
+                EventName::Data => continue,
+            };
+            lines.push(record_line(name, payload));
+        }
+        lines
+    }
+
+    /// The format's tables are the one definition of the line both decoders read: a line spelled
+    /// from them gives the report's facts the typed records give, on both of the report's paths,
+    /// and every field the report reads is read (a decoder with its own spelling of a key, or
+    /// its own rule, would disagree here).
+    #[test]
+    fn every_field_of_the_format_is_read_alike_by_every_decoder() {
+        let lines = lines_from_the_format();
+        let text = lines.join("\n");
+        let (facts, typed) = both(text.as_bytes());
+        assert_eq!(facts, typed);
+        let seen = fast_and_serde(text.as_bytes());
+        assert!(seen.mismatches.is_empty(), "{:#?}", seen.mismatches);
+        // The fast path reads the usual shapes itself: every data line with plain values.
+        assert!(
+            seen.answered * 2 > lines.len(),
+            "{} of {}",
+            seen.answered,
+            lines.len()
+        );
+
+        let all = record_line(
+            EventName::Data,
+            Value::Object(
+                DataKey::ALL
+                    .iter()
+                    .map(|&k| (k.as_str().to_owned(), data_value(k)))
+                    .collect(),
+            ),
+        );
+        let gpu = GpuReading {
+            device: 0,
+            memory_used: Some(40000.0),
+            load: Some(0.97),
+            power: Some(312.5),
+        };
+        let want = Fact::Data(DataFacts {
+            train: true,
+            rate: Some(1000.25),
+            loss: Some(0.5),
+            time: Some(1700000000.5),
+            cpu_memory_used: Some(40000.0),
+            process_memory: Some(40000.0),
+            gpudata: Some(vec![gpu]),
+        });
+        let mut devices = Vec::new();
+        assert_eq!(
+            crate::skim::decode(all.as_bytes(), &mut devices),
+            Some(LineOutcome::Item(want.clone()))
+        );
+        assert_eq!(FactDecoder::default().decode(&all), LineOutcome::Item(want));
+        // The events the report reads besides `data`: config, meta, start, end and stop.
+        let other_facts = facts.iter().filter(|f| !f.starts_with("data")).count();
+        assert_eq!(other_facts, 5, "{facts:#?}");
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! serde decoder gives the same answer.
 
 use milabench_metrics::LineOutcome;
-use milabench_metrics::lenient::{Numbers, NumbersReader, non_finite};
+use milabench_metrics::format::{DataKey, EventName, RecordKey, SampleKey, TRAIN_TASK, non_finite};
+use milabench_metrics::lenient::{Numbers, NumbersReader};
 
 use crate::facts::{DataFacts, Fact, GpuReading};
 
@@ -73,15 +74,15 @@ impl<'a> Cursor<'a> {
         let mut event: Option<&'a [u8]> = None;
         let mut outcome = None;
         self.object(|c, key| {
-            match key {
-                b"event" if event.is_none() => event = Some(c.string()?),
-                b"data" if outcome.is_none() => {
+            match RecordKey::parse(key) {
+                Some(RecordKey::Event) if event.is_none() => event = Some(c.string()?),
+                Some(RecordKey::Data) if outcome.is_none() => {
                     // A payload before its event name is read from a tree by the serde path.
                     let name = event.ok_or(Declined)?;
                     outcome = Some(c.payload(name, devices)?);
                 }
-                b"event" | b"data" => return Err(Declined),
-                _ => c.skip_value(1)?,
+                Some(RecordKey::Event | RecordKey::Data) => return Err(Declined),
+                Some(RecordKey::Pipe) | None => c.skip_value(1)?,
             }
             Ok(())
         })?;
@@ -96,9 +97,15 @@ impl<'a> Cursor<'a> {
 
     /// The payload of event `name`.
     fn payload(&mut self, name: &[u8], devices: &mut Vec<String>) -> Skim<LineOutcome<Fact>> {
-        match name {
-            b"data" => Ok(LineOutcome::Item(Fact::Data(self.data_payload(devices)?))),
-            b"config" | b"meta" | b"start" | b"end" | b"stop" => Err(Declined),
+        match EventName::parse(name) {
+            Some(EventName::Data) => Ok(LineOutcome::Item(Fact::Data(self.data_payload(devices)?))),
+            Some(
+                EventName::Config
+                | EventName::Meta
+                | EventName::Start
+                | EventName::End
+                | EventName::Stop,
+            ) => Err(Declined),
             _ => {
                 self.skip_value(1)?;
                 Ok(LineOutcome::Skipped)
@@ -110,15 +117,17 @@ impl<'a> Cursor<'a> {
     fn data_payload(&mut self, devices: &mut Vec<String>) -> Skim<DataFacts> {
         let mut d = DataFacts::default();
         self.object(|c, key| {
-            match key {
-                b"task" => d.train = c.string()? == b"train",
-                b"rate" => d.rate = c.number()?,
-                b"loss" => d.loss = c.number()?,
-                b"time" => d.time = c.number()?,
-                b"cpudata" => d.cpu_memory_used = c.memory_sample()?.pair.map(|[used, _]| used),
-                b"process" => d.process_memory = c.memory_sample()?.first,
-                b"gpudata" => d.gpudata = Some(c.gpu_samples(devices)?),
-                _ => c.skip_value(2)?,
+            match DataKey::parse(key) {
+                Some(DataKey::Task) => d.train = c.string()? == TRAIN_TASK.as_bytes(),
+                Some(DataKey::Rate) => d.rate = c.number()?,
+                Some(DataKey::Loss) => d.loss = c.number()?,
+                Some(DataKey::Time) => d.time = c.number()?,
+                Some(DataKey::Cpudata) => {
+                    d.cpu_memory_used = c.memory_sample()?.pair.map(|[used, _]| used);
+                }
+                Some(DataKey::Process) => d.process_memory = c.memory_sample()?.first,
+                Some(DataKey::Gpudata) => d.gpudata = Some(c.gpu_samples(devices)?),
+                Some(DataKey::Units | DataKey::Progress) | None => c.skip_value(2)?,
             }
             Ok(())
         })?;
@@ -129,7 +138,7 @@ impl<'a> Cursor<'a> {
     fn memory_sample(&mut self) -> Skim<Numbers> {
         let mut memory = Numbers::default();
         self.object(|c, key| {
-            if key == b"memory" {
+            if SampleKey::parse(key) == Some(SampleKey::Memory) {
                 memory = c.numbers()?;
             } else {
                 c.skip_value(3)?;
@@ -155,11 +164,13 @@ impl<'a> Cursor<'a> {
                 ..GpuReading::default()
             };
             c.object(|c, key| {
-                match key {
-                    b"memory" => reading.memory_used = c.numbers()?.pair.map(|[used, _]| used),
-                    b"load" => reading.load = c.number()?,
-                    b"power" => reading.power = c.number()?,
-                    _ => c.skip_value(4)?,
+                match SampleKey::parse(key) {
+                    Some(SampleKey::Memory) => {
+                        reading.memory_used = c.numbers()?.pair.map(|[used, _]| used);
+                    }
+                    Some(SampleKey::Load) => reading.load = c.number()?,
+                    Some(SampleKey::Power) => reading.power = c.number()?,
+                    Some(SampleKey::Temperature) | None => c.skip_value(4)?,
                 }
                 Ok(())
             })?;

@@ -11,6 +11,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use milabench_metrics::format::DataKey;
 use milabench_metrics::{CpuSample, DataPayload, Event, GpuSample};
 use serde_json::{Map, Value, json};
 use sysinfo::{
@@ -175,7 +176,7 @@ impl Collector {
             && let Some(process) = self.process()
         {
             out.push(record(time, |d| {
-                d.extra.insert("process".into(), process);
+                d.extra.insert(DataKey::Process.as_str().into(), process);
             }));
         }
         messages.extend(out);
