@@ -1,6 +1,7 @@
 //! Command handlers: one module per command, each turning parsed arguments into a call to the
 //! facade and a rendering of its result.
 
+mod bundle;
 mod compare;
 mod dev;
 mod install;
@@ -33,6 +34,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Prepare(args) => prepare::run(&cli.global, &args),
         Command::Install(args) => install::run(&cli.global, &args),
         Command::Pin(args) => pin::run(&cli.global, &args),
+        Command::Bundle(args) => bundle::run(&cli.global, &args),
         Command::Dev(args) => dev::run(&cli.global, &args),
         Command::Watchdog => {
             milabench::exec::serve_watchdog(std::io::stdin().lock());

@@ -386,6 +386,9 @@ impl Environments {
             check(&group.name, stage, finished, &log_path)
         };
         run(Stage::CreateVenv, self.create_venv_step(&venv, &base))?;
+        if base.existing {
+            link_base_site_packages(&venv, &base.python)?;
+        }
         let constraint_files = self.constraint_files(group)?;
         run(
             Stage::InstallPackages,
@@ -559,6 +562,28 @@ pub(crate) fn is_whole(venv: &Utf8Path, version: PythonVersion) -> bool {
                 name.starts_with(&format!("{VOIR}-")) && name.ends_with(".dist-info")
             })
         })
+}
+
+/// The file of an overlay venv that adds its base interpreter's `site-packages` to its path.
+const BASE_PTH_FILE: &str = "_milabench_base.pth";
+
+/// Makes the overlay at `venv` see `base`'s packages even when `base` is itself a venv (whose
+/// packages `--system-site-packages` does not reach: it reaches the venv's own base install):
+/// a `.pth` file listing `base`'s `site-packages`, after the overlay's own folder, so what the
+/// overlay installs wins.
+fn link_base_site_packages(venv: &Utf8Path, base: &Python) -> Result<(), EnvError> {
+    let version = base.version;
+    let site = venv.join(format!(
+        "lib/python{}.{}/site-packages",
+        version.major, version.minor
+    ));
+    let lines: String = base
+        .site_packages
+        .iter()
+        .map(|dir| format!("{dir}\n"))
+        .collect();
+    let path = site.join(BASE_PTH_FILE);
+    fs_err::write(&path, lines).map_err(EnvError::io("could not write", &path))
 }
 
 /// Turns a finished step into `Ok` or the error that names the group, the step and the log.

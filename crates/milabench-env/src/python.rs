@@ -60,10 +60,13 @@ pub struct Python {
     /// The version of torch it has installed, if any (read from the package metadata, without
     /// importing torch).
     pub torch: Option<String>,
+    /// Its `site-packages` folders (`site.getsitepackages()`).
+    pub site_packages: Vec<Utf8PathBuf>,
 }
 
-/// Prints the version, the real executable and torch's version (an empty line without torch).
-const PROBE: &str = "import sys; v = sys.version_info; print('%d.%d.%d' % (v[0], v[1], v[2])); print(sys.executable)\n\
+/// Prints the version, the real executable, the `site-packages` folders (joined with `:`) and
+/// torch's version (an empty line without torch).
+const PROBE: &str = "import os, site, sys; v = sys.version_info; print('%d.%d.%d' % (v[0], v[1], v[2])); print(sys.executable); print(os.pathsep.join(site.getsitepackages()))\n\
 try:\n    from importlib.metadata import version; print(version('torch'))\n\
 except Exception:\n    print()";
 
@@ -95,6 +98,13 @@ impl Python {
         let mut lines = out.lines();
         let version = lines.next().and_then(PythonVersion::parse);
         let executable = lines.next().filter(|e| !e.is_empty());
+        let site_packages = lines
+            .next()
+            .unwrap_or("")
+            .split(':')
+            .filter(|p| !p.is_empty())
+            .map(Utf8PathBuf::from)
+            .collect();
         let torch = lines
             .next()
             .map(str::trim)
@@ -105,6 +115,7 @@ impl Python {
                 executable: executable.into(),
                 version,
                 torch,
+                site_packages,
             }),
             _ => Err(EnvError::PythonNotFound {
                 tried: program.to_string(),
@@ -175,7 +186,9 @@ mod tests {
             let path = root.join(name);
             fs_err::write(
                 &path,
-                format!("#!/bin/sh\nprintf '3.11.7\\n/opt/site/bin/python3\\n{torch_line}'\n"),
+                format!(
+                    "#!/bin/sh\nprintf '3.11.7\\n/opt/site/bin/python3\\n/opt/a:/opt/b\\n{torch_line}'\n"
+                ),
             )
             .expect("write");
             fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -184,6 +197,7 @@ mod tests {
         let with = fake("with-torch", "2.5.1+cu124\\n");
         assert_eq!(with.torch.as_deref(), Some("2.5.1+cu124"));
         assert_eq!(with.executable, "/opt/site/bin/python3");
+        assert_eq!(with.site_packages, ["/opt/a", "/opt/b"]);
         assert_eq!(fake("without-torch", "\\n").torch, None);
         // A real interpreter answers the probe too (this one has no torch).
         let real = Python::find(None, std::env::var("PATH").ok().as_deref()).expect("python3");
@@ -196,6 +210,7 @@ mod tests {
             executable: "/usr/bin/python3".into(),
             version: PythonVersion::parse("3.8.10").expect("parses"),
             torch: None,
+            site_packages: Vec::new(),
         };
         let err = python.check("torch", MIN_PYTHON).expect_err("too old");
         let text = err.to_string();
