@@ -37,6 +37,6 @@ pub use exit_code::ExitCode;
 pub use planning::{PlanOptions, PlannedBench, plan_suite};
 pub use resolve::{Resolved, Selection, resolve};
 pub use session::{
-    BundleOptions, BundleSummary, InstallObserver, InstallOptions, InstallPlan, InstallSummary,
-    RunResult, Session, SessionRequest,
+    BundleOptions, BundleSummary, GroupSurvey, InstallObserver, InstallOptions, InstallPlan,
+    InstallSummary, RunResult, Session, SessionRequest,
 };

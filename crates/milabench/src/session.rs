@@ -89,6 +89,9 @@ pub struct InstallOptions {
     pub sources: Sources,
 }
 
+/// One group and what an install would do for it (or why that could not be told).
+pub type GroupSurvey = (InstallGroup, Result<Survey, EnvError>);
+
 /// What to put in a wheelhouse.
 #[derive(Debug, Clone)]
 pub struct BundleOptions {
@@ -275,7 +278,7 @@ impl Session {
         &self,
         options: &InstallOptions,
         observer: &mut dyn InstallObserver,
-    ) -> Result<Vec<(InstallGroup, Result<Survey, EnvError>)>, Error> {
+    ) -> Result<Vec<GroupSurvey>, Error> {
         let plan = self.environments(options, observer)?;
         observer.on_environments(&plan);
         Ok(plan

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use milabench::config::settings::{Arch, EnvVars, Installer, SettingsFlags};
-use milabench::env::{EnvError, Event, InstallGroup, Outcome, Survey, Verdict};
-use milabench::{ExitCode, InstallObserver, InstallOptions, InstallPlan, InstallSummary, Session};
+use milabench::env::{EnvError, Event, InstallGroup, Outcome, Verdict};
+use milabench::{
+    ExitCode, GroupSurvey, InstallObserver, InstallOptions, InstallPlan, InstallSummary, Session,
+};
 
 use crate::args::{ArchArg, EnvArgs, GlobalArgs, InstallArgs, InstallerArg, SuiteArgs};
 use crate::output::warn;
@@ -69,7 +71,7 @@ pub fn run(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> 
 
 /// Prints what an install would do per group; returns the exit code of the first group that
 /// could not be surveyed.
-fn show_surveys(surveys: &[(InstallGroup, Result<Survey, EnvError>)]) -> ExitCode {
+fn show_surveys(surveys: &[GroupSurvey]) -> ExitCode {
     let mut exit = ExitCode::Success;
     for (group, survey) in surveys {
         let survey = match survey {
