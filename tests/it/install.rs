@@ -496,3 +496,211 @@ fn run_resolves_once_and_prepares_with_its_fidelity() {
     let argv = fs_err::read_to_string(&seen).expect("prepare ran");
     assert!(argv.contains("--size 7"), "prepare got {argv}");
 }
+
+/// An existing environment `site` (itself a venv, as a site's module or a user's own may be)
+/// with `tinydep 1.0` and a stand-in `torch` wheel of `torch_version` unpacked into it.
+fn existing_environment(root: &Path, torch_version: &str) -> PathBuf {
+    let site = root.join("site");
+    if !site.exists() {
+        let status = Command::new("python3")
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&site)
+            .status()
+            .expect("python3 runs");
+        assert!(status.success());
+    }
+    let packages = PathBuf::from(python(
+        &site,
+        "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+    ));
+    for entry in fs_err::read_dir(&packages)
+        .expect("site-packages")
+        .flatten()
+    {
+        if entry.file_name().to_string_lossy().starts_with("torch") {
+            fs_err::remove_dir_all(entry.path()).expect("remove the old torch");
+        }
+    }
+    let wheels = root.join("site-wheels");
+    make_wheel(&wheels, "tinydep", "1.0");
+    make_wheel(&wheels, "torch", torch_version);
+    for wheel in [
+        "tinydep-1.0-py3-none-any.whl".to_string(),
+        format!("torch-{torch_version}-py3-none-any.whl"),
+    ] {
+        let status = Command::new("python3")
+            .args(["-m", "zipfile", "-e"])
+            .arg(wheels.join(wheel))
+            .arg(&packages)
+            .status()
+            .expect("python3 runs");
+        assert!(status.success());
+    }
+    site.join("bin/python")
+}
+
+/// Issue 24, item 1: a group naming an existing interpreter gets an overlay venv that uses what
+/// the interpreter has and adds what it lacks; `--dry-run` says which is which and changes
+/// nothing; the interpreter's torch version is in the fingerprint.
+#[test]
+fn an_existing_interpreter_gets_an_overlay_that_adds_only_what_it_lacks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let site_python = existing_environment(dir.path(), "2.5.1");
+    let project = Project::new(
+        "tinydep==1.0\n",
+        &format!("  python: {}\n", site_python.display()),
+    );
+    let dry = run(&mut project.cmd("install", &["--installer", "pip", "--dry-run"]));
+    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
+    for expected in [
+        "tinygroup: would be built",
+        "overlay venv (--system-site-packages) over the existing",
+        "torch 2.5.1)",
+        "  present  tinydep==1.0 (tinydep 1.0)",
+        "  add      voir",
+        "  add      benchmate",
+        "tinygroup: 1 present, 2 to add, 0 to replace",
+        "nothing was changed",
+    ] {
+        assert!(dry.stdout.contains(expected), "{expected}:\n{}", dry.stdout);
+    }
+    assert!(!project.venv().exists(), "a dry run builds nothing");
+
+    let install = run(&mut project.cmd("install", &["--installer", "pip"]));
+    assert_eq!(install.code, 0, "{}{}", install.stdout, install.stderr);
+    let cfg = fs_err::read_to_string(project.venv().join("pyvenv.cfg")).expect("pyvenv.cfg");
+    assert!(cfg.contains("include-system-site-packages = true"), "{cfg}");
+    assert_eq!(
+        python(
+            &project.venv(),
+            "import tinydep, torch, voir; print(tinydep.__file__.startswith(__import__('sys').prefix), torch.__version__, voir.__version__)"
+        ),
+        "False 2.5.1 0.2.99",
+        "tinydep and torch come from the existing environment, voir from the overlay"
+    );
+    let again = run(&mut project.cmd("install", &["--installer", "pip", "--dry-run"]));
+    assert!(
+        again.stdout.contains("tinygroup: up to date"),
+        "{}",
+        again.stdout
+    );
+    assert!(
+        again.stdout.contains("3 present, 0 to add"),
+        "{}",
+        again.stdout
+    );
+
+    // The site's torch changes: the overlay is rebuilt over the new one.
+    existing_environment(dir.path(), "2.6.0");
+    let rebuilt = run(&mut project.cmd("install", &["--installer", "pip"]));
+    assert!(
+        rebuilt.stdout.contains("installed in"),
+        "{}",
+        rebuilt.stdout
+    );
+    let recorded = fs_err::read_to_string(project.venv().join(".milabench-install.json"))
+        .expect("fingerprint");
+    assert!(recorded.contains("torch 2.6.0"), "{recorded}");
+}
+
+/// Whether this machine lets a process take a network namespace of its own (no route out).
+fn can_cut_the_network() -> bool {
+    Command::new("unshare")
+        .args(["-rn", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Issue 24, item 2: `bundle` downloads what a group installs into a wheelhouse; `install
+/// --offline --find-links` builds the group from it alone, with the network cut off (a network
+/// namespace without a route, where the machine allows one) and the original wheel folder gone.
+#[test]
+fn a_bundle_installs_offline_with_nothing_fetched() {
+    let project = Project::new("tinydep==1.0\n", "");
+    // The suite's own `--no-index --find-links wheels` stand for the package index.
+    let bundle_dir = project.root().join("wheelhouse");
+    let bundle = run(&mut project.cmd(
+        "bundle",
+        &[
+            "--installer",
+            "pip",
+            "-o",
+            bundle_dir.to_str().expect("utf8"),
+        ],
+    ));
+    assert_eq!(bundle.code, 0, "{}{}", bundle.stdout, bundle.stderr);
+    assert!(
+        bundle.stdout.contains("tinygroup: downloaded into"),
+        "{}",
+        bundle.stdout
+    );
+    let mut files: Vec<String> = fs_err::read_dir(&bundle_dir)
+        .expect("wheelhouse")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "tinydep-1.0-py3-none-any.whl",
+            "voir-0.2.99-py3-none-any.whl"
+        ],
+        "the pinned version and voir, nothing else"
+    );
+
+    fs_err::remove_dir_all(project.root().join("wheels")).expect("the 'index' goes away");
+    let mut install = project.cmd(
+        "install",
+        &[
+            "--installer",
+            "pip",
+            "--offline",
+            "--find-links",
+            bundle_dir.to_str().expect("utf8"),
+        ],
+    );
+    let cut = can_cut_the_network();
+    if cut {
+        let program = install.get_program().to_owned();
+        let args: Vec<_> = install.get_args().map(|a| a.to_owned()).collect();
+        let mut wrapped = Command::new("unshare");
+        wrapped.arg("-rn").arg(program).args(args);
+        wrapped.current_dir(project.root());
+        for (key, value) in install.get_envs() {
+            match value {
+                Some(value) => wrapped.env(key, value),
+                None => wrapped.env_remove(key),
+            };
+        }
+        install = wrapped;
+    }
+    let out = run(&mut install);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("tinygroup: installed in"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        python(
+            &project.venv(),
+            "import tinydep, voir; print(tinydep.__version__, voir.__version__)"
+        ),
+        "1.0 0.2.99"
+    );
+    let log = fs_err::read_to_string(project.base().join("logs/install/tinygroup.log"))
+        .expect("the log is kept");
+    assert!(log.contains("--no-index"), "{log}");
+    assert!(log.contains("wheelhouse"), "{log}");
+    assert!(!log.contains("Downloading"), "nothing was fetched:\n{log}");
+
+    // Offline without a wheelhouse is refused, saying what to add.
+    let refused = run(&mut project.cmd("install", &["--offline"]));
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("--find-links"),
+        "{}",
+        refused.stderr
+    );
+}

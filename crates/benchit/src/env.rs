@@ -121,6 +121,7 @@ pub fn install_group(project: &ProjectTree, arch: &str, keras: bool) -> InstallG
         installer_args: Vec::new(),
         min_python: MIN_PYTHON,
         venv: None,
+        python: None,
     }
 }
 

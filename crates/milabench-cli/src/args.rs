@@ -92,6 +92,13 @@ pub enum Command {
     /// its last successful install is left alone. A group another process is installing is
     /// waited for (its pid is named). Installer output goes to
     /// `<base>/logs/install/<group>.log`. Exit status 1 when a group fails.
+    ///
+    /// A group whose interpreter is named (its `python:` key in the suite, `--python`,
+    /// `MILABENCH_PYTHON`) is an existing environment: its venv is an overlay made with
+    /// `--system-site-packages` over it, which uses what the interpreter has (torch, say) and
+    /// receives only what the group needs and lacks; the interpreter's torch version is part of
+    /// its fingerprint. `--offline --find-links DIR` installs from a wheelhouse made by
+    /// `milabench bundle`, with no network.
     Install(InstallArgs),
     /// Pin requirements: compile each benchmark's `requirements.in` into
     /// `requirements.<variant>.txt` with `uv pip compile` under `constraints/<variant>.txt`.
@@ -99,6 +106,15 @@ pub enum Command {
     /// Benchmarks sharing an install group are first compiled together into
     /// `.pin/constraints-<variant>-<group>.txt`, so they agree on every version.
     Pin(PinArgs),
+    /// Download every package the selected install groups need into a wheelhouse, for
+    /// `milabench install --offline --find-links DIR` on a machine without a network.
+    ///
+    /// Per group: its requirement files (the `--arch`'s pinned `requirements.<variant>.txt`)
+    /// under `constraints/<variant>.txt`, and voir, with `pip download` of the interpreter
+    /// (`--python-version` and `--platform` for another machine); uv too, unless `--installer
+    /// pip`. benchmate is installed from the checkout and needs nothing downloaded. Logs go to
+    /// `<base>/logs/bundle/`. Exit status 1 when a download fails.
+    Bundle(BundleArgs),
     /// Open a shell (or run `-- CMD...`) in a benchmark's environment, with the variables and
     /// working folder a run gives it.
     Dev(DevArgs),
@@ -219,6 +235,68 @@ pub struct InstallArgs {
     /// Package installer [env: MILABENCH_INSTALLER] [default: uv].
     #[arg(long, value_enum)]
     pub installer: Option<InstallerArg>,
+    /// Where packages come from besides the package index.
+    #[command(flatten)]
+    pub sources: SourceArgs,
+    /// Change nothing: say, per group, the interpreter its venv is made from, whether it is up
+    /// to date, and which requirements are present, would be added or would be replaced.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Where packages come from.
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    /// A folder of wheels to install from (a wheelhouse made by `milabench bundle`); repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub find_links: Vec<Utf8PathBuf>,
+    /// Install from the `--find-links` folders alone: no package index, no network (uv's
+    /// bootstrap included: put uv on PATH, or bundle it).
+    #[arg(long, requires = "find_links")]
+    pub offline: bool,
+}
+
+impl SourceArgs {
+    /// The sources these flags name.
+    pub fn sources(&self) -> milabench::env::Sources {
+        milabench::env::Sources {
+            find_links: self.find_links.clone(),
+            offline: self.offline,
+        }
+    }
+}
+
+/// Arguments of `milabench bundle`.
+#[derive(Debug, Args)]
+pub struct BundleArgs {
+    /// Which suite and which benchmarks.
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Interpreter (whose pip downloads) and arch (whose pinned files and constraints are
+    /// used).
+    #[command(flatten)]
+    pub env: EnvArgs,
+    /// The wheelhouse folder (created; files already there are kept).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: Utf8PathBuf,
+    /// Requirements variant [default: each benchmark's `install_variant`, i.e. the arch].
+    #[arg(long, value_name = "VARIANT")]
+    pub variant: Option<String>,
+    /// The installer the offline machine will use: with uv (the default) the `uv` package is
+    /// added, for its bootstrap [env: MILABENCH_INSTALLER].
+    #[arg(long, value_enum)]
+    pub installer: Option<InstallerArg>,
+    /// The offline machine's Python version (`3.11`) [default: this interpreter's]; binary
+    /// wheels only.
+    #[arg(long, value_name = "X.Y")]
+    pub python_version: Option<String>,
+    /// The offline machine's platform tag (`manylinux_2_28_x86_64`), repeatable [default:
+    /// this machine's]; binary wheels only.
+    #[arg(long, value_name = "TAG")]
+    pub platform: Vec<String>,
+    /// A folder of wheels to download from besides the package index; repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub find_links: Vec<Utf8PathBuf>,
 }
 
 /// Arguments of `milabench pin`.

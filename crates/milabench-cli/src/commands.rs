@@ -1,6 +1,7 @@
 //! Command handlers: one module per command, each turning parsed arguments into a call to the
 //! facade and a rendering of its result.
 
+mod bundle;
 mod check;
 mod compare;
 mod db;
@@ -38,6 +39,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Prepare(args) => prepare::run(&cli.global, &args),
         Command::Install(args) => install::run(&cli.global, &args),
         Command::Pin(args) => pin::run(&cli.global, &args),
+        Command::Bundle(args) => bundle::run(&cli.global, &args),
         Command::Dev(args) => dev::run(&cli.global, &args),
         Command::Db(command) => db::run(&cli.global, &command),
         Command::History(args) => history::run(&cli.global, &args),

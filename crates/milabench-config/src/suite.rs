@@ -34,9 +34,10 @@ use crate::system::SystemConfig;
 use crate::value::{Location, Map, Node, Value};
 use crate::yaml;
 
-/// The settings a suite entry may hold: milabench's, `requires_python`, and those the loader
-/// adds itself. Any other key is reported as a warning with the nearest of these.
-const KNOWN_KEYS: [&str; 37] = [
+/// The settings a suite entry may hold: milabench's, `requires_python`, `python` (an existing
+/// interpreter for the install group), and those the loader adds itself. Any other key is
+/// reported as a warning with the nearest of these.
+const KNOWN_KEYS: [&str; 38] = [
     "inherits",
     "definition",
     "enabled",
@@ -45,6 +46,7 @@ const KNOWN_KEYS: [&str; 37] = [
     "install_group",
     "install_variant",
     "requires_python",
+    "python",
     "tags",
     "url",
     "plan",

@@ -47,6 +47,9 @@ pub struct InstallGroup {
     pub min_python: PythonVersion,
     /// The venv folder the suite gives the group (`dirs.venv` of its first benchmark), if any.
     pub venv: Option<Utf8PathBuf>,
+    /// The existing interpreter the suite names for the group (its benchmarks' `python` key),
+    /// if any: the group's venv is then an overlay over it (see [`crate::Environments`]).
+    pub python: Option<Utf8PathBuf>,
 }
 
 impl InstallGroup {
@@ -115,11 +118,29 @@ pub fn install_groups<'a>(
                         .and_then(|d| d.get("venv"))
                         .and_then(Node::as_str)
                         .map(Utf8PathBuf::from),
+                    python: bench.str_setting("python").map(Utf8PathBuf::from),
                 });
                 groups.len() - 1
             }
         };
         let group = &mut groups[index];
+        let python = bench.str_setting("python").map(Utf8PathBuf::from);
+        if python != group.python {
+            let shown = |p: &Option<Utf8PathBuf>| {
+                p.as_ref()
+                    .map_or_else(|| "none".to_string(), |p| format!("`{p}`"))
+            };
+            return Err(EnvError::Requirements {
+                bench: bench.name.clone(),
+                group: name,
+                problem: format!(
+                    "`python: {}` differs from {} of the other benchmarks of the group",
+                    shown(&python),
+                    shown(&group.python)
+                ),
+                hint: "give every benchmark of an install group the same `python` (or none)".into(),
+            });
+        }
         let definition = bench.definition().ok_or_else(|| EnvError::Requirements {
             bench: bench.name.clone(),
             group: name.clone(),
@@ -276,5 +297,23 @@ mod tests {
         ];
         let err = install_groups(&mixed, &project, "cpu", None).expect_err("mixed");
         assert!(err.to_string().contains("install_variant"), "{err}");
+
+        let site = serde_json::json!({"python": "/opt/site/bin/python3"});
+        let same = [bench("a", root, site.clone()), bench("b", root, site)];
+        let groups = install_groups(&same, &project, "cpu", None).expect("same python");
+        assert_eq!(
+            groups[0].python.as_deref(),
+            Some(Utf8Path::new("/opt/site/bin/python3"))
+        );
+        let differ = [
+            bench(
+                "a",
+                root,
+                serde_json::json!({"python": "/opt/site/bin/python3"}),
+            ),
+            bench("b", root, serde_json::json!({})),
+        ];
+        let err = install_groups(&differ, &project, "cpu", None).expect_err("two pythons");
+        assert!(err.to_string().contains("`python: none` differs"), "{err}");
     }
 }

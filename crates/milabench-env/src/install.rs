@@ -11,7 +11,7 @@ use crate::fingerprint::{self, Fingerprint, FingerprintBuilder};
 use crate::group::InstallGroup;
 use crate::process::{Finished, Step, run_logged};
 use crate::project::ProjectTree;
-use crate::python::Python;
+use crate::python::{Python, PythonVersion};
 use crate::tool::Tool;
 
 /// The package every environment gets besides its requirements (the benchmark instrumenter).
@@ -28,6 +28,8 @@ pub enum Stage {
     InstallPackages,
     /// Compiling pinned requirement files.
     Compile,
+    /// Downloading packages into a wheelhouse.
+    Download,
 }
 
 impl Stage {
@@ -38,6 +40,7 @@ impl Stage {
             Stage::CreateVenv => "creating the environment",
             Stage::InstallPackages => "installing packages",
             Stage::Compile => "compiling requirements",
+            Stage::Download => "downloading packages",
         }
     }
 }
@@ -92,6 +95,51 @@ pub enum Outcome {
     },
 }
 
+/// Where packages come from besides the package index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sources {
+    /// Folders of wheels to look in (`--find-links`).
+    pub find_links: Vec<Utf8PathBuf>,
+    /// Use only `find_links`: no package index, nothing fetched from the network.
+    pub offline: bool,
+}
+
+impl Sources {
+    /// The arguments of a pip command (`pip install`, `pip download`) for these sources.
+    pub(crate) fn pip_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if self.offline {
+            args.push("--no-index".to_string());
+        }
+        for dir in &self.find_links {
+            args.extend(["--find-links".to_string(), dir.to_string()]);
+        }
+        args
+    }
+
+    /// The arguments of `uv pip install` for these sources (uv's `--offline` also keeps it
+    /// from revalidating its cache over the network).
+    fn uv_args(&self) -> Vec<String> {
+        let mut args = self.pip_args();
+        if self.offline {
+            args.push("--offline".to_string());
+        }
+        args
+    }
+}
+
+/// The interpreter one group's venv is made from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseInterpreter {
+    /// The interpreter.
+    pub python: Python,
+    /// Whether it is an existing environment named for the group (`python:` of the group,
+    /// `--python`, `MILABENCH_PYTHON`): the venv is then an overlay made with
+    /// `--system-site-packages`, which sees what the interpreter has (torch, say) and receives
+    /// only what the group needs and the interpreter lacks.
+    pub existing: bool,
+}
+
 /// What environment work needs: where things go, which Python, which installer.
 #[derive(Debug, Clone)]
 pub struct Environments {
@@ -105,6 +153,13 @@ pub struct Environments {
     pub tool: Tool,
     /// The accelerator family (part of every fingerprint).
     pub arch: String,
+    /// Whether `python` was named (`--python`, `MILABENCH_PYTHON`): every group is then an
+    /// overlay over it (see [`BaseInterpreter::existing`]).
+    pub existing: bool,
+    /// Where packages come from.
+    pub sources: Sources,
+    /// The `PATH` interpreters named for a group are looked up on.
+    pub path_var: Option<String>,
 }
 
 /// What [`Environments::prepare`] needs to know.
@@ -125,9 +180,19 @@ pub struct EnvOptions<'a> {
 }
 
 impl Environments {
-    /// Finds the interpreter and the installer (bootstrapping uv when needed).
+    /// Finds the interpreter and the installer (bootstrapping uv when needed), with packages
+    /// from the package index.
     pub fn prepare(
         options: &EnvOptions<'_>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<Environments, EnvError> {
+        Self::prepare_with_sources(options, Sources::default(), on_event)
+    }
+
+    /// Like [`Environments::prepare`], with packages (uv's bootstrap included) from `sources`.
+    pub fn prepare_with_sources(
+        options: &EnvOptions<'_>,
+        sources: Sources,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<Environments, EnvError> {
         let python = Python::find(options.python, options.path_var)?;
@@ -139,6 +204,7 @@ impl Environments {
             &options.layout.tools,
             &log,
             options.path_var,
+            &sources,
             &mut |line| {
                 if !announced {
                     announced = true;
@@ -156,7 +222,25 @@ impl Environments {
             python,
             tool,
             arch: options.arch.clone(),
+            existing: options.python.is_some(),
+            sources,
+            path_var: options.path_var.map(str::to_string),
         })
+    }
+
+    /// The interpreter `group`'s venv is made from: the group's own `python` when the suite
+    /// names one (probed now), else the environments' interpreter.
+    pub fn interpreter(&self, group: &InstallGroup) -> Result<BaseInterpreter, EnvError> {
+        match &group.python {
+            Some(python) => Ok(BaseInterpreter {
+                python: Python::find(Some(python), self.path_var.as_deref())?,
+                existing: true,
+            }),
+            None => Ok(BaseInterpreter {
+                python: self.python.clone(),
+                existing: self.existing,
+            }),
+        }
     }
 
     /// The venv of `group`: the suite's `dirs.venv`, else `<venv root>/<group>`.
@@ -177,6 +261,17 @@ impl Environments {
 
     /// The fingerprint `group` would be installed with now.
     pub fn fingerprint(&self, group: &InstallGroup) -> Result<Fingerprint, EnvError> {
+        self.fingerprint_over(group, &self.interpreter(group)?)
+    }
+
+    /// The fingerprint of `group` made from `base`. An overlay's covers the interpreter's
+    /// torch version too: a site that updates its torch module gets a fresh overlay.
+    fn fingerprint_over(
+        &self,
+        group: &InstallGroup,
+        base: &BaseInterpreter,
+    ) -> Result<Fingerprint, EnvError> {
+        let python = &base.python;
         let mut b = FingerprintBuilder::default();
         b.value("format", "milabench-env 1")
             .value("group", &group.name)
@@ -184,10 +279,20 @@ impl Environments {
             .value("variant", &group.variant)
             .value(
                 "python",
-                &format!("{} {}", self.python.executable, self.python.version),
+                &format!("{} {}", python.executable, python.version),
             )
             .value("installer", &self.tool.describe())
             .value("extra", VOIR);
+        if base.existing {
+            b.value(
+                "overlay over",
+                &format!(
+                    "{}, torch {}",
+                    python.executable,
+                    python.torch.as_deref().unwrap_or("absent")
+                ),
+            );
+        }
         for req in &group.requirements {
             b.file(&format!("requirements of {}", req.bench), &req.path)?;
         }
@@ -229,9 +334,10 @@ impl Environments {
         force: bool,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<Outcome, EnvError> {
-        self.python.check(&group.name, group.min_python)?;
+        let base = self.interpreter(group)?;
+        base.python.check(&group.name, group.min_python)?;
         let venv = self.venv(group);
-        let wanted = self.fingerprint(group)?;
+        let wanted = self.fingerprint_over(group, &base)?;
         let _lock = FolderLock::acquire(Self::lock_file(&venv), |holders| {
             on_event(Event::Waiting {
                 group: &group.name,
@@ -244,7 +350,7 @@ impl Environments {
         })?;
         if !force
             && fingerprint::read(&venv).is_some_and(|f| f.hash == wanted.hash)
-            && self.is_whole(&venv)
+            && is_whole(&venv, base.python.version)
         {
             return Ok(Outcome::UpToDate {
                 venv,
@@ -279,7 +385,10 @@ impl Environments {
             })?;
             check(&group.name, stage, finished, &log_path)
         };
-        run(Stage::CreateVenv, self.create_venv_step(&venv))?;
+        run(Stage::CreateVenv, self.create_venv_step(&venv, &base))?;
+        if base.existing {
+            link_base_site_packages(&venv, &base.python)?;
+        }
         let constraint_files = self.constraint_files(group)?;
         run(
             Stage::InstallPackages,
@@ -303,48 +412,27 @@ impl Environments {
             .join(format!(".{name}.lock"))
     }
 
-    /// Whether the venv at `venv` has what every finished environment has: `pyvenv.cfg`, its
-    /// `bin/python` and voir's package metadata in the interpreter's `site-packages`.
-    fn is_whole(&self, venv: &Utf8Path) -> bool {
-        let version = self.python.version;
-        let site = venv.join(format!(
-            "lib/python{}.{}/site-packages",
-            version.major, version.minor
-        ));
-        venv.join("pyvenv.cfg").is_file()
-            && venv.join("bin/python").exists()
-            && fs_err::read_dir(&site).is_ok_and(|entries| {
-                entries.flatten().any(|entry| {
-                    let name = entry.file_name();
-                    let name = name.to_string_lossy();
-                    name.starts_with(&format!("{VOIR}-")) && name.ends_with(".dist-info")
-                })
-            })
-    }
-
-    fn create_venv_step(&self, venv: &Utf8Path) -> Step {
-        let python = self.python.executable.to_string();
+    fn create_venv_step(&self, venv: &Utf8Path, base: &BaseInterpreter) -> Step {
+        let python = base.python.executable.to_string();
+        let overlay = base.existing.then(|| "--system-site-packages".to_string());
         let mut step = match &self.tool {
             Tool::Uv { bin, .. } => {
-                let mut step = Step::new(
-                    bin,
-                    [
-                        "venv",
-                        "--no-project",
-                        "--no-config",
-                        "--python",
-                        &python,
-                        venv.as_str(),
-                    ]
-                    .map(String::from),
-                );
+                let mut args: Vec<String> = ["venv", "--no-project", "--no-config", "--python"]
+                    .map(String::from)
+                    .to_vec();
+                args.push(python);
+                args.extend(overlay);
+                args.push(venv.to_string());
+                let mut step = Step::new(bin, args);
                 self.uv_env(&mut step);
                 step
             }
-            Tool::Pip => Step::new(
-                &self.python.executable,
-                ["-m", "venv", venv.as_str()].map(String::from),
-            ),
+            Tool::Pip => {
+                let mut args = vec!["-m".to_string(), "venv".to_string()];
+                args.extend(overlay);
+                args.push(venv.to_string());
+                Step::new(&base.python.executable, args)
+            }
         };
         step.cwd = venv.parent().map(Utf8Path::to_path_buf);
         step
@@ -352,7 +440,10 @@ impl Environments {
 
     /// The constraint files of `group`: the arch's, then one written into `extra/<group>/`
     /// with the suite's `pip.constraints` lines.
-    fn constraint_files(&self, group: &InstallGroup) -> Result<Vec<Utf8PathBuf>, EnvError> {
+    pub(crate) fn constraint_files(
+        &self,
+        group: &InstallGroup,
+    ) -> Result<Vec<Utf8PathBuf>, EnvError> {
         let mut files: Vec<Utf8PathBuf> = group.constraints.iter().cloned().collect();
         if !group.extra_constraints.is_empty() {
             let dir = self.layout.extra.join(&group.name);
@@ -402,6 +493,7 @@ impl Environments {
                 .map(String::from)
                 .to_vec();
                 head.extend(args);
+                head.extend(self.sources.uv_args());
                 let mut step = Step::new(bin, head);
                 self.uv_env(&mut step);
                 step
@@ -417,6 +509,7 @@ impl Environments {
                 .map(String::from)
                 .to_vec();
                 head.extend(args);
+                head.extend(self.sources.pip_args());
                 let mut step = Step::new(&venv_python, head);
                 step.env.push((
                     "PIP_CACHE_DIR".into(),
@@ -451,6 +544,46 @@ impl Environments {
             _ => self.layout.cache.join("uv"),
         }
     }
+}
+
+/// Whether the venv at `venv` has what every finished environment has: `pyvenv.cfg`, its
+/// `bin/python` and voir's package metadata in the `site-packages` of Python `version`.
+pub(crate) fn is_whole(venv: &Utf8Path, version: PythonVersion) -> bool {
+    let site = venv.join(format!(
+        "lib/python{}.{}/site-packages",
+        version.major, version.minor
+    ));
+    venv.join("pyvenv.cfg").is_file()
+        && venv.join("bin/python").exists()
+        && fs_err::read_dir(&site).is_ok_and(|entries| {
+            entries.flatten().any(|entry| {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with(&format!("{VOIR}-")) && name.ends_with(".dist-info")
+            })
+        })
+}
+
+/// The file of an overlay venv that adds its base interpreter's `site-packages` to its path.
+const BASE_PTH_FILE: &str = "_milabench_base.pth";
+
+/// Makes the overlay at `venv` see `base`'s packages even when `base` is itself a venv (whose
+/// packages `--system-site-packages` does not reach: it reaches the venv's own base install):
+/// a `.pth` file listing `base`'s `site-packages`, after the overlay's own folder, so what the
+/// overlay installs wins.
+fn link_base_site_packages(venv: &Utf8Path, base: &Python) -> Result<(), EnvError> {
+    let version = base.version;
+    let site = venv.join(format!(
+        "lib/python{}.{}/site-packages",
+        version.major, version.minor
+    ));
+    let lines: String = base
+        .site_packages
+        .iter()
+        .map(|dir| format!("{dir}\n"))
+        .collect();
+    let path = site.join(BASE_PTH_FILE);
+    fs_err::write(&path, lines).map_err(EnvError::io("could not write", &path))
 }
 
 /// Turns a finished step into `Ok` or the error that names the group, the step and the log.

@@ -18,6 +18,15 @@
 //!   installs, and records the fingerprint last. A failed or interrupted install therefore never
 //!   looks finished, and the next one starts clean.
 //! - [`Environments::pin`]: `uv pip compile` of each group into pinned files.
+//! - Existing environments: a group whose interpreter is named (its `python:` key in the suite,
+//!   `--python`, `MILABENCH_PYTHON`) gets an overlay venv made with `--system-site-packages`
+//!   over it: what the interpreter has (a site's torch module) is used as it is, and only what
+//!   the group needs and lacks goes into the overlay. The fingerprint then covers the
+//!   interpreter and its torch version. [`Environments::survey`] says what is present and what
+//!   an install would add, changing nothing.
+//! - Offline installs: [`Environments::bundle`] downloads what a group installs into a
+//!   wheelhouse (for a target Python and platform); [`Sources`] with `offline` installs from it
+//!   alone (`--no-index`, and uv's `--offline`).
 //!
 //! All uv commands share one cache, the user's `~/.cache/milabench-rs/uv` (or `UV_CACHE_DIR`; see
 //! [`Environments::uv_cache`]), so a second environment, even in another base folder, links the
@@ -27,6 +36,7 @@
 //! Why a fresh venv rather than an upgrade in place: an environment must be exactly what its
 //! inputs say, and uv's cache makes a rebuild cost little more than an incremental update.
 
+mod bundle;
 mod error;
 mod fingerprint;
 mod group;
@@ -35,13 +45,18 @@ mod pin;
 mod process;
 mod project;
 mod python;
+mod survey;
 mod tool;
 
+pub use bundle::{BundleTarget, Bundled};
 pub use error::EnvError;
 pub use fingerprint::{FINGERPRINT_FILE, Fingerprint, read as read_fingerprint};
 pub use group::{InstallGroup, RequirementFile, UNPINNED, install_groups};
-pub use install::{EnvOptions, Environments, Event, Outcome, Stage, VOIR};
+pub use install::{
+    BaseInterpreter, EnvOptions, Environments, Event, Outcome, Sources, Stage, VOIR,
+};
 pub use pin::Pinned;
 pub use project::ProjectTree;
 pub use python::{MIN_PYTHON, Python, PythonVersion, find_on_path};
+pub use survey::{RequirementState, Survey, Verdict};
 pub use tool::Tool;

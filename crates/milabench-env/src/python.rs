@@ -57,9 +57,18 @@ pub struct Python {
     pub executable: Utf8PathBuf,
     /// Its version.
     pub version: PythonVersion,
+    /// The version of torch it has installed, if any (read from the package metadata, without
+    /// importing torch).
+    pub torch: Option<String>,
+    /// Its `site-packages` folders (`site.getsitepackages()`).
+    pub site_packages: Vec<Utf8PathBuf>,
 }
 
-const PROBE: &str = "import sys; v = sys.version_info; print('%d.%d.%d' % (v[0], v[1], v[2])); print(sys.executable)";
+/// Prints the version, the real executable, the `site-packages` folders (joined with `:`) and
+/// torch's version (an empty line without torch).
+const PROBE: &str = "import os, site, sys; v = sys.version_info; print('%d.%d.%d' % (v[0], v[1], v[2])); print(sys.executable); print(os.pathsep.join(site.getsitepackages()))\n\
+try:\n    from importlib.metadata import version; print(version('torch'))\n\
+except Exception:\n    print()";
 
 impl Python {
     /// Finds the interpreter: `explicit` (a path, or a name looked up on `path_var`) when given,
@@ -89,10 +98,24 @@ impl Python {
         let mut lines = out.lines();
         let version = lines.next().and_then(PythonVersion::parse);
         let executable = lines.next().filter(|e| !e.is_empty());
+        let site_packages = lines
+            .next()
+            .unwrap_or("")
+            .split(':')
+            .filter(|p| !p.is_empty())
+            .map(Utf8PathBuf::from)
+            .collect();
+        let torch = lines
+            .next()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string);
         match (version, executable) {
             (Some(version), Some(executable)) => Ok(Python {
                 executable: executable.into(),
                 version,
+                torch,
+                site_packages,
             }),
             _ => Err(EnvError::PythonNotFound {
                 tried: program.to_string(),
@@ -155,10 +178,39 @@ mod tests {
     }
 
     #[test]
+    fn the_probe_reads_torch_s_version() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = Utf8Path::from_path(dir.path()).expect("utf8");
+        let fake = |name: &str, torch_line: &str| {
+            let path = root.join(name);
+            fs_err::write(
+                &path,
+                format!(
+                    "#!/bin/sh\nprintf '3.11.7\\n/opt/site/bin/python3\\n/opt/a:/opt/b\\n{torch_line}'\n"
+                ),
+            )
+            .expect("write");
+            fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+            Python::find(Some(&path), None).expect("probed")
+        };
+        let with = fake("with-torch", "2.5.1+cu124\\n");
+        assert_eq!(with.torch.as_deref(), Some("2.5.1+cu124"));
+        assert_eq!(with.executable, "/opt/site/bin/python3");
+        assert_eq!(with.site_packages, ["/opt/a", "/opt/b"]);
+        assert_eq!(fake("without-torch", "\\n").torch, None);
+        // A real interpreter answers the probe too (this one has no torch).
+        let real = Python::find(None, std::env::var("PATH").ok().as_deref()).expect("python3");
+        assert!(real.version >= MIN_PYTHON);
+    }
+
+    #[test]
     fn too_old_names_group_and_versions() {
         let python = Python {
             executable: "/usr/bin/python3".into(),
             version: PythonVersion::parse("3.8.10").expect("parses"),
+            torch: None,
+            site_packages: Vec::new(),
         };
         let err = python.check("torch", MIN_PYTHON).expect_err("too old");
         let text = err.to_string();

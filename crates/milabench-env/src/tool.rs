@@ -5,6 +5,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use milabench_config::settings::Installer;
 
 use crate::error::EnvError;
+use crate::install::Sources;
 use crate::process::{Step, capture, run_logged};
 use crate::python::{Python, find_on_path};
 
@@ -38,13 +39,15 @@ impl Tool {
     /// For uv: `uv` on `path_var`, else `<tools>/uv/bin/uv`, else installs the `uv` package into
     /// `<tools>/uv` with `python -m pip install --target`, logging to `bootstrap_log`. The
     /// install goes to a temporary folder renamed into place, so an interrupted bootstrap
-    /// leaves nothing that looks usable.
+    /// leaves nothing that looks usable. The `uv` package comes from `sources` (a bundle made by
+    /// `milabench bundle` holds it).
     pub fn prepare(
         installer: Installer,
         python: &Python,
         tools: &Utf8Path,
         bootstrap_log: &Utf8Path,
         path_var: Option<&str>,
+        sources: &Sources,
         on_line: &mut dyn FnMut(&str),
     ) -> Result<Tool, EnvError> {
         if installer == Installer::Pip {
@@ -68,7 +71,7 @@ impl Tool {
                 bootstrapped: true,
             });
         }
-        bootstrap_uv(python, tools, &home, bootstrap_log, on_line)?;
+        bootstrap_uv(python, tools, &home, bootstrap_log, sources, on_line)?;
         let version = uv_version(&bin).ok_or_else(|| EnvError::UvBootstrap {
             tools: tools.to_path_buf(),
             python: python.executable.clone(),
@@ -97,6 +100,7 @@ fn bootstrap_uv(
     tools: &Utf8Path,
     home: &Utf8Path,
     log_path: &Utf8Path,
+    sources: &Sources,
     on_line: &mut dyn FnMut(&str),
 ) -> Result<(), EnvError> {
     let failed = |reason: String| EnvError::UvBootstrap {
@@ -113,21 +117,21 @@ fn bootstrap_uv(
         fs_err::File::create(log_path).map_err(EnvError::io("could not create", log_path))?;
     let staging = tools.join(format!(".uv.partial-{}", std::process::id()));
     let _ = fs_err::remove_dir_all(&staging);
-    let mut step = Step::new(
-        &python.executable,
-        [
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-input",
-            "--no-warn-script-location",
-            "--target",
-            staging.as_str(),
-            "uv",
-        ]
-        .map(String::from),
-    );
+    let mut args: Vec<String> = [
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--no-warn-script-location",
+        "--target",
+        staging.as_str(),
+        "uv",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(sources.pip_args());
+    let mut step = Step::new(&python.executable, args);
     step.env_remove.push("PIP_REQUIRE_VIRTUALENV".into());
     let finished = run_logged(&step, log_path, &mut log, on_line)?;
     if !finished.success {

@@ -38,6 +38,6 @@ pub use milabench_exec::ExitCode;
 pub use planning::{PlanOptions, PlannedBench, plan_suite};
 pub use resolve::{Resolved, Selection, resolve};
 pub use session::{
-    InstallObserver, InstallOptions, InstallPlan, InstallSummary, RunResult, Session,
-    SessionRequest,
+    BundleOptions, BundleSummary, GroupSurvey, InstallObserver, InstallOptions, InstallPlan,
+    InstallSummary, RunResult, Session, SessionRequest,
 };

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use camino::Utf8Path;
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_env::{
-    EnvError, EnvOptions, Environments, Event as EnvEvent, InstallGroup, Outcome, ProjectTree,
-    install_groups,
+    BundleTarget, Bundled, EnvError, EnvOptions, Environments, Event as EnvEvent, InstallGroup,
+    Outcome, ProjectTree, Sources, Survey, install_groups,
 };
 use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec};
 use milabench_metrics::Record;
@@ -86,6 +86,39 @@ pub struct InstallOptions {
     pub force: bool,
     /// The requirements variant (default: the arch).
     pub variant: Option<String>,
+    /// Where packages come from (`--find-links`, `--offline`).
+    pub sources: Sources,
+}
+
+/// One group and what an install would do for it (or why that could not be told).
+pub type GroupSurvey = (InstallGroup, Result<Survey, EnvError>);
+
+/// What to put in a wheelhouse.
+#[derive(Debug, Clone)]
+pub struct BundleOptions {
+    /// The requirements variant (default: the arch) and where the packages come from.
+    pub install: InstallOptions,
+    /// The wheelhouse folder.
+    pub dest: camino::Utf8PathBuf,
+    /// The machine the wheels are for.
+    pub target: BundleTarget,
+    /// Whether to add uv, for an offline install to bootstrap it (not needed with
+    /// `--installer pip`).
+    pub with_uv: bool,
+}
+
+/// What a bundle downloaded: one result per group (and one for uv first, when asked for).
+#[derive(Debug)]
+pub struct BundleSummary {
+    /// The groups (named `uv` for the installer) and what became of each.
+    pub results: Vec<(String, Result<Bundled, EnvError>)>,
+}
+
+impl BundleSummary {
+    /// Whether every download succeeded.
+    pub fn success(&self) -> bool {
+        self.results.iter().all(|(_, result)| result.is_ok())
+    }
 }
 
 /// The environments of the selected benchmarks, ready to install or pin.
@@ -191,16 +224,17 @@ impl Session {
     /// build them (which may bootstrap uv: progress goes to `observer`).
     pub fn environments(
         &self,
-        variant: Option<&str>,
+        options: &InstallOptions,
         observer: &mut dyn InstallObserver,
     ) -> Result<InstallPlan, Error> {
+        let variant = options.variant.as_deref();
         self.resolved.check_runnable()?;
         let config = self.settings.config.as_deref().ok_or(Error::NoSuite)?;
         let project = ProjectTree::locate(config.parent().unwrap_or(Utf8Path::new(".")))?;
         let benches = self.resolved.suite.runnable();
         let groups = install_groups(benches, &project, &self.resolved.arch, variant)?;
         let path_var = std::env::var("PATH").ok();
-        let envs = Environments::prepare(
+        let envs = Environments::prepare_with_sources(
             &EnvOptions {
                 layout: self.settings.layout(),
                 project,
@@ -209,6 +243,7 @@ impl Session {
                 arch: self.resolved.arch.clone(),
                 path_var: path_var.as_deref(),
             },
+            options.sources.clone(),
             &mut |event| observer.on_env_event(event),
         )?;
         Ok(InstallPlan { groups, envs })
@@ -221,7 +256,7 @@ impl Session {
         options: &InstallOptions,
         observer: &mut dyn InstallObserver,
     ) -> Result<InstallSummary, Error> {
-        let plan = self.environments(options.variant.as_deref(), observer)?;
+        let plan = self.environments(options, observer)?;
         observer.on_environments(&plan);
         let mut summary = InstallSummary {
             results: Vec::new(),
@@ -241,6 +276,56 @@ impl Session {
             }
         }
         Ok(summary)
+    }
+
+    /// What an install would do for each selected group (`install --dry-run`): the interpreter,
+    /// whether the venv is up to date, what is present and what would be added. Changes no
+    /// environment.
+    pub fn survey(
+        &self,
+        options: &InstallOptions,
+        observer: &mut dyn InstallObserver,
+    ) -> Result<Vec<GroupSurvey>, Error> {
+        let plan = self.environments(options, observer)?;
+        observer.on_environments(&plan);
+        Ok(plan
+            .groups
+            .into_iter()
+            .map(|group| {
+                let survey = plan.envs.survey(&group);
+                (group, survey)
+            })
+            .collect())
+    }
+
+    /// Downloads every package the selected groups install into a wheelhouse, for
+    /// `install --offline --find-links DIR` on a machine without a network. A failing group
+    /// does not stop the others.
+    pub fn bundle(
+        &self,
+        options: &BundleOptions,
+        observer: &mut dyn InstallObserver,
+    ) -> Result<BundleSummary, Error> {
+        let plan = self.environments(&options.install, observer)?;
+        observer.on_environments(&plan);
+        let dest = &options.dest;
+        let mut results = Vec::new();
+        let mut on_event = |event: EnvEvent<'_>| observer.on_env_event(event);
+        if options.with_uv {
+            let result = plan.envs.bundle_uv(dest, &options.target, &mut on_event);
+            results.push(("uv".to_string(), result));
+        }
+        for group in &plan.groups {
+            let result = plan
+                .envs
+                .bundle(group, dest, &options.target, &mut on_event);
+            let interrupted = result.as_ref().is_err_and(EnvError::is_interrupted);
+            results.push((group.name.clone(), result));
+            if interrupted {
+                break;
+            }
+        }
+        Ok(BundleSummary { results })
     }
 
     /// Runs the prepare step of every selected benchmark, with the arguments `run` gives them.

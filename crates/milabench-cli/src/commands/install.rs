@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use milabench::config::settings::{Arch, EnvVars, Installer, SettingsFlags};
-use milabench::env::{EnvError, Event, InstallGroup, Outcome};
-use milabench::{ExitCode, InstallObserver, InstallOptions, InstallPlan, InstallSummary, Session};
+use milabench::env::{EnvError, Event, InstallGroup, Outcome, Verdict};
+use milabench::{
+    ExitCode, GroupSurvey, InstallObserver, InstallOptions, InstallPlan, InstallSummary, Session,
+};
 
 use crate::args::{ArchArg, EnvArgs, GlobalArgs, InstallArgs, InstallerArg, SuiteArgs};
 use crate::output::warn;
@@ -41,19 +43,100 @@ fn arch(arg: ArchArg) -> Arch {
     }
 }
 
-/// Builds the environments.
-pub fn run(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> {
-    let installer = args.installer.map(|i| match i {
+/// The installer `--installer` names, if it does.
+pub(super) fn installer(arg: Option<InstallerArg>) -> Option<Installer> {
+    arg.map(|i| match i {
         InstallerArg::Uv => Installer::Uv,
         InstallerArg::Pip => Installer::Pip,
-    });
-    let session = install_session(global, &args.suite, &args.env, installer)?;
+    })
+}
+
+/// Builds the environments (or, with `--dry-run`, says what that would do).
+pub fn run(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> {
+    let session = install_session(global, &args.suite, &args.env, installer(args.installer))?;
     let options = InstallOptions {
         force: args.force,
         variant: args.variant.clone(),
+        sources: args.sources.sources(),
     };
+    if args.dry_run {
+        let mut progress = Progress::new();
+        let surveys = session.survey(&options, &mut progress)?;
+        progress.done();
+        return Ok(show_surveys(&surveys));
+    }
     let summary = session.install(&options, &mut InstallView::new())?;
     Ok(summarize(&summary, &session.resolved().arch))
+}
+
+/// Prints what an install would do per group; returns the exit code of the first group that
+/// could not be surveyed.
+fn show_surveys(surveys: &[GroupSurvey]) -> ExitCode {
+    let mut exit = ExitCode::Success;
+    for (group, survey) in surveys {
+        let survey = match survey {
+            Ok(survey) => survey,
+            Err(e) => {
+                say(&format!("{}: FAILED", group.name));
+                crate::errors::show(e);
+                if exit == ExitCode::Success {
+                    exit = crate::errors::exit_code_of_env(e);
+                }
+                continue;
+            }
+        };
+        let python = &survey.base.python;
+        let made = if survey.base.existing {
+            format!(
+                "overlay venv (--system-site-packages) over the existing {} (Python {}, torch {})",
+                python.executable,
+                python.version,
+                python.torch.as_deref().unwrap_or("absent")
+            )
+        } else {
+            format!(
+                "new venv from {} (Python {})",
+                python.executable, python.version
+            )
+        };
+        let state = if survey.up_to_date {
+            "up to date"
+        } else {
+            "would be built"
+        };
+        say(&format!(
+            "{}: {state}: {} ({made})",
+            group.name, survey.venv
+        ));
+        let (mut present, mut added, mut replaced) = (0, 0, 0);
+        for req in &survey.requirements {
+            let have = req.installed.as_deref().unwrap_or("");
+            let line = match req.verdict {
+                Verdict::Present => {
+                    present += 1;
+                    format!("  present  {} ({} {have})", req.requirement, req.name)
+                }
+                Verdict::Replaced => {
+                    replaced += 1;
+                    format!(
+                        "  replace  {} ({} {have} present)",
+                        req.requirement, req.name
+                    )
+                }
+                Verdict::Added => {
+                    added += 1;
+                    format!("  add      {}", req.requirement)
+                }
+            };
+            say(&line);
+        }
+        say(&format!(
+            "{}: {present} present, {added} to add, {replaced} to replace",
+            group.name
+        ));
+    }
+    say("install --dry-run: nothing was changed");
+    exit
 }
 
 /// Prints the closing line of an install; returns the exit code it deserves (that of the

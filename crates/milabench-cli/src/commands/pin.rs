@@ -1,7 +1,7 @@
 //! `milabench pin`: compile each install group's requirements into pinned files per variant.
 
-use milabench::ExitCode;
 use milabench::config::settings::Installer;
+use milabench::{ExitCode, InstallOptions};
 
 use super::install::{Progress, install_session, say};
 use crate::args::{GlobalArgs, PinArgs};
@@ -11,7 +11,11 @@ pub fn run(global: &GlobalArgs, args: &PinArgs) -> anyhow::Result<ExitCode> {
     let mut progress = Progress::new();
     // Pinning always compiles with uv, whatever installer the environments use.
     let session = install_session(global, &args.suite, &args.env, Some(Installer::Uv))?;
-    let setup = session.environments(args.variant.as_deref(), &mut progress)?;
+    let options = InstallOptions {
+        variant: args.variant.clone(),
+        ..InstallOptions::default()
+    };
+    let setup = session.environments(&options, &mut progress)?;
     progress.done();
     let variant = args
         .variant

@@ -1,0 +1,56 @@
+//! `milabench bundle`: download what the selected install groups need into a wheelhouse, for
+//! offline installs.
+
+use milabench::config::settings::Installer;
+use milabench::env::{BundleTarget, Sources};
+use milabench::{BundleOptions, ExitCode, InstallOptions};
+
+use super::install::{Progress, install_session, installer, say};
+use crate::args::{BundleArgs, GlobalArgs};
+
+/// Fills the wheelhouse; one line per group, then how to use it.
+pub fn run(global: &GlobalArgs, args: &BundleArgs) -> anyhow::Result<ExitCode> {
+    let session = install_session(global, &args.suite, &args.env, installer(args.installer))?;
+    let cwd = camino::Utf8PathBuf::try_from(std::env::current_dir()?)
+        .map_err(|e| anyhow::anyhow!("the current folder is not valid UTF-8: {e}"))?;
+    let dest = cwd.join(&args.output);
+    let options = BundleOptions {
+        install: InstallOptions {
+            variant: args.variant.clone(),
+            sources: Sources {
+                find_links: args.find_links.iter().map(|d| cwd.join(d)).collect(),
+                offline: false,
+            },
+            ..InstallOptions::default()
+        },
+        dest: dest.clone(),
+        target: BundleTarget {
+            python_version: args.python_version.clone(),
+            platforms: args.platform.clone(),
+        },
+        with_uv: session.settings().installer == Installer::Uv,
+    };
+    let mut progress = Progress::new();
+    let summary = session.bundle(&options, &mut progress)?;
+    progress.done();
+    let mut exit = ExitCode::Success;
+    for (group, result) in &summary.results {
+        match result {
+            Ok(bundled) => say(&format!("{group}: downloaded into {}", bundled.dest)),
+            Err(e) => {
+                say(&format!("{group}: FAILED"));
+                crate::errors::show(e);
+                if exit == ExitCode::Success {
+                    exit = crate::errors::exit_code_of_env(e);
+                }
+            }
+        }
+    }
+    if summary.success() {
+        say(&format!(
+            "bundle: {} download(s) into {dest}; on the offline machine: milabench install --offline --find-links {dest}",
+            summary.results.len()
+        ));
+    }
+    Ok(exit)
+}
