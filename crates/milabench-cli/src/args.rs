@@ -362,6 +362,10 @@ pub struct RunArgs {
     /// figures); read from `fidelity/<NAME>.yaml` beside the suite file.
     #[arg(long, value_name = "NAME")]
     pub fidelity: Option<String>,
+    /// Skip the preflight `run` does first (tools, disk, memory, accelerators, every node over
+    /// ssh: `milabench check` without the package index); a failed check stops the run.
+    #[arg(long)]
+    pub no_check: bool,
     /// Skip the set-up `run` does first (`install` of the selected benchmarks' environments,
     /// then `prepare`, either of which failing stops the run); use it when both are done.
     #[arg(long)]

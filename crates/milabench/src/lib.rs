@@ -26,6 +26,7 @@ pub use milabench_system as system;
 pub use milabench_validate as validate;
 
 pub mod arch;
+pub mod check;
 pub mod error;
 pub mod planning;
 pub mod resolve;

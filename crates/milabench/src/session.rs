@@ -442,6 +442,14 @@ impl Session {
         Ok(report_runs(&runs, Some(&entries), options)?)
     }
 
+    /// The preflight of the suite on this machine and its nodes (see [`crate::check`]).
+    pub fn check(
+        &self,
+        options: &crate::check::CheckOptions,
+    ) -> Result<Vec<milabench_cluster::Check>, Error> {
+        crate::check::preflight(&self.resolved, &self.env, options)
+    }
+
     /// The run folder of this session's run name.
     pub fn run_dir(&self) -> PathBuf {
         crate::run::run_dir(&self.resolved)

@@ -34,6 +34,9 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     // Claimed before the set-up: a second `run` of the same name is refused before it installs
     // or prepares anything.
     let folder = session.claim_run_folder(args.resume)?;
+    if !args.no_check && !preflight(&session)? {
+        return Ok(ExitCode::BenchmarkFailures);
+    }
     if !args.no_setup {
         let code = setup(&session)?;
         if code != ExitCode::Success {
@@ -97,6 +100,29 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::BenchmarkFailures
     })
+}
+
+/// The fast preflight (no package index round trip): says the failed checks, and whether the
+/// run may go on (none failed). Warnings are `milabench check`'s to show: `run` installs what
+/// is missing anyway.
+fn preflight(session: &Session) -> anyhow::Result<bool> {
+    use milabench::cluster::Status;
+    let checks = session.check(&milabench::check::CheckOptions {
+        need_disk_gib: None,
+        package_index: false,
+        program: std::env::current_exe()?,
+    })?;
+    let failed: Vec<_> = checks
+        .into_iter()
+        .filter(|c| c.status == Status::Fail)
+        .collect();
+    if !failed.is_empty() {
+        warn(&format!(
+            "the preflight failed, nothing was run:\n{}fix the problems above, or pass --no-check to run anyway",
+            super::check::render_text(&failed)
+        ));
+    }
+    Ok(failed.is_empty())
 }
 
 /// How `run` and `prepare` start processes: `repeat` times, resuming or not, stopped by

@@ -1,0 +1,298 @@
+//! The preflight of a suite (`milabench check`, and the fast part before `run`): tools, disk,
+//! memory, accelerators against the suite's requirements, every node of the system over ssh
+//! (same milabench, same base folder), the environments and, when one is due, the package
+//! index. The probes are `milabench-cluster`'s; this module decides what they mean.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use milabench_cluster::{
+    Check, Status, available_memory, free_bytes, probe_nodes, tcp_reachable, tool_version,
+};
+use milabench_config::settings::EnvVars;
+use milabench_plan::SshTarget;
+
+use crate::error::Error;
+use crate::planning::{PlanOptions, PlannedBench, plan_suite};
+use crate::resolve::Resolved;
+
+/// Disk an install group needs, by default (a CUDA torch environment is about 8 GiB).
+const GROUP_DISK_GIB: u64 = 8;
+/// Memory below which a warning is given.
+const LOW_MEMORY_GIB: u64 = 4;
+const GIB: u64 = 1 << 30;
+
+/// What a preflight checks and with what.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// Disk needed under the base folder, GiB (default: 8 per environment to install, plus 1).
+    pub need_disk_gib: Option<u64>,
+    /// Also check that the package index answers when an environment must be installed (a
+    /// network round trip; `run`'s fast preflight leaves it to the install).
+    pub package_index: bool,
+    /// The milabench program every node must have at the same path (this process's own).
+    pub program: PathBuf,
+}
+
+/// Runs the checks of `resolved` on this machine and its nodes, in display order.
+pub fn preflight(
+    resolved: &Resolved,
+    env: &EnvVars,
+    options: &CheckOptions,
+) -> Result<Vec<Check>, Error> {
+    let system = resolved.suite.system.to_json();
+    let base = PathBuf::from(system["base"].as_str().unwrap_or("."));
+    let mut checks = vec![tools_check("python", "python3"), uv_check(&base)];
+    // Install groups of the selected benchmarks and whether each is made.
+    let mut groups: Vec<(String, PathBuf)> = Vec::new();
+    for bench in resolved.suite.runnable() {
+        let venv = bench
+            .config
+            .get("dirs")
+            .and_then(|d| d.get("venv"))
+            .map(|v| PathBuf::from(v.python_str()));
+        let group = bench
+            .config
+            .get("install_group")
+            .map_or_else(|| bench.name.clone(), |g| g.python_str());
+        if let Some(venv) = venv
+            && !groups.iter().any(|(g, _)| *g == group)
+        {
+            groups.push((group, venv));
+        }
+    }
+    let missing: Vec<&str> = groups
+        .iter()
+        .filter(|(_, venv)| !venv.join("bin/python").exists())
+        .map(|(g, _)| g.as_str())
+        .collect();
+    checks.push(disk_check(&base, options.need_disk_gib, missing.len()));
+    checks.push(memory_check());
+    checks.extend(accelerator_checks(resolved, env)?);
+    for (group, venv) in &groups {
+        checks.push(if missing.contains(&group.as_str()) {
+            Check::problem(
+                Status::Warn,
+                format!("environment {group}"),
+                format!("{} is not installed", venv.display()),
+                "`milabench run` installs it (or run `milabench install` now)",
+            )
+        } else {
+            Check::ok(format!("environment {group}"), venv.display().to_string())
+        });
+    }
+    if options.package_index && !missing.is_empty() {
+        checks.push(index_check());
+    }
+    checks.extend(node_checks(resolved, &base, &options.program));
+    Ok(checks)
+}
+
+fn tools_check(name: &str, program: &str) -> Check {
+    match tool_version(Path::new(program), &["--version"]) {
+        Some(version) => Check::ok(name, version),
+        None => Check::problem(
+            Status::Fail,
+            name,
+            format!("`{program}` not found on PATH"),
+            "install Python 3 (Debian: apt-get install python3 python3-venv) or pass --python",
+        ),
+    }
+}
+
+fn uv_check(base: &Path) -> Check {
+    let bootstrapped = base.join("tools");
+    match tool_version(Path::new("uv"), &["--version"]) {
+        Some(version) => Check::ok("uv", version),
+        None => Check::problem(
+            Status::Warn,
+            "uv",
+            "`uv` not found on PATH",
+            format!(
+                "nothing to do: install puts one under {} (or install uv yourself)",
+                bootstrapped.display()
+            ),
+        ),
+    }
+}
+
+fn disk_check(base: &Path, need_gib: Option<u64>, missing_groups: usize) -> Check {
+    let need = need_gib.unwrap_or(missing_groups as u64 * GROUP_DISK_GIB + 1) * GIB;
+    match free_bytes(base) {
+        Ok(free) if free >= need => Check::ok(
+            "disk",
+            format!(
+                "{} GiB free under {} ({} GiB needed)",
+                free / GIB,
+                base.display(),
+                need / GIB
+            ),
+        ),
+        Ok(free) => Check::problem(
+            Status::Fail,
+            "disk",
+            format!(
+                "{} GiB free under {}, {} GiB needed ({missing_groups} environment(s) to install)",
+                free / GIB,
+                base.display(),
+                need / GIB
+            ),
+            "free space there, or choose another base folder (--base or MILABENCH_BASE)",
+        ),
+        Err(e) => Check::problem(
+            Status::Fail,
+            "disk",
+            e.to_string(),
+            "check that the base folder's parent exists and is readable",
+        ),
+    }
+}
+
+fn memory_check() -> Check {
+    match available_memory() {
+        Some(bytes) if bytes >= LOW_MEMORY_GIB * GIB => {
+            Check::ok("memory", format!("{} GiB available", bytes / GIB))
+        }
+        Some(bytes) => Check::problem(
+            Status::Warn,
+            "memory",
+            format!("{} GiB available", bytes / GIB),
+            "stop other programs; large benchmarks may run out of memory",
+        ),
+        None => Check::problem(
+            Status::Warn,
+            "memory",
+            "cannot read /proc/meminfo",
+            "nothing to do on a system without /proc",
+        ),
+    }
+}
+
+/// The accelerators found against the arch, and the benchmarks the system cannot run.
+fn accelerator_checks(resolved: &Resolved, env: &EnvVars) -> Result<Vec<Check>, Error> {
+    let system = resolved.suite.system.to_json();
+    let count = system["gpu"]["count"].as_u64().unwrap_or(0);
+    let mut checks = vec![if resolved.arch != "cpu" && count == 0 {
+        Check::problem(
+            Status::Fail,
+            "accelerators",
+            format!("arch {} but no device found", resolved.arch),
+            "install the GPU driver (nvidia-smi / rocm-smi must list the devices), or set MILABENCH_GPU_ARCH=cpu",
+        )
+    } else {
+        Check::ok(
+            "accelerators",
+            format!("arch {}, {count} device(s)", resolved.arch),
+        )
+    }];
+    let options = PlanOptions {
+        repeat: None,
+        path: std::env::var("PATH").unwrap_or_default(),
+    };
+    for planned in plan_suite(resolved, env, &options)? {
+        if let PlannedBench::Skipped { bench, unmet } = planned {
+            checks.push(Check::problem(
+                Status::Warn,
+                format!("requirements of {bench}"),
+                format!("not met here: {}; `run` skips it", unmet.join(", ")),
+                "run it on a system that meets them (more GPUs, more nodes in --system)",
+            ));
+        }
+    }
+    Ok(checks)
+}
+
+/// The package index `uv`/`pip` would use, reachable on port 443 (or the URL's port).
+fn index_check() -> Check {
+    let url = ["UV_INDEX_URL", "UV_DEFAULT_INDEX", "PIP_INDEX_URL"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| "https://pypi.org/simple".into());
+    let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() => (h, p.parse().unwrap_or(443)),
+        _ => (authority, if url.starts_with("http://") { 80 } else { 443 }),
+    };
+    if tcp_reachable(host, port, Duration::from_secs(3)) {
+        Check::ok("package index", format!("{host}:{port} reachable"))
+    } else {
+        Check::problem(
+            Status::Fail,
+            "package index",
+            format!("{host}:{port} does not answer, and an environment must be installed"),
+            "check the network or proxy, or point UV_INDEX_URL at a reachable mirror",
+        )
+    }
+}
+
+/// Every other node over ssh: reachable, the same milabench at the same path, the base folder.
+fn node_checks(resolved: &Resolved, base: &Path, program: &Path) -> Vec<Check> {
+    let system = resolved.suite.system.to_json();
+    let key = system["sshkey"].as_str().map(str::to_string);
+    let targets: Vec<SshTarget> = resolved
+        .system
+        .nodes()
+        .into_iter()
+        .filter(|n| !n.local)
+        .map(|n| SshTarget {
+            node: n.name,
+            user: n.user,
+            host: n.ip,
+            port: n.sshport,
+            key: key.clone(),
+        })
+        .collect();
+    if targets.is_empty() {
+        return Vec::new();
+    }
+    let ours = format!("milabench {}", env!("CARGO_PKG_VERSION"));
+    let results = probe_nodes(&targets, program, base);
+    targets
+        .iter()
+        .zip(results)
+        .map(|(target, result)| {
+            let name = format!("node {}", target.node);
+            let ssh = format!(
+                "`ssh -p {} {}{}@{} true` must work from this machine",
+                target.port,
+                target
+                    .key
+                    .as_deref()
+                    .map(|k| format!("-i {k} "))
+                    .unwrap_or_default(),
+                target.user,
+                target.host
+            );
+            match result {
+                Err(e) => Check::problem(
+                    Status::Fail,
+                    name,
+                    e.to_string(),
+                    format!("{ssh} (node up, sshd listening, the key authorized)"),
+                ),
+                Ok(facts) if facts.version.as_deref() != Some(ours.as_str()) => Check::problem(
+                    Status::Fail,
+                    name,
+                    format!(
+                        "{} at {} there, {ours} here",
+                        facts.version.as_deref().unwrap_or("no milabench"),
+                        program.display()
+                    ),
+                    "share the milabench build with every node at the same path",
+                ),
+                Ok(facts) if !facts.base_exists => Check::problem(
+                    Status::Fail,
+                    name,
+                    format!("no {} there", base.display()),
+                    "put the base folder on a file system every node shares, at the same path",
+                ),
+                Ok(_) => Check::ok(
+                    name,
+                    format!("{}: {ours}, base folder present", target.describe()),
+                ),
+            }
+        })
+        .collect()
+}
