@@ -216,15 +216,7 @@ fn run_pytest(
 fn check_keras_models(report: &Value) -> anyhow::Result<()> {
     let input = &report["inputs"][0];
     ensure!(input["status"] == "done", "the input did not finish");
-    let models = input["models"].as_array().context("no models")?;
-    let hashes: Vec<&str> = models
-        .iter()
-        .filter_map(|m| m["model_hash"].as_str())
-        .collect();
-    ensure!(
-        hashes == KERAS_MODEL_HASHES,
-        "model hashes {hashes:?}, expected {KERAS_MODEL_HASHES:?}"
-    );
+    let models = models_with_hashes(input, &KERAS_MODEL_HASHES)?;
     for model in models {
         ensure!(model["framework"] == "keras", "not found as a Keras model");
         for invocation in model["invocations"].as_array().context("no invocations")? {
@@ -238,6 +230,20 @@ fn check_keras_models(report: &Value) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The models of a report's `input`, which must have the model hashes `expected`, in order.
+fn models_with_hashes<'a>(input: &'a Value, expected: &[&str]) -> anyhow::Result<&'a Vec<Value>> {
+    let models = input["models"].as_array().context("no models")?;
+    let hashes: Vec<&str> = models
+        .iter()
+        .filter_map(|m| m["model_hash"].as_str())
+        .collect();
+    ensure!(
+        hashes == expected,
+        "model hashes {hashes:?}, expected {expected:?}"
+    );
+    Ok(models)
 }
 
 /// uv as benchit found it: bootstrapped into `<home>/tools/uv` when it was not on `PATH`.
@@ -265,15 +271,7 @@ fn check_models(report: &Value, reused: bool) -> anyhow::Result<()> {
     ensure!(inputs.len() == 1, "one input expected");
     let input = &inputs[0];
     ensure!(input["status"] == "done", "the input did not finish");
-    let models = input["models"].as_array().context("no models")?;
-    let hashes: Vec<&str> = models
-        .iter()
-        .filter_map(|m| m["model_hash"].as_str())
-        .collect();
-    ensure!(
-        hashes == MODEL_HASHES,
-        "model hashes {hashes:?}, expected {MODEL_HASHES:?}"
-    );
+    let models = models_with_hashes(input, &MODEL_HASHES)?;
     for model in models {
         for invocation in model["invocations"].as_array().context("no invocations")? {
             let build = &invocation["build"];

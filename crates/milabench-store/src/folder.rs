@@ -148,23 +148,30 @@ pub struct PackRecord {
     pub bad_lines: usize,
 }
 
+impl PackRecord {
+    /// A pack of process `tag` of benchmark `name` with nothing read yet (incomplete: no `end`).
+    pub fn new(tag: String, name: String) -> PackRecord {
+        PackRecord {
+            tag,
+            name,
+            config: None,
+            meta: None,
+            command: None,
+            status: PackStatus::Incomplete,
+            exit_code: None,
+            ngpu: None,
+            start_ts: None,
+            end_ts: None,
+            job_id: None,
+            metrics: Vec::new(),
+            bad_lines: 0,
+        }
+    }
+}
+
 /// Reads one `.data` file into a pack.
 pub fn read_pack(file: &DataFile) -> Result<PackRecord, StoreError> {
-    let mut pack = PackRecord {
-        tag: file.tag.as_str().to_owned(),
-        name: file.tag.bench().to_owned(),
-        config: None,
-        meta: None,
-        command: None,
-        status: PackStatus::Incomplete,
-        exit_code: None,
-        ngpu: None,
-        start_ts: None,
-        end_ts: None,
-        job_id: None,
-        metrics: Vec::new(),
-        bad_lines: 0,
-    };
+    let mut pack = PackRecord::new(file.tag.as_str().to_owned(), file.tag.bench().to_owned());
     let mut stopped = false;
     for (seq, item) in file.records()?.enumerate() {
         let record = match item {

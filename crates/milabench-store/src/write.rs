@@ -199,19 +199,9 @@ pub(crate) fn insert_pack(conn: &mut Conn, exec: i64, pack: &PackRecord) -> Resu
 /// A pack row for a benchmark that left no `.data` file (skipped, or never started).
 pub(crate) fn empty_pack(name: &str, status: PackStatus, exit_code: Option<i64>) -> PackRecord {
     PackRecord {
-        tag: name.to_owned(),
-        name: name.to_owned(),
-        config: None,
-        meta: None,
-        command: None,
         status,
         exit_code,
-        ngpu: None,
-        start_ts: None,
-        end_ts: None,
-        job_id: None,
-        metrics: Vec::new(),
-        bad_lines: 0,
+        ..PackRecord::new(name.to_owned(), name.to_owned())
     }
 }
 
