@@ -183,9 +183,21 @@ impl Conn {
         };
         let conn = rusqlite::Connection::open(path).map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .map_err(fail)?;
+        // Switching a new file to WAL needs it to itself for a moment, and SQLite answers
+        // "busy" there without calling the busy handler: another process opening the same new
+        // file at once (two runs, two imports) is waited for here.
+        let started = std::time::Instant::now();
+        let mode: String = loop {
+            match conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy
+                        && started.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                other => break other.map_err(fail)?,
+            }
+        };
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::NoWal {
                 path: path.to_owned(),
