@@ -717,3 +717,29 @@ fn run_records_into_the_results_database_and_goes_on_without_it() {
     );
     assert!(!project.data_file("unrecorded", "good.D0").is_empty());
 }
+
+/// A suite whose selected benchmarks all weigh 0 has no score: said, with the fix, instead of a
+/// bare `Score: -1.00` (issue 22, item 9).
+#[test]
+fn all_zero_weights_say_there_is_no_score() {
+    let project = project();
+    let out = run(&mut project.run_command(&[
+        "--select",
+        "good",
+        "--run-name",
+        "weightless",
+        "--override",
+        "good.weight=0",
+        "--override",
+        "needs-gpus.weight=0",
+    ]));
+    assert!(
+        out.stderr
+            .contains("no enabled benchmark has a weight above 0, so there is no score")
+            && out.stderr.contains("give the benchmarks a `weight:`"),
+        "{}",
+        out.stderr
+    );
+    let weighted = run(&mut project.run_command(&["--select", "good", "--run-name", "weighted"]));
+    assert!(!weighted.stderr.contains("no score"), "{}", weighted.stderr);
+}

@@ -140,6 +140,18 @@ impl Report {
     pub fn passes(&self) -> bool {
         self.failure_rate <= FAILURE_RATE_GATE
     }
+
+    /// Why the score says nothing, when it does not: no enabled benchmark has a weight, so the
+    /// score is the Python tool's `-1` for "none" (kept in its column for compatibility).
+    pub fn score_problem(&self) -> Option<String> {
+        let weighted = self
+            .rows
+            .iter()
+            .any(|row| row.enabled.is_on() && row.weight > 0.0);
+        (!weighted && !self.rows.is_empty()).then(|| {
+            "no enabled benchmark has a weight above 0, so there is no score (-1.00 stands for none)\n  fix: give the benchmarks a `weight:` in the suite (1 is the usual default)".to_owned()
+        })
+    }
 }
 
 /// Options of [`build_report`].

@@ -31,7 +31,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let runs = super::store::resolve_runs(global, &args.runs)?;
     let (report, set) = report_runs(&runs, suite.as_deref(), &options)?;
-    for warning in set.warnings() {
+    for warning in set.warnings().into_iter().chain(report.score_problem()) {
         warn(&warning);
     }
     write_output(args.output.as_deref(), &render(&report, format))?;

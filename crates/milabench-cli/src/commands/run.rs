@@ -68,7 +68,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
             ..ReportOptions::default()
         },
     )?;
-    for warning in set.warnings() {
+    for warning in set.warnings().into_iter().chain(report.score_problem()) {
         warn(&warning);
     }
     write_output(None, &render(&report, Format::Text))?;
