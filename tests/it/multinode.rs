@@ -122,6 +122,17 @@ impl TwoNodes {
         fs_err::read_to_string(self.run_dir().join(name)).unwrap_or_default()
     }
 
+    /// The run failed (exit 1) saying each of `needles` on stderr, left a readable run folder
+    /// and nothing running on either node.
+    fn assert_failed_saying(&self, out: &Output, needles: &[&str]) {
+        assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+        for needle in needles {
+            assert!(out.stderr.contains(needle), "{needle}: {}", out.stderr);
+        }
+        self.assert_readable();
+        self.assert_nothing_left();
+    }
+
     /// Every `.data` file of the run parses line by line, and `report` reads the folder.
     fn assert_readable(&self) {
         let entries = fs_err::read_dir(self.run_dir()).expect("run folder");
@@ -221,22 +232,14 @@ fn a_node_that_does_not_answer_ssh_is_named_with_the_cause() {
         .cluster
         .stop_sshd(nodes.node("b"))
         .expect("sshd of b stops");
-    let out = nodes.run();
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    assert!(
-        out.stderr
-            .contains("could not run the rank on node `b` over ssh")
-            && out.stderr.contains("Connection refused"),
-        "{}",
-        out.stderr
+    nodes.assert_failed_saying(
+        &nodes.run(),
+        &[
+            "could not run the rank on node `b` over ssh",
+            "Connection refused",
+            "the rank on node `b`",
+        ],
     );
-    assert!(
-        out.stderr.contains("the rank on node `b`"),
-        "{}",
-        out.stderr
-    );
-    nodes.assert_readable();
-    nodes.assert_nothing_left();
 }
 
 #[test]
@@ -257,14 +260,7 @@ fn a_wrong_key_is_named_with_the_cause() {
     );
     fs_err::write(&system, text).expect("system file");
     let out = run(nodes.run_command(&system).arg("--no-check"));
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    assert!(
-        out.stderr.contains("node `b`") && out.stderr.contains("Permission denied"),
-        "{}",
-        out.stderr
-    );
-    nodes.assert_readable();
-    nodes.assert_nothing_left();
+    nodes.assert_failed_saying(&out, &["node `b`", "Permission denied"]);
 }
 
 #[test]
@@ -275,17 +271,10 @@ fn a_remote_rank_that_crashes_stops_rank_zero() {
         "print('remote boom', file=sys.stderr)\nsys.exit(3)",
         "",
     );
-    let out = nodes.run();
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    assert!(
-        out.stderr.contains(
-            "stopped: the rank on node `b` (pair.0.b.nolog) failed: exited with status 3: remote boom"
-        ),
-        "{}",
-        out.stderr
+    nodes.assert_failed_saying(
+        &nodes.run(),
+        &["stopped: the rank on node `b` (pair.0.b.nolog) failed: exited with status 3: remote boom"],
     );
-    nodes.assert_readable();
-    nodes.assert_nothing_left();
 }
 
 #[test]
@@ -297,16 +286,10 @@ fn a_remote_rank_hanging_past_max_duration_is_stopped_on_its_node() {
         "subprocess.Popen(['setsid', 'sleep', '300'])\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(300)",
         "  max_duration: 3\n",
     );
-    let out = nodes.run();
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    assert!(
-        out.stderr.contains("pair.0.b.nolog failed")
-            && out.stderr.contains("longer than 3 seconds"),
-        "{}",
-        out.stderr
+    nodes.assert_failed_saying(
+        &nodes.run(),
+        &["pair.0.b.nolog failed", "longer than 3 seconds"],
     );
-    nodes.assert_readable();
-    nodes.assert_nothing_left();
 }
 
 #[test]
