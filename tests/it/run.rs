@@ -743,3 +743,104 @@ fn all_zero_weights_say_there_is_no_score() {
     let weighted = run(&mut project.run_command(&["--select", "good", "--run-name", "weighted"]));
     assert!(!weighted.stderr.contains("no score"), "{}", weighted.stderr);
 }
+
+/// The tags of the processes of run `run`, in the order they started (the `time` of their
+/// `start` event).
+fn launch_order(project: &Project, run: &str) -> Vec<String> {
+    let folder = project.path().join("base/runs").join(run);
+    let mut started: Vec<(f64, String)> = fs_err::read_dir(&folder)
+        .expect("run folder")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.extension().is_some_and(|x| x == "data"))
+        .map(|path| {
+            let text = fs_err::read_to_string(&path).expect("data file");
+            let time = text
+                .lines()
+                .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("JSON line"))
+                .find(|line| line["event"] == "start")
+                .and_then(|line| line["data"]["time"].as_f64())
+                .expect("a start event with its time");
+            let tag = path
+                .file_stem()
+                .expect("stem")
+                .to_string_lossy()
+                .into_owned();
+            (time, tag)
+        })
+        .collect();
+    started.sort_by(|a, b| a.0.total_cmp(&b.0));
+    started.into_iter().map(|(_, tag)| tag).collect()
+}
+
+/// `--repeat 2` runs each benchmark's repeats in a row; `--interleave` alternates them
+/// benchmark by benchmark (issue 29, item 4). Each repeat keeps its own files
+/// (`<name>.R<i>.D0.data`, as the Python tool names them), the report pools them by benchmark,
+/// and two runs interleaved the same way compare as "cannot tell".
+#[test]
+fn repeats_run_in_a_row_by_default_and_alternate_with_interleave() {
+    let project = Project::new(
+        "\
+_base:
+  inherits: _defaults
+  install_group: tiny
+  tags: [monogpu]
+  weight: 1
+  max_duration: 30
+a:
+  inherits: _base
+  definition: benchmarks/a
+b:
+  inherits: _base
+  definition: benchmarks/b
+",
+    );
+    project.bench("a", &reporting(20, 0));
+    project.bench("b", &reporting(20, 0));
+    let out = run(&mut project.run_command(&["--run-name", "row", "--repeat", "2"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        launch_order(&project, "row"),
+        ["a.R0.D0", "a.R1.D0", "b.R0.D0", "b.R1.D0"]
+    );
+    // The report pools the repeats of a benchmark: one row each, two processes.
+    let row = out
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("a "))
+        .unwrap_or_else(|| panic!("a row for `a`:\n{}", out.stdout));
+    assert_eq!(row.split('|').nth(2).map(str::trim), Some("2"), "{row}");
+    for name in ["x", "y"] {
+        let out =
+            run(&mut project.run_command(&["--run-name", name, "--repeat", "2", "--interleave"]));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(
+            launch_order(&project, name),
+            ["a.R0.D0", "b.R0.D0", "a.R1.D0", "b.R1.D0"]
+        );
+    }
+    let runs = project.path().join("base/runs");
+    let out = run(project
+        .milabench()
+        .args(["compare", "--threshold", "5%"])
+        .args([runs.join("x"), runs.join("y")]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let verdicts: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|line| line.starts_with("a ") || line.starts_with("b "))
+        .map(|line| line.rsplit(" | ").next().unwrap_or_default())
+        .collect();
+    assert_eq!(verdicts, ["cannot tell", "cannot tell"], "{}", out.stdout);
+    let dry = run(&mut project.run_command(&["--repeat", "2", "--interleave", "--dry-run"]));
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    let order: Vec<&str> = ["a.R0.D0", "b.R0.D0", "a.R1.D0", "b.R1.D0"]
+        .into_iter()
+        .filter(|tag| dry.stdout.contains(tag))
+        .collect();
+    assert_eq!(order.len(), 4, "{}", dry.stdout);
+    let positions: Vec<usize> = order
+        .iter()
+        .map(|tag| dry.stdout.find(tag).expect("tag"))
+        .collect();
+    assert!(positions.is_sorted(), "{}", dry.stdout);
+}

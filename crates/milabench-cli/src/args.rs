@@ -337,9 +337,16 @@ pub struct RunArgs {
     /// [env: MILABENCH_RUN_NAME] [default: <random>.{time}].
     #[arg(long, value_name = "NAME")]
     pub run_name: Option<String>,
-    /// Run the whole suite this many times (tags `R0`, `R1`, ...).
+    /// Run each benchmark this many times (tags `R0`, `R1`, ..., each repeat in its own
+    /// files; the report pools them by benchmark), each benchmark's repeats in a row (A1 A2 B1
+    /// B2) unless `--interleave`.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub repeat: usize,
+    /// Alternate the repeats benchmark by benchmark, the whole suite `--repeat` times over
+    /// (A1 B1 A2 B2; the Python tool's order), so that a drift of the machine during the run
+    /// lands on every benchmark alike. Compare two runs made this way with `milabench compare`.
+    #[arg(long, requires = "repeat")]
+    pub interleave: bool,
     /// Print what would run and run nothing: `--dry-run` writes a shell script of the
     /// commands, `--dry-run=json` the plans (per benchmark: its processes with argv, env, cwd
     /// and devices, the files written before them, the time limit) for other tools to read.

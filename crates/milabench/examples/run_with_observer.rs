@@ -83,6 +83,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let folder = session.claim_run_folder(false)?;
     let options = RunOptions {
         repeat: 1,
+        order: milabench::RepeatOrder::InARow,
         resume: false,
         grace: Duration::from_secs(5),
         interrupt: Interrupt::new(),

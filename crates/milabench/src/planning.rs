@@ -26,6 +26,32 @@ pub enum PlannedBench {
     },
 }
 
+/// In which order the repeats of a suite (`run --repeat N`) run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RepeatOrder {
+    /// Each benchmark N times in a row, then the next one (A1 A2 B1 B2).
+    #[default]
+    InARow,
+    /// The whole suite N times over, benchmark by benchmark (A1 B1 A2 B2; the Python tool's
+    /// order): a drift of the machine during the run lands on every benchmark alike.
+    Interleaved,
+}
+
+impl RepeatOrder {
+    /// The `(repeat index, benchmark index)` pairs of `benches` benchmarks repeated `repeat`
+    /// times, in the order they run.
+    pub fn schedule(self, repeat: usize, benches: usize) -> Vec<(usize, usize)> {
+        match self {
+            RepeatOrder::InARow => (0..benches)
+                .flat_map(|bench| (0..repeat).map(move |index| (index, bench)))
+                .collect(),
+            RepeatOrder::Interleaved => (0..repeat)
+                .flat_map(|index| (0..benches).map(move |bench| (index, bench)))
+                .collect(),
+        }
+    }
+}
+
 /// Options of a run that change the plan.
 #[derive(Debug, Clone, Default)]
 pub struct PlanOptions {
@@ -97,6 +123,25 @@ pub fn plan_one(bench: &Bench, ctx: &PlanContext) -> Result<PlannedBench, Error>
     Ok(PlannedBench::Run(plan))
 }
 
+/// The planning context of each repeat of a suite run `repeat` times (tags `R<i>` when
+/// `repeat` is above 1), indexed as [`RepeatOrder::schedule`] numbers the repeats.
+pub fn repeat_contexts(
+    resolved: &Resolved,
+    env: &EnvVars,
+    repeat: usize,
+    path: &str,
+) -> Result<Vec<PlanContext>, Error> {
+    (0..repeat)
+        .map(|index| {
+            let options = PlanOptions {
+                repeat: (repeat > 1).then_some((index, repeat)),
+                path: path.to_string(),
+            };
+            plan_context(resolved, env, &options)
+        })
+        .collect()
+}
+
 /// Plans every runnable benchmark of the suite, in suite order.
 pub fn plan_suite(
     resolved: &Resolved,
@@ -109,4 +154,23 @@ pub fn plan_suite(
         .runnable()
         .map(|bench| plan_one(bench, &ctx))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RepeatOrder;
+
+    #[test]
+    fn repeats_run_in_a_row_by_default_and_alternate_when_interleaved() {
+        assert_eq!(
+            RepeatOrder::default().schedule(2, 3),
+            [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]
+        );
+        assert_eq!(
+            RepeatOrder::Interleaved.schedule(2, 3),
+            [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+        );
+        assert_eq!(RepeatOrder::Interleaved.schedule(1, 2), [(0, 0), (0, 1)]);
+        assert!(RepeatOrder::InARow.schedule(3, 0).is_empty());
+    }
 }

@@ -1,4 +1,5 @@
-//! Running a suite: benchmarks one after the other in suite order, each through
+//! Running a suite: benchmarks one after the other in suite order (repeats in a row or
+//! interleaved, see [`RepeatOrder`]), each through
 //! `milabench-exec`, with the machine's `meta` recorded once per host and telemetry sampled
 //! beside every process. Skipped benchmarks are reported, not silently dropped; `--resume`
 //! leaves out the benchmarks a run folder already holds complete.
@@ -18,14 +19,18 @@ use milabench_plan::BenchPlan;
 use milabench_system::{GpuDiscovery, MilabenchVersion, Sampler, SamplerConfig, SystemFacts};
 
 use crate::error::Error;
-use crate::planning::{PlanOptions, PlannedBench, plan_context, plan_one};
+use crate::planning::{
+    PlanOptions, PlannedBench, RepeatOrder, plan_context, plan_one, repeat_contexts,
+};
 use crate::resolve::Resolved;
 
 /// How to run.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
-    /// Times to run the whole suite.
+    /// Times to run each benchmark.
     pub repeat: usize,
+    /// Whether the repeats run in a row or interleaved.
+    pub order: RepeatOrder,
     /// Leave out benchmarks whose processes already completed in the run folder.
     pub resume: bool,
     /// SIGTERM-to-SIGKILL grace period.
@@ -234,70 +239,64 @@ pub fn run_suite(
         run_dir: run_dir.clone(),
         ..RunSummary::default()
     };
-    for index in 0..options.repeat {
-        let plan_options = PlanOptions {
-            repeat: (options.repeat > 1).then_some((index, options.repeat)),
-            path: options.path.clone(),
-        };
-        let ctx = plan_context(resolved, env, &plan_options)?;
-        for bench in resolved.suite.runnable() {
-            if options.interrupt.is_set() {
-                summary.interrupted = true;
-                return Ok(summary);
-            }
-            let plan = match plan_one(bench, &ctx)? {
-                PlannedBench::Skipped { bench, unmet } => {
-                    observer.on_run_event(RunEvent::Skipped {
-                        bench: &bench,
-                        unmet: &unmet,
-                    });
-                    summary.skipped.push(bench);
-                    continue;
-                }
-                PlannedBench::Run(plan) => plan,
-            };
-            if options.resume && already_complete(&plan, &run_dir) {
-                observer.on_run_event(RunEvent::AlreadyDone { bench: &plan.bench });
-                summary.already_done.push(plan.bench.clone());
+    let contexts = repeat_contexts(resolved, env, options.repeat, &options.path)?;
+    let benches: Vec<_> = resolved.suite.runnable().collect();
+    for (index, position) in options.order.schedule(options.repeat, benches.len()) {
+        let bench = benches[position];
+        if options.interrupt.is_set() {
+            summary.interrupted = true;
+            return Ok(summary);
+        }
+        let plan = match plan_one(bench, &contexts[index])? {
+            PlannedBench::Skipped { bench, unmet } => {
+                observer.on_run_event(RunEvent::Skipped {
+                    bench: &bench,
+                    unmet: &unmet,
+                });
+                summary.skipped.push(bench);
                 continue;
             }
-            set_aside_partial_files(&plan, &run_dir)?;
-            let python = bench
-                .config
-                .get("dirs")
-                .and_then(|d| d.get("venv"))
-                .map(|v| PathBuf::from(v.python_str()).join("bin/python"));
-            let versions = python.and_then(|p| {
-                python_cache
-                    .entry(p.clone())
-                    .or_insert_with(|| {
-                        milabench_system::python_versions(&p, Duration::from_secs(30))
-                    })
-                    .clone()
-            });
-            let sampler: Arc<dyn SamplerFactory> = Arc::new(Telemetry {
-                gpus: gpus.clone(),
-                interval: milabench_system::poll_interval(&bench.config.to_json()),
-            });
-            let exec_options = ExecOptions {
-                grace: options.grace,
-                meta: Some(facts.meta(&version, versions.as_ref())),
-                interrupt: options.interrupt.clone(),
-                sampler: Some(sampler),
-                keep_open: Some(keep_open.clone()),
-                watchdog: options.watchdog.clone(),
-                precision: options.precision,
-                ..ExecOptions::default()
-            };
-            observer.on_run_event(RunEvent::BenchStart { plan: &plan });
-            let outcome = run_plan(&plan, &run_dir, &exec_options, observer)?;
-            observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });
-            let interrupted = outcome.interrupted;
-            summary.outcomes.push(outcome);
-            if interrupted {
-                summary.interrupted = true;
-                return Ok(summary);
-            }
+            PlannedBench::Run(plan) => plan,
+        };
+        if options.resume && already_complete(&plan, &run_dir) {
+            observer.on_run_event(RunEvent::AlreadyDone { bench: &plan.bench });
+            summary.already_done.push(plan.bench.clone());
+            continue;
+        }
+        set_aside_partial_files(&plan, &run_dir)?;
+        let python = bench
+            .config
+            .get("dirs")
+            .and_then(|d| d.get("venv"))
+            .map(|v| PathBuf::from(v.python_str()).join("bin/python"));
+        let versions = python.and_then(|p| {
+            python_cache
+                .entry(p.clone())
+                .or_insert_with(|| milabench_system::python_versions(&p, Duration::from_secs(30)))
+                .clone()
+        });
+        let sampler: Arc<dyn SamplerFactory> = Arc::new(Telemetry {
+            gpus: gpus.clone(),
+            interval: milabench_system::poll_interval(&bench.config.to_json()),
+        });
+        let exec_options = ExecOptions {
+            grace: options.grace,
+            meta: Some(facts.meta(&version, versions.as_ref())),
+            interrupt: options.interrupt.clone(),
+            sampler: Some(sampler),
+            keep_open: Some(keep_open.clone()),
+            watchdog: options.watchdog.clone(),
+            precision: options.precision,
+            ..ExecOptions::default()
+        };
+        observer.on_run_event(RunEvent::BenchStart { plan: &plan });
+        let outcome = run_plan(&plan, &run_dir, &exec_options, observer)?;
+        observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });
+        let interrupted = outcome.interrupted;
+        summary.outcomes.push(outcome);
+        if interrupted {
+            summary.interrupted = true;
+            return Ok(summary);
         }
     }
     Ok(summary)

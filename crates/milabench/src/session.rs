@@ -30,7 +30,7 @@ use milabench_store::{BenchEnd, PackStatus, RunEnd, RunRecorder, RunStart, Store
 use milabench_validate::{LayerName, Validation, ValidationContext, ValidationReport};
 
 use crate::error::Error;
-use crate::planning::{PlanOptions, PlannedBench, plan_suite};
+use crate::planning::{PlannedBench, RepeatOrder, plan_one, repeat_contexts};
 use crate::resolve::{Resolved, Selection, resolve};
 use crate::run::{RunEvent, RunFolder, RunObserver, RunOptions, RunSummary};
 
@@ -207,17 +207,15 @@ impl Session {
         &self.resolved.suite.warnings
     }
 
-    /// The processes the suite would start, `repeat` times over (for `--dry-run`).
-    pub fn plan(&self, repeat: usize) -> Result<Vec<PlannedBench>, Error> {
-        let mut plans = Vec::new();
-        for index in 0..repeat {
-            let options = PlanOptions {
-                repeat: (repeat > 1).then_some((index, repeat)),
-                path: self.path_var(),
-            };
-            plans.extend(plan_suite(&self.resolved, &self.env, &options)?);
-        }
-        Ok(plans)
+    /// The processes the suite would start, `repeat` times over in `order` (for `--dry-run`).
+    pub fn plan(&self, repeat: usize, order: RepeatOrder) -> Result<Vec<PlannedBench>, Error> {
+        let contexts = repeat_contexts(&self.resolved, &self.env, repeat, &self.path_var())?;
+        let benches: Vec<_> = self.resolved.suite.runnable().collect();
+        order
+            .schedule(repeat, benches.len())
+            .into_iter()
+            .map(|(index, bench)| plan_one(benches[bench], &contexts[index]))
+            .collect()
     }
 
     /// The install groups of the selected benchmarks and the interpreter and installer that

@@ -9,7 +9,7 @@ use milabench::exec::Interrupt;
 use milabench::report::{Format, ReportOptions, render};
 use milabench::run::RunOptions;
 use milabench::validate::LayerName;
-use milabench::{ExitCode, InstallOptions, PlannedBench, Session};
+use milabench::{ExitCode, InstallOptions, PlannedBench, RepeatOrder, Session};
 
 use crate::args::{DryRunFormat, GlobalArgs, RunArgs};
 use crate::live::LiveDisplay;
@@ -29,7 +29,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let env = EnvVars::from_process();
     let session = suite_session(global, &args.suite, more, args.fidelity.clone(), env)?;
     if let Some(format) = args.dry_run {
-        return dry_run(&session, args.repeat, format);
+        return dry_run(&session, args.repeat, repeat_order(args), format);
     }
     // Claimed before the set-up: a second `run` of the same name is refused before it installs
     // or prepares anything.
@@ -45,7 +45,8 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     let interrupt = Interrupt::new();
     let ctrl_c = milabench::exec::install_ctrl_c(interrupt.clone())?;
-    let options = run_options(interrupt, args.repeat, args.resume, args.precision)?;
+    let mut options = run_options(interrupt, args.repeat, args.resume, args.precision)?;
+    options.order = repeat_order(args);
     let result = session.run(&folder, &options, &validations, &mut LiveDisplay::new());
     drop(folder);
     ctrl_c.uninstall();
@@ -102,6 +103,15 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The order of the repeats `args` ask for.
+fn repeat_order(args: &RunArgs) -> RepeatOrder {
+    if args.interleave {
+        RepeatOrder::Interleaved
+    } else {
+        RepeatOrder::InARow
+    }
+}
+
 /// The fast preflight (no package index round trip): says the failed checks, and whether the
 /// run may go on (none failed). Warnings are `milabench check`'s to show: `run` installs what
 /// is missing anyway.
@@ -136,6 +146,7 @@ pub(super) fn run_options(
 ) -> anyhow::Result<RunOptions> {
     Ok(RunOptions {
         repeat,
+        order: RepeatOrder::InARow,
         resume,
         grace: Duration::from_secs(10),
         interrupt,
@@ -149,9 +160,14 @@ pub(super) fn run_options(
 }
 
 /// Prints the plans (`--dry-run`): a shell script, or their JSON.
-fn dry_run(session: &Session, repeat: usize, format: DryRunFormat) -> anyhow::Result<ExitCode> {
+fn dry_run(
+    session: &Session,
+    repeat: usize,
+    order: RepeatOrder,
+    format: DryRunFormat,
+) -> anyhow::Result<ExitCode> {
     let mut plans = Vec::new();
-    for planned in session.plan(repeat)? {
+    for planned in session.plan(repeat, order)? {
         match planned {
             PlannedBench::Run(plan) => plans.push(plan),
             PlannedBench::Skipped { bench, unmet } => warn(&format!(
