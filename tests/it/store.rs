@@ -52,7 +52,7 @@ fn python_run_folders_import_once_and_show_in_list_history_and_export() {
     let csv = run(milabench_in(base.path()).args(["history", "--format", "csv"]));
     assert!(
         csv.stdout
-            .starts_with("bench,run,date,system,perf,sem%,n,fail,change,vs\n")
+            .starts_with("bench,run,date,system,perf,sem%,n,fail,change,95% CI,verdict,vs\n")
     );
     let json = run(milabench_in(base.path()).args(["db", "list", "--format", "json"]));
     let runs: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
@@ -176,4 +176,68 @@ fn a_bad_since_date_names_the_fix() {
         "{}",
         out.stderr
     );
+}
+
+/// `history --threshold` judges each change as `compare` does and exits 1 when the latest run
+/// of a benchmark is worse than the one before it beyond the noise (issue 29, item 5).
+#[test]
+fn history_threshold_judges_changes_and_gates_on_the_latest_regression() {
+    let base = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    // Rates of two processes around `level`, ±2% in a fixed pattern.
+    let write = |name: &str, day: f64, level: f64| {
+        let folder = scratch.path().join(name);
+        let rates: Vec<f64> = (0..24)
+            .map(|i| level * (0.98 + 0.04 * f64::from(i * 7 % 5) / 4.0))
+            .collect();
+        write_run(
+            &folder,
+            &GeneratedSystem {
+                gpu_model: Some("NVIDIA H100".into()),
+                gpu_count: 1,
+                date: 1_700_000_000.0 + day * 86_400.0,
+            },
+            &[GeneratedBench {
+                name: "resnet".into(),
+                processes: vec![rates.clone(), rates.into_iter().rev().collect()],
+            }],
+        )
+        .unwrap();
+        let out = run(milabench_in(base.path())
+            .args(["db", "import"])
+            .arg(&folder));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    };
+    write("first", 1.0, 100.0);
+    write("same", 2.0, 100.2);
+    let history = |threshold: &str| {
+        run(milabench_in(base.path()).args(["history", "--threshold", threshold]))
+    };
+    let out = history("2%");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("cannot tell"), "{}", out.stdout);
+    write("slower", 3.0, 80.0);
+    let out = history("2%");
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.contains("slower") && l.contains("worse")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains(
+            "regression: resnet in slower: 20.2% slower than same, beyond the noise and the 2% threshold"
+        ),
+        "{}",
+        out.stderr
+    );
+    // Within a 25% threshold, and without one nothing gates.
+    assert_eq!(history("25%").code, 0);
+    let plain = run(milabench_in(base.path()).args(["history"]));
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    let bad = history("two");
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("is not a percentage"), "{}", bad.stderr);
 }

@@ -693,6 +693,12 @@ pub struct HistoryArgs {
     /// Only runs started on or after this day (`2024-06-01`, UTC) or time (RFC 3339).
     #[arg(long, value_name = "DATE", value_parser = since_date)]
     pub since: Option<f64>,
+    /// The smallest change that counts (e.g. `2%`): a change against the previous comparable
+    /// run is better or worse only when its 95% interval leaves out 0 and it is larger than
+    /// this, else "cannot tell" (as `compare` judges). Given, it also gates the exit status: 1
+    /// when the latest run of a benchmark shown is worse than the one before it.
+    #[arg(long, value_name = "PCT", value_parser = percentage)]
+    pub threshold: Option<f64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = TableFormat::Text)]
     pub format: TableFormat,

@@ -48,6 +48,16 @@ impl Verdict {
     }
 }
 
+impl From<Judgement> for Verdict {
+    fn from(judgement: Judgement) -> Verdict {
+        match judgement {
+            Judgement::Better => Verdict::Better,
+            Judgement::Worse => Verdict::Worse,
+            Judgement::CannotTell => Verdict::CannotTell,
+        }
+    }
+}
+
 /// One benchmark of one run against the baseline.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareRow {
@@ -144,12 +154,7 @@ pub fn compare_runs(runs: &[String], threshold_pct: f64) -> Result<Comparison, R
                         ..b.rate_estimate()
                     };
                     let change = base.change_to(&this);
-                    let verdict = match judge(&change, threshold_pct) {
-                        Judgement::Better => Verdict::Better,
-                        Judgement::Worse => Verdict::Worse,
-                        Judgement::CannotTell => Verdict::CannotTell,
-                    };
-                    (Interval::of(&change), verdict)
+                    (Interval::of(&change), judge(&change, threshold_pct).into())
                 }
             };
             rows.push(CompareRow {

@@ -120,6 +120,25 @@ impl Estimate {
         )
     }
 
+    /// An estimate known only by its 95% interval `mean ± half_width` (one stored without its
+    /// degrees of freedom): the variance the half-width gives under the normal quantile, with
+    /// infinite degrees of freedom. Since the interval came from Student's t, whose quantile is
+    /// above the normal one, the variance is never understated and the intervals built from it
+    /// are never narrower than the exact ones would be. A NaN half-width: nothing known.
+    pub fn from_interval(mean: f64, half_width: f64) -> Estimate {
+        const Z: f64 = 1.959_963_984_540_054;
+        let sd = half_width / Z;
+        Estimate {
+            mean,
+            variance: sd * sd,
+            dof: if half_width.is_nan() {
+                f64::NAN
+            } else {
+                f64::INFINITY
+            },
+        }
+    }
+
     /// The same estimate multiplied by `factor`.
     pub fn scaled(self, factor: f64) -> Estimate {
         Estimate {
@@ -447,6 +466,23 @@ mod tests {
         // error of about 0.4% here).
         let [better, worse, _] = judgements(19, 1.002, 1.0);
         assert!(better + worse <= 50, "better {better}, worse {worse}");
+    }
+
+    #[test]
+    fn an_estimate_rebuilt_from_its_interval_is_never_narrower() {
+        let mut rng = fastrand::Rng::with_seed(23);
+        let a = Estimate::of_series(&ar1(&mut rng, 100, 100.0, 0.5, 2.0));
+        let b = Estimate::of_series(&ar1(&mut rng, 100, 100.0, 0.5, 2.0));
+        let rebuilt = |e: &Estimate| Estimate::from_interval(e.mean, e.half_width());
+        assert!((rebuilt(&a).half_width() - a.half_width()).abs() < 1e-9);
+        let exact = a.change_to(&b).half_width();
+        let stored = rebuilt(&a).change_to(&rebuilt(&b)).half_width();
+        assert!(
+            stored >= exact && stored < exact * 1.2,
+            "{stored} vs {exact}"
+        );
+        assert!(Estimate::from_interval(1.0, f64::NAN).half_width().is_nan());
+        assert_eq!(Estimate::from_interval(1.0, 0.0).half_width(), 0.0);
     }
 
     #[test]

@@ -130,7 +130,7 @@ fn main() -> anyhow::Result<()> {
                     .history(&HistoryQuery {
                         bench: Some("resnet50".into()),
                         gpu: Some("h100".into()),
-                        since: None,
+                        ..HistoryQuery::default()
                     })
                     .map(|_| t.elapsed())
             })

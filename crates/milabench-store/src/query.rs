@@ -4,6 +4,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use milabench_report::{Estimate, Interval, Verdict, judge};
+
 use crate::backend::{Cell, Param, Row};
 use crate::error::StoreError;
 use crate::store::Store;
@@ -57,6 +59,8 @@ pub struct HistoryQuery {
     pub gpu: Option<String>,
     /// Only runs started at or after this time (seconds since the epoch).
     pub since: Option<f64>,
+    /// The smallest change that counts, percent (see [`HistoryRow::verdict`]).
+    pub threshold_pct: f64,
 }
 
 /// One benchmark in one run, with the change against the previous comparable run (same
@@ -89,6 +93,11 @@ pub struct HistoryRow {
     pub previous_run: Option<String>,
     /// Change of perf against it, percent.
     pub change_pct: Option<f64>,
+    /// 95% interval of that change, percent (from the two runs' stored intervals).
+    pub change_ci95: Option<Interval>,
+    /// Better, worse or cannot tell: the change judged against its interval and the query's
+    /// threshold as `milabench compare` judges it ([`judge`]).
+    pub verdict: Option<Verdict>,
 }
 
 impl Store {
@@ -129,7 +138,7 @@ impl Store {
             .map(|g| format!("%{}%", escape_like(&g.to_lowercase())));
         let rows = self.conn.query(
             "SELECT s.bench, e.name, e.created_time, e.created_ts, e.gpu_model, e.gpu_count,
-                    e.host, s.perf, s.sem_pct, s.n, s.fail, s.score
+                    e.host, s.perf, s.sem_pct, s.n, s.fail, s.score, s.perf_low, s.perf_high
              FROM bench_stats s JOIN execs e ON e.id = s.exec_id
              WHERE (CAST($1 AS TEXT) IS NULL OR s.bench = $1)
                AND (CAST($2 AS TEXT) IS NULL OR LOWER(e.gpu_model) LIKE $2 ESCAPE '!')
@@ -138,7 +147,7 @@ impl Store {
         )?;
         // The previous run is looked for among all runs, also those before `since`.
         let mut out = Vec::new();
-        let mut last: std::collections::HashMap<(String, Option<String>, i64), (String, f64)> =
+        let mut last: std::collections::HashMap<(String, Option<String>, i64), (String, Estimate)> =
             std::collections::HashMap::new();
         for r in &rows {
             let mut row = HistoryRow {
@@ -155,17 +164,29 @@ impl Store {
                 score: r.real(11),
                 previous_run: None,
                 change_pct: None,
+                change_ci95: None,
+                verdict: None,
             };
+            // The stored interval is centred on perf (the report's `perf_ci`).
+            let estimate = row.perf.map(|perf| {
+                let half_width = match (r.real(12), r.real(13)) {
+                    (Some(low), Some(high)) => (high - low) / 2.0,
+                    _ => f64::NAN,
+                };
+                Estimate::from_interval(perf, half_width)
+            });
             let key = (row.bench.clone(), row.gpu_model.clone(), row.gpu_count);
-            if let Some((run, perf)) = last.get(&key) {
+            if let Some((run, previous)) = last.get(&key) {
                 row.previous_run = Some(run.clone());
-                row.change_pct = row
-                    .perf
-                    .filter(|_| *perf != 0.0)
-                    .map(|p| (p / perf - 1.0) * 100.0);
+                if let Some(this) = estimate.filter(|_| previous.mean != 0.0) {
+                    let change = previous.change_to(&this);
+                    row.change_pct = Some(change.mean);
+                    row.change_ci95 = Some(Interval::of(&change));
+                    row.verdict = Some(judge(&change, query.threshold_pct).into());
+                }
             }
-            if let Some(perf) = row.perf {
-                last.insert(key, (row.run.clone(), perf));
+            if let Some(estimate) = estimate {
+                last.insert(key, (row.run.clone(), estimate));
             }
             let started = r.real(3);
             if query

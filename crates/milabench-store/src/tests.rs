@@ -63,6 +63,7 @@ on_both_backends!(
     the_recorder_records_a_run_as_it_goes,
     a_killed_run_stays_visible_as_incomplete,
     history_compares_with_the_previous_comparable_run,
+    history_judges_each_change_against_its_interval,
     export_gives_every_row_of_a_run,
 );
 
@@ -409,6 +410,66 @@ fn history_compares_with_the_previous_comparable_run(t: &Target) {
         })
         .unwrap();
     assert!(literal.is_empty());
+}
+
+/// 30 rates around `level` (±5%), shuffled by `seed`.
+fn noisy(level: f64, seed: u64) -> Vec<f64> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..30).map(|_| level * (0.95 + 0.1 * rng.f64())).collect()
+}
+
+fn history_judges_each_change_against_its_interval(t: &Target) {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut store = t.open();
+    let day = 86_400.0;
+    // The same machine twice (an A/A pair), then 40% faster.
+    for (name, date, level, seed) in [
+        ("h1", 1.0, 100.0, 1),
+        ("h2", 2.0, 100.0, 2),
+        ("h3", 3.0, 140.0, 3),
+    ] {
+        let folder = scratch.path().join(name);
+        let processes = vec![noisy(level, seed), noisy(level, seed + 10)];
+        let bench = GeneratedBench {
+            name: "resnet".to_owned(),
+            processes,
+        };
+        write_run(&folder, &system(Some("H100"), 2, date * day), &[bench]).unwrap();
+        store
+            .import_folder(&folder, &ImportOptions::default())
+            .unwrap();
+    }
+    let verdicts = |store: &mut Store, threshold_pct: f64| {
+        store
+            .history(&HistoryQuery {
+                threshold_pct,
+                ..HistoryQuery::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.verdict, r.change_ci95.is_some()))
+            .collect::<Vec<_>>()
+    };
+    use milabench_report::Verdict;
+    assert_eq!(
+        verdicts(&mut store, 2.0),
+        [
+            (None, false),
+            (Some(Verdict::CannotTell), true),
+            (Some(Verdict::Better), true)
+        ]
+    );
+    // A 40% gain is within a 50% threshold.
+    assert_eq!(
+        verdicts(&mut store, 50.0)[2],
+        (Some(Verdict::CannotTell), true)
+    );
+    let rows = store.history(&HistoryQuery::default()).unwrap();
+    let ci = rows[1].change_ci95.unwrap();
+    assert!(
+        ci.low < 0.0 && ci.high > 0.0 && ci.high - ci.low > 0.5,
+        "an A/A change interval holds 0 and has the noise's width: {ci:?}"
+    );
 }
 
 fn export_gives_every_row_of_a_run(t: &Target) {
