@@ -31,6 +31,10 @@ pub struct BenchArgs {
     /// and their 95% intervals.
     #[arg(long, default_value_t = 3)]
     pub suite_rounds: usize,
+    /// Rounds of the exec overhead figure: each runs a CPU-bound script bare, bare again (the
+    /// A/A floor), with only the data channel piped, and under `run_plan`, in a rotating order.
+    #[arg(long, default_value_t = 12)]
+    pub exec_rounds: usize,
     /// Only these benchmarks of the CPU suite (comma-separated names) in the suite figure: its
     /// run and rate comparison cover just them [default: all].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
@@ -87,7 +91,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             Figure::Store => store::run()?,
             Figure::System => system::run()?,
             Figure::Install => install::run(args.torch)?,
-            Figure::Exec => exec::run()?,
+            Figure::Exec => exec::run(args.exec_rounds)?,
             Figure::Suite => suite::run(args.suite_rounds, &args.suite_select)?,
             Figure::Benchit => benchit::run(python)?,
             Figure::Ops => ops::run(python)?,
@@ -126,4 +130,44 @@ fn release_example_output(
         );
     }
     String::from_utf8(output.stdout).context("measurement output is not UTF-8")
+}
+
+/// The geometric mean of `ratios` (not empty) and the 95% Student-t interval of the mean of their
+/// logarithms, back on the ratio scale; a single ratio has no interval (0..inf).
+pub(crate) fn geometric_mean_interval(ratios: &[f64]) -> (f64, f64, f64) {
+    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+    let n = logs.len();
+    let mean = logs.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean.exp(), 0.0, f64::INFINITY);
+    }
+    let variance = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let t = milabench_stats::t_975((n - 1) as f64);
+    let half = t * (variance / n as f64).sqrt();
+    (mean.exp(), (mean - half).exp(), (mean + half).exp())
+}
+
+/// The values with three decimals, separated by spaces.
+pub(crate) fn listed(values: &[f64]) -> String {
+    values
+        .iter()
+        .map(|v| format!("{v:.3}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::geometric_mean_interval;
+
+    #[test]
+    fn the_interval_surrounds_the_geometric_mean_and_narrows_with_agreement() {
+        let (mean, low, high) = geometric_mean_interval(&[0.9, 1.0, 1.1]);
+        assert!(low < mean && mean < high, "{low} {mean} {high}");
+        assert!((mean - (0.9f64 * 1.0 * 1.1).cbrt()).abs() < 1e-12);
+        let (_, tight_low, tight_high) = geometric_mean_interval(&[0.99, 1.0, 1.01]);
+        assert!(tight_high - tight_low < high - low);
+        let (one, none_low, none_high) = geometric_mean_interval(&[1.2]);
+        assert_eq!((one, none_low, none_high), (1.2, 0.0, f64::INFINITY));
+    }
 }

@@ -2,18 +2,27 @@
 //! `run_plan` costs compared with running the same Python script bare.
 //!
 //! Prints one JSON object per line:
-//! - `overhead`: rate of a CPU-bound script (reporting a rate every 50 ms on the data channel)
-//!   under `run_plan`, divided by its rate run bare: best against best of alternated runs, and
-//!   the median of the ratios of each pair.
+//! - `overhead_round` (one per round): the rates of a CPU-bound script (reporting a rate every
+//!   50 ms on the data channel) run four ways back to back: `bare` (a plain spawn, the data
+//!   written to `/dev/null`), `again` (the same once more: the A/A partner), `piped` (a plain
+//!   spawn with the data channel a pipe drained by a thread and `PYTHONUNBUFFERED`, as
+//!   `run_plan` starts it, without anything else of the harness) and `exec` (under `run_plan`).
+//!   The four take turns at each position (the order rotates every round), so a cost of going
+//!   first or last lands on all alike. Each run gives its rate over wall time and over its own
+//!   CPU time: the second is the child's speed when it runs, the first also counts the time it
+//!   waited for a core.
 //! - `cpu`: the orchestrator's CPU time (getrusage of this process: writer, reader and waiter
 //!   threads) over the wall time of a 6 s run (and of the short overhead runs, where the fixed
 //!   per-run costs weigh more).
 //! - `startup`: time from calling `run_plan` (or `Command::spawn` for the baseline) to the first
 //!   statement of the child, median of several runs.
+//!
+//! Arguments: `[ROUNDS]` (default 12).
 
 #![allow(clippy::print_stdout)]
 
 use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -29,6 +38,7 @@ fd = os.environ.get("DATA_FD")
 out = os.fdopen(int(fd), "w", buffering=1) if fd else open(os.devnull, "w")
 duration = float(sys.argv[1])
 t0 = last = time.perf_counter()
+c0 = time.process_time()
 n = done = 0
 while True:
     for _ in range(20000):
@@ -41,6 +51,7 @@ while True:
     if now - t0 >= duration:
         break
 print(f"FINAL {n / (now - t0)}")
+print(f"CPU {n / (time.process_time() - c0)}")
 "#;
 
 const FIRST: &str = "import time; print(f'FIRST {time.time()}')";
@@ -81,13 +92,29 @@ fn under_exec(dir: &Path, argv: &[&str], run: usize) -> String {
     std::fs::read_to_string(run_dir.join("bench.0.stdout")).expect("stdout file")
 }
 
-/// Runs `argv` with a plain spawn, stdout read to the end.
-fn bare(argv: &[&str]) -> String {
-    let mut child = Command::new(argv[0])
-        .args(&argv[1..])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+/// Runs `argv` with a plain spawn, stdout read to the end; with `piped`, the data channel is a
+/// pipe (`DATA_FD`, drained by a thread) and `PYTHONUNBUFFERED` is set, as `run_plan` does.
+fn bare(argv: &[&str], piped: bool) -> String {
+    let mut command = Command::new(argv[0]);
+    command.args(&argv[1..]).stdout(Stdio::piped());
+    let mut drain = None;
+    if piped {
+        let (mut reader, writer) = std::io::pipe().expect("pipe");
+        let fd = nix::unistd::dup(&writer).expect("an inheritable copy of the pipe");
+        drop(writer);
+        command
+            .env("DATA_FD", fd.as_raw_fd().to_string())
+            .env("PYTHONUNBUFFERED", "1");
+        drain = Some((
+            fd,
+            std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink())),
+        ));
+    }
+    let mut child = command.spawn().expect("spawn");
+    let thread = drain.map(|(fd, thread)| {
+        drop(fd);
+        thread
+    });
     let mut text = String::new();
     child
         .stdout
@@ -96,6 +123,9 @@ fn bare(argv: &[&str]) -> String {
         .read_to_string(&mut text)
         .expect("read");
     assert!(child.wait().expect("wait").success());
+    if let Some(thread) = thread {
+        thread.join().expect("drain thread").expect("drain");
+    }
     text
 }
 
@@ -125,32 +155,46 @@ fn main() {
     std::fs::write(&script, CPU_BOUND).expect("write script");
     let script = script.to_str().expect("UTF-8 path");
     let seconds = "1";
-    let pairs = 11;
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .map_or(12, |r| r.parse().expect("ROUNDS is a number"));
 
-    let (mut exec_rates, mut bare_rates) = (Vec::new(), Vec::new());
+    const WAYS: [&str; 4] = ["bare", "again", "piped", "exec"];
     let (mut exec_cpu, mut exec_wall) = (Duration::ZERO, Duration::ZERO);
-    for i in 0..pairs {
-        bare_rates.push(tagged(&bare(&["python3", script, seconds]), "FINAL"));
-        let cpu = cpu_time();
-        let wall = Instant::now();
-        let text = under_exec(dir.path(), &["python3", script, seconds], i);
-        exec_wall += wall.elapsed();
-        exec_cpu += cpu_time() - cpu;
-        exec_rates.push(tagged(&text, "FINAL"));
+    for round in 0..rounds {
+        let mut rates = serde_json::Map::new();
+        let order: Vec<&str> = (0..WAYS.len())
+            .map(|i| WAYS[(i + round) % WAYS.len()])
+            .collect();
+        for way in &order {
+            let argv = ["python3", script, seconds];
+            let text = match *way {
+                "exec" => {
+                    let cpu = cpu_time();
+                    let wall = Instant::now();
+                    let text = under_exec(dir.path(), &argv, round);
+                    exec_wall += wall.elapsed();
+                    exec_cpu += cpu_time() - cpu;
+                    text
+                }
+                way => bare(&argv, way == "piped"),
+            };
+            rates.insert(
+                (*way).to_owned(),
+                serde_json::json!({"wall": tagged(&text, "FINAL"), "cpu": tagged(&text, "CPU")}),
+            );
+        }
+        println!(
+            "{}",
+            serde_json::json!({
+                "figure": "overhead_round",
+                "round": round,
+                "order": order,
+                "seconds": seconds,
+                "rates": rates,
+            })
+        );
     }
-    let best = |v: &[f64]| v.iter().copied().fold(f64::MIN, f64::max);
-    println!(
-        "{}",
-        serde_json::json!({
-            "figure": "overhead",
-            "ratio_best": best(&exec_rates) / best(&bare_rates),
-            "ratio_median": median(exec_rates.iter().zip(&bare_rates).map(|(e, b)| e / b).collect()),
-            "exec_rate": best(&exec_rates),
-            "bare_rate": best(&bare_rates),
-            "runs": pairs,
-            "seconds": seconds,
-        })
-    );
     // One longer run, so that the per-run costs (spawn, threads, the final process-tree sweep)
     // weigh little against the steady state.
     let cpu = cpu_time();
@@ -171,7 +215,8 @@ fn main() {
     let (mut exec_start, mut bare_start) = (Vec::new(), Vec::new());
     for i in 0..21 {
         let t0 = epoch();
-        bare_start.push((tagged(&bare(&["python3", "-S", "-c", FIRST]), "FIRST") - t0) * 1e3);
+        bare_start
+            .push((tagged(&bare(&["python3", "-S", "-c", FIRST], false), "FIRST") - t0) * 1e3);
         let t0 = epoch();
         let text = under_exec(dir.path(), &["python3", "-S", "-c", FIRST], 100 + i);
         exec_start.push((tagged(&text, "FIRST") - t0) * 1e3);

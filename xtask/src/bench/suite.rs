@@ -16,6 +16,8 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::Context;
+
+use super::{geometric_mean_interval, listed};
 use serde_json::Value;
 
 /// Runs the measurement and prints its lines of the table; `rounds` runs per side, for the
@@ -254,50 +256,6 @@ fn smoke_run(root: &Path, bin: &Path, base: &Path) -> Command {
     command
 }
 
-/// The geometric mean of `ratios` (not empty) and the 95% Student-t interval of the mean of their
-/// logarithms, back on the ratio scale; a single ratio has no interval (0..inf).
-fn geometric_mean_interval(ratios: &[f64]) -> (f64, f64, f64) {
-    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
-    let n = logs.len();
-    let mean = logs.iter().sum::<f64>() / n as f64;
-    if n < 2 {
-        return (mean.exp(), 0.0, f64::INFINITY);
-    }
-    let variance = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    // Two-sided 97.5% quantiles of Student's t for 1..=10 degrees of freedom, then the normal.
-    const T975: [f64; 10] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    ];
-    let t = T975.get(n - 2).copied().unwrap_or(1.96);
-    let half = t * (variance / n as f64).sqrt();
-    (mean.exp(), (mean - half).exp(), (mean + half).exp())
-}
-
-/// The values with three decimals, separated by spaces.
-fn listed(values: &[f64]) -> String {
-    values
-        .iter()
-        .map(|v| format!("{v:.3}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
-}
-
-#[cfg(test)]
-mod tests {
-    use super::geometric_mean_interval;
-
-    #[test]
-    fn the_interval_surrounds_the_geometric_mean_and_narrows_with_agreement() {
-        let (mean, low, high) = geometric_mean_interval(&[0.9, 1.0, 1.1]);
-        assert!(low < mean && mean < high, "{low} {mean} {high}");
-        assert!((mean - (0.9f64 * 1.0 * 1.1).cbrt()).abs() < 1e-12);
-        let (_, tight_low, tight_high) = geometric_mean_interval(&[0.99, 1.0, 1.01]);
-        assert!(tight_high - tight_low < high - low);
-        let (one, none_low, none_high) = geometric_mean_interval(&[1.2]);
-        assert_eq!((one, none_low, none_high), (1.2, 0.0, f64::INFINITY));
-    }
 }
