@@ -6,6 +6,7 @@ mod benchit;
 mod exec;
 mod install;
 mod ops;
+mod precision;
 mod report;
 mod resolve;
 mod store;
@@ -35,10 +36,18 @@ pub struct BenchArgs {
     /// A/A floor), with only the data channel piped, and under `run_plan`, in a rotating order.
     #[arg(long, default_value_t = 12)]
     pub exec_rounds: usize,
-    /// Only these benchmarks of the CPU suite (comma-separated names) in the suite figure: its
-    /// run and rate comparison cover just them [default: all].
+    /// Only these benchmarks of the CPU suite (comma-separated names) in the suite and
+    /// precision figures: their runs and comparisons cover just them [default: all].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub suite_select: Vec<String>,
+    /// The `run --precision` target of the precision figure, percent.
+    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    pub precision_target: f64,
+    /// The fidelity preset of the precision figure's runs (`smoke` checks that it works in a few
+    /// minutes; its 4 observations are below the 10 the precision stop needs) [default: the
+    /// suite's own counts].
+    #[arg(long, value_name = "NAME")]
+    pub precision_fidelity: Option<String>,
     /// Measure only these figures (comma-separated) [default: all].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub only: Vec<Figure>,
@@ -61,6 +70,8 @@ pub enum Figure {
     Exec,
     /// A suite run under milabench against the same benchmarks run bare.
     Suite,
+    /// `run --precision` against the fixed observation count on the CPU suite (installs it).
+    Precision,
     /// benchit's discovery overhead and latency honesty.
     Benchit,
     /// benchit ops: expansion speed and timing overhead.
@@ -79,6 +90,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         Figure::Install,
         Figure::Exec,
         Figure::Suite,
+        Figure::Precision,
         Figure::Benchit,
         Figure::Ops,
     ] {
@@ -93,6 +105,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             Figure::Install => install::run(args.torch)?,
             Figure::Exec => exec::run(args.exec_rounds)?,
             Figure::Suite => suite::run(args.suite_rounds, &args.suite_select)?,
+            Figure::Precision => precision::run(
+                args.precision_target,
+                args.precision_fidelity.as_deref(),
+                &args.suite_select,
+            )?,
             Figure::Benchit => benchit::run(python)?,
             Figure::Ops => ops::run(python)?,
         }

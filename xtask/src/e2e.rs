@@ -107,8 +107,6 @@ pub fn flow(
     select: Option<&str>,
 ) -> anyhow::Result<Vec<(&'static str, f64)>> {
     let selection = select.map(|names| ["--select", names]);
-    let base_arg = base.to_str().context("the temporary folder is not UTF-8")?;
-    let common = ["--base", base_arg];
     let mut timings = Vec::new();
     let steps: [(&'static str, Vec<&str>); 3] = [
         ("install", vec!["install", "--config", SUITE]),
@@ -131,18 +129,7 @@ pub fn flow(
         ),
     ];
     for (step, args) in steps {
-        let started = Instant::now();
-        let status = Command::new(bin)
-            .env("UV_CACHE_DIR", user_uv_cache())
-            .args(common)
-            .args(&args)
-            .current_dir(root)
-            .status()
-            .with_context(|| format!("could not start milabench {step}"))?;
-        timings.push((step, started.elapsed().as_secs_f64()));
-        if !status.success() {
-            bail!("milabench {step} failed ({status}); its logs are under {base_arg}");
-        }
+        timings.push((step, milabench_step(root, bin, base, step, &args)?));
     }
     let started = Instant::now();
     let runs = base.join("runs/e2e");
@@ -165,6 +152,33 @@ pub fn flow(
     timings.push(("report", started.elapsed().as_secs_f64()));
     check_report(&report)?;
     Ok(timings)
+}
+
+/// Runs `milabench --base BASE ARGS` in the repository with the user's uv cache, which must
+/// succeed (`step` names it in errors); returns its wall time in seconds.
+pub fn milabench_step(
+    root: &Path,
+    bin: &Path,
+    base: &Path,
+    step: &str,
+    args: &[&str],
+) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let status = Command::new(bin)
+        .env("UV_CACHE_DIR", user_uv_cache())
+        .arg("--base")
+        .arg(base)
+        .args(args)
+        .current_dir(root)
+        .status()
+        .with_context(|| format!("could not start milabench {step}"))?;
+    if !status.success() {
+        bail!(
+            "milabench {step} failed ({status}); its logs are under {}",
+            base.display()
+        );
+    }
+    Ok(started.elapsed().as_secs_f64())
 }
 
 /// The multi-node suite, sized for CPUs.
