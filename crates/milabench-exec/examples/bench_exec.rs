@@ -17,7 +17,9 @@
 //! - `startup`: time from calling `run_plan` (or `Command::spawn` for the baseline) to the first
 //!   statement of the child, median of several runs.
 //!
-//! Arguments: `[ROUNDS]` (default 12).
+//! Arguments: `[ROUNDS] [CHATTER]`: 12 rounds by default; CHATTER stdout lines every 20,000
+//! iterations of the script (about 600 times a second) besides its 20 a second (default 0), to
+//! see what a chatty benchmark costs.
 
 #![allow(clippy::print_stdout)]
 
@@ -37,12 +39,15 @@ import json, os, sys, time
 fd = os.environ.get("DATA_FD")
 out = os.fdopen(int(fd), "w", buffering=1) if fd else open(os.devnull, "w")
 duration = float(sys.argv[1])
+chatter = int(sys.argv[2])
 t0 = last = time.perf_counter()
 c0 = time.process_time()
 n = done = 0
 while True:
     for _ in range(20000):
         n += 1
+    for _ in range(chatter):
+        print(f"progress {n}")
     now = time.perf_counter()
     if now - last >= 0.05:
         out.write(json.dumps({"task": "train", "rate": (n - done) / (now - last), "units": "items/s"}) + "\n")
@@ -158,6 +163,7 @@ fn main() {
     let rounds: usize = std::env::args()
         .nth(1)
         .map_or(12, |r| r.parse().expect("ROUNDS is a number"));
+    let chatter = std::env::args().nth(2).unwrap_or_else(|| "0".to_owned());
 
     const WAYS: [&str; 4] = ["bare", "again", "piped", "exec"];
     let (mut exec_cpu, mut exec_wall) = (Duration::ZERO, Duration::ZERO);
@@ -167,7 +173,7 @@ fn main() {
             .map(|i| WAYS[(i + round) % WAYS.len()])
             .collect();
         for way in &order {
-            let argv = ["python3", script, seconds];
+            let argv = ["python3", script, seconds, &chatter];
             let text = match *way {
                 "exec" => {
                     let cpu = cpu_time();
@@ -191,6 +197,7 @@ fn main() {
                 "round": round,
                 "order": order,
                 "seconds": seconds,
+                "chatter": chatter,
                 "rates": rates,
             })
         );
@@ -199,7 +206,7 @@ fn main() {
     // weigh little against the steady state.
     let cpu = cpu_time();
     let wall = Instant::now();
-    under_exec(dir.path(), &["python3", script, "6"], 99);
+    under_exec(dir.path(), &["python3", script, "6", &chatter], 99);
     let (long_wall, long_cpu) = (wall.elapsed(), cpu_time() - cpu);
     println!(
         "{}",

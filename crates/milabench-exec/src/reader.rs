@@ -1,9 +1,16 @@
 //! Reader threads: one per pipe, blocking reads, decoding done on the reader's thread, records
 //! handed to the writer through a bounded channel (a flooding process is slowed down by its
 //! full pipe instead of filling the orchestrator's memory).
+//!
+//! A reader that got less than a full chunk waits [`PACE`] before reading again, so that a
+//! benchmark writing a line at a time (a progress bar, a log line per step) finds no reader
+//! blocked on its pipe most of the time: its writes then wake no thread, and the lines written
+//! meanwhile are read, decoded, sent and written to the run folder together. The reader still
+//! sleeps in `read` while nothing comes (no polling); a full chunk is read again at once.
 
 use std::io::Read;
 use std::sync::mpsc::SyncSender;
+use std::time::Duration;
 
 use milabench_metrics::{
     ChannelDecoder, Event, FormatErrorInfo, Pipe, Record, SmuggleDecoder, SmuggledLines,
@@ -12,6 +19,11 @@ use milabench_metrics::{
 use crate::run::Msg;
 
 const CHUNK: usize = 64 * 1024;
+
+/// The pause after a read that did not fill a chunk: at most 200 reads a second of a pipe that
+/// trickles, and a record reaches the run folder at most this much later. A benchmark writing
+/// more than a chunk per pause (13 MB/s) is read without pauses.
+pub(crate) const PACE: Duration = Duration::from_millis(5);
 
 /// Which pipe of a process a reader drains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,6 +257,9 @@ pub(crate) fn drain(
                 {
                     return;
                 }
+                if n < CHUNK {
+                    std::thread::sleep(PACE);
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
@@ -331,5 +346,48 @@ mod tests {
         assert_eq!(out.records.len(), 2);
         assert!(matches!(&out.records[0].event, Event::FormatError(f) if f.kind == "LineTooLong"));
         assert!(matches!(&out.records[1].event, Event::Data(d) if d.rate == Some(1.0)));
+    }
+
+    /// A source that gives one short line per read, `lines` times, noting when each read came.
+    struct Trickle {
+        lines: usize,
+        reads: std::sync::Arc<std::sync::Mutex<Vec<std::time::Instant>>>,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.reads.lock().unwrap().push(std::time::Instant::now());
+            if self.lines == 0 {
+                return Ok(0);
+            }
+            self.lines -= 1;
+            buf[..2].copy_from_slice(b"x\n");
+            Ok(2)
+        }
+    }
+
+    #[test]
+    fn a_reader_pauses_after_a_short_read_and_decodes_every_line() {
+        let reads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let source = Trickle {
+            lines: 4,
+            reads: reads.clone(),
+        };
+        let (tx, rx) = std::sync::mpsc::sync_channel(16);
+        drain(source, 0, Stream::Stdout, 100, tx);
+        let reads = reads.lock().unwrap();
+        assert_eq!(reads.len(), 5, "four lines, then end of file");
+        for pair in reads.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!(gap >= PACE, "reads {gap:?} apart");
+        }
+        let lines: usize = rx
+            .try_iter()
+            .map(|msg| match msg {
+                Msg::Output { decoded, .. } => decoded.records.len(),
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(lines, 4);
     }
 }

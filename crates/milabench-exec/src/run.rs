@@ -165,6 +165,29 @@ impl<'a> Runner<'a, '_> {
 
     /// Appends a record to the process's file, updating what the outcome needs.
     fn record(&mut self, idx: usize, record: Record) {
+        if let Err(e) = self.procs[idx].writer.append(&record) {
+            self.fail(ExecError::Write(e));
+        }
+        self.recorded(idx, &record);
+    }
+
+    /// Appends records read together to the process's file with one write, then updates what
+    /// the outcome needs from each.
+    fn record_all(&mut self, idx: usize, records: &[Record]) {
+        if records.is_empty() {
+            return;
+        }
+        if let Err(e) = self.procs[idx].writer.append_all(records) {
+            self.fail(ExecError::Write(e));
+        }
+        for record in records {
+            self.recorded(idx, record);
+        }
+    }
+
+    /// What follows a record's append: the outcome's counts, the observer, an early stop and
+    /// the precision stop.
+    fn recorded(&mut self, idx: usize, record: &Record) {
         let p = &mut self.procs[idx];
         let mut new_rate = false;
         match &record.event {
@@ -189,11 +212,8 @@ impl<'a> Runner<'a, '_> {
             }),
             _ => {}
         }
-        if let Err(e) = p.writer.append(&record) {
-            self.fail(ExecError::Write(e));
-        }
         let p = &self.procs[idx];
-        self.observer.on_record(&p.tag, &record);
+        self.observer.on_record(&p.tag, record);
         if matches!(record.event, Event::Stop) && p.exit.is_none() {
             self.stop(idx, Instant::now());
         }
@@ -357,9 +377,7 @@ impl<'a> Runner<'a, '_> {
                     return;
                 }
                 self.raw_text(proc, stream, &decoded.text);
-                for record in decoded.records {
-                    self.record(proc, record);
-                }
+                self.record_all(proc, &decoded.records);
             }
             Msg::Closed {
                 proc,

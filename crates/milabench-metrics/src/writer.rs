@@ -54,6 +54,19 @@ impl DataFileWriter {
             })
     }
 
+    /// Appends records read together, in order, with one `write` call (a killed orchestrator
+    /// leaves every line of the batch, or none of it past what the system took).
+    pub fn append_all(&mut self, records: &[Record]) -> Result<(), MetricsError> {
+        let lines: String = records.iter().map(record_to_line).collect();
+        self.file
+            .write_all(lines.as_bytes())
+            .and_then(|()| self.file.flush())
+            .map_err(|error| MetricsError::Write {
+                path: self.path.clone(),
+                error,
+            })
+    }
+
     /// Where the file is.
     pub fn path(&self) -> &Path {
         &self.path
@@ -153,5 +166,26 @@ mod tests {
         assert!(d.loss.unwrap().is_nan());
         assert_eq!(back[2], records[2]);
         assert_eq!(back[3], records[3]);
+    }
+
+    #[test]
+    fn records_appended_together_are_the_lines_appended_one_by_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = [
+            Record::new(Event::Line("a\n".into()), Some(Pipe::Stdout)),
+            Record::new(Event::Stop, Some(Pipe::Data)),
+            Record::new(Event::Line("b\n".into()), Some(Pipe::Stdout)),
+        ];
+        let mut one_by_one = DataFileWriter::open(dir.path().join("one.data")).unwrap();
+        for r in &records {
+            one_by_one.append(r).unwrap();
+        }
+        let mut together = DataFileWriter::open(dir.path().join("all.data")).unwrap();
+        together.append_all(&records[..1]).unwrap();
+        together.append_all(&records[1..]).unwrap();
+        together.append_all(&[]).unwrap();
+        let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert_eq!(read("all.data"), read("one.data"));
+        assert_eq!(read("all.data").lines().count(), 3);
     }
 }
