@@ -4,7 +4,7 @@
 use milabench_stats::{Estimate, steady_state_start};
 use serde::Serialize;
 
-use crate::summary::BenchSummary;
+use crate::summary::{BenchSummary, RateSeries};
 
 /// A 95% interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -66,27 +66,42 @@ impl WarmUp {
     }
 }
 
+/// The rates of `series` grouped by repeat, in first-seen order.
+fn by_repeat<'a>(series: impl Iterator<Item = &'a RateSeries>) -> Vec<Vec<&'a [f64]>> {
+    let mut groups: indexmap::IndexMap<Option<&str>, Vec<&[f64]>> = indexmap::IndexMap::new();
+    for s in series {
+        groups
+            .entry(s.repeat.as_deref())
+            .or_default()
+            .push(&s.rates);
+    }
+    groups.into_values().collect()
+}
+
 impl BenchSummary {
     /// The mean of every training rate pooled, with its batch-means variance (each process
-    /// weighs its share of the observations, as the pooled mean weighs them).
+    /// weighs its share of the observations, as the pooled mean weighs them); with repeats
+    /// (`run --repeat`), widened to the spread of the repeats' means when that is wider (see
+    /// [`Estimate::pooled_repeats`]).
     pub fn rate_estimate(&self) -> Estimate {
-        Estimate::pooled(self.rate_series.iter().map(|s| s.rates.as_slice()))
+        Estimate::pooled_repeats(&by_repeat(self.rate_series.iter()))
     }
 
     /// The throughput that counts in the score, before the success ratio: the sum over
     /// devices of each device's pooled rate for per-GPU plans, else the pooled rate.
     pub fn throughput_estimate(&self) -> Estimate {
-        let mut devices: indexmap::IndexMap<&str, Vec<&[f64]>> = indexmap::IndexMap::new();
+        let mut devices: indexmap::IndexMap<&str, Vec<&RateSeries>> = indexmap::IndexMap::new();
         for series in &self.rate_series {
             if let Some(dev) = &series.device {
-                devices.entry(dev).or_default().push(&series.rates);
+                devices.entry(dev).or_default().push(series);
             }
         }
-        let per_device = Estimate::weighted_sum(
-            devices
-                .into_values()
-                .map(|series| (1.0, Estimate::pooled(series))),
-        );
+        let per_device = Estimate::weighted_sum(devices.into_values().map(|series| {
+            (
+                1.0,
+                Estimate::pooled_repeats(&by_repeat(series.into_iter())),
+            )
+        }));
         if per_device.mean > 0.0 {
             per_device
         } else {

@@ -78,6 +78,8 @@ pub struct BenchSummary {
 pub struct RateSeries {
     /// The `device` of per-GPU plans.
     pub device: Option<String>,
+    /// The repeat of `run --repeat` (its tag's `R<i>`), if any.
+    pub repeat: Option<String>,
     /// Training rates.
     pub rates: Vec<f64>,
 }
@@ -218,6 +220,7 @@ pub fn summarize_runs<'a>(runs: impl Iterator<Item = &'a RunFile>) -> Result<Sum
                 .iter()
                 .map(|f| RateSeries {
                     device: f.device.clone(),
+                    repeat: repeat_of(&f.config),
                     rates: f.train_rates.clone(),
                 })
                 .collect(),
@@ -225,6 +228,20 @@ pub fn summarize_runs<'a>(runs: impl Iterator<Item = &'a RunFile>) -> Result<Sum
         out.insert(name.to_owned(), summary);
     }
     Ok(out)
+}
+
+/// The repeat a process belongs to: the `R<i>` element of its configuration's `tag` (after the
+/// name at HEAD, last in the Python tool's 2023 runs).
+fn repeat_of(config: &Value) -> Option<String> {
+    config["tag"]
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|part| {
+            part.strip_prefix('R')
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(str::to_owned)
 }
 
 /// The summary as pretty JSON (four-space indent, NaN as `null`).

@@ -138,3 +138,47 @@ fn a_warm_up_left_by_the_skip_is_found_and_noted() {
     assert!(!steady.rows[0].skip_too_short());
     assert!(!render(&steady, Format::Text).contains("Warm-up:"));
 }
+
+/// Three processes of steady rates at 95, 100 and 105, as repeats (`R0`..`R2` in their tags,
+/// as `run --repeat 3` names them) or as three jobs of one run.
+fn three_levels(repeats: bool) -> Report {
+    let files: Vec<(String, String)> = [95.0, 100.0, 105.0]
+        .iter()
+        .enumerate()
+        .map(|(i, level)| {
+            let rates: Vec<f64> = (0..30).map(|j| level + f64::from(j % 3) * 0.1).collect();
+            let part = if repeats {
+                format!("R{i}")
+            } else {
+                i.to_string()
+            };
+            let text = process_file("bench", None, &rates).replace(
+                r#""tag": ["bench"]"#,
+                &format!(r#""tag": ["bench", "{part}"]"#),
+            );
+            (format!("bench.{part}.data"), text)
+        })
+        .collect();
+    report_of(&files)
+}
+
+#[test]
+fn repeats_whose_means_spread_widen_the_interval() {
+    let (repeats, jobs) = (three_levels(true), three_levels(false));
+    let (r, j) = (&repeats.rows[0], &jobs.rows[0]);
+    // The Python tool's columns do not move.
+    assert_eq!((r.perf, r.sem_pct, r.n), (j.perf, j.sem_pct, j.n));
+    // Jobs are independent processes of one run: each one's steady rates say little noise. A
+    // repeat that lands 5% away says the machine moved between repeats.
+    assert!(
+        j.perf_ci.half_width() < 0.5,
+        "jobs ±{}",
+        j.perf_ci.half_width()
+    );
+    assert!(
+        r.perf_ci.half_width() > 10.0,
+        "repeats ±{}",
+        r.perf_ci.half_width()
+    );
+    assert!(r.score_ci.high - r.score_ci.low > 10.0 * (j.score_ci.high - j.score_ci.low));
+}

@@ -139,6 +139,46 @@ impl Estimate {
         }
     }
 
+    /// The mean of series grouped into repeats (the same measurement started again later, as
+    /// `run --repeat` does), every observation pooled as [`Estimate::pooled`] pools them, with
+    /// the wider of two intervals: the batch-means one, which sees the noise inside each
+    /// process, and one from how far the repeats' own means spread (`s² Σ wᵢ²`, the repeats
+    /// weighted by their observations, with one degree of freedom fewer than repeats), which
+    /// also sees the machine drifting between repeats. Under two repeats, the batch-means
+    /// estimate.
+    pub fn pooled_repeats(repeats: &[Vec<&[f64]>]) -> Estimate {
+        let pooled = Estimate::pooled(repeats.iter().flatten().copied());
+        let parts: Vec<(f64, f64)> = repeats
+            .iter()
+            .filter_map(|series| {
+                let n: usize = series.iter().map(|s| s.len()).sum();
+                (n > 0).then(|| (n as f64, Estimate::pooled(series.iter().copied()).mean))
+            })
+            .collect();
+        if parts.len() < 2 {
+            return pooled;
+        }
+        let total: f64 = parts.iter().map(|(n, _)| n).sum();
+        let k = parts.len() as f64;
+        let spread_of_means = parts
+            .iter()
+            .map(|(_, m)| (m - pooled.mean).powi(2))
+            .sum::<f64>()
+            / (k - 1.0);
+        let weights = parts.iter().map(|(n, _)| (n / total).powi(2)).sum::<f64>();
+        let between = Estimate {
+            mean: pooled.mean,
+            variance: spread_of_means * weights,
+            dof: k - 1.0,
+        };
+        // A pooled interval that is unknown (NaN) gives way to the repeats' one.
+        if pooled.half_width() >= between.half_width() {
+            pooled
+        } else {
+            between
+        }
+    }
+
     /// The same estimate multiplied by `factor`.
     pub fn scaled(self, factor: f64) -> Estimate {
         Estimate {
@@ -367,6 +407,59 @@ mod tests {
             }
         }
         assert!((930..=970).contains(&covered), "covered {covered}");
+    }
+
+    #[test]
+    fn repeats_that_drift_apart_widen_the_interval_enough_to_cover() {
+        // Five repeats of 100 rates each; every repeat is shifted by a drift of the machine
+        // (2% standard deviation), which the rates inside a repeat cannot see.
+        let mut rng = fastrand::Rng::with_seed(31);
+        let (mut covered, mut pooled_covered) = (0, 0);
+        for _ in 0..1000 {
+            let repeats: Vec<Vec<f64>> = (0..5)
+                .map(|_| {
+                    let drift = 2.0 * normal(&mut rng);
+                    ar1(&mut rng, 100, 100.0 + drift, 0.5, 2.0)
+                })
+                .collect();
+            let grouped: Vec<Vec<&[f64]>> = repeats.iter().map(|r| vec![r.as_slice()]).collect();
+            let e = Estimate::pooled_repeats(&grouped);
+            if (e.mean - 100.0).abs() <= e.half_width() {
+                covered += 1;
+            }
+            let p = Estimate::pooled(repeats.iter().map(Vec::as_slice));
+            if (p.mean - 100.0).abs() <= p.half_width() {
+                pooled_covered += 1;
+            }
+        }
+        assert!((930..=990).contains(&covered), "covered {covered}");
+        assert!(
+            pooled_covered < 700,
+            "batch means alone covered {pooled_covered}"
+        );
+    }
+
+    #[test]
+    fn repeats_without_drift_keep_the_batch_means_interval_mostly() {
+        let mut rng = fastrand::Rng::with_seed(37);
+        let mut covered = 0;
+        for _ in 0..1000 {
+            let repeats: Vec<Vec<f64>> = (0..3)
+                .map(|_| ar1(&mut rng, 100, 100.0, 0.5, 2.0))
+                .collect();
+            let grouped: Vec<Vec<&[f64]>> = repeats.iter().map(|r| vec![r.as_slice()]).collect();
+            let e = Estimate::pooled_repeats(&grouped);
+            if (e.mean - 100.0).abs() <= e.half_width() {
+                covered += 1;
+            }
+        }
+        // The wider of two 95% intervals: at least as often, not much more.
+        assert!((940..=995).contains(&covered), "covered {covered}");
+        let one = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(
+            Estimate::pooled_repeats(&[vec![&one[..]]]),
+            Estimate::of_series(&one)
+        );
     }
 
     #[test]
