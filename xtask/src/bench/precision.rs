@@ -3,7 +3,9 @@
 //! as for `cargo xtask e2e`), then three runs back to back: two with the suite's fixed counts
 //! (`fixed-a`, `fixed-b`) and one with `--precision PCT` (whose ceiling is the same count).
 //! Per benchmark: the observations each process made and the wall time in both, the precision
-//! each reached (the report's 95% interval), and whether the precision run stopped early. Then the
+//! each reached (the report's 95% interval), and whether the precision run stopped early; each
+//! time change is printed beside the change between the two fixed runs (the A/A floor: on a busy
+//! machine, times swing by tens of percent between identical runs). Then the
 //! A/A false-verdict rate: `compare fixed-a fixed-b`, two runs of the same machine, should say
 //! "cannot tell" for every benchmark; every "better" or "worse" is a false verdict.
 
@@ -68,22 +70,24 @@ pub fn run(target_pct: f64, fidelity: Option<&str>, select: &[String]) -> anyhow
     }
     let runs = base.path().join("runs");
     let fixed = bench_runs(&runs.join("fixed-a"))?;
+    let again = bench_runs(&runs.join("fixed-b"))?;
     let precise = bench_runs(&runs.join("precise"))?;
     let fixed_precision = reached_precision(&bin, &runs.join("fixed-a"))?;
     let precise_precision = reached_precision(&bin, &runs.join("precise"))?;
-    let (mut fixed_total, mut precise_total) = (0.0, 0.0);
+    let (mut fixed_total, mut again_total, mut precise_total) = (0.0, 0.0, 0.0);
     for (bench, f) in &fixed {
-        let Some(p) = precise.get(bench) else {
+        let (Some(p), Some(a)) = (precise.get(bench), again.get(bench)) else {
             continue;
         };
         fixed_total += f.seconds;
+        again_total += a.seconds;
         precise_total += p.seconds;
         let shown = |map: &BTreeMap<String, f64>| {
             map.get(bench)
                 .map_or_else(|| "?".to_owned(), |pct| format!("±{pct:.1}%"))
         };
         println!(
-            "{:<40} observations {} -> {} ({}), precision {} -> {}, time {:.1} s -> {:.1} s ({:+.0}%)",
+            "{:<40} observations {} -> {} ({}), precision {} -> {}, time {:.1} s -> {:.1} s ({:+.0}%; A/A {:+.0}%)",
             format!("precision {target_pct}%: {bench}"),
             f.observations,
             p.observations,
@@ -96,14 +100,16 @@ pub fn run(target_pct: f64, fidelity: Option<&str>, select: &[String]) -> anyhow
             shown(&precise_precision),
             f.seconds,
             p.seconds,
-            (p.seconds / f.seconds - 1.0) * 100.0
+            (p.seconds / f.seconds - 1.0) * 100.0,
+            (a.seconds / f.seconds - 1.0) * 100.0
         );
     }
     let early = precise.values().filter(|p| p.stopped_precise).count();
     println!(
-        "{:<40} benchmark time {fixed_total:.0} s -> {precise_total:.0} s ({:+.0}%), run wall time {:.0} s -> {:.0} s; {early} of {} benchmarks stopped early",
+        "{:<40} benchmark time {fixed_total:.0} s -> {precise_total:.0} s ({:+.0}%; A/A: the second fixed run {:+.0}%), run wall time {:.0} s -> {:.0} s; {early} of {} benchmarks stopped early",
         format!("precision {target_pct}%: the suite"),
         (precise_total / fixed_total - 1.0) * 100.0,
+        (again_total / fixed_total - 1.0) * 100.0,
         walls["fixed-a"],
         walls["precise"],
         precise.len(),
