@@ -72,8 +72,9 @@ pub enum Command {
     /// Check, in seconds, that a run can start: Python and uv, free disk under the base folder
     /// for the environments to install, memory, the accelerators and the suite's
     /// requirements, every other node of the system over ssh (the same milabench at the same
-    /// path, the base folder there), the environments, and the package index when one must be
-    /// installed.
+    /// path, the base folder there), the environments, the prepared data (the record a
+    /// successful `prepare` leaves, with the same arguments), and the package index when an
+    /// environment must be installed.
     ///
     /// Prints one line per check (ok, warn or FAIL) with the fix for each problem. Exit status
     /// 1 when a check fails.
