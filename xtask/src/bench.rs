@@ -5,6 +5,7 @@ use clap::Args;
 mod benchit;
 mod exec;
 mod install;
+mod multinode;
 mod ops;
 mod report;
 mod resolve;
@@ -57,6 +58,8 @@ pub enum Figure {
     Exec,
     /// A suite run under milabench against the same benchmarks run bare.
     Suite,
+    /// Two-node runs and `check` over ssh (needs root: the cluster harness).
+    Multinode,
     /// benchit's discovery overhead and latency honesty.
     Benchit,
     /// benchit ops: expansion speed and timing overhead.
@@ -75,6 +78,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         Figure::Install,
         Figure::Exec,
         Figure::Suite,
+        Figure::Multinode,
         Figure::Benchit,
         Figure::Ops,
     ] {
@@ -89,6 +93,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             Figure::Install => install::run(args.torch)?,
             Figure::Exec => exec::run()?,
             Figure::Suite => suite::run(args.suite_rounds, &args.suite_select)?,
+            Figure::Multinode => multinode::run()?,
             Figure::Benchit => benchit::run(python)?,
             Figure::Ops => ops::run(python)?,
         }
