@@ -603,6 +603,64 @@ fn an_existing_interpreter_gets_an_overlay_that_adds_only_what_it_lacks() {
     assert!(recorded.contains("torch 2.6.0"), "{recorded}");
 }
 
+/// An overlay keeps what the existing interpreter has, in whatever version: it installs each
+/// benchmark's `requirements.in` (not the pinned file, whose `torch==` and `tinydep==` differ
+/// from the site's), with no arch constraints, and with pip even when uv is the installer
+/// (uv would not see the site's packages and would fetch torch again): here `uv` is a stand-in
+/// that fails if it is used for anything but its version.
+#[test]
+fn an_overlay_keeps_the_versions_of_the_existing_interpreter_and_never_uses_uv() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let site_python = existing_environment(dir.path(), "2.5.1");
+    let project = Project::new(
+        "tinydep\ntorch\n",
+        &format!("  python: {}\n", site_python.display()),
+    );
+    fs_err::write(
+        project.root().join("bench/tiny/requirements.cpu.txt"),
+        "tinydep==2.0\ntorch==2.9.0\n",
+    )
+    .expect("pinned file");
+    let fake = project.root().join("fake-bin");
+    fs_err::create_dir_all(&fake).expect("mkdir");
+    let uv = fake.join("uv");
+    fs_err::write(
+        &uv,
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'uv 0.9.0'; exit 0; }\necho \"uv was used: $*\" >&2\nexit 3\n",
+    )
+    .expect("fake uv");
+    fs_err::set_permissions(&uv, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let path = format!(
+        "{}:{}",
+        fake.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let dry = run(project
+        .cmd("install", &["--installer", "uv", "--dry-run"])
+        .env("PATH", &path));
+    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
+    for expected in [
+        "  present  tinydep (tinydep 1.0)",
+        "  present  torch (torch 2.5.1)",
+        "tinygroup: 2 present, 2 to add, 0 to replace",
+    ] {
+        assert!(dry.stdout.contains(expected), "{expected}:\n{}", dry.stdout);
+    }
+    let install = run(project
+        .cmd("install", &["--installer", "uv"])
+        .env("PATH", &path));
+    assert_eq!(install.code, 0, "{}{}", install.stdout, install.stderr);
+    assert_eq!(
+        python(
+            &project.venv(),
+            "import tinydep, torch, voir; print(tinydep.__version__, torch.__version__, voir.__version__)"
+        ),
+        "1.0 2.5.1 0.2.99",
+        "the site's tinydep and torch, voir added"
+    );
+}
+
 /// Whether this machine lets a process take a network namespace of its own (no route out).
 fn can_cut_the_network() -> bool {
     Command::new("unshare")

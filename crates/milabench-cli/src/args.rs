@@ -97,8 +97,9 @@ pub enum Command {
     /// A group whose interpreter is named (its `python:` key in the suite, `--python`,
     /// `MILABENCH_PYTHON`) is an existing environment: its venv is an overlay made with
     /// `--system-site-packages` over it, which uses what the interpreter has (torch, say) and
-    /// receives only what the group needs and lacks; the interpreter's torch version is part of
-    /// its fingerprint. `--offline --find-links DIR` installs from a wheelhouse made by
+    /// receives only what the group needs and lacks (from the benchmarks' `requirements.in`,
+    /// with pip: the interpreter's versions stand, whatever the pinned files say); the
+    /// interpreter's torch version is part of its fingerprint. `--offline --find-links DIR` installs from a wheelhouse made by
     /// `milabench bundle`, with no network.
     Install(InstallArgs),
     /// Pin requirements: compile each benchmark's `requirements.in` into

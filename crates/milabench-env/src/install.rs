@@ -261,7 +261,33 @@ impl Environments {
 
     /// The fingerprint `group` would be installed with now.
     pub fn fingerprint(&self, group: &InstallGroup) -> Result<Fingerprint, EnvError> {
-        self.fingerprint_over(group, &self.interpreter(group)?)
+        let base = self.interpreter(group)?;
+        self.fingerprint_over(&Self::as_installed(group, &base), &base)
+    }
+
+    /// What is installed of `group` over `base`: the group itself, or for an overlay
+    /// [`InstallGroup::for_overlay`].
+    pub(crate) fn as_installed<'g>(
+        group: &'g InstallGroup,
+        base: &BaseInterpreter,
+    ) -> std::borrow::Cow<'g, InstallGroup> {
+        if base.existing {
+            std::borrow::Cow::Owned(group.for_overlay())
+        } else {
+            std::borrow::Cow::Borrowed(group)
+        }
+    }
+
+    /// The installer of a venv over `base`. An overlay is always made and filled by pip: uv
+    /// does not count the packages a venv sees through `--system-site-packages` as installed
+    /// (astral-sh/uv#4466), so it would download the interpreter's torch again into the
+    /// overlay, where pip leaves a requirement that the base satisfies alone.
+    fn installer_over(&self, base: &BaseInterpreter) -> Tool {
+        if base.existing {
+            Tool::Pip
+        } else {
+            self.tool.clone()
+        }
     }
 
     /// The fingerprint of `group` made from `base`. An overlay's covers the interpreter's
@@ -281,7 +307,7 @@ impl Environments {
                 "python",
                 &format!("{} {}", python.executable, python.version),
             )
-            .value("installer", &self.tool.describe())
+            .value("installer", &self.installer_over(base).describe())
             .value("extra", VOIR);
         if base.existing {
             b.value(
@@ -336,6 +362,8 @@ impl Environments {
     ) -> Result<Outcome, EnvError> {
         let base = self.interpreter(group)?;
         base.python.check(&group.name, group.min_python)?;
+        let group = &*Self::as_installed(group, &base);
+        let tool = self.installer_over(&base);
         let venv = self.venv(group);
         let wanted = self.fingerprint_over(group, &base)?;
         let _lock = FolderLock::acquire(Self::lock_file(&venv), |holders| {
@@ -385,14 +413,17 @@ impl Environments {
             })?;
             check(&group.name, stage, finished, &log_path)
         };
-        run(Stage::CreateVenv, self.create_venv_step(&venv, &base))?;
+        run(
+            Stage::CreateVenv,
+            self.create_venv_step(&venv, &base, &tool),
+        )?;
         if base.existing {
             link_base_site_packages(&venv, &base.python)?;
         }
         let constraint_files = self.constraint_files(group)?;
         run(
             Stage::InstallPackages,
-            self.install_step(group, &venv, &constraint_files),
+            self.install_step(group, &venv, &constraint_files, &tool),
         )?;
         fingerprint::write(&venv, &wanted)?;
         Ok(Outcome::Installed {
@@ -412,10 +443,10 @@ impl Environments {
             .join(format!(".{name}.lock"))
     }
 
-    fn create_venv_step(&self, venv: &Utf8Path, base: &BaseInterpreter) -> Step {
+    fn create_venv_step(&self, venv: &Utf8Path, base: &BaseInterpreter, tool: &Tool) -> Step {
         let python = base.python.executable.to_string();
         let overlay = base.existing.then(|| "--system-site-packages".to_string());
-        let mut step = match &self.tool {
+        let mut step = match tool {
             Tool::Uv { bin, .. } => {
                 let mut args: Vec<String> = ["venv", "--no-project", "--no-config", "--python"]
                     .map(String::from)
@@ -461,6 +492,7 @@ impl Environments {
         group: &InstallGroup,
         venv: &Utf8Path,
         constraints: &[Utf8PathBuf],
+        tool: &Tool,
     ) -> Step {
         let venv_python = venv.join("bin/python");
         let mut args: Vec<String> = Vec::new();
@@ -473,7 +505,7 @@ impl Environments {
         args.push(VOIR.to_string());
         args.extend(["-e".to_string(), self.project.benchmate().to_string()]);
         args.extend(group.installer_args.iter().cloned());
-        let mut step = match &self.tool {
+        let mut step = match tool {
             Tool::Uv { bin, .. } => {
                 // `--compile-bytecode`: pip writes `.pyc` files at install and uv does not. A
                 // benchmark started where `PYTHONDONTWRITEBYTECODE` is set (or the venv is

@@ -98,7 +98,10 @@ fn measure(cluster: &Cluster, program: &Path, dir: &Path) -> anyhow::Result<()> 
             times.push(Duration::from_secs_f64(rank0.max(rank1) - launched));
         }
         let clock = Instant::now();
-        succeed(milabench(&["check", "--config", "suite.yaml"]), "milabench check")?;
+        succeed(
+            milabench(&["check", "--config", "suite.yaml"]),
+            "milabench check",
+        )?;
         check.push(clock.elapsed());
     }
     let (ssh, started, unchecked, check) = (
@@ -110,7 +113,10 @@ fn measure(cluster: &Cluster, program: &Path, dir: &Path) -> anyhow::Result<()> 
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!("| figure (median of {ROUNDS}) | time | against 2x `ssh node true` |");
     println!("|---|---|---|");
-    println!("| 2x `ssh node true` (baseline) | {:.0} ms | 1.00 |", ms(ssh));
+    println!(
+        "| 2x `ssh node true` (baseline) | {:.0} ms | 1.00 |",
+        ms(ssh)
+    );
     for (what, time) in [
         ("`run` to both ranks started", started),
         ("`run --no-check` to both ranks started", unchecked),
@@ -128,7 +134,14 @@ fn measure(cluster: &Cluster, program: &Path, dir: &Path) -> anyhow::Result<()> 
 /// Builds the release `milabench` and returns its path.
 fn release_milabench() -> anyhow::Result<PathBuf> {
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "--locked", "--bin", "milabench"])
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "--locked",
+            "--bin",
+            "milabench",
+        ])
         .current_dir(crate::e2e::repo_root())
         .status()
         .context("could not start cargo")?;
