@@ -10,9 +10,9 @@
 #   as text, JSON and HTML, benchit on an example script for torch-eager and torch-compiled on
 #   the GPU, and benchit ops on the GPU.
 #
-# Usage:   xtask/gpu.sh OUT_DIR
-# Made by: `cargo xtask gpu pack` (release binaries and the wheelhouse in .gpu/, which the
-#          device tool carries); see docs/gpu-results.md for how the last run went.
+# Usage:   xtask/gpu/run.sh OUT_DIR
+# Needs:   what `xtask/gpu/pack.sh` puts in .gpu/ (release binaries, a wheelhouse), which the
+#          device tool carries (carry: [".gpu"]); docs/gpu-results.md says how the last run went.
 #
 # Environment (each optional):
 #   MILABENCH, BENCHIT  the binaries            [.gpu/bin/…, else target/release/…]
@@ -20,6 +20,7 @@
 #   WHEELS              wheelhouse for what PYTHON lacks (`milabench bundle`) [.gpu/wheels]
 #   CONFIG              the suite               [config/standard.yaml]
 #   FIDELITIES          fidelities to run       ["smoke normal"]
+#   SELECT              only these benchmarks (milabench's --select) [all]
 #   BASE                base folder (environments, data, runs) [/tmp/milabench-gpu]
 #   STEP_TIMEOUT        seconds one step may take [1500]
 #
@@ -28,8 +29,8 @@
 # status is the number of failed steps (capped at 100).
 set -uo pipefail
 
-out=${1:?usage: xtask/gpu.sh OUT_DIR}
-root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:?usage: xtask/gpu/run.sh OUT_DIR}
+root=$(cd "$(dirname "$0")/../.." && pwd)
 pick() { for p in "$@"; do [ -x "$p" ] && { echo "$p"; return; }; done; echo "$1"; }
 milabench=${MILABENCH:-$(pick "$root/.gpu/bin/milabench" "$root/target/release/milabench")}
 benchit=${BENCHIT:-$(pick "$root/.gpu/bin/benchit" "$root/target/release/benchit")}
@@ -37,6 +38,8 @@ python=${PYTHON:-python3}
 wheels=${WHEELS:-$root/.gpu/wheels}
 config=${CONFIG:-$root/config/standard.yaml}
 fidelities=${FIDELITIES:-smoke normal}
+suite=(--config "$config")
+[ -n "${SELECT:-}" ] && suite+=(--select "$SELECT")
 step_timeout=${STEP_TIMEOUT:-1500}
 export MILABENCH_BASE=${BASE:-/tmp/milabench-gpu}
 export BENCHIT_HOME=$MILABENCH_BASE/benchit
@@ -66,7 +69,7 @@ step_to() {
     step "$name" bash -c '"$@" > "$0"' "$out/$file" "$@"
 }
 
-install_args=(--config "$config" --python "$python" --installer pip)
+install_args=("${suite[@]}" --python "$python" --installer pip)
 if [ -d "$wheels" ]; then
     install_args+=(--offline --find-links "$wheels")
 fi
@@ -76,14 +79,14 @@ command -v nvidia-smi > /dev/null && step_to nvidia-smi nvidia-smi.xml nvidia-sm
 step_to python-packages python-packages.txt "$python" -m pip list --format freeze
 step install-plan "$milabench" install "${install_args[@]}" --dry-run
 step install "$milabench" install "${install_args[@]}"
-step_to check check.json "$milabench" check --config "$config" --format json
-step prepare "$milabench" prepare --config "$config"
+step_to check check.json "$milabench" check "${suite[@]}" --format json
+step prepare "$milabench" prepare "${suite[@]}"
 
 html=no
 "$milabench" report --help 2> /dev/null | grep -q html && html=yes
 for fidelity in $fidelities; do
     run=gpu-$fidelity
-    step "run-$fidelity" "$milabench" run --config "$config" --no-setup \
+    step "run-$fidelity" "$milabench" run "${suite[@]}" --no-setup \
         --fidelity "$fidelity" --run-name "$run"
     folder=$MILABENCH_BASE/runs/$run
     step_to "report-$fidelity" "report-$fidelity.txt" "$milabench" report --runs "$folder"
