@@ -498,8 +498,9 @@ fn run_resolves_once_and_prepares_with_its_fidelity() {
 }
 
 /// An existing environment `site` (itself a venv, as a site's module or a user's own may be)
-/// with `tinydep 1.0` and a stand-in `torch` wheel of `torch_version` unpacked into it.
-fn existing_environment(root: &Path, torch_version: &str) -> PathBuf {
+/// with `tinydep 1.0`, a stand-in `torch` wheel of `torch_version` and the `extra` packages
+/// (name, version) unpacked into it.
+fn existing_environment(root: &Path, torch_version: &str, extra: &[(&str, &str)]) -> PathBuf {
     let site = root.join("site");
     if !site.exists() {
         let status = Command::new("python3")
@@ -522,12 +523,11 @@ fn existing_environment(root: &Path, torch_version: &str) -> PathBuf {
         }
     }
     let wheels = root.join("site-wheels");
-    make_wheel(&wheels, "tinydep", "1.0");
-    make_wheel(&wheels, "torch", torch_version);
-    for wheel in [
-        "tinydep-1.0-py3-none-any.whl".to_string(),
-        format!("torch-{torch_version}-py3-none-any.whl"),
-    ] {
+    let mut packages_in = vec![("tinydep", "1.0"), ("torch", torch_version)];
+    packages_in.extend_from_slice(extra);
+    for (name, version) in packages_in {
+        make_wheel(&wheels, name, version);
+        let wheel = format!("{name}-{version}-py3-none-any.whl");
         let status = Command::new("python3")
             .args(["-m", "zipfile", "-e"])
             .arg(wheels.join(wheel))
@@ -545,7 +545,7 @@ fn existing_environment(root: &Path, torch_version: &str) -> PathBuf {
 #[test]
 fn an_existing_interpreter_gets_an_overlay_that_adds_only_what_it_lacks() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let site_python = existing_environment(dir.path(), "2.5.1");
+    let site_python = existing_environment(dir.path(), "2.5.1", &[]);
     let project = Project::new(
         "tinydep==1.0\n",
         &format!("  python: {}\n", site_python.display()),
@@ -591,7 +591,7 @@ fn an_existing_interpreter_gets_an_overlay_that_adds_only_what_it_lacks() {
     );
 
     // The site's torch changes: the overlay is rebuilt over the new one.
-    existing_environment(dir.path(), "2.6.0");
+    existing_environment(dir.path(), "2.6.0", &[]);
     let rebuilt = run(&mut project.cmd("install", &["--installer", "pip"]));
     assert!(
         rebuilt.stdout.contains("installed in"),
@@ -611,7 +611,7 @@ fn an_existing_interpreter_gets_an_overlay_that_adds_only_what_it_lacks() {
 #[test]
 fn an_overlay_keeps_the_versions_of_the_existing_interpreter_and_never_uses_uv() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let site_python = existing_environment(dir.path(), "2.5.1");
+    let site_python = existing_environment(dir.path(), "2.5.1", &[("voir", "0.2.98")]);
     let project = Project::new(
         "tinydep\ntorch\n",
         &format!("  python: {}\n", site_python.display()),
@@ -643,7 +643,8 @@ fn an_overlay_keeps_the_versions_of_the_existing_interpreter_and_never_uses_uv()
     for expected in [
         "  present  tinydep (tinydep 1.0)",
         "  present  torch (torch 2.5.1)",
-        "tinygroup: 2 present, 2 to add, 0 to replace",
+        "  present  voir (voir 0.2.98)",
+        "tinygroup: 3 present, 1 to add, 0 to replace",
     ] {
         assert!(dry.stdout.contains(expected), "{expected}:\n{}", dry.stdout);
     }
@@ -656,8 +657,25 @@ fn an_overlay_keeps_the_versions_of_the_existing_interpreter_and_never_uses_uv()
             &project.venv(),
             "import tinydep, torch, voir; print(tinydep.__version__, torch.__version__, voir.__version__)"
         ),
-        "1.0 2.5.1 0.2.99",
-        "the site's tinydep and torch, voir added"
+        "1.0 2.5.1 0.2.98",
+        "the site's tinydep, torch and voir"
+    );
+    // The benchmarks' launcher is the overlay's own, running the overlay's Python.
+    let launcher = fs_err::read_to_string(project.venv().join("bin/voir")).expect("bin/voir");
+    assert!(
+        launcher.starts_with(&format!(
+            "#!{}",
+            project.venv().join("bin/python").display()
+        )),
+        "{launcher}"
+    );
+    let again = run(project
+        .cmd("install", &["--installer", "uv", "--dry-run"])
+        .env("PATH", &path));
+    assert!(
+        again.stdout.contains("tinygroup: up to date"),
+        "{}",
+        again.stdout
     );
 }
 

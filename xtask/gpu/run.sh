@@ -72,11 +72,14 @@ step_to() {
 install_args=("${suite[@]}" --python "$python" --installer pip)
 if [ -d "$wheels" ]; then
     install_args+=(--offline --find-links "$wheels")
+    # benchit's environment is an overlay over $BENCHIT_PYTHON too, installed by pip.
+    export PIP_NO_INDEX=1 PIP_FIND_LINKS=$wheels
 fi
 
 step_to sysinfo sysinfo.json "$milabench" sysinfo --format json
 command -v nvidia-smi > /dev/null && step_to nvidia-smi nvidia-smi.xml nvidia-smi -q -x
-step_to python-packages python-packages.txt "$python" -m pip list --format freeze
+step_to python-packages python-packages.txt "$python" -c \
+    'import importlib.metadata as m; print("\n".join(sorted({d.metadata["Name"] + "==" + d.version for d in m.distributions()})))'
 step install-plan "$milabench" install "${install_args[@]}" --dry-run
 step install "$milabench" install "${install_args[@]}"
 step_to check check.json "$milabench" check "${suite[@]}" --format json
@@ -99,9 +102,10 @@ for fidelity in $fidelities; do
 done
 
 step_to benchit benchit.json "$benchit" benchmark "$root/benchmarks/benchit/main_guard.py" \
-    --device nvidia --runtime torch-eager torch-compiled --format json
+    --device nvidia --runtime torch-eager torch-compiled --cache-dir "$MILABENCH_BASE/benchit-cache" \
+    --format json
 step_to benchit-ops benchit-ops.json "$benchit" ops \
-    --config "$root/benchmarks/opbench/configs/suite.json" --device cuda --format json
+    --config "$root/benchmarks/opbench/configs/suite.json" --device cuda --output-prefix "$out/ops" --format json
 
 # Everything in one archive (run folders included, environments left out), beside the
 # top-level summaries.

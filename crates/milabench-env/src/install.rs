@@ -198,8 +198,15 @@ impl Environments {
         let python = Python::find(options.python, options.path_var)?;
         let log = options.layout.logs.join("install/uv-bootstrap.log");
         let mut announced = false;
+        // With `--python` every group is an overlay, which pip installs: uv would be fetched
+        // for nothing (and cannot be, offline).
+        let installer = if options.python.is_some() {
+            Installer::Pip
+        } else {
+            options.installer
+        };
         let tool = Tool::prepare(
-            options.installer,
+            installer,
             &python,
             &options.layout.tools,
             &log,
@@ -425,6 +432,9 @@ impl Environments {
             Stage::InstallPackages,
             self.install_step(group, &venv, &constraint_files, &tool),
         )?;
+        if base.existing {
+            write_voir_launcher(&venv)?;
+        }
         fingerprint::write(&venv, &wanted)?;
         Ok(Outcome::Installed {
             venv,
@@ -579,21 +589,44 @@ impl Environments {
 }
 
 /// Whether the venv at `venv` has what every finished environment has: `pyvenv.cfg`, its
-/// `bin/python` and voir's package metadata in the `site-packages` of Python `version`.
+/// `bin/python`, and voir: its package metadata in the `site-packages` of Python `version`, or
+/// for an overlay whose interpreter has voir, the launcher [`write_voir_launcher`] wrote.
 pub(crate) fn is_whole(venv: &Utf8Path, version: PythonVersion) -> bool {
     let site = venv.join(format!(
         "lib/python{}.{}/site-packages",
         version.major, version.minor
     ));
+    let voir_installed = fs_err::read_dir(&site).is_ok_and(|entries| {
+        entries.flatten().any(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with(&format!("{VOIR}-")) && name.ends_with(".dist-info")
+        })
+    });
     venv.join("pyvenv.cfg").is_file()
         && venv.join("bin/python").exists()
-        && fs_err::read_dir(&site).is_ok_and(|entries| {
-            entries.flatten().any(|entry| {
-                let name = entry.file_name();
-                let name = name.to_string_lossy();
-                name.starts_with(&format!("{VOIR}-")) && name.ends_with(".dist-info")
-            })
-        })
+        && (voir_installed || venv.join("bin").join(VOIR).is_file())
+}
+
+/// Gives an overlay its own `bin/voir` when the install put none there: when the interpreter
+/// already has voir, pip leaves it where it is and the launcher stays in the interpreter's
+/// `bin/`, whose `#!` line names that interpreter and would run without the overlay. This one
+/// runs the overlay's Python and finds voir's entry point in the package metadata it sees.
+fn write_voir_launcher(venv: &Utf8Path) -> Result<(), EnvError> {
+    let path = venv.join("bin").join(VOIR);
+    if path.exists() {
+        return Ok(());
+    }
+    let script = format!(
+        "#!{python}\n# Written by milabench: voir comes from the interpreter this overlay is made over.\n\
+         import sys\nfrom importlib.metadata import entry_points\n\
+         (main,) = entry_points(group=\"console_scripts\", name=\"{VOIR}\")\n\
+         sys.exit(main.load()())\n",
+        python = venv.join("bin/python")
+    );
+    fs_err::write(&path, script).map_err(EnvError::io("could not write", &path))?;
+    fs_err::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .map_err(EnvError::io("could not make executable", &path))
 }
 
 /// The file of an overlay venv that adds its base interpreter's `site-packages` to its path.
