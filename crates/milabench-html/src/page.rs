@@ -23,7 +23,7 @@ tr.failed td:first-child::before{content:'\\2716 ';color:#b00020}tr.failed{backg
 .plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:.5rem}
 figure{margin:0}figure svg{max-width:100%;height:auto}figcaption{font-size:.8rem;color:#555}
 pre{background:#f7f7f7;border:1px solid #e2e2e2;padding:.5rem;overflow-x:auto;font-size:.8rem;max-height:24rem}
-.note{font-size:.85rem;color:#444}
+.scroll{overflow-x:auto}.note{font-size:.85rem;color:#444}
 @media print{table.sortable th::after{content:''!important}.plots{display:block}}
 ";
 

@@ -173,12 +173,15 @@ impl LinePlot {
         let (y0, y1) = padded_range(series.iter().flatten().map(|p| p.1), true);
         let mut chart = ChartBuilder::on(root)
             .margin(8)
-            .x_label_area_size(34)
-            .y_label_area_size(56)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
             .build_cartesian_2d(x0..x1, y0..y1)?;
         chart
             .configure_mesh()
-            .light_line_style(RGBColor(0xEE, 0xEE, 0xEE))
+            .max_light_lines(0)
+            .bold_line_style(RGBColor(0xE4, 0xE4, 0xE4))
+            .label_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 13))
             .x_desc(self.x_label.as_str())
             .y_desc(self.y_label.as_str())
             .x_label_formatter(&tick)
@@ -222,6 +225,7 @@ impl LinePlot {
                 .configure_series_labels()
                 .background_style(WHITE.mix(0.85))
                 .border_style(RGBColor(0xBB, 0xBB, 0xBB))
+                .label_font(("sans-serif", 12))
                 .position(SeriesLabelPosition::LowerRight)
                 .draw()?;
         }

@@ -139,7 +139,10 @@ impl Table {
 
     /// The table's HTML.
     pub fn render(&self) -> String {
-        let mut out = format!("<table class=\"sortable\" id=\"{}\">\n<thead><tr>", self.id);
+        let mut out = format!(
+            "<div class=\"scroll\"><table class=\"sortable\" id=\"{}\">\n<thead><tr>",
+            self.id
+        );
         for (_, header) in &self.columns {
             let _ = write!(out, "<th>{}</th>", escape(header));
         }
@@ -156,7 +159,7 @@ impl Table {
             }
             out.push_str("</tr>\n");
         }
-        out.push_str("</tbody>\n</table>\n");
+        out.push_str("</tbody>\n</table></div>\n");
         out
     }
 }
