@@ -10,7 +10,7 @@ use crate::escape::escape;
 use crate::palette::{Marker, SeriesStyle};
 
 /// The most points a series keeps in a plot; longer ones are downsampled (see [`downsample`]).
-pub const MAX_POINTS: usize = 160;
+pub const MAX_POINTS: usize = 120;
 
 /// Markers drawn along each series (besides its line), so shapes tell series apart in grey.
 const MARKERS_PER_SERIES: usize = 8;
@@ -154,7 +154,8 @@ impl LinePlot {
             self.draw(&root).map_err(|e| fail(e.to_string()))?;
             root.present().map_err(|e| fail(e.to_string()))?;
         }
-        Ok(svg)
+        // plotters spells out the default opacity on every element: a tenth of a large page.
+        Ok(svg.replace(" opacity=\"1\"", ""))
     }
 
     fn draw<'a>(
@@ -209,7 +210,16 @@ impl LinePlot {
                 with_line: false,
             }))?;
         }
+        // Marks closer than a pixel or two are drawn once (every process stopping together).
+        let mut drawn_at: Vec<f64> = Vec::new();
         for (i, mark) in self.marks.iter().enumerate() {
+            if drawn_at
+                .iter()
+                .any(|x| (x - mark.x).abs() < (x1 - x0) / 300.0)
+            {
+                continue;
+            }
+            drawn_at.push(mark.x);
             let line = [(mark.x, y0), (mark.x, y1)];
             let grey = ShapeStyle::from(RGBColor(0x33, 0x33, 0x33)).stroke_width(1);
             let drawn = chart.draw_series(DashedLineSeries::new(line, 6, 4, grey))?;

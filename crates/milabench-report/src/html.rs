@@ -21,6 +21,9 @@ use crate::timeline::{GpuSeries, STDERR_TAIL, Timeline, read_timeline};
 /// The validation layers' report in a run folder (written by `milabench run`).
 pub const VALIDATION_FILE: &str = "validation.txt";
 
+/// The page `milabench run` writes into the run folder.
+pub const REPORT_PAGE: &str = "report.html";
+
 /// How the page says its plots were thinned.
 fn downsampling_note() -> String {
     format!(
