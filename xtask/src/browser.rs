@@ -511,7 +511,7 @@ mod tests {
 
     #[test]
     fn a_page_that_differs_from_the_json_report_is_caught() {
-        let html = r#"<table id="results"><tr data-row="b"><td data-col="perf" data-v="10">10</td></tr></table><section id="bench-b"><svg></svg></section>"#;
+        let html = r#"<table id="results"><tr data-row="b"><td data-col="n" data-v="1">1</td><td data-col="perf" data-v="10">10</td></tr></table><section id="bench-b"><svg></svg></section>"#;
         let json = serde_json::json!({"benchmarks": [{"name": "b", "n": 1, "perf": 10.0}]});
         assert_eq!(report_problems(html, &json), Vec::<String>::new());
         let wrong = serde_json::json!({"benchmarks": [{"name": "b", "n": 1, "perf": 10.5}]});
