@@ -186,6 +186,17 @@ fn failures_are_recorded_and_the_run_goes_on() {
     );
     let slow = project.data_file("r1", "slow.D0");
     assert!(slow.contains("\"error\""), "timeout recorded: {slow}");
+    // The HTML report is in the run folder, named at the end, with the crash's note.
+    let page = project.path().join("base/runs/r1/report.html");
+    assert!(
+        out.stderr
+            .contains(&format!("HTML report: {}", page.display())),
+        "{}",
+        out.stderr
+    );
+    let html = fs_err::read_to_string(&page).expect("report.html written");
+    assert!(html.contains("crashes.D0 failed"), "{html}");
+    assert!(html.contains("RuntimeError"), "{html}");
 }
 
 #[test]

@@ -59,6 +59,7 @@ pub fn run() -> anyhow::Result<()> {
     cluster_tests()?;
     benchmate_tests()?;
     examples()?;
+    browser()?;
     eprintln!("==> e2e: install, prepare, smoke run and report of the CPU suite");
     crate::e2e::run(&crate::e2e::E2eArgs::default())?;
     eprintln!("==> ci: all steps passed");
@@ -70,6 +71,15 @@ pub fn examples() -> anyhow::Result<()> {
     eprintln!("==> examples: the facade embedded as another tool would");
     let scratch = tempfile::tempdir().context("could not make a scratch folder")?;
     crate::examples::run(scratch.path())
+}
+
+/// The HTML reports of the fixture run folders checked in headless chromium (see
+/// `xtask::browser`).
+pub fn browser() -> anyhow::Result<()> {
+    eprintln!("==> browser: HTML reports in headless chromium");
+    let root = crate::e2e::repo_root();
+    let bin = crate::e2e::build(&root)?;
+    xtask::browser::check_fixture_pages(&root, &bin)
 }
 
 /// The results store's tests again, on a throwaway PostgreSQL server (`cargo xtask pg up`),

@@ -9,6 +9,8 @@
 //!   them too).
 //! - `pg up|down`: a throwaway PostgreSQL server on a loopback port for the store's tests.
 //! - `cluster up|down`: two network namespaces with real sshd, for multi-node runs and tests.
+//! - `browser`: the HTML reports of the fixture run folders (and a generated 150-file run)
+//!   checked in headless chromium, screenshots in `target/browser/` (`ci` runs it too).
 
 // A developer tool: printing progress and tables is its whole job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -51,6 +53,10 @@ enum Flow {
     /// Two "nodes" on this machine (network namespaces, each with its own address and sshd),
     /// for multi-node runs and tests; needs root.
     Cluster(cluster::ClusterArgs),
+    /// The HTML reports of the fixture run folders and of a generated 150-file run, loaded in
+    /// headless chromium (installed with apt-get when missing): no console message, the JSON
+    /// report's numbers in the table, a plot per benchmark; screenshots in target/browser/.
+    Browser,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -61,5 +67,6 @@ fn main() -> anyhow::Result<()> {
         Flow::Examples => ci::examples(),
         Flow::Pg(args) => pg::run(&args),
         Flow::Cluster(args) => cluster::run_cli(&args),
+        Flow::Browser => ci::browser(),
     }
 }

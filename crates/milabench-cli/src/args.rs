@@ -402,6 +402,9 @@ pub enum ReportFormat {
     Csv,
     /// JSON, NaN as null.
     Json,
+    /// One self-contained HTML page (inline SVG plots and CSS, nothing fetched): the headline,
+    /// the sortable table, a plot per benchmark, failures and validation.
+    Html,
 }
 
 /// Arguments of `milabench report`.
@@ -455,6 +458,9 @@ pub enum CompareFormat {
     Text,
     /// JSON.
     Json,
+    /// One self-contained HTML page: the runs side by side, each change with its interval and
+    /// verdict.
+    Html,
 }
 
 /// Arguments of `milabench compare`.
@@ -476,6 +482,9 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
     pub format: CompareFormat,
+    /// Write the comparison to this file instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<Utf8PathBuf>,
 }
 
 /// Arguments of `milabench replay`.
