@@ -1,7 +1,9 @@
 //! The parts of the developer flows that tests use too: the two-node cluster harness
-//! ([`cluster`]), so that every test starts and stops it the way `cargo xtask cluster` does.
+//! ([`cluster`]) and the one-node Slurm ([`slurm`]), so that every test starts and stops them
+//! the way `cargo xtask cluster` and `cargo xtask slurm` do.
 
 // A developer tool: printing progress is part of its job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod cluster;
+pub mod slurm;

@@ -9,6 +9,7 @@
 //!   them too).
 //! - `pg up|down`: a throwaway PostgreSQL server on a loopback port for the store's tests.
 //! - `cluster up|down`: two network namespaces with real sshd, for multi-node runs and tests.
+//! - `slurm up|down`: a one-node Slurm (munged, slurmctld, slurmd on loopback) for the Slurm tests.
 
 // A developer tool: printing progress and tables is its whole job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -20,7 +21,7 @@ mod e2e_benchit;
 mod examples;
 mod pg;
 
-use xtask::cluster;
+use xtask::{cluster, slurm};
 
 use clap::{Parser, Subcommand};
 
@@ -51,6 +52,9 @@ enum Flow {
     /// Two "nodes" on this machine (network namespaces, each with its own address and sshd),
     /// for multi-node runs and tests; needs root.
     Cluster(cluster::ClusterArgs),
+    /// A one-node Slurm on this machine (munged, slurmctld and slurmd on loopback), for the
+    /// Slurm tests; needs root.
+    Slurm(slurm::SlurmArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -61,5 +65,6 @@ fn main() -> anyhow::Result<()> {
         Flow::Examples => ci::examples(),
         Flow::Pg(args) => pg::run(&args),
         Flow::Cluster(args) => cluster::run_cli(&args),
+        Flow::Slurm(args) => slurm::run_cli(&args),
     }
 }
