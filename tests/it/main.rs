@@ -9,5 +9,6 @@ mod multinode;
 mod report;
 mod resolve;
 mod run;
+mod slurm;
 mod store;
 mod sysinfo;
