@@ -304,29 +304,8 @@ fn yaml_string(text: &str) -> String {
 
 /// Runs a Slurm client `program` with `args`; its stdout, or what it said on failure.
 pub fn slurm_command(program: &str, args: &[&str]) -> Result<String, SlurmCommandError> {
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| SlurmCommandError::Start {
-            program: program.into(),
-            source,
-        })?;
-    if !out.status.success() {
-        let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        return Err(SlurmCommandError::Refused {
-            command: std::iter::once(program)
-                .chain(args.iter().copied())
-                .collect::<Vec<_>>()
-                .join(" "),
-            said: if said.is_empty() {
-                String::from_utf8_lossy(&out.stdout).trim().to_string()
-            } else {
-                said
-            },
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    run_in(program, &args, Path::new("."))
 }
 
 /// Why a Slurm client call failed.
@@ -359,10 +338,162 @@ impl SlurmCommandError {
     }
 }
 
-/// Whether `path` is an executable file (to say early that a Slurm client is missing).
-pub fn on_path(program: &str) -> bool {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .any(|dir| Path::new(&dir).join(program).is_file())
+/// A batch script for `sbatch`: its options as `#SBATCH` lines (later lines win, as on
+/// `sbatch`'s command line), then the one command it runs, in a folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchScript {
+    /// Comment lines at the top (what wrote it, how to submit it again).
+    pub comments: Vec<String>,
+    /// sbatch options, each one word (`--partition=gpu`), in order.
+    pub options: Vec<String>,
+    /// The folder the command runs in.
+    pub cwd: String,
+    /// The command (program and arguments, quoted for the shell when written).
+    pub command: Vec<String>,
+}
+
+impl BatchScript {
+    /// The script's text: readable, and submittable again by hand with `sbatch FILE`.
+    pub fn render(&self) -> String {
+        let mut text = String::from("#!/bin/sh\n");
+        for line in &self.comments {
+            text.push_str(&format!("# {line}\n"));
+        }
+        for option in &self.options {
+            text.push_str(&format!("#SBATCH {option}\n"));
+        }
+        text.push_str(&format!("cd {} || exit 2\n", shell_quote(&self.cwd)));
+        // One option (with its value) per line.
+        text.push_str("exec");
+        for (i, word) in self.command.iter().enumerate() {
+            let after_value = i > 0 && !self.command[i - 1].starts_with('-');
+            if i > 0 && (word.starts_with('-') || after_value) {
+                text.push_str(" \\\n   ");
+            }
+            text.push(' ');
+            text.push_str(&shell_quote(word));
+        }
+        text.push('\n');
+        text
+    }
+}
+
+/// `word` quoted for a POSIX shell (left bare when it is safe as it is).
+fn shell_quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// Submits `script` with `sbatch --parsable` (run from `cwd`); the job id. What Slurm said
+/// when it refused comes back in [`SlurmCommandError::Refused`].
+pub fn submit(script: &Path, cwd: &Path) -> Result<String, SlurmCommandError> {
+    let out = run_in("sbatch", &["--parsable".as_ref(), script.as_os_str()], cwd)?;
+    // `--parsable` prints `ID` or `ID;CLUSTER`.
+    let id = out.trim().split(';').next().unwrap_or_default().to_string();
+    if id.is_empty() {
+        return Err(SlurmCommandError::Refused {
+            command: format!("sbatch --parsable {}", script.display()),
+            said: "no job id printed".into(),
+        });
+    }
+    Ok(id)
+}
+
+/// A job's state as `scontrol show job` tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobStatus {
+    /// `JobState` (`PENDING`, `RUNNING`, `COMPLETED`, `FAILED`, `CANCELLED`, `TIMEOUT`...).
+    pub state: String,
+    /// `Reason` (why pending, or why it ended), `None` when Slurm says `None`.
+    pub reason: Option<String>,
+    /// The batch script's exit status (the first number of `ExitCode=N:S`).
+    pub exit_code: Option<i32>,
+    /// The signal that ended it (the second number), 0 for none.
+    pub signal: i32,
+}
+
+impl JobStatus {
+    /// Whether the job has ended (any state but pending, configuring, running, completing,
+    /// suspended, requeued or resizing).
+    pub fn ended(&self) -> bool {
+        !matches!(
+            self.state.as_str(),
+            "PENDING"
+                | "CONFIGURING"
+                | "RUNNING"
+                | "COMPLETING"
+                | "SUSPENDED"
+                | "REQUEUED"
+                | "REQUEUE_HOLD"
+                | "REQUEUE_FED"
+                | "RESIZING"
+                | "STAGE_OUT"
+                | "SIGNALING"
+        )
+    }
+
+    /// Reads the one-line form of `scontrol show job -o` (`Key=Value` words).
+    pub fn parse(line: &str) -> Option<JobStatus> {
+        let field = |key: &str| {
+            line.split_whitespace()
+                .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
+        };
+        let state = field("JobState")?.to_string();
+        let (code, signal) = field("ExitCode")
+            .and_then(|e| e.split_once(':'))
+            .map_or((None, 0), |(c, s)| (c.parse().ok(), s.parse().unwrap_or(0)));
+        Some(JobStatus {
+            state,
+            reason: field("Reason").filter(|r| *r != "None").map(str::to_string),
+            exit_code: code,
+            signal,
+        })
+    }
+}
+
+/// The state of job `id` (`scontrol show job -o ID`); `None` once Slurm no longer knows it
+/// (it forgets ended jobs after `MinJobAge`).
+pub fn job_status(id: &str) -> Result<Option<JobStatus>, SlurmCommandError> {
+    match slurm_command("scontrol", &["show", "job", "-o", id]) {
+        Ok(out) => Ok(out.lines().find_map(JobStatus::parse)),
+        Err(SlurmCommandError::Refused { said, .. }) if said.contains("Invalid job id") => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn run_in(
+    program: &str,
+    args: &[&std::ffi::OsStr],
+    cwd: &Path,
+) -> Result<String, SlurmCommandError> {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| SlurmCommandError::Start {
+            program: program.into(),
+            source,
+        })?;
+    if !out.status.success() {
+        let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        let shown: Vec<String> = std::iter::once(program.to_string())
+            .chain(args.iter().map(|a| a.to_string_lossy().into_owned()))
+            .collect();
+        return Err(SlurmCommandError::Refused {
+            command: shown.join(" "),
+            said: if said.is_empty() {
+                String::from_utf8_lossy(&out.stdout).trim().to_string()
+            } else {
+                said
+            },
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 #[cfg(test)]
@@ -464,6 +595,57 @@ mod tests {
             (allocation.gpus_per_node, allocation.main_node()),
             (4, "a1")
         );
+    }
+
+    #[test]
+    fn a_batch_script_is_readable_and_quoted() {
+        let script = BatchScript {
+            comments: vec!["written by a test".into()],
+            options: vec!["--job-name=mb".into(), "--partition=gpu".into()],
+            cwd: "/work dir".into(),
+            command: vec![
+                "/bin/milabench".into(),
+                "run".into(),
+                "--override".into(),
+                "a: 'b'".into(),
+            ],
+        };
+        let text = script.render();
+        assert!(
+            text.starts_with("#!/bin/sh\n# written by a test\n#SBATCH --job-name=mb\n"),
+            "{text}"
+        );
+        assert!(text.contains("cd '/work dir' || exit 2\n"), "{text}");
+        assert!(
+            text.contains("exec /bin/milabench \\\n    run \\\n    --override 'a: "),
+            "{text}"
+        );
+        assert!(text.contains("'a: '\\''b'\\'''"), "{text}");
+        let out = Command::new("sh")
+            .arg("-n")
+            .arg("-c")
+            .arg(&text)
+            .output()
+            .expect("sh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    #[test]
+    fn job_states_are_read_from_scontrol() {
+        let line = "JobId=7 JobName=mb UserId=root(0) JobState=CANCELLED Reason=None Dependency=(null) ExitCode=0:15";
+        let status = JobStatus::parse(line).expect("parses");
+        assert_eq!(status.state, "CANCELLED");
+        assert!(status.ended() && status.reason.is_none());
+        assert_eq!((status.exit_code, status.signal), (Some(0), 15));
+        let running = JobStatus::parse("JobId=8 JobState=PENDING Reason=Resources ExitCode=0:0")
+            .expect("parses");
+        assert!(!running.ended());
+        assert_eq!(running.reason.as_deref(), Some("Resources"));
+        assert_eq!(JobStatus::parse("no job here"), None);
     }
 
     #[test]
