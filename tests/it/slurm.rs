@@ -242,15 +242,32 @@ fn a_refused_submission_quotes_slurm() {
     assert!(project.run_dir().join("slurm-job.sh").is_file());
 }
 
-/// Without sbatch on PATH, submit says so and how to go on (no Slurm needed).
+/// Without sbatch on PATH, submit says so and how to go on (no Slurm needed); the script it
+/// kept holds the settings profile's sbatch options, then the command line's, which win.
 #[test]
-fn submit_without_sbatch_says_so() {
+fn submit_without_sbatch_says_so_and_keeps_the_script() {
     let project = Project::new();
     let empty = tempfile::tempdir().expect("tempdir");
-    let out = run(milabench(project.path())
-        .env("MILABENCH_BASE", project.path().join("base"))
-        .env("PATH", empty.path())
-        .args(["slurm", "submit", "--config", "suite.yaml"]));
+    fs_err::write(
+        project.path().join("settings.yaml"),
+        "slurm:\n  default: here\n  profiles:\n    here: {partition: long, time: \"1:00:00\", gres: \"gpu:2\", options: [--exclusive]}\n",
+    )
+    .expect("settings");
+    let submit = |args: &[&str]| {
+        run(milabench(project.path())
+            .env("MILABENCH_BASE", project.path().join("base"))
+            .env("PATH", empty.path())
+            .args([
+                "--settings",
+                "settings.yaml",
+                "slurm",
+                "submit",
+                "--config",
+                "suite.yaml",
+            ])
+            .args(args))
+    };
+    let out = submit(&["--", "--time=0:10:00"]);
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     for needle in [
         "could not run `sbatch`",
@@ -258,6 +275,30 @@ fn submit_without_sbatch_says_so() {
     ] {
         assert!(out.stderr.contains(needle), "{needle}: {}", out.stderr);
     }
+    let script = fs_err::read_to_string(project.run_dir().join("slurm-job.sh")).expect("script");
+    let options: Vec<&str> = script
+        .lines()
+        .filter_map(|l| l.strip_prefix("#SBATCH "))
+        .skip(3)
+        .collect();
+    assert_eq!(
+        options,
+        [
+            "--partition=long",
+            "--time=1:00:00",
+            "--gres=gpu:2",
+            "--exclusive",
+            "--time=0:10:00"
+        ]
+    );
+    let out = submit(&["--profile", "elsewhere"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("no sbatch profile `elsewhere`")
+            && out.stderr.contains("use one of: here"),
+        "{}",
+        out.stderr
+    );
 }
 
 /// Inside an allocation (its variables set here, no Slurm needed), `slurm system` prints the
