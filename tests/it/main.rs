@@ -10,5 +10,6 @@ mod multinode;
 mod report;
 mod resolve;
 mod run;
+mod slurm;
 mod store;
 mod sysinfo;

@@ -57,6 +57,7 @@ pub fn run() -> anyhow::Result<()> {
     )?;
     store_on_postgres()?;
     cluster_tests()?;
+    slurm_tests()?;
     benchmate_tests()?;
     examples()?;
     browser()?;
@@ -136,6 +137,37 @@ fn cluster_tests() -> anyhow::Result<()> {
             "only",
             "multinode::",
         ],
+    )
+}
+
+/// The Slurm tests (`tests/it/slurm.rs`, ignored by default
+/// because they need root) against one harness cluster (`cargo xtask slurm up`) that they
+/// share through its `SLURM_CONF`; torn down even when they fail. Where the harness cannot
+/// run, says why they are skipped.
+fn slurm_tests() -> anyhow::Result<()> {
+    use xtask::slurm::{Slurm, TEST_SLURM_CONF, unavailable};
+    if let Some(why) = unavailable() {
+        eprintln!("==> slurm: SKIPPED, {why}");
+        return Ok(());
+    }
+    eprintln!("==> slurm: cargo xtask slurm up");
+    let slurm = Slurm::up()?;
+    let conf = slurm.conf().display().to_string();
+    cargo_with(
+        "slurm",
+        &[
+            "nextest",
+            "run",
+            "--locked",
+            "--profile",
+            "ci",
+            "--test",
+            "it",
+            "--run-ignored",
+            "only",
+            "slurm::",
+        ],
+        &[(TEST_SLURM_CONF, &conf)],
     )
 }
 

@@ -138,6 +138,63 @@ pub enum Command {
     /// One benchmark's perf over the runs of the results database, each run compared with the
     /// previous comparable one (same benchmark, same GPU model and count).
     History(HistoryArgs),
+    /// Run suites through Slurm: print the system of the allocation this runs in, or submit a
+    /// run as a batch job (and follow it). See docs/slurm.md.
+    #[command(subcommand)]
+    Slurm(SlurmCommand),
+}
+
+/// `milabench slurm` commands.
+#[derive(Debug, Subcommand)]
+pub enum SlurmCommand {
+    /// Print, as a system file (YAML), the system `run` builds inside a Slurm allocation
+    /// (from SLURM_JOB_NODELIST, SLURM_GPUS_ON_NODE or SLURM_JOB_GPUS, SLURM_CPUS_PER_TASK):
+    /// every allocated node, the one this runs on first, other ranks started with `srun`.
+    System,
+    /// Write a batch script that runs the suite into `<base>/runs/<run-name>/slurm-job.sh`,
+    /// submit it with `sbatch --parsable`, and print the job id and the run folder.
+    ///
+    /// The script runs this milabench's `run` with the same suite options, `--run-name` of
+    /// the folder and `--resume` (so submitting it again, by hand or with `--resume`, finishes
+    /// what a cancelled or timed-out job left). sbatch options come from the settings file's
+    /// profile (`slurm.profiles`), then those after `--`, which win. The job's output goes to
+    /// `slurm-<job id>.out` in the run folder. Exit status with `--wait`: the suite's.
+    Submit(Box<SlurmSubmitArgs>),
+}
+
+/// Arguments of `milabench slurm submit`.
+#[derive(Debug, Args)]
+pub struct SlurmSubmitArgs {
+    /// Which suite and which benchmarks.
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Name of the run folder under `<base>/runs` [env: MILABENCH_RUN_NAME] [default:
+    /// <random>.{time}].
+    #[arg(long, value_name = "NAME")]
+    pub run_name: Option<String>,
+    /// Continue the run named by `--run-name` in a new job: the benchmarks already complete in
+    /// its folder are left out.
+    #[arg(long, requires = "run_name")]
+    pub resume: bool,
+    /// Observation preset passed to `run` (`smoke`, `normal`, `high`).
+    #[arg(long, value_name = "NAME")]
+    pub fidelity: Option<String>,
+    /// Passed to `run`: skip its preflight.
+    #[arg(long)]
+    pub no_check: bool,
+    /// Passed to `run`: skip its install and prepare.
+    #[arg(long)]
+    pub no_setup: bool,
+    /// The settings file's sbatch profile to use [default: its `slurm.default`].
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Follow the job until it ends: print its output as it lands, then exit with the suite's
+    /// exit status (or say why Slurm ended the job).
+    #[arg(long)]
+    pub wait: bool,
+    /// sbatch options (after `--`), written into the script after the profile's, so they win.
+    #[arg(last = true, value_name = "SBATCH_OPTIONS")]
+    pub sbatch: Vec<String>,
 }
 
 /// Output formats of `check`.
