@@ -679,6 +679,39 @@ fn an_overlay_keeps_the_versions_of_the_existing_interpreter_and_never_uses_uv()
     );
 }
 
+/// `--python` makes every group an overlay, which pip installs: no uv is looked for or
+/// bootstrapped (here the interpreter has no pip to bootstrap it with, and `uv` on `PATH` is
+/// broken), so an offline machine with a site Python needs no uv at all.
+#[test]
+fn with_python_named_no_uv_is_bootstrapped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let site_python = existing_environment(dir.path(), "2.5.1", &[]);
+    let project = Project::new("tinydep\n", "");
+    let fake = project.root().join("fake-bin");
+    fs_err::create_dir_all(&fake).expect("mkdir");
+    fs_err::write(fake.join("uv"), "#!/bin/sh\necho broken >&2\nexit 3\n").expect("fake uv");
+    fs_err::set_permissions(
+        fake.join("uv"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let path = format!(
+        "{}:{}",
+        fake.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let site = site_python.to_str().expect("utf8");
+    let install = run(project
+        .cmd("install", &["--installer", "uv", "--python", site])
+        .env("PATH", &path));
+    assert_eq!(install.code, 0, "{}{}", install.stdout, install.stderr);
+    assert!(install.stdout.contains("with pip"), "{}", install.stdout);
+    assert!(
+        !project.base().join("tools/uv").exists(),
+        "no uv was bootstrapped"
+    );
+}
+
 /// Whether this machine lets a process take a network namespace of its own (no route out).
 fn can_cut_the_network() -> bool {
     Command::new("unshare")

@@ -65,8 +65,8 @@ impl Environments {
         let wanted = self.fingerprint(group)?;
         let group = &*Self::as_installed(group, &base);
         let venv = self.venv(group);
-        let up_to_date =
-            fingerprint::read(&venv).is_some_and(|f| f.hash == wanted.hash) && is_whole(&venv, base.python.version);
+        let up_to_date = fingerprint::read(&venv).is_some_and(|f| f.hash == wanted.hash)
+            && is_whole(&venv, base.python.version);
         let mut wanted: Vec<(String, String, Option<String>)> = Vec::new();
         for req in &group.requirements {
             let text = fs_err::read_to_string(&req.path)
