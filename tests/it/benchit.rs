@@ -731,6 +731,31 @@ fn cache_report_has_one_row_per_build_and_runtime() {
         json[0]["error"],
         "build failed: export: export failed: data-dependent control flow; build failed"
     );
+    // The same rows on one HTML page, their latencies exactly the JSON's.
+    let out = s.run(&[
+        "cache",
+        "report",
+        "-o",
+        &out_dir.display().to_string(),
+        "--format",
+        "html",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let html = fs_err::read_to_string(only_file(&out_dir, "html")).unwrap();
+    assert_eq!(html.matches("<tr data-row=").count(), 4);
+    let numbers = xtask::browser::table_numbers(&html, "builds");
+    for row in json.as_array().unwrap() {
+        let key = format!(
+            "{} {}",
+            row["build_name"].as_str().unwrap(),
+            row["runtime"].as_str().unwrap()
+        );
+        let mean = numbers
+            .iter()
+            .find(|(r, c, _)| *r == key && c == "mean_ms")
+            .map(|(_, _, v)| *v);
+        assert_eq!(mean, Some(row["mean_ms"].as_f64()), "{key}");
+    }
 }
 
 fn only_file(dir: &Path, ext: &str) -> PathBuf {

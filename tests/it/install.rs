@@ -498,8 +498,9 @@ fn run_resolves_once_and_prepares_with_its_fidelity() {
 }
 
 /// An existing environment `site` (itself a venv, as a site's module or a user's own may be)
-/// with `tinydep 1.0` and a stand-in `torch` wheel of `torch_version` unpacked into it.
-fn existing_environment(root: &Path, torch_version: &str) -> PathBuf {
+/// with `tinydep 1.0`, a stand-in `torch` wheel of `torch_version` and the `extra` packages
+/// (name, version) unpacked into it.
+fn existing_environment(root: &Path, torch_version: &str, extra: &[(&str, &str)]) -> PathBuf {
     let site = root.join("site");
     if !site.exists() {
         let status = Command::new("python3")
@@ -522,12 +523,11 @@ fn existing_environment(root: &Path, torch_version: &str) -> PathBuf {
         }
     }
     let wheels = root.join("site-wheels");
-    make_wheel(&wheels, "tinydep", "1.0");
-    make_wheel(&wheels, "torch", torch_version);
-    for wheel in [
-        "tinydep-1.0-py3-none-any.whl".to_string(),
-        format!("torch-{torch_version}-py3-none-any.whl"),
-    ] {
+    let mut packages_in = vec![("tinydep", "1.0"), ("torch", torch_version)];
+    packages_in.extend_from_slice(extra);
+    for (name, version) in packages_in {
+        make_wheel(&wheels, name, version);
+        let wheel = format!("{name}-{version}-py3-none-any.whl");
         let status = Command::new("python3")
             .args(["-m", "zipfile", "-e"])
             .arg(wheels.join(wheel))
@@ -545,7 +545,7 @@ fn existing_environment(root: &Path, torch_version: &str) -> PathBuf {
 #[test]
 fn an_existing_interpreter_gets_an_overlay_that_adds_only_what_it_lacks() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let site_python = existing_environment(dir.path(), "2.5.1");
+    let site_python = existing_environment(dir.path(), "2.5.1", &[]);
     let project = Project::new(
         "tinydep==1.0\n",
         &format!("  python: {}\n", site_python.display()),
@@ -591,7 +591,7 @@ fn an_existing_interpreter_gets_an_overlay_that_adds_only_what_it_lacks() {
     );
 
     // The site's torch changes: the overlay is rebuilt over the new one.
-    existing_environment(dir.path(), "2.6.0");
+    existing_environment(dir.path(), "2.6.0", &[]);
     let rebuilt = run(&mut project.cmd("install", &["--installer", "pip"]));
     assert!(
         rebuilt.stdout.contains("installed in"),
@@ -601,6 +601,115 @@ fn an_existing_interpreter_gets_an_overlay_that_adds_only_what_it_lacks() {
     let recorded = fs_err::read_to_string(project.venv().join(".milabench-install.json"))
         .expect("fingerprint");
     assert!(recorded.contains("torch 2.6.0"), "{recorded}");
+}
+
+/// An overlay keeps what the existing interpreter has, in whatever version: it installs each
+/// benchmark's `requirements.in` (not the pinned file, whose `torch==` and `tinydep==` differ
+/// from the site's), with no arch constraints, and with pip even when uv is the installer
+/// (uv would not see the site's packages and would fetch torch again): here `uv` is a stand-in
+/// that fails if it is used for anything but its version.
+#[test]
+fn an_overlay_keeps_the_versions_of_the_existing_interpreter_and_never_uses_uv() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let site_python = existing_environment(dir.path(), "2.5.1", &[("voir", "0.2.98")]);
+    let project = Project::new(
+        "tinydep\ntorch\n",
+        &format!("  python: {}\n", site_python.display()),
+    );
+    fs_err::write(
+        project.root().join("bench/tiny/requirements.cpu.txt"),
+        "tinydep==2.0\ntorch==2.9.0\n",
+    )
+    .expect("pinned file");
+    let fake = project.root().join("fake-bin");
+    fs_err::create_dir_all(&fake).expect("mkdir");
+    let uv = fake.join("uv");
+    fs_err::write(
+        &uv,
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'uv 0.9.0'; exit 0; }\necho \"uv was used: $*\" >&2\nexit 3\n",
+    )
+    .expect("fake uv");
+    fs_err::set_permissions(&uv, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let path = format!(
+        "{}:{}",
+        fake.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let dry = run(project
+        .cmd("install", &["--installer", "uv", "--dry-run"])
+        .env("PATH", &path));
+    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
+    for expected in [
+        "  present  tinydep (tinydep 1.0)",
+        "  present  torch (torch 2.5.1)",
+        "  present  voir (voir 0.2.98)",
+        "tinygroup: 3 present, 1 to add, 0 to replace",
+    ] {
+        assert!(dry.stdout.contains(expected), "{expected}:\n{}", dry.stdout);
+    }
+    let install = run(project
+        .cmd("install", &["--installer", "uv"])
+        .env("PATH", &path));
+    assert_eq!(install.code, 0, "{}{}", install.stdout, install.stderr);
+    assert_eq!(
+        python(
+            &project.venv(),
+            "import tinydep, torch, voir; print(tinydep.__version__, torch.__version__, voir.__version__)"
+        ),
+        "1.0 2.5.1 0.2.98",
+        "the site's tinydep, torch and voir"
+    );
+    // The benchmarks' launcher is the overlay's own, running the overlay's Python.
+    let launcher = fs_err::read_to_string(project.venv().join("bin/voir")).expect("bin/voir");
+    assert!(
+        launcher.starts_with(&format!(
+            "#!{}",
+            project.venv().join("bin/python").display()
+        )),
+        "{launcher}"
+    );
+    let again = run(project
+        .cmd("install", &["--installer", "uv", "--dry-run"])
+        .env("PATH", &path));
+    assert!(
+        again.stdout.contains("tinygroup: up to date"),
+        "{}",
+        again.stdout
+    );
+}
+
+/// `--python` makes every group an overlay, which pip installs: no uv is looked for or
+/// bootstrapped (here the interpreter has no pip to bootstrap it with, and `uv` on `PATH` is
+/// broken), so an offline machine with a site Python needs no uv at all.
+#[test]
+fn with_python_named_no_uv_is_bootstrapped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let site_python = existing_environment(dir.path(), "2.5.1", &[]);
+    let project = Project::new("tinydep\n", "");
+    let fake = project.root().join("fake-bin");
+    fs_err::create_dir_all(&fake).expect("mkdir");
+    fs_err::write(fake.join("uv"), "#!/bin/sh\necho broken >&2\nexit 3\n").expect("fake uv");
+    fs_err::set_permissions(
+        fake.join("uv"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let path = format!(
+        "{}:{}",
+        fake.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let site = site_python.to_str().expect("utf8");
+    let install = run(project
+        .cmd("install", &["--installer", "uv", "--python", site])
+        .env("PATH", &path));
+    assert_eq!(install.code, 0, "{}{}", install.stdout, install.stderr);
+    assert!(install.stdout.contains("with pip"), "{}", install.stdout);
+    assert!(
+        !project.base().join("tools/uv").exists(),
+        "no uv was bootstrapped"
+    );
 }
 
 /// Whether this machine lets a process take a network namespace of its own (no route out).

@@ -14,19 +14,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use xtask::cluster::{Cluster, Node};
+use xtask::cluster::{Cluster, Node, PYTHON_SEND};
 
 use crate::common::{Output, hermetic, run, wait_for};
 
-/// Smuggles a record in stdout (the data channel of every rank of a multi-node job), and
-/// notes which node's network namespace the rank runs in.
+/// Follows [`PYTHON_SEND`] (records smuggled in stdout, as every rank of a multi-node job
+/// sends them): notes which node's network namespace the rank runs in.
 const PRELUDE: &str = r#"
 import json, os, signal, subprocess, sys, time
 assert os.environ["DATA_FD"] == "1"
-def send(obj):
-    h = (json.dumps(obj) + "\n").encode().hex().translate(str.maketrans("abcdef", ":;<=>?"))
-    sys.stdout.write("\x1b[" + h + "z")
-    sys.stdout.flush()
 remote = "nolog" in json.loads(os.environ["MILABENCH_CONFIG"])["tag"]
 here = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(here, "remote.started" if remote else "local.started"), "w") as f:
@@ -68,7 +64,7 @@ impl TwoNodes {
         fs_err::write(
             bench.join("main.py"),
             format!(
-                "{PRELUDE}\nif remote:\n{}else:\n{}",
+                "{PYTHON_SEND}{PRELUDE}\nif remote:\n{}else:\n{}",
                 indent(remote),
                 indent(local)
             ),

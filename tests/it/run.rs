@@ -186,6 +186,17 @@ fn failures_are_recorded_and_the_run_goes_on() {
     );
     let slow = project.data_file("r1", "slow.D0");
     assert!(slow.contains("\"error\""), "timeout recorded: {slow}");
+    // The HTML report is in the run folder, named at the end, with the crash's note.
+    let page = project.path().join("base/runs/r1/report.html");
+    assert!(
+        out.stderr
+            .contains(&format!("HTML report: {}", page.display())),
+        "{}",
+        out.stderr
+    );
+    let html = fs_err::read_to_string(&page).expect("report.html written");
+    assert!(html.contains("crashes.D0 failed"), "{html}");
+    assert!(html.contains("RuntimeError"), "{html}");
 }
 
 #[test]
@@ -240,6 +251,64 @@ fn prepare_runs_prepare_scripts() {
             .args(["prepare", "--config", "suite.yaml", "--select", "good"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(project.path().join("base/data/good.txt").is_file());
+}
+
+/// `check`'s "prepared data" line for `good`, with `extra` options: its status and detail.
+fn prepared_check(project: &Project, extra: &[&str]) -> (String, String) {
+    let out = run(project
+        .milabench()
+        .args(["check", "--config", "suite.yaml", "--select", "good"])
+        .args(["--exclude", "needs-gpus", "--format", "json"])
+        .args(extra));
+    let checks: serde_json::Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+    let check = checks
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|c| c["name"] == "prepared data")
+        .unwrap_or_else(|| panic!("no prepared data check in {checks}"));
+    (
+        check["status"].as_str().unwrap_or_default().to_string(),
+        check["detail"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+#[test]
+fn check_knows_whether_prepare_ran_with_the_arguments_of_this_run() {
+    let project = project();
+    fs_err::write(
+        project.path().join("benchmarks/good/prepare.py"),
+        "import sys\nsys.exit(int('fail' in sys.argv))\n",
+    )
+    .expect("prepare.py");
+    let (status, detail) = prepared_check(&project, &[]);
+    assert_eq!(
+        (status.as_str(), detail.as_str()),
+        ("warn", "not prepared: good")
+    );
+    let prepare = |extra: &[&str]| {
+        run(project
+            .milabench()
+            .args(["prepare", "--config", "suite.yaml", "--select", "good"])
+            .args(["--exclude", "needs-gpus"])
+            .args(extra))
+    };
+    // A failed prepare records nothing.
+    let failed = prepare(&["--override", "good.argv.fail=1"]);
+    assert_ne!(failed.code, 0, "{}", failed.stderr);
+    assert_eq!(prepared_check(&project, &[]).0, "warn");
+    let out = prepare(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (status, detail) = prepared_check(&project, &[]);
+    assert_eq!(
+        (status.as_str(), detail.as_str()),
+        ("ok", "1 benchmark(s) prepared")
+    );
+    // Other arguments (another size, another fidelity) mean another preparation.
+    let (status, detail) = prepared_check(&project, &["--override", "good.argv.--size=2"]);
+    assert_eq!(status, "warn");
+    assert_eq!(detail, "prepared with other arguments: good");
 }
 
 #[test]

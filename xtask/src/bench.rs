@@ -5,6 +5,7 @@ use clap::Args;
 mod benchit;
 mod exec;
 mod install;
+mod multinode;
 mod ops;
 mod precision;
 mod report;
@@ -70,6 +71,8 @@ pub enum Figure {
     Exec,
     /// A suite run under milabench against the same benchmarks run bare.
     Suite,
+    /// Two-node runs and `check` over ssh (needs root: the cluster harness).
+    Multinode,
     /// `run --precision` against the fixed observation count on the CPU suite (installs it).
     Precision,
     /// benchit's discovery overhead and latency honesty.
@@ -90,6 +93,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         Figure::Install,
         Figure::Exec,
         Figure::Suite,
+        Figure::Multinode,
         Figure::Precision,
         Figure::Benchit,
         Figure::Ops,
@@ -105,6 +109,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             Figure::Install => install::run(args.torch)?,
             Figure::Exec => exec::run(args.exec_rounds)?,
             Figure::Suite => suite::run(args.suite_rounds, &args.suite_select)?,
+            Figure::Multinode => multinode::run()?,
             Figure::Precision => precision::run(
                 args.precision_target,
                 args.precision_fidelity.as_deref(),

@@ -57,8 +57,10 @@ pub fn run() -> anyhow::Result<()> {
     )?;
     store_on_postgres()?;
     cluster_tests()?;
+    slurm_tests()?;
     benchmate_tests()?;
     examples()?;
+    browser()?;
     eprintln!("==> e2e: install, prepare, smoke run and report of the CPU suite");
     crate::e2e::run(&crate::e2e::E2eArgs::default())?;
     eprintln!("==> ci: all steps passed");
@@ -70,6 +72,15 @@ pub fn examples() -> anyhow::Result<()> {
     eprintln!("==> examples: the facade embedded as another tool would");
     let scratch = tempfile::tempdir().context("could not make a scratch folder")?;
     crate::examples::run(scratch.path())
+}
+
+/// The HTML reports of the fixture run folders checked in headless chromium (see
+/// `xtask::browser`).
+pub fn browser() -> anyhow::Result<()> {
+    eprintln!("==> browser: HTML reports in headless chromium");
+    let root = crate::e2e::repo_root();
+    let bin = crate::e2e::build(&root)?;
+    xtask::browser::check_fixture_pages(&root, &bin)
 }
 
 /// The results store's tests again, on a throwaway PostgreSQL server (`cargo xtask pg up`),
@@ -126,6 +137,37 @@ fn cluster_tests() -> anyhow::Result<()> {
             "only",
             "multinode::",
         ],
+    )
+}
+
+/// The Slurm tests (`tests/it/slurm.rs`, ignored by default
+/// because they need root) against one harness cluster (`cargo xtask slurm up`) that they
+/// share through its `SLURM_CONF`; torn down even when they fail. Where the harness cannot
+/// run, says why they are skipped.
+fn slurm_tests() -> anyhow::Result<()> {
+    use xtask::slurm::{Slurm, TEST_SLURM_CONF, unavailable};
+    if let Some(why) = unavailable() {
+        eprintln!("==> slurm: SKIPPED, {why}");
+        return Ok(());
+    }
+    eprintln!("==> slurm: cargo xtask slurm up");
+    let slurm = Slurm::up()?;
+    let conf = slurm.conf().display().to_string();
+    cargo_with(
+        "slurm",
+        &[
+            "nextest",
+            "run",
+            "--locked",
+            "--profile",
+            "ci",
+            "--test",
+            "it",
+            "--run-ignored",
+            "only",
+            "slurm::",
+        ],
+        &[(TEST_SLURM_CONF, &conf)],
     )
 }
 

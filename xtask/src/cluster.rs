@@ -31,6 +31,16 @@ pub const ROOT: &str = "/run/milabench-cluster";
 /// `GLOO_SOCKET_IFNAME` fits every rank (as on a cluster whose nodes name their NICs alike).
 pub const LINK: &str = "mbc0";
 
+/// Python source of `send(obj)`, which writes one data-channel record into stdout the way
+/// every rank of a multi-node job does (`DATA_FD=1`: the data channel smuggled through ssh).
+/// The caller imports `json` and `sys`.
+pub const PYTHON_SEND: &str = r#"
+def send(obj):
+    h = (json.dumps(obj) + "\n").encode().hex().translate(str.maketrans("abcdef", ":;<=>?"))
+    sys.stdout.write("\x1b[" + h + "z")
+    sys.stdout.flush()
+"#;
+
 /// Highest slot number (the third byte of the test range).
 const MAX_SLOT: u8 = 250;
 

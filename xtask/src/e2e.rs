@@ -151,6 +151,7 @@ pub fn flow(
     )?;
     timings.push(("report", started.elapsed().as_secs_f64()));
     check_report(&report)?;
+    check_run_page(root, &runs, &report)?;
     Ok(timings)
 }
 
@@ -179,6 +180,27 @@ pub fn milabench_step(
         );
     }
     Ok(started.elapsed().as_secs_f64())
+}
+
+/// The `report.html` that `run` wrote into the run folder, loaded in headless chromium against
+/// the JSON report (see `xtask::browser::check_page`); its screenshot is kept in
+/// `target/browser/e2e.png`.
+pub fn check_run_page(root: &Path, runs: &Path, report: &serde_json::Value) -> anyhow::Result<()> {
+    let page = runs.join("report.html");
+    if !page.is_file() {
+        bail!("milabench run wrote no {}", page.display());
+    }
+    let browser = xtask::browser::ensure_chromium()?;
+    let png = root.join(xtask::browser::SCREENSHOT_DIR).join("e2e.png");
+    let blank = xtask::browser::blank_seconds(&browser)?;
+    let check = xtask::browser::check_page(&browser, &page, report, &png, blank)?;
+    eprintln!(
+        "==> e2e: report.html {:.0} kB, loads in {:.2} s, screenshot {}",
+        check.bytes as f64 / 1024.0,
+        check.load_seconds,
+        png.display()
+    );
+    Ok(())
 }
 
 /// The multi-node suite, sized for CPUs.

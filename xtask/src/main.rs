@@ -9,6 +9,9 @@
 //!   them too).
 //! - `pg up|down`: a throwaway PostgreSQL server on a loopback port for the store's tests.
 //! - `cluster up|down`: two network namespaces with real sshd, for multi-node runs and tests.
+//! - `browser`: the HTML reports of the fixture run folders (and a generated 150-file run)
+//!   checked in headless chromium, screenshots in `target/browser/` (`ci` runs it too).
+//! - `slurm up|down`: a one-node Slurm (munged, slurmctld, slurmd on loopback) for the Slurm tests.
 
 // A developer tool: printing progress and tables is its whole job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -20,7 +23,7 @@ mod e2e_benchit;
 mod examples;
 mod pg;
 
-use xtask::cluster;
+use xtask::{cluster, slurm};
 
 use clap::{Parser, Subcommand};
 
@@ -51,6 +54,13 @@ enum Flow {
     /// Two "nodes" on this machine (network namespaces, each with its own address and sshd),
     /// for multi-node runs and tests; needs root.
     Cluster(cluster::ClusterArgs),
+    /// The HTML reports of the fixture run folders and of a generated 150-file run, loaded in
+    /// headless chromium (installed with apt-get when missing): no console message, the JSON
+    /// report's numbers in the table, a plot per benchmark; screenshots in target/browser/.
+    Browser,
+    /// A one-node Slurm on this machine (munged, slurmctld and slurmd on loopback), for the
+    /// Slurm tests; needs root.
+    Slurm(slurm::SlurmArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -61,5 +71,7 @@ fn main() -> anyhow::Result<()> {
         Flow::Examples => ci::examples(),
         Flow::Pg(args) => pg::run(&args),
         Flow::Cluster(args) => cluster::run_cli(&args),
+        Flow::Browser => ci::browser(),
+        Flow::Slurm(args) => slurm::run_cli(&args),
     }
 }

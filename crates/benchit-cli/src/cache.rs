@@ -58,15 +58,27 @@ enum CacheCommand {
         #[arg(long)]
         all: bool,
     },
-    /// Write a CSV and a JSON report: one row per build and runtime, failures with their
-    /// message.
+    /// Write a CSV and a JSON report (or one self-contained HTML page): one row per build and
+    /// runtime, failures with their message.
     Report {
-        /// The folder for benchit-report-<date>.csv and .json.
+        /// The folder for benchit-report-<date>.csv and .json (or .html).
         #[arg(short, long, default_value = ".", value_name = "DIR")]
         output_dir: Utf8PathBuf,
+        /// What to write.
+        #[arg(long, value_enum, default_value_t = ReportFormat::CsvJson)]
+        format: ReportFormat,
     },
     /// Print the cache folder.
     Location,
+}
+
+/// Formats of `benchit cache report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ReportFormat {
+    /// A CSV and a JSON file.
+    CsvJson,
+    /// One self-contained HTML page (inline style, sortable table, nothing fetched).
+    Html,
 }
 
 /// Runs a `benchit cache` command; returns the exit status.
@@ -135,11 +147,17 @@ pub(crate) fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
                 plural(names.len())
             );
         }
-        CacheCommand::Report { output_dir } => {
+        CacheCommand::Report { output_dir, format } => {
             let rows = report::rows(&cache.builds()?);
-            let (csv, json) = write_report(&output_dir, &rows)?;
+            let written = match format {
+                ReportFormat::CsvJson => {
+                    let (csv, json) = write_report(&output_dir, &rows)?;
+                    format!("{csv} and {json}")
+                }
+                ReportFormat::Html => write_page(&output_dir, &dir, &rows)?.to_string(),
+            };
             println!(
-                "{} row{} written to {csv} and {json}",
+                "{} row{} written to {written}",
                 rows.len(),
                 plural(rows.len())
             );
@@ -175,6 +193,75 @@ fn list_line(build: &BuildEntry, width: usize) -> String {
     } else {
         format!("{name}  {status:<16}  {}", runtimes.join(", "))
     }
+}
+
+/// Writes `benchit-report-<date>.html` in `dir`: the cache's builds and their latencies on one
+/// page made of the HTML report's pieces; returns its path.
+fn write_page(
+    dir: &Utf8Path,
+    cache_dir: &Utf8Path,
+    rows: &[report::ReportRow],
+) -> anyhow::Result<Utf8PathBuf> {
+    use milabench_html::{Cell, Page, Table, headline, section};
+    fs_err::create_dir_all(dir)?;
+    let date = jiff::Zoned::now().date();
+    let path = dir.join(format!("benchit-report-{date}.html"));
+    let mut page = Page::new("benchit cache report");
+    let ok = rows.iter().filter(|r| r.status == "ok").count();
+    page.push(&headline(
+        &format!("{ok} of {} measured", rows.len()),
+        "build and runtime pairs",
+        &[
+            ("Cache".to_owned(), cache_dir.to_string()),
+            ("Date".to_owned(), date.to_string()),
+        ],
+    ));
+    let mut table = Table::new(
+        "builds",
+        &[
+            ("build", "build"),
+            ("model", "model"),
+            ("runtime", "runtime"),
+            ("device", "device"),
+            ("status", "status"),
+            ("mean_ms", "mean ms ± 95%"),
+            ("median_ms", "median ms"),
+            ("p90_ms", "p90 ms"),
+            ("throughput", "samples/s"),
+            ("error", "error"),
+        ],
+    );
+    let number = |x: Option<f64>| Cell::number(x.unwrap_or(f64::NAN), 4);
+    for r in rows {
+        let half = match (r.ci95_low_ms, r.ci95_high_ms) {
+            (Some(low), Some(high)) => (high - low) / 2.0,
+            _ => f64::NAN,
+        };
+        let key = format!("{} {}", r.build_name, r.runtime);
+        table.row(
+            &key,
+            vec![
+                Cell::Text(r.build_name.clone()),
+                Cell::Text(r.model_name.clone()),
+                Cell::Text(r.runtime.clone()),
+                Cell::Text(r.device.clone()),
+                Cell::Text(r.status.clone()),
+                Cell::interval(r.mean_ms.unwrap_or(f64::NAN), half, 4),
+                number(r.median_ms),
+                number(r.p90_ms),
+                Cell::number(r.throughput.unwrap_or(f64::NAN), 1),
+                Cell::Text(r.error.clone()),
+            ],
+            if r.status == "error" {
+                vec!["failed"]
+            } else {
+                Vec::new()
+            },
+        );
+    }
+    page.push(&section("builds", "Builds and runtimes", &table.render()));
+    fs_err::write(&path, page.finish())?;
+    Ok(path)
 }
 
 /// Writes `benchit-report-<date>.csv` and `.json` in `dir`; returns their paths.

@@ -72,8 +72,9 @@ pub enum Command {
     /// Check, in seconds, that a run can start: Python and uv, free disk under the base folder
     /// for the environments to install, memory, the accelerators and the suite's
     /// requirements, every other node of the system over ssh (the same milabench at the same
-    /// path, the base folder there), the environments, and the package index when one must be
-    /// installed.
+    /// path, the base folder there), the environments, the prepared data (the record a
+    /// successful `prepare` leaves, with the same arguments), and the package index when an
+    /// environment must be installed.
     ///
     /// Prints one line per check (ok, warn or FAIL) with the fix for each problem. Exit status
     /// 1 when a check fails.
@@ -96,8 +97,9 @@ pub enum Command {
     /// A group whose interpreter is named (its `python:` key in the suite, `--python`,
     /// `MILABENCH_PYTHON`) is an existing environment: its venv is an overlay made with
     /// `--system-site-packages` over it, which uses what the interpreter has (torch, say) and
-    /// receives only what the group needs and lacks; the interpreter's torch version is part of
-    /// its fingerprint. `--offline --find-links DIR` installs from a wheelhouse made by
+    /// receives only what the group needs and lacks (from the benchmarks' `requirements.in`,
+    /// with pip: the interpreter's versions stand, whatever the pinned files say); the
+    /// interpreter's torch version is part of its fingerprint. `--offline --find-links DIR` installs from a wheelhouse made by
     /// `milabench bundle`, with no network.
     Install(InstallArgs),
     /// Pin requirements: compile each benchmark's `requirements.in` into
@@ -136,6 +138,63 @@ pub enum Command {
     /// One benchmark's perf over the runs of the results database, each run compared with the
     /// previous comparable one (same benchmark, same GPU model and count).
     History(HistoryArgs),
+    /// Run suites through Slurm: print the system of the allocation this runs in, or submit a
+    /// run as a batch job (and follow it). See docs/slurm.md.
+    #[command(subcommand)]
+    Slurm(SlurmCommand),
+}
+
+/// `milabench slurm` commands.
+#[derive(Debug, Subcommand)]
+pub enum SlurmCommand {
+    /// Print, as a system file (YAML), the system `run` builds inside a Slurm allocation
+    /// (from SLURM_JOB_NODELIST, SLURM_GPUS_ON_NODE or SLURM_JOB_GPUS, SLURM_CPUS_PER_TASK):
+    /// every allocated node, the one this runs on first, other ranks started with `srun`.
+    System,
+    /// Write a batch script that runs the suite into `<base>/runs/<run-name>/slurm-job.sh`,
+    /// submit it with `sbatch --parsable`, and print the job id and the run folder.
+    ///
+    /// The script runs this milabench's `run` with the same suite options, `--run-name` of
+    /// the folder and `--resume` (so submitting it again, by hand or with `--resume`, finishes
+    /// what a cancelled or timed-out job left). sbatch options come from the settings file's
+    /// profile (`slurm.profiles`), then those after `--`, which win. The job's output goes to
+    /// `slurm-<job id>.out` in the run folder. Exit status with `--wait`: the suite's.
+    Submit(Box<SlurmSubmitArgs>),
+}
+
+/// Arguments of `milabench slurm submit`.
+#[derive(Debug, Args)]
+pub struct SlurmSubmitArgs {
+    /// Which suite and which benchmarks.
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Name of the run folder under `<base>/runs` [env: MILABENCH_RUN_NAME] [default:
+    /// <random>.{time}].
+    #[arg(long, value_name = "NAME")]
+    pub run_name: Option<String>,
+    /// Continue the run named by `--run-name` in a new job: the benchmarks already complete in
+    /// its folder are left out.
+    #[arg(long, requires = "run_name")]
+    pub resume: bool,
+    /// Observation preset passed to `run` (`smoke`, `normal`, `high`).
+    #[arg(long, value_name = "NAME")]
+    pub fidelity: Option<String>,
+    /// Passed to `run`: skip its preflight.
+    #[arg(long)]
+    pub no_check: bool,
+    /// Passed to `run`: skip its install and prepare.
+    #[arg(long)]
+    pub no_setup: bool,
+    /// The settings file's sbatch profile to use [default: its `slurm.default`].
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Follow the job until it ends: print its output as it lands, then exit with the suite's
+    /// exit status (or say why Slurm ended the job).
+    #[arg(long)]
+    pub wait: bool,
+    /// sbatch options (after `--`), written into the script after the profile's, so they win.
+    #[arg(last = true, value_name = "SBATCH_OPTIONS")]
+    pub sbatch: Vec<String>,
 }
 
 /// Output formats of `check`.
@@ -407,6 +466,9 @@ pub enum ReportFormat {
     Csv,
     /// JSON, NaN as null.
     Json,
+    /// One self-contained HTML page (inline SVG plots and CSS, nothing fetched): the headline,
+    /// the sortable table, a plot per benchmark, failures and validation.
+    Html,
 }
 
 /// Arguments of `milabench report`.
@@ -460,6 +522,9 @@ pub enum CompareFormat {
     Text,
     /// JSON.
     Json,
+    /// One self-contained HTML page: the runs side by side, each change with its interval and
+    /// verdict.
+    Html,
 }
 
 /// Arguments of `milabench compare`.
@@ -481,6 +546,9 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
     pub format: CompareFormat,
+    /// Write the comparison to this file instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<Utf8PathBuf>,
 }
 
 /// Arguments of `milabench replay`.

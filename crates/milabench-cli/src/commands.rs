@@ -15,6 +15,7 @@ mod replay;
 mod report;
 mod resolve;
 mod run;
+mod slurm;
 mod store;
 mod summary;
 mod sysinfo;
@@ -43,6 +44,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dev(args) => dev::run(&cli.global, &args),
         Command::Db(command) => db::run(&cli.global, &command),
         Command::History(args) => history::run(&cli.global, &args),
+        Command::Slurm(command) => slurm::run(&cli.global, &command),
         Command::Watchdog => {
             milabench::exec::serve_watchdog(std::io::stdin().lock());
             Ok(ExitCode::Success)

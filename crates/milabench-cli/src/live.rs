@@ -53,7 +53,7 @@ impl LiveDisplay {
     /// broke is what the person needs to know.
     fn passed(&self, outcome: &ProcessOutcome) -> bool {
         if self.exit_status_only || outcome.nolog {
-            outcome.return_code.is_zero() && outcome.errors.is_empty()
+            outcome.exited_cleanly()
         } else {
             outcome.success()
         }

@@ -11,6 +11,8 @@ use std::time::Duration;
 use milabench_plan::SshTarget;
 use serde::Serialize;
 
+pub mod slurm;
+
 /// Why a probe could not give its answer.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -4,7 +4,8 @@
 //! (its `nodes` list replaces the default node). Nodes need `name`, `ip` and `user`; `sshport`
 //! defaults to 22 (`port` is accepted as a synonym), `main` marks the node that drives the run
 //! and is listed first. GPU facts the file gives are kept; missing ones are filled from what was
-//! detected. `self` is the node this process runs on, if any.
+//! detected. `self` is the node this process runs on, if any. `launch` says how ranks on other
+//! nodes start: `ssh` (the default) or `srun` (inside a Slurm allocation).
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -159,10 +160,35 @@ pub fn load_system(
     file: Option<&Path>,
     inputs: &SystemInputs,
 ) -> Result<SystemConfig, ConfigError> {
-    let (file_system, multirun) = match file {
+    let doc = match file {
+        None => None,
+        Some(path) => Some((
+            yaml::load_file(path, "system file")?,
+            path.display().to_string(),
+        )),
+    };
+    build_system(doc, inputs)
+}
+
+/// Builds the system configuration from the defaults and a system file's text (one that
+/// milabench made, e.g. from a Slurm allocation); `origin` names it in errors.
+pub fn load_system_str(
+    text: &str,
+    origin: &str,
+    inputs: &SystemInputs,
+) -> Result<SystemConfig, ConfigError> {
+    let doc = yaml::parse_str(text, origin)?;
+    build_system(Some((doc, origin.to_string())), inputs)
+}
+
+/// The defaults with the parsed system file `doc` (and its name) merged on top.
+fn build_system(
+    doc: Option<(Node, String)>,
+    inputs: &SystemInputs,
+) -> Result<SystemConfig, ConfigError> {
+    let (file_system, multirun) = match doc {
         None => (None, None),
-        Some(path) => {
-            let doc = yaml::load_file(path, "system file")?;
+        Some((doc, name)) => {
             let Value::Map(mut top) = doc.value else {
                 return Err(ConfigError::shape(
                     doc.location.clone(),
@@ -173,7 +199,7 @@ pub fn load_system(
             let system = top.shift_remove("system").ok_or_else(|| {
                 ConfigError::shape(
                     None,
-                    format!("{} has no top-level `system:` mapping", path.display()),
+                    format!("{name} has no top-level `system:` mapping"),
                     "put the node list and options under a top-level `system:` key",
                 )
             })?;
@@ -222,6 +248,16 @@ fn finish(tree: &mut Node, inputs: &SystemInputs) -> Result<(), ConfigError> {
             }
             g.entry("capacity".into())
                 .or_insert_with(|| Node::str(format!("{} MiB", gpus.capacity_mib)));
+        }
+    }
+    if let Some(launch) = map.get("launch") {
+        let text = launch.python_str();
+        if text != "ssh" && text != "srun" {
+            return Err(ConfigError::shape(
+                launch.location.clone(),
+                format!("`launch: {text}` is not a way to reach nodes"),
+                "write `launch: ssh` (the default) or `launch: srun` (inside a Slurm allocation)",
+            ));
         }
     }
     if let Some(Node {
@@ -336,7 +372,9 @@ struct LocalIdentities {
 
 impl LocalIdentities {
     fn matches(&self, ip: &str) -> bool {
-        if ip == "localhost" || self.hostname.as_deref() == Some(ip) {
+        // A Slurm node name is often the short form of a host name with a domain.
+        let short = self.hostname.as_deref().and_then(|h| h.split('.').next());
+        if ip == "localhost" || self.hostname.as_deref() == Some(ip) || short == Some(ip) {
             return true;
         }
         match ip.parse::<IpAddr>() {

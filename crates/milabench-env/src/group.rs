@@ -53,6 +53,24 @@ pub struct InstallGroup {
 }
 
 impl InstallGroup {
+    /// The group as an overlay over an existing interpreter installs it: each benchmark's
+    /// `requirements.in` (names with the ranges their authors wrote) in place of the pinned
+    /// file, and no arch constraints file, so that what the interpreter has (the site's torch,
+    /// say) satisfies a requirement in whatever version it is, and only what it lacks is added.
+    /// The suite's own `pip.constraints` stay.
+    pub fn for_overlay(&self) -> InstallGroup {
+        let mut group = self.clone();
+        for req in &mut group.requirements {
+            let unpinned = req.path.with_file_name("requirements.in");
+            if req.pinned && unpinned.is_file() {
+                req.path = unpinned;
+                req.pinned = false;
+            }
+        }
+        group.constraints = None;
+        group
+    }
+
     /// Whether any requirement file fell back to `requirements.in` although a pinned variant
     /// was asked for.
     pub fn unpinned_fallbacks(&self) -> Vec<&RequirementFile> {

@@ -198,8 +198,15 @@ impl Environments {
         let python = Python::find(options.python, options.path_var)?;
         let log = options.layout.logs.join("install/uv-bootstrap.log");
         let mut announced = false;
+        // With `--python` every group is an overlay, which pip installs: uv would be fetched
+        // for nothing (and cannot be, offline).
+        let installer = if options.python.is_some() {
+            Installer::Pip
+        } else {
+            options.installer
+        };
         let tool = Tool::prepare(
-            options.installer,
+            installer,
             &python,
             &options.layout.tools,
             &log,
@@ -261,7 +268,33 @@ impl Environments {
 
     /// The fingerprint `group` would be installed with now.
     pub fn fingerprint(&self, group: &InstallGroup) -> Result<Fingerprint, EnvError> {
-        self.fingerprint_over(group, &self.interpreter(group)?)
+        let base = self.interpreter(group)?;
+        self.fingerprint_over(&Self::as_installed(group, &base), &base)
+    }
+
+    /// What is installed of `group` over `base`: the group itself, or for an overlay
+    /// [`InstallGroup::for_overlay`].
+    pub(crate) fn as_installed<'g>(
+        group: &'g InstallGroup,
+        base: &BaseInterpreter,
+    ) -> std::borrow::Cow<'g, InstallGroup> {
+        if base.existing {
+            std::borrow::Cow::Owned(group.for_overlay())
+        } else {
+            std::borrow::Cow::Borrowed(group)
+        }
+    }
+
+    /// The installer of a venv over `base`. An overlay is always made and filled by pip: uv
+    /// does not count the packages a venv sees through `--system-site-packages` as installed
+    /// (astral-sh/uv#4466), so it would download the interpreter's torch again into the
+    /// overlay, where pip leaves a requirement that the base satisfies alone.
+    fn installer_over(&self, base: &BaseInterpreter) -> Tool {
+        if base.existing {
+            Tool::Pip
+        } else {
+            self.tool.clone()
+        }
     }
 
     /// The fingerprint of `group` made from `base`. An overlay's covers the interpreter's
@@ -281,7 +314,7 @@ impl Environments {
                 "python",
                 &format!("{} {}", python.executable, python.version),
             )
-            .value("installer", &self.tool.describe())
+            .value("installer", &self.installer_over(base).describe())
             .value("extra", VOIR);
         if base.existing {
             b.value(
@@ -336,6 +369,8 @@ impl Environments {
     ) -> Result<Outcome, EnvError> {
         let base = self.interpreter(group)?;
         base.python.check(&group.name, group.min_python)?;
+        let group = &*Self::as_installed(group, &base);
+        let tool = self.installer_over(&base);
         let venv = self.venv(group);
         let wanted = self.fingerprint_over(group, &base)?;
         let _lock = FolderLock::acquire(Self::lock_file(&venv), |holders| {
@@ -385,15 +420,21 @@ impl Environments {
             })?;
             check(&group.name, stage, finished, &log_path)
         };
-        run(Stage::CreateVenv, self.create_venv_step(&venv, &base))?;
+        run(
+            Stage::CreateVenv,
+            self.create_venv_step(&venv, &base, &tool),
+        )?;
         if base.existing {
             link_base_site_packages(&venv, &base.python)?;
         }
         let constraint_files = self.constraint_files(group)?;
         run(
             Stage::InstallPackages,
-            self.install_step(group, &venv, &constraint_files),
+            self.install_step(group, &venv, &constraint_files, &tool),
         )?;
+        if base.existing {
+            write_voir_launcher(&venv)?;
+        }
         fingerprint::write(&venv, &wanted)?;
         Ok(Outcome::Installed {
             venv,
@@ -412,10 +453,10 @@ impl Environments {
             .join(format!(".{name}.lock"))
     }
 
-    fn create_venv_step(&self, venv: &Utf8Path, base: &BaseInterpreter) -> Step {
+    fn create_venv_step(&self, venv: &Utf8Path, base: &BaseInterpreter, tool: &Tool) -> Step {
         let python = base.python.executable.to_string();
         let overlay = base.existing.then(|| "--system-site-packages".to_string());
-        let mut step = match &self.tool {
+        let mut step = match tool {
             Tool::Uv { bin, .. } => {
                 let mut args: Vec<String> = ["venv", "--no-project", "--no-config", "--python"]
                     .map(String::from)
@@ -461,6 +502,7 @@ impl Environments {
         group: &InstallGroup,
         venv: &Utf8Path,
         constraints: &[Utf8PathBuf],
+        tool: &Tool,
     ) -> Step {
         let venv_python = venv.join("bin/python");
         let mut args: Vec<String> = Vec::new();
@@ -473,7 +515,7 @@ impl Environments {
         args.push(VOIR.to_string());
         args.extend(["-e".to_string(), self.project.benchmate().to_string()]);
         args.extend(group.installer_args.iter().cloned());
-        let mut step = match &self.tool {
+        let mut step = match tool {
             Tool::Uv { bin, .. } => {
                 // `--compile-bytecode`: pip writes `.pyc` files at install and uv does not. A
                 // benchmark started where `PYTHONDONTWRITEBYTECODE` is set (or the venv is
@@ -547,21 +589,44 @@ impl Environments {
 }
 
 /// Whether the venv at `venv` has what every finished environment has: `pyvenv.cfg`, its
-/// `bin/python` and voir's package metadata in the `site-packages` of Python `version`.
+/// `bin/python`, and voir: its package metadata in the `site-packages` of Python `version`, or
+/// for an overlay whose interpreter has voir, the launcher [`write_voir_launcher`] wrote.
 pub(crate) fn is_whole(venv: &Utf8Path, version: PythonVersion) -> bool {
     let site = venv.join(format!(
         "lib/python{}.{}/site-packages",
         version.major, version.minor
     ));
+    let voir_installed = fs_err::read_dir(&site).is_ok_and(|entries| {
+        entries.flatten().any(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with(&format!("{VOIR}-")) && name.ends_with(".dist-info")
+        })
+    });
     venv.join("pyvenv.cfg").is_file()
         && venv.join("bin/python").exists()
-        && fs_err::read_dir(&site).is_ok_and(|entries| {
-            entries.flatten().any(|entry| {
-                let name = entry.file_name();
-                let name = name.to_string_lossy();
-                name.starts_with(&format!("{VOIR}-")) && name.ends_with(".dist-info")
-            })
-        })
+        && (voir_installed || venv.join("bin").join(VOIR).is_file())
+}
+
+/// Gives an overlay its own `bin/voir` when the install put none there: when the interpreter
+/// already has voir, pip leaves it where it is and the launcher stays in the interpreter's
+/// `bin/`, whose `#!` line names that interpreter and would run without the overlay. This one
+/// runs the overlay's Python and finds voir's entry point in the package metadata it sees.
+fn write_voir_launcher(venv: &Utf8Path) -> Result<(), EnvError> {
+    let path = venv.join("bin").join(VOIR);
+    if path.exists() {
+        return Ok(());
+    }
+    let script = format!(
+        "#!{python}\n# Written by milabench: voir comes from the interpreter this overlay is made over.\n\
+         import sys\nfrom importlib.metadata import entry_points\n\
+         (main,) = entry_points(group=\"console_scripts\", name=\"{VOIR}\")\n\
+         sys.exit(main.load()())\n",
+        python = venv.join("bin/python")
+    );
+    fs_err::write(&path, script).map_err(EnvError::io("could not write", &path))?;
+    fs_err::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .map_err(EnvError::io("could not make executable", &path))
 }
 
 /// The file of an overlay venv that adds its base interpreter's `site-packages` to its path.

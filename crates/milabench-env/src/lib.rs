@@ -21,7 +21,9 @@
 //! - Existing environments: a group whose interpreter is named (its `python:` key in the suite,
 //!   `--python`, `MILABENCH_PYTHON`) gets an overlay venv made with `--system-site-packages`
 //!   over it: what the interpreter has (a site's torch module) is used as it is, and only what
-//!   the group needs and lacks goes into the overlay. The fingerprint then covers the
+//!   the group needs and lacks goes into the overlay ([`InstallGroup::for_overlay`]: the
+//!   unpinned requirements, installed with pip, which unlike uv sees the interpreter's
+//!   packages). The fingerprint then covers the
 //!   interpreter and its torch version. [`Environments::survey`] says what is present and what
 //!   an install would add, changing nothing.
 //! - Offline installs: [`Environments::bundle`] downloads what a group installs into a

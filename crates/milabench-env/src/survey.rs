@@ -62,8 +62,9 @@ impl Environments {
     /// What [`Environments::install`] would do for `group`; changes nothing.
     pub fn survey(&self, group: &InstallGroup) -> Result<Survey, EnvError> {
         let base = self.interpreter(group)?;
-        let venv = self.venv(group);
         let wanted = self.fingerprint(group)?;
+        let group = &*Self::as_installed(group, &base);
+        let venv = self.venv(group);
         let up_to_date = fingerprint::read(&venv).is_some_and(|f| f.hash == wanted.hash)
             && is_whole(&venv, base.python.version);
         let mut wanted: Vec<(String, String, Option<String>)> = Vec::new();

@@ -43,10 +43,13 @@ impl ProcessOutcome {
     pub fn success(&self) -> bool {
         self.nolog
             || self.stop_seen
-            || (self.return_code.is_zero()
-                && self.errors.is_empty()
-                && !self.nan_loss
-                && self.rate_count > 0)
+            || (self.exited_cleanly() && !self.nan_loss && self.rate_count > 0)
+    }
+
+    /// Exited with 0 and sent no `error` event: what a process that reports no rates (a
+    /// prepare step, a rank kept out of reports) must do to count as done.
+    pub fn exited_cleanly(&self) -> bool {
+        self.return_code.is_zero() && self.errors.is_empty()
     }
 }
 
@@ -72,6 +75,14 @@ impl BenchOutcome {
     /// interrupted.
     pub fn success(&self) -> bool {
         !self.interrupted && self.processes.iter().all(ProcessOutcome::success)
+    }
+
+    /// Every process exited cleanly (see [`ProcessOutcome::exited_cleanly`]) within the time
+    /// limit, and the run was not interrupted: how a prepare step succeeds.
+    pub fn exited_cleanly(&self) -> bool {
+        !self.interrupted
+            && !self.timed_out
+            && self.processes.iter().all(ProcessOutcome::exited_cleanly)
     }
 
     /// The processes that failed.

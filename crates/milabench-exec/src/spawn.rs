@@ -50,7 +50,7 @@ fn base_command(spec: &ProcessSpec, token: &str) -> Command {
             // The remote rank lives while its standard input is open (see milabench-plan's
             // `launch` module): the orchestrator holds the write end.
             Launch::Ssh(_) => Stdio::piped(),
-            Launch::Local => Stdio::null(),
+            Launch::Local | Launch::Srun(_) => Stdio::null(),
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

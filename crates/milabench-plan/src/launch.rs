@@ -1,6 +1,11 @@
 //! How a process reaches the node it runs on: the one place that knows the ways (run it here,
-//! or over `ssh`; Slurm's `srun` is the next to join). Applied after the planner built the
-//! command and its environment, so a new way to reach nodes touches only this file.
+//! over `ssh`, or with Slurm's `srun` inside an allocation). Applied after the planner built
+//! the command and its environment, so a new way to reach nodes touches only this file.
+//!
+//! `srun` needs no supervisor: it starts the rank as a step of the job on the node, forwards
+//! the environment it was given (the executor sets the rank's variables on the local `srun`,
+//! `--export=ALL`), passes SIGTERM on to the rank and ends the step when it is stopped, and
+//! Slurm ends every step when the job ends.
 //!
 //! A rank started over ssh must not outlive what started it. ssh does not forward signals
 //! (without a terminal), and killing the local `ssh` client only closes the connection; the
@@ -116,6 +121,31 @@ impl SshTarget {
     }
 }
 
+/// A node of the Slurm allocation this process runs in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SrunTarget {
+    /// The node's Slurm name (its name in the system).
+    pub node: String,
+}
+
+impl SrunTarget {
+    /// `srun` and its options up to the command: one task on this one node, sharing the
+    /// resources of the job's other steps (`--overlap`: the main rank's own step holds them),
+    /// in `cwd`, with the whole environment of the `srun` process.
+    pub fn srun_prefix(&self, cwd: &Utf8Path) -> Vec<String> {
+        vec![
+            "srun".into(),
+            "--nodes=1".into(),
+            "--ntasks=1".into(),
+            format!("--nodelist={}", self.node),
+            "--overlap".into(),
+            "--kill-on-bad-exit=1".into(),
+            "--export=ALL".into(),
+            format!("--chdir={cwd}"),
+        ]
+    }
+}
+
 /// How a process reaches its node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -126,6 +156,8 @@ pub enum Launch {
     /// Started over ssh under the rank supervisor; its standard input must stay open for as
     /// long as it should live (closing it stops the remote rank).
     Ssh(SshTarget),
+    /// Started with `srun` on a node of the Slurm allocation this process runs in.
+    Srun(SrunTarget),
 }
 
 impl Launch {
@@ -133,7 +165,8 @@ impl Launch {
     /// executor applies `cwd` and `env`). ssh: `ssh ... user@host sh -c SUPERVISOR
     /// milabench-rank env -C CWD K=V ... ARGV`, every remote word quoted, since ssh joins them
     /// into one command line for the remote shell; ssh forwards no environment, so all of
-    /// `env` travels on that line.
+    /// `env` travels on that line. srun: `srun ... --nodelist=NODE --chdir=CWD ARGV`, `env`
+    /// set on `srun` itself by the executor and exported to the rank.
     pub fn wrap(
         &self,
         cwd: &Utf8Path,
@@ -151,14 +184,19 @@ impl Launch {
                 );
                 out
             }
+            Launch::Srun(target) => {
+                let mut out = target.srun_prefix(cwd);
+                out.extend(argv);
+                out
+            }
         }
     }
 
     /// The node's ssh target, for an ssh launch.
     pub fn ssh_target(&self) -> Option<&SshTarget> {
         match self {
-            Launch::Local => None,
             Launch::Ssh(target) => Some(target),
+            Launch::Local | Launch::Srun(_) => None,
         }
     }
 }
@@ -223,6 +261,28 @@ mod tests {
             argv[at + 4..],
             ["milabench-rank", "env", "-C", "/code", "'A=x y'", "run"]
         );
+    }
+
+    #[test]
+    fn srun_starts_one_task_on_the_node_in_the_folder() {
+        let launch = Launch::Srun(SrunTarget {
+            node: "cn07".into(),
+        });
+        let argv = launch.wrap(
+            "/code".into(),
+            &IndexMap::new(),
+            vec!["run".into(), "a b".into()],
+        );
+        assert_eq!(argv[0], "srun");
+        assert!(argv.contains(&"--nodelist=cn07".to_string()), "{argv:?}");
+        assert!(argv.contains(&"--overlap".to_string()), "{argv:?}");
+        assert!(argv.contains(&"--chdir=/code".to_string()), "{argv:?}");
+        assert_eq!(
+            argv[argv.len() - 2..],
+            ["run", "a b"],
+            "srun takes the words as they are"
+        );
+        assert_eq!(launch.ssh_target(), None);
     }
 
     /// Lists the pids whose environment holds `entry`.

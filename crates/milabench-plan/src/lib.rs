@@ -9,7 +9,9 @@ mod script;
 mod spec;
 
 pub use error::PlanError;
-pub use launch::{Launch, RANK_TOKEN_VAR, REMOTE_GRACE_SECONDS, SshTarget, remote_rank_command};
+pub use launch::{
+    Launch, RANK_TOKEN_VAR, REMOTE_GRACE_SECONDS, SrunTarget, SshTarget, remote_rank_command,
+};
 pub use planner::{PlanContext, RENDEZVOUS_PORT, plan_bench, plan_prepare, visibility_variable};
 pub use script::{render_script, shell_quote};
 pub use spec::{BenchPlan, PlannedFile, ProcessSpec};

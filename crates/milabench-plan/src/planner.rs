@@ -25,7 +25,7 @@ use milabench_config::settings::options::{CpuOptions, SizerOptions};
 use milabench_config::{Bench, Node, NodeSpec, PlanMethod};
 
 use crate::error::PlanError;
-use crate::launch::{Launch, SshTarget};
+use crate::launch::{Launch, SrunTarget, SshTarget};
 use crate::spec::{BenchPlan, PlannedFile, ProcessSpec};
 
 /// Port of the torchrun/accelerate rendezvous on the main node.
@@ -56,6 +56,9 @@ pub struct PlanContext {
     pub nodes: Vec<NodeSpec>,
     /// ssh key of the system file, if any.
     pub ssh_key: Option<String>,
+    /// Remote ranks start with `srun` inside the Slurm allocation (the system's `launch:
+    /// srun`) instead of ssh.
+    pub srun: bool,
 }
 
 /// The variable that restricts a process to some GPUs, for an arch.
@@ -393,6 +396,9 @@ fn process(
     )?;
     let cwd = dirs.code.clone();
     let launch = match rank {
+        Some((_, node, _)) if !node.local && ctx.srun => Launch::Srun(SrunTarget {
+            node: node.name.clone(),
+        }),
         Some((_, node, _)) if !node.local => Launch::Ssh(SshTarget {
             node: node.name.clone(),
             user: node.user.clone(),
@@ -411,6 +417,8 @@ fn process(
             remote_env.insert("DATA_FD".into(), "1".into());
             launch.wrap(&cwd, &remote_env, argv)
         }
+        // srun exports the environment the executor gives it (DATA_FD=1 included).
+        Launch::Srun(_) => launch.wrap(&cwd, &env, argv),
     };
     Ok((
         ProcessSpec {
@@ -577,6 +585,7 @@ ddp-nodes:
             base: "/base".into(),
             nodes: system.nodes(),
             ssh_key: None,
+            srun: false,
         }
     }
 
@@ -677,6 +686,33 @@ ddp-nodes:
             "the remote rank learns its data channel on the command line"
         );
         assert!(!remote.env.contains_key("DATA_FD"));
+    }
+
+    /// Inside a Slurm allocation (`srun` in the context), the remote rank starts with `srun`
+    /// on its node, its environment (the data channel on stdout included) on `srun` itself.
+    #[test]
+    fn remote_ranks_start_with_srun_in_an_allocation() {
+        let (_dir, system, suite) = resolved("cuda", Some(SYSTEM));
+        let ctx = PlanContext {
+            srun: true,
+            ..context(&suite, &system, "cuda", &["0", "1"], 16)
+        };
+        let bench = suite
+            .benches
+            .iter()
+            .find(|b| b.name == "ddp-nodes")
+            .expect("ddp-nodes");
+        let plan = plan_bench(bench, &BenchFile::default(), &ctx).expect("plans");
+        let remote = &plan.processes[1];
+        assert_eq!(
+            remote.launch,
+            Launch::Srun(SrunTarget { node: "n1".into() })
+        );
+        assert_eq!(remote.argv[0], "srun");
+        assert!(remote.argv.contains(&"--nodelist=n1".to_string()));
+        assert!(remote.use_stdout && remote.nolog);
+        assert!(remote.env.contains_key("MILABENCH_CONFIG"));
+        assert_eq!(plan.processes[0].launch, Launch::Local);
     }
 
     #[test]

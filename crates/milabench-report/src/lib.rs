@@ -23,6 +23,7 @@
 mod compare;
 mod error;
 mod facts;
+mod html;
 mod ingest;
 mod interval;
 mod json;
@@ -32,9 +33,11 @@ mod report;
 mod skim;
 mod stats;
 mod summary;
+mod timeline;
 
 pub use compare::{CompareRow, Comparison, Verdict, compare_runs, render_comparison};
 pub use error::ReportError;
+pub use html::{REPORT_PAGE, VALIDATION_FILE, render_comparison_html, render_html};
 pub use ingest::{FileOutcome, RunFile, RunSet, load_runs, read_run_file};
 pub use interval::{Interval, WarmUp};
 pub use milabench_stats::{Estimate, Judgement, judge};
@@ -47,6 +50,7 @@ pub use stats::{GroupId, Stats, StatsQuery};
 pub use summary::{
     BenchSummary, GpuLoad, RateSeries, Summary, summarize, summarize_runs, summary_json,
 };
+pub use timeline::{GpuSeries, STDERR_TAIL, Timeline, read_timeline};
 
 /// Loads the runs under `sources` and builds their report in one call. `suite` gives the
 /// expected benchmarks and weights; `None` takes them from the data.

@@ -90,7 +90,7 @@ fn interval_columns() -> Vec<(&'static str, Option<Cell>)> {
 }
 
 /// The warm-up notes: one sentence per benchmark whose fixed `skip` cut too little.
-fn warm_up_notes(report: &Report) -> Vec<String> {
+pub(crate) fn warm_up_notes(report: &Report) -> Vec<String> {
     report
         .rows
         .iter()

@@ -13,7 +13,7 @@ use milabench_config::settings::EnvVars;
 use milabench_plan::SshTarget;
 
 use crate::error::Error;
-use crate::planning::{PlanOptions, PlannedBench, plan_suite};
+use crate::planning::{PlanOptions, PlannedBench, plan_context, plan_suite};
 use crate::resolve::Resolved;
 
 /// Disk an install group needs, by default (a CUDA torch environment is about 8 GiB).
@@ -81,6 +81,7 @@ pub fn preflight(
             Check::ok(format!("environment {group}"), venv.display().to_string())
         });
     }
+    checks.extend(prepared_check(resolved, env)?);
     if options.package_index && !missing.is_empty() {
         checks.push(index_check());
     }
@@ -200,6 +201,61 @@ fn accelerator_checks(resolved: &Resolved, env: &EnvVars) -> Result<Vec<Check>, 
         }
     }
     Ok(checks)
+}
+
+/// Whether the data of the benchmarks that have a prepare step is there, from the records
+/// their last successful prepare left (see [`crate::prepared`]): one line for the suite.
+fn prepared_check(resolved: &Resolved, env: &EnvVars) -> Result<Option<Check>, Error> {
+    let ctx = plan_context(
+        resolved,
+        env,
+        &PlanOptions {
+            repeat: None,
+            path: std::env::var("PATH").unwrap_or_default(),
+        },
+    )?;
+    let (mut prepared, mut missing, mut changed) = (0, Vec::new(), Vec::new());
+    for bench in resolved.suite.runnable() {
+        let folder = PathBuf::from(bench.definition().unwrap_or_default());
+        let Ok(benchfile) = milabench_config::benchfile::BenchFile::load(&folder) else {
+            continue;
+        };
+        let has_script = folder.join("prepare.py").is_file();
+        let Some(plan) = milabench_plan::plan_prepare(bench, &benchfile, &ctx, has_script)? else {
+            continue;
+        };
+        let argv = plan.processes.first().map(|p| p.argv.as_slice());
+        match crate::prepared::recorded(bench) {
+            Some(record) if Some(record.argv.as_slice()) == argv => prepared += 1,
+            Some(_) => changed.push(bench.name.as_str()),
+            None => missing.push(bench.name.as_str()),
+        }
+    }
+    if prepared + missing.len() + changed.len() == 0 {
+        return Ok(None);
+    }
+    if missing.is_empty() && changed.is_empty() {
+        return Ok(Some(Check::ok(
+            "prepared data",
+            format!("{prepared} benchmark(s) prepared"),
+        )));
+    }
+    let mut detail = Vec::new();
+    if !missing.is_empty() {
+        detail.push(format!("not prepared: {}", missing.join(", ")));
+    }
+    if !changed.is_empty() {
+        detail.push(format!(
+            "prepared with other arguments: {}",
+            changed.join(", ")
+        ));
+    }
+    Ok(Some(Check::problem(
+        Status::Warn,
+        "prepared data",
+        detail.join("; "),
+        "`milabench run` prepares them (or run `milabench prepare` now; `run --no-setup` would not)",
+    )))
 }
 
 /// The package index `uv`/`pip` would use, reachable on port 443 (or the URL's port).

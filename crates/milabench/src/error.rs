@@ -111,6 +111,11 @@ pub enum Error {
     /// The orchestrator failed to run a benchmark (not the benchmark failing).
     #[error(transparent)]
     Exec(#[from] milabench_exec::ExecError),
+    /// The `SLURM_*` variables of the job this process runs in cannot be read.
+    #[error(
+        "cannot read the Slurm allocation: {0}\n  fix: run milabench in the job's own environment, or pass --system FILE to describe the nodes yourself"
+    )]
+    SlurmAllocation(#[from] milabench_cluster::slurm::AllocationError),
     /// The machine has GPUs of more than one vendor and no arch was chosen.
     #[error(
         "GPUs of several vendors were found ({found})\n  fix: choose one with --arch or MILABENCH_GPU_ARCH"
@@ -138,6 +143,7 @@ impl Error {
                 | Error::RunInUse { .. }
                 | Error::NoRunToResume(_)
                 | Error::NotRunnable { .. }
+                | Error::SlurmAllocation(_)
         )
     }
 }

@@ -29,6 +29,7 @@ pub mod arch;
 pub mod check;
 pub mod error;
 pub mod planning;
+mod prepared;
 pub mod resolve;
 pub mod run;
 pub mod scaffold;

@@ -92,6 +92,10 @@ pub fn plan_context(
             .get("sshkey")
             .and_then(serde_json::Value::as_str)
             .map(str::to_string),
+        srun: system_json
+            .get("launch")
+            .and_then(serde_json::Value::as_str)
+            == Some("srun"),
     })
 }
 

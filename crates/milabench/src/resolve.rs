@@ -1,9 +1,10 @@
 //! Settings -> system -> suite: everything `milabench resolve` (and every later command) needs
 //! before touching an environment.
 
+use milabench_cluster::slurm::Allocation;
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_config::suite::{Suite, SuiteRequest, resolve_suite};
-use milabench_config::system::{SystemConfig, SystemInputs, load_system};
+use milabench_config::system::{SystemConfig, SystemInputs, load_system, load_system_str};
 
 use crate::arch;
 use crate::error::Error;
@@ -45,6 +46,17 @@ pub fn arch_of(settings: &Settings) -> Result<String, Error> {
         Some(arch) => Ok(arch.as_str().to_string()),
         None => arch::detect(std::path::Path::new("/")),
     }
+}
+
+/// How the system made from a Slurm allocation is named in messages.
+pub const SLURM_SYSTEM_ORIGIN: &str = "the system of the Slurm allocation";
+
+/// The Slurm allocation this process runs in (from the `SLURM_*` variables of `env`), or
+/// `None` outside a job. Without `--system`, a run inside a job uses the system it makes
+/// ([`Allocation::system_yaml`]): every allocated node, remote ranks started with `srun`.
+pub fn slurm_allocation(env: &EnvVars) -> Result<Option<Allocation>, Error> {
+    let get = |name: &str| env.get(name).map(str::to_string);
+    Ok(Allocation::from_env(&get)?)
 }
 
 /// Which benchmarks of the suite, and how to change them.
@@ -106,7 +118,14 @@ pub fn resolve(
         dirs,
         detected_gpus: None,
     };
-    let system = load_system(settings.system.as_deref().map(|p| p.as_std_path()), &inputs)?;
+    let system = match (&settings.system, slurm_allocation(env)?) {
+        (None, Some(allocation)) => load_system_str(
+            &allocation.system_yaml(&inputs.user),
+            SLURM_SYSTEM_ORIGIN,
+            &inputs,
+        )?,
+        (file, _) => load_system(file.as_deref().map(|p| p.as_std_path()), &inputs)?,
+    };
     let lookup = |name: &str| env.get(name).map(str::to_string);
     let suite = resolve_suite(&SuiteRequest {
         config: config.as_std_path(),

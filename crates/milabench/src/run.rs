@@ -350,6 +350,11 @@ pub fn prepare_suite(
         observer.on_run_event(RunEvent::BenchStart { plan: &plan });
         let outcome = run_plan(&plan, &prepare_dir, &exec_options, observer)?;
         observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });
+        if outcome.exited_cleanly()
+            && let Some(process) = plan.processes.first()
+        {
+            crate::prepared::record(bench, &process.argv)?;
+        }
         summary.interrupted |= outcome.interrupted;
         summary.outcomes.push(outcome);
     }

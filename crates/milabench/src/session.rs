@@ -35,7 +35,7 @@ use crate::resolve::{Resolved, Selection, resolve};
 use crate::run::{RunEvent, RunFolder, RunObserver, RunOptions, RunSummary};
 
 /// The file of a run folder that holds the validation report of the run (text).
-pub const VALIDATION_FILE: &str = "validation.txt";
+pub const VALIDATION_FILE: &str = milabench_report::VALIDATION_FILE;
 
 /// What a session works on besides the settings: the selection and the fidelity preset.
 #[derive(Debug, Clone, Default)]

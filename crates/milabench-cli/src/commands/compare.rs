@@ -1,7 +1,7 @@
 //! `milabench compare`: perf changes between runs, judged against the noise.
 
 use milabench::ExitCode;
-use milabench::report::{Verdict, compare_runs, render_comparison};
+use milabench::report::{Verdict, compare_runs, render_comparison, render_comparison_html};
 
 use crate::args::{CompareArgs, CompareFormat, GlobalArgs};
 use crate::output::{warn, write_output};
@@ -13,8 +13,9 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
     let text = match args.format {
         CompareFormat::Text => render_comparison(&comparison),
         CompareFormat::Json => serde_json::to_string_pretty(&comparison)? + "\n",
+        CompareFormat::Html => render_comparison_html(&comparison),
     };
-    write_output(None, &text)?;
+    write_output(args.output.as_deref(), &text)?;
     // `--threshold` gates on every worse benchmark (its verdict already needs the threshold).
     let Some(limit) = args.fail_above.or(args.threshold.map(|_| 0.0)) else {
         return Ok(ExitCode::Success);

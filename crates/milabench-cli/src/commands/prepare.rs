@@ -1,6 +1,7 @@
 //! `milabench prepare`: run each selected benchmark's prepare step.
 
 use milabench::config::settings::EnvVars;
+use milabench::exec::ProcessOutcome;
 use milabench::run::RunSummary;
 use milabench::{ExitCode, Session};
 
@@ -41,11 +42,7 @@ fn judge(summary: &RunSummary) -> ExitCode {
     let failed: Vec<&str> = summary
         .outcomes
         .iter()
-        .filter(|o| {
-            o.processes
-                .iter()
-                .any(|p| !p.return_code.is_zero() || !p.errors.is_empty())
-        })
+        .filter(|o| !o.processes.iter().all(ProcessOutcome::exited_cleanly))
         .map(|o| o.bench.as_str())
         .collect();
     note(&format!("prepare logs: {}", summary.run_dir.display()));

@@ -2,7 +2,7 @@
 
 use milabench::ExitCode;
 use milabench::config::settings::EnvVars;
-use milabench::report::{Format, ReportOptions, SuiteEntry, render, report_runs};
+use milabench::report::{Format, ReportOptions, SuiteEntry, render, render_html, report_runs};
 
 use crate::args::{GlobalArgs, ReportArgs, ReportFormat};
 use crate::output::{warn, write_output};
@@ -20,10 +20,11 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let format = match args.format {
-        ReportFormat::Text => Format::Text,
-        ReportFormat::Md => Format::Markdown,
-        ReportFormat::Csv => Format::Csv,
-        ReportFormat::Json => Format::Json,
+        ReportFormat::Text => Some(Format::Text),
+        ReportFormat::Md => Some(Format::Markdown),
+        ReportFormat::Csv => Some(Format::Csv),
+        ReportFormat::Json => Some(Format::Json),
+        ReportFormat::Html => None,
     };
     let options = ReportOptions {
         price: args.price,
@@ -34,7 +35,11 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     for warning in set.warnings().into_iter().chain(report.score_problem()) {
         warn(&warning);
     }
-    write_output(args.output.as_deref(), &render(&report, format))?;
+    let text = match format {
+        Some(format) => render(&report, format),
+        None => render_html(&report, &set)?,
+    };
+    write_output(args.output.as_deref(), &text)?;
     Ok(if report.passes() {
         ExitCode::Success
     } else {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use milabench::config::settings::{EnvVars, SettingsFlags};
 use milabench::exec::Interrupt;
-use milabench::report::{Format, ReportOptions, render};
+use milabench::report::{Format, REPORT_PAGE, ReportOptions, render, render_html};
 use milabench::run::RunOptions;
 use milabench::validate::LayerName;
 use milabench::{ExitCode, InstallOptions, PlannedBench, RepeatOrder, Session};
@@ -89,6 +89,18 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         warn(problem);
     }
     note(&format!("run folder: {run_dir}"));
+    // The page is a view of what is on disk: a failure to write it is said, not fatal.
+    let page = summary.run_dir.join(REPORT_PAGE);
+    match render_html(&report, &set)
+        .map_err(anyhow::Error::from)
+        .and_then(|html| std::fs::write(&page, html).map_err(anyhow::Error::from))
+    {
+        Ok(()) => note(&format!("HTML report: {}", page.display())),
+        Err(e) => warn(&format!(
+            "the HTML report was not written to {}: {e:#}; make it later with `milabench report --runs {run_dir} --format html -o report.html`",
+            page.display()
+        )),
+    }
     if let Some(database) = &result.recorded_in {
         note(&format!(
             "recorded in {database} (`milabench db list`, `milabench history`)"

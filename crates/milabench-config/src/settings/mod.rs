@@ -100,19 +100,21 @@ impl From<figment::Error> for SettingsError {
     }
 }
 
-/// A snapshot of the `MILABENCH_*` environment variables, injectable for tests.
+/// A snapshot of the `MILABENCH_*` environment variables (and of the `SLURM*` ones a Slurm job
+/// sets, which describe its allocation), injectable for tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EnvVars {
     vars: BTreeMap<String, String>,
 }
 
 impl EnvVars {
-    /// The `MILABENCH_*` variables of this process (non-UTF-8 values are skipped).
+    /// The `MILABENCH_*` and `SLURM*` variables of this process (non-UTF-8 values are
+    /// skipped).
     pub fn from_process() -> Self {
         Self::from_pairs(
             std::env::vars_os()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-                .filter(|(k, _)| k.starts_with(env_vars::PREFIX)),
+                .filter(|(k, _)| k.starts_with(env_vars::PREFIX) || k.starts_with("SLURM")),
         )
     }
 
@@ -257,7 +259,8 @@ pub struct DirOverrides {
 /// Resolved settings of one invocation.
 ///
 /// A settings file uses these field names as top-level keys (unknown keys are errors):
-/// `base`, `config`, `system`, `arch`, `python`, `installer`, `run_name`, `noterm`, `db`, `dirs`.
+/// `base`, `config`, `system`, `arch`, `python`, `installer`, `run_name`, `noterm`, `db`, `dirs`,
+/// `slurm`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
@@ -287,6 +290,69 @@ pub struct Settings {
     pub db: Option<String>,
     /// Directory overrides.
     pub dirs: DirOverrides,
+    /// `milabench slurm submit`'s profiles of sbatch options.
+    #[serde(skip_serializing_if = "SlurmSettings::is_empty")]
+    pub slurm: SlurmSettings,
+}
+
+/// The `slurm` key of the settings file: sbatch options per cluster, by profile name.
+///
+/// ```yaml
+/// slurm:
+///   default: mila
+///   profiles:
+///     mila: {partition: long, time: "2:00:00", gres: "gpu:4", options: [--exclusive]}
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SlurmSettings {
+    /// The profile used when `--profile` names none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    /// The profiles, by name.
+    pub profiles: std::collections::BTreeMap<String, SlurmProfile>,
+}
+
+impl SlurmSettings {
+    /// Whether nothing is set (then the key is left out when settings are written).
+    pub fn is_empty(&self) -> bool {
+        self.default.is_none() && self.profiles.is_empty()
+    }
+}
+
+/// One profile of sbatch options.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SlurmProfile {
+    /// `--partition`.
+    pub partition: Option<String>,
+    /// `--account`.
+    pub account: Option<String>,
+    /// `--time` (`2:00:00`, `1-0`).
+    pub time: Option<String>,
+    /// `--gres` (`gpu:4`).
+    pub gres: Option<String>,
+    /// `--constraint`.
+    pub constraint: Option<String>,
+    /// Any other sbatch options, each one word (`--exclusive`, `--mem=0`).
+    pub options: Vec<String>,
+}
+
+impl SlurmProfile {
+    /// The profile as sbatch options, in a fixed order.
+    pub fn sbatch_options(&self) -> Vec<String> {
+        [
+            ("partition", &self.partition),
+            ("account", &self.account),
+            ("time", &self.time),
+            ("gres", &self.gres),
+            ("constraint", &self.constraint),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.as_ref().map(|v| format!("--{name}={v}")))
+        .chain(self.options.iter().cloned())
+        .collect()
+    }
 }
 
 /// Default base directory, relative to the current directory.
@@ -305,6 +371,7 @@ impl Default for Settings {
             noterm: false,
             db: None,
             dirs: DirOverrides::default(),
+            slurm: SlurmSettings::default(),
         }
     }
 }

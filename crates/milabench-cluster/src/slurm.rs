@@ -1,0 +1,668 @@
+//! Slurm, the scheduler most GPU clusters already run: what an allocation holds (its node list
+//! expanded as Slurm expands it, GPUs and CPUs per task, read from the `SLURM_*` variables of
+//! a job), the system that allocation makes, and the calls to `sbatch` and `scontrol` that
+//! submit and follow a job. Nothing here prints.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Most host names one node list may expand to (Slurm's own lists stay far below).
+pub const MAX_HOSTS: usize = 1 << 16;
+
+/// Why a node list cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NodeListError {
+    /// A `[` without its `]`, a `]` without its `[`, or brackets inside brackets.
+    #[error(
+        "node list `{list}`: unbalanced brackets; write ranges as `cn[01-04,07]`, one level of brackets"
+    )]
+    Brackets {
+        /// The whole list.
+        list: String,
+    },
+    /// Text after the last bracket of a name (`cn[1-2]-ib`), which Slurm refuses too.
+    #[error(
+        "node list `{list}`: `{name}` has text after its last bracket; Slurm accepts text between bracket groups (`rack[1-2]-n[01-02]`) but not after the last one"
+    )]
+    Suffix {
+        /// The whole list.
+        list: String,
+        /// The name.
+        name: String,
+    },
+    /// A bracket item that is not `N` or `N-M` with `N <= M`.
+    #[error(
+        "node list `{list}`: `{item}` is not a range; write a number or `FIRST-LAST` with FIRST <= LAST (digits only)"
+    )]
+    Range {
+        /// The whole list.
+        list: String,
+        /// The item.
+        item: String,
+    },
+    /// More names than [`MAX_HOSTS`].
+    #[error("node list `{list}` expands to more than {MAX_HOSTS} names; is a range mistyped?")]
+    TooMany {
+        /// The whole list.
+        list: String,
+    },
+}
+
+/// Expands a Slurm node list (`cn[01-04,07]`, `a[1-2],b3`, `rack[1-2]-n[01-02]`) into host
+/// names, in Slurm's order: names as listed; within a name, the last bracket group varies
+/// fastest and the others slower from left to right (`x[1-2]y[3-4]z[5-6]`: `x1y3z5 x1y3z6
+/// x2y3z5 ...`). A range keeps the width of its first number (`[08-11]` gives `08`...`11`,
+/// `[9-11]` gives `9`, `10`, `11`). Commas and white space separate names outside brackets.
+pub fn expand_nodelist(list: &str) -> Result<Vec<String>, NodeListError> {
+    let mut hosts = Vec::new();
+    for name in split_names(list)? {
+        expand_name(list, name, &mut hosts)?;
+    }
+    Ok(hosts)
+}
+
+/// The names of `list`: split at commas and white space outside brackets, empty ones dropped.
+fn split_names(list: &str) -> Result<Vec<&str>, NodeListError> {
+    let brackets = || NodeListError::Brackets { list: list.into() };
+    let mut names = Vec::new();
+    let mut depth = 0u8;
+    let mut start = 0;
+    for (at, c) in list.char_indices() {
+        match c {
+            '[' if depth == 0 => depth = 1,
+            ']' if depth == 1 => depth = 0,
+            '[' | ']' => return Err(brackets()),
+            ',' | ' ' | '\t' | '\n' if depth == 0 => {
+                names.push(&list[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err(brackets());
+    }
+    names.push(&list[start..]);
+    Ok(names.into_iter().filter(|n| !n.is_empty()).collect())
+}
+
+/// Appends the names one bracketed name expands to, in Slurm's order.
+fn expand_name(list: &str, name: &str, out: &mut Vec<String>) -> Result<(), NodeListError> {
+    let mut texts = Vec::new();
+    let mut groups = Vec::new();
+    let mut rest = name;
+    while let Some(open) = rest.find('[') {
+        let close = rest.find(']').expect("brackets are balanced");
+        texts.push(&rest[..open]);
+        groups.push(expand_ranges(list, &rest[open + 1..close])?);
+        rest = &rest[close + 1..];
+    }
+    if groups.is_empty() {
+        out.push(name.to_string());
+        return Ok(());
+    }
+    if !rest.is_empty() {
+        return Err(NodeListError::Suffix {
+            list: list.into(),
+            name: name.into(),
+        });
+    }
+    let total = groups
+        .iter()
+        .try_fold(1usize, |n, g| n.checked_mul(g.len()))
+        .filter(|&n| out.len() + n <= MAX_HOSTS)
+        .ok_or_else(|| NodeListError::TooMany { list: list.into() })?;
+    // Groups from the one that varies slowest to the one that varies fastest.
+    let last = groups.len() - 1;
+    let order: Vec<usize> = (0..last).rev().chain([last]).collect();
+    for index in 0..total {
+        let mut picks = vec![0; groups.len()];
+        let mut rest = index;
+        for &g in order.iter().rev() {
+            picks[g] = rest % groups[g].len();
+            rest /= groups[g].len();
+        }
+        let host: String = texts
+            .iter()
+            .zip(&groups)
+            .zip(&picks)
+            .map(|((text, numbers), &pick)| format!("{text}{}", numbers[pick]))
+            .collect();
+        out.push(host);
+    }
+    Ok(())
+}
+
+/// The numbers of one bracket group (`01-04,07`), zero-padded to each range's first number.
+fn expand_ranges(list: &str, group: &str) -> Result<Vec<String>, NodeListError> {
+    let mut numbers = Vec::new();
+    for item in group.split(',') {
+        let bad = || NodeListError::Range {
+            list: list.into(),
+            item: item.into(),
+        };
+        let (first, last) = item.split_once('-').unwrap_or((item, item));
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(first) || !digits(last) {
+            return Err(bad());
+        }
+        let (lo, hi): (u64, u64) = (
+            first.parse().map_err(|_| bad())?,
+            last.parse().map_err(|_| bad())?,
+        );
+        if lo > hi {
+            return Err(bad());
+        }
+        if hi - lo >= MAX_HOSTS as u64 || numbers.len() + (hi - lo) as usize >= MAX_HOSTS {
+            return Err(NodeListError::TooMany { list: list.into() });
+        }
+        let width = first.len();
+        numbers.extend((lo..=hi).map(|n| format!("{n:0width$}")));
+    }
+    Ok(numbers)
+}
+
+/// Why the facts of an allocation cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AllocationError {
+    /// `SLURM_JOB_NODELIST` is not a node list.
+    #[error("SLURM_JOB_NODELIST: {0}")]
+    NodeList(#[from] NodeListError),
+    /// A variable that should hold a number does not.
+    #[error("{var}=`{value}` is not a number; is this a Slurm job's environment?")]
+    Number {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+    },
+    /// `SLURM_JOB_NUM_NODES` disagrees with the expanded node list.
+    #[error(
+        "SLURM_JOB_NUM_NODES={count} but SLURM_JOB_NODELIST=`{list}` names {found} nodes; run milabench in the job's own environment (do not mix variables of two jobs)"
+    )]
+    Count {
+        /// `SLURM_JOB_NUM_NODES`.
+        count: usize,
+        /// The list.
+        list: String,
+        /// Names in the list.
+        found: usize,
+    },
+}
+
+/// What a Slurm job was given, from the variables Slurm sets in its environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allocation {
+    /// `SLURM_JOB_ID`.
+    pub job_id: Option<String>,
+    /// The nodes, expanded from `SLURM_JOB_NODELIST`, in Slurm's order.
+    pub nodes: Vec<String>,
+    /// The node this process runs on (`SLURMD_NODENAME`), if Slurm says.
+    pub this_node: Option<String>,
+    /// GPUs per node: `SLURM_GPUS_ON_NODE`, else the number of `SLURM_JOB_GPUS`.
+    pub gpus_per_node: usize,
+    /// The GPU indices of `SLURM_JOB_GPUS` (empty when not given).
+    pub gpu_ids: Vec<String>,
+    /// `SLURM_CPUS_PER_TASK`, if given.
+    pub cpus_per_task: Option<usize>,
+}
+
+impl Allocation {
+    /// The allocation described by the variables `get` returns, or `None` outside a job
+    /// (no `SLURM_JOB_NODELIST`).
+    pub fn from_env(
+        get: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<Allocation>, AllocationError> {
+        let Some(list) = get("SLURM_JOB_NODELIST").filter(|l| !l.trim().is_empty()) else {
+            return Ok(None);
+        };
+        let nodes = expand_nodelist(&list)?;
+        let number = |var: &'static str| -> Result<Option<usize>, AllocationError> {
+            match get(var).filter(|v| !v.trim().is_empty()) {
+                None => Ok(None),
+                Some(value) => value
+                    .trim()
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| AllocationError::Number { var, value }),
+            }
+        };
+        if let Some(count) = number("SLURM_JOB_NUM_NODES")?
+            && count != nodes.len()
+        {
+            return Err(AllocationError::Count {
+                count,
+                list,
+                found: nodes.len(),
+            });
+        }
+        let gpu_ids: Vec<String> = get("SLURM_JOB_GPUS")
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|id| !id.is_empty())
+            .map(str::to_string)
+            .collect();
+        let gpus_per_node = number("SLURM_GPUS_ON_NODE")?.unwrap_or(gpu_ids.len());
+        Ok(Some(Allocation {
+            job_id: get("SLURM_JOB_ID").filter(|v| !v.is_empty()),
+            nodes,
+            this_node: get("SLURMD_NODENAME").filter(|v| !v.is_empty()),
+            gpus_per_node,
+            gpu_ids,
+            cpus_per_task: number("SLURM_CPUS_PER_TASK")?,
+        }))
+    }
+
+    /// The main node: the one this process runs on when it is part of the allocation (a batch
+    /// script runs on the first node), else the first.
+    pub fn main_node(&self) -> &str {
+        self.this_node
+            .as_deref()
+            .filter(|n| self.nodes.iter().any(|m| m == n))
+            .unwrap_or(&self.nodes[0])
+    }
+
+    /// The system file this allocation makes (YAML): one node per allocated node, named and
+    /// addressed by its Slurm name, the main node first, other ranks started with `srun`
+    /// (`launch: srun`), the GPU count per node and the CPUs per task when Slurm gives them.
+    pub fn system_yaml(&self, user: &str) -> String {
+        let mut text = String::from("system:\n  launch: srun\n");
+        if let Some(job) = &self.job_id {
+            text.push_str(&format!("  slurm_job: {}\n", yaml_string(job)));
+        }
+        if self.gpus_per_node > 0 {
+            text.push_str(&format!("  gpu:\n    count: {}\n", self.gpus_per_node));
+        }
+        if let Some(cpus) = self.cpus_per_task {
+            text.push_str(&format!(
+                "  options:\n    cpu:\n      total_count: {cpus}\n"
+            ));
+        }
+        text.push_str("  nodes:\n");
+        let main = self.main_node();
+        let ordered = std::iter::once(main)
+            .chain(self.nodes.iter().map(String::as_str).filter(|n| *n != main));
+        for node in ordered {
+            text.push_str(&format!(
+                "    - name: {name}\n      ip: {name}\n      user: {user}\n      main: {main}\n",
+                name = yaml_string(node),
+                user = yaml_string(user),
+                main = node == main,
+            ));
+        }
+        text
+    }
+}
+
+/// `text` as a YAML scalar that stays a string (double-quoted, JSON escapes are YAML's too).
+fn yaml_string(text: &str) -> String {
+    serde_json::Value::String(text.to_string()).to_string()
+}
+
+/// Runs a Slurm client `program` with `args`; its stdout, or what it said on failure.
+pub fn slurm_command(program: &str, args: &[&str]) -> Result<String, SlurmCommandError> {
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    run_in(program, &args, Path::new("."))
+}
+
+/// Why a Slurm client call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SlurmCommandError {
+    /// The program could not start (not installed, not on `PATH`).
+    #[error("could not run `{program}`: {source}")]
+    Start {
+        /// The program.
+        program: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The program ran and failed.
+    #[error("`{command}` failed: {said}")]
+    Refused {
+        /// The command line.
+        command: String,
+        /// What Slurm said (its stderr, else its stdout).
+        said: String,
+    },
+}
+
+impl SlurmCommandError {
+    /// Whether the program is not installed here.
+    pub fn is_missing(&self) -> bool {
+        matches!(self, SlurmCommandError::Start { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// A batch script for `sbatch`: its options as `#SBATCH` lines (later lines win, as on
+/// `sbatch`'s command line), then the one command it runs, in a folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchScript {
+    /// Comment lines at the top (what wrote it, how to submit it again).
+    pub comments: Vec<String>,
+    /// sbatch options, each one word (`--partition=gpu`), in order.
+    pub options: Vec<String>,
+    /// The folder the command runs in.
+    pub cwd: String,
+    /// The command (program and arguments, quoted for the shell when written).
+    pub command: Vec<String>,
+}
+
+impl BatchScript {
+    /// The script's text: readable, and submittable again by hand with `sbatch FILE`.
+    pub fn render(&self) -> String {
+        let mut text = String::from("#!/bin/sh\n");
+        for line in &self.comments {
+            text.push_str(&format!("# {line}\n"));
+        }
+        for option in &self.options {
+            text.push_str(&format!("#SBATCH {option}\n"));
+        }
+        text.push_str(&format!("cd {} || exit 2\n", shell_quote(&self.cwd)));
+        // One option (with its value) per line.
+        text.push_str("exec");
+        for (i, word) in self.command.iter().enumerate() {
+            let after_value = i > 0 && !self.command[i - 1].starts_with('-');
+            if i > 0 && (word.starts_with('-') || after_value) {
+                text.push_str(" \\\n   ");
+            }
+            text.push(' ');
+            text.push_str(&shell_quote(word));
+        }
+        text.push('\n');
+        text
+    }
+}
+
+/// `word` quoted for a POSIX shell (left bare when it is safe as it is).
+fn shell_quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// Submits `script` with `sbatch --parsable` (run from `cwd`); the job id. What Slurm said
+/// when it refused comes back in [`SlurmCommandError::Refused`].
+pub fn submit(script: &Path, cwd: &Path) -> Result<String, SlurmCommandError> {
+    let out = run_in("sbatch", &["--parsable".as_ref(), script.as_os_str()], cwd)?;
+    // `--parsable` prints `ID` or `ID;CLUSTER`.
+    let id = out.trim().split(';').next().unwrap_or_default().to_string();
+    if id.is_empty() {
+        return Err(SlurmCommandError::Refused {
+            command: format!("sbatch --parsable {}", script.display()),
+            said: "no job id printed".into(),
+        });
+    }
+    Ok(id)
+}
+
+/// A job's state as `scontrol show job` tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobStatus {
+    /// `JobState` (`PENDING`, `RUNNING`, `COMPLETED`, `FAILED`, `CANCELLED`, `TIMEOUT`...).
+    pub state: String,
+    /// `Reason` (why pending, or why it ended), `None` when Slurm says `None`.
+    pub reason: Option<String>,
+    /// The batch script's exit status (the first number of `ExitCode=N:S`).
+    pub exit_code: Option<i32>,
+    /// The signal that ended it (the second number), 0 for none.
+    pub signal: i32,
+}
+
+impl JobStatus {
+    /// Whether the job has ended (any state but pending, configuring, running, completing,
+    /// suspended, requeued or resizing).
+    pub fn ended(&self) -> bool {
+        !matches!(
+            self.state.as_str(),
+            "PENDING"
+                | "CONFIGURING"
+                | "RUNNING"
+                | "COMPLETING"
+                | "SUSPENDED"
+                | "REQUEUED"
+                | "REQUEUE_HOLD"
+                | "REQUEUE_FED"
+                | "RESIZING"
+                | "STAGE_OUT"
+                | "SIGNALING"
+        )
+    }
+
+    /// Reads the one-line form of `scontrol show job -o` (`Key=Value` words).
+    pub fn parse(line: &str) -> Option<JobStatus> {
+        let field = |key: &str| {
+            line.split_whitespace()
+                .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
+        };
+        let state = field("JobState")?.to_string();
+        let (code, signal) = field("ExitCode")
+            .and_then(|e| e.split_once(':'))
+            .map_or((None, 0), |(c, s)| (c.parse().ok(), s.parse().unwrap_or(0)));
+        Some(JobStatus {
+            state,
+            reason: field("Reason").filter(|r| *r != "None").map(str::to_string),
+            exit_code: code,
+            signal,
+        })
+    }
+}
+
+/// The state of job `id` (`scontrol show job -o ID`); `None` once Slurm no longer knows it
+/// (it forgets ended jobs after `MinJobAge`).
+pub fn job_status(id: &str) -> Result<Option<JobStatus>, SlurmCommandError> {
+    match slurm_command("scontrol", &["show", "job", "-o", id]) {
+        Ok(out) => Ok(out.lines().find_map(JobStatus::parse)),
+        Err(SlurmCommandError::Refused { said, .. }) if said.contains("Invalid job id") => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn run_in(
+    program: &str,
+    args: &[&std::ffi::OsStr],
+    cwd: &Path,
+) -> Result<String, SlurmCommandError> {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| SlurmCommandError::Start {
+            program: program.into(),
+            source,
+        })?;
+    if !out.status.success() {
+        let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        let shown: Vec<String> = std::iter::once(program.to_string())
+            .chain(args.iter().map(|a| a.to_string_lossy().into_owned()))
+            .collect();
+        return Err(SlurmCommandError::Refused {
+            command: shown.join(" "),
+            said: if said.is_empty() {
+                String::from_utf8_lossy(&out.stdout).trim().to_string()
+            } else {
+                said
+            },
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hosts(list: &str) -> Vec<String> {
+        expand_nodelist(list).unwrap_or_else(|e| panic!("{list}: {e}"))
+    }
+
+    #[test]
+    fn ranges_and_lists_expand_in_order_with_their_padding() {
+        assert_eq!(
+            hosts("cn[01-04,07]"),
+            ["cn01", "cn02", "cn03", "cn04", "cn07"]
+        );
+        assert_eq!(hosts("cn[08-11]"), ["cn08", "cn09", "cn10", "cn11"]);
+        assert_eq!(hosts("cn[9-11]"), ["cn9", "cn10", "cn11"]);
+        assert_eq!(hosts("cn[009-11]"), ["cn009", "cn010", "cn011"]);
+        assert_eq!(hosts("cn[1-010]").len(), 10);
+        assert_eq!(hosts("cn0[1-2]"), ["cn01", "cn02"]);
+    }
+
+    #[test]
+    fn several_groups_and_plain_names() {
+        assert_eq!(hosts("a[1-2],b3"), ["a1", "a2", "b3"]);
+        assert_eq!(hosts("foo"), ["foo"]);
+        assert_eq!(hosts("a-b[1-2],c"), ["a-b1", "a-b2", "c"]);
+        assert_eq!(hosts(" cn1 ,, cn2\tcn3"), ["cn1", "cn2", "cn3"]);
+        assert!(hosts("").is_empty());
+    }
+
+    #[test]
+    fn several_brackets_in_one_name_vary_the_first_slowest() {
+        assert_eq!(
+            hosts("rack[1-2]-n[01-02]"),
+            ["rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02"]
+        );
+        assert_eq!(hosts("x[1-2]y[3-4]"), ["x1y3", "x1y4", "x2y3", "x2y4"]);
+        assert_eq!(
+            hosts("x[1-2]y[3-4]z[5-6]"),
+            [
+                "x1y3z5", "x1y3z6", "x2y3z5", "x2y3z6", "x1y4z5", "x1y4z6", "x2y4z5", "x2y4z6"
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_lists_say_what_is_wrong() {
+        for (list, needle) in [
+            ("cn[1-2", "unbalanced"),
+            ("cn1-2]", "unbalanced"),
+            ("cn[[1]]", "unbalanced"),
+            ("cn[5-3]", "`5-3` is not a range"),
+            ("cn[]", "`` is not a range"),
+            ("cn[a]", "`a` is not a range"),
+            ("cn[1-3]-ib", "text after its last bracket"),
+            ("cn[0-99999999]", "more than"),
+        ] {
+            let error = expand_nodelist(list).expect_err(list).to_string();
+            assert!(error.contains(needle), "{list}: {error}");
+        }
+    }
+
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn an_allocation_is_read_from_the_job_variables() {
+        let get = env(&[
+            ("SLURM_JOB_ID", "42"),
+            ("SLURM_JOB_NODELIST", "cn[01-02,07]"),
+            ("SLURM_JOB_NUM_NODES", "3"),
+            ("SLURMD_NODENAME", "cn02"),
+            ("SLURM_JOB_GPUS", "0,1"),
+            ("SLURM_CPUS_PER_TASK", "8"),
+        ]);
+        let allocation = Allocation::from_env(&get).expect("valid").expect("a job");
+        assert_eq!(allocation.nodes, ["cn01", "cn02", "cn07"]);
+        assert_eq!(allocation.main_node(), "cn02");
+        assert_eq!(allocation.gpus_per_node, 2);
+        assert_eq!(allocation.cpus_per_task, Some(8));
+        let yaml = allocation.system_yaml("me");
+        assert!(yaml.contains("launch: srun"), "{yaml}");
+        assert!(
+            yaml.contains("count: 2") && yaml.contains("total_count: 8"),
+            "{yaml}"
+        );
+        let first = yaml.find("name: \"cn02\"").expect("cn02");
+        assert!(first < yaml.find("name: \"cn01\"").expect("cn01"), "{yaml}");
+        let with_count = env(&[("SLURM_JOB_NODELIST", "a1"), ("SLURM_GPUS_ON_NODE", "4")]);
+        let allocation = Allocation::from_env(&with_count).expect("ok").expect("job");
+        assert_eq!(
+            (allocation.gpus_per_node, allocation.main_node()),
+            (4, "a1")
+        );
+    }
+
+    #[test]
+    fn a_batch_script_is_readable_and_quoted() {
+        let script = BatchScript {
+            comments: vec!["written by a test".into()],
+            options: vec!["--job-name=mb".into(), "--partition=gpu".into()],
+            cwd: "/work dir".into(),
+            command: vec![
+                "/bin/milabench".into(),
+                "run".into(),
+                "--override".into(),
+                "a: 'b'".into(),
+            ],
+        };
+        let text = script.render();
+        assert!(
+            text.starts_with("#!/bin/sh\n# written by a test\n#SBATCH --job-name=mb\n"),
+            "{text}"
+        );
+        assert!(text.contains("cd '/work dir' || exit 2\n"), "{text}");
+        assert!(
+            text.contains("exec /bin/milabench \\\n    run \\\n    --override 'a: "),
+            "{text}"
+        );
+        assert!(text.contains("'a: '\\''b'\\'''"), "{text}");
+        let out = Command::new("sh")
+            .arg("-n")
+            .arg("-c")
+            .arg(&text)
+            .output()
+            .expect("sh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    #[test]
+    fn job_states_are_read_from_scontrol() {
+        let line = "JobId=7 JobName=mb UserId=root(0) JobState=CANCELLED Reason=None Dependency=(null) ExitCode=0:15";
+        let status = JobStatus::parse(line).expect("parses");
+        assert_eq!(status.state, "CANCELLED");
+        assert!(status.ended() && status.reason.is_none());
+        assert_eq!((status.exit_code, status.signal), (Some(0), 15));
+        let running = JobStatus::parse("JobId=8 JobState=PENDING Reason=Resources ExitCode=0:0")
+            .expect("parses");
+        assert!(!running.ended());
+        assert_eq!(running.reason.as_deref(), Some("Resources"));
+        assert_eq!(JobStatus::parse("no job here"), None);
+    }
+
+    #[test]
+    fn outside_a_job_there_is_no_allocation_and_bad_variables_are_errors() {
+        assert_eq!(Allocation::from_env(&env(&[])), Ok(None));
+        let mismatch = env(&[
+            ("SLURM_JOB_NODELIST", "a[1-2]"),
+            ("SLURM_JOB_NUM_NODES", "3"),
+        ]);
+        let error = Allocation::from_env(&mismatch)
+            .expect_err("mismatch")
+            .to_string();
+        assert!(error.contains("names 2 nodes"), "{error}");
+        let not_a_number = env(&[("SLURM_JOB_NODELIST", "a1"), ("SLURM_CPUS_PER_TASK", "x")]);
+        let error = Allocation::from_env(&not_a_number)
+            .expect_err("nan")
+            .to_string();
+        assert!(error.contains("SLURM_CPUS_PER_TASK=`x`"), "{error}");
+    }
+}
