@@ -81,8 +81,8 @@ fn by_repeat<'a>(series: impl Iterator<Item = &'a RateSeries>) -> Vec<Vec<&'a [f
 impl BenchSummary {
     /// The mean of every training rate pooled, with its batch-means variance (each process
     /// weighs its share of the observations, as the pooled mean weighs them); with repeats
-    /// (`run --repeat`), widened to the spread of the repeats' means when that is wider (see
-    /// [`Estimate::pooled_repeats`]).
+    /// (`run --repeat`), the variance from the spread of the repeats' means when that is larger
+    /// (see [`Estimate::pooled_repeats`]).
     pub fn rate_estimate(&self) -> Estimate {
         Estimate::pooled_repeats(&by_repeat(self.rate_series.iter()))
     }
@@ -125,7 +125,8 @@ impl BenchSummary {
             .max()
             .unwrap_or(0);
         let steady = Estimate::pooled(steady_parts.iter().copied());
-        let all = self.rate_estimate();
+        // Summed in the same order as `steady`, so that no warm-up gives a gain of exactly 0.
+        let all = Estimate::pooled(self.rate_series.iter().map(|s| s.rates.as_slice()));
         WarmUp {
             observations,
             gain_pct: (steady.mean / all.mean - 1.0) * 100.0,
