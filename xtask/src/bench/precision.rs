@@ -116,10 +116,16 @@ pub fn run(target_pct: f64, fidelity: Option<&str>, select: &[String]) -> anyhow
     );
     for threshold in [0.0, target_pct] {
         let (false_verdicts, judged) = false_verdicts(&bin, &runs, threshold)?;
+        let which = if false_verdicts.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", false_verdicts.join(", "))
+        };
         println!(
-            "{:<40} {false_verdicts} of {judged} benchmarks judged better or worse ({:.0}%) at --threshold {threshold}%  target: 0 (two runs of one machine)",
+            "{:<40} {} of {judged} benchmarks judged better or worse ({:.0}%) at --threshold {threshold}%{which}  target: 0 (two runs of one machine)",
             "precision: A/A false verdicts",
-            100.0 * false_verdicts as f64 / judged.max(1) as f64,
+            false_verdicts.len(),
+            100.0 * false_verdicts.len() as f64 / judged.max(1) as f64,
         );
     }
     Ok(())
@@ -195,9 +201,9 @@ fn reached_precision(bin: &Path, dir: &Path) -> anyhow::Result<BTreeMap<String, 
         .collect())
 }
 
-/// `compare fixed-a fixed-b --threshold PCT`: how many benchmarks were judged better or worse,
-/// of how many judged at all.
-fn false_verdicts(bin: &Path, runs: &Path, threshold: f64) -> anyhow::Result<(usize, usize)> {
+/// `compare fixed-a fixed-b --threshold PCT`: the benchmarks judged better or worse (with
+/// their verdict), and how many were judged at all.
+fn false_verdicts(bin: &Path, runs: &Path, threshold: f64) -> anyhow::Result<(Vec<String>, usize)> {
     // Exit 1 when a benchmark is "worse": read the verdicts whatever the status.
     let output = Command::new(bin)
         .args(["compare", "--format", "json", "--threshold"])
@@ -212,13 +218,17 @@ fn false_verdicts(bin: &Path, runs: &Path, threshold: f64) -> anyhow::Result<(us
             String::from_utf8_lossy(&output.stderr)
         )
     })?;
-    let verdicts: Vec<&str> = comparison["rows"]
+    let verdicts: Vec<(&str, &str)> = comparison["rows"]
         .as_array()
         .context("the comparison has no rows")?
         .iter()
-        .filter_map(|row| row["verdict"].as_str())
-        .filter(|v| matches!(*v, "better" | "worse" | "cannot_tell"))
+        .filter_map(|row| Some((row["bench"].as_str()?, row["verdict"].as_str()?)))
+        .filter(|(_, v)| matches!(*v, "better" | "worse" | "cannot_tell"))
         .collect();
-    let false_verdicts = verdicts.iter().filter(|v| **v != "cannot_tell").count();
+    let false_verdicts = verdicts
+        .iter()
+        .filter(|(_, v)| *v != "cannot_tell")
+        .map(|(bench, verdict)| format!("{bench} {verdict}"))
+        .collect();
     Ok((false_verdicts, verdicts.len()))
 }
