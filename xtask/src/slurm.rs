@@ -375,11 +375,28 @@ impl TestSlurm {
                 _own: None,
             };
         }
+        TestSlurm::own()
+    }
+
+    /// A cluster of the test's own even when `cargo xtask ci` shares one: for a test that
+    /// takes its node down, which would end the shared cluster's other jobs. Panics (failing
+    /// the test) when none can start.
+    pub fn own() -> TestSlurm {
         let own = Slurm::up().unwrap_or_else(|e| panic!("the Slurm harness starts: {e:#}"));
         TestSlurm {
             conf: own.conf(),
             _own: Some(own),
         }
+    }
+
+    /// The node's name (the one node of a harness cluster: this host's short name).
+    pub fn node(&self) -> String {
+        let out = self
+            .command("sinfo")
+            .args(["-h", "-N", "-o", "%N"])
+            .output()
+            .unwrap_or_else(|e| panic!("sinfo runs: {e}"));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
     /// The cluster's `slurm.conf`.
