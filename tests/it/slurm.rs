@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use milabench_cluster::slurm::expand_nodelist;
+use xtask::cluster::PYTHON_SEND;
 use xtask::slurm::TestSlurm;
 
 use std::time::Duration;
@@ -547,6 +548,66 @@ fn a_failed_node_is_said_and_the_run_resumed() {
         out.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "idle")
     });
     resumes_after_a_fault(&project, &slurm, &job);
+}
+
+/// Rank 0 reports rates and rank 1 one rate, both through stdout as multi-node ranks do
+/// ([`PYTHON_SEND`]); each notes the network namespace it runs in (`local.netns`,
+/// `remote.netns` beside the script).
+const PAIR: &str = r#"
+import json, os, sys, time
+remote = "nolog" in json.loads(os.environ["MILABENCH_CONFIG"])["tag"]
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "remote.netns" if remote else "local.netns"), "w") as f:
+    f.write(os.readlink("/proc/self/ns/net"))
+for i in range(1 if remote else 6):
+    send({"task": "train", "rate": 10.0 + i, "units": "items/s"})
+"#;
+
+/// A benchmark of two ranks in a two-node allocation (the harness's second node lives in a
+/// network namespace of its own): `run` inside the job reads the allocation and starts the
+/// rank on the other node through `srun`, which runs it behind the link; the run reports.
+#[test]
+#[ignore = "needs root and a Slurm: cargo xtask ci runs it"]
+fn a_remote_rank_starts_through_srun_on_the_other_node() {
+    let slurm = TestSlurm::own_two_nodes();
+    let project = Project::new();
+    project.bench("pair", &format!("{PYTHON_SEND}{PAIR}"));
+    fs_err::write(
+        project.path().join("suite.yaml"),
+        format!("{SUITE}pair:\n  inherits: _base\n  definition: benchmarks/pair\n  num_machines: 2\n  plan: {{method: njobs, n: 1}}\n"),
+    )
+    .expect("suite");
+    let out = run(&mut project.submit(
+        &slurm,
+        &["--select", "pair", "--wait", "--", "--nodes=2", "--time=5"],
+    ));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(report_rows(&out.stdout), ["pair"], "{}", out.stdout);
+    let netns = |rank: &str| {
+        fs_err::read_to_string(project.path().join(format!("benchmarks/pair/{rank}.netns")))
+            .unwrap_or_else(|e| panic!("rank {rank} ran: {e}"))
+    };
+    let here = std::fs::read_link("/proc/self/ns/net").expect("this netns");
+    let (local, remote) = (netns("local"), netns("remote"));
+    assert_ne!(local, remote, "the two ranks ran on two nodes");
+    assert!(
+        [&local, &remote].contains(&&here.display().to_string()),
+        "one rank ran on this host's node: {local} {remote} {}",
+        here.display()
+    );
+    let remote_data = fs_err::read_dir(project.run_dir())
+        .expect("run folder")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".nolog.data"))
+        .expect("the remote rank's events");
+    let remote_data = fs_err::read_to_string(remote_data).expect("events");
+    assert!(
+        remote_data.contains("\"rate\":10.0") && remote_data.contains("\"return_code\":0"),
+        "{remote_data}"
+    );
+    let script = fs_err::read_to_string(project.run_dir().join("slurm-job.sh")).expect("script");
+    assert!(script.contains("#SBATCH --nodes=2"), "{script}");
 }
 
 /// sbatch refusing the request: the message quotes Slurm and says what to change.
