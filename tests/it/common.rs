@@ -59,8 +59,14 @@ pub fn redact(text: &str) -> String {
 }
 
 /// Waits up to 20 s for `condition`, panicking with `what` when it never holds.
-pub fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+pub fn wait_for(what: &str, condition: impl FnMut() -> bool) {
+    wait_for_within(what, Duration::from_secs(20), condition);
+}
+
+/// Waits up to `limit` for `condition` (for what a scheduler paces), panicking with `what`
+/// when it never holds.
+pub fn wait_for_within(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
     while !condition() {
         assert!(Instant::now() < deadline, "timed out waiting: {what}");
         std::thread::sleep(Duration::from_millis(50));

@@ -10,9 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use milabench_cluster::slurm::expand_nodelist;
+use xtask::cluster::PYTHON_SEND;
 use xtask::slurm::TestSlurm;
 
-use crate::common::{milabench, run, wait_for};
+use std::time::Duration;
+
+use crate::common::{milabench, run, wait_for, wait_for_within};
 
 /// Our expansion of many node lists is Slurm's own (`scontrol show hostnames`), and the lists
 /// Slurm refuses we refuse.
@@ -148,8 +151,8 @@ fn job_id(stdout: &str) -> String {
     stdout
         .lines()
         .find_map(|l| l.strip_prefix("submitted job "))
+        .and_then(|rest| rest.split_whitespace().next())
         .expect("a job id")
-        .trim()
         .to_string()
 }
 
@@ -224,6 +227,389 @@ fn a_cancelled_job_is_resumed_in_a_new_job() {
     assert_eq!(report.code, 0, "{}\n{}", report.stdout, report.stderr);
 }
 
+/// The flags of a `run` writing into the shared run folder `golden` of `project`.
+fn shared_run(project: &Project, bench: &str) -> Command {
+    let mut cmd = milabench(project.path());
+    cmd.env("MILABENCH_BASE", project.path().join("base"))
+        .args([
+            "run",
+            "--config",
+            "suite.yaml",
+            "--no-setup",
+            "--no-check",
+            "--run-name",
+            "golden",
+            "--resume",
+            "--share-run-folder",
+            "--select",
+            bench,
+        ]);
+    cmd
+}
+
+/// Two `run --share-run-folder` of other benchmarks write one run folder at once (what the
+/// tasks of a `--per-bench` job array do); a plain `run` of the folder, and a second run of
+/// the same benchmark, are refused while they run. Two real processes, no Slurm.
+#[test]
+fn a_shared_run_folder_takes_two_runs_of_other_benchmarks_at_once() {
+    let project = Project::new();
+    fs_err::create_dir_all(project.run_dir()).expect("run folder");
+    let mut gate = shared_run(&project, "gate")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("milabench starts");
+    let started = project.path().join("benchmarks/gate/started");
+    wait_for("the gated benchmark starts", || started.is_file());
+    let good = run(&mut shared_run(&project, "good"));
+    assert_eq!(good.code, 0, "{}\n{}", good.stdout, good.stderr);
+    assert!(
+        gate.try_wait().expect("gate's state").is_none(),
+        "both ran at once"
+    );
+    let again = run(&mut shared_run(&project, "gate"));
+    assert_eq!(again.code, 2, "{}\n{}", again.stdout, again.stderr);
+    assert!(
+        again.stderr.contains("benchmark `gate` of") && again.stderr.contains("fix: give each"),
+        "{}",
+        again.stderr
+    );
+    let plain = run(milabench(project.path())
+        .env("MILABENCH_BASE", project.path().join("base"))
+        .args([
+            "run",
+            "--config",
+            "suite.yaml",
+            "--no-setup",
+            "--no-check",
+            "--run-name",
+            "golden",
+            "--resume",
+        ]));
+    assert_eq!(plain.code, 2, "{}", plain.stderr);
+    assert!(plain.stderr.contains("is in use by"), "{}", plain.stderr);
+    fs_err::write(project.path().join("benchmarks/gate/open"), "").expect("open");
+    let gate = gate.wait_with_output().expect("gate ends");
+    assert!(
+        gate.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gate.stderr)
+    );
+    assert!(
+        !project.run_dir().join("report.html").exists(),
+        "the page is left to who reports the whole folder"
+    );
+    let report = run(milabench(project.path())
+        .args(["report", "--config", "suite.yaml", "--runs"])
+        .arg(project.run_dir()));
+    assert_eq!(report.code, 0, "{}\n{}", report.stdout, report.stderr);
+    assert!(
+        report.stdout.contains("good") && report.stdout.contains("gate"),
+        "{}",
+        report.stdout
+    );
+}
+
+/// The benchmark names of the first table (`Breakdown`) of a text report, sorted.
+fn report_rows(report: &str) -> Vec<String> {
+    let mut rows: Vec<String> = report
+        .lines()
+        .skip_while(|l| !l.starts_with("index |"))
+        .skip(1)
+        .take_while(|l| l.contains('|'))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(String::from)
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// `submit --per-bench --wait`: a job array of one task per benchmark writes one folder, then
+/// one report of both is printed and written there; the exit status is the tasks'.
+#[test]
+#[ignore = "needs root and a Slurm: cargo xtask ci runs it"]
+fn per_bench_submit_wait_ends_in_one_report_of_both() {
+    let slurm = TestSlurm::get();
+    let project = Project::new();
+    fs_err::write(project.path().join("benchmarks/gate/open"), "").expect("open");
+    let out = run(&mut project.submit(
+        &slurm,
+        &[
+            "--per-bench",
+            "--max-parallel",
+            "2",
+            "--wait",
+            "--",
+            "--time=5",
+        ],
+    ));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let job = job_id(&out.stdout);
+    assert!(
+        out.stdout.contains("a job array: 2 tasks"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(report_rows(&out.stdout), ["gate", "good"], "{}", out.stdout);
+    let script = fs_err::read_to_string(project.run_dir().join("slurm-job.sh")).expect("script");
+    for needle in [
+        "#SBATCH --array=0-1%2",
+        "--share-run-folder",
+        "0) set -- --select good",
+    ] {
+        assert!(script.contains(needle), "{needle}: {script}");
+    }
+    for task in 0..2 {
+        assert!(
+            project
+                .run_dir()
+                .join(format!("slurm-{job}_{task}.out"))
+                .is_file()
+        );
+    }
+    let text = fs_err::read_to_string(project.run_dir().join("report.txt")).expect("report.txt");
+    assert_eq!(report_rows(&text), ["gate", "good"], "{text}");
+    assert!(project.run_dir().join("report.html").is_file());
+}
+
+/// `submit --per-bench` without `--wait`: a last job, after every task, writes the report of
+/// both benchmarks into the folder.
+#[test]
+#[ignore = "needs root and a Slurm: cargo xtask ci runs it"]
+fn per_bench_submit_reports_in_a_last_job() {
+    let slurm = TestSlurm::get();
+    let project = Project::new();
+    fs_err::write(project.path().join("benchmarks/gate/open"), "").expect("open");
+    let out = run(&mut project.submit(&slurm, &["--per-bench", "--", "--time=5"]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("submitted report job "),
+        "{}",
+        out.stdout
+    );
+    let text = project.run_dir().join("report.txt");
+    wait_for_within(
+        "the report job writes report.txt",
+        Duration::from_secs(90),
+        || fs_err::read_to_string(&text).is_ok_and(|t| report_rows(&t).len() == 2),
+    );
+    let page = project.run_dir().join("report.html");
+    assert!(page.is_file());
+    let script = fs_err::read_to_string(project.run_dir().join("slurm-report.sh")).expect("script");
+    assert!(
+        script.contains(&format!("--dependency=afterany:{}", job_id(&out.stdout))),
+        "{script}"
+    );
+}
+
+/// Runs `submit` in the background: the child, to wait for.
+fn spawn_submit(project: &Project, slurm: &TestSlurm, args: &[&str]) -> std::process::Child {
+    project
+        .submit(slurm, args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("milabench starts")
+}
+
+/// The job id a background `submit` printed first (its stdout's first line), read without
+/// waiting for the rest.
+fn first_job_id(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let stdout = child.stdout.as_mut().expect("piped");
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("stdout");
+    job_id(&line)
+}
+
+/// The ends of a background `submit --wait`: exit status, stdout (after the first line),
+/// stderr.
+fn finish(child: std::process::Child) -> (i32, String, String) {
+    let out = child.wait_with_output().expect("submit ends");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// After a fault that ended the job while `gate` ran: `good` stays measured, and `submit
+/// --resume --wait` finishes the run in a new job.
+fn resumes_after_a_fault(project: &Project, slurm: &TestSlurm, job: &str) {
+    let good = fs_err::read_to_string(project.run_dir().join("good.D0.data")).expect("good");
+    assert!(good.contains("\"rate\""), "{good}");
+    fs_err::write(project.path().join("benchmarks/gate/open"), "").expect("open");
+    let again = run(&mut project.submit(
+        slurm,
+        &[
+            "--run-name",
+            "golden",
+            "--resume",
+            "--wait",
+            "--",
+            "--time=5",
+        ],
+    ));
+    assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
+    assert_ne!(job_id(&again.stdout), job);
+    assert_eq!(
+        report_rows(&again.stdout),
+        ["gate", "good"],
+        "{}",
+        again.stdout
+    );
+}
+
+/// A job over its time limit: `--wait` says Slurm stopped it and to ask for more time, the
+/// folder keeps what was measured and `--resume` finishes it. (Slurm's smallest limit is a
+/// minute; the running job's limit is set to zero, which Slurm enforces at its next check of
+/// time limits, within about 30 s.)
+#[test]
+#[ignore = "needs root and a Slurm: cargo xtask ci runs it"]
+fn a_job_over_its_time_limit_is_said_and_resumed() {
+    let slurm = TestSlurm::get();
+    let project = Project::new();
+    let mut submit = spawn_submit(&project, &slurm, &["--wait", "--", "--time=5"]);
+    let job = first_job_id(&mut submit);
+    let started = project.path().join("benchmarks/gate/started");
+    wait_for_within(
+        "the gated benchmark starts",
+        Duration::from_secs(90),
+        || started.is_file(),
+    );
+    let update = slurm
+        .command("scontrol")
+        .args(["update", &format!("jobid={job}"), "timelimit=0"])
+        .status()
+        .expect("scontrol");
+    assert!(update.success());
+    let (code, _, stderr) = finish(submit);
+    assert_eq!(code, 1, "{stderr}");
+    for needle in [
+        "ran past its time limit and Slurm stopped it (TIMEOUT)",
+        "fix: ask for more time",
+        "--run-name golden --resume",
+    ] {
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
+    }
+    resumes_after_a_fault(&project, &slurm, &job);
+}
+
+/// A node that fails mid-job (set down with `scontrol`, on a cluster of the test's own: it
+/// would end the shared cluster's other jobs): `--wait` says what Slurm said and what to
+/// change, the folder keeps what was measured, `--resume` finishes it in a new job. The job
+/// asks not to be requeued (by default Slurm requeues it, and its `run --resume` goes on).
+#[test]
+#[ignore = "needs root and a Slurm: cargo xtask ci runs it"]
+fn a_failed_node_is_said_and_the_run_resumed() {
+    let slurm = TestSlurm::own();
+    let node = slurm.node();
+    let project = Project::new();
+    let mut submit = spawn_submit(
+        &project,
+        &slurm,
+        &["--wait", "--", "--time=5", "--no-requeue"],
+    );
+    let job = first_job_id(&mut submit);
+    let started = project.path().join("benchmarks/gate/started");
+    wait_for_within(
+        "the gated benchmark starts",
+        Duration::from_secs(60),
+        || started.is_file(),
+    );
+    let down = slurm
+        .command("scontrol")
+        .args([
+            "update",
+            &format!("nodename={node}"),
+            "state=down",
+            "reason=test",
+        ])
+        .status()
+        .expect("scontrol");
+    assert!(down.success());
+    let (code, _, stderr) = finish(submit);
+    assert_eq!(code, 1, "{stderr}");
+    for needle in [
+        format!("lost {node}: Slurm ended it NODE_FAIL (NodeDown)"),
+        format!("--exclude={node}"),
+        "--run-name golden --resume".to_string(),
+    ] {
+        assert!(stderr.contains(&needle), "{needle}: {stderr}");
+    }
+    // The harness's node comes back by itself (`ReturnToService=2`, slurmd still answers).
+    wait_for_within("the node is back", Duration::from_secs(60), || {
+        let out = slurm
+            .command("sinfo")
+            .args(["-h", "-N", "-o", "%t"])
+            .output();
+        out.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "idle")
+    });
+    resumes_after_a_fault(&project, &slurm, &job);
+}
+
+/// Rank 0 reports rates and rank 1 one rate, both through stdout as multi-node ranks do
+/// ([`PYTHON_SEND`]); each notes the network namespace it runs in (`local.netns`,
+/// `remote.netns` beside the script).
+const PAIR: &str = r#"
+import json, os, sys, time
+remote = "nolog" in json.loads(os.environ["MILABENCH_CONFIG"])["tag"]
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "remote.netns" if remote else "local.netns"), "w") as f:
+    f.write(os.readlink("/proc/self/ns/net"))
+for i in range(1 if remote else 6):
+    send({"task": "train", "rate": 10.0 + i, "units": "items/s"})
+"#;
+
+/// A benchmark of two ranks in a two-node allocation (the harness's second node lives in a
+/// network namespace of its own): `run` inside the job reads the allocation and starts the
+/// rank on the other node through `srun`, which runs it behind the link; the run reports.
+#[test]
+#[ignore = "needs root and a Slurm: cargo xtask ci runs it"]
+fn a_remote_rank_starts_through_srun_on_the_other_node() {
+    let slurm = TestSlurm::own_two_nodes();
+    let project = Project::new();
+    project.bench("pair", &format!("{PYTHON_SEND}{PAIR}"));
+    fs_err::write(
+        project.path().join("suite.yaml"),
+        format!("{SUITE}pair:\n  inherits: _base\n  definition: benchmarks/pair\n  num_machines: 2\n  plan: {{method: njobs, n: 1}}\n"),
+    )
+    .expect("suite");
+    let out = run(&mut project.submit(
+        &slurm,
+        &["--select", "pair", "--wait", "--", "--nodes=2", "--time=5"],
+    ));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(report_rows(&out.stdout), ["pair"], "{}", out.stdout);
+    let netns = |rank: &str| {
+        fs_err::read_to_string(project.path().join(format!("benchmarks/pair/{rank}.netns")))
+            .unwrap_or_else(|e| panic!("rank {rank} ran: {e}"))
+    };
+    let here = std::fs::read_link("/proc/self/ns/net").expect("this netns");
+    let (local, remote) = (netns("local"), netns("remote"));
+    assert_ne!(local, remote, "the two ranks ran on two nodes");
+    assert!(
+        [&local, &remote].contains(&&here.display().to_string()),
+        "one rank ran on this host's node: {local} {remote} {}",
+        here.display()
+    );
+    let remote_data = fs_err::read_dir(project.run_dir())
+        .expect("run folder")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".nolog.data"))
+        .expect("the remote rank's events");
+    let remote_data = fs_err::read_to_string(remote_data).expect("events");
+    assert!(
+        remote_data.contains("\"rate\":10.0") && remote_data.contains("\"return_code\":0"),
+        "{remote_data}"
+    );
+    let script = fs_err::read_to_string(project.run_dir().join("slurm-job.sh")).expect("script");
+    assert!(script.contains("#SBATCH --nodes=2"), "{script}");
+}
+
 /// sbatch refusing the request: the message quotes Slurm and says what to change.
 #[test]
 #[ignore = "needs root and a Slurm: cargo xtask ci runs it"]
@@ -279,7 +665,7 @@ fn submit_without_sbatch_says_so_and_keeps_the_script() {
     let options: Vec<&str> = script
         .lines()
         .filter_map(|l| l.strip_prefix("#SBATCH "))
-        .skip(3)
+        .skip(4)
         .collect();
     assert_eq!(
         options,

@@ -5,8 +5,10 @@
 //! `prepare`, `run --fidelity smoke`, and `report --format json`. Asserts that every benchmark of
 //! the suite succeeded with a positive rate and that the run passed its validation layers (the
 //! run's exit code says both). Then the DDP benchmark across the two nodes of the cluster
-//! harness (`multinode`, as root). Then benchit's flow (`e2e_benchit`). The scratch folders
-//! and the cluster are removed afterwards, whatever happened.
+//! harness (`multinode`, as root). Then the same smoke run submitted through the one-node Slurm
+//! harness (`slurm`, as root), whose report must match the run's. Then benchit's flow
+//! (`e2e_benchit`). The scratch folders and the clusters are removed afterwards, whatever
+//! happened.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -47,6 +49,7 @@ pub fn run(args: &E2eArgs) -> anyhow::Result<()> {
             .context("could not make the scratch base folder")?;
         timings.extend(flow(&root, &bin, base.path(), None)?);
         timings.extend(multinode(&root, &bin, base.path())?);
+        timings.extend(slurm(&root, &bin, base.path())?);
     }
     if args.only != Some(Part::Milabench) {
         let scratch = tempfile::Builder::new()
@@ -272,6 +275,95 @@ pub fn multinode(root: &Path, bin: &Path, base: &Path) -> anyhow::Result<Vec<(&'
     Ok(vec![("two-node run", run_seconds)])
 }
 
+/// The smoke run of [`flow`] again, submitted through the one-node Slurm harness (`cargo xtask
+/// slurm`) with `milabench slurm submit --wait`, reusing the environment installed in `base`;
+/// its report must match the `run`'s ([`same_table`]). The cluster is removed afterwards,
+/// whatever happened. Where the harness cannot run (not root), says why and skips.
+pub fn slurm(root: &Path, bin: &Path, base: &Path) -> anyhow::Result<Vec<(&'static str, f64)>> {
+    if let Some(why) = xtask::slurm::unavailable() {
+        eprintln!("==> e2e: slurm SKIPPED, {why}");
+        return Ok(Vec::new());
+    }
+    let started = Instant::now();
+    let slurm = xtask::slurm::Slurm::up()?;
+    let status = Command::new(bin)
+        .env("SLURM_CONF", slurm.conf())
+        .env("UV_CACHE_DIR", user_uv_cache())
+        .arg("--base")
+        .arg(base)
+        .args(["slurm", "submit", "--config", SUITE, "--fidelity", "smoke"])
+        .args(["--no-setup", "--run-name", "e2e-slurm", "--wait"])
+        // The whole node, as the `run` had it.
+        .args(["--", "--exclusive", "--time=30:00"])
+        .current_dir(root)
+        .status()
+        .context("could not start milabench slurm submit")?;
+    let seconds = started.elapsed().as_secs_f64();
+    let runs = base.join("runs");
+    if !status.success() {
+        bail!(
+            "the run submitted through Slurm failed ({status}); its logs are under {}",
+            runs.join("e2e-slurm").display()
+        );
+    }
+    let report = |name: &str| {
+        json_output(
+            Command::new(bin)
+                .args(["report", "--format", "json", "--config", SUITE])
+                .arg("--runs")
+                .arg(runs.join(name))
+                .current_dir(root),
+            "milabench report",
+        )
+    };
+    same_table(&report("e2e")?, &report("e2e-slurm")?)?;
+    slurm.down();
+    Ok(vec![("run through Slurm", seconds)])
+}
+
+/// The report of a run submitted through Slurm (`slurm`) has the table of the same run made
+/// directly (`run`): the same benchmarks, each with the same `n` and `fail` (rates vary from
+/// one run to the next and are not compared); both pass or both do not.
+pub fn same_table(run: &serde_json::Value, slurm: &serde_json::Value) -> anyhow::Result<()> {
+    let rows = |report: &serde_json::Value, which: &str| -> anyhow::Result<Vec<String>> {
+        let benches = report["benchmarks"]
+            .as_array()
+            .with_context(|| format!("the {which} report has no `benchmarks` list"))?;
+        Ok(benches
+            .iter()
+            .map(|b| {
+                format!(
+                    "{} n {} fail {}",
+                    b["name"].as_str().unwrap_or("?"),
+                    b["n"],
+                    b["fail"]
+                )
+            })
+            .collect())
+    };
+    let (direct, submitted) = (rows(run, "run's")?, rows(slurm, "Slurm job's")?);
+    let mut problems: Vec<String> = Vec::new();
+    for row in direct.iter().filter(|r| !submitted.contains(r)) {
+        problems.push(format!("`run` has `{row}`, the Slurm job does not"));
+    }
+    for row in submitted.iter().filter(|r| !direct.contains(r)) {
+        problems.push(format!("the Slurm job has `{row}`, `run` does not"));
+    }
+    if run["pass"] != slurm["pass"] {
+        problems.push(format!(
+            "`run` pass: {}, the Slurm job's: {}",
+            run["pass"], slurm["pass"]
+        ));
+    }
+    if !problems.is_empty() {
+        bail!(
+            "the report of the run through Slurm differs from the run's:\n  {}",
+            problems.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
 /// Runs `cmd`, which must succeed and print one JSON document.
 pub fn json_output(cmd: &mut Command, what: &str) -> anyhow::Result<serde_json::Value> {
     let output = cmd
@@ -323,4 +415,55 @@ fn check_report(report: &serde_json::Value) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(rows: &[(&str, u64, u64, f64)], pass: bool) -> serde_json::Value {
+        let benches: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(name, n, fail, perf)| {
+                serde_json::json!({"name": name, "n": n, "fail": fail, "perf": perf})
+            })
+            .collect();
+        serde_json::json!({"benchmarks": benches, "pass": pass})
+    }
+
+    #[test]
+    fn reports_with_the_same_table_match_whatever_their_rates() {
+        let run = report(&[("a", 1, 0, 10.0), ("b", 2, 0, 20.0)], true);
+        let slurm = report(&[("b", 2, 0, 25.0), ("a", 1, 0, 9.0)], true);
+        same_table(&run, &slurm).expect("same table");
+    }
+
+    #[test]
+    fn a_different_count_failure_or_benchmark_is_named() {
+        let run = report(&[("a", 1, 0, 10.0), ("b", 2, 0, 20.0)], true);
+        for (slurm, needles) in [
+            (
+                report(&[("a", 1, 0, 10.0), ("b", 1, 0, 20.0)], true),
+                vec!["`b n 2 fail 0`", "`b n 1 fail 0`"],
+            ),
+            (
+                report(&[("a", 1, 1, 10.0), ("b", 2, 0, 20.0)], false),
+                vec!["`a n 1 fail 1`", "pass: true"],
+            ),
+            (
+                report(&[("a", 1, 0, 10.0)], true),
+                vec!["`run` has `b n 2 fail 0`"],
+            ),
+        ] {
+            let error = same_table(&run, &slurm).expect_err("differs").to_string();
+            for needle in needles {
+                assert!(error.contains(needle), "{needle}: {error}");
+            }
+        }
+        let error = same_table(&run, &serde_json::json!({})).expect_err("no table");
+        assert!(
+            error.to_string().contains("Slurm job's report has no"),
+            "{error}"
+        );
+    }
 }

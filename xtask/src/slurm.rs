@@ -13,9 +13,18 @@
 //! through `SLURM_CONF`; a job inherits it from `sbatch`, so `srun` inside the job finds it
 //! too.
 //!
+//! With two nodes (`up --two-nodes`, [`Slurm::up_two_nodes`]), a second node `b` lives in a
+//! network namespace of its own (`mbs<slot>-b`), joined to this machine by a veth pair
+//! (`10.216.<slot>.1` here, `.2` in it): the controller and this host's `slurmd` listen on the
+//! host's side, node `b`'s `slurmd` is started inside the namespace with `nsenter --net` (not
+//! `ip netns exec`, which remounts `/sys` without the cgroup file system slurmd reads) and in a
+//! UTS namespace of its own whose host name is `b`: it shares the file system but not the
+//! network nor the name, so a job step `srun` starts on `b` really runs behind the link, and a
+//! batch script Slurm runs there knows it is on `b`.
+//!
 //! Every daemon is started with `SLURM_CONF` naming the slot's file, and every job inherits it:
 //! `down` kills each process whose environment holds that entry (daemons, job steps, what the
-//! jobs started), then removes the folder. It needs no record of what was started, so it also
+//! jobs started), then removes the folder (and the namespace and link of a second node). It needs no record of what was started, so it also
 //! cleans up after a test that was killed. Needs root.
 
 use std::path::{Path, PathBuf};
@@ -49,7 +58,22 @@ pub struct Slurm {
     pub dir: PathBuf,
     /// The node's name (this host's short name).
     pub node: String,
+    /// Whether a second node `b` runs in a network namespace.
+    pub two_nodes: bool,
     torn_down: bool,
+}
+
+/// The second node's name.
+pub const SECOND_NODE: &str = "b";
+
+/// The network namespace of slot `slot`'s second node.
+pub fn second_netns(slot: u16) -> String {
+    format!("mbs{slot}-b")
+}
+
+/// The addresses of this host (`1`) and of the second node (`2`) in slot `slot`.
+fn link_address(slot: u16, end: u8) -> String {
+    format!("10.216.{slot}.{end}")
 }
 
 /// Why the harness cannot run here, if it cannot: only root can start Slurm's daemons as this
@@ -135,6 +159,15 @@ impl Slurm {
     /// Makes a cluster in the first free slot and waits until its node is idle. Whatever was
     /// started is stopped again when a step fails.
     pub fn up() -> anyhow::Result<Slurm> {
+        Slurm::make(false)
+    }
+
+    /// [`Slurm::up`] with a second node, [`SECOND_NODE`], in a network namespace.
+    pub fn up_two_nodes() -> anyhow::Result<Slurm> {
+        Slurm::make(true)
+    }
+
+    fn make(two_nodes: bool) -> anyhow::Result<Slurm> {
         if let Some(why) = unavailable() {
             bail!("{why}");
         }
@@ -150,6 +183,7 @@ impl Slurm {
             slot,
             dir: Path::new(ROOT).join(slot.to_string()),
             node,
+            two_nodes,
             torn_down: false,
         };
         if let Err(error) = slurm.start() {
@@ -158,6 +192,15 @@ impl Slurm {
             return Err(error.context(logs));
         }
         Ok(slurm)
+    }
+
+    /// The names of the cluster's nodes: this host's, then [`SECOND_NODE`] with two.
+    pub fn nodes(&self) -> Vec<String> {
+        let mut nodes = vec![self.node.clone()];
+        if self.two_nodes {
+            nodes.push(SECOND_NODE.to_string());
+        }
+        nodes
     }
 
     /// The path of the cluster's `slurm.conf` (what `SLURM_CONF` must name).
@@ -172,8 +215,11 @@ impl Slurm {
 
     fn start(&self) -> anyhow::Result<()> {
         let dir = &self.dir;
-        for sub in ["munge", "spool/ctld", "spool/d", "log"] {
+        for sub in ["munge", "spool/ctld", "log"] {
             fs_err::create_dir_all(dir.join(sub))?;
+        }
+        for node in self.nodes() {
+            fs_err::create_dir_all(dir.join(format!("spool/d-{node}")))?;
         }
         let secret = dir.join("secret");
         fs_err::create_dir_all(&secret)?;
@@ -200,14 +246,31 @@ impl Slurm {
                 )),
         )?;
         let hardware = output(Command::new("slurmd").arg("-C"))?;
+        if self.two_nodes {
+            self.make_link()?;
+        }
         fs_err::write(self.conf(), self.slurm_conf(&socket, &hardware)?)?;
         output(&mut self.daemon("slurmctld"))?;
-        output(&mut self.daemon("slurmd"))?;
+        output(self.daemon("slurmd").args(["-N", &self.node]))?;
+        if self.two_nodes {
+            // Its own host name too (a UTS namespace), as a real node has: `run` in a job
+            // there knows which node it runs on.
+            let slurmd = which("slurmd").unwrap_or_else(|| "slurmd".into());
+            let mut second = self.daemon("nsenter");
+            second
+                .arg(format!("--net=/run/netns/{}", second_netns(self.slot)))
+                .args(["unshare", "--uts", "sh", "-c"])
+                .arg(format!(
+                    "hostname {SECOND_NODE} && exec {} -N {SECOND_NODE}",
+                    slurmd.display()
+                ));
+            output(&mut second)?;
+        }
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let state =
                 output(self.command("sinfo").args(["-h", "-N", "-o", "%t"])).unwrap_or_default();
-            if state.trim() == "idle" {
+            if !state.trim().is_empty() && state.lines().all(|l| l.trim() == "idle") {
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -218,6 +281,34 @@ impl Slurm {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+
+    /// The second node's namespace, and the veth pair that joins it to this host.
+    fn make_link(&self) -> anyhow::Result<()> {
+        let netns = second_netns(self.slot);
+        let (here, there) = (format!("mbs{}a", self.slot), format!("mbs{}b", self.slot));
+        let ip = |args: &[&str]| output(Command::new("ip").args(args));
+        ip(&["netns", "add", &netns])?;
+        ip(&["link", "add", &here, "type", "veth", "peer", "name", &there])?;
+        ip(&["link", "set", &there, "netns", &netns])?;
+        let host = format!("{}/24", link_address(self.slot, 1));
+        ip(&["addr", "add", &host, "dev", &here])?;
+        ip(&["link", "set", &here, "up"])?;
+        let inside = |args: &[&str]| {
+            let mut all = vec!["netns", "exec", &netns, "ip"];
+            all.extend(args);
+            ip(&all)
+        };
+        inside(&[
+            "addr",
+            "add",
+            &format!("{}/24", link_address(self.slot, 2)),
+            "dev",
+            &there,
+        ])?;
+        inside(&["link", "set", &there, "up"])?;
+        inside(&["link", "set", "lo", "up"])?;
+        Ok(())
     }
 
     /// `program` started as a daemon of this cluster (marked by its `SLURM_CONF`).
@@ -241,10 +332,24 @@ impl Slurm {
         let dir = self.dir.display();
         let port = BASE_PORT + 2 * self.slot;
         let node = &self.node;
+        let facts = facts.join(" ");
+        let (address, nodes, more) = if self.two_nodes {
+            let second = format!(
+                "NodeName={SECOND_NODE} NodeAddr={} {facts} State=UNKNOWN\n",
+                link_address(self.slot, 2)
+            );
+            (
+                link_address(self.slot, 1),
+                format!("{node},{SECOND_NODE}"),
+                second,
+            )
+        } else {
+            ("127.0.0.1".to_string(), node.clone(), String::new())
+        };
         Ok(format!(
-            "# A one-node cluster of the milabench test harness (cargo xtask slurm).\n\
+            "# A cluster of the milabench test harness (cargo xtask slurm).\n\
              ClusterName=mb{slot}\n\
-             SlurmctldHost={node}(127.0.0.1)\n\
+             SlurmctldHost={node}({address})\n\
              SlurmctldPort={port}\n\
              SlurmdPort={dport}\n\
              SlurmUser=root\n\
@@ -253,11 +358,11 @@ impl Slurm {
              CredType=cred/munge\n\
              AuthInfo=socket={socket}\n\
              StateSaveLocation={dir}/spool/ctld\n\
-             SlurmdSpoolDir={dir}/spool/d\n\
+             SlurmdSpoolDir={dir}/spool/d-%n\n\
              SlurmctldPidFile={dir}/slurmctld.pid\n\
-             SlurmdPidFile={dir}/slurmd.pid\n\
+             SlurmdPidFile={dir}/slurmd-%n.pid\n\
              SlurmctldLogFile={dir}/log/slurmctld.log\n\
-             SlurmdLogFile={dir}/log/slurmd.log\n\
+             SlurmdLogFile={dir}/log/slurmd-%n.log\n\
              ProctrackType=proctrack/linuxproc\n\
              TaskPlugin=task/none\n\
              JobAcctGatherType=jobacct_gather/none\n\
@@ -272,19 +377,23 @@ impl Slurm {
              KillWait=2\n\
              OverTimeLimit=0\n\
              MinJobAge=600\n\
-             NodeName={node} NodeAddr=127.0.0.1 {facts} State=UNKNOWN\n\
-             PartitionName={PARTITION} Nodes={node} Default=YES MaxTime=INFINITE State=UP\n",
+             NodeName={node} NodeAddr={address} {facts} State=UNKNOWN\n\
+             {more}\
+             PartitionName={PARTITION} Nodes={nodes} Default=YES MaxTime=INFINITE State=UP\n",
             slot = self.slot,
             socket = socket.display(),
             dport = port + 1,
-            facts = facts.join(" "),
         ))
     }
 
     /// The last lines of the daemons' logs, to explain a failed start.
     fn logs(&self) -> String {
         let mut text = String::from("the harness's logs:");
-        for name in ["munged", "slurmctld", "slurmd"] {
+        let slurmds = self.nodes().into_iter().map(|n| format!("slurmd-{n}"));
+        for name in ["munged".to_string(), "slurmctld".to_string()]
+            .into_iter()
+            .chain(slurmds)
+        {
             let log = fs_err::read_to_string(self.dir.join(format!("log/{name}.log")))
                 .unwrap_or_default();
             let lines: Vec<&str> = log.lines().collect();
@@ -339,6 +448,17 @@ fn remove_slot(dir: &Path) {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    // A second node's namespace and link, if the slot had one (deleting the namespace deletes
+    // the link's end inside it, and so the pair).
+    let slot = dir
+        .file_name()
+        .and_then(|n| n.to_str()?.parse::<u16>().ok());
+    if let Some(slot) = slot
+        && Path::new("/run/netns").join(second_netns(slot)).exists()
+    {
+        let _ = output(Command::new("ip").args(["netns", "del", &second_netns(slot)]));
+        let _ = output(Command::new("ip").args(["link", "del", &format!("mbs{slot}a")]));
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -375,11 +495,44 @@ impl TestSlurm {
                 _own: None,
             };
         }
+        TestSlurm::own()
+    }
+
+    /// A cluster of the test's own even when `cargo xtask ci` shares one: for a test that
+    /// takes its node down, which would end the shared cluster's other jobs. Panics (failing
+    /// the test) when none can start.
+    pub fn own() -> TestSlurm {
         let own = Slurm::up().unwrap_or_else(|e| panic!("the Slurm harness starts: {e:#}"));
         TestSlurm {
             conf: own.conf(),
             _own: Some(own),
         }
+    }
+
+    /// A cluster of the test's own with a second node, [`SECOND_NODE`], in a network
+    /// namespace. Panics (failing the test) when none can start.
+    pub fn own_two_nodes() -> TestSlurm {
+        let own =
+            Slurm::up_two_nodes().unwrap_or_else(|e| panic!("the Slurm harness starts: {e:#}"));
+        TestSlurm {
+            conf: own.conf(),
+            _own: Some(own),
+        }
+    }
+
+    /// The name of this host's node (the first node of a harness cluster).
+    pub fn node(&self) -> String {
+        let out = self
+            .command("sinfo")
+            .args(["-h", "-N", "-o", "%N"])
+            .output()
+            .unwrap_or_else(|e| panic!("sinfo runs: {e}"));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::trim)
+            .find(|n| *n != SECOND_NODE)
+            .unwrap_or_default()
+            .to_string()
     }
 
     /// The cluster's `slurm.conf`.
@@ -403,7 +556,11 @@ pub struct SlurmArgs {
 #[derive(Debug, clap::Subcommand)]
 enum Action {
     /// Start a one-node Slurm and print its `SLURM_CONF`.
-    Up,
+    Up {
+        /// Add a second node, `b`, in a network namespace of its own.
+        #[arg(long)]
+        two_nodes: bool,
+    },
     /// Stop a cluster (`--slot`), or every cluster, and remove its files.
     Down {
         /// The cluster's slot (as `up` printed it); every cluster when absent.
@@ -415,8 +572,8 @@ enum Action {
 /// Runs `cargo xtask slurm`.
 pub fn run_cli(args: &SlurmArgs) -> anyhow::Result<()> {
     match args.action {
-        Action::Up => {
-            let mut slurm = Slurm::up()?;
+        Action::Up { two_nodes } => {
+            let mut slurm = Slurm::make(two_nodes)?;
             // Kept running after this command: `down` removes it.
             slurm.torn_down = true;
             println!("slot: {}", slurm.slot);

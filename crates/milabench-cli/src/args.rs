@@ -159,6 +159,9 @@ pub enum SlurmCommand {
     /// what a cancelled or timed-out job left). sbatch options come from the settings file's
     /// profile (`slurm.profiles`), then those after `--`, which win. The job's output goes to
     /// `slurm-<job id>.out` in the run folder. Exit status with `--wait`: the suite's.
+    ///
+    /// With --per-bench, a job array of one task per benchmark writes into the same folder
+    /// (outputs `slurm-<array id>_<task>.out`), then `slurm-report.sh` reports it.
     Submit(Box<SlurmSubmitArgs>),
 }
 
@@ -189,9 +192,21 @@ pub struct SlurmSubmitArgs {
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
     /// Follow the job until it ends: print its output as it lands, then exit with the suite's
-    /// exit status (or say why Slurm ended the job).
+    /// exit status (or say why Slurm ended the job). With --per-bench: follow every task, then
+    /// print the report of the folder and write it there (`report.txt`, `report.html`); the
+    /// exit status combines the tasks'.
     #[arg(long)]
     pub wait: bool,
+    /// One job per benchmark of the selection, as a job array (`--array=0-(N-1)%CAP`): each
+    /// task runs `run --select <its benchmark> --resume --share-run-folder` into the same run
+    /// folder, then one report of the folder (a last job, after every task, writes
+    /// `report.txt` and `report.html` there; with --wait, this command does).
+    #[arg(long)]
+    pub per_bench: bool,
+    /// With --per-bench: how many tasks of the array may run at once (`%CAP`).
+    #[arg(long, value_name = "CAP", default_value_t = 4, requires = "per_bench",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_parallel: u32,
     /// sbatch options (after `--`), written into the script after the profile's, so they win.
     #[arg(last = true, value_name = "SBATCH_OPTIONS")]
     pub sbatch: Vec<String>,
@@ -423,6 +438,14 @@ pub struct RunArgs {
     /// started, still runs.
     #[arg(long, requires = "run_name")]
     pub resume: bool,
+    /// With --resume: write into the run folder beside other `run --resume --share-run-folder`
+    /// processes that run other benchmarks at once (the tasks of `milabench slurm submit
+    /// --per-bench`). The folder's lock is taken shared (a plain `run` of it is refused while
+    /// any runs) and each benchmark's own (`.milabench.<bench>.lock`) exclusively; the
+    /// validation report is appended to, and `report.html` is left to whoever reports the
+    /// whole folder.
+    #[arg(long, requires = "resume")]
+    pub share_run_folder: bool,
     /// Observation preset, applied like an `--override` after the suite: `smoke` (a few
     /// observations, to check that everything runs), `normal`, `high` (more observations, tighter
     /// figures); read from `fidelity/<NAME>.yaml` beside the suite file.

@@ -339,17 +339,21 @@ impl SlurmCommandError {
 }
 
 /// A batch script for `sbatch`: its options as `#SBATCH` lines (later lines win, as on
-/// `sbatch`'s command line), then the one command it runs, in a folder.
+/// `sbatch`'s command line), then the commands it runs, in a folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchScript {
     /// Comment lines at the top (what wrote it, how to submit it again).
     pub comments: Vec<String>,
     /// sbatch options, each one word (`--partition=gpu`), in order.
     pub options: Vec<String>,
-    /// The folder the command runs in.
+    /// The folder the commands run in.
     pub cwd: String,
-    /// The command (program and arguments, quoted for the shell when written).
-    pub command: Vec<String>,
+    /// For a job array (`--array=0-N`): the words task `i` (`SLURM_ARRAY_TASK_ID`) adds to
+    /// the last command, the `i`-th list; empty for a job of one task.
+    pub per_task: Vec<Vec<String>>,
+    /// The commands (program and arguments, quoted for the shell when written), in order:
+    /// each runs whatever the one before did; the last one's exit status is the job's.
+    pub commands: Vec<Vec<String>>,
 }
 
 impl BatchScript {
@@ -363,17 +367,38 @@ impl BatchScript {
             text.push_str(&format!("#SBATCH {option}\n"));
         }
         text.push_str(&format!("cd {} || exit 2\n", shell_quote(&self.cwd)));
-        // One option (with its value) per line.
-        text.push_str("exec");
-        for (i, word) in self.command.iter().enumerate() {
-            let after_value = i > 0 && !self.command[i - 1].starts_with('-');
-            if i > 0 && (word.starts_with('-') || after_value) {
-                text.push_str(" \\\n   ");
+        if !self.per_task.is_empty() {
+            text.push_str("case \"${SLURM_ARRAY_TASK_ID:-}\" in\n");
+            for (task, words) in self.per_task.iter().enumerate() {
+                let words: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
+                text.push_str(&format!("  {task}) set -- {} ;;\n", words.join(" ")));
             }
-            text.push(' ');
-            text.push_str(&shell_quote(word));
+            text.push_str(&format!(
+                "  *) echo \"array task '${{SLURM_ARRAY_TASK_ID:-}}': this script has tasks 0-{}; submit it with --array\" >&2; exit 2 ;;\nesac\n",
+                self.per_task.len() - 1
+            ));
         }
-        text.push('\n');
+        let last = self.commands.len().saturating_sub(1);
+        for (index, command) in self.commands.iter().enumerate() {
+            if index == last {
+                text.push_str("exec");
+            }
+            // One option (with its value) per line.
+            for (i, word) in command.iter().enumerate() {
+                let after_value = i > 0 && !command[i - 1].starts_with('-');
+                if i > 0 && (word.starts_with('-') || after_value) {
+                    text.push_str(" \\\n   ");
+                }
+                if i > 0 || index == last {
+                    text.push(' ');
+                }
+                text.push_str(&shell_quote(word));
+            }
+            if index == last && !self.per_task.is_empty() {
+                text.push_str(" \\\n    \"$@\"");
+            }
+            text.push('\n');
+        }
         text
     }
 }
@@ -414,6 +439,11 @@ pub struct JobStatus {
     pub exit_code: Option<i32>,
     /// The signal that ended it (the second number), 0 for none.
     pub signal: i32,
+    /// For a task of a job array, `ArrayTaskId`: its index (`3`), or the indices of the tasks
+    /// not started yet, which Slurm shows as one pending line (`1-3%2`, `4,6`).
+    pub array_task: Option<String>,
+    /// `NodeList`: the nodes it runs or ran on, `None` before it has any.
+    pub nodes: Option<String>,
 }
 
 impl JobStatus {
@@ -451,16 +481,37 @@ impl JobStatus {
             reason: field("Reason").filter(|r| *r != "None").map(str::to_string),
             exit_code: code,
             signal,
+            array_task: field("ArrayTaskId")
+                .filter(|t| *t != "N/A")
+                .map(str::to_string),
+            nodes: field("NodeList")
+                .filter(|n| !n.is_empty() && *n != "(null)")
+                .map(str::to_string),
         })
+    }
+
+    /// The index of the array task this line is about, when it is one task (not the pending
+    /// rest of the array).
+    pub fn task_index(&self) -> Option<usize> {
+        self.array_task.as_deref()?.parse().ok()
     }
 }
 
 /// The state of job `id` (`scontrol show job -o ID`); `None` once Slurm no longer knows it
 /// (it forgets ended jobs after `MinJobAge`).
 pub fn job_status(id: &str) -> Result<Option<JobStatus>, SlurmCommandError> {
+    Ok(job_statuses(id)?.into_iter().next())
+}
+
+/// The states of job `id`, one per line Slurm prints: one for a job; for a job array, one per
+/// task that started and one for the tasks still pending (see [`JobStatus::array_task`]).
+/// Empty once Slurm no longer knows the job.
+pub fn job_statuses(id: &str) -> Result<Vec<JobStatus>, SlurmCommandError> {
     match slurm_command("scontrol", &["show", "job", "-o", id]) {
-        Ok(out) => Ok(out.lines().find_map(JobStatus::parse)),
-        Err(SlurmCommandError::Refused { said, .. }) if said.contains("Invalid job id") => Ok(None),
+        Ok(out) => Ok(out.lines().filter_map(JobStatus::parse).collect()),
+        Err(SlurmCommandError::Refused { said, .. }) if said.contains("Invalid job id") => {
+            Ok(Vec::new())
+        }
         Err(e) => Err(e),
     }
 }
@@ -603,12 +654,13 @@ mod tests {
             comments: vec!["written by a test".into()],
             options: vec!["--job-name=mb".into(), "--partition=gpu".into()],
             cwd: "/work dir".into(),
-            command: vec![
+            per_task: Vec::new(),
+            commands: vec![vec![
                 "/bin/milabench".into(),
                 "run".into(),
                 "--override".into(),
                 "a: 'b'".into(),
-            ],
+            ]],
         };
         let text = script.render();
         assert!(
@@ -634,6 +686,54 @@ mod tests {
         );
     }
 
+    /// Runs `script` with `sh`, `SLURM_ARRAY_TASK_ID` set to `task`, its commands replaced by
+    /// `echo`: what it printed, and its exit status.
+    fn run_as_task(script: &BatchScript, task: Option<&str>) -> (String, i32) {
+        let mut echoed = script.clone();
+        echoed.cwd = "/".into();
+        for command in &mut echoed.commands {
+            command.insert(0, "echo".into());
+        }
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(echoed.render())
+            .env_remove("SLURM_ARRAY_TASK_ID");
+        if let Some(task) = task {
+            sh.env("SLURM_ARRAY_TASK_ID", task);
+        }
+        let out = sh.output().expect("sh");
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            out.status.code().unwrap_or(-1),
+        )
+    }
+
+    #[test]
+    fn an_array_script_gives_each_task_its_words_and_runs_every_command() {
+        let script = BatchScript {
+            comments: Vec::new(),
+            options: vec!["--array=0-1%1".into()],
+            cwd: "/".into(),
+            per_task: vec![
+                vec!["--select".into(), "a b".into()],
+                vec!["--select".into(), "c".into()],
+            ],
+            commands: vec![vec!["first".into()], vec!["run".into(), "--resume".into()]],
+        };
+        assert_eq!(
+            run_as_task(&script, Some("0")),
+            ("first\nrun --resume --select a b\n".into(), 0)
+        );
+        assert_eq!(
+            run_as_task(&script, Some("1")),
+            ("first\nrun --resume --select c\n".into(), 0)
+        );
+        for task in [Some("2"), None] {
+            let (out, code) = run_as_task(&script, task);
+            assert_eq!((out.as_str(), code), ("", 2), "{task:?}");
+        }
+    }
+
     #[test]
     fn job_states_are_read_from_scontrol() {
         let line = "JobId=7 JobName=mb UserId=root(0) JobState=CANCELLED Reason=None Dependency=(null) ExitCode=0:15";
@@ -646,6 +746,21 @@ mod tests {
         assert!(!running.ended());
         assert_eq!(running.reason.as_deref(), Some("Resources"));
         assert_eq!(JobStatus::parse("no job here"), None);
+        let task = JobStatus::parse(
+            "JobId=13 ArrayJobId=12 ArrayTaskId=1 JobState=TIMEOUT Reason=TimeLimit ExitCode=0:15",
+        )
+        .expect("parses");
+        assert_eq!(
+            (task.task_index(), task.state.as_str()),
+            (Some(1), "TIMEOUT")
+        );
+        let rest = JobStatus::parse("JobId=12 ArrayJobId=12 ArrayTaskId=2-3%1 JobState=PENDING Reason=JobArrayTaskLimit ExitCode=0:0")
+            .expect("parses");
+        assert_eq!(
+            (rest.task_index(), rest.array_task.as_deref()),
+            (None, Some("2-3%1"))
+        );
+        assert_eq!(status.array_task, None);
     }
 
     #[test]

@@ -34,9 +34,10 @@ pub struct ExecOptions {
     /// data line becomes a `format_error`), so a process that writes without newlines cannot
     /// exhaust memory. Default 1 MiB.
     pub max_line_bytes: usize,
-    /// A file every process (and the watchdog) inherits open: the run folder's lock, so that
-    /// the lock stays held while anything of the run lives, even after the orchestrator died.
-    pub keep_open: Option<Arc<File>>,
+    /// Files every process (and the watchdog) inherits open: the run folder's lock (and the
+    /// benchmark's own lock when the folder is shared), so that they stay held while anything
+    /// of the run lives, even after the orchestrator died.
+    pub keep_open: Vec<Arc<File>>,
     /// The watchdog started beside each plan, which kills the plan's processes should the
     /// orchestrator die (see the `watchdog` module). `None`: processes outlive a killed
     /// orchestrator.
@@ -75,7 +76,7 @@ impl Default for ExecOptions {
             interrupt: Interrupt::new(),
             sampler: None,
             max_line_bytes: 1 << 20,
-            keep_open: None,
+            keep_open: Vec::new(),
             watchdog: None,
             precision: None,
         }

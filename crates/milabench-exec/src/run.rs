@@ -643,11 +643,7 @@ impl<'a> Runner<'a, '_> {
             None,
         );
         self.tell_watchdog(&self.procs[idx].token.clone(), None)?;
-        let spawned = spawn(
-            spec,
-            &self.procs[idx].token,
-            self.options.keep_open.as_deref(),
-        );
+        let spawned = spawn(spec, &self.procs[idx].token, &self.options.keep_open);
         self.procs[idx].launched = Instant::now();
         self.record(idx, start);
         let mut spawned = match spawned {
@@ -847,11 +843,9 @@ pub fn run_plan(
     }
     let watchdog = match &options.watchdog {
         Some(command) => Some(
-            Watchdog::start(command, options.keep_open.as_deref()).map_err(|error| {
-                ExecError::Watchdog {
-                    program: command.program.display().to_string(),
-                    error,
-                }
+            Watchdog::start(command, &options.keep_open).map_err(|error| ExecError::Watchdog {
+                program: command.program.display().to_string(),
+                error,
             })?,
         ),
         None => None,

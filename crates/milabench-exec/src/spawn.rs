@@ -10,8 +10,9 @@
 //! same program could still inherit it, which only delays the end of the data stream until that
 //! process exits (the writer stops waiting for it after the grace period).
 //!
-//! The same is done for [`crate::ExecOptions::keep_open`] (the run folder's lock), except that
-//! the orchestrator keeps that file: its close-on-exec flag is set again right after the spawn.
+//! The same is done for [`crate::ExecOptions::keep_open`] (the run folder's locks), except that
+//! the orchestrator keeps those files: their close-on-exec flag is set again right after the
+//! spawn.
 
 use milabench_config::settings::env_vars::MILABENCH_USE_STDOUT;
 use std::fs::File;
@@ -19,7 +20,7 @@ use std::io::{PipeReader, PipeWriter};
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use milabench_plan::{Launch, ProcessSpec};
 use nix::fcntl::{FcntlArg, FdFlag, fcntl};
@@ -62,7 +63,7 @@ fn base_command(spec: &ProcessSpec, token: &str) -> Command {
 pub(crate) fn spawn(
     spec: &ProcessSpec,
     token: &str,
-    keep_open: Option<&File>,
+    keep_open: &[Arc<File>],
 ) -> std::io::Result<Spawned> {
     let mut cmd = base_command(spec, token);
     if spec.use_stdout {
@@ -80,22 +81,22 @@ pub(crate) fn spawn(
 }
 
 /// Spawns `cmd` under [`SPAWN_LOCK`], inheriting `data_writer` (closed here once the child has
-/// it) and `keep_open` (close-on-exec again after the spawn).
+/// it) and the files of `keep_open` (close-on-exec again after the spawn).
 pub(crate) fn spawn_inheriting(
     cmd: &mut Command,
     data_writer: Option<PipeWriter>,
-    keep_open: Option<&File>,
+    keep_open: &[Arc<File>],
 ) -> std::io::Result<Child> {
     let _guard = SPAWN_LOCK.lock();
     if let Some(writer) = &data_writer {
         fcntl(writer, FcntlArg::F_SETFD(FdFlag::empty()))?;
     }
-    if let Some(file) = keep_open {
+    for file in keep_open {
         fcntl(file.as_fd(), FcntlArg::F_SETFD(FdFlag::empty()))?;
     }
     let child = cmd.spawn();
     drop(data_writer);
-    if let Some(file) = keep_open {
+    for file in keep_open {
         // Should this fail, later children of other libraries may inherit the file too, which
         // only keeps the lock held while they live; the child started here matters more.
         let _ = fcntl(file.as_fd(), FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));

@@ -69,7 +69,7 @@ impl SupervisedChild {
         let mut started_watchdog = match watchdog {
             Some(command) => {
                 let mut started =
-                    Watchdog::start(command, None).map_err(|e| watchdog_error(command, e))?;
+                    Watchdog::start(command, &[]).map_err(|e| watchdog_error(command, e))?;
                 started
                     .watch(&token, None)
                     .map_err(|e| watchdog_error(command, e))?;
@@ -78,7 +78,7 @@ impl SupervisedChild {
             None => None,
         };
         in_own_tree(cmd, &token);
-        let mut child = spawn_inheriting(cmd, None, None).map_err(|error| ExecError::Spawn {
+        let mut child = spawn_inheriting(cmd, None, &[]).map_err(|error| ExecError::Spawn {
             program: cmd.get_program().to_string_lossy().into_owned(),
             error,
         })?;

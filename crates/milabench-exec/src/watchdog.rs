@@ -23,6 +23,7 @@ use std::io::{BufRead, Write as _};
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Arc;
 
 use nix::sys::signal::Signal;
 
@@ -48,11 +49,11 @@ pub(crate) struct Watchdog {
 }
 
 impl Watchdog {
-    /// Starts the watchdog; it inherits `keep_open` (the run folder's lock), so the lock stays
+    /// Starts the watchdog; it inherits `keep_open` (the run folder's locks), so they stay
     /// held until it has killed what it must.
     pub(crate) fn start(
         command: &WatchdogCommand,
-        keep_open: Option<&File>,
+        keep_open: &[Arc<File>],
     ) -> std::io::Result<Watchdog> {
         let mut cmd = Command::new(&command.program);
         cmd.args(&command.args)

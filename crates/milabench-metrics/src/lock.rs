@@ -9,6 +9,10 @@
 //! so that a run whose orchestrator died is still seen as running while any of its processes
 //! lives); the holders named are then found among the processes that have the file open.
 //!
+//! A folder that several processes write at once, each its own part (the tasks of a Slurm job
+//! array writing one run folder), is locked shared by each ([`FolderLock::try_acquire_shared`]),
+//! which keeps out an exclusive holder; each part then has a lock file of its own.
+//!
 //! It lives here, beside the run folders it mostly guards, and `milabench-env` reuses it for
 //! install groups.
 
@@ -71,11 +75,24 @@ impl FolderLock {
         let file = open(&path)?;
         match file.try_lock() {
             Ok(()) => FolderLock::record(file, path),
-            Err(TryLockError::WouldBlock) => {
-                let holders = holders(&path, &file);
-                Err(LockError::Held { path, holders })
-            }
-            Err(TryLockError::Error(source)) => Err(LockError::Io { path, source }),
+            Err(error) => Err(refusal(error, path, &file)),
+        }
+    }
+
+    /// Takes the lock at `path` shared, without waiting: any number of shared holders at once
+    /// (processes that each write their own part of the folder, and take a lock of their own
+    /// for it), none while an exclusive holder ([`FolderLock::try_acquire`]) has it, and no
+    /// exclusive holder while one of them has it. The file keeps the pid of the last
+    /// exclusive holder: shared holders are named from the processes that have it open.
+    pub fn try_acquire_shared(path: impl Into<PathBuf>) -> Result<FolderLock, LockError> {
+        let path = path.into();
+        let file = open(&path)?;
+        match file.try_lock_shared() {
+            Ok(()) => Ok(FolderLock {
+                file: Arc::new(file),
+                path,
+            }),
+            Err(error) => Err(refusal(error, path, &file)),
         }
     }
 
@@ -123,6 +140,17 @@ impl FolderLock {
             }),
             Err(source) => Err(LockError::Io { path, source }),
         }
+    }
+}
+
+/// The error of a lock not taken: [`LockError::Held`] with its holders when another has it.
+fn refusal(error: TryLockError, path: PathBuf, file: &File) -> LockError {
+    match error {
+        TryLockError::WouldBlock => {
+            let holders = holders(&path, file);
+            LockError::Held { path, holders }
+        }
+        TryLockError::Error(source) => LockError::Io { path, source },
     }
 }
 
@@ -219,6 +247,27 @@ mod tests {
         let again = FolderLock::acquire(&path, |_| waited = true).expect("free again");
         assert!(!waited, "a free lock is taken without waiting");
         assert_eq!(again.path(), path);
+    }
+
+    #[test]
+    fn shared_holders_coexist_and_exclude_an_exclusive_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(".milabench.lock");
+        let first = FolderLock::try_acquire_shared(&path).expect("free");
+        let second = FolderLock::try_acquire_shared(&path).expect("shared with the first");
+        let err = FolderLock::try_acquire(&path).expect_err("shared holders keep it");
+        assert!(matches!(err, LockError::Held { .. }), "{err}");
+        drop(first);
+        FolderLock::try_acquire(&path).expect_err("the second still holds it");
+        drop(second);
+        let exclusive = FolderLock::try_acquire(&path).expect("free again");
+        let err = FolderLock::try_acquire_shared(&path).expect_err("held exclusively");
+        assert!(
+            err.to_string()
+                .contains(&format!("is held by pid {}", std::process::id())),
+            "{err}"
+        );
+        drop(exclusive);
     }
 
     #[test]

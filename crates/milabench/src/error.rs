@@ -87,6 +87,21 @@ pub enum Error {
         /// The live processes holding its lock.
         holders: Vec<u32>,
     },
+    /// Another process runs this benchmark into the same shared run folder (two tasks of a job
+    /// array given the same benchmark).
+    #[error(
+        "benchmark `{bench}` of {} is being run by {} (another process writing the same run folder)\n  fix: give each benchmark to one task only (`milabench slurm submit --per-bench` does), or wait for that one to end",
+        path.display(),
+        milabench_metrics::describe_holders(holders)
+    )]
+    BenchInUse {
+        /// The benchmark.
+        bench: String,
+        /// The run folder.
+        path: std::path::PathBuf,
+        /// The live processes holding the benchmark's lock.
+        holders: Vec<u32>,
+    },
     /// The run folder's lock file could not be created or written.
     #[error(transparent)]
     RunLock(milabench_metrics::LockError),
@@ -141,6 +156,7 @@ impl Error {
                 | Error::UnknownFidelity { .. }
                 | Error::RunExists(_)
                 | Error::RunInUse { .. }
+                | Error::BenchInUse { .. }
                 | Error::NoRunToResume(_)
                 | Error::NotRunnable { .. }
                 | Error::SlurmAllocation(_)

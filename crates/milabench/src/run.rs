@@ -57,6 +57,8 @@ pub const RUN_LOCK_FILE: &str = ".milabench.lock";
 pub struct RunFolder {
     path: PathBuf,
     lock: FolderLock,
+    /// Claimed with [`RunFolder::claim_shared`]: each benchmark is locked on its own.
+    shared: bool,
 }
 
 impl RunFolder {
@@ -68,22 +70,81 @@ impl RunFolder {
         if resume && !path.is_dir() {
             return Err(Error::NoRunToResume(path));
         }
-        let lock = FolderLock::try_acquire(path.join(RUN_LOCK_FILE)).map_err(|e| match e {
-            LockError::Held { holders, .. } => Error::RunInUse {
-                path: path.clone(),
-                holders,
-            },
-            other => Error::RunLock(other),
-        })?;
+        let lock = FolderLock::try_acquire(path.join(RUN_LOCK_FILE))
+            .map_err(|e| folder_in_use(e, &path))?;
         if !resume && holds_data(&path) {
             return Err(Error::RunExists(path));
         }
-        Ok(RunFolder { path, lock })
+        Ok(RunFolder {
+            path,
+            lock,
+            shared: false,
+        })
+    }
+
+    /// Claims the run folder of `resolved` to resume it beside other processes that do the
+    /// same for other benchmarks (the tasks of a Slurm job array writing one folder): its lock
+    /// is taken shared (refused while a [`RunFolder::claim`] holds it, and keeping such a
+    /// claim out while held), and each benchmark, when it runs, takes its own lock
+    /// ([`bench_lock_file`]), refused while another process runs that benchmark. Everything
+    /// else a run writes into the folder is each benchmark's own, but for the validation
+    /// report, which such runs append to.
+    pub fn claim_shared(resolved: &Resolved) -> Result<RunFolder, Error> {
+        let path = run_dir(resolved);
+        if !path.is_dir() {
+            return Err(Error::NoRunToResume(path));
+        }
+        let lock = FolderLock::try_acquire_shared(path.join(RUN_LOCK_FILE))
+            .map_err(|e| folder_in_use(e, &path))?;
+        Ok(RunFolder {
+            path,
+            lock,
+            shared: true,
+        })
     }
 
     /// The folder.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether other processes may write other benchmarks into the folder at once
+    /// ([`RunFolder::claim_shared`]).
+    pub fn is_shared(&self) -> bool {
+        self.shared
+    }
+
+    /// The lock of `bench` in a shared folder, `None` in a folder of its own.
+    fn lock_bench(&self, bench: &str) -> Result<Option<FolderLock>, Error> {
+        if !self.shared {
+            return Ok(None);
+        }
+        let path = bench_lock_file(&self.path, bench);
+        match FolderLock::try_acquire(&path) {
+            Ok(lock) => Ok(Some(lock)),
+            Err(LockError::Held { holders, .. }) => Err(Error::BenchInUse {
+                bench: bench.to_string(),
+                path: self.path.clone(),
+                holders,
+            }),
+            Err(other) => Err(Error::RunLock(other)),
+        }
+    }
+}
+
+/// The lock file of benchmark `bench` in a shared run folder: `.milabench.<bench>.lock`.
+pub fn bench_lock_file(run_dir: &Path, bench: &str) -> PathBuf {
+    run_dir.join(format!(".milabench.{bench}.lock"))
+}
+
+/// The error of a run folder whose lock was not taken.
+fn folder_in_use(error: LockError, path: &Path) -> Error {
+    match error {
+        LockError::Held { holders, .. } => Error::RunInUse {
+            path: path.to_path_buf(),
+            holders,
+        },
+        other => Error::RunLock(other),
     }
 }
 
@@ -258,6 +319,8 @@ pub fn run_suite(
             }
             PlannedBench::Run(plan) => plan,
         };
+        // Held until the benchmark has ended, and by its processes.
+        let bench_lock = folder.lock_bench(&plan.bench)?;
         if options.resume && already_complete(&plan, &run_dir) {
             observer.on_run_event(RunEvent::AlreadyDone { bench: &plan.bench });
             summary.already_done.push(plan.bench.clone());
@@ -284,7 +347,9 @@ pub fn run_suite(
             meta: Some(facts.meta(&version, versions.as_ref())),
             interrupt: options.interrupt.clone(),
             sampler: Some(sampler),
-            keep_open: Some(keep_open.clone()),
+            keep_open: std::iter::once(keep_open.clone())
+                .chain(bench_lock.as_ref().map(FolderLock::shared_file))
+                .collect(),
             watchdog: options.watchdog.clone(),
             precision: options.precision,
             ..ExecOptions::default()

@@ -343,6 +343,13 @@ impl Session {
         RunFolder::claim(&self.resolved, resume)
     }
 
+    /// Claims the run folder shared with other runs of other benchmarks (see
+    /// [`RunFolder::claim_shared`]).
+    pub fn claim_shared_run_folder(&self) -> Result<RunFolder, Error> {
+        self.resolved.check_runnable()?;
+        RunFolder::claim_shared(&self.resolved)
+    }
+
     /// Runs the suite into `folder`, with the validation layers `validations` (see
     /// [`LayerName::selection`]) judging the event stream as it is recorded; their report is
     /// written to [`VALIDATION_FILE`] in the run folder.
@@ -412,7 +419,7 @@ impl Session {
         }
         let summary = summary?;
         let file = folder.path().join(VALIDATION_FILE);
-        std::fs::write(&file, &validation.text)
+        write_validation(&file, &validation.text, folder.is_shared())
             .map_err(|source| Error::Write { path: file, source })?;
         Ok(RunResult {
             summary,
@@ -438,6 +445,37 @@ impl Session {
         let entries = self.resolved.report_entries();
         let runs = [run_dir.display().to_string()];
         Ok(report_runs(&runs, Some(&entries), options)?)
+    }
+
+    /// The report of the selected benchmarks alone in `run_dir`: their `.data` files
+    /// (`<bench>.<tag>.data`), not those other runs sharing the folder write
+    /// ([`RunFolder::claim_shared`]).
+    pub fn report_selected(
+        &self,
+        run_dir: &Path,
+        options: &ReportOptions,
+    ) -> Result<(Report, RunSet), Error> {
+        let entries = self.resolved.report_entries();
+        let prefixes: Vec<String> = self
+            .resolved
+            .suite
+            .runnable()
+            .map(|b| format!("{}.", b.name))
+            .collect();
+        let read = std::fs::read_dir(run_dir).map_err(|source| Error::Read {
+            path: run_dir.to_path_buf(),
+            source,
+        })?;
+        let mut files: Vec<String> = read
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|name| {
+                name.ends_with(".data") && prefixes.iter().any(|p| name.starts_with(p.as_str()))
+            })
+            .map(|name| run_dir.join(name).display().to_string())
+            .collect();
+        files.sort();
+        Ok(report_runs(&files, Some(&entries), options)?)
     }
 
     /// The preflight of the suite on this machine and its nodes (see [`crate::check`]).
@@ -566,4 +604,21 @@ fn fidelity_override(settings: &Settings, name: &str) -> Result<String, Error> {
         path: path.into_std_path_buf(),
         source,
     })
+}
+
+/// Writes the validation report `text` to `file`: replacing it, or, for a run sharing its
+/// folder with others, appended in one write (so that reports of runs ending at once do not
+/// mix).
+fn write_validation(file: &Path, text: &str, shared: bool) -> std::io::Result<()> {
+    if !shared {
+        return std::fs::write(file, text);
+    }
+    if text.is_empty() {
+        return Ok(());
+    }
+    let mut out = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(file)?;
+    std::io::Write::write_all(&mut out, text.as_bytes())
 }

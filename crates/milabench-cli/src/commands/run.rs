@@ -33,7 +33,11 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     // Claimed before the set-up: a second `run` of the same name is refused before it installs
     // or prepares anything.
-    let folder = session.claim_run_folder(args.resume)?;
+    let folder = if args.share_run_folder {
+        session.claim_shared_run_folder()?
+    } else {
+        session.claim_run_folder(args.resume)?
+    };
     if !args.no_check && !preflight(&session)? {
         return Ok(ExitCode::BenchmarkFailures);
     }
@@ -61,14 +65,17 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
             ExitCode::Success
         });
     }
-    let (report, set) = session.report(
-        &summary.run_dir,
-        &ReportOptions {
-            // Skipped for unmet capabilities: absent on purpose, not failed.
-            excused: summary.skipped.clone(),
-            ..ReportOptions::default()
-        },
-    )?;
+    let report_options = ReportOptions {
+        // Skipped for unmet capabilities: absent on purpose, not failed.
+        excused: summary.skipped.clone(),
+        ..ReportOptions::default()
+    };
+    // A shared folder also holds the benchmarks other runs write, perhaps still running.
+    let (report, set) = if args.share_run_folder {
+        session.report_selected(&summary.run_dir, &report_options)?
+    } else {
+        session.report(&summary.run_dir, &report_options)?
+    };
     for warning in set.warnings().into_iter().chain(report.score_problem()) {
         warn(&warning);
     }
@@ -89,17 +96,20 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         warn(problem);
     }
     note(&format!("run folder: {run_dir}"));
-    // The page is a view of what is on disk: a failure to write it is said, not fatal.
-    let page = summary.run_dir.join(REPORT_PAGE);
-    match render_html(&report, &set)
-        .map_err(anyhow::Error::from)
-        .and_then(|html| std::fs::write(&page, html).map_err(anyhow::Error::from))
-    {
-        Ok(()) => note(&format!("HTML report: {}", page.display())),
-        Err(e) => warn(&format!(
-            "the HTML report was not written to {}: {e:#}; make it later with `milabench report --runs {run_dir} --format html -o report.html`",
-            page.display()
-        )),
+    // The page is a view of what is on disk: a failure to write it is said, not fatal. In a
+    // shared folder, other runs are still writing: who reports the whole folder writes it.
+    if !args.share_run_folder {
+        let page = summary.run_dir.join(REPORT_PAGE);
+        match render_html(&report, &set)
+            .map_err(anyhow::Error::from)
+            .and_then(|html| std::fs::write(&page, html).map_err(anyhow::Error::from))
+        {
+            Ok(()) => note(&format!("HTML report: {}", page.display())),
+            Err(e) => warn(&format!(
+                "the HTML report was not written to {}: {e:#}; make it later with `milabench report --runs {run_dir} --format html -o report.html`",
+                page.display()
+            )),
+        }
     }
     if let Some(database) = &result.recorded_in {
         note(&format!(
