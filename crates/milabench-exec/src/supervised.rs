@@ -214,7 +214,7 @@ mod tests {
     fn stop_reaches_descendants_that_left_the_group() {
         let interrupt = Interrupt::new();
         let (mut child, line) = sh(
-            "setsid sleep 30 & echo $!; trap '' TERM; while :; do sleep 1; done",
+            "trap '' TERM; setsid sleep 30 & echo $!; while :; do sleep 1; done",
             &interrupt,
         );
         let escaped: i32 = line.parse().expect("a pid");

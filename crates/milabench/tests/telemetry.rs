@@ -41,12 +41,24 @@ fn run_bench(dir: &std::path::Path, name: &str, gpus: GpuDiscovery, devices: &[u
     let sampler_config = SamplerConfig::new(Duration::from_millis(20))
         .gpus(devices.iter().copied())
         .process(std::process::id());
+    let written = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let sink = {
         let writer = Arc::clone(&writer);
-        move |e: Event| write(&writer, Record::new(e, None))
+        let written = Arc::clone(&written);
+        move |e: Event| {
+            write(&writer, Record::new(e, None));
+            written.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
     };
     let handle = Sampler::start(gpus, sampler_config, sink).expect("sampler");
-    std::thread::sleep(Duration::from_millis(250));
+    // Until five samples are in (a loaded machine may take longer than five intervals): a
+    // sample here gives at most four events (the GPUs' and the process's).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while written.load(std::sync::atomic::Ordering::SeqCst) < 20
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let stats = handle.stop();
     assert!(stats.samples >= 5, "{stats:?}");
     for rate in [100.0, 101.0, 102.0, 99.0, 100.0] {
