@@ -14,6 +14,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
+
+use crate::host::{apt_install, which};
 use serde_json::Value;
 
 /// The browser's program name (Debian's package of the same name).
@@ -24,35 +26,12 @@ pub const SCREENSHOT_DIR: &str = "target/browser";
 
 /// The browser, installed with `apt-get` (after one `apt-get update`) when missing.
 pub fn ensure_chromium() -> anyhow::Result<PathBuf> {
-    if let Some(path) = find_program(CHROMIUM) {
+    if let Some(path) = which(CHROMIUM) {
         return Ok(path);
     }
     eprintln!("==> browser: installing chromium (apt-get)");
-    for args in [
-        &["update", "-qq"][..],
-        &["install", "-y", "-qq", "--no-install-recommends", CHROMIUM][..],
-    ] {
-        let status = Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .context("could not start apt-get to install chromium")?;
-        if !status.success() {
-            bail!(
-                "apt-get {} failed ({status}); install Debian's `chromium` package (as root) and run again",
-                args.join(" ")
-            );
-        }
-    }
-    find_program(CHROMIUM).context("apt-get installed chromium but it is not on PATH")
-}
-
-fn find_program(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(name))
-            .find(|p| p.is_file())
-    })
+    apt_install(&[CHROMIUM])?;
+    which(CHROMIUM).context("apt-get installed chromium but it is not on PATH")
 }
 
 /// Headless chromium with the flags every run shares: no sandbox (root in CI), no GPU, console

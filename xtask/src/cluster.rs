@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
+use crate::host::{apt_install, which};
+
 /// Where clusters live.
 pub const ROOT: &str = "/run/milabench-cluster";
 
@@ -85,13 +87,6 @@ pub fn unavailable() -> Option<String> {
     None
 }
 
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-        .map(|dir| dir.join(program))
-        .find(|path| path.is_file())
-}
-
 /// Runs `program args`, failing with its output when it fails.
 fn run(program: &str, args: &[&str]) -> anyhow::Result<String> {
     let output = Command::new(program)
@@ -116,19 +111,7 @@ fn ensure_openssh() -> anyhow::Result<()> {
         return Ok(());
     }
     eprintln!("==> cluster: installing openssh-server with apt-get");
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", "openssh-server", "openssh-client"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-    };
-    if !install().is_ok_and(|s| s.success()) {
-        run("apt-get", &["update", "-q"])?;
-        if !install().is_ok_and(|s| s.success()) {
-            bail!("could not install openssh-server with apt-get");
-        }
-    }
-    Ok(())
+    apt_install(&["openssh-server", "openssh-client"])
 }
 
 impl Cluster {

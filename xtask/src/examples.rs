@@ -23,7 +23,7 @@ pub fn run(scratch: &Path) -> anyhow::Result<()> {
     std::fs::write(scratch.join("suite.yaml"), SUITE)?;
     let venv_bin = scratch.join("base/venv/tiny/bin");
     std::fs::create_dir_all(&venv_bin)?;
-    let python = which("python3").context("python3 is not on PATH")?;
+    let python = xtask::host::which("python3").context("python3 is not on PATH")?;
     std::os::unix::fs::symlink(python, venv_bin.join("python"))?;
 
     let events = example(
@@ -73,10 +73,4 @@ fn example(cwd: &Path, name: &str, args: &[&str]) -> anyhow::Result<String> {
         String::from_utf8_lossy(&output.stderr)
     );
     Ok(stdout)
-}
-
-fn which(program: &str) -> Option<std::path::PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(program))
-        .find(|path| path.is_file())
 }

@@ -8,4 +8,5 @@
 
 pub mod browser;
 pub mod cluster;
+pub mod host;
 pub mod slurm;

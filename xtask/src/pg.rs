@@ -231,18 +231,7 @@ fn postgres_bin() -> anyhow::Result<PathBuf> {
         );
     }
     eprintln!("==> pg: installing Debian's postgresql");
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", "postgresql"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-    };
-    if !install().is_ok_and(|s| s.success()) {
-        let updated = Command::new("apt-get").args(["update", "-q"]).status();
-        if !updated.is_ok_and(|s| s.success()) || !install().is_ok_and(|s| s.success()) {
-            bail!("could not install Debian's postgresql with apt-get; install it by hand");
-        }
-    }
+    xtask::host::apt_install(&["postgresql"])?;
     find_bin().context("postgresql was installed but no /usr/lib/postgresql/*/bin/initdb was found")
 }
 

@@ -33,6 +33,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
+use crate::host::{apt_install, which};
+
 /// Where clusters live.
 pub const ROOT: &str = "/run/milabench-slurm";
 
@@ -93,13 +95,6 @@ pub fn unavailable() -> Option<String> {
     None
 }
 
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-        .map(|dir| dir.join(program))
-        .find(|path| path.is_file())
-}
-
 /// Runs `command`, failing with its output when it fails; its stdout.
 fn output(command: &mut Command) -> anyhow::Result<String> {
     let shown = format!("{command:?}");
@@ -132,27 +127,7 @@ fn ensure_slurm() -> anyhow::Result<()> {
         return Ok(());
     }
     eprintln!("==> slurm: installing slurm-wlm and munge with apt-get");
-    let install = || {
-        Command::new("apt-get")
-            .args([
-                "install",
-                "-y",
-                "-q",
-                "--no-install-recommends",
-                "slurm-wlm",
-                "munge",
-            ])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdout(Stdio::null())
-            .status()
-    };
-    if !install().is_ok_and(|s| s.success()) {
-        output(Command::new("apt-get").args(["update", "-q"]))?;
-        if !install().is_ok_and(|s| s.success()) {
-            bail!("could not install slurm-wlm and munge with apt-get");
-        }
-    }
-    Ok(())
+    apt_install(&["slurm-wlm", "munge"])
 }
 
 impl Slurm {
