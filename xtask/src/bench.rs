@@ -45,7 +45,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 2.0, value_name = "PCT")]
     pub precision_target: f64,
     /// The fidelity preset of the precision figure's runs (`smoke` checks that it works in a few
-    /// minutes; its 4 observations are below the 10 the precision stop needs) [default: the
+    /// minutes; its 4 observations are below the 25 the precision stop needs) [default: the
     /// suite's own counts].
     #[arg(long, value_name = "NAME")]
     pub precision_fidelity: Option<String>,

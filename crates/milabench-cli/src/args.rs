@@ -460,8 +460,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_setup: bool,
     /// Stop each benchmark once its rate is known to this share (e.g. `1%`): the half-width
-    /// of the 95% interval of its pooled rates (batch means) under PCT of their mean, after at
-    /// least 10 rates per process. The benchmark's own early-stop count stays the most
+    /// of the 95% interval of its pooled rates (batch means) under PCT of their mean at each of
+    /// 10 rates in a row, after at least 25 rates per process (stopping at the first estimate
+    /// under PCT would often promise more than the report then shows). The benchmark's own
+    /// early-stop count stays the most
     /// observations and `max_duration` stays in force; a benchmark stopped this way says so
     /// and records why in its `.data` files.
     #[arg(long, value_name = "PCT", value_parser = positive_percentage)]

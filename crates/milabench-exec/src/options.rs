@@ -47,25 +47,12 @@ pub struct ExecOptions {
     pub precision: Option<PrecisionStop>,
 }
 
-/// When a plan has measured its rate precisely enough to be stopped: the half-width of the 95%
-/// interval of its processes' rates pooled (batch means, `milabench-stats`) is at most `share`
-/// of their mean, and every process that reports rates has reported `min_observations`. The
-/// plan is then stopped the way an early stop stops it (a `stop` event in every file, so the
+/// When a plan has measured its rate precisely enough to be stopped (`milabench-stats`'s rule:
+/// the pooled 95% interval within the target over several checks, after enough rates). The plan
+/// is then stopped the way an early stop stops it (a `stop` event in every file, so the
 /// processes count as successes, then SIGTERM); the most observations stay the benchmark's own
 /// early-stop count, and `max_duration` stays in force.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PrecisionStop {
-    /// Target half-width as a share of the mean (0.01 for 1%).
-    pub share: f64,
-    /// Fewest rates each reporting process must have sent.
-    pub min_observations: usize,
-}
-
-impl PrecisionStop {
-    /// The default fewest observations: below ten, batch means have two batches and their
-    /// interval is too rough to trust for stopping.
-    pub const MIN_OBSERVATIONS: usize = 10;
-}
+pub type PrecisionStop = milabench_stats::PrecisionRule;
 
 impl Default for ExecOptions {
     fn default() -> ExecOptions {

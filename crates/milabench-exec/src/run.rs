@@ -14,7 +14,6 @@ use milabench_metrics::{
     DataFileWriter, EndInfo, ErrorInfo, Event, MetricsError, Record, ReturnCode, StartInfo,
 };
 use milabench_plan::{BenchPlan, ProcessSpec};
-use milabench_stats::Estimate;
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
@@ -151,6 +150,8 @@ struct Runner<'a, 'o> {
     interrupted: bool,
     /// The precision reached when the plan was stopped for it.
     precise: Option<f64>,
+    /// Consecutive checks within the precision target (see [`PrecisionStop::check`]).
+    precise_streak: usize,
     fatal: Option<ExecError>,
     watchdog: Option<Watchdog>,
 }
@@ -236,14 +237,10 @@ impl<'a> Runner<'a, '_> {
             .map(|p| p.rates.as_slice())
             .filter(|rates| !rates.is_empty())
             .collect();
-        if reporting.iter().any(|r| r.len() < target.min_observations) {
+        let Some(reached) = target.check(reporting.iter().copied(), &mut self.precise_streak)
+        else {
             return;
-        }
-        let reached = Estimate::pooled(reporting.iter().copied()).relative_half_width();
-        // NaN (constant zero rates, too few) never stops.
-        if reached.is_nan() || reached > target.share {
-            return;
-        }
+        };
         self.precise = Some(reached);
         let message = format!(
             "Stopping because the rate is known to ±{:.2}% (95% interval, {} observations), within the --precision target of {}%",
@@ -866,6 +863,7 @@ pub fn run_plan(
         timed_out: false,
         interrupted: false,
         precise: None,
+        precise_streak: 0,
         fatal: None,
         watchdog,
     };

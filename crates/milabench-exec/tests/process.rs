@@ -487,6 +487,7 @@ for i in range(600):
     let precision = milabench_exec::PrecisionStop {
         share: 0.01,
         min_observations: 12,
+        hold: 3,
     };
     let options = ExecOptions {
         precision: Some(precision),
@@ -527,6 +528,7 @@ for i in range(30):
         precision: Some(milabench_exec::PrecisionStop {
             share: 0.01,
             min_observations: 10,
+            hold: 1,
         }),
         ..options()
     };

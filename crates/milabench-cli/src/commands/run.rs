@@ -174,10 +174,7 @@ pub(super) fn run_options(
         interrupt,
         path: std::env::var("PATH").unwrap_or_default(),
         watchdog: Some(super::watchdog()?),
-        precision: precision_pct.map(|pct| milabench::exec::PrecisionStop {
-            share: pct / 100.0,
-            min_observations: milabench::exec::PrecisionStop::MIN_OBSERVATIONS,
-        }),
+        precision: precision_pct.map(|pct| milabench::exec::PrecisionStop::new(pct / 100.0)),
     })
 }
 
