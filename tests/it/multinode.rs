@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use xtask::cluster::{Cluster, Node, PYTHON_SEND};
+use xtask::cluster::{Cluster, Node, PAIR_SUITE as SUITE, PYTHON_SEND};
 
 use crate::common::{Output, hermetic, run, wait_for};
 
@@ -28,18 +28,6 @@ here = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(here, "remote.started" if remote else "local.started"), "w") as f:
     f.write(os.readlink("/proc/self/ns/net"))
 "#;
-
-const SUITE: &str = "\
-pair:
-  inherits: _defaults
-  definition: benchmarks/pair
-  install_group: tiny
-  tags: [multinode]
-  weight: 1
-  max_duration: 60
-  num_machines: 2
-  plan: {method: njobs, n: 1}
-";
 
 /// A cluster, a project whose benchmark `pair` runs `local` as rank 0 and `remote` as rank 1.
 struct TwoNodes {

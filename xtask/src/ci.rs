@@ -123,21 +123,24 @@ fn cluster_tests() -> anyhow::Result<()> {
         eprintln!("==> multinode: SKIPPED, {why}");
         return Ok(());
     }
-    cargo(
-        "multinode",
-        &[
-            "nextest",
-            "run",
-            "--locked",
-            "--profile",
-            "ci",
-            "--test",
-            "it",
-            "--run-ignored",
-            "only",
-            "multinode::",
-        ],
-    )
+    cargo("multinode", &ignored_tests("multinode::"))
+}
+
+/// `cargo nextest` of the CLI tests under `filter` that are ignored by default (they need
+/// root and a harness).
+fn ignored_tests(filter: &str) -> [&str; 10] {
+    [
+        "nextest",
+        "run",
+        "--locked",
+        "--profile",
+        "ci",
+        "--test",
+        "it",
+        "--run-ignored",
+        "only",
+        filter,
+    ]
 }
 
 /// The Slurm tests (`tests/it/slurm.rs`, ignored by default
@@ -155,18 +158,7 @@ fn slurm_tests() -> anyhow::Result<()> {
     let conf = slurm.conf().display().to_string();
     cargo_with(
         "slurm",
-        &[
-            "nextest",
-            "run",
-            "--locked",
-            "--profile",
-            "ci",
-            "--test",
-            "it",
-            "--run-ignored",
-            "only",
-            "slurm::",
-        ],
+        &ignored_tests("slurm::"),
         &[(TEST_SLURM_CONF, &conf)],
     )
 }

@@ -43,6 +43,20 @@ def send(obj):
     sys.stdout.flush()
 "#;
 
+/// A suite of one benchmark, `pair` in `benchmarks/pair` (install group `tiny`), whose two
+/// ranks run one on each node: what the multi-node tests and the bench's figures run.
+pub const PAIR_SUITE: &str = "\
+pair:
+  inherits: _defaults
+  definition: benchmarks/pair
+  install_group: tiny
+  tags: [multinode]
+  weight: 1
+  max_duration: 60
+  num_machines: 2
+  plan: {method: njobs, n: 1}
+";
+
 /// Highest slot number (the third byte of the test range).
 const MAX_SLOT: u8 = 250;
 

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
-use xtask::cluster::{Cluster, PYTHON_SEND};
+use xtask::cluster::{Cluster, PAIR_SUITE as SUITE, PYTHON_SEND};
 
 /// Rounds of each measurement; the figures are medians.
 const ROUNDS: usize = 7;
@@ -26,18 +26,6 @@ with open(os.path.join(here, "remote.started" if remote else "local.started"), "
 if not remote:
     send({"task": "train", "rate": 1.0, "units": "items/s"})
 "#;
-
-const SUITE: &str = "\
-pair:
-  inherits: _defaults
-  definition: benchmarks/pair
-  install_group: tiny
-  tags: [multinode]
-  weight: 1
-  max_duration: 60
-  num_machines: 2
-  plan: {method: njobs, n: 1}
-";
 
 /// Measures and prints the multi-node figures, or says why they are skipped.
 pub fn run() -> anyhow::Result<()> {
