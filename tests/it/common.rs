@@ -9,8 +9,8 @@ pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// A `milabench` command with no `MILABENCH_*` variable from the caller, a fixed arch, run
-/// name and base, run from `cwd`.
+/// A `milabench` command with no `MILABENCH_*` or device visibility variable from the caller,
+/// a fixed arch, run name and base, run from `cwd`.
 pub fn milabench(cwd: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_milabench"));
     hermetic(&mut cmd, cwd);
@@ -21,7 +21,7 @@ pub fn milabench(cwd: &Path) -> Command {
 /// [`milabench`].
 pub fn hermetic(cmd: &mut Command, cwd: &Path) {
     for (key, _) in std::env::vars() {
-        if key.starts_with("MILABENCH_") {
+        if key.starts_with("MILABENCH_") || key.ends_with("_VISIBLE_DEVICES") {
             cmd.env_remove(key);
         }
     }
@@ -71,4 +71,24 @@ pub fn wait_for_within(what: &str, limit: Duration, mut condition: impl FnMut() 
         assert!(Instant::now() < deadline, "timed out waiting: {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// A folder holding an executable `nvidia-smi` that prints `output` and exits with `code`.
+pub fn fake_smi(output: &str, code: i32) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("nvidia-smi");
+    let script = format!("#!/bin/sh\ncat <<'EOF'\n{output}\nEOF\nexit {code}\n");
+    fs_err::write(&path, script).expect("write");
+    fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    dir
+}
+
+/// `PATH` with `dir` in front.
+pub fn with_path(dir: &Path) -> String {
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }

@@ -8,12 +8,12 @@ use crate::common::{milabench, run, wait_for};
 
 /// A scratch project: `benchmarks/`, a suite file and a base folder whose environment's
 /// `python` is the system interpreter (a real venv is not needed to run these benchmarks).
-struct Project {
+pub(crate) struct Project {
     dir: tempfile::TempDir,
 }
 
 impl Project {
-    fn new(suite: &str) -> Project {
+    pub(crate) fn new(suite: &str) -> Project {
         let dir = tempfile::tempdir().expect("tempdir");
         let venv_bin = dir.path().join("base/venv/tiny/bin");
         fs_err::create_dir_all(&venv_bin).expect("venv folder");
@@ -23,19 +23,19 @@ impl Project {
         Project { dir }
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// Writes `benchmarks/<name>/main.py` with a python launcher.
-    fn bench(&self, name: &str, main: &str) {
+    pub(crate) fn bench(&self, name: &str, main: &str) {
         let folder = self.path().join("benchmarks").join(name);
         fs_err::create_dir_all(&folder).expect("bench folder");
         fs_err::write(folder.join("main.py"), main).expect("main.py");
         fs_err::write(folder.join("benchfile.yaml"), "launcher: python\n").expect("benchfile");
     }
 
-    fn milabench(&self) -> std::process::Command {
+    pub(crate) fn milabench(&self) -> std::process::Command {
         let mut cmd = milabench(self.path());
         cmd.env("MILABENCH_BASE", self.path().join("base"));
         cmd
@@ -43,14 +43,14 @@ impl Project {
 
     /// `milabench run --no-setup --config suite.yaml ARGS`: the suite of this project, without
     /// install and prepare (the environment is the system interpreter).
-    fn run_command(&self, args: &[&str]) -> std::process::Command {
+    pub(crate) fn run_command(&self, args: &[&str]) -> std::process::Command {
         let mut cmd = self.milabench();
         cmd.args(["run", "--no-setup", "--config", "suite.yaml"])
             .args(args);
         cmd
     }
 
-    fn data_file(&self, run: &str, tag: &str) -> String {
+    pub(crate) fn data_file(&self, run: &str, tag: &str) -> String {
         fs_err::read_to_string(
             self.path()
                 .join("base/runs")
@@ -72,7 +72,7 @@ fn which_python3() -> PathBuf {
 }
 
 /// A benchmark that reports `n` rates through DATA_FD, then exits with `code`.
-fn reporting(n: usize, code: i32) -> String {
+pub(crate) fn reporting(n: usize, code: i32) -> String {
     format!(
         "import json, os, sys\nout = os.fdopen(int(os.environ['DATA_FD']), 'w', buffering=1)\n\
          for i in range({n}):\n    out.write(json.dumps({{'task': 'train', 'rate': 100.0 + i, 'units': 'items/s'}}) + '\\n')\n\

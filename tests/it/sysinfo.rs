@@ -1,33 +1,12 @@
 //! `milabench sysinfo`: the real host facts; GPUs through fake `nvidia-smi` programs on PATH
 //! (NVML is absent on the test machines, so `cuda` falls back to the tool).
 
-use std::path::Path;
-
 use serde_json::Value;
 
-use crate::common::{milabench, run};
+use crate::common::{fake_smi, milabench, run, with_path};
 
 fn json_of(stdout: &str) -> Value {
     serde_json::from_str(stdout).expect("sysinfo --format json prints JSON")
-}
-
-/// A folder holding an executable `nvidia-smi` that prints `output` and exits with `code`.
-fn fake_smi(output: &str, code: i32) -> tempfile::TempDir {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("nvidia-smi");
-    let script = format!("#!/bin/sh\ncat <<'EOF'\n{output}\nEOF\nexit {code}\n");
-    fs_err::write(&path, script).expect("write");
-    fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    dir
-}
-
-fn with_path(dir: &Path) -> String {
-    format!(
-        "{}:{}",
-        dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
 }
 
 #[test]

@@ -12,6 +12,8 @@ pub use error::PlanError;
 pub use launch::{
     Launch, RANK_TOKEN_VAR, REMOTE_GRACE_SECONDS, SrunTarget, SshTarget, remote_rank_command,
 };
-pub use planner::{PlanContext, RENDEZVOUS_PORT, plan_bench, plan_prepare, visibility_variable};
+pub use planner::{
+    PlanContext, PlanGpu, RENDEZVOUS_PORT, plan_bench, plan_prepare, visibility_variable,
+};
 pub use script::{render_script, shell_quote};
 pub use spec::{BenchPlan, PlannedFile, ProcessSpec};

@@ -31,6 +31,28 @@ use crate::spec::{BenchPlan, PlannedFile, ProcessSpec};
 /// Port of the torchrun/accelerate rendezvous on the main node.
 pub const RENDEZVOUS_PORT: u16 = 29400;
 
+/// A GPU a run may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanGpu {
+    /// Its index: the device of its process (which the telemetry reads) and the `D<i>` of the
+    /// process's tag.
+    pub id: String,
+    /// What the visibility variable of a process of this GPU alone holds: its index, or the
+    /// entry that named it in the caller's variable (a `GPU-` or `MIG-` UUID).
+    pub selector: String,
+}
+
+impl PlanGpu {
+    /// A GPU named by its index alone.
+    pub fn index(id: impl Into<String>) -> PlanGpu {
+        let id = id.into();
+        PlanGpu {
+            selector: id.clone(),
+            id,
+        }
+    }
+}
+
 /// Facts about the machine and the run that planning depends on.
 #[derive(Debug, Clone)]
 pub struct PlanContext {
@@ -38,8 +60,8 @@ pub struct PlanContext {
     pub system: Node,
     /// Accelerator family (`cuda`, `rocm`, `xpu`, `hpu`, `cpu`).
     pub arch: String,
-    /// Indices of the GPUs visible to milabench (empty on a machine without GPUs).
-    pub gpus: Vec<String>,
+    /// The GPUs visible to milabench (empty on a machine without GPUs).
+    pub gpus: Vec<PlanGpu>,
     /// CPUs of this host.
     pub host_cpu_count: usize,
     /// CPU options (`auto(v, d)`, `n_worker`).
@@ -108,16 +130,16 @@ pub fn plan_bench(
             .gpus
             .iter()
             .map(|gpu| Job {
-                tag: [base_tag.clone(), vec![format!("D{gpu}")]].concat(),
-                devices: vec![gpu.clone()],
-                visibility: Some(visibility_value(&ctx.arch, gpu)),
+                tag: [base_tag.clone(), vec![format!("D{}", gpu.id)]].concat(),
+                devices: vec![gpu.id.clone()],
+                visibility: Some(visibility_value(&ctx.arch, &gpu.selector)),
                 job_number: None,
             })
             .collect(),
         PlanMethod::Njobs { n } => (0..n as usize)
             .map(|i| Job {
                 tag: [base_tag.clone(), vec![i.to_string()]].concat(),
-                devices: ctx.gpus.clone(),
+                devices: ctx.gpus.iter().map(|gpu| gpu.id.clone()).collect(),
                 visibility: None,
                 job_number: Some(i),
             })
@@ -576,7 +598,7 @@ ddp-nodes:
         PlanContext {
             system: suite.system.clone(),
             arch: arch.into(),
-            gpus: gpus.iter().map(|g| g.to_string()).collect(),
+            gpus: gpus.iter().map(|g| PlanGpu::index(*g)).collect(),
             host_cpu_count: cpus,
             cpu: CpuOptions::default(),
             sizer: SizerOptions::default(),

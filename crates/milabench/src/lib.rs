@@ -28,6 +28,7 @@ pub use milabench_validate as validate;
 pub mod arch;
 pub mod check;
 pub mod error;
+pub mod local_gpus;
 pub mod planning;
 mod prepared;
 pub mod resolve;

@@ -71,11 +71,10 @@ pub fn plan_context(
     let source = OptionSource::new(env, system_json.get("options"));
     let cpu = CpuOptions::read(&source)?;
     let sizer = SizerOptions::read(&source)?;
-    let gpu_count = resolved.gpu_count();
     Ok(PlanContext {
         system: resolved.suite.system.clone(),
         arch: resolved.arch.clone(),
-        gpus: (0..gpu_count).map(|i| i.to_string()).collect(),
+        gpus: resolved.plan_gpus(),
         host_cpu_count: std::thread::available_parallelism().map_or(1, |n| n.get()),
         cpu,
         sizer,

@@ -4,10 +4,15 @@
 use milabench_cluster::slurm::Allocation;
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_config::suite::{Suite, SuiteRequest, resolve_suite};
-use milabench_config::system::{SystemConfig, SystemInputs, load_system, load_system_str};
+use milabench_config::system::{
+    DetectedGpus, SystemConfig, SystemInputs, load_system, load_system_str,
+};
+
+use milabench_plan::PlanGpu;
 
 use crate::arch;
 use crate::error::Error;
+use crate::local_gpus::LocalGpus;
 
 /// The suite used when none is named: `standard.yaml` on a machine with accelerators,
 /// `cpu.yaml` otherwise.
@@ -81,6 +86,8 @@ pub struct Resolved {
     pub system: SystemConfig,
     /// The suite.
     pub suite: Suite,
+    /// The GPUs of this machine the run may use (none looked for on `cpu`).
+    pub local_gpus: LocalGpus,
 }
 
 /// Resolves the suite named by `settings` (its `config`), for the system of `settings`.
@@ -106,6 +113,7 @@ pub fn resolve(
     .into_iter()
     .filter_map(|(name, dir)| dir.as_ref().map(|d| (name.to_string(), d.to_string())))
     .collect();
+    let local_gpus = LocalGpus::detect(&arch, env);
     let inputs = SystemInputs {
         arch: arch.clone(),
         base: layout.base.to_string(),
@@ -116,7 +124,10 @@ pub fn resolve(
             .unwrap_or("root")
             .to_string(),
         dirs,
-        detected_gpus: None,
+        detected_gpus: (!local_gpus.gpus.is_empty()).then(|| DetectedGpus {
+            count: local_gpus.gpus.len(),
+            capacity_mib: local_gpus.capacity_mib.unwrap_or(0),
+        }),
     };
     let system = match (&settings.system, slurm_allocation(env)?) {
         (None, Some(allocation)) => load_system_str(
@@ -127,7 +138,7 @@ pub fn resolve(
         (file, _) => load_system(file.as_deref().map(|p| p.as_std_path()), &inputs)?,
     };
     let lookup = |name: &str| env.get(name).map(str::to_string);
-    let suite = resolve_suite(&SuiteRequest {
+    let mut suite = resolve_suite(&SuiteRequest {
         config: config.as_std_path(),
         system: &system,
         overrides: &selection.overrides,
@@ -138,11 +149,13 @@ pub fn resolve(
     for bench in suite.benches.iter().filter(|b| b.matches_selection) {
         milabench_config::launch_check::check_bench(bench, &suite.system)?;
     }
+    suite.warnings.extend(local_gpus.problems.iter().cloned());
     Ok(Resolved {
         run_name,
         arch,
         system,
         suite,
+        local_gpus,
     })
 }
 
@@ -156,6 +169,17 @@ impl Resolved {
             .and_then(|g| g.get("count"))
             .and_then(serde_json::Value::as_u64)
             .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    /// The GPUs the plans use: this machine's visible ones when the system's `gpu.count` is
+    /// their number, else indices `0..count` (a system file that states another count).
+    pub fn plan_gpus(&self) -> Vec<PlanGpu> {
+        let count = self.gpu_count();
+        if count == self.local_gpus.gpus.len() {
+            self.local_gpus.gpus.clone()
+        } else {
+            (0..count).map(|i| PlanGpu::index(i.to_string())).collect()
+        }
     }
 
     /// Checks, before anything is installed, prepared or run, that the selection keeps at

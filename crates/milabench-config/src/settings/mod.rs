@@ -101,20 +101,27 @@ impl From<figment::Error> for SettingsError {
 }
 
 /// A snapshot of the `MILABENCH_*` environment variables (and of the `SLURM*` ones a Slurm job
-/// sets, which describe its allocation), injectable for tests.
+/// sets, which describe its allocation, and of the variables that choose visible accelerators),
+/// injectable for tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EnvVars {
     vars: BTreeMap<String, String>,
 }
 
 impl EnvVars {
-    /// The `MILABENCH_*` and `SLURM*` variables of this process (non-UTF-8 values are
-    /// skipped).
+    /// The `MILABENCH_*`, `SLURM*` and device visibility variables (`CUDA_VISIBLE_DEVICES`
+    /// and its kin) of this process (non-UTF-8 values are skipped).
     pub fn from_process() -> Self {
         Self::from_pairs(
             std::env::vars_os()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-                .filter(|(k, _)| k.starts_with(env_vars::PREFIX) || k.starts_with("SLURM")),
+                .filter(|(k, _)| {
+                    k.starts_with(env_vars::PREFIX)
+                        || k.starts_with("SLURM")
+                        || k.ends_with("_VISIBLE_DEVICES")
+                        || k == "HABANA_VISIBLE_MODULES"
+                        || k == "ONEAPI_DEVICE_SELECTOR"
+                }),
         )
     }
 
