@@ -198,3 +198,29 @@ fn a_gpu_run_records_telemetry_and_reports_power_and_energy() {
     );
     assert!(row["perf_watt"].as_f64().is_some_and(|x| x > 0.0), "{row}");
 }
+
+#[test]
+fn the_system_files_arch_comes_before_the_driver_files() {
+    if real_nvidia_driver() {
+        return;
+    }
+    let project = project();
+    let smi = fake_smi(FOUR_H100, 0);
+    fs_err::write(
+        project.path().join("system.yaml"),
+        "system:\n  arch: cuda\n  nodes:\n    - {name: local, ip: 127.0.0.1, user: me, main: true}\n",
+    )
+    .expect("system file");
+    let out = run(project
+        .run_command(&["--dry-run=json", "--system", "system.yaml"])
+        .env_remove("MILABENCH_GPU_ARCH")
+        .env("PATH", with_path(smi.path())));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let plans: Vec<Value> = serde_json::from_str(&out.stdout).expect("JSON plans");
+    assert_eq!(
+        visible_of(processes(&plans, "mono")),
+        ["0", "1", "2", "3"],
+        "{}",
+        out.stderr
+    );
+}

@@ -113,8 +113,7 @@ pub fn resolve(
     .into_iter()
     .filter_map(|(name, dir)| dir.as_ref().map(|d| (name.to_string(), d.to_string())))
     .collect();
-    let local_gpus = LocalGpus::detect(&arch, env);
-    let inputs = SystemInputs {
+    let mut inputs = SystemInputs {
         arch: arch.clone(),
         base: layout.base.to_string(),
         run_name: run_name.clone(),
@@ -124,19 +123,34 @@ pub fn resolve(
             .unwrap_or("root")
             .to_string(),
         dirs,
-        detected_gpus: (!local_gpus.gpus.is_empty()).then(|| DetectedGpus {
+        detected_gpus: None,
+    };
+    let allocation = slurm_allocation(env)?;
+    let load = |inputs: &SystemInputs| -> Result<SystemConfig, Error> {
+        Ok(match (&settings.system, &allocation) {
+            (None, Some(allocation)) => load_system_str(
+                &allocation.system_yaml(&inputs.user),
+                SLURM_SYSTEM_ORIGIN,
+                inputs,
+            )?,
+            (file, _) => load_system(file.as_deref().map(|p| p.as_std_path()), inputs)?,
+        })
+    };
+    let mut system = load(&inputs)?;
+    // Without `--arch`, the system file's `arch` comes before what the driver files suggest.
+    let arch = match settings.arch {
+        Some(_) => arch,
+        None => system.arch().to_string(),
+    };
+    // The GPUs found fill the system's `gpu` facts the file leaves out.
+    let local_gpus = LocalGpus::detect(&arch, env);
+    if !local_gpus.gpus.is_empty() {
+        inputs.detected_gpus = Some(DetectedGpus {
             count: local_gpus.gpus.len(),
             capacity_mib: local_gpus.capacity_mib.unwrap_or(0),
-        }),
-    };
-    let system = match (&settings.system, slurm_allocation(env)?) {
-        (None, Some(allocation)) => load_system_str(
-            &allocation.system_yaml(&inputs.user),
-            SLURM_SYSTEM_ORIGIN,
-            &inputs,
-        )?,
-        (file, _) => load_system(file.as_deref().map(|p| p.as_std_path()), &inputs)?,
-    };
+        });
+        system = load(&inputs)?;
+    }
     let lookup = |name: &str| env.get(name).map(str::to_string);
     let mut suite = resolve_suite(&SuiteRequest {
         config: config.as_std_path(),
