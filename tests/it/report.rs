@@ -547,3 +547,62 @@ fn the_system_block_shows_host_memory_and_formats_keep_it_apart_from_gpu_memory(
     );
     assert!(md.stdout.contains("| nan | 512 |"), "{}", md.stdout);
 }
+
+/// The last rate of `text` (a `.data` file's lines) multiplied by `factor`.
+fn scale_last_rate(text: &str, factor: f64) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let last = lines
+        .iter()
+        .rposition(|l| l.contains("\"rate\": "))
+        .unwrap();
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == last {
+                scale_rates(l, factor)
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn an_outlier_the_mean_trims_leaves_the_interval_alone() {
+    // A last rate 100 times the others (a short final batch: the `dlrm` of a real 8-GPU run of
+    // the Python tool had one) is trimmed from `perf`; it must not widen `perf`'s interval.
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path();
+    // Without the repeat tags: the spread of two repeats' means (one degree of freedom) would
+    // set both intervals.
+    let untagged = |text: String| text.replace(", \"R0\"]", "]").replace(", \"R1\"]", "]");
+    copy_run(&tmp.join("plain"), |_, text| untagged(text));
+    copy_run(&tmp.join("outlier"), |name, text| {
+        if name == "benchio.0.R0.data" {
+            scale_last_rate(&untagged(text), 100.0)
+        } else {
+            untagged(text)
+        }
+    });
+    let bench = |run: &str| -> Value {
+        let out = report_in(tmp, &["--runs", run, "--format", "json"]);
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        v["benchmarks"][0].clone()
+    };
+    let half = |b: &Value, key: &str| {
+        (b[key]["high"].as_f64().unwrap() - b[key]["low"].as_f64().unwrap()) / 2.0
+    };
+    let (plain, outlier) = (bench("plain"), bench("outlier"));
+    let perf = outlier["perf"].as_f64().unwrap();
+    assert!((perf / plain["perf"].as_f64().unwrap() - 1.0).abs() < 0.01);
+    for key in ["perf_ci95", "score_ci95"] {
+        let (h0, h1) = (half(&plain, key), half(&outlier, key));
+        assert!(
+            h1 < 1.5 * h0,
+            "{key}: ±{h1} with the outlier, ±{h0} without"
+        );
+        assert!(h1 < 0.1 * perf, "{key}: ±{h1} around {perf}");
+    }
+    assert_eq!(outlier["warm_up"]["skip_too_short"], false, "{outlier}");
+}

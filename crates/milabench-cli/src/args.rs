@@ -51,14 +51,17 @@ pub enum Command {
     /// skipped), pools each benchmark's processes, and prints per benchmark the failures, the
     /// trimmed mean training rate (`perf`), its spread, peak GPU memory, energy and `score`,
     /// then the failure rate (PASS at 1% or less) and the weighted geometric-mean `Score`.
-    /// `--format text` is the Python tool's layout; json/csv/md add 95% bootstrap intervals.
+    /// `--format text` is the Python tool's layout followed by the 95% intervals (batch means,
+    /// over the rates the trimmed mean counts) and the warm-up found; json/csv/md/html carry
+    /// the intervals in their rows.
     /// Weights and the list of expected benchmarks come from `--config` when given, else from
     /// the data. Exit status 1 when the failure rate is above 1%.
     Report(ReportArgs),
     /// Print the per-benchmark summary of run folders as JSON (NaN written as null).
     Summary(SummaryArgs),
     /// Compare runs: the change of each benchmark's perf against the first run, and whether it
-    /// is beyond the noise of the rate samples (95% bootstrap interval of the change).
+    /// is beyond the noise of the rate samples (the 95% interval of the change, from batch
+    /// means: better, worse or cannot tell; `--threshold` sets the smallest change that counts).
     Compare(CompareArgs),
     /// Replay a recorded event stream (.data file or run folder) through the validation layers
     /// and print their report. Exit status 1 when a layer objects.

@@ -3,6 +3,10 @@
 use polars::prelude::*;
 use serde::Serialize;
 
+/// The fewest values a statistic trims: from this many on, exactly one minimum and one maximum
+/// are left out (the Python tool's rule, `xs[1:-1]` of the sorted values).
+pub const TRIM_FROM: usize = 5;
+
 /// Summary statistics of one list of values, after dropping one minimum and one maximum when
 /// there are five values or more: percentiles with linear interpolation, mean, population
 /// standard deviation, and standard error of the mean. All NaN when there is no value.
@@ -90,7 +94,7 @@ impl StatsQuery {
         let mut bounds = Vec::with_capacity(self.groups.len());
         for mut group in self.groups {
             group.sort_unstable_by(f64::total_cmp);
-            let kept = if group.len() >= 5 {
+            let kept = if group.len() >= TRIM_FROM {
                 &group[1..group.len() - 1]
             } else {
                 &group[..]
