@@ -606,3 +606,53 @@ fn an_outlier_the_mean_trims_leaves_the_interval_alone() {
     }
     assert_eq!(outlier["warm_up"]["skip_too_short"], false, "{outlier}");
 }
+
+/// A per-GPU run folder at `dir`: one process per entry of `rates`, on device `D<i>`, with
+/// those training rates; a process without rates exits with code 1 before measuring.
+fn write_per_gpu_run(dir: &std::path::Path, rates: &[&[f64]]) {
+    std::fs::create_dir_all(dir).unwrap();
+    for (i, series) in rates.iter().enumerate() {
+        let mut lines = vec![
+            serde_json::json!({"event": "config", "pipe": null, "data": {
+                "name": "pergpu", "tag": ["pergpu", format!("D{i}")], "device": i,
+                "devices": [i], "plan": {"method": "per_gpu"}, "weight": 1, "enabled": true}}),
+            serde_json::json!({"event": "start", "pipe": null, "data": {"time": 1000.0}}),
+        ];
+        for rate in *series {
+            lines.push(serde_json::json!({"event": "data", "pipe": "data",
+                "data": {"task": "train", "rate": rate, "units": "items/s"}}));
+        }
+        let code = if series.is_empty() { 1 } else { 0 };
+        lines.push(serde_json::json!({"event": "end", "pipe": null,
+            "data": {"return_code": code, "time": 1010.0}}));
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(dir.join(format!("pergpu.D{i}.data")), text).unwrap();
+    }
+}
+
+#[test]
+fn a_gpu_that_failed_before_its_first_rate_leaves_the_others_in_the_score() {
+    // The score of a per-GPU benchmark is the sum of each GPU's rate times the share of
+    // processes that succeeded: with one of four GPUs failing at start, 3 × 100 × 3/4.
+    let dir = tempfile::tempdir().unwrap();
+    let steady: &[f64] = &[99.0, 100.0, 101.0, 100.0, 99.0, 101.0, 100.0, 100.0, 100.0];
+    write_per_gpu_run(&dir.path().join("run"), &[steady, steady, &[], steady]);
+    let out = report_in(dir.path(), &["--runs", "run", "--format", "json"]);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let bench = &v["benchmarks"][0];
+    assert_eq!(
+        (bench["n"].as_f64(), bench["fail"].as_f64()),
+        (Some(4.0), Some(1.0))
+    );
+    let score = bench["score"].as_f64().unwrap();
+    assert!((score - 225.0).abs() < 1e-9, "score {score}");
+    let (low, high) = (
+        bench["score_ci95"]["low"].as_f64().unwrap(),
+        bench["score_ci95"]["high"].as_f64().unwrap(),
+    );
+    assert!(low < score && score < high && high - low < 10.0, "{bench}");
+    let summary = run(milabench(dir.path()).args(["summary", "--runs", "run"]));
+    let v: Value = serde_json::from_str(&summary.stdout).unwrap();
+    let devices: Vec<&String> = v["pergpu"]["per_gpu"].as_object().unwrap().keys().collect();
+    assert_eq!(devices, ["0", "1", "3"]);
+}

@@ -145,7 +145,8 @@ impl BenchSummary {
     /// devices of each device's pooled rate for per-GPU plans, else the pooled rate.
     pub fn throughput_estimate(&self) -> Estimate {
         let mut devices: indexmap::IndexMap<&str, Vec<&RateSeries>> = indexmap::IndexMap::new();
-        for series in &self.rate_series {
+        // Devices without a rate are left out, as the score's sum over devices leaves them.
+        for series in self.rate_series.iter().filter(|s| !s.rates.is_empty()) {
             if let Some(dev) = &series.device {
                 devices.entry(dev).or_default().push(series);
             }

@@ -121,7 +121,10 @@ pub fn summarize_runs<'a>(runs: impl Iterator<Item = &'a RunFile>) -> Result<Sum
         for f in files {
             query.extend(rate, f.train_rates.iter().copied());
             query.extend(wall, f.walltime);
-            if let Some(dev) = &f.device {
+            // As in the Python tool, a device appears in `per_gpu` once one of its processes
+            // measured a rate: a process that failed before its first rate adds no key, and so
+            // no NaN to the score's sum over devices.
+            if let Some(dev) = f.device.as_ref().filter(|_| !f.train_rates.is_empty()) {
                 let g = match per_gpu.get(dev) {
                     Some(g) => *g,
                     None => *per_gpu.entry(dev.clone()).or_insert(query.group()),
