@@ -913,3 +913,49 @@ b:
         .collect();
     assert!(positions.is_sorted(), "{}", dry.stdout);
 }
+
+#[test]
+fn a_run_goes_on_when_its_program_is_replaced_midway() {
+    // A rebuild or an upgrade during a long run replaces the program's file: the benchmarks
+    // after it still start their watchdog (through /proc/self/exe) and run.
+    let suite = "\
+_base:
+  inherits: _defaults
+  install_group: tiny
+  weight: 1
+  max_duration: 30
+first:
+  inherits: _base
+  definition: benchmarks/first
+second:
+  inherits: _base
+  definition: benchmarks/second
+";
+    let project = Project::new(suite);
+    let copy = project.path().join("milabench-copy");
+    fs_err::copy(env!("CARGO_BIN_EXE_milabench"), &copy).unwrap();
+    project.bench(
+        "first",
+        &format!(
+            "import os\nos.remove({:?})\n{}",
+            copy.display(),
+            reporting(6, 0)
+        ),
+    );
+    project.bench("second", &reporting(6, 0));
+    let mut cmd = std::process::Command::new(&copy);
+    crate::common::hermetic(&mut cmd, project.path());
+    cmd.env("MILABENCH_BASE", project.path().join("base"))
+        .args([
+            "run",
+            "--no-setup",
+            "--config",
+            "suite.yaml",
+            "--run-name",
+            "r",
+        ]);
+    let out = run(&mut cmd);
+    assert!(!copy.exists(), "the first benchmark removed the program");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("second: ok"), "{}", out.stderr);
+}

@@ -139,12 +139,8 @@ fn describe(err: &anyhow::Error) -> String {
 
 /// This program's hidden watchdog command, started beside each worker.
 fn watchdog() -> anyhow::Result<WatchdogCommand> {
-    let program = std::env::current_exe().map_err(|e| {
+    WatchdogCommand::this_program(vec![WATCHDOG_COMMAND.into()]).map_err(|e| {
         anyhow::anyhow!("cannot find the benchit program to start the workers' watchdog: {e}")
-    })?;
-    Ok(WatchdogCommand {
-        program,
-        args: vec![WATCHDOG_COMMAND.into()],
     })
 }
 

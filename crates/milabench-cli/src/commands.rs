@@ -54,11 +54,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// The watchdog of `run` and `prepare`: this program's hidden `__watchdog` command.
 pub(crate) fn watchdog() -> anyhow::Result<WatchdogCommand> {
-    let program = std::env::current_exe().map_err(|e| {
+    WatchdogCommand::this_program(vec!["__watchdog".into()]).map_err(|e| {
         anyhow::anyhow!("cannot find the milabench program to start its watchdog: {e}")
-    })?;
-    Ok(WatchdogCommand {
-        program,
-        args: vec!["__watchdog".into()],
     })
 }

@@ -21,7 +21,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufRead, Write as _};
 use std::os::unix::process::CommandExt as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Arc;
 
@@ -37,7 +37,37 @@ pub struct WatchdogCommand {
     pub program: PathBuf,
     /// Its arguments.
     pub args: Vec<OsString>,
+    /// The name the watchdog process shows (its `argv[0]`) when not `program`.
+    pub shown_as: Option<OsString>,
 }
+
+impl WatchdogCommand {
+    /// This very program with `args` (a hidden subcommand that calls [`serve_watchdog`]),
+    /// started through `/proc/self/exe` where there is one: a child resolves that to its
+    /// parent's program until its own `exec`, so the watchdog still starts after the program's
+    /// file was replaced or removed (a rebuild or an upgrade during a long run). It shows the
+    /// program's path as its name.
+    pub fn this_program(args: Vec<OsString>) -> std::io::Result<WatchdogCommand> {
+        let exe = std::env::current_exe()?;
+        let running = Path::new(RUNNING_PROGRAM);
+        Ok(if running.exists() {
+            WatchdogCommand {
+                program: running.to_owned(),
+                args,
+                shown_as: Some(exe.into_os_string()),
+            }
+        } else {
+            WatchdogCommand {
+                program: exe,
+                args,
+                shown_as: None,
+            }
+        })
+    }
+}
+
+/// The running program, whatever became of its file (Linux).
+const RUNNING_PROGRAM: &str = "/proc/self/exe";
 
 /// The line that ends a watch without killing anything.
 const DONE: &str = "done";
@@ -56,6 +86,9 @@ impl Watchdog {
         keep_open: &[Arc<File>],
     ) -> std::io::Result<Watchdog> {
         let mut cmd = Command::new(&command.program);
+        if let Some(name) = &command.shown_as {
+            cmd.arg0(name);
+        }
         cmd.args(&command.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -114,6 +147,25 @@ pub fn serve_watchdog(input: impl BufRead) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn this_program_starts_through_proc_under_its_own_name() {
+        let command = WatchdogCommand::this_program(vec!["--list".into()]).unwrap();
+        assert_eq!(command.program, Path::new(RUNNING_PROGRAM));
+        assert_eq!(
+            command.shown_as.as_deref(),
+            Some(std::env::current_exe().unwrap().as_os_str())
+        );
+        // A child started from it runs this test program, which lists this test.
+        let out = Command::new(&command.program)
+            .args(["--list", "this_program_starts_through_proc"])
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("this_program_starts_through_proc"),
+            "{out:?}"
+        );
+    }
 
     #[test]
     fn done_kills_nothing_and_end_of_input_kills_the_trees() {
