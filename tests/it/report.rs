@@ -656,3 +656,34 @@ fn a_gpu_that_failed_before_its_first_rate_leaves_the_others_in_the_score() {
     let devices: Vec<&String> = v["pergpu"]["per_gpu"].as_object().unwrap().keys().collect();
     assert_eq!(devices, ["0", "1", "3"]);
 }
+
+#[test]
+fn skips_the_python_tool_recorded_are_not_failures() {
+    // The Python tool writes `<bench>.data` with one message per unmet capability (twice in its
+    // L40S run: once per attempt); its report, like ours, leaves such benchmarks `nan`.
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path();
+    copy_run(&tmp.join("run"), |_, text| text);
+    let skip = "{\"event\": \"message\", \"data\": {\"message\": \"Skip benchio-nodes because \
+                the following capability is not satisfied: len(nodes) >= 2\"}, \"pipe\": null}\n";
+    std::fs::write(tmp.join("run/benchio-nodes.data"), skip.repeat(2)).unwrap();
+    std::fs::write(
+        tmp.join("suite.yaml"),
+        "benchio:\n  definition: .\n  enabled: true\n  weight: 2\n\
+         benchio-nodes:\n  definition: .\n  enabled: true\n  weight: 1\n",
+    )
+    .unwrap();
+    let out = report_in(tmp, &["--runs", "run", "--config", "suite.yaml"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        row(&out.stdout, "benchio-nodes").starts_with("benchio-nodes |  nan | nan |"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("Failure rate:       0.00% (PASS)"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stderr.contains("benchio-nodes"), "{}", out.stderr);
+}

@@ -959,3 +959,37 @@ second:
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("second: ok"), "{}", out.stderr);
 }
+
+#[test]
+fn a_skip_is_recorded_so_a_later_report_of_the_folder_agrees() {
+    let project = project();
+    let out = run(&mut project.run_command(&["--run-name", "r1"]));
+    assert!(out.stderr.contains("needs-gpus: skipped"), "{}", out.stderr);
+    // The record, worded as the Python tool words it, so either tool excuses the benchmark.
+    assert_eq!(
+        project.data_file("r1", "needs-gpus"),
+        "{\"event\":\"message\",\"data\":{\"message\":\"Skip needs-gpus because the following \
+         capability is not satisfied: gpu['count'] > 1\"},\"pipe\":null}\n"
+    );
+    let row = |stdout: &str| -> String {
+        stdout
+            .lines()
+            .find(|l| l.starts_with("needs-gpus "))
+            .unwrap_or_else(|| panic!("no needs-gpus row in\n{stdout}"))
+            .to_owned()
+    };
+    let later = run(project.milabench().args([
+        "report",
+        "--runs",
+        "base/runs/r1",
+        "--config",
+        "suite.yaml",
+    ]));
+    assert_eq!(row(&later.stdout), row(&out.stdout));
+    assert!(row(&later.stdout).starts_with("needs-gpus |  nan | nan |"));
+    assert!(
+        !later.stderr.contains("needs-gpus.data"),
+        "{}",
+        later.stderr
+    );
+}

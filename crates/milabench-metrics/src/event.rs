@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::format::{
     DataKey, EndKey, ErrorKey, EventName, FormatErrorKey, MessageKey, PhaseKey, PipeName,
-    RecordKey, SampleKey, StartKey, exit_status, is_command, is_stop,
+    RecordKey, SampleKey, StartKey, exit_status, is_command, is_stop, only_string,
 };
 use crate::json::{as_f64, float_value};
 use crate::lenient::NumbersReader;
@@ -222,13 +222,6 @@ impl Event {
 }
 
 /// The string of an object whose one key is `key`; `None` for any other value.
-fn only_string<'a>(data: &'a Value, key: &str) -> Option<&'a str> {
-    match data {
-        Value::Object(map) if map.len() == 1 => map.get(key)?.as_str(),
-        _ => None,
-    }
-}
-
 fn other(name: &str, data: Value) -> Event {
     Event::Other {
         name: name.to_owned(),

@@ -269,9 +269,47 @@ pub fn is_stop(payload: &Value) -> bool {
     payload.is_null()
 }
 
+/// The string of a payload made of one field, `key` (`phase` and `message` events): `None` for
+/// any other shape, extra fields included.
+pub fn only_string<'a>(payload: &'a Value, key: &str) -> Option<&'a str> {
+    match payload {
+        Value::Object(map) if map.len() == 1 => map.get(key)?.as_str(),
+        _ => None,
+    }
+}
+
+/// The words between a benchmark's name and the condition in the `message` a run records, as
+/// `<name>.data`, for a benchmark it skipped because the system does not meet a condition of its
+/// `requires_capabilities` (the Python tool's wording, so that each tool reads the other's).
+const SKIP_WORDS: &str = " because the following capability is not satisfied: ";
+
+/// The `message` that records the skip of benchmark `name` for its unmet `condition`.
+pub fn skip_message(name: &str, condition: &str) -> String {
+    format!("Skip {name}{SKIP_WORDS}{condition}")
+}
+
+/// The benchmark whose skip `message` records ([`skip_message`]), if it is one.
+pub fn skipped_bench(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("Skip ")?;
+    let (name, _) = rest.split_once(SKIP_WORDS)?;
+    (!name.is_empty()).then_some(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_skip_message_names_its_benchmark() {
+        let text = skip_message("llm-nodes", "len(nodes) >= 2");
+        assert_eq!(
+            text,
+            "Skip llm-nodes because the following capability is not satisfied: len(nodes) >= 2"
+        );
+        assert_eq!(skipped_bench(&text), Some("llm-nodes"));
+        assert_eq!(skipped_bench("Skip this step"), None);
+        assert_eq!(skipped_bench("early stop at 60 steps"), None);
+    }
 
     /// Checks that every name of a table is read back from its spelling, and that no two names
     /// share one.

@@ -10,8 +10,8 @@
 use std::fmt;
 
 use milabench_metrics::format::{
-    DataKey, EndKey, EventName, RecordKey, SampleKey, StartKey, TRAIN_TASK, exit_status,
-    is_command, is_stop,
+    DataKey, EndKey, EventName, MessageKey, RecordKey, SampleKey, StartKey, TRAIN_TASK,
+    exit_status, is_command, is_stop, only_string, skipped_bench,
 };
 use milabench_metrics::lenient::{Key, Number, Numbers};
 use milabench_metrics::lenient_value;
@@ -35,6 +35,9 @@ pub enum Fact {
     Stop,
     /// A `data` event.
     Data(DataFacts),
+    /// A `message` recording that the run skipped this benchmark for an unmet capability: its
+    /// name (see [`milabench_metrics::format::skip_message`]).
+    Skip(String),
 }
 
 /// The fields of a `data` payload the report uses.
@@ -165,6 +168,12 @@ impl<'de> DeserializeSeed<'de> for PayloadSeed<'_, '_> {
             Some(EventName::Data) => Object::<DataFacts>::new(devices)
                 .deserialize(deserializer)?
                 .map(Fact::Data),
+            Some(EventName::Message) => {
+                let payload = Value::deserialize(deserializer)?;
+                only_string(&payload, MessageKey::Message.as_str())
+                    .and_then(skipped_bench)
+                    .map(|name| Fact::Skip(name.to_owned()))
+            }
             _ => {
                 IgnoredAny::deserialize(deserializer)?;
                 None
@@ -462,6 +471,7 @@ mod tests {
             Event::Start(s) => Fact::Start(s.time.unwrap_or(f64::NAN)),
             Event::End(e) => Fact::End(e.time.unwrap_or(f64::NAN), e.return_code.is_zero()),
             Event::Stop => Fact::Stop,
+            Event::Message(m) => Fact::Skip(skipped_bench(&m)?.to_owned()),
             Event::Data(d) => {
                 let mut devices = Vec::new();
                 let gpudata = d.gpudata.map(|gpus| {
@@ -799,6 +809,16 @@ mod tests {
             };
             lines.push(record_line(name, payload));
         }
+        // A message that records a skipped benchmark is a fact; one with another field is not.
+        let skip = milabench_metrics::format::skip_message("bench", "gpu['count'] > 1");
+        lines.push(record_line(
+            EventName::Message,
+            json!({MessageKey::Message.as_str(): skip}),
+        ));
+        lines.push(record_line(
+            EventName::Message,
+            json!({MessageKey::Message.as_str(): skip, "extra": 1}),
+        ));
         lines
     }
 
@@ -852,9 +872,11 @@ mod tests {
             Some(LineOutcome::Item(want.clone()))
         );
         assert_eq!(FactDecoder::default().decode(&all), LineOutcome::Item(want));
-        // The events the report reads besides `data`: config, meta, start, end and stop.
+        // The events the report reads besides `data`: config, meta, start, end, stop and the
+        // message that records a skip.
         let other_facts = facts.iter().filter(|f| !f.starts_with("data")).count();
-        assert_eq!(other_facts, 5, "{facts:#?}");
+        assert_eq!(other_facts, 6, "{facts:#?}");
+        assert!(facts.iter().any(|f| f == "Skip(\"bench\")"), "{facts:#?}");
     }
 
     #[test]

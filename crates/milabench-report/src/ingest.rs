@@ -75,6 +75,10 @@ pub struct RunSet {
     /// Files that were left out, with the reason (files without `config`, links to folders,
     /// duplicates, files that cannot be read).
     pub skipped: Vec<(PathBuf, String)>,
+    /// Benchmarks the run recorded as skipped for an unmet capability (files holding only
+    /// their skip `message`, as both tools write them), once each, in folder order: absent
+    /// from the data for a reason, so not failures.
+    pub skipped_benches: Vec<String>,
 }
 
 impl RunSet {
@@ -125,8 +129,13 @@ pub fn load_runs<S: AsRef<str>>(sources: &[S]) -> Result<RunSet, ReportError> {
     for (file, (outcome, problems)) in files.iter().zip(read_in_parallel(&files)) {
         set.line_problems.merge(problems);
         match outcome {
-            Ok(Ok(run)) => set.runs.push(run),
-            Ok(Err(why)) => set.skipped.push((file.path.clone(), why)),
+            Ok(FileOutcome::Run(run)) => set.runs.push(*run),
+            Ok(FileOutcome::SkipRecord(bench)) => {
+                if !set.skipped_benches.contains(&bench) {
+                    set.skipped_benches.push(bench);
+                }
+            }
+            Ok(FileOutcome::Unusable(why)) => set.skipped.push((file.path.clone(), why)),
             // A file that cannot be opened is one file lost, not the whole report.
             Err(e) => set.skipped.push((
                 file.path.clone(),
@@ -199,6 +208,8 @@ struct Pending {
     gpu: Vec<(Option<f64>, Vec<GpuReading>)>,
     process_peak: Option<f64>,
     cpudata_peak: Option<f64>,
+    /// The benchmark a skip `message` names.
+    skip: Option<String>,
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -209,10 +220,18 @@ fn raise(peak: &mut Option<f64>, bytes: Option<f64>) {
     }
 }
 
-/// A run, or why the file is not one.
-pub type FileOutcome = Result<RunFile, String>;
+/// What one `.data` file holds.
+#[derive(Debug, Clone)]
+pub enum FileOutcome {
+    /// One process's run.
+    Run(Box<RunFile>),
+    /// The record of a benchmark the run skipped for an unmet capability: its name.
+    SkipRecord(String),
+    /// Not a usable run, and why.
+    Unusable(String),
+}
 
-/// Aggregates one file; `Ok(Err(reason))` when it is not a usable run.
+/// Aggregates one file.
 pub fn read_run_file(
     file: &DataFile,
     problems: &mut ProblemTally,
@@ -251,6 +270,7 @@ pub fn read_run_file(
                 }
             }
             Fact::Stop => p.early_stop = true,
+            Fact::Skip(bench) => p.skip = Some(bench),
             Fact::Start(time) => {
                 if p.start.is_some() {
                     p.duplicate = Some("start");
@@ -268,13 +288,20 @@ pub fn read_run_file(
     Ok(finish(file, p, records.decoder().devices()))
 }
 
-fn finish(file: &DataFile, p: Pending, devices: &[String]) -> Result<RunFile, String> {
+fn finish(file: &DataFile, p: Pending, devices: &[String]) -> FileOutcome {
     let config = match p.config {
         Some(c) if c.as_object().is_some_and(|m| !m.is_empty()) => c,
-        _ => return Err("no `config` event: not a benchmark run (skipped)".into()),
+        _ => {
+            return match p.skip {
+                Some(bench) => FileOutcome::SkipRecord(bench),
+                None => {
+                    FileOutcome::Unusable("no `config` event: not a benchmark run (skipped)".into())
+                }
+            };
+        }
     };
     if let Some(which) = p.duplicate {
-        return Err(format!(
+        return FileOutcome::Unusable(format!(
             "two `{which}` events: the file mixes several processes (skipped)"
         ));
     }
@@ -356,7 +383,7 @@ fn finish(file: &DataFile, p: Pending, devices: &[String]) -> Result<RunFile, St
         && finished.is_some_and(|(_, rc_zero)| {
             nolog || p.early_stop || (rc_zero && !p.nan_loss && !p.train_rates.is_empty())
         });
-    Ok(RunFile {
+    FileOutcome::Run(Box::new(RunFile {
         path: file.path.clone(),
         config,
         meta: p.meta,
@@ -372,5 +399,5 @@ fn finish(file: &DataFile, p: Pending, devices: &[String]) -> Result<RunFile, St
         device,
         success,
         faults,
-    })
+    }))
 }

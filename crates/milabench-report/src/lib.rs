@@ -53,7 +53,8 @@ pub use summary::{
 pub use timeline::{GpuSeries, STDERR_TAIL, Timeline, read_timeline};
 
 /// Loads the runs under `sources` and builds their report in one call. `suite` gives the
-/// expected benchmarks and weights; `None` takes them from the data.
+/// expected benchmarks and weights; `None` takes them from the data. Benchmarks the folders
+/// record as skipped for an unmet capability are excused, beside `options.excused`.
 pub fn report_runs<S: AsRef<str>>(
     sources: &[S],
     suite: Option<&[SuiteEntry]>,
@@ -70,6 +71,13 @@ pub fn report_runs<S: AsRef<str>>(
         }
     };
     let failed = set.runs.iter().filter(|r| !r.success).count();
-    let report = build_report(&set.sources, &summary, suite, failed, options);
+    // The skips the folders recorded excuse those benchmarks, as the run that skipped them did.
+    let mut options = options.clone();
+    for bench in &set.skipped_benches {
+        if !options.excused.contains(bench) {
+            options.excused.push(bench.clone());
+        }
+    }
+    let report = build_report(&set.sources, &summary, suite, failed, &options);
     Ok((report, set))
 }

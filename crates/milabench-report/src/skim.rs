@@ -104,7 +104,8 @@ impl<'a> Cursor<'a> {
                 | EventName::Meta
                 | EventName::Start
                 | EventName::End
-                | EventName::Stop,
+                | EventName::Stop
+                | EventName::Message,
             ) => Err(Declined),
             _ => {
                 self.skip_value(1)?;

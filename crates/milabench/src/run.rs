@@ -310,6 +310,7 @@ pub fn run_suite(
         }
         let plan = match plan_one(bench, &contexts[index])? {
             PlannedBench::Skipped { bench, unmet } => {
+                record_skip(&run_dir, &bench, &unmet)?;
                 observer.on_run_event(RunEvent::Skipped {
                     bench: &bench,
                     unmet: &unmet,
@@ -365,6 +366,23 @@ pub fn run_suite(
         }
     }
     Ok(summary)
+}
+
+/// Records in `<run_dir>/<bench>.data` that `bench` was skipped for its `unmet` capabilities:
+/// one `message` per condition, worded as the Python tool words them, so that a later report of
+/// the folder (by either tool) excuses the benchmark as this run's report did.
+fn record_skip(run_dir: &Path, bench: &str, unmet: &[String]) -> Result<(), Error> {
+    let text: String = unmet
+        .iter()
+        .map(|condition| {
+            let message = milabench_metrics::format::skip_message(bench, condition);
+            milabench_metrics::record_to_line(&Record::new(Event::Message(message), None))
+        })
+        .collect();
+    let path = run_dir.join(format!("{bench}.data"));
+    std::fs::create_dir_all(run_dir)
+        .and_then(|()| std::fs::write(&path, text))
+        .map_err(|source| Error::Write { path, source })
 }
 
 /// Runs the prepare step of every runnable benchmark (once per benchmark, no time limit), with
