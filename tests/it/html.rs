@@ -150,3 +150,32 @@ fn compare_html_shows_the_verdicts_of_compare() {
     }
     insta::assert_snapshot!("html_compare", structure(&html));
 }
+
+#[test]
+fn the_headline_names_the_driver_without_empty_entries() {
+    // The `meta` of a real L40S run of the Python tool: its `HIC_VERSION` is an empty list.
+    let dir = tempfile::tempdir().unwrap();
+    let src = root().join(RIJUBIGO).join("benchio.0.R0.data");
+    let meta = serde_json::json!({"event": "meta", "pipe": null, "data": {
+        "accelerators": {"system": {"CUDA_DRIVER": 12060, "DRIVER_VERSION": "560.35.03",
+                                    "HIC_VERSION": []}}}});
+    let text: String = std::fs::read_to_string(src)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            if l.starts_with("{\"event\": \"meta\"") {
+                format!("{meta}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    std::fs::write(dir.path().join("benchio.0.R0.data"), text).unwrap();
+    let page = report(&dir.path().display().to_string(), "html", &[]);
+    assert!(
+        page.contains("CUDA_DRIVER 12060, DRIVER_VERSION 560.35.03<"),
+        "{}",
+        &page[page.find("Driver").unwrap_or(0)..][..200.min(page.len())]
+    );
+    assert!(!page.contains("HIC_VERSION"));
+}

@@ -91,6 +91,17 @@ pub fn render_html(report: &Report, runs: &RunSet) -> Result<String, ReportError
     Ok(page.finish())
 }
 
+/// Whether `v` holds nothing: null, an empty string, list or object.
+fn is_empty_value(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
+}
+
 /// The first non-empty `meta` of the runs.
 fn first_meta(runs: &RunSet) -> Option<&Value> {
     runs.runs
@@ -127,11 +138,14 @@ fn report_headline(report: &Report, runs: &RunSet) -> String {
         .and_then(Value::as_object)
         .filter(|m| !m.is_empty())
         .map(|m| {
+            // Empty entries (a real L40S run's `HIC_VERSION: []`) say nothing.
             m.iter()
+                .filter(|(_, v)| !is_empty_value(v))
                 .map(|(k, v)| format!("{k} {}", python_str(v)))
                 .collect::<Vec<_>>()
                 .join(", ")
-        });
+        })
+        .filter(|text| !text.is_empty());
     let cpu = match (system("cpu"), system("n_cpu")) {
         (Some(cpu), Some(n)) => format!("{cpu} × {n}"),
         _ => not_recorded(),
