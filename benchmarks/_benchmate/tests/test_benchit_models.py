@@ -460,6 +460,44 @@ def test_a_model_the_torchscript_exporter_fails_on_names_the_dynamo_exporter(
     assert [(b["runtime"], b["status"]) for b in of_kind(events, "benchmark")] == [("ort", "ok")]
 
 
+def test_numbers_and_state_tuples_are_fed_to_ort_by_name(tmp_path: pathlib.Path) -> None:
+    """The torchscript exporter turns a Python number (``scale=2.0``) into a scalar graph input
+    and a tuple of tensors into one input per item, and binds the defaults of a call with
+    keyword arguments; ONNX Runtime is fed each by its name (a float keyword argument failed
+    with "no captured input for ONNX input 'onnx::Cast_1'")."""
+    script = write_script(tmp_path, "scaled.py", """
+        import torch
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(4, 4)
+
+            def forward(self, x, state=None, scale: float = 1.0, steps: int = 1):
+                h = self.fc(x) * scale * steps
+                return h if state is None else h + state[0] * state[1]
+
+        def main():
+            model = Net()
+            x = torch.rand(2, 4)
+            model(x, scale=2.0)
+            model(x, (torch.ones(2, 4), torch.ones(2, 4)), 0.5, steps=3)
+
+        if __name__ == "__main__":
+            main()
+    """)
+    replier = build_replier(tmp_path / "builds", stages=("export", "optimize"),
+                            runtimes=("ort",), onnx_stage="optimize", iterations=3, warmup=1)
+    events, status = run_in_process(script_request(script), replier)
+    assert status == 0
+    benchmarks = of_kind(events, "benchmark")
+    assert [(b["runtime"], b["status"]) for b in benchmarks] == [("ort", "ok")] * 2, \
+        [b.get("message") for b in benchmarks]
+    inputs = sorted(sorted(info["inputs"]) for info in of_kind(events, "onnx_info"))
+    # The call with a keyword argument also gets the default `steps`, as the exporter binds it.
+    assert inputs == [["scale", "state.0", "state.1", "steps", "x"], ["scale", "steps", "x"]]
+
+
 def test_ort_runs_the_fp32_model_when_asked(tmp_path: pathlib.Path) -> None:
     replier = build_replier(tmp_path, stages=("export", "optimize"), runtimes=("ort",),
                             onnx_stage="optimize", iterations=3, warmup=1)

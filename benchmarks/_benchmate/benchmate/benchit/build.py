@@ -172,8 +172,12 @@ def export_torch(module: Any, args: tuple, kwargs: dict[str, Any], path: str, op
 
     if exporter not in ("torchscript", "dynamo"):
         raise StageError(f"unknown exporter {exporter!r} (torchscript or dynamo)")
-    ordered = ordered_inputs(module, args, kwargs)
-    names = list(ordered) if all(isinstance(v, torch.Tensor) for v in ordered.values()) else None
+    ordered = ordered_inputs(module, args, kwargs, exporter)
+    if exporter == "torchscript":
+        names = graph_input_names(ordered)
+    else:
+        names = list(ordered) if all(isinstance(v, torch.Tensor) for v in ordered.values()) \
+            else None
     print(f"exporting {type(module).__name__} with inputs {list(ordered)} (opset {opset}, "
           f"{exporter})")
     try:
@@ -198,13 +202,39 @@ def export_torch(module: Any, args: tuple, kwargs: dict[str, Any], path: str, op
     onnx.checker.check_model(path)
 
 
-def ordered_inputs(module: Any, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The call's inputs named after the forward's parameters, in signature order."""
+def graph_input_names(ordered: dict[str, Any]) -> Optional[list[str]]:
+    """The names of the graph inputs the torchscript exporter makes of a call's values, in
+    order, so that ONNX Runtime is fed each captured value by name: a tensor or a Python number
+    (bool, int and float become scalar inputs) is one input, a list or tuple of tensors one per
+    item (``name.i``), ``None`` none. ``None`` when a value of another kind (a dict, an object)
+    leaves the inputs' order to the exporter."""
+    import torch
+
+    names: list[str] = []
+    for name, value in ordered.items():
+        if value is None:
+            continue
+        if isinstance(value, (torch.Tensor, bool, int, float)):
+            names.append(name)
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, torch.Tensor) for v in value):
+            names.extend(f"{name}.{index}" for index in range(len(value)))
+        else:
+            return None
+    return names
+
+
+def ordered_inputs(module: Any, args: tuple, kwargs: dict[str, Any],
+                   exporter: str = "torchscript") -> dict[str, Any]:
+    """The call's inputs named after the forward's parameters, in signature order. A call with
+    keyword arguments also gets the defaults of the parameters it leaves out, as the torchscript
+    exporter binds them (a left-out ``steps: int = 1`` becomes a graph input of its own)."""
     try:
         bound = inspect.signature(module.forward).bind(*args, **kwargs)
     except (TypeError, ValueError):
         return {f"input_{index}": value for index, value in
                 enumerate([*args, *kwargs.values()], start=1)}
+    if kwargs and exporter == "torchscript":
+        bound.apply_defaults()
     ordered: dict[str, Any] = {}
     for name, value in bound.arguments.items():
         kind = bound.signature.parameters[name].kind

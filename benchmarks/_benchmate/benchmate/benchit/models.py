@@ -360,7 +360,8 @@ class Events:
                          call.plan.get("exporter", "torchscript"))
 
         with self.session.discovery.paused(), inference_mode_of(module):
-            tensors = _numpy_inputs(ordered_inputs(module, args, kwargs))
+            tensors = _numpy_inputs(ordered_inputs(module, args, kwargs,
+                                                   call.plan.get("exporter", "torchscript")))
             carry_out(self.protocol, Work(call.record.model_hash, call.invocation.invocation_hash,
                                           call.plan, source, (module, args, kwargs), tensors))
 
@@ -393,13 +394,18 @@ class Events:
 
 
 def _numpy_inputs(ordered: dict[str, Any]) -> dict[str, Any]:
-    """The captured tensors as numpy arrays by input name (``name.i`` for sequence items); a
+    """The captured tensors as numpy arrays by input name (``name.i`` for sequence items), and
+    the Python numbers the exporter makes scalar inputs of (see ``graph_input_names``); a
     tensor numpy cannot hold (bfloat16) is left out, and ONNX Runtime then says which input it
     misses."""
+    import numpy as np
     import torch
 
     arrays: dict[str, Any] = {}
     for name, value in ordered.items():
+        if isinstance(value, (bool, int, float)):
+            arrays[name] = np.asarray(value)
+            continue
         items = enumerate(value) if isinstance(value, (list, tuple)) else [(None, value)]
         for index, item in items:
             if isinstance(item, torch.Tensor):
