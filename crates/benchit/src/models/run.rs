@@ -317,11 +317,13 @@ impl Run<'_, '_> {
                         }
                     }
                 }
-                Event::ScriptError(error) => self.fail(
-                    FailureKind::ScriptError,
-                    script_error_message(&error),
-                    error.traceback,
-                ),
+                Event::ScriptError(error) => {
+                    let mut message = script_error_message(&error);
+                    if error.kind == "SystemExit" {
+                        message.push_str(&exit_explained(self.result.log.as_std_path()));
+                    }
+                    self.fail(FailureKind::ScriptError, message, error.traceback);
+                }
                 Event::Error(fault) => self.worker_error(fault),
                 Event::Done => return Ok(true),
             }
@@ -856,6 +858,34 @@ fn script_error_message(error: &super::protocol::ScriptError) -> String {
     }
 }
 
+/// What a script that exited with an error status last printed (its output goes to `log`),
+/// as `: <line>`, and for a command-line error (argparse's `error:` line, click's `Error:`)
+/// how to give the script its arguments; empty when it printed nothing.
+fn exit_explained(log: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let Some(last) = text.lines().map(str::trim).rfind(|l| !l.is_empty()) else {
+        return String::new();
+    };
+    let usage = text.lines().any(|l| {
+        let l = l.trim_start().to_ascii_lowercase();
+        l.starts_with("usage:")
+    });
+    let command_line = usage && (last.contains(": error: ") || last.starts_with("Error: "));
+    let mut out = format!(": {}", excerpt(last, 240));
+    if command_line {
+        out.push_str("; give the script its arguments with --script-args \"...\"");
+    }
+    out
+}
+
+/// `text` cut to at most `max` characters, with `…` where it was cut.
+fn excerpt(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// Why `device` cannot run here, if it cannot: `nvidia` needs an NVIDIA GPU.
 pub(crate) fn device_problem(device: Device, runtimes: &[Runtime]) -> Option<String> {
     let wants_gpu = device == Device::Nvidia || runtimes.iter().any(|r| r.needs_gpu());
@@ -895,5 +925,27 @@ mod tests {
             script_error_message(&error("SystemExit", "the script exited with status 3")),
             "the script exited with status 3"
         );
+    }
+
+    #[test]
+    fn an_exit_status_comes_with_the_scripts_last_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("script.log");
+        assert_eq!(exit_explained(&log), "", "no log");
+        std::fs::write(
+            &log,
+            "usage: train.py [-h] --width WIDTH\n\
+             train.py: error: the following arguments are required: --width\n\n",
+        )
+        .unwrap();
+        assert_eq!(
+            exit_explained(&log),
+            ": train.py: error: the following arguments are required: --width; give the script \
+             its arguments with --script-args \"...\""
+        );
+        std::fs::write(&log, "loading\nout of data, giving up\n").unwrap();
+        assert_eq!(exit_explained(&log), ": out of data, giving up");
+        std::fs::write(&log, "x".repeat(300)).unwrap();
+        assert_eq!(exit_explained(&log).chars().count(), 2 + 240 + 1);
     }
 }
