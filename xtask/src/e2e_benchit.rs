@@ -2,7 +2,8 @@
 //! folder, `benchit` builds its managed Python environment (uv, the user's uv cache), benchmarks
 //! an example script on `ort` and `torch-eager` twice (the second call must reuse the build
 //! cache), discovers every example of a folder with `--all`, runs benchmate's `benchmark_model`
-//! example twice (the Python API; the second call from the cache), runs PARAM's simple-add
+//! example twice (the Python API; the second call from the cache), benchmarks a script that
+//! imports torchvision with `--with torchvision` (an environment of its own), runs PARAM's simple-add
 //! config through `benchit ops`, and runs the worker's pytest suites (the ones that need torch)
 //! in that environment. Then the same for Keras: a Keras example on `ort` (which builds the
 //! Keras environment, TensorFlow included) and the Keras pytest suite in that environment.
@@ -28,6 +29,8 @@ const API_EXAMPLE: &str = "benchmarks/_benchmate/examples/benchmark_model.py";
 const OPS_CONFIG: &str = "benchmarks/opbench/configs/simple_add.json";
 /// The runtimes asked for.
 const RUNTIMES: [&str; 2] = ["ort", "torch-eager"];
+/// A script importing a package benchit's environment lacks, run with `--with` it.
+const WITH_SCRIPT: &str = "benchmarks/benchit/extra/resnet18.py";
 /// The Keras example benchmarked end to end: a `Sequential` and a subclassed model.
 const KERAS_SCRIPT: &str = "benchmarks/benchit/keras_mlp.py";
 /// The model hashes of its two models (sha256 of their `summary()` text, MLAgility's hash).
@@ -83,6 +86,29 @@ pub fn flow(root: &Path, scratch: &Path) -> anyhow::Result<Vec<(&'static str, f6
     )?;
     timings.push(("benchit --all (analysis)", started.elapsed().as_secs_f64()));
     check_corpus(&corpus).with_context(|| format!("benchit --all: {corpus:#}"))?;
+
+    let started = Instant::now();
+    let report = json_output(
+        &mut benchit(&[
+            WITH_SCRIPT,
+            "--with",
+            "torchvision",
+            "--runtime",
+            "ort",
+            "--warmup",
+            "2",
+            "--iterations",
+            "10",
+            "--format",
+            "json",
+        ]),
+        "benchit --with torchvision",
+    )?;
+    timings.push((
+        "benchit --with torchvision",
+        started.elapsed().as_secs_f64(),
+    ));
+    check_with(&report).with_context(|| format!("benchit --with torchvision: {report:#}"))?;
 
     let python = benchit::env::managed_python(
         camino::Utf8Path::from_path(&home).context("the scratch folder is not UTF-8")?,
@@ -294,6 +320,21 @@ fn check_models(report: &Value, reused: bool) -> anyhow::Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// The torchvision script found its ResNet and timed it on `ort`.
+fn check_with(report: &Value) -> anyhow::Result<()> {
+    let input = &report["inputs"][0];
+    ensure!(input["status"] == "done", "the input did not finish");
+    let model = input["models"]
+        .as_array()
+        .and_then(|models| models.iter().find(|m| m["class"] == "ResNet"))
+        .context("no ResNet model found")?;
+    let ok = model["invocations"][0]["build"]["runtimes"]
+        .as_array()
+        .is_some_and(|r| r.iter().any(|r| r["runtime"] == "ort" && r["ok"] == true));
+    ensure!(ok, "ort did not time the ResNet");
     Ok(())
 }
 

@@ -7,6 +7,7 @@ real worker subprocess as Rust does.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -496,6 +497,26 @@ def test_numbers_and_state_tuples_are_fed_to_ort_by_name(tmp_path: pathlib.Path)
     inputs = sorted(sorted(info["inputs"]) for info in of_kind(events, "onnx_info"))
     # The call with a keyword argument also gets the default `steps`, as the exporter binds it.
     assert inputs == [["scale", "state.0", "state.1", "steps", "x"], ["scale", "steps", "x"]]
+
+
+def test_a_missing_package_names_the_with_option(tmp_path: pathlib.Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A script importing a package benchit's environment lacks is told how to add it, under
+    the package's name where it differs from the module's."""
+    monkeypatch.delenv("BENCHIT_WORKER", raising=False)
+    for module, package in [("torchvision_absent", "torchvision_absent"), ("cv2", "opencv")]:
+        script = write_script(tmp_path, f"uses_{module}.py", f"import torch\nimport {module}\n")
+        if module == "cv2" and importlib.util.find_spec("cv2") is not None:
+            continue
+        events, _ = run_in_process(script_request(script, analyze_only=True))
+        (error,) = of_kind(events, "script_error")
+        assert error["kind"] == "ModuleNotFoundError"
+        assert f"add the package with --with {package}" in error["message"], error["message"]
+    monkeypatch.setenv("BENCHIT_WORKER", "python -m benchmate.benchit")
+    events, _ = run_in_process(script_request(tmp_path / "uses_torchvision_absent.py",
+                                              analyze_only=True))
+    (error,) = of_kind(events, "script_error")
+    assert "into the interpreter BENCHIT_WORKER names" in error["message"]
 
 
 def test_ort_runs_the_fp32_model_when_asked(tmp_path: pathlib.Path) -> None:

@@ -151,10 +151,12 @@ fn watchdog() -> anyhow::Result<WatchdogCommand> {
 fn worker_command(
     arch: &str,
     keras_reason: Option<&str>,
+    with: &[String],
 ) -> anyhow::Result<benchit::worker::WorkerCommand> {
     use benchit::env::{EnvSettings, install_log, prepare_worker};
     let settings = EnvSettings {
         keras: keras_reason.is_some(),
+        with: with.to_vec(),
         ..EnvSettings::from_env(arch)?
     };
     let mut last_stage = None;
@@ -163,7 +165,15 @@ fn worker_command(
             && last_stage != Some(stage)
         {
             if last_stage.is_none() {
+                if !with.is_empty() {
+                    eprintln!(
+                        "setting up a benchit environment with {} in {} (once for these packages: benchit's packages plus them; uv links what they share from its cache)",
+                        with.join(", "),
+                        settings.home
+                    );
+                }
                 match keras_reason {
+                    None if !with.is_empty() => {}
                     None => eprintln!(
                         "setting up the benchit Python environment in {} (first use, or its requirements changed; this takes minutes)",
                         settings.home
@@ -181,7 +191,7 @@ fn worker_command(
     let command = prepared.map_err(|err| {
         anyhow::Error::new(err).context(format!(
             "the benchit Python environment is not ready; the install log is {}",
-            install_log(&settings.home, settings.keras)
+            install_log(&settings.home, &settings.group_name())
         ))
     })?;
     Ok(command.with_watchdog(watchdog()?))

@@ -61,6 +61,7 @@ pub(crate) const TRACEBACK_VAR: &str = "BENCHIT_TRACEBACK";
         benchit mlp.py::24adc42f --iterations 500     # one invocation\n  \
         benchit model.onnx --fp16\n  \
         benchit mlp.py --script-args \"--batch 8\" --batch-size 8 --format json\n  \
+        benchit resnet.py --with torchvision           # a package the script imports\n  \
         benchit --all --search-dir models/ --resume  # every script of a folder, each in its own worker\n  \
         benchit cache list"
 )]
@@ -91,6 +92,12 @@ pub(crate) struct BenchmarkArgs {
     /// Arguments for the scripts, split like a shell would (`--script-args "--batch 8"`).
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     script_args: Option<String>,
+    /// A package the scripts import that benchit's environment lacks (torchvision,
+    /// transformers, timm...), as a pip requirement; repeat for several (`--with torchvision
+    /// --with 'timm>=1.0'`). They are installed, once per set of packages, into an environment
+    /// of their own: benchit's packages plus them, torch kept at benchit's version.
+    #[arg(long = "with", value_name = "PACKAGE")]
+    with: Vec<String>,
     /// Skip scripts the cache says were already attempted.
     #[arg(long)]
     resume: bool,
@@ -244,7 +251,11 @@ pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<ExitCode> {
     // default action back: a caught signal is reset at exec).
     let interrupt = Interrupt::new();
     let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
-    let worker = worker_command(arch, options.framework.keras_reason(&checked).as_deref())?;
+    let worker = worker_command(
+        arch,
+        options.framework.keras_reason(&checked).as_deref(),
+        &args.with,
+    )?;
     let mut display = StatusDisplay::new(options.action);
     let report =
         benchit::models::benchmark(&inputs, &cwd, &options, &worker, &interrupt, &mut display);

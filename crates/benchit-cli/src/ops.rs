@@ -134,7 +134,7 @@ pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<ExitCode> {
         } else {
             "cpu"
         };
-        Some(worker_command(arch, None)?)
+        Some(worker_command(arch, None, &[])?)
     };
     let total = runs.len();
     let mut done = 0;

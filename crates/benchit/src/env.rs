@@ -9,6 +9,11 @@
 //! of TensorFlow cannot move a package a PyTorch script relies on), both are kept up to date by
 //! the same fingerprints, and uv links the second one's shared packages (torch) from its cache
 //! instead of copying them.
+//!
+//! Packages a user's scripts import and benchit's environment lacks (torchvision, transformers,
+//! timm...) come with `benchit --with PACKAGE`: they go into an environment of their own per set
+//! of packages, `benchit-with-<packages>`, for the same reasons, so a script needing one package
+//! never changes the environment of the others.
 
 use camino::{Utf8Path, Utf8PathBuf};
 use milabench_config::settings::{BaseLayout, DirOverrides, Installer};
@@ -46,6 +51,8 @@ pub struct EnvSettings {
     pub start: Utf8PathBuf,
     /// Whether the worker needs TensorFlow: the Keras environment ([`KERAS_GROUP`]).
     pub keras: bool,
+    /// Packages added to the environment (`benchit --with`), as pip requirements.
+    pub with: Vec<String>,
 }
 
 /// Why the worker could not be made ready.
@@ -60,6 +67,16 @@ pub enum SetupError {
     /// A path is not UTF-8 or the home folder is unknown.
     #[error("{0}")]
     Path(String),
+    /// A `--with` package is not a requirement.
+    #[error(
+        "--with `{0}` is not a package requirement\n  fix: name a package, with a version if you like: --with torchvision --with 'timm>=1.0'"
+    )]
+    BadPackage(String),
+    /// `--with` and a worker of the user's own.
+    #[error(
+        "--with adds packages to benchit's own environment, but BENCHIT_WORKER names another interpreter\n  fix: install {0} into that interpreter, or unset BENCHIT_WORKER"
+    )]
+    WithOwnWorker(String),
 }
 
 impl EnvSettings {
@@ -81,15 +98,72 @@ impl EnvSettings {
             arch: arch.to_string(),
             start,
             keras: false,
+            with: Vec::new(),
         })
+    }
+
+    /// The install group these settings use: [`GROUP`] or [`KERAS_GROUP`], followed by
+    /// `-with-<packages>` when packages are added (sorted, each spelled with letters, digits,
+    /// `.` and `-`, joined by `+`; cut at 100 characters, where the fingerprint still tells two
+    /// sets apart).
+    pub fn group_name(&self) -> String {
+        let base = if self.keras { KERAS_GROUP } else { GROUP };
+        if self.with.is_empty() {
+            return base.to_string();
+        }
+        let mut specs: Vec<String> = self
+            .with
+            .iter()
+            .map(|spec| {
+                spec.trim()
+                    .to_ascii_lowercase()
+                    .chars()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() || c == '.' {
+                            c
+                        } else {
+                            '-'
+                        }
+                    })
+                    .collect::<String>()
+                    .trim_matches('-')
+                    .to_string()
+            })
+            .collect();
+        specs.sort();
+        specs.dedup();
+        let name = format!("{base}-with-{}", specs.join("+"));
+        name.chars().take(100).collect()
+    }
+
+    /// The `--with` packages, checked: each names a package (no pip option, no second line).
+    fn checked_with(&self) -> Result<&[String], SetupError> {
+        for spec in &self.with {
+            let spec_ok = spec
+                .trim()
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric())
+                && !spec.contains(['\n', '\r']);
+            if !spec_ok {
+                return Err(SetupError::BadPackage(spec.clone()));
+            }
+        }
+        Ok(&self.with)
     }
 }
 
 /// The `benchit` install group of the checkout `project`: `benchmarks/benchit`'s pinned
 /// `requirements.<arch>.txt` when there is one, else its `requirements.in`, under
 /// `constraints/<arch>.txt`; with `keras`, the [`KERAS_GROUP`] group, which adds
-/// `requirements-keras.in`.
-pub fn install_group(project: &ProjectTree, arch: &str, keras: bool) -> InstallGroup {
+/// `requirements-keras.in`; with `with`, the file of the packages `benchit --with` adds (the
+/// group is then named by [`EnvSettings::group_name`]).
+pub fn install_group(
+    project: &ProjectTree,
+    arch: &str,
+    keras: bool,
+    with: Option<(&str, &Utf8Path)>,
+) -> InstallGroup {
     let folder = project.root.join("benchmarks/benchit");
     let pinned = folder.join(format!("requirements.{arch}.txt"));
     let (path, is_pinned) = if pinned.is_file() {
@@ -109,10 +183,18 @@ pub fn install_group(project: &ProjectTree, arch: &str, keras: bool) -> InstallG
             pinned: false,
         });
     }
-    let name = if keras { KERAS_GROUP } else { GROUP };
+    let mut name = if keras { KERAS_GROUP } else { GROUP }.to_string();
+    if let Some((group, file)) = with {
+        name = group.to_string();
+        requirements.push(RequirementFile {
+            bench: name.clone(),
+            path: file.to_owned(),
+            pinned: false,
+        });
+    }
     InstallGroup {
-        name: name.into(),
-        benches: vec![name.into()],
+        name: name.clone(),
+        benches: vec![name],
         definitions: vec![folder],
         variant: arch.into(),
         requirements,
@@ -133,7 +215,11 @@ pub fn prepare_worker(
     settings: &EnvSettings,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<WorkerCommand, SetupError> {
+    let with = settings.checked_with()?;
     if let Some(worker) = &settings.worker {
+        if !with.is_empty() {
+            return Err(SetupError::WithOwnWorker(with.join(", ")));
+        }
         return Ok(worker.clone());
     }
     let project = ProjectTree::locate(&settings.start)?;
@@ -150,7 +236,23 @@ pub fn prepare_worker(
         },
         on_event,
     )?;
-    let group = install_group(&project, &settings.arch, settings.keras);
+    let group_name = settings.group_name();
+    let with_file = settings.home.join(format!("requirements/{group_name}.in"));
+    if !with.is_empty() {
+        let text: String = with
+            .iter()
+            .map(|spec| format!("{}\n", spec.trim()))
+            .collect();
+        fs_err::create_dir_all(settings.home.join("requirements"))
+            .and_then(|()| fs_err::write(&with_file, text))
+            .map_err(|e| SetupError::Path(format!("could not write the --with packages: {e}")))?;
+    }
+    let group = install_group(
+        &project,
+        &settings.arch,
+        settings.keras,
+        (!with.is_empty()).then_some((group_name.as_str(), with_file.as_path())),
+    );
     let venv = match envs.install(&group, false, on_event)? {
         milabench_env::Outcome::UpToDate { venv, .. }
         | milabench_env::Outcome::Installed { venv, .. } => venv,
@@ -184,10 +286,9 @@ pub fn managed_keras_python(home: &Utf8Path) -> Utf8PathBuf {
     group_python(home, KERAS_GROUP)
 }
 
-/// Where the install of the managed environment (the Keras one when `keras`) under `home` logs
+/// Where the install of install group `group` ([`EnvSettings::group_name`]) under `home` logs
 /// the installer's output.
-pub fn install_log(home: &Utf8Path, keras: bool) -> Utf8PathBuf {
-    let group = if keras { KERAS_GROUP } else { GROUP };
+pub fn install_log(home: &Utf8Path, group: &str) -> Utf8PathBuf {
     BaseLayout::new(home, &DirOverrides::default())
         .logs
         .join(format!("install/{group}.log"))
@@ -215,7 +316,7 @@ mod tests {
     fn the_group_installs_the_requirements_of_benchmarks_benchit() {
         let root = Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let project = ProjectTree::locate(&root).unwrap();
-        let group = install_group(&project, "cpu", false);
+        let group = install_group(&project, "cpu", false, None);
         assert_eq!(group.name, "benchit");
         assert_eq!(
             group.requirements.len(),
@@ -237,8 +338,8 @@ mod tests {
     fn the_keras_group_adds_tensorflow_in_a_venv_of_its_own() {
         let root = Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let project = ProjectTree::locate(&root).unwrap();
-        let plain = install_group(&project, "cpu", false);
-        let group = install_group(&project, "cpu", true);
+        let plain = install_group(&project, "cpu", false, None);
+        let group = install_group(&project, "cpu", true, None);
         assert_eq!(group.name, "benchit-keras");
         assert_eq!(
             group.requirements[0], plain.requirements[0],
@@ -257,7 +358,10 @@ mod tests {
             "/h/venv/benchit-keras/bin/python"
         );
         assert_eq!(managed_python(home), "/h/venv/benchit/bin/python");
-        assert_eq!(install_log(home, true), "/h/logs/install/benchit-keras.log");
+        assert_eq!(
+            install_log(home, KERAS_GROUP),
+            "/h/logs/install/benchit-keras.log"
+        );
     }
 
     #[test]
@@ -269,8 +373,58 @@ mod tests {
             arch: "cpu".into(),
             start: "/nonexistent".into(),
             keras: true,
+            with: Vec::new(),
         };
         let cmd = prepare_worker(&settings, &mut |_| {}).unwrap();
         assert_eq!(cmd.display(), "python3 fake.py");
+        let with = EnvSettings {
+            with: vec!["torchvision".into()],
+            ..settings
+        };
+        let err = prepare_worker(&with, &mut |_| {}).unwrap_err().to_string();
+        assert!(
+            err.contains("install torchvision into that interpreter"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn packages_added_with_with_get_an_environment_of_their_own() {
+        let root = Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let project = ProjectTree::locate(&root).unwrap();
+        let settings = |keras: bool, with: &[&str]| EnvSettings {
+            home: "/h".into(),
+            python: None,
+            worker: None,
+            arch: "cpu".into(),
+            start: root.clone(),
+            keras,
+            with: with.iter().map(|s| s.to_string()).collect(),
+        };
+        assert_eq!(settings(false, &[]).group_name(), "benchit");
+        assert_eq!(
+            settings(false, &["torchvision", "timm>=1.0", "torchvision"]).group_name(),
+            "benchit-with-timm--1.0+torchvision"
+        );
+        assert_eq!(
+            settings(true, &["Transformers"]).group_name(),
+            "benchit-keras-with-transformers"
+        );
+        assert!(settings(false, &[&"x".repeat(300)]).group_name().len() <= 100);
+        let file = Utf8Path::new("/h/requirements/benchit-with-timm.in");
+        let group = install_group(&project, "cpu", false, Some(("benchit-with-timm", file)));
+        assert_eq!(group.name, "benchit-with-timm");
+        assert_eq!(
+            group.requirements.len(),
+            2,
+            "benchit's packages, then the added ones"
+        );
+        assert_eq!(group.requirements[1].path, file);
+        for bad in ["-r other.txt", "--index-url x", "torch\n-e .", ""] {
+            let err = prepare_worker(&settings(false, &[bad]), &mut |_| {})
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("is not a package requirement"), "{bad}: {err}");
+        }
     }
 }

@@ -244,10 +244,18 @@ class ScriptSession:
             if exit_.code not in (None, 0):
                 self._script_error(exit_, f"the script exited with status {exit_.code!r}")
         except ModuleNotFoundError as error:
-            hint = ""
-            if not self.keras and (error.name or "").split(".")[0] in KERAS_PACKAGES:
-                hint = ("; benchit installs TensorFlow for the scripts that import it, and for "
-                        "--framework keras")
+            module = (error.name or "").split(".")[0]
+            if module in KERAS_PACKAGES:
+                hint = ("" if self.keras else "; benchit installs TensorFlow for the scripts "
+                        "that import it, and for --framework keras")
+            elif module and os.environ.get("BENCHIT_WORKER"):
+                hint = "; install its package into the interpreter BENCHIT_WORKER names"
+            elif module:
+                package = PACKAGE_OF_MODULE.get(module, module)
+                hint = (f"; benchit's environment does not have it: add the package with "
+                        f"--with {package}")
+            else:
+                hint = ""
             self._script_error(error, one_line(error) + hint)
         except BaseException as error:  # noqa: BLE001 - whatever the script raises is reported
             self._script_error(error, one_line(error))
@@ -298,6 +306,13 @@ def run_program(script: str, program: types.ModuleType) -> None:
 
 #: Packages whose absence means the script needed the Keras environment.
 KERAS_PACKAGES = ("tensorflow", "keras", "tf_keras", "tf2onnx")
+
+#: The package to install for a module whose name differs from its package's.
+PACKAGE_OF_MODULE = {
+    "cv2": "opencv-python-headless", "PIL": "pillow", "sklearn": "scikit-learn",
+    "skimage": "scikit-image", "yaml": "pyyaml", "bs4": "beautifulsoup4",
+    "google": "protobuf", "torch_geometric": "torch-geometric",
+}
 
 
 class Events:
