@@ -487,3 +487,30 @@ fn typos_that_resolve_are_warned_about() {
         &["--config", "typos.yaml", "--format", "json"],
     );
 }
+
+#[test]
+fn a_multirun_block_is_said_to_make_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let system = dir.path().join("system.yaml");
+    std::fs::write(
+        &system,
+        "system:\n  arch: cpu\n  nodes:\n    - name: local\n      ip: 127.0.0.1\n      user: me\n      main: true\n\
+         multirun:\n  runs:\n    - name: \"bs{sizer.mult}.{time}\"\n      matrix:\n        sizer.mult: [0.5, 2]\n",
+    )
+    .unwrap();
+    let out = run(milabench(&fixtures().join("suites")).args([
+        "resolve",
+        "--config",
+        "basic.yaml",
+        "--system",
+        system.to_str().unwrap(),
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "warning: the system file's `multirun` block is not supported: one run is made"
+        ),
+        "{}",
+        out.stderr
+    );
+}

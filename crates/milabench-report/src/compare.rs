@@ -188,14 +188,23 @@ pub fn render_comparison(c: &Comparison) -> String {
         .max()
         .unwrap_or(5)
         .max(5);
+    // Rates are `{:10.2f}` as the Python tool prints them; a column widens for a larger one.
+    let number = |x: f64| crate::pyfmt::fixed(x, 10, 2);
+    let rates = c
+        .rows
+        .iter()
+        .flat_map(|r| [number(r.baseline).len(), number(r.perf).len()])
+        .max()
+        .unwrap_or(10)
+        .max(10);
     for run in &c.runs {
         let _ = writeln!(out, "\nRun: {run}");
         let _ = writeln!(
             out,
-            "{:<width$} | {:>10} | {:>10} | {:>8} | {:>19} | verdict",
+            "{:<width$} | {:>rates$} | {:>rates$} | {:>8} | {:>19} | verdict",
             "bench", "baseline", "perf", "change", "95% CI of change"
         );
-        let _ = writeln!(out, "{}", "-".repeat(width + 71));
+        let _ = writeln!(out, "{}", "-".repeat(width + 2 * rates + 51));
         for r in c.rows.iter().filter(|r| &r.run == run) {
             let ci = if r.change_ci95.low.is_nan() {
                 String::new()
@@ -210,10 +219,10 @@ pub fn render_comparison(c: &Comparison) -> String {
             let verdict = r.verdict.as_str();
             let _ = writeln!(
                 out,
-                "{:<width$} | {} | {} | {change:>8} | {ci:>19} | {verdict}",
+                "{:<width$} | {:>rates$} | {:>rates$} | {change:>8} | {ci:>19} | {verdict}",
                 r.bench,
-                crate::pyfmt::fixed(r.baseline, 10, 2),
-                crate::pyfmt::fixed(r.perf, 10, 2),
+                number(r.baseline),
+                number(r.perf),
             );
         }
     }
@@ -234,6 +243,28 @@ mod tests {
             change_ci95: Interval::NAN,
             verdict,
         }
+    }
+
+    #[test]
+    fn a_large_rate_widens_its_column() {
+        let mut big = row("b", Verdict::Better, 1.0);
+        big.perf = 19_095_462_563.28;
+        let comparison = Comparison {
+            baseline: "base".to_owned(),
+            runs: vec!["new".to_owned()],
+            threshold_pct: 0.0,
+            rows: vec![row("a", Verdict::Worse, -10.0), big],
+        };
+        let text = render_comparison(&comparison);
+        let lines: Vec<&str> = text.lines().skip(4).collect();
+        let bars =
+            |line: &str| -> Vec<usize> { line.match_indices(" | ").map(|(i, _)| i).collect() };
+        assert_eq!(bars(lines[0]), bars(lines[2]), "{text}");
+        assert_eq!(bars(lines[2]), bars(lines[3]), "{text}");
+        assert!(
+            lines[1].len() >= lines[0].len(),
+            "the rule spans the header"
+        );
     }
 
     #[test]

@@ -434,10 +434,19 @@ pub fn render_comparison_html(c: &Comparison) -> String {
             "Missing, failed or no rate".to_owned(),
             (count(Verdict::Missing) + count(Verdict::Failed) + count(Verdict::NoRate)).to_string(),
         ),
+        (
+            "Not in the baseline".to_owned(),
+            count(Verdict::NoBaseline).to_string(),
+        ),
     ];
+    let judged = c.rows.len() - count(Verdict::NoBaseline);
     page.push(&headline(
-        &format!("{} better", count(Verdict::Better)),
-        &format!("of {} benchmark runs compared", c.rows.len()),
+        &format!(
+            "{} better, {} worse",
+            count(Verdict::Better),
+            count(Verdict::Worse)
+        ),
+        &format!("of {judged} benchmark runs with a baseline"),
         &facts,
     ));
     // Side by side: each benchmark's perf in every run.
