@@ -206,6 +206,17 @@ impl OpsConfig {
         if object.is_empty() {
             return Err(problem(&root, "the config names no operator"));
         }
+        if let (Some(op), true) = (
+            object.get("op_name").and_then(Value::as_str),
+            object.contains_key("op_info"),
+        ) {
+            return Err(problem(
+                &root,
+                format!(
+                    "this is a PARAM run_batch file (one operator's queued inputs, written for a profiler), not a benchmark config; to run its operator, write its \"op_info\" as the spec of \"{op}\": {{\"{op}\": {{\"input_data_generator\": ..., \"config\": [...]}}}}"
+                ),
+            ));
+        }
         let ops = object
             .iter()
             .map(|(name, spec)| OpEntry::parse(name, spec, &root.key(name)))
@@ -770,6 +781,10 @@ mod tests {
                 r#"c.json: at ."torch.mm".config[0].input[0].args[0].__copy__: copies from positional argument 3 but the spec has 1 positional argument(s)"#,
             ),
             ("{\"a\": 1,}", "c.json:1:9: not valid JSON"),
+            (
+                r#"{"op_name": "torch.add", "build_id": "1:2", "op_info": {"config": []}}"#,
+                r#"c.json: at .: this is a PARAM run_batch file (one operator's queued inputs, written for a profiler), not a benchmark config; to run its operator, write its "op_info" as the spec of "torch.add""#,
+            ),
         ];
         for (text, expected) in cases {
             let message = error(text);
