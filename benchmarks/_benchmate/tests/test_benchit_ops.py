@@ -76,6 +76,27 @@ def test_the_registry_knows_params_names_modules_aten_and_models():
     assert model.target()(torch.rand(2, 3, 32, 32)).shape == (2, 5)
 
 
+def test_aten_operators_take_params_positional_calls_and_in_place_names():
+    """PARAM's aten_ops.json: ``aten::add`` gets ``alpha`` as a third positional argument (its
+    TorchScript function takes every schema argument by position), and ``aten::add_`` has no
+    ``default`` overload, so its build schema picks ``Tensor``."""
+    a, b = torch.ones(2), torch.ones(2)
+    add = ops_registry.lookup("aten::add")
+    add.build("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
+    assert add.target()(a, b, 2).tolist() == [3.0, 3.0]
+    in_place = ops_registry.lookup("aten::add_")
+    in_place.build("aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> "
+                   "Tensor(a!)")
+    assert in_place.target()(a, b, 1).tolist() == [2.0, 2.0] and a.tolist() == [2.0, 2.0]
+    unnamed = ops_registry.lookup("aten::add_")
+    with pytest.raises(ops_registry.OperatorError, match="several overloads .* none is named"):
+        unnamed.target()
+    assert ops_registry.lookup("aten::mm").target()(torch.eye(2), b.reshape(2, 1)).shape == (2, 1)
+    with pytest.raises(ops_registry.OperatorError, match="no overload 'Nope'"):
+        bad = ops_registry.lookup("aten::add.Nope")
+        bad.target()
+
+
 def run_measure(op, args, **options):
     defaults = dict(warmup=2, iterations=3, backward=True, mode="discrete", device=CPU)
     return ops_timing.measure(op, args, {}, **{**defaults, **options})

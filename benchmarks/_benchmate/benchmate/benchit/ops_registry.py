@@ -137,13 +137,19 @@ class InPlaceOp(Operator):
 
 
 class AtenOp(Operator):
-    """``aten::<name>[.<overload>]``: a ``torch.ops.aten`` overload."""
+    """``aten::<name>[.<overload>]``: a ``torch.ops.aten`` overload. The overload is the one
+    named, else the one the build's schema names, else ``default`` (or the only one there is).
+    As PARAM's TorchScript function takes every schema argument by position, positional
+    arguments beyond the schema's positional ones fill its keyword-only ones in order
+    (``aten::add.Tensor`` called with ``self, other, 1`` gets ``alpha=1``)."""
 
     buildable = True
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        self.overload = _aten_overload(name[len("aten::") :])
+        self.qualified = name[len("aten::"):]
+        self.packet = _aten_packet(self.qualified.partition(".")[0])
+        self.overload: Any = None
 
     def build(self, *args: Any, **kwargs: Any) -> None:
         schema = args[0] if args and isinstance(args[0], str) else kwargs.get("schema")
@@ -155,19 +161,52 @@ class AtenOp(Operator):
         base_given = self.name.split(".", 1)[0]
         if qualified.split(".", 1)[0] != base_given:
             raise OperatorError(f"the schema names {qualified}, not {self.name}")
-        self.overload = _aten_overload(qualified[len("aten::") :])
+        self.overload = _aten_overload(self.packet, qualified[len("aten::"):])
 
     def target(self) -> Callable[..., Any]:
-        return self.overload
+        if self.overload is None:
+            self.overload = _aten_overload(self.packet, self.qualified)
+        overload = self.overload
+        arguments = overload._schema.arguments
+        positional = sum(1 for a in arguments if not a.kwarg_only)
+        keyword_only = [a.name for a in arguments if a.kwarg_only]
+        if not keyword_only:
+            return overload
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if len(args) > positional:
+                extra = dict(zip(keyword_only, args[positional:]))
+                args, kwargs = args[:positional], {**extra, **kwargs}
+            return overload(*args, **kwargs)
+
+        return call
 
 
-def _aten_overload(qualified: str) -> Any:
-    name, _, overload = qualified.partition(".")
+def _aten_packet(name: str) -> Any:
     try:
-        packet = getattr(torch.ops.aten, name)
-        return getattr(packet, overload or "default")
+        return getattr(torch.ops.aten, name)
     except (AttributeError, RuntimeError) as exc:
-        raise OperatorError(f"no aten operator {qualified!r} in this torch ({torch.__version__})") from exc
+        raise OperatorError(f"no aten operator {name!r} in this torch ({torch.__version__})") \
+            from exc
+
+
+def _aten_overload(packet: Any, qualified: str) -> Any:
+    name, _, overload = qualified.partition(".")
+    overloads = packet.overloads()
+    if not overload:
+        if "default" in overloads:
+            overload = "default"
+        elif len(overloads) == 1:
+            overload = overloads[0]
+        else:
+            raise OperatorError(
+                f"aten::{name} has several overloads ({', '.join(overloads)}) and none is named: "
+                f"write aten::{name}.<overload>, or give its schema as the build argument")
+    try:
+        return getattr(packet, overload)
+    except (AttributeError, RuntimeError) as exc:
+        raise OperatorError(f"aten::{name} has no overload {overload!r} in this torch "
+                            f"({torch.__version__}); it has {', '.join(overloads)}") from exc
 
 
 # PARAM's registered workloads (lib/pytorch + workloads/pytorch), by kind.

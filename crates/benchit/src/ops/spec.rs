@@ -176,7 +176,20 @@ impl ArgSpec {
         let field = |name: &str| object.get(name);
         match kind.as_str().unwrap_or_default() {
             "tensor" => check_tensor(object, at).map(ArgSpec::Tensor),
-            "int" | "long" => check_number(object, at, Value::as_i64, "integer").map(ArgSpec::Int),
+            // PARAM passes an `int` value as it is written: a fractional one (`2.5` in its own
+            // tests' config) reaches the operator as a Python float.
+            "int" | "long" => match field("value") {
+                Some(v)
+                    if v.as_i64().is_none()
+                        && v.is_f64()
+                        && object.get("value_range").is_none() =>
+                {
+                    Ok(ArgSpec::Float(Number::Value(
+                        v.as_f64().unwrap_or(f64::NAN),
+                    )))
+                }
+                _ => check_number(object, at, Value::as_i64, "integer").map(ArgSpec::Int),
+            },
             "float" | "double" => {
                 check_number(object, at, Value::as_f64, "number").map(ArgSpec::Float)
             }
@@ -374,6 +387,11 @@ mod tests {
         assert_eq!(
             check(json!({"type": "long", "value_range": [1, 5]})),
             Ok(ArgSpec::Int(Number::Range { low: 1, high: 5 }))
+        );
+        assert_eq!(
+            check(json!({"type": "int", "value": 2.5})),
+            Ok(ArgSpec::Float(Number::Value(2.5))),
+            "passed as written, as PARAM does"
         );
         assert_eq!(
             check(json!({"type": "double", "value": 0.5})),
