@@ -239,6 +239,7 @@ def test_models_are_located_where_the_script_makes_them(tmp_path: pathlib.Path) 
 @pytest.mark.usefixtures("hot_path")
 @pytest.mark.parametrize("script, classes, shapes_and_calls", [
     ("mlp.py", ["MLP"], [({"Positional Arg 1": [8, 64]}, 100)]),
+    ("corpus_style.py", ["Sequential"], [({"input": [1, 128, 64]}, 1)]),
     ("cnn.py", ["SmallCNN"], [({"Positional Arg 1": [2, 3, 32, 32]}, 2)]),
     ("transformer_block.py", ["TransformerEncoderLayer"],
      [({"Positional Arg 1": [2, 16, 64]}, 1)]),
@@ -463,8 +464,8 @@ def test_a_model_the_torchscript_exporter_fails_on_names_the_dynamo_exporter(
 
 def test_numbers_and_state_tuples_are_fed_to_ort_by_name(tmp_path: pathlib.Path) -> None:
     """The torchscript exporter turns a Python number (``scale=2.0``) into a scalar graph input
-    and a tuple of tensors into one input per item, and binds the defaults of a call with
-    keyword arguments; ONNX Runtime is fed each by its name (a float keyword argument failed
+    and a tuple of tensors into one input per item, and binds the defaults a call leaves out
+    (positional call or not); ONNX Runtime is fed each by its name (a float keyword argument failed
     with "no captured input for ONNX input 'onnx::Cast_1'")."""
     script = write_script(tmp_path, "scaled.py", """
         import torch
@@ -483,6 +484,7 @@ def test_numbers_and_state_tuples_are_fed_to_ort_by_name(tmp_path: pathlib.Path)
             x = torch.rand(2, 4)
             model(x, scale=2.0)
             model(x, (torch.ones(2, 4), torch.ones(2, 4)), 0.5, steps=3)
+            model(torch.rand(3, 4))
 
         if __name__ == "__main__":
             main()
@@ -492,11 +494,12 @@ def test_numbers_and_state_tuples_are_fed_to_ort_by_name(tmp_path: pathlib.Path)
     events, status = run_in_process(script_request(script), replier)
     assert status == 0
     benchmarks = of_kind(events, "benchmark")
-    assert [(b["runtime"], b["status"]) for b in benchmarks] == [("ort", "ok")] * 2, \
+    assert [(b["runtime"], b["status"]) for b in benchmarks] == [("ort", "ok")] * 3, \
         [b.get("message") for b in benchmarks]
     inputs = sorted(sorted(info["inputs"]) for info in of_kind(events, "onnx_info"))
-    # The call with a keyword argument also gets the default `steps`, as the exporter binds it.
-    assert inputs == [["scale", "state.0", "state.1", "steps", "x"], ["scale", "steps", "x"]]
+    # Each call also gets the default `steps`, as the exporter binds it.
+    assert inputs == [["scale", "state.0", "state.1", "steps", "x"], ["scale", "steps", "x"],
+                      ["scale", "steps", "x"]]
 
 
 def test_a_missing_package_names_the_with_option(tmp_path: pathlib.Path,
@@ -517,6 +520,34 @@ def test_a_missing_package_names_the_with_option(tmp_path: pathlib.Path,
                                               analyze_only=True))
     (error,) = of_kind(events, "script_error")
     assert "into the interpreter BENCHIT_WORKER names" in error["message"]
+
+
+def test_corpus_scripts_read_their_sizes_with_the_mlagility_helper(
+        tmp_path: pathlib.Path) -> None:
+    """MLAgility's corpus scripts import ``mlagility.parser`` (``turnkeyml.parser`` later);
+    without those packages the worker provides the helper, reading the script's arguments with
+    the corpus defaults, and removes it afterwards."""
+    script = write_script(tmp_path, "corpus.py", """
+        from turnkeyml.parser import parse
+        import torch
+
+        batch_size, width, alpha = parse(["batch_size", "width", "alpha"])
+        model = torch.nn.Linear(width, 2)
+        model(torch.ones(batch_size, width) * alpha)
+    """)
+    events, status = run_in_process(script_request(script, analyze_only=True,
+                                                   script_args=("--batch_size", "3")))
+    assert status == 0 and not of_kind(events, "script_error"), events
+    (invocation,) = of_kind(events, "invocation")
+    assert invocation["input_shapes"] == {"Positional Arg 1": [3, 224]}
+    assert "mlagility" not in sys.modules and "turnkeyml.parser" not in sys.modules
+    script = write_script(tmp_path, "unknown.py", """
+        from mlagility.parser import parse
+        parse(["batch_size", "depth"])
+    """)
+    events, _ = run_in_process(script_request(script, analyze_only=True))
+    (error,) = of_kind(events, "script_error")
+    assert "depth is not an option of the model corpus" in error["message"]
 
 
 def test_ort_runs_the_fp32_model_when_asked(tmp_path: pathlib.Path) -> None:

@@ -172,7 +172,7 @@ def export_torch(module: Any, args: tuple, kwargs: dict[str, Any], path: str, op
 
     if exporter not in ("torchscript", "dynamo"):
         raise StageError(f"unknown exporter {exporter!r} (torchscript or dynamo)")
-    ordered = ordered_inputs(module, args, kwargs, exporter)
+    ordered = graph_values(module, args, kwargs, exporter)
     if exporter == "torchscript":
         names = graph_input_names(ordered)
     else:
@@ -223,18 +223,35 @@ def graph_input_names(ordered: dict[str, Any]) -> Optional[list[str]]:
     return names
 
 
-def ordered_inputs(module: Any, args: tuple, kwargs: dict[str, Any],
-                   exporter: str = "torchscript") -> dict[str, Any]:
-    """The call's inputs named after the forward's parameters, in signature order. A call with
-    keyword arguments also gets the defaults of the parameters it leaves out, as the torchscript
-    exporter binds them (a left-out ``steps: int = 1`` becomes a graph input of its own)."""
+def graph_values(module: Any, args: tuple, kwargs: dict[str, Any],
+                 exporter: str) -> dict[str, Any]:
+    """The values of a call named after the forward's parameters, in the order of the exported
+    graph's inputs. The torchscript exporter binds every parameter the call leaves out to its
+    default, keyword call or not (a left-out ``steps: int = 1`` becomes a graph input of its
+    own; ``None`` makes none), so those defaults are among the values."""
+    if exporter != "torchscript":
+        return ordered_inputs(module, args, kwargs)
+    try:
+        bound = inspect.signature(module.forward).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return ordered_inputs(module, args, kwargs)
+    bound.apply_defaults()
+    return _named(bound)
+
+
+def ordered_inputs(module: Any, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The call's inputs named after the forward's parameters, in signature order."""
     try:
         bound = inspect.signature(module.forward).bind(*args, **kwargs)
     except (TypeError, ValueError):
         return {f"input_{index}": value for index, value in
                 enumerate([*args, *kwargs.values()], start=1)}
-    if kwargs and exporter == "torchscript":
-        bound.apply_defaults()
+    return _named(bound)
+
+
+def _named(bound: inspect.BoundArguments) -> dict[str, Any]:
+    """The bound arguments by parameter name (``name_i`` for ``*args`` items, each keyword of
+    ``**kwargs`` by its own name)."""
     ordered: dict[str, Any] = {}
     for name, value in bound.arguments.items():
         kind = bound.signature.parameters[name].kind

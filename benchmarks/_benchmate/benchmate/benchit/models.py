@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import hashlib
 import importlib.machinery
+import importlib.util
 import os
 import platform
 import sys
@@ -22,6 +23,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import benchmate
 from benchmate.benchit import native
+from benchmate.benchit.corpus_args import corpus_modules
 from benchmate.benchit.protocol import Protocol, ProtocolError, one_line
 from benchmate.benchit.runtimes import package_version
 
@@ -278,7 +280,9 @@ def as_main_program(script: str, script_args: list[str]) -> Iterator[types.Modul
     up: ``__name__ == "__main__"`` (so a main guard runs), ``__file__``, ``sys.argv`` with the
     script's arguments, the script's folder first on ``sys.path`` (its own modules import), and
     ``sys.modules["__main__"]`` pointing at it (pickle, dataclasses and typing look classes up
-    there). The interpreter state is restored on exit, for a worker that serves in process."""
+    there), and MLAgility's ``mlagility.parser`` (``turnkeyml.parser``) importable when the
+    package is not installed. The interpreter state is restored on exit, for a worker that
+    serves in process."""
     program = types.ModuleType("__main__")
     program.__dict__.update(__file__=script, __cached__=None, __builtins__=builtins,
                             __loader__=importlib.machinery.SourceFileLoader("__main__", script),
@@ -287,6 +291,12 @@ def as_main_program(script: str, script_args: list[str]) -> Iterator[types.Modul
     sys.argv = [script, *script_args]
     sys.path.insert(0, os.path.dirname(script))
     sys.modules["__main__"] = program
+    # MLAgility's corpus scripts import its argument helper: a stand-in where the package is
+    # not installed (see corpus_args).
+    stand_ins = {name: module for name, module in corpus_modules().items()
+                 if name.split(".")[0] not in sys.modules
+                 and importlib.util.find_spec(name.split(".")[0]) is None}
+    sys.modules.update(stand_ins)
     try:
         yield program
     finally:
@@ -294,6 +304,9 @@ def as_main_program(script: str, script_args: list[str]) -> Iterator[types.Modul
         sys.path[:] = saved[1]
         if saved[2] is not None:
             sys.modules["__main__"] = saved[2]
+        for name, module in stand_ins.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
 
 
 def run_program(script: str, program: types.ModuleType) -> None:
@@ -360,7 +373,7 @@ class Events:
 
     def first_call_done(self, call: Any) -> None:
         """Build and benchmark the invocation, with torch unpatched, after its real forward."""
-        from benchmate.benchit.build import export_torch, ordered_inputs
+        from benchmate.benchit.build import export_torch, graph_values
         from benchmate.benchit.runtimes import inference_mode_of
 
         if call.record.framework == "keras":
@@ -375,8 +388,8 @@ class Events:
                          call.plan.get("exporter", "torchscript"))
 
         with self.session.discovery.paused(), inference_mode_of(module):
-            tensors = _numpy_inputs(ordered_inputs(module, args, kwargs,
-                                                   call.plan.get("exporter", "torchscript")))
+            exporter = call.plan.get("exporter", "torchscript")
+            tensors = _numpy_inputs(graph_values(module, args, kwargs, exporter))
             carry_out(self.protocol, Work(call.record.model_hash, call.invocation.invocation_hash,
                                           call.plan, source, (module, args, kwargs), tensors))
 

@@ -320,7 +320,10 @@ impl Run<'_, '_> {
                 Event::ScriptError(error) => {
                     let mut message = script_error_message(&error);
                     if error.kind == "SystemExit" {
-                        message.push_str(&exit_explained(self.result.log.as_std_path()));
+                        message.push_str(&exit_explained(
+                            self.result.log.as_std_path(),
+                            !self.cx.options.script_args.is_empty(),
+                        ));
                     }
                     self.fail(FailureKind::ScriptError, message, error.traceback);
                 }
@@ -860,8 +863,9 @@ fn script_error_message(error: &super::protocol::ScriptError) -> String {
 
 /// What a script that exited with an error status last printed (its output goes to `log`),
 /// as `: <line>`, and for a command-line error (argparse's `error:` line, click's `Error:`)
-/// how to give the script its arguments; empty when it printed nothing.
-fn exit_explained(log: &std::path::Path) -> String {
+/// how to give the script its arguments (`given`: whether some were); empty when it printed
+/// nothing.
+fn exit_explained(log: &std::path::Path, given: bool) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let Some(last) = text.lines().map(str::trim).rfind(|l| !l.is_empty()) else {
         return String::new();
@@ -872,7 +876,9 @@ fn exit_explained(log: &std::path::Path) -> String {
     });
     let command_line = usage && (last.contains(": error: ") || last.starts_with("Error: "));
     let mut out = format!(": {}", excerpt(last, 240));
-    if command_line {
+    if command_line && given {
+        out.push_str("; check the arguments given with --script-args");
+    } else if command_line {
         out.push_str("; give the script its arguments with --script-args \"...\"");
     }
     out
@@ -931,7 +937,7 @@ mod tests {
     fn an_exit_status_comes_with_the_scripts_last_words() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("script.log");
-        assert_eq!(exit_explained(&log), "", "no log");
+        assert_eq!(exit_explained(&log, false), "", "no log");
         std::fs::write(
             &log,
             "usage: train.py [-h] --width WIDTH\n\
@@ -939,13 +945,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            exit_explained(&log),
+            exit_explained(&log, false),
             ": train.py: error: the following arguments are required: --width; give the script \
              its arguments with --script-args \"...\""
         );
+        assert!(
+            exit_explained(&log, true).ends_with("; check the arguments given with --script-args")
+        );
         std::fs::write(&log, "loading\nout of data, giving up\n").unwrap();
-        assert_eq!(exit_explained(&log), ": out of data, giving up");
+        assert_eq!(exit_explained(&log, false), ": out of data, giving up");
         std::fs::write(&log, "x".repeat(300)).unwrap();
-        assert_eq!(exit_explained(&log).chars().count(), 2 + 240 + 1);
+        assert_eq!(exit_explained(&log, false).chars().count(), 2 + 240 + 1);
     }
 }
