@@ -687,3 +687,33 @@ fn skips_the_python_tool_recorded_are_not_failures() {
     );
     assert!(!out.stderr.contains("benchio-nodes"), "{}", out.stderr);
 }
+
+#[test]
+fn gpu_samples_without_a_load_still_give_memory_and_power() {
+    // NVML reports no utilisation for MIG instances: their samples have memory and power only.
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let steady: &[f64] = &[99.0, 100.0, 101.0, 100.0, 99.0, 101.0, 100.0, 100.0, 100.0];
+    write_per_gpu_run(&run, &[steady]);
+    let path = run.join("pergpu.D0.data");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    let end = text.rfind("{\"event\":\"end\"").unwrap();
+    let samples: String = [(1001.0, 5000.0, 250.0), (1002.0, 6000.0, 300.0)]
+        .iter()
+        .map(|(time, used, power)| {
+            format!(
+                "{}\n",
+                serde_json::json!({"event": "data", "pipe": "data", "data": {"task": "main",
+                    "time": time, "gpudata": {"0": {"memory": [used, 81559.0],
+                    "temperature": 40.0, "power": power}}}})
+            )
+        })
+        .collect();
+    text.insert_str(end, &samples);
+    std::fs::write(&path, text).unwrap();
+    let out = report_in(dir.path(), &["--runs", "run", "--format", "json"]);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let bench = &v["benchmarks"][0];
+    assert_eq!(bench["peak_memory"].as_f64(), Some(6000.0), "{bench}");
+    assert_eq!(bench["median_watt"].as_f64(), Some(275.0), "{bench}");
+}

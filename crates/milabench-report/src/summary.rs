@@ -132,10 +132,13 @@ pub fn summarize_runs<'a>(runs: impl Iterator<Item = &'a RunFile>) -> Result<Sum
                 query.extend(g, f.train_rates.iter().copied());
             }
             for reading in &f.gpu_readings {
-                let (Some(used), Some(load)) = (reading.memory_used, reading.load) else {
+                // The Python tool leaves out idle samples (no memory used, or no load). A
+                // sample without a load at all (a MIG instance, whose utilisation NVML does not
+                // report) still counts for memory and power, or such a GPU would show none.
+                let Some(used) = reading.memory_used else {
                     continue;
                 };
-                if used == 1.0 || load == 0.0 {
+                if used == 1.0 || reading.load == Some(0.0) {
                     continue;
                 }
                 let dev = &f.gpu_devices[reading.device];
@@ -150,7 +153,7 @@ pub fn summarize_runs<'a>(runs: impl Iterator<Item = &'a RunFile>) -> Result<Sum
                     ]),
                 };
                 query.extend(g[0], [used]);
-                query.extend(g[1], [load]);
+                query.extend(g[1], reading.load);
                 query.extend(g[2], reading.power);
             }
         }

@@ -4,7 +4,10 @@
 //! Beyond the Python layer: processes of a CPU-only machine (config `arch: cpu`, or a `meta`
 //! without accelerators) are said to be out of the layer's reach instead of passing silently,
 //! and device entries that carry no reading (our sampler's `{"error": ...}` for a GPU that could
-//! not be read) are counted apart rather than as idle samples.
+//! not be read) are counted apart rather than as idle samples. A device whose samples carry
+//! memory but never a load (NVML reports no utilisation for MIG instances) is said to be
+//! unchecked for load rather than failed as idle, and each average is over the samples that
+//! carry its figure.
 
 use indexmap::{IndexMap, IndexSet};
 use milabench_metrics::Event;
@@ -17,7 +20,10 @@ use crate::summary::Summary;
 struct DeviceUsage {
     load_sum: f64,
     mem_sum: f64,
-    count: f64,
+    /// Samples that carried a load.
+    load_count: f64,
+    /// Samples that carried memory figures.
+    mem_count: f64,
     max_load: f64,
     max_mem: f64,
 }
@@ -87,15 +93,18 @@ impl UsageLayer {
                 continue;
             }
             self.devices.insert(device.clone());
-            let [used, total] = sample.memory.unwrap_or([0.0, 1.0]);
-            let load = sample.load.unwrap_or(0.0);
-            let mem = used / total;
             let d = state.devices.entry(device.clone()).or_default();
-            d.load_sum += load;
-            d.mem_sum += mem;
-            d.count += 1.0;
-            d.max_load = d.max_load.max(load);
-            d.max_mem = d.max_mem.max(mem);
+            if let Some(load) = sample.load {
+                d.load_sum += load;
+                d.load_count += 1.0;
+                d.max_load = d.max_load.max(load);
+            }
+            if let Some([used, total]) = sample.memory {
+                let mem = used / total;
+                d.mem_sum += mem;
+                d.mem_count += 1.0;
+                d.max_mem = d.max_mem.max(mem);
+            }
         }
     }
 
@@ -126,16 +135,21 @@ impl UsageLayer {
                         let Some(d) = usage.devices.get(device) else {
                             continue;
                         };
-                        let load = d.load_sum / d.count;
-                        if load < usage.load_threshold {
+                        if d.load_count == 0.0 {
+                            summary.add(format!(
+                                "* Device {device} reports no load (NVML gives none for MIG instances): its load is not checked"
+                            ));
+                        }
+                        let load = d.load_sum / d.load_count;
+                        if d.load_count > 0.0 && load < usage.load_threshold {
                             summary.add(format!(
                                 "* Device {device} loads is below threshold {load:5.2} < {:5.2} (max load: {:5.2})",
                                 usage.load_threshold, d.max_load
                             ));
                             failed += 1;
                         }
-                        let mem = d.mem_sum / d.count;
-                        if mem < usage.mem_threshold {
+                        let mem = d.mem_sum / d.mem_count;
+                        if d.mem_count > 0.0 && mem < usage.mem_threshold {
                             summary.add(format!(
                                 "* Device {device} used memory is below threshold {mem:5.2} < {:5.2} (max use: {:5.2})",
                                 usage.mem_threshold, d.max_mem
@@ -213,5 +227,19 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("Device 1 loads"), "{text}");
+    }
+
+    #[test]
+    fn a_gpu_without_loads_is_not_failed_as_idle() {
+        let config = json!({"arch": "cuda"});
+        let mig = json!({"task": "main", "gpudata": {"0": {"memory": [60000.0, 80000.0],
+                                                             "power": 300.0}}});
+        let (text, code) = validate("bench.D0", &config, vec![data(mig.clone()), data(mig)]);
+        assert_eq!(code, 0, "{text}");
+        assert!(
+            text.contains("* Device 0 reports no load (NVML gives none for MIG instances)"),
+            "{text}"
+        );
+        assert!(!text.contains("below threshold"), "{text}");
     }
 }
