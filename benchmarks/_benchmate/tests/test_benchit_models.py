@@ -550,6 +550,23 @@ def test_corpus_scripts_read_their_sizes_with_the_mlagility_helper(
     assert "depth is not an option of the model corpus" in error["message"]
 
 
+def test_the_auto_exporter_falls_back_to_dynamo_and_says_so(tmp_path: pathlib.Path) -> None:
+    """``auto`` (benchit's default) exports with torchscript, and with dynamo a model that
+    torchscript fails on; the export stage's note says which made the file."""
+    request = script_request(EXAMPLES / "transformer_block.py")
+    events, status = run_in_process(request, build_replier(
+        tmp_path / "auto", runtimes=("ort",), iterations=3, warmup=1, exporter="auto"))
+    assert status == 0
+    export = of_kind(events, "stage")[0]
+    assert export["status"] == "ok" and export["message"].startswith(
+        "exported by dynamo, as torchscript failed: UnsupportedOperatorError"), export
+    assert [(b["runtime"], b["status"]) for b in of_kind(events, "benchmark")] == [("ort", "ok")]
+    events, _ = run_in_process(script_request(EXAMPLES / "mlp.py"), build_replier(
+        tmp_path / "plain", runtimes=("ort",), iterations=3, warmup=1, exporter="auto"))
+    export = of_kind(events, "stage")[0]
+    assert export["status"] == "ok" and export["message"] is None, export
+
+
 def test_ort_runs_the_fp32_model_when_asked(tmp_path: pathlib.Path) -> None:
     replier = build_replier(tmp_path, stages=("export", "optimize"), runtimes=("ort",),
                             onnx_stage="optimize", iterations=3, warmup=1)

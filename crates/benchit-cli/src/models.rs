@@ -149,7 +149,7 @@ pub(crate) struct BuildArgs {
     #[arg(long)]
     fp16: bool,
     /// How torch models become ONNX.
-    #[arg(long, value_enum, default_value = "torchscript")]
+    #[arg(long, value_enum, default_value = "auto")]
     exporter: Exporter,
     /// Samples per call, to turn latency into throughput.
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -725,7 +725,14 @@ fn render_build(
     for reason in build.rebuild_reasons.iter().filter(|r| !r.is_empty()) {
         let _ = writeln!(out, "{pad}  rebuilt: {reason}");
     }
-    for stage in build.stages.iter().filter(|s| !s.ok) {
+    for stage in &build.stages {
+        if stage.ok {
+            // A note on a stage that went well: which exporter made the file.
+            if let Some(note) = &stage.message {
+                let _ = writeln!(out, "{pad}  {}: {note}", stage.stage);
+            }
+            continue;
+        }
         let _ = writeln!(
             out,
             "{pad}  {} failed: {}",
@@ -878,7 +885,7 @@ mod tests {
         for device in [Device::X86, Device::Nvidia] {
             names_agree(device, device.as_str());
         }
-        for exporter in [Exporter::Torchscript, Exporter::Dynamo] {
+        for exporter in [Exporter::Auto, Exporter::Torchscript, Exporter::Dynamo] {
             names_agree(exporter, exporter.as_str());
         }
         for framework in [Framework::Auto, Framework::Pytorch, Framework::Keras] {

@@ -73,7 +73,7 @@ class StageResult:
         return dataclasses.asdict(self)
 
 
-def run_stages(plan: BuildPlan, source: Callable[[str, str], None],
+def run_stages(plan: BuildPlan, source: Callable[[str, str], Optional[str]],
                on_stage: Callable[[StageResult], None]) -> Optional[str]:
     """Run the plan's stages in order, reporting each; stop at the first failure.
 
@@ -102,17 +102,20 @@ def existing_onnx(plan: BuildPlan) -> Optional[str]:
     return max(files, key=os.path.getmtime, default=None)
 
 
-def _run_stage(plan: BuildPlan, stage: str, source: Callable[[str, str], None]) -> StageResult:
-    """Run one stage with its output in its log file; failures become an error result."""
+def _run_stage(plan: BuildPlan, stage: str,
+               source: Callable[[str, str], Optional[str]]) -> StageResult:
+    """Run one stage with its output in its log file; failures become an error result, and a
+    note ``source`` returns (which exporter made the file) goes with an ok one."""
     if stage not in STAGES:
         return StageResult(stage, "error", 0.0, None, f"unknown stage {stage!r}")
     output = plan.output(stage)
     log_path = os.path.join(plan.build_dir, f"log_{stage}.txt")
     start = time.perf_counter()
+    note = None
     try:
         with _output_to(log_path):
             if stage in ("export", "receive"):
-                source(stage, output)
+                note = source(stage, output)
             elif stage == "optimize":
                 optimize(plan.output("export"), output)
             else:
@@ -123,7 +126,7 @@ def _run_stage(plan: BuildPlan, stage: str, source: Callable[[str, str], None]) 
             log.write(text)
         return StageResult(stage, "error", time.perf_counter() - start, None,
                            f"{one_line(error)} (see {log_path})", text)
-    return StageResult(stage, "ok", time.perf_counter() - start, output)
+    return StageResult(stage, "ok", time.perf_counter() - start, output, note)
 
 
 @contextlib.contextmanager
@@ -160,18 +163,50 @@ def _warning_writer(log: Any) -> Callable[..., None]:
 
 
 def export_torch(module: Any, args: tuple, kwargs: dict[str, Any], path: str, opset: int,
-                 exporter: str) -> None:
-    """Export ``module`` called with ``args``/``kwargs`` to ``path`` and check the result.
+                 exporter: str) -> Optional[str]:
+    """Export ``module`` called with ``args``/``kwargs`` to ``path`` and check the result; a
+    note for the stage when the file came from another exporter than the first one tried.
 
-    Inputs are passed in the order of the forward signature; ``exporter`` is ``torchscript``
-    (``dynamo=False``) or ``dynamo``. A model the torchscript exporter fails on (torch has
-    deprecated it; a transformer encoder layer is one) gets a message that names the other.
+    ``exporter`` is ``torchscript`` (``dynamo=False``), ``dynamo``, or ``auto``: torchscript,
+    then dynamo for a model torchscript fails on (torch deprecated it; a transformer encoder
+    layer and transformers' recent models are such). A torchscript failure asked for by name
+    gets a message that names the other exporter.
     """
+    if exporter not in ("torchscript", "dynamo", "auto"):
+        raise StageError(f"unknown exporter {exporter!r} (auto, torchscript or dynamo)")
+    if exporter != "auto":
+        try:
+            _export_with(module, args, kwargs, path, opset, exporter)
+        except StageError:
+            raise
+        except Exception as error:
+            if exporter == "dynamo":
+                raise
+            raise StageError(f"{one_line(error)}; torch's newer exporter may export this "
+                             "model: --exporter dynamo") from error
+        return None
+    try:
+        _export_with(module, args, kwargs, path, opset, "torchscript")
+        return None
+    except Exception as first:  # noqa: BLE001 - the other exporter is tried next
+        print(f"the torchscript exporter failed: {one_line(first)}; trying the dynamo exporter")
+        if os.path.exists(path):
+            os.remove(path)
+        try:
+            _export_with(module, args, kwargs, path, opset, "dynamo")
+        except Exception as second:
+            raise StageError(f"torchscript: {one_line(first)}; dynamo: {one_line(second)}") \
+                from second
+        return f"exported by dynamo, as torchscript failed: {one_line(first)}"
+
+
+def _export_with(module: Any, args: tuple, kwargs: dict[str, Any], path: str, opset: int,
+                 exporter: str) -> None:
+    """One exporter's export of the call to ``path``, checked; inputs in the order of the
+    forward's signature, named after its parameters where the exporter allows."""
     import onnx
     import torch
 
-    if exporter not in ("torchscript", "dynamo"):
-        raise StageError(f"unknown exporter {exporter!r} (torchscript or dynamo)")
     ordered = graph_values(module, args, kwargs, exporter)
     if exporter == "torchscript":
         names = graph_input_names(ordered)
@@ -180,23 +215,17 @@ def export_torch(module: Any, args: tuple, kwargs: dict[str, Any], path: str, op
             else None
     print(f"exporting {type(module).__name__} with inputs {list(ordered)} (opset {opset}, "
           f"{exporter})")
-    try:
-        torch.onnx.export(
-            module,
-            tuple(args),
-            path,
-            kwargs=dict(kwargs) or None,
-            input_names=names,
-            opset_version=opset,
-            do_constant_folding=True,
-            dynamo=exporter == "dynamo",
-            **({"external_data": False} if exporter == "dynamo" else {}),
-        )
-    except Exception as error:
-        if exporter == "dynamo":
-            raise
-        raise StageError(f"{one_line(error)}; torch's newer exporter may export this model: "
-                         "--exporter dynamo") from error
+    torch.onnx.export(
+        module,
+        tuple(args),
+        path,
+        kwargs=dict(kwargs) or None,
+        input_names=names,
+        opset_version=opset,
+        do_constant_folding=True,
+        dynamo=exporter == "dynamo",
+        **({"external_data": False} if exporter == "dynamo" else {}),
+    )
     if not os.path.exists(path):
         raise StageError("the exporter wrote no file")
     onnx.checker.check_model(path)
@@ -229,7 +258,7 @@ def graph_values(module: Any, args: tuple, kwargs: dict[str, Any],
     graph's inputs. The torchscript exporter binds every parameter the call leaves out to its
     default, keyword call or not (a left-out ``steps: int = 1`` becomes a graph input of its
     own; ``None`` makes none), so those defaults are among the values."""
-    if exporter != "torchscript":
+    if exporter not in ("torchscript", "auto"):
         return ordered_inputs(module, args, kwargs)
     try:
         bound = inspect.signature(module.forward).bind(*args, **kwargs)

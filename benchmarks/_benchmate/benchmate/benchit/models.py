@@ -82,8 +82,9 @@ class Work:
     model_hash: str
     invocation_hash: str
     reply: dict[str, Any]
-    #: Produces the base ONNX file: ``source(stage, path)`` for ``export`` or ``receive``.
-    source: Callable[[str, str], None]
+    #: Produces the base ONNX file: ``source(stage, path)`` for ``export`` or ``receive``,
+    #: with a note for the stage (which exporter made it) or ``None``.
+    source: Callable[[str, str], Optional[str]]
     #: The live model and the captured inputs, or ``None`` for an ONNX file input.
     torch_call: Optional[tuple[Any, tuple, dict[str, Any]]]
     #: Inputs for ONNX Runtime by name (``None``: random values from the graph's shapes).
@@ -381,14 +382,14 @@ class Events:
             return
         module, args, kwargs = call.module, call.args, call.kwargs
 
-        def source(stage: str, path: str) -> None:
+        def source(stage: str, path: str) -> Optional[str]:
             if stage != "export":
                 raise ValueError(f"stage {stage} needs an ONNX file input; a script is exported")
-            export_torch(module, args, kwargs, path, int(call.plan.get("opset", 17)),
-                         call.plan.get("exporter", "torchscript"))
+            return export_torch(module, args, kwargs, path, int(call.plan.get("opset", 17)),
+                                call.plan.get("exporter", "auto"))
 
         with self.session.discovery.paused(), inference_mode_of(module):
-            exporter = call.plan.get("exporter", "torchscript")
+            exporter = call.plan.get("exporter", "auto")
             tensors = _numpy_inputs(graph_values(module, args, kwargs, exporter))
             carry_out(self.protocol, Work(call.record.model_hash, call.invocation.invocation_hash,
                                           call.plan, source, (module, args, kwargs), tensors))

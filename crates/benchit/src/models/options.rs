@@ -107,9 +107,13 @@ impl RebuildPolicy {
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Exporter {
-    /// `torch.onnx.export(..., dynamo=False)`: fast, the default.
+    /// torchscript, then dynamo for a model torchscript fails on (recent transformers models,
+    /// a transformer encoder layer); the export stage says when dynamo made the file. The
+    /// default.
+    Auto,
+    /// `torch.onnx.export(..., dynamo=False)`: fast, MLAgility's.
     Torchscript,
-    /// `torch.onnx.export(..., dynamo=True)`.
+    /// `torch.onnx.export(..., dynamo=True)`: torch's default since 2.9, slower to export.
     Dynamo,
 }
 
@@ -117,6 +121,7 @@ impl Exporter {
     /// The name used on the command line and in the protocol.
     pub fn as_str(self) -> &'static str {
         match self {
+            Exporter::Auto => "auto",
             Exporter::Torchscript => "torchscript",
             Exporter::Dynamo => "dynamo",
         }
@@ -178,7 +183,7 @@ pub struct BenchmarkOptions {
 
 impl BenchmarkOptions {
     /// The defaults of the command line with the cache in `cache_dir`: x86, `ort`, 100 timed
-    /// calls after 10 warm-up calls, opset 17, torchscript exporter, if_needed, one hour, Keras
+    /// calls after 10 warm-up calls, opset 17, auto exporter, if_needed, one hour, Keras
     /// for the scripts that import it.
     pub fn new(cache_dir: impl Into<Utf8PathBuf>) -> BenchmarkOptions {
         BenchmarkOptions {
@@ -197,7 +202,7 @@ impl BenchmarkOptions {
             timeout: Duration::from_secs(3600),
             opset: 17,
             fp16: false,
-            exporter: Exporter::Torchscript,
+            exporter: Exporter::Auto,
             batch_size: 1,
             labels: super::input::Labels::new(),
         }

@@ -227,7 +227,7 @@ pub struct StageEvent {
     /// The file it wrote.
     #[serde(default)]
     pub output: Option<String>,
-    /// One line, on error.
+    /// One line, on error; on success, a note (which exporter made the file).
     #[serde(default)]
     pub message: Option<String>,
     /// The full traceback, on error.

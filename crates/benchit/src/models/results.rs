@@ -210,7 +210,7 @@ pub struct StageResult {
     pub seconds: f64,
     /// The file it wrote.
     pub output: Option<String>,
-    /// Why it failed.
+    /// Why it failed; on success, a note (the export made by dynamo after torchscript failed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The traceback.
