@@ -559,7 +559,7 @@ def test_the_auto_exporter_falls_back_to_dynamo_and_says_so(tmp_path: pathlib.Pa
     assert status == 0
     export = of_kind(events, "stage")[0]
     assert export["status"] == "ok" and export["message"].startswith(
-        "exported by dynamo, as torchscript failed: UnsupportedOperatorError"), export
+        "exported by dynamo at opset 18, as torchscript failed: UnsupportedOperatorError"), export
     assert [(b["runtime"], b["status"]) for b in of_kind(events, "benchmark")] == [("ort", "ok")]
     events, _ = run_in_process(script_request(EXAMPLES / "mlp.py"), build_replier(
         tmp_path / "plain", runtimes=("ort",), iterations=3, warmup=1, exporter="auto"))

@@ -17,7 +17,7 @@ import traceback
 import warnings
 from typing import Any, Callable, Iterator, Optional
 
-from benchmate.benchit.protocol import one_line
+from benchmate.benchit.protocol import one_line, root_cause_line
 
 #: The stages in pipeline order.
 STAGES = ("export", "receive", "optimize", "fp16")
@@ -174,14 +174,19 @@ def export_torch(module: Any, args: tuple, kwargs: dict[str, Any], path: str, op
     """
     if exporter not in ("torchscript", "dynamo", "auto"):
         raise StageError(f"unknown exporter {exporter!r} (auto, torchscript or dynamo)")
-    if exporter != "auto":
+    # The dynamo exporter writes opset 18 and above; converted down, its graphs can be invalid
+    # (a Split with `num_outputs`, an opset 18 attribute, in transformers' GPT-2).
+    dynamo_opset = max(opset, DYNAMO_MIN_OPSET)
+    raised = f" at opset {dynamo_opset}" if dynamo_opset != opset else ""
+    if exporter == "dynamo":
+        _export_with(module, args, kwargs, path, dynamo_opset, exporter)
+        return f"exported{raised}, the lowest the dynamo exporter writes" if raised else None
+    if exporter == "torchscript":
         try:
             _export_with(module, args, kwargs, path, opset, exporter)
         except StageError:
             raise
         except Exception as error:
-            if exporter == "dynamo":
-                raise
             raise StageError(f"{one_line(error)}; torch's newer exporter may export this "
                              "model: --exporter dynamo") from error
         return None
@@ -193,11 +198,15 @@ def export_torch(module: Any, args: tuple, kwargs: dict[str, Any], path: str, op
         if os.path.exists(path):
             os.remove(path)
         try:
-            _export_with(module, args, kwargs, path, opset, "dynamo")
+            _export_with(module, args, kwargs, path, dynamo_opset, "dynamo")
         except Exception as second:
-            raise StageError(f"torchscript: {one_line(first)}; dynamo: {one_line(second)}") \
-                from second
-        return f"exported by dynamo, as torchscript failed: {one_line(first)}"
+            raise StageError(f"torchscript: {one_line(first)}; dynamo: "
+                             f"{root_cause_line(second)}") from second
+        return f"exported by dynamo{raised}, as torchscript failed: {one_line(first)}"
+
+
+#: The lowest opset the dynamo exporter writes without a conversion.
+DYNAMO_MIN_OPSET = 18
 
 
 def _export_with(module: Any, args: tuple, kwargs: dict[str, Any], path: str, opset: int,
@@ -216,7 +225,7 @@ def _export_with(module: Any, args: tuple, kwargs: dict[str, Any], path: str, op
     print(f"exporting {type(module).__name__} with inputs {list(ordered)} (opset {opset}, "
           f"{exporter})")
     torch.onnx.export(
-        module,
+        _tensor_outputs(module) if exporter == "dynamo" else module,
         tuple(args),
         path,
         kwargs=dict(kwargs) or None,
@@ -250,6 +259,40 @@ def graph_input_names(ordered: dict[str, Any]) -> Optional[list[str]]:
         else:
             return None
     return names
+
+
+def _tensor_outputs(module: Any) -> Any:
+    """``module`` with its outputs flattened into a tuple of tensors, for torch.export, which
+    refuses output types it does not know: transformers' ``DynamicCache``, in the output of
+    every decoder model (GPT-2, Llama...), is such. What is not a tensor is left out; the
+    timings of the exported model do not depend on it."""
+    import torch
+
+    class TensorOutputs(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args: Any, **kwargs: Any) -> tuple:
+            return _tensors_in(self.inner(*args, **kwargs))
+
+    return TensorOutputs(module)
+
+
+def _tensors_in(value: Any) -> tuple:
+    """The tensors of a model output, in order: a tensor, or those of a tuple, list, dict or
+    transformers ``ModelOutput`` (``to_tuple``), recursively; anything else gives none."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return (value,)
+    if hasattr(value, "to_tuple"):
+        value = value.to_tuple()
+    if isinstance(value, dict):
+        value = tuple(value.values())
+    if isinstance(value, (list, tuple)):
+        return tuple(tensor for item in value for tensor in _tensors_in(item))
+    return ()
 
 
 def graph_values(module: Any, args: tuple, kwargs: dict[str, Any],

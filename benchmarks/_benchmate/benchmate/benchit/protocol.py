@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import IO, Any
 
@@ -61,8 +62,21 @@ class Protocol:
         return value
 
 
+#: A terminal colour or style sequence.
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def one_line(exc: BaseException) -> str:
-    """The message of ``exc`` on one line, prefixed with its type."""
-    text = str(exc).strip().splitlines()
+    """The message of ``exc`` on one line, prefixed with its type, without terminal colour
+    codes (torch's exporter colours its messages)."""
+    text = ANSI_ESCAPE.sub("", str(exc)).strip().splitlines()
     first = text[0] if text else ""
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def root_cause_line(exc: BaseException) -> str:
+    """:func:`one_line` of the innermost cause of ``exc`` (``raise ... from``), which says what
+    went wrong where wrappers (torch.export's "Failed to export the model") only say where."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return one_line(exc)
