@@ -567,6 +567,38 @@ def test_the_auto_exporter_falls_back_to_dynamo_and_says_so(tmp_path: pathlib.Pa
     assert export["status"] == "ok" and export["message"] is None, export
 
 
+def test_outputs_torch_export_refuses_are_left_out_of_the_dynamo_export(
+        tmp_path: pathlib.Path) -> None:
+    """A decoder model's output holds a cache object torch.export does not know (transformers'
+    ``DynamicCache``): the exported model keeps the output's tensors only, so it builds and
+    runs on ONNX Runtime."""
+    script = write_script(tmp_path, "decoder.py", """
+        import torch
+
+        class Cache:
+            def __init__(self, keys):
+                self.keys = keys
+
+        class Decoder(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(8, 8)
+
+            def forward(self, x):
+                hidden = self.proj(x)
+                return {"hidden": hidden, "cache": Cache(hidden.detach())}
+
+        if __name__ == "__main__":
+            Decoder()(torch.rand(2, 8))
+    """)
+    events, status = run_in_process(script_request(script), build_replier(
+        tmp_path / "builds", runtimes=("ort",), iterations=3, warmup=1, exporter="auto"))
+    assert status == 0
+    export = of_kind(events, "stage")[0]
+    assert export["status"] == "ok", export
+    assert [(b["runtime"], b["status"]) for b in of_kind(events, "benchmark")] == [("ort", "ok")]
+
+
 def test_ort_runs_the_fp32_model_when_asked(tmp_path: pathlib.Path) -> None:
     replier = build_replier(tmp_path, stages=("export", "optimize"), runtimes=("ort",),
                             onnx_stage="optimize", iterations=3, warmup=1)
