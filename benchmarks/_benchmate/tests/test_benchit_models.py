@@ -597,6 +597,21 @@ def test_outputs_torch_export_refuses_are_left_out_of_the_dynamo_export(
     export = of_kind(events, "stage")[0]
     assert export["status"] == "ok", export
     assert [(b["runtime"], b["status"]) for b in of_kind(events, "benchmark")] == [("ort", "ok")]
+    # An output without any tensor is not exported as an empty graph (timed as nothing).
+    script = write_script(tmp_path, "shapes.py", """
+        import torch
+        class Shapes(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(4, 4)
+            def forward(self, x):
+                return {"shape": tuple(self.fc(x).shape)}
+        Shapes()(torch.rand(4))
+    """)
+    events, status = run_in_process(script_request(script), build_replier(
+        tmp_path / "sets", runtimes=("ort",), iterations=3, warmup=1, exporter="dynamo"))
+    export = of_kind(events, "stage")[0]
+    assert export["status"] == "error" and "holds no tensor" in export["message"], export
 
 
 def test_ort_runs_the_fp32_model_when_asked(tmp_path: pathlib.Path) -> None:

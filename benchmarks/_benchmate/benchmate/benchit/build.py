@@ -179,7 +179,11 @@ def export_torch(module: Any, args: tuple, kwargs: dict[str, Any], path: str, op
     dynamo_opset = max(opset, DYNAMO_MIN_OPSET)
     raised = f" at opset {dynamo_opset}" if dynamo_opset != opset else ""
     if exporter == "dynamo":
-        _export_with(module, args, kwargs, path, dynamo_opset, exporter)
+        try:
+            _export_with(module, args, kwargs, path, dynamo_opset, exporter)
+        except Exception as error:
+            # torch.export wraps the failure ("Failed to export the model"): say its cause.
+            raise StageError(root_cause_line(error).removeprefix("StageError: ")) from error
         return f"exported{raised}, the lowest the dynamo exporter writes" if raised else None
     if exporter == "torchscript":
         try:
@@ -201,7 +205,8 @@ def export_torch(module: Any, args: tuple, kwargs: dict[str, Any], path: str, op
             _export_with(module, args, kwargs, path, dynamo_opset, "dynamo")
         except Exception as second:
             raise StageError(f"torchscript: {one_line(first)}; dynamo: "
-                             f"{root_cause_line(second)}") from second
+                             f"{root_cause_line(second).removeprefix('StageError: ')}") \
+                from second
         return f"exported by dynamo{raised}, as torchscript failed: {one_line(first)}"
 
 
@@ -265,7 +270,8 @@ def _tensor_outputs(module: Any) -> Any:
     """``module`` with its outputs flattened into a tuple of tensors, for torch.export, which
     refuses output types it does not know: transformers' ``DynamicCache``, in the output of
     every decoder model (GPT-2, Llama...), is such. What is not a tensor is left out; the
-    timings of the exported model do not depend on it."""
+    timings of the exported model do not depend on it. An output without any tensor is an
+    error, not an empty graph."""
     import torch
 
     class TensorOutputs(torch.nn.Module):
@@ -274,7 +280,12 @@ def _tensor_outputs(module: Any) -> Any:
             self.inner = inner
 
         def forward(self, *args: Any, **kwargs: Any) -> tuple:
-            return _tensors_in(self.inner(*args, **kwargs))
+            tensors = _tensors_in(self.inner(*args, **kwargs))
+            if not tensors:
+                # An export without outputs would be pruned to nothing and timed as such.
+                raise StageError("the model's output holds no tensor: there is nothing to "
+                                 "export")
+            return tensors
 
     return TensorOutputs(module)
 
