@@ -77,7 +77,7 @@ impl WarmUp {
 /// that every series keeps its length and so its batches: removing one of 9 rates would turn 3
 /// batches of 3 into 2 of 4, and Student's t of 1 degree of freedom is three times that of 2.
 /// The stand-in adds no spread, which understates a series' variance by about one part in its
-/// length. A series with no other rate loses the trimmed ones.
+/// length. A series with no other rate (one or two rates, both trimmed) is left empty.
 fn trimmed<'a>(series: impl IntoIterator<Item = &'a RateSeries>) -> Vec<RateSeries> {
     let mut out: Vec<RateSeries> = series.into_iter().cloned().collect();
     let total: usize = out.iter().map(|s| s.rates.len()).sum();
@@ -133,8 +133,8 @@ fn by_repeat<'a>(series: impl Iterator<Item = &'a RateSeries>) -> Vec<Vec<&'a [f
 
 impl BenchSummary {
     /// The mean of every training rate pooled (trimmed as the report's mean is), with its
-    /// batch-means variance (each process
-    /// weighs its share of the observations, as the pooled mean weighs them); with repeats
+    /// batch-means variance (each process weighs its share of the observations, as the pooled
+    /// mean weighs them); with repeats
     /// (`run --repeat`), the variance from the spread of the repeats' means when that is larger
     /// (see [`Estimate::pooled_repeats`]).
     pub fn rate_estimate(&self) -> Estimate {
