@@ -107,7 +107,7 @@ impl EnvSettings {
     /// `.` and `-`, joined by `+`; cut at 100 characters, where the fingerprint still tells two
     /// sets apart).
     pub fn group_name(&self) -> String {
-        let base = if self.keras { KERAS_GROUP } else { GROUP };
+        let base = base_group(self.keras);
         if self.with.is_empty() {
             return base.to_string();
         }
@@ -183,9 +183,10 @@ pub fn install_group(
             pinned: false,
         });
     }
-    let mut name = if keras { KERAS_GROUP } else { GROUP }.to_string();
-    if let Some((group, file)) = with {
-        name = group.to_string();
+    let name = with
+        .map_or(base_group(keras), |(group, _)| group)
+        .to_string();
+    if let Some((_, file)) = with {
         requirements.push(RequirementFile {
             bench: name.clone(),
             path: file.to_owned(),
@@ -258,6 +259,11 @@ pub fn prepare_worker(
         | milabench_env::Outcome::Installed { venv, .. } => venv,
     };
     Ok(WorkerCommand::python(&python_of(&venv)))
+}
+
+/// The install group without added packages: [`KERAS_GROUP`] when `keras`, else [`GROUP`].
+fn base_group(keras: bool) -> &'static str {
+    if keras { KERAS_GROUP } else { GROUP }
 }
 
 /// The base folder of the managed environment: [`HOME_VAR`], else `~/.local/share/benchit`.

@@ -382,14 +382,15 @@ class Events:
             return
         module, args, kwargs = call.module, call.args, call.kwargs
 
+        exporter = call.plan.get("exporter", "auto")
+
         def source(stage: str, path: str) -> Optional[str]:
             if stage != "export":
                 raise ValueError(f"stage {stage} needs an ONNX file input; a script is exported")
             return export_torch(module, args, kwargs, path, int(call.plan.get("opset", 17)),
-                                call.plan.get("exporter", "auto"))
+                                exporter)
 
         with self.session.discovery.paused(), inference_mode_of(module):
-            exporter = call.plan.get("exporter", "auto")
             tensors = _numpy_inputs(graph_values(module, args, kwargs, exporter))
             carry_out(self.protocol, Work(call.record.model_hash, call.invocation.invocation_hash,
                                           call.plan, source, (module, args, kwargs), tensors))
