@@ -14,3 +14,4 @@ mod run;
 mod slurm;
 mod store;
 mod sysinfo;
+mod upstream;

@@ -78,6 +78,7 @@ fn spec(dir: &Path, argv: &[&str]) -> ProcessSpec {
         use_stdout: false,
         nolog: false,
         launch: Launch::Local,
+        node_command: None,
         job: None,
         config: serde_json::json!({"name": "bench"}),
     }

@@ -68,6 +68,7 @@ impl Bench {
             use_stdout: false,
             nolog: false,
             launch: Launch::Local,
+            node_command: None,
             job: None,
             config: json!({"name": tag[0], "tag": tag}),
         }

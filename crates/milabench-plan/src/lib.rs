@@ -3,12 +3,17 @@
 //! plan can be printed (`milabench run --dry-run`) and snapshot-tested.
 
 mod error;
+mod host;
 mod launch;
 mod planner;
 mod script;
 mod spec;
 
 pub use error::PlanError;
+pub use host::{
+    HostAnswer, HostArg, HostGpu, HostPhase, HostPlan, HostProcess, HostRequest, SshMarker,
+    VoirMarker, host_request, plan_from_host,
+};
 pub use launch::{
     Launch, RANK_TOKEN_VAR, REMOTE_GRACE_SECONDS, SrunTarget, SshTarget, remote_rank_command,
 };

@@ -95,11 +95,11 @@ pub fn visibility_variable(arch: &str) -> &'static str {
 }
 
 /// One logical job before it is spread over nodes.
-struct Job {
-    tag: Vec<String>,
-    devices: Vec<String>,
-    visibility: Option<String>,
-    job_number: Option<usize>,
+pub(crate) struct Job {
+    pub tag: Vec<String>,
+    pub devices: Vec<String>,
+    pub visibility: Option<String>,
+    pub job_number: Option<usize>,
 }
 
 /// Plans one benchmark.
@@ -176,7 +176,18 @@ pub fn plan_bench(
             }
         }
     }
-    let max_duration = match bench.config.get("max_duration").map(|n| &n.value) {
+    let max_duration = max_duration(bench)?;
+    Ok(BenchPlan {
+        bench: bench.name.clone(),
+        processes,
+        files,
+        max_duration,
+    })
+}
+
+/// The benchmark's `max_duration`: `None` when unset.
+pub(crate) fn max_duration(bench: &Bench) -> Result<Option<Duration>, PlanError> {
+    Ok(match bench.config.get("max_duration").map(|n| &n.value) {
         Some(milabench_config::Value::Int(s)) if *s > 0 => Some(Duration::from_secs(*s as u64)),
         Some(milabench_config::Value::Float(s)) if *s > 0.0 => Some(Duration::from_secs_f64(*s)),
         None | Some(milabench_config::Value::Null) => None,
@@ -189,12 +200,6 @@ pub fn plan_bench(
                 ),
             });
         }
-    };
-    Ok(BenchPlan {
-        bench: bench.name.clone(),
-        processes,
-        files,
-        max_duration,
     })
 }
 
@@ -256,7 +261,7 @@ pub fn plan_prepare(
     }))
 }
 
-fn visibility_value(arch: &str, gpu: &str) -> String {
+pub(crate) fn visibility_value(arch: &str, gpu: &str) -> String {
     if arch == "xpu" {
         format!("level_zero:{gpu}")
     } else {
@@ -264,7 +269,7 @@ fn visibility_value(arch: &str, gpu: &str) -> String {
     }
 }
 
-fn bench_dirs(bench: &Bench, code: &Utf8Path) -> PackDirs {
+pub(crate) fn bench_dirs(bench: &Bench, code: &Utf8Path) -> PackDirs {
     let dir = |key: &str| Utf8PathBuf::from(bench.dir(key).unwrap_or_default());
     PackDirs {
         venv: dir("venv"),
@@ -332,15 +337,10 @@ fn process(
     match benchfile.launcher {
         Launcher::Voir => {
             argv.push(venv_bin.join("voir").to_string());
-            if let Some(voir) = bench.config.get("voir") {
-                let content = serde_json::to_string(&voir.to_json()).unwrap_or_default();
-                let path = dirs.extra.join(format!(
-                    "voirconf-{tag_name}-{:016x}.json",
-                    fnv1a(content.as_bytes())
-                ));
+            if let Some(file) = voir_config_file(bench, dirs, &tag_name) {
                 argv.push("--config".into());
-                argv.push(path.to_string());
-                voir_file = Some(PlannedFile { path, content });
+                argv.push(file.path.to_string());
+                voir_file = Some(file);
             }
             argv.extend(target);
         }
@@ -400,71 +400,136 @@ fn process(
         }
     }
     argv.extend(script_args);
-    let mut config = bench.config.to_json();
+    let node = rank.map(|(_, node, _)| node);
+    let spec = finish_process(
+        FinishedProcess {
+            bench,
+            ctx,
+            dirs,
+            job,
+            tag,
+            argv,
+            cwd: dirs.code.clone(),
+            use_stdout,
+            extra_env: &benchfile.env,
+            node,
+            resolve: &resolve,
+        },
+        rank.map(|_| job.tag.join(".")),
+    )?;
+    Ok((spec, voir_file))
+}
+
+/// The voir configuration file of a process tagged `tag_name`, when the benchmark has a
+/// `voir` setting: `<extra>/voirconf-<tag>-<hash>.json`.
+pub(crate) fn voir_config_file(
+    bench: &Bench,
+    dirs: &PackDirs,
+    tag_name: &str,
+) -> Option<PlannedFile> {
+    let voir = bench.config.get("voir")?;
+    let content = serde_json::to_string(&voir.to_json()).unwrap_or_default();
+    let path = dirs.extra.join(format!(
+        "voirconf-{tag_name}-{:016x}.json",
+        fnv1a(content.as_bytes())
+    ));
+    Some(PlannedFile { path, content })
+}
+
+/// What [`finish_process`] needs of a process whose argv is built.
+pub(crate) struct FinishedProcess<'a> {
+    pub bench: &'a Bench,
+    pub ctx: &'a PlanContext,
+    pub dirs: &'a PackDirs,
+    pub job: &'a Job,
+    pub tag: Vec<String>,
+    pub argv: Vec<String>,
+    pub cwd: Utf8PathBuf,
+    pub use_stdout: bool,
+    /// Variables of the benchmark's definition (its benchfile), before the suite's `env`.
+    pub extra_env: &'a IndexMap<String, String>,
+    /// The node of a multi-node rank.
+    pub node: Option<&'a NodeSpec>,
+    pub resolve: &'a dyn Fn(&str) -> Result<String, PlanError>,
+}
+
+/// The process of a built argv: its `MILABENCH_CONFIG`, its environment and how it reaches
+/// its node. `job` names the job a multi-node rank belongs to.
+pub(crate) fn finish_process(
+    p: FinishedProcess<'_>,
+    job: Option<String>,
+) -> Result<ProcessSpec, PlanError> {
+    let mut config = p.bench.config.to_json();
     if let Some(map) = config.as_object_mut() {
-        map.insert("system".into(), ctx.system.to_json());
-        map.insert("tag".into(), serde_json::json!(tag));
+        map.insert("system".into(), p.ctx.system.to_json());
+        map.insert("tag".into(), serde_json::json!(p.tag));
         map.insert(
             "device".into(),
-            serde_json::json!(job.devices.first().cloned().unwrap_or_else(|| "0".into())),
+            serde_json::json!(p.job.devices.first().cloned().unwrap_or_else(|| "0".into())),
         );
-        map.insert("devices".into(), serde_json::json!(job.devices));
-        if let Some(n) = job.job_number {
+        map.insert("devices".into(), serde_json::json!(p.job.devices));
+        if let Some(n) = p.job.job_number {
             map.insert("job-number".into(), serde_json::json!(n));
         }
     }
     let env = process_env(
-        bench, benchfile, ctx, dirs, job, &resolve, use_stdout, &config,
+        p.bench,
+        p.extra_env,
+        p.ctx,
+        p.dirs,
+        p.job,
+        p.resolve,
+        p.use_stdout,
+        &config,
     )?;
-    let cwd = dirs.code.clone();
-    let launch = match rank {
-        Some((_, node, _)) if !node.local && ctx.srun => Launch::Srun(SrunTarget {
+    let launch = match p.node {
+        Some(node) if !node.local && p.ctx.srun => Launch::Srun(SrunTarget {
             node: node.name.clone(),
         }),
-        Some((_, node, _)) if !node.local => Launch::Ssh(SshTarget {
+        Some(node) if !node.local => Launch::Ssh(SshTarget {
             node: node.name.clone(),
             user: node.user.clone(),
             host: node.ip.clone(),
             port: node.sshport,
-            key: ctx.ssh_key.clone(),
+            key: p.ctx.ssh_key.clone(),
         }),
         _ => Launch::Local,
     };
+    let node_command = (!matches!(launch, Launch::Local)).then(|| p.argv.clone());
     let argv = match &launch {
-        Launch::Local => argv,
+        Launch::Local => p.argv,
         Launch::Ssh(_) => {
             // The data channel of a remote rank can only be its stdout (ssh carries nothing
             // else back), and the remote side gets no variable the executor sets locally.
             let mut remote_env = env.clone();
             remote_env.insert("DATA_FD".into(), "1".into());
-            launch.wrap(&cwd, &remote_env, argv)
+            launch.wrap(&p.cwd, &remote_env, p.argv)
         }
         // srun exports the environment the executor gives it (DATA_FD=1 included).
-        Launch::Srun(_) => launch.wrap(&cwd, &env, argv),
+        Launch::Srun(_) => launch.wrap(&p.cwd, &env, p.argv),
     };
-    Ok((
-        ProcessSpec {
-            tag,
-            argv,
-            env,
-            cwd,
-            node: rank.map(|(_, node, _)| node.name.clone()),
-            devices: job.devices.clone(),
-            use_stdout,
-            nolog: rank.is_some_and(|(r, _, _)| r > 0),
-            launch,
-            job: rank.map(|_| job.tag.join(".")),
-            config,
-        },
-        voir_file,
-    ))
+    let nolog = p.tag.iter().any(|t| t == "nolog");
+    Ok(ProcessSpec {
+        nolog,
+        tag: p.tag,
+        argv,
+        env,
+        cwd: p.cwd,
+        node: p.node.map(|node| node.name.clone()),
+        devices: p.job.devices.clone(),
+        use_stdout: p.use_stdout,
+        launch,
+        node_command,
+        job,
+        config,
+    })
 }
 
 /// The variables a benchmark process gets on top of the orchestrator's environment.
 #[allow(clippy::too_many_arguments)]
-fn process_env(
+pub(crate) fn process_env(
     bench: &Bench,
-    benchfile: &BenchFile,
+    extra_env: &IndexMap<String, String>,
     ctx: &PlanContext,
     dirs: &PackDirs,
     job: &Job,
@@ -514,7 +579,7 @@ fn process_env(
         MILABENCH_CONFIG.into(),
         serde_json::to_string(config).unwrap_or_default(),
     );
-    for (key, value) in &benchfile.env {
+    for (key, value) in extra_env {
         env.insert(key.clone(), value.clone());
     }
     if let Some(map) = bench.config.get("env").and_then(Node::as_map) {

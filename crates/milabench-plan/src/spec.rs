@@ -32,6 +32,10 @@ pub struct ProcessSpec {
     pub nolog: bool,
     /// How it reaches its node; `argv` is already wrapped accordingly.
     pub launch: Launch,
+    /// For a process started on another node: the command as it runs there, before the launch
+    /// wraps it (what `argv` runs over ssh or srun).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_command: Option<Vec<String>>,
     /// The distributed job this process is one rank of (the job's tag, `None` for a process
     /// alone): when one rank fails, the others of its job are stopped instead of waiting for
     /// a peer that will never answer.

@@ -216,12 +216,7 @@ fn prepared_check(resolved: &Resolved, env: &EnvVars) -> Result<Option<Check>, E
     )?;
     let (mut prepared, mut missing, mut changed) = (0, Vec::new(), Vec::new());
     for bench in resolved.suite.runnable() {
-        let folder = PathBuf::from(bench.definition().unwrap_or_default());
-        let Ok(benchfile) = milabench_config::benchfile::BenchFile::load(&folder) else {
-            continue;
-        };
-        let has_script = folder.join("prepare.py").is_file();
-        let Some(plan) = milabench_plan::plan_prepare(bench, &benchfile, &ctx, has_script)? else {
+        let Ok(Some(plan)) = crate::planning::prepare_plan(bench, &ctx) else {
             continue;
         };
         let argv = plan.processes.first().map(|p| p.argv.as_slice());

@@ -29,6 +29,16 @@ pub enum Error {
         /// What is wrong with the expression.
         source: milabench_config::placeholders::expr::ExprError,
     },
+    /// A `benchfile.py` could not be evaluated by the pack host.
+    #[error("benchmark `{bench}`: {message}\n  fix: {fix}")]
+    PackHost {
+        /// The benchmark (or its folder).
+        bench: String,
+        /// What went wrong.
+        message: String,
+        /// How to fix it.
+        fix: String,
+    },
     /// A benchmark cannot be planned.
     #[error(transparent)]
     Plan(#[from] milabench_plan::PlanError),
@@ -153,6 +163,7 @@ impl Error {
                 | Error::Options(_)
                 | Error::Capability { .. }
                 | Error::Plan(_)
+                | Error::PackHost { .. }
                 | Error::UnknownFidelity { .. }
                 | Error::RunExists(_)
                 | Error::RunInUse { .. }

@@ -29,6 +29,7 @@ pub mod arch;
 pub mod check;
 pub mod error;
 pub mod local_gpus;
+pub mod pack_host;
 pub mod planning;
 mod prepared;
 pub mod resolve;

@@ -7,9 +7,13 @@ use milabench_config::benchfile::BenchFile;
 use milabench_config::placeholders::unmet_capabilities;
 use milabench_config::settings::EnvVars;
 use milabench_config::settings::options::{CpuOptions, OptionSource, SizerOptions};
-use milabench_plan::{BenchPlan, PlanContext, plan_bench};
+use milabench_plan::{
+    BenchPlan, HostPhase, HostPlan, HostRequest, PlanContext, host_request, plan_bench,
+    plan_from_host,
+};
 
 use crate::error::Error;
+use crate::pack_host::{PackHost, defined_in_python, folder_of};
 use crate::resolve::Resolved;
 
 /// What happens to one selected benchmark.
@@ -117,13 +121,81 @@ pub fn plan_one(bench: &Bench, ctx: &PlanContext) -> Result<PlannedBench, Error>
             unmet: unmet.into_iter().map(str::to_string).collect(),
         });
     }
-    let folder = bench
-        .definition()
-        .map(std::path::PathBuf::from)
-        .unwrap_or_default();
+    let folder = folder_of(bench);
+    if defined_in_python(&folder) {
+        let (_, _, plan) = ask_pack_host(bench, ctx)?;
+        return Ok(PlannedBench::Run(plan_from_host(
+            bench,
+            &plan,
+            HostPhase::Run,
+            ctx,
+        )?));
+    }
     let benchfile = BenchFile::load(&folder)?;
     let plan = plan_bench(bench, &benchfile, ctx)?;
     Ok(PlannedBench::Run(plan))
+}
+
+/// The pack host of a benchmark defined by a `benchfile.py`, its request, and its answer.
+fn ask_pack_host(
+    bench: &Bench,
+    ctx: &PlanContext,
+) -> Result<(PackHost, HostRequest, HostPlan), Error> {
+    let host = PackHost::locate(&folder_of(bench), &ctx.path)?;
+    let request = host_request(bench, ctx)?;
+    let plan = host.plan(bench, &request)?;
+    Ok((host, request, plan))
+}
+
+/// Asks the pack host once for every benchmark of `benches` defined by a `benchfile.py`, in
+/// each of `contexts`, so that planning them one by one starts Python once.
+pub fn prefetch_pack_host(benches: &[&Bench], contexts: &[PlanContext]) {
+    let python_defined: Vec<&Bench> = benches
+        .iter()
+        .copied()
+        .filter(|bench| defined_in_python(&folder_of(bench)))
+        .collect();
+    let Some(first) = python_defined.first() else {
+        return;
+    };
+    let Some(path) = contexts.first().map(|ctx| ctx.path.as_str()) else {
+        return;
+    };
+    let Ok(host) = PackHost::locate(&folder_of(first), path) else {
+        return;
+    };
+    let requests: Vec<HostRequest> = contexts
+        .iter()
+        .flat_map(|ctx| {
+            python_defined
+                .iter()
+                .filter_map(move |bench| host_request(bench, ctx).ok())
+        })
+        .collect();
+    host.prefetch(&requests);
+}
+
+/// The prepare step of a benchmark: `None` when it has nothing to prepare. A `benchfile.py`
+/// whose class defines `prepare` itself has it run by the pack host; otherwise its
+/// `build_prepare_plan` runs here. Other folders run their `benchfile.yaml`'s `prepare`, else
+/// `prepare.py` when there is one.
+pub fn prepare_plan(bench: &Bench, ctx: &PlanContext) -> Result<Option<BenchPlan>, Error> {
+    let folder = folder_of(bench);
+    if defined_in_python(&folder) {
+        let (host, request, plan) = ask_pack_host(bench, ctx)?;
+        if plan.overrides("prepare") {
+            return Ok(Some(host.method_plan(bench, &request, "prepare", ctx)?));
+        }
+        if plan.prepare.is_empty() {
+            return Ok(None);
+        }
+        return Ok(Some(plan_from_host(bench, &plan, HostPhase::Prepare, ctx)?));
+    }
+    let benchfile = BenchFile::load(&folder)?;
+    let has_script = folder.join("prepare.py").is_file();
+    Ok(milabench_plan::plan_prepare(
+        bench, &benchfile, ctx, has_script,
+    )?)
 }
 
 /// The planning context of each repeat of a suite run `repeat` times (tags `R<i>` when
@@ -152,11 +224,9 @@ pub fn plan_suite(
     options: &PlanOptions,
 ) -> Result<Vec<PlannedBench>, Error> {
     let ctx = plan_context(resolved, env, options)?;
-    resolved
-        .suite
-        .runnable()
-        .map(|bench| plan_one(bench, &ctx))
-        .collect()
+    let benches: Vec<&Bench> = resolved.suite.runnable().collect();
+    prefetch_pack_host(&benches, std::slice::from_ref(&ctx));
+    benches.iter().map(|bench| plan_one(bench, &ctx)).collect()
 }
 
 #[cfg(test)]

@@ -302,6 +302,7 @@ pub fn run_suite(
     };
     let contexts = repeat_contexts(resolved, env, options.repeat, &options.path)?;
     let benches: Vec<_> = resolved.suite.runnable().collect();
+    crate::planning::prefetch_pack_host(&benches, &contexts);
     for (index, position) in options.order.schedule(options.repeat, benches.len()) {
         let bench = benches[position];
         if options.interrupt.is_set() {
@@ -418,10 +419,7 @@ pub fn prepare_suite(
             summary.interrupted = true;
             break;
         }
-        let folder = PathBuf::from(bench.definition().unwrap_or_default());
-        let benchfile = milabench_config::benchfile::BenchFile::load(&folder)?;
-        let has_script = folder.join("prepare.py").is_file();
-        let Some(plan) = milabench_plan::plan_prepare(bench, &benchfile, &ctx, has_script)? else {
+        let Some(plan) = crate::planning::prepare_plan(bench, &ctx)? else {
             continue;
         };
         let exec_options = ExecOptions {

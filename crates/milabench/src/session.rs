@@ -30,7 +30,7 @@ use milabench_store::{BenchEnd, PackStatus, RunEnd, RunRecorder, RunStart, Store
 use milabench_validate::{LayerName, Validation, ValidationContext, ValidationReport};
 
 use crate::error::Error;
-use crate::planning::{PlannedBench, RepeatOrder, plan_one, repeat_contexts};
+use crate::planning::{PlannedBench, RepeatOrder, plan_one, prefetch_pack_host, repeat_contexts};
 use crate::resolve::{Resolved, Selection, resolve};
 use crate::run::{RunEvent, RunFolder, RunObserver, RunOptions, RunSummary};
 
@@ -211,6 +211,7 @@ impl Session {
     pub fn plan(&self, repeat: usize, order: RepeatOrder) -> Result<Vec<PlannedBench>, Error> {
         let contexts = repeat_contexts(&self.resolved, &self.env, repeat, &self.path_var())?;
         let benches: Vec<_> = self.resolved.suite.runnable().collect();
+        prefetch_pack_host(&benches, &contexts);
         order
             .schedule(repeat, benches.len())
             .into_iter()
