@@ -161,6 +161,10 @@ impl RunObserver for LiveDisplay {
                 "{bench}: skipped, this system does not meet {}",
                 unmet.join(", ")
             )),
+            RunEvent::SetupFailed { failure } => self.line(&format!(
+                "{}: FAILED before it ran: {}",
+                failure.bench, failure.reason
+            )),
             RunEvent::AlreadyDone { bench } => self.line(&format!(
                 "{bench}: already complete in this run folder, not run again"
             )),

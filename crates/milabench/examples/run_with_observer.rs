@@ -90,6 +90,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         path: std::env::var("PATH").unwrap_or_default(),
         watchdog: None,
         precision: None,
+        failed_setup: Vec::new(),
     };
     let result = session.run(&folder, &options, &LayerName::DEFAULT, &mut JsonEvents)?;
     JsonEvents.emit(json!({

@@ -239,7 +239,11 @@ impl PackHost {
         Ok(BenchPlan {
             bench: bench.name.clone(),
             processes: vec![ProcessSpec {
-                tag: vec![bench.name.clone()],
+                tag: if method == "prepare" {
+                    vec![bench.name.clone()]
+                } else {
+                    vec![bench.name.clone(), method.to_string()]
+                },
                 argv,
                 env,
                 cwd: code,

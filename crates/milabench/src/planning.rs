@@ -175,6 +175,40 @@ pub fn prefetch_pack_host(benches: &[&Bench], contexts: &[PlanContext]) {
     host.prefetch(&requests);
 }
 
+/// The folder of the records of benchfile `install` methods that ran to success in an
+/// environment: a file per benchmark. A rebuilt environment has none, so they run again.
+const INSTALLED_RECORDS: &str = ".milabench-benchfile-install";
+
+/// The record of `bench`'s benchfile `install` in its environment.
+fn installed_record(bench: &Bench) -> std::path::PathBuf {
+    std::path::PathBuf::from(bench.dir("venv").unwrap_or_default())
+        .join(INSTALLED_RECORDS)
+        .join(&bench.name)
+}
+
+/// The benchfile's own `install` method of `bench`, when its class defines one that has not
+/// run to success in the benchmark's environment yet: run by the pack host at the start of the
+/// benchmark's prepare step, after milabench installed the group's requirements.
+pub fn install_override_plan(bench: &Bench, ctx: &PlanContext) -> Result<Option<BenchPlan>, Error> {
+    if !defined_in_python(&folder_of(bench)) || installed_record(bench).is_file() {
+        return Ok(None);
+    }
+    let (host, request, plan) = ask_pack_host(bench, ctx)?;
+    if !plan.overrides("install") {
+        return Ok(None);
+    }
+    Ok(Some(host.method_plan(bench, &request, "install", ctx)?))
+}
+
+/// Records that `bench`'s benchfile `install` ran to success (see [`install_override_plan`]).
+pub fn record_install_override(bench: &Bench) -> Result<(), Error> {
+    let path = installed_record(bench);
+    path.parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(&path, b"installed\n"))
+        .map_err(|source| Error::Write { path, source })
+}
+
 /// The prepare step of a benchmark: `None` when it has nothing to prepare. A `benchfile.py`
 /// whose class defines `prepare` itself has it run by the pack host; otherwise its
 /// `build_prepare_plan` runs here. Other folders run their `benchfile.yaml`'s `prepare`, else

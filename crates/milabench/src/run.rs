@@ -45,6 +45,18 @@ pub struct RunOptions {
     /// Stop each benchmark once its rate is precise enough (`run --precision`); `None`: the
     /// benchmarks decide.
     pub precision: Option<milabench_exec::PrecisionStop>,
+    /// Benchmarks whose set-up (install or prepare step) failed: each is recorded as failed,
+    /// with the reason, instead of being run; the others run.
+    pub failed_setup: Vec<SetupFailure>,
+}
+
+/// A benchmark whose set-up failed, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupFailure {
+    /// The benchmark.
+    pub bench: String,
+    /// What failed, in words (which step, its status, where its log is).
+    pub reason: String,
 }
 
 /// The lock file of a run folder.
@@ -168,6 +180,11 @@ pub enum RunEvent<'a> {
         /// The unmet `requires_capabilities` expressions.
         unmet: &'a [String],
     },
+    /// A benchmark was not run because its set-up failed.
+    SetupFailed {
+        /// The benchmark and why.
+        failure: &'a SetupFailure,
+    },
     /// A benchmark was left out because the run folder already holds it complete.
     AlreadyDone {
         /// The benchmark.
@@ -197,14 +214,19 @@ pub struct RunSummary {
     pub skipped: Vec<String>,
     /// Benchmarks left out because they were already complete (`--resume`).
     pub already_done: Vec<String>,
+    /// Benchmarks not run because their set-up failed (recorded as failed in the run folder).
+    pub failed_setup: Vec<SetupFailure>,
     /// The run was interrupted.
     pub interrupted: bool,
 }
 
 impl RunSummary {
-    /// Every benchmark that ran succeeded and the run was not interrupted.
+    /// Every benchmark that ran succeeded, none failed its set-up, and the run was not
+    /// interrupted.
     pub fn success(&self) -> bool {
-        !self.interrupted && self.outcomes.iter().all(BenchOutcome::success)
+        !self.interrupted
+            && self.failed_setup.is_empty()
+            && self.outcomes.iter().all(BenchOutcome::success)
     }
 }
 
@@ -309,6 +331,16 @@ pub fn run_suite(
             summary.interrupted = true;
             return Ok(summary);
         }
+        if let Some(failure) = options.failed_setup.iter().find(|f| f.bench == bench.name) {
+            let mut config = bench.config.to_json();
+            if let Some(map) = config.as_object_mut() {
+                map.insert("tag".into(), serde_json::json!([bench.name]));
+            }
+            record_setup_failure(&run_dir, failure, config)?;
+            observer.on_run_event(RunEvent::SetupFailed { failure });
+            summary.failed_setup.push(failure.clone());
+            continue;
+        }
         let plan = match plan_one(bench, &contexts[index])? {
             PlannedBench::Skipped { bench, unmet } => {
                 record_skip(&run_dir, &bench, &unmet)?;
@@ -369,6 +401,43 @@ pub fn run_suite(
     Ok(summary)
 }
 
+/// Records in `<run_dir>/<bench>.data` that `bench` failed its set-up: its `config`, an `error`
+/// event with the reason and an `end` with status 1, so that every report of the folder counts
+/// it as failed and says why.
+fn record_setup_failure(
+    run_dir: &Path,
+    failure: &SetupFailure,
+    config: serde_json::Value,
+) -> Result<(), Error> {
+    let error = milabench_metrics::ErrorInfo {
+        kind: Some("SetupFailed".into()),
+        message: Some(failure.reason.clone()),
+        trace: None,
+        extra: Default::default(),
+    };
+    let end = milabench_metrics::EndInfo {
+        command: None,
+        time: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_secs_f64()),
+        return_code: milabench_metrics::ReturnCode::Code(1),
+        extra: Default::default(),
+    };
+    let text: String = [
+        Event::Config(config),
+        Event::Error(Box::new(error)),
+        Event::End(Box::new(end)),
+    ]
+    .into_iter()
+    .map(|event| milabench_metrics::record_to_line(&Record::new(event, None)))
+    .collect();
+    let path = run_dir.join(format!("{}.data", failure.bench));
+    std::fs::create_dir_all(run_dir)
+        .and_then(|()| std::fs::write(&path, text))
+        .map_err(|source| Error::Write { path, source })
+}
+
 /// Records in `<run_dir>/<bench>.data` that `bench` was skipped for its `unmet` capabilities:
 /// one `message` per condition, worded as the Python tool words them, so that a later report of
 /// the folder (by either tool) excuses the benchmark as this run's report did.
@@ -419,14 +488,28 @@ pub fn prepare_suite(
             summary.interrupted = true;
             break;
         }
-        let Some(plan) = crate::planning::prepare_plan(bench, &ctx)? else {
-            continue;
-        };
         let exec_options = ExecOptions {
             grace: options.grace,
             interrupt: options.interrupt.clone(),
             watchdog: options.watchdog.clone(),
             ..ExecOptions::default()
+        };
+        if let Some(install) = crate::planning::install_override_plan(bench, &ctx)? {
+            observer.on_run_event(RunEvent::BenchStart { plan: &install });
+            let outcome = run_plan(&install, &prepare_dir, &exec_options, observer)?;
+            observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });
+            let installed = outcome.exited_cleanly();
+            summary.interrupted |= outcome.interrupted;
+            if installed {
+                crate::planning::record_install_override(bench)?;
+            } else {
+                // Its failure is this benchmark's: its prepare step does not run.
+                summary.outcomes.push(outcome);
+                continue;
+            }
+        }
+        let Some(plan) = crate::planning::prepare_plan(bench, &ctx)? else {
+            continue;
         };
         observer.on_run_event(RunEvent::BenchStart { plan: &plan });
         let outcome = run_plan(&plan, &prepare_dir, &exec_options, observer)?;

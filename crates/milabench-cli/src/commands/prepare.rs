@@ -2,7 +2,7 @@
 
 use milabench::config::settings::EnvVars;
 use milabench::exec::ProcessOutcome;
-use milabench::run::RunSummary;
+use milabench::run::{RunSummary, SetupFailure};
 use milabench::{ExitCode, Session};
 
 use crate::args::{GlobalArgs, PrepareArgs};
@@ -19,18 +19,45 @@ pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> 
         None,
         EnvVars::from_process(),
     )?;
-    prepare(&session)
+    Ok(prepare(&session)?.0)
 }
 
 /// Runs the prepare steps of `session` with a live display; returns the exit code (and says
-/// which benchmarks failed).
-pub(super) fn prepare(session: &Session) -> anyhow::Result<ExitCode> {
+/// which benchmarks failed) and the failures, each with its reason.
+pub(super) fn prepare(session: &Session) -> anyhow::Result<(ExitCode, Vec<SetupFailure>)> {
     let interrupt = milabench::exec::Interrupt::new();
     let ctrl_c = milabench::exec::install_ctrl_c(interrupt.clone())?;
     let options = super::run::run_options(interrupt, 1, false, None)?;
     let summary = session.prepare(&options, &mut LiveDisplay::for_prepare());
     ctrl_c.uninstall();
-    Ok(judge(&summary?))
+    let summary = summary?;
+    Ok((judge(&summary), failures(&summary)))
+}
+
+/// The benchmarks whose prepare step failed, with the status of their first failed process and
+/// where its log is.
+fn failures(summary: &RunSummary) -> Vec<SetupFailure> {
+    summary
+        .outcomes
+        .iter()
+        .filter_map(|outcome| {
+            let failed = outcome.processes.iter().find(|p| !p.exited_cleanly())?;
+            Some(SetupFailure {
+                bench: outcome.bench.clone(),
+                reason: format!(
+                    "its prepare step failed ({}); its log: {}",
+                    match (&failed.return_code, failed.errors.first()) {
+                        (_, Some(error)) => error.clone(),
+                        (milabench::metrics::ReturnCode::Code(code), None) => {
+                            format!("exit status {code}")
+                        }
+                        (other, None) => format!("ended with {other:?}"),
+                    },
+                    failed.data_file.display()
+                ),
+            })
+        })
+        .collect()
 }
 
 /// The exit code of prepare steps.

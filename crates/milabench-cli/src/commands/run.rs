@@ -8,6 +8,7 @@ use milabench::config::settings::{EnvVars, SettingsFlags};
 use milabench::exec::Interrupt;
 use milabench::report::{Format, REPORT_PAGE, ReportOptions, render, render_html};
 use milabench::run::RunOptions;
+use milabench::run::SetupFailure;
 use milabench::validate::LayerName;
 use milabench::{ExitCode, InstallOptions, PlannedBench, RepeatOrder, Session};
 
@@ -41,23 +42,29 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     if !args.no_check && !preflight(&session)? {
         return Ok(ExitCode::BenchmarkFailures);
     }
-    if !args.no_setup {
-        let code = setup(&session)?;
-        if code != ExitCode::Success {
-            return Ok(code);
+    let failed_setup = if args.no_setup {
+        Vec::new()
+    } else {
+        match setup(&session)? {
+            Ok(failures) => failures,
+            Err(code) => return Ok(code),
         }
-    }
+    };
     let interrupt = Interrupt::new();
     let ctrl_c = milabench::exec::install_ctrl_c(interrupt.clone())?;
     let mut options = run_options(interrupt, args.repeat, args.resume, args.precision)?;
     options.order = repeat_order(args);
+    options.failed_setup = failed_setup;
     let result = session.run(&folder, &options, &validations, &mut LiveDisplay::new());
     drop(folder);
     ctrl_c.uninstall();
     let result = result?;
     let summary = &result.summary;
     let run_dir = summary.run_dir.display().to_string();
-    if summary.outcomes.is_empty() && summary.already_done.is_empty() {
+    if summary.outcomes.is_empty()
+        && summary.already_done.is_empty()
+        && summary.failed_setup.is_empty()
+    {
         warn("no benchmark ran (all skipped or none selected)");
         return Ok(if summary.interrupted {
             ExitCode::Interrupted
@@ -175,6 +182,7 @@ pub(super) fn run_options(
         path: std::env::var("PATH").unwrap_or_default(),
         watchdog: Some(super::watchdog()?),
         precision: precision_pct.map(|pct| milabench::exec::PrecisionStop::new(pct / 100.0)),
+        failed_setup: Vec::new(),
     })
 }
 
@@ -205,8 +213,9 @@ fn dry_run(
 
 /// What `run` does before running, with the session it runs: installs the selected
 /// benchmarks' environments (up-to-date ones are left alone), then runs their prepare steps
-/// with the same arguments. A failed install or prepare stops here: nothing is run.
-fn setup(session: &Session) -> anyhow::Result<ExitCode> {
+/// with the same arguments. A failed install stops here; a benchmark whose prepare step failed
+/// is left out of the run and recorded as failed, with the reason, and the others run.
+fn setup(session: &Session) -> anyhow::Result<Result<Vec<SetupFailure>, ExitCode>> {
     let summary = session.install(
         &InstallOptions::default(),
         &mut super::install::InstallView::new(),
@@ -214,13 +223,21 @@ fn setup(session: &Session) -> anyhow::Result<ExitCode> {
     let code = super::install::summarize(&summary, &session.resolved().arch);
     if code != ExitCode::Success {
         warn("install failed: nothing was run (see above)");
-        return Ok(code);
+        return Ok(Err(code));
     }
-    let code = super::prepare::prepare(session)?;
-    if code == ExitCode::BenchmarkFailures {
-        warn(
-            "prepare failed: nothing was run (fix the prepare step above, or pass --no-setup to run anyway)",
-        );
+    let (code, failures) = super::prepare::prepare(session)?;
+    if code == ExitCode::Interrupted {
+        return Ok(Err(code));
     }
-    Ok(code)
+    if !failures.is_empty() {
+        warn(&format!(
+            "prepare failed for {}: the other benchmarks run (pass --no-setup to run without preparing)",
+            failures
+                .iter()
+                .map(|f| f.bench.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(Ok(failures))
 }
