@@ -149,7 +149,7 @@ NODE_PROBES = ("gpudata", "iodata", "netdata", "cpudata")
 def system_probes(names: Iterable[str], arch: str | None = None) -> dict[str, Callable[[], Any]]:
     """voir's sampling function for each of ``names`` (``gpudata``, ``cpudata``, ``iodata``,
     ``netdata``); the GPU backend is chosen again (``arch``, or found on the machine: ``cpu``
-    when there is no GPU)."""
+    when there is no GPU). A probe that cannot be made is reported on stderr and left out."""
     needed_by = "benchmate's system monitors (they sample through voir)"
     cpu, gpu, io, network = (
         require(f"voir.instruments.{module}", needed_by, install="voir") for module in ("cpu", "gpu", "io", "network")
@@ -160,10 +160,15 @@ def system_probes(names: Iterable[str], arch: str | None = None) -> dict[str, Ca
         "iodata": io.io_monitor,
         "netdata": network.network_monitor,
     }
-    names = tuple(names)
-    if "gpudata" in names:
-        gpu.select_backend(arch, force=True)
-    return {name: makers[name]() for name in names}
+    probes = {}
+    for name in names:
+        try:
+            if name == "gpudata":
+                gpu.select_backend(arch, force=True)
+            probes[name] = makers[name]()
+        except Exception as error:  # e.g. no disk counters in a container: sample the rest
+            print(f"benchmate monitor: cannot sample {name} ({error!r}); it is left out", file=sys.stderr)
+    return probes
 
 
 class SystemMonitor:
