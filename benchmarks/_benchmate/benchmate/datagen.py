@@ -103,7 +103,9 @@ def count_images(root: Path) -> dict[str, int]:
     return counts
 
 
-def generate_sets(root: Path, sizes: dict[str, int], shape: tuple[int, int, int], workers: int | None = None) -> None:
+def generate_sets(
+    root: Path, sizes: dict[str, int], shape: tuple[int, int, int], workers: int | None = None
+) -> None:
     """Adds the images each split lacks (numbered on from those present), in ``workers``
     processes (up to 8), then writes ``done``."""
     if len(shape) != 3 or shape[0] not in (1, 3):

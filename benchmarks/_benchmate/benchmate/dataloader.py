@@ -40,8 +40,12 @@ FAKE_BATCHES = 60
 
 def dataloader_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds the loader options to ``parser``."""
-    parser.add_argument("--batch-size", type=int, default=16, help="input batch size for training (default: 16)")
-    parser.add_argument("--loader", type=str, default="pytorch", choices=LOADERS, help="data loader implementation")
+    parser.add_argument(
+        "--batch-size", type=int, default=16, help="input batch size for training (default: 16)"
+    )
+    parser.add_argument(
+        "--loader", type=str, default="pytorch", choices=LOADERS, help="data loader implementation"
+    )
     parser.add_argument("--num-workers", type=int, default=8, help="number of workers for data loading")
     parser.add_argument(
         "--data", type=str, default=None, help="dataset folder (default: $MILABENCH_DIR_DATA/FakeImageNet)"
@@ -91,7 +95,11 @@ def synthetic(model: Any, batch_size: int, fixed_batch: bool) -> SyntheticData:
 def _loader(dataset: Any, batch_size: int, num_workers: int, **options: Any) -> Any:
     torch = require("torch", "benchmate.dataloader")
     return torch.utils.data.DataLoader(
-        dataset, batch_size=batch_size, num_workers=num_workers, pin_memory=torch.cuda.is_available(), **options
+        dataset,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        pin_memory=torch.cuda.is_available(),
+        **options,
     )
 
 
@@ -108,7 +116,9 @@ def image_folder(folder: str, batch_size: int, num_workers: int, rank: int = 0, 
     datasets = require("torchvision.datasets", "benchmate.dataloader", install="torchvision")
     transforms = require("torchvision.transforms", "benchmate.dataloader", install="torchvision")
     if not os.path.isdir(folder):
-        raise SystemExit(f"no dataset in {folder}: run the benchmark's prepare step first (milabench prepare)")
+        raise SystemExit(
+            f"no dataset in {folder}: run the benchmark's prepare step first (milabench prepare)"
+        )
     dataset = datasets.ImageFolder(
         folder,
         transforms.Compose(

@@ -12,7 +12,10 @@ DEFAULT_IGNORE = ["*.git*", "*.md", "*.txt", "*.onnx"]
 
 
 def download_hf_model(
-    model_id: str, token: str | None = None, cache_dir: str | None = None, ignore_patterns: list[str] | None = None
+    model_id: str,
+    token: str | None = None,
+    cache_dir: str | None = None,
+    ignore_patterns: list[str] | None = None,
 ) -> str:
     """Downloads a model repository into the Hub cache (``HF_HOME``, or ``cache_dir``) without
     the files matching ``ignore_patterns`` (:data:`DEFAULT_IGNORE` by default), and returns the
@@ -32,7 +35,9 @@ def download_hf_model(
     return path
 
 
-def download_hf_dataset(dataset_name: str, split: str | None = None, name: str | None = None, token: str | None = None) -> bool:
+def download_hf_dataset(
+    dataset_name: str, split: str | None = None, name: str | None = None, token: str | None = None
+) -> bool:
     """Loads a dataset (one ``split`` of it when given, the configuration ``name`` when given)
     so that it lands in the ``datasets`` cache, prints where its files are, and returns True."""
     datasets = require("datasets", "benchmate.hugginface.download_hf_dataset")
@@ -53,7 +58,11 @@ def cache_locations(dataset: Any) -> list[str]:
     dataset, ``Cached at (split S): FILE`` for each split of a dataset dictionary."""
     files = getattr(dataset, "cache_files", None)
     if isinstance(files, dict):
-        return [f"Cached at (split {split}): {_filename(entry)}" for split, entries in files.items() for entry in entries]
+        return [
+            f"Cached at (split {split}): {_filename(entry)}"
+            for split, entries in files.items()
+            for entry in entries
+        ]
     if isinstance(files, list):
         return [f"Cached at: {_filename(entry)}" for entry in files]
     return ["Could not determine local cache location for this dataset object."]

@@ -152,7 +152,8 @@ def system_probes(names: Iterable[str], arch: str | None = None) -> dict[str, Ca
     when there is no GPU). A probe that cannot be made is reported on stderr and left out."""
     needed_by = "benchmate's system monitors (they sample through voir)"
     cpu, gpu, io, network = (
-        require(f"voir.instruments.{module}", needed_by, install="voir") for module in ("cpu", "gpu", "io", "network")
+        require(f"voir.instruments.{module}", needed_by, install="voir")
+        for module in ("cpu", "gpu", "io", "network")
     )
     makers = {
         "gpudata": gpu.gpu_monitor,
@@ -172,8 +173,9 @@ def system_probes(names: Iterable[str], arch: str | None = None) -> dict[str, Ca
 
 
 class SystemMonitor:
-    """Samples the probes named ``names`` every ``poll_interval`` seconds (``BENCHMATE_POLL_INTERVAL``
-    when set) on a daemon thread, writing ``{"task": "main", "time": t, name: sample}`` per probe.
+    """Samples the probes named ``names`` every ``poll_interval`` seconds
+    (``BENCHMATE_POLL_INTERVAL`` when set) on a daemon thread, writing ``{"task": "main", "time":
+    t, name: sample}`` per probe.
 
     Three ways to run it: ``with monitor as log:`` (records go to the data channel, see
     :func:`~benchmate.channel.record_writer`; ``log`` writes the benchmark's own records the same
@@ -197,7 +199,9 @@ class SystemMonitor:
         if not self.enabled or self._thread is not None:
             return
         probes = system_probes(self.names, self.arch)
-        self._thread = threading.Thread(target=self._sample, args=(probes, write), name="benchmate-monitor", daemon=True)
+        self._thread = threading.Thread(
+            target=self._sample, args=(probes, write), name="benchmate-monitor", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -213,7 +217,10 @@ class SystemMonitor:
                 try:
                     value = probe()
                 except Exception as error:  # a broken probe must not end the benchmark
-                    print(f"benchmate monitor: sampling {name} failed ({error!r}); not sampled any more", file=sys.stderr)
+                    print(
+                        f"benchmate monitor: sampling {name} failed ({error!r}); not sampled any more",
+                        file=sys.stderr,
+                    )
                     del probes[name]
                     continue
                 write({"task": "main", "time": now, name: value})
@@ -237,7 +244,9 @@ class SystemMonitor:
             self.stop()
 
 
-def monogpu_monitor(poll_interval: float = 1, arch: str | None = None, enabled: bool = True) -> SystemMonitor:
+def monogpu_monitor(
+    poll_interval: float = 1, arch: str | None = None, enabled: bool = True
+) -> SystemMonitor:
     """A monitor of this process's GPU(s): ``gpudata`` samples."""
     return SystemMonitor(GPU_PROBES, poll_interval, arch, enabled)
 
@@ -246,12 +255,16 @@ def monogpu_monitor(poll_interval: float = 1, arch: str | None = None, enabled: 
 monitor_monogpu = monogpu_monitor
 
 
-def multigpu_monitor(poll_interval: float = 1, arch: str | None = None, enabled: bool = True) -> SystemMonitor:
+def multigpu_monitor(
+    poll_interval: float = 1, arch: str | None = None, enabled: bool = True
+) -> SystemMonitor:
     """A monitor of the node: ``gpudata``, ``iodata``, ``netdata`` and ``cpudata`` samples."""
     return SystemMonitor(NODE_PROBES, poll_interval, arch, enabled)
 
 
-def bench_monitor(poll_interval: float = 1, arch: str | None = None, enabled: bool = True) -> ContextManager[Writer | None]:
+def bench_monitor(
+    poll_interval: float = 1, arch: str | None = None, enabled: bool = True
+) -> ContextManager[Writer | None]:
     """The monitor for this process, by ``RANK``: a GPU monitor when unset, a node monitor on
     rank 0, nothing on other ranks (``with bench_monitor() as log`` then gives None)."""
     rank = get_rank()
@@ -262,7 +275,9 @@ def bench_monitor(poll_interval: float = 1, arch: str | None = None, enabled: bo
     return contextlib.nullcontext()
 
 
-def setupvoir(monogpu: bool = True, enabled: bool = True, interval: float = 1) -> tuple[Writer, SystemMonitor]:
+def setupvoir(
+    monogpu: bool = True, enabled: bool = True, interval: float = 1
+) -> tuple[Writer, SystemMonitor]:
     """Starts a GPU monitor (a node monitor when ``monogpu`` is false) and returns ``(log,
     monitor)``: ``log(record)`` writes a record to the data channel as it is, and
     ``monitor.stop()`` ends the sampling. With ``enabled`` false nothing is sampled."""

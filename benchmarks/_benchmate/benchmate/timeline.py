@@ -53,8 +53,9 @@ def timeline(outputs: list[Any], number: int) -> list[dict[str, Any]]:
     shared among the windows in proportion to the time it spent in each), ``active_jobs``
     (requests touching the window), ``start_job`` and ``finished_job`` (requests starting,
     ending in it), ``ran_through`` (requests covering it whole) and ``active_jobs_pct`` (the
-    requests' time in the window over its length: the mean concurrency). No requests, or
-    requests of no duration at all, give no windows."""
+    requests' time in the window over its length: the mean concurrency). A window includes both
+    its ends, as in Python milabench: a request ending on a boundary counts in both windows'
+    ``finished_job``. No requests, or requests of no duration at all, give no windows."""
     jobs = requests(outputs)
     span = max((job.end for job in jobs), default=0.0)
     if span <= 0 or number <= 0:
@@ -64,7 +65,9 @@ def timeline(outputs: list[Any], number: int) -> list[dict[str, Any]]:
     for index in range(number):
         low, high = index * width, (index + 1) * width
         touching = [job for job in jobs if job.start <= high and job.end >= low]
-        tokens = sum(job.tokens * job.overlap(low, high) / max(job.end - job.start, MIN_DURATION) for job in touching)
+        tokens = sum(
+            job.tokens * job.overlap(low, high) / max(job.end - job.start, MIN_DURATION) for job in touching
+        )
         windows.append(
             {
                 "time": high,

@@ -25,7 +25,12 @@ class StepTimer:
     benchmarks keep their environment steps there).
     """
 
-    def __init__(self, pusher: Push, sync: Callable[[], Any] = lambda: None, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        pusher: Push,
+        sync: Callable[[], Any] = lambda: None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.pusher = pusher
         self.sync = sync
         self.clock = clock

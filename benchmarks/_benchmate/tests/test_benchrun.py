@@ -24,13 +24,17 @@ os.write(int(os.environ["DATA_FD"]), (json.dumps({"rank": int(os.environ.get("RA
 def test_the_wheel_declares_the_benchrun_command(tmp_path):
     subprocess.run(
         [sys.executable, "-c", f"import inplace_backend as b; b.build_editable({str(tmp_path)!r})"],
-        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT / "_build")), check=True,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT / "_build")),
+        check=True,
     )
     (wheel,) = tmp_path.glob("*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
-        assert archive.read(entry_points).decode() == "[console_scripts]\nbenchrun = benchmate.benchrun:main\n"
+        assert (
+            archive.read(entry_points).decode() == "[console_scripts]\nbenchrun = benchmate.benchrun:main\n"
+        )
         (record,) = [n for n in names if n.endswith(".dist-info/RECORD")]
         assert entry_points in archive.read(record).decode()
 
@@ -101,8 +105,11 @@ def run_torchrun(command, tmp_path):
     read, write = os.pipe()
     process = subprocess.Popen(
         [*command, "--standalone", "--nproc-per-node", "2", str(script)],
-        env=dict(os.environ, DATA_FD=str(write), PYTHONPATH=str(ROOT)), pass_fds=[write],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=dict(os.environ, DATA_FD=str(write), PYTHONPATH=str(ROOT)),
+        pass_fds=[write],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     os.close(write)
     with os.fdopen(read) as stream:

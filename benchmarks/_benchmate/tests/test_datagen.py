@@ -11,7 +11,16 @@ from benchmate.datagen import device_count, fakeimagenet_args, generate_fakeimag
 
 
 def options(tmp_path, **changes):
-    values = dict(batch_size=4, batch_count=2, device_count=1, device=None, image_size=[3, 16, 24], val=0.5, test=0.25, output=str(tmp_path))
+    values = dict(
+        batch_size=4,
+        batch_count=2,
+        device_count=1,
+        device=None,
+        image_size=[3, 16, 24],
+        val=0.5,
+        test=0.25,
+        output=str(tmp_path),
+    )
     values.update(changes)
     return argparse.Namespace(**values)
 
@@ -26,7 +35,9 @@ def test_split_sizes_follow_batches_and_devices(monkeypatch):
 
 def test_arguments_come_from_the_command_line_and_the_environment(monkeypatch):
     monkeypatch.setenv("MILABENCH_DIR_DATA", "/data")
-    args = fakeimagenet_args(["--batch-size", "64", "--model", "resnet50", "--image-size", "3", "32", "32", "--device-count", "2"])
+    args = fakeimagenet_args(
+        ["--batch-size", "64", "--model", "resnet50", "--image-size", "3", "32", "32", "--device-count", "2"]
+    )
     assert (args.batch_size, args.batch_count, args.device_count) == (64, 60, 2)
     assert args.image_size == [3, 32, 32] and args.output == "/data" and (args.val, args.test) == (0.1, 0.1)
 

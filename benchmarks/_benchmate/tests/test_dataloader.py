@@ -60,7 +60,9 @@ def test_synthetic_loaders_give_model_shaped_batches():
 
 def test_the_in_memory_fake_dataset():
     pytest.importorskip("torch")
-    loader = imagenet_dataloader(parse("--loader", "pytorch_fakedataset", "--batch-size", "2", "--num-workers", "0"), None)
+    loader = imagenet_dataloader(
+        parse("--loader", "pytorch_fakedataset", "--batch-size", "2", "--num-workers", "0"), None
+    )
     images, labels = next(iter(loader))
     assert tuple(images.shape) == (2, 3, 224, 224) and tuple(labels.shape) == (2,)
     assert len(loader) == 60
@@ -70,7 +72,17 @@ def test_the_folder_loader_reads_the_prepared_dataset(tmp_path):
     pytest.importorskip("torchvision")
     from benchmate.datagen import generate_fakeimagenet
 
-    generate_fakeimagenet(argparse.Namespace(batch_size=3, batch_count=2, device_count=1, image_size=[3, 32, 32], val=0, test=0, output=str(tmp_path)))
+    generate_fakeimagenet(
+        argparse.Namespace(
+            batch_size=3,
+            batch_count=2,
+            device_count=1,
+            image_size=[3, 32, 32],
+            val=0,
+            test=0,
+            output=str(tmp_path),
+        )
+    )
     args = parse("--data", str(tmp_path / "FakeImageNet"), "--batch-size", "2", "--num-workers", "0")
     batches = list(imagenet_dataloader(args, model=None))
     assert [tuple(images.shape) for images, _ in batches] == [(2, 3, 224, 224)] * 3

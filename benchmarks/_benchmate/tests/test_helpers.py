@@ -61,7 +61,9 @@ def fake_jax(monkeypatch, stats):
 
 
 def test_memory_peak_is_the_largest_device_peak_in_mib(monkeypatch):
-    fake_jax(monkeypatch, [{"peak_bytes_in_use": 80 * 2**20}, {"peak_bytes_in_use": 96 * 2**20, "bytes_in_use": 1}])
+    fake_jax(
+        monkeypatch, [{"peak_bytes_in_use": 80 * 2**20}, {"peak_bytes_in_use": 96 * 2**20, "bytes_in_use": 1}]
+    )
     assert memory_peak_fetcher()() == 96.0
 
 

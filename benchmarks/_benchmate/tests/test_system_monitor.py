@@ -164,7 +164,9 @@ def test_a_failing_probe_is_reported_and_dropped(data_pipe, monkeypatch, capsys)
         calls.append(1)
         raise OSError("sensor gone")
 
-    monkeypatch.setattr(monitor, "system_probes", lambda names, arch=None: {"gpudata": broken, "cpudata": lambda: {"load": 1}})
+    monkeypatch.setattr(
+        monitor, "system_probes", lambda names, arch=None: {"gpudata": broken, "cpudata": lambda: {"load": 1}}
+    )
     with multigpu_monitor():
         time.sleep(0.1)
     records = data_pipe()

@@ -52,7 +52,9 @@ def test_no_requests_or_no_duration_give_no_windows():
 
 
 def test_the_window_count_is_the_record_count():
-    outputs = [{"start_time": float(i), "latency": 1.5, "prompt_len": 3, "output_tokens": 7} for i in range(10)]
+    outputs = [
+        {"start_time": float(i), "latency": 1.5, "prompt_len": 3, "output_tokens": 7} for i in range(10)
+    ]
     windows = timeline(outputs, 30)
     assert len(windows) == 30
     assert windows[-1]["time"] == pytest.approx(10.5)

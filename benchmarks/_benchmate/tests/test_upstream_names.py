@@ -55,9 +55,18 @@ def write(path, text):
 
 
 def test_the_scanner_finds_every_form_of_import(tmp_path):
-    write(tmp_path / "a" / "main.py", "from benchmate.monitor import (\n    bench_monitor,\n    setupvoir as sv,\n)\nimport os\n")
-    write(tmp_path / "a" / "voirfile.py", "def f():\n    from benchmate.observer import BenchObserver\n    import benchmate.toggles\n")
-    write(tmp_path / "b" / "deep" / "x.py", "from benchmate import metrics\nfrom .benchmate import nope\nfrom benchmatex import no\n")
+    write(
+        tmp_path / "a" / "main.py",
+        "from benchmate.monitor import (\n    bench_monitor,\n    setupvoir as sv,\n)\nimport os\n",
+    )
+    write(
+        tmp_path / "a" / "voirfile.py",
+        "def f():\n    from benchmate.observer import BenchObserver\n    import benchmate.toggles\n",
+    )
+    write(
+        tmp_path / "b" / "deep" / "x.py",
+        "from benchmate import metrics\nfrom .benchmate import nope\nfrom benchmatex import no\n",
+    )
     write(tmp_path / "retired" / "old.py", "from benchmate.gone import something\n")
     write(tmp_path / "b" / "notes.txt", "from benchmate.text import ignored\n")
     assert upstream_imports.scan(tmp_path) == [

@@ -125,7 +125,9 @@ print("done")
 def test_setupvoir_smuggles_in_stdout_when_data_fd_is_1(tmp_path: pathlib.Path) -> None:
     (tmp_path / "main.py").write_text(FLOPS_LIKE)
     env = dict(os.environ, DATA_FD="1", PYTHONPATH=str(pathlib.Path(__file__).parents[1]))
-    done = subprocess.run([sys.executable, "main.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "main.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     text = done.stdout.split("\x1b[")
     assert text[0] == "" and text[-1].endswith("z" + "done\n")
