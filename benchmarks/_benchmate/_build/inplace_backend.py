@@ -15,27 +15,42 @@ _HERE = os.getcwd()
 
 
 def _project():
+    """``name``, ``version``, ``requires-python`` and ``scripts`` (a dict) of ``[project]``."""
     with open(os.path.join(_HERE, "pyproject.toml"), "rb") as f:
         text = f.read().decode("utf-8")
     try:
         import tomllib
 
         project = tomllib.loads(text)["project"]
-        return project["name"], project["version"], project.get("requires-python")
-    except ImportError:  # Python 3.10: the two keys we need, by pattern.
-        section = text.split("[project]", 1)[1].split("\n[", 1)[0]
-        found = dict(re.findall(r'^\s*([\w-]+)\s*=\s*"([^"]*)"', section, re.M))
-        return found["name"], found["version"], found.get("requires-python")
+    except ImportError:  # Python 3.10: the keys we need, by pattern.
+        project = _string_keys(text, "[project]")
+        project["scripts"] = _string_keys(text, "[project.scripts]")
+    project.setdefault("scripts", {})
+    return project
+
+
+def _string_keys(text, header):
+    """The ``key = "value"`` lines of the TOML table ``header`` (empty when it is absent)."""
+    if header not in text:
+        return {}
+    section = text.split(header, 1)[1].split("\n[", 1)[0]
+    return dict(re.findall(r'^\s*([\w.-]+)\s*=\s*"([^"]*)"', section, re.M))
 
 
 def _dist(name):
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def _metadata(name, version, requires_python):
-    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
-    if requires_python:
-        lines.append(f"Requires-Python: {requires_python}")
+def _metadata(project):
+    lines = ["Metadata-Version: 2.1", f"Name: {project['name']}", f"Version: {project['version']}"]
+    if project.get("requires-python"):
+        lines.append(f"Requires-Python: {project['requires-python']}")
+    return "\n".join(lines) + "\n"
+
+
+def _entry_points(scripts):
+    """``entry_points.txt``: the console scripts, which the installer turns into commands."""
+    lines = ["[console_scripts]"] + [f"{name} = {target}" for name, target in sorted(scripts.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -45,11 +60,14 @@ def _record_line(path, data):
 
 
 def _write_wheel(wheel_directory, files):
-    name, version, requires_python = _project()
-    dist = _dist(name)
+    project = _project()
+    dist = _dist(project["name"])
+    version = project["version"]
     info = f"{dist}-{version}.dist-info"
     files = dict(files)
-    files[f"{info}/METADATA"] = _metadata(name, version, requires_python).encode()
+    files[f"{info}/METADATA"] = _metadata(project).encode()
+    if project["scripts"]:
+        files[f"{info}/entry_points.txt"] = _entry_points(project["scripts"]).encode()
     files[f"{info}/WHEEL"] = (
         b"Wheel-Version: 1.0\nGenerator: inplace_backend\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     )
@@ -64,8 +82,7 @@ def _write_wheel(wheel_directory, files):
 
 
 def _package_files():
-    name, _, _ = _project()
-    package = _dist(name)
+    package = _dist(_project()["name"])
     files = {}
     for root, dirs, names in os.walk(os.path.join(_HERE, package)):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
@@ -95,16 +112,15 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    name, _, _ = _project()
     pth = (_HERE + "\n").encode()
-    return _write_wheel(wheel_directory, {f"__editable__.{_dist(name)}.pth": pth})
+    return _write_wheel(wheel_directory, {f"__editable__.{_dist(_project()['name'])}.pth": pth})
 
 
 def build_sdist(sdist_directory, config_settings=None):
     import tarfile
 
-    name, version, _ = _project()
-    base = f"{_dist(name)}-{version}"
+    project = _project()
+    base = f"{_dist(project['name'])}-{project['version']}"
     filename = f"{base}.tar.gz"
     with tarfile.open(os.path.join(sdist_directory, filename), "w:gz") as tar:
         for rel in ["pyproject.toml", "_build/inplace_backend.py", *_package_files()]:

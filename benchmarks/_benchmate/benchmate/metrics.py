@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any, Callable, Iterable, Iterator
 
-from .channel import Push, auto_push
+from .channel import Push, auto_push, give_push  # noqa: F401 (benchmarks import give_push from here)
 from .timers import Clock, EventFactory, event_factory
 from .toggles import earlystop_count, get_observation_count, skip_count
 

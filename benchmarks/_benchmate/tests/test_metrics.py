@@ -197,3 +197,21 @@ def test_skip_comes_from_the_benchmark_settings(monkeypatch: pytest.MonkeyPatch)
     for _ in loader:
         clock.advance(1.0)
     assert loader.skip == 2 and len(push.rates()) == 3
+
+
+def test_benchmate_observation_count_overrides_what_the_code_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmate.toggles import get_observation_count
+
+    monkeypatch.delenv("BENCHMATE_OBSERVATION_COUNT", raising=False)
+    assert get_observation_count(40) == 40
+    monkeypatch.setenv("BENCHMATE_OBSERVATION_COUNT", "2")
+    assert get_observation_count(40) == 2
+    clock, push = FakeClock(), Recorder()
+    loader = timed(batches(100), clock, push, earlystop=50, skip=0, raise_stop_program=True)
+    seen = 0
+    with pytest.raises(StopProgram):
+        for _ in loader:
+            seen += 1
+            clock.advance(1.0)
+    assert seen == 2 and len(push.rates()) == 2
+    assert [r["progress"] for r in push.with_key("progress")] == [(1, 2), (2, 2)]

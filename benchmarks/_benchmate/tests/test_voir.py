@@ -1,5 +1,6 @@
-"""A script using BenchObserver under the real voir, with voirfile_monitor: what reaches the
-data channel (skipped where voir is not installed)."""
+"""Scripts under the real voir (BenchObserver with voirfile_monitor, bench_monitor), and a
+flops-like script without it (setupvoir): what reaches the data channel (skipped where voir is
+not installed)."""
 
 import json
 import os
@@ -9,6 +10,8 @@ import subprocess
 import sys
 
 import pytest
+
+from benchmate.channel import unsmuggle
 
 pytest.importorskip("voir")
 
@@ -36,10 +39,10 @@ print("script finished")
 """
 
 
-def run_under_voir(tmp_path: pathlib.Path, *argv: str) -> tuple[list[dict], str, int]:
+def run_under_voir(tmp_path: pathlib.Path, *argv: str, script: str = SCRIPT) -> tuple[list[dict], str, int]:
     (tmp_path / "voirfile.py").write_text(VOIRFILE)
     (tmp_path / "voirconf.json").write_text(json.dumps(VOIRCONF))
-    (tmp_path / "main.py").write_text(SCRIPT)
+    (tmp_path / "main.py").write_text(script)
     read, write = os.pipe()
     env = dict(os.environ, DATA_FD=str(write))
     env["PYTHONPATH"] = os.pathsep.join([str(pathlib.Path(__file__).parents[1]), env.get("PYTHONPATH", "")])
@@ -80,3 +83,55 @@ def test_voir_asks_milabench_to_stop_after_stop_observations(tmp_path: pathlib.P
     assert any(r.get("$event") == "stop" for r in records)
     progress = [tuple(r["progress"]) for r in records if r.get("task") == "early_stop" and "progress" in r]
     assert (3, 3) in progress
+
+
+# A script written for Python milabench (its llava, rlhf and vllm benchmarks do this): system
+# samples and its own records through bench_monitor.
+MONITORED = """
+import time
+
+from benchmate.monitor import bench_monitor
+
+with bench_monitor(poll_interval=0.05) as log:
+    log({"task": "train", "rate": 42.0, "units": "Tok/s", "time": time.time()})
+    time.sleep(0.5)
+"""
+
+
+def test_bench_monitor_under_voir_writes_to_voirs_data_file(tmp_path: pathlib.Path) -> None:
+    records, output, code = run_under_voir(tmp_path, script=MONITORED)
+    assert code == 0, output
+    assert [r["rate"] for r in records if "rate" in r] == [42.0]
+    gpu = [r for r in records if "gpudata" in r]
+    assert len(gpu) >= 3 and all(r["task"] == "main" for r in gpu)
+    assert records[-1]["$event"] == "phase" and records[-1]["$data"]["name"] == "finalize"
+
+
+# Python milabench's flops benchmark: no voir, records smuggled in stdout (DATA_FD=1).
+FLOPS_LIKE = """
+import time
+
+from benchmate.monitor import setupvoir
+
+log, monitor = setupvoir(interval=0.05)
+for step in range(3):
+    time.sleep(0.1)
+    log({"task": "train", "rate": 1.5 * step, "units": "Tflops", "time": time.time()})
+monitor.stop()
+print("done")
+"""
+
+
+def test_setupvoir_smuggles_in_stdout_when_data_fd_is_1(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "main.py").write_text(FLOPS_LIKE)
+    env = dict(os.environ, DATA_FD="1", PYTHONPATH=str(pathlib.Path(__file__).parents[1]))
+    done = subprocess.run(
+        [sys.executable, "main.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    text = done.stdout.split("\x1b[")
+    assert text[0] == "" and text[-1].endswith("z" + "done\n")
+    records = [json.loads(unsmuggle("\x1b[" + part.split("z")[0] + "z")) for part in text[1:]]
+    assert [r["rate"] for r in records if "rate" in r] == [0.0, 1.5, 3.0]
+    assert all(r["units"] == "Tflops" for r in records if "rate" in r)
+    assert len([r for r in records if "gpudata" in r]) >= 3
