@@ -191,7 +191,7 @@ fn benchmate_tests() -> anyhow::Result<()> {
         )?;
         std::fs::write(&ready, "pytest voir\n").context("could not mark the venv ready")?;
     }
-    eprintln!("==> benchmate: pytest benchmarks/_benchmate/tests");
+    eprintln!("==> benchmate and the pack host: pytest");
     run_command(
         "benchmate tests",
         Command::new(&python)
@@ -202,6 +202,7 @@ fn benchmate_tests() -> anyhow::Result<()> {
                 "-p",
                 "no:cacheprovider",
                 "benchmarks/_benchmate/tests",
+                "benchmarks/_packhost/tests",
             ])
             .current_dir(&root),
     )

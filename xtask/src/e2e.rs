@@ -34,6 +34,8 @@ pub enum Part {
     Milabench,
     /// benchit's models and ops.
     Benchit,
+    /// The Python milabench's own benchmarks, from its checkout.
+    Upstream,
 }
 
 /// Runs the flow and prints how long each step took.
@@ -41,17 +43,25 @@ pub fn run(args: &E2eArgs) -> anyhow::Result<()> {
     let start = Instant::now();
     let root = repo_root();
     let mut timings = Vec::new();
-    if args.only != Some(Part::Benchit) {
+    let wanted = |part: Part| args.only.is_none() || args.only == Some(part);
+    if wanted(Part::Milabench) || wanted(Part::Upstream) {
         let bin = build(&root)?;
         let base = tempfile::Builder::new()
             .prefix("milabench-e2e-")
             .tempdir()
             .context("could not make the scratch base folder")?;
-        timings.extend(flow(&root, &bin, base.path(), None)?);
-        timings.extend(multinode(&root, &bin, base.path())?);
-        timings.extend(slurm(&root, &bin, base.path())?);
+        if wanted(Part::Milabench) {
+            timings.extend(flow(&root, &bin, base.path(), None)?);
+        }
+        if wanted(Part::Upstream) {
+            timings.extend(crate::e2e_upstream::flow(&root, &bin, base.path())?);
+        }
+        if wanted(Part::Milabench) {
+            timings.extend(multinode(&root, &bin, base.path())?);
+            timings.extend(slurm(&root, &bin, base.path())?);
+        }
     }
-    if args.only != Some(Part::Milabench) {
+    if wanted(Part::Benchit) {
         let scratch = tempfile::Builder::new()
             .prefix("benchit-e2e-")
             .tempdir()
@@ -386,7 +396,7 @@ pub fn json_output(cmd: &mut Command, what: &str) -> anyhow::Result<serde_json::
 }
 
 /// Every enabled benchmark ran, none failed, each has a positive rate; the run passes.
-fn check_report(report: &serde_json::Value) -> anyhow::Result<()> {
+pub fn check_report(report: &serde_json::Value) -> anyhow::Result<()> {
     let benches = report["benchmarks"]
         .as_array()
         .context("the report has no `benchmarks` list")?;
