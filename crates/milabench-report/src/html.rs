@@ -24,6 +24,10 @@ pub const VALIDATION_FILE: &str = "validation.txt";
 /// The page `milabench run` writes into the run folder.
 pub const REPORT_PAGE: &str = "report.html";
 
+/// The text report a run folder may hold (written by the report job of
+/// `milabench slurm submit --per-bench`).
+pub const REPORT_TEXT: &str = "report.txt";
+
 /// How the page says its plots were thinned.
 fn downsampling_note() -> String {
     format!(
