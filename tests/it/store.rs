@@ -166,6 +166,39 @@ fn a_server_that_is_down_is_a_clear_error() {
     insta::assert_snapshot!(out.stderr);
 }
 
+/// Issue 38, item 2: a mistyped scheme made a folder named after the URL, password included.
+#[test]
+fn an_unknown_db_scheme_is_refused_and_its_password_kept_quiet() {
+    let base = tempfile::tempdir().unwrap();
+    let project =
+        crate::run::Project::new("good:\n  install_group: tiny\n  definition: benchmarks/good\n");
+    project.bench("good", &crate::run::reporting(1, 0));
+    for (cwd, args) in [
+        (base.path(), &["db", "list"][..]),
+        (base.path(), &["history"]),
+        (base.path(), &["db", "import", "."]),
+        (
+            project.path(),
+            &["run", "--config", "suite.yaml", "--dry-run"],
+        ),
+    ] {
+        for db in ["postgress://me:pw@host/db", "mysql://me:pw@host/db"] {
+            let out = run(milabench_in(cwd).env("MILABENCH_DB", db).args(args));
+            assert_eq!(out.code, 2, "{args:?} {db}: {}", out.stderr);
+            assert!(!out.stderr.contains("pw"), "{}", out.stderr);
+            assert!(
+                out.stderr.contains("is not a database milabench knows"),
+                "{}",
+                out.stderr
+            );
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(base.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    let out = run(milabench_in(base.path()).args(["--db", "garbage://x", "db", "list"]));
+    insta::assert_snapshot!(out.stderr);
+}
+
 #[test]
 fn a_bad_since_date_names_the_fix() {
     let base = tempfile::tempdir().unwrap();

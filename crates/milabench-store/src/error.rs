@@ -39,6 +39,14 @@ pub enum StoreError {
         #[source]
         source: postgres::Error,
     },
+    /// A `--db` / `MILABENCH_DB` URL whose scheme names no database milabench knows.
+    #[error(
+        "--db / MILABENCH_DB: `{scheme}://` is not a database milabench knows; give a postgres:// or postgresql:// URL for a PostgreSQL server, or sqlite://PATH or a plain PATH for a SQLite file"
+    )]
+    UnknownScheme {
+        /// The scheme as given (the rest of the URL is left out: it may hold a password).
+        scheme: String,
+    },
     /// The PostgreSQL server could not be reached.
     #[error(
         "the PostgreSQL server at {url} could not be reached; check that it is running and accepts connections from this machine, or use the local SQLite file by leaving out --db and MILABENCH_DB"

@@ -35,6 +35,9 @@ pub enum Error {
     /// An environment could not be found, built or pinned.
     #[error(transparent)]
     Env(#[from] milabench_env::EnvError),
+    /// The results database is misnamed or cannot be used.
+    #[error(transparent)]
+    Store(#[from] milabench_store::StoreError),
     /// A run folder could not be reported.
     #[error(transparent)]
     Report(#[from] milabench_report::ReportError),
@@ -160,6 +163,7 @@ impl Error {
                 | Error::NoRunToResume(_)
                 | Error::NotRunnable { .. }
                 | Error::SlurmAllocation(_)
+                | Error::Store(milabench_store::StoreError::UnknownScheme { .. })
         )
     }
 }

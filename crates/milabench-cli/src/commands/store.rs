@@ -17,7 +17,7 @@ pub fn location(global: &GlobalArgs) -> anyhow::Result<StoreLocation> {
     Ok(StoreLocation::resolve(
         settings.db.as_deref(),
         settings.base.as_std_path(),
-    ))
+    )?)
 }
 
 /// Opens the results database of this invocation (its folder is made for a new SQLite file).
