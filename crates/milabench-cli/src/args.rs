@@ -734,7 +734,9 @@ pub enum TableFormat {
 pub enum DbCommand {
     /// Load run folders (written by this tool or by the Python milabench) into the database,
     /// with the statistics `milabench report` computes on them. Importing a folder again
-    /// changes nothing unless its `.data` files grew (then its run is replaced).
+    /// changes nothing unless its `.data` files grew (then its run is replaced); a folder
+    /// whose files are shorter than when imported, or another folder of a run name already
+    /// stored, is refused (give it a `--namespace` of its own).
     Import(DbImportArgs),
     /// List the runs of the database: date, system, score, status (`incomplete`: still
     /// running, or killed).
