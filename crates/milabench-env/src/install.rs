@@ -602,6 +602,15 @@ impl Environments {
     }
 }
 
+/// Whether the venv at `venv` finished installing: its fingerprint, written last, is there, and
+/// so are its entry points (`bin/python`, `bin/voir`). Its inputs may have changed since
+/// ([`Environments::is_current`] tells).
+pub fn is_finished(venv: &Utf8Path) -> bool {
+    fingerprint::read(venv).is_some()
+        && venv.join("bin/python").exists()
+        && venv.join("bin").join(VOIR).is_file()
+}
+
 /// Whether the venv at `venv` has what every finished environment has: `pyvenv.cfg`, its
 /// `bin/python`, and voir: its package metadata in the `site-packages` of Python `version`, or
 /// for an overlay whose interpreter has voir, the launcher [`write_voir_launcher`] wrote.
