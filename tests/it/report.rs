@@ -495,7 +495,7 @@ fn compare_fails_on_missing_failed_and_rateless_benchmarks() {
             tmp,
         );
         assert_eq!(code, 2, "{flag}={value}");
-        assert!(err.contains("is not a number of 0 or more"), "{err}");
+        assert!(err.contains("is not a percentage of 0 or more"), "{err}");
     }
     let (code, err) = bad(&["report", "--runs", "base", "--price=-1000"], tmp);
     assert_eq!(code, 2);
@@ -503,6 +503,34 @@ fn compare_fails_on_missing_failed_and_rateless_benchmarks() {
         err.contains("`-1000` is not a number of 0 or more"),
         "{err}"
     );
+}
+
+/// Issue 38, item 7: a run whose benchmark failed in every process was a regression against
+/// itself; `--fail-above 1%` was refused where `--threshold 5` was taken.
+#[test]
+fn a_benchmark_failed_in_both_runs_is_no_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path();
+    for name in ["failed", "failed-again"] {
+        copy_run(&tmp.join(name), |_, text| {
+            text.replace("\"return_code\": 0", "\"return_code\": 1")
+        });
+    }
+    copy_run(&tmp.join("ok"), |_, text| text);
+    for gate in [
+        &["--threshold", "2%"][..],
+        &["--fail-above", "1%"],
+        &["--fail-above", "1"],
+    ] {
+        let out = run(milabench(tmp)
+            .args(["compare", "failed", "failed-again"])
+            .args(gate));
+        assert_eq!(out.code, 0, "{gate:?}: {}{}", out.stdout, out.stderr);
+        assert!(out.stdout.contains("failed in both"), "{}", out.stdout);
+        // Failed in the compared run only: still a regression.
+        let out = run(milabench(tmp).args(["compare", "ok", "failed"]).args(gate));
+        assert_eq!(out.code, 1, "{gate:?}: {}{}", out.stdout, out.stderr);
+    }
 }
 
 #[test]

@@ -561,14 +561,17 @@ pub struct CompareArgs {
     /// Run folders: the first is the baseline, each other is compared with it.
     #[arg(num_args = 2.., required = true, value_name = "RUN")]
     pub runs: Vec<String>,
-    /// Exit with status 1 when a benchmark is worse than the baseline by more than PCT
-    /// percent, or ran in the baseline but is absent, failed in every process or measured no
-    /// rate in a compared run.
-    #[arg(long, value_name = "PCT", value_parser = zero_or_more)]
+    /// Exit with status 1 when a benchmark is judged worse (the 95% interval of its change
+    /// leaves out 0, and the change is beyond `--threshold`) and is slower than the baseline by
+    /// more than PCT percent (`5` or `5%`); or when it ran in the baseline but is absent,
+    /// failed in every process (and not in the baseline too) or measured no rate in a compared
+    /// run. A slowdown that cannot be told from the noise never counts, however large.
+    #[arg(long, value_name = "PCT", value_parser = percentage)]
     pub fail_above: Option<f64>,
-    /// The smallest change that counts (e.g. `2%`): a change is better or worse only when its
-    /// 95% interval leaves out 0 and it is larger than this, else "cannot tell". Given, it
-    /// also gates the exit status: 1 for any worse, absent, failed or rateless benchmark.
+    /// The smallest change that counts (`2%` or `2`): a change is better or worse only when
+    /// its 95% interval leaves out 0 and it is larger than this, else "cannot tell". Given, it
+    /// also gates the exit status as `--fail-above 0` does: 1 for any worse, absent, failed
+    /// (and not in the baseline too) or rateless benchmark.
     #[arg(long, value_name = "PCT", value_parser = percentage)]
     pub threshold: Option<f64>,
     /// Output format.

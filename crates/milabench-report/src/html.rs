@@ -439,6 +439,10 @@ pub fn render_comparison_html(c: &Comparison) -> String {
             (count(Verdict::Missing) + count(Verdict::Failed) + count(Verdict::NoRate)).to_string(),
         ),
         (
+            "Failed in both".to_owned(),
+            count(Verdict::FailedInBoth).to_string(),
+        ),
+        (
             "Not in the baseline".to_owned(),
             count(Verdict::NoBaseline).to_string(),
         ),
