@@ -416,9 +416,9 @@ pub struct RunArgs {
     pub run_name: Option<String>,
     /// Run each benchmark this many times (tags `R0`, `R1`, ..., each repeat in its own
     /// files; the report pools them by benchmark), each benchmark's repeats in a row (A1 A2 B1
-    /// B2) unless `--interleave`.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub repeat: usize,
+    /// B2) unless `--interleave` [default: 1; with `--resume`, the run's own].
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<usize>,
     /// Alternate the repeats benchmark by benchmark, the whole suite `--repeat` times over
     /// (A1 B1 A2 B2; the Python tool's order), so that a drift of the machine during the run
     /// lands on every benchmark alike. Compare two runs made this way with `milabench compare`.

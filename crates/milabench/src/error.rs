@@ -114,6 +114,19 @@ pub enum Error {
         .0.display()
     )]
     NoRunToResume(std::path::PathBuf),
+    /// `--resume` asked for other repeats than the run was started with.
+    #[error(
+        "--resume: the run at {} was started with {recorded}, not {asked}; resuming with other repeats would mix two plans in one folder\n  fix: leave out --repeat and --interleave (the run's own plan is taken), or start a new run",
+        path.display()
+    )]
+    RepeatMismatch {
+        /// The run folder.
+        path: std::path::PathBuf,
+        /// The plan it was started with.
+        recorded: crate::planning::RepeatPlan,
+        /// The plan asked for.
+        asked: crate::planning::RepeatPlan,
+    },
     /// A selected benchmark cannot be installed, prepared or run as written, or none is
     /// selected.
     #[error("{problem}\n  fix: {fix}")]
@@ -161,6 +174,7 @@ impl Error {
                 | Error::RunInUse { .. }
                 | Error::BenchInUse { .. }
                 | Error::NoRunToResume(_)
+                | Error::RepeatMismatch { .. }
                 | Error::NotRunnable { .. }
                 | Error::SlurmAllocation(_)
                 | Error::Store(milabench_store::StoreError::UnknownScheme { .. })
