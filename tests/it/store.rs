@@ -249,6 +249,24 @@ fn an_unknown_db_scheme_is_refused_and_its_password_kept_quiet() {
     insta::assert_snapshot!(out.stderr);
 }
 
+/// Issue 38, item 15: read-only commands made the folders and an empty database.
+#[test]
+fn reading_commands_create_no_database() {
+    let base = tempfile::tempdir().unwrap();
+    let missing = base.path().join("nowhere");
+    for args in [&["db", "list"][..], &["history"], &["db", "export", "x"]] {
+        let out = run(milabench_in(&missing).current_dir(base.path()).args(args));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("no database at"), "{}", out.stderr);
+        let out = run(milabench_in(base.path())
+            .env("MILABENCH_DB", missing.join("r.db"))
+            .args(args));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+    }
+    assert!(!missing.exists());
+    assert!(!base.path().join("results.db").exists());
+}
+
 #[test]
 fn a_bad_since_date_names_the_fix() {
     let base = tempfile::tempdir().unwrap();

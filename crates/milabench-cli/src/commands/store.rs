@@ -36,6 +36,21 @@ pub fn open(global: &GlobalArgs) -> anyhow::Result<Store> {
     Ok(Store::open(&location)?)
 }
 
+/// Opens the results database of this invocation for reading: a SQLite file that does not
+/// exist is an error (nothing is created).
+pub fn open_existing(global: &GlobalArgs) -> anyhow::Result<Store> {
+    let location = location(global)?;
+    if let StoreLocation::Sqlite(path) = &location
+        && !path.is_file()
+    {
+        anyhow::bail!(
+            "no database at {}: no run was imported or recorded there\n  fix: import run folders with `milabench db import FOLDER...`, or name the database with --db (or MILABENCH_DB)",
+            path.display()
+        );
+    }
+    Ok(Store::open(&location)?)
+}
+
 /// The run folders `report` and `compare` read: each argument that is not an existing path and
 /// names a run of the results database becomes that run's folder. Others are left as given
 /// (the report then says what is missing). A database that does not exist is not created.
