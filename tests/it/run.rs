@@ -1053,3 +1053,44 @@ b:
     let out = run(&mut project.run_command(&[&start[..], &["--resume"]].concat()));
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
+
+/// Issue 38, item 13: SIGHUP (a closed terminal, a lost ssh session) killed `run` at once: no
+/// `end` event, no report. It is handled as SIGTERM.
+#[test]
+fn sighup_stops_the_run_as_sigterm_does() {
+    let project = Project::new(
+        "slow:\n  inherits: _defaults\n  install_group: tiny\n  tags: [monogpu]\n  max_duration: 60\n  definition: benchmarks/slow\n",
+    );
+    project.bench(
+        "slow",
+        &format!(
+            "{}import time\ntime.sleep(60)\n",
+            reporting(3, 0).replace("sys.exit(0)", "")
+        ),
+    );
+    let child = project
+        .run_command(&["--run-name", "hup"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    wait_for("the benchmark reported its rates", || {
+        project.data_file("hup", "slow.D0").contains("\"loss\"")
+    });
+    let sent = std::process::Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .expect("kill starts");
+    assert!(sent.success());
+    let out = child.wait_with_output().expect("ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        project.data_file("hup", "slow.D0").contains("\"end\""),
+        "{stderr}"
+    );
+    assert!(
+        project.path().join("base/runs/hup/report.html").is_file(),
+        "{stderr}"
+    );
+}
