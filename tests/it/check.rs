@@ -49,3 +49,51 @@ fn check_finds_a_disk_shortfall_a_missing_environment_and_an_unreachable_index()
     assert!(index["fix"].as_str().expect("fix").contains("UV_INDEX_URL"));
     assert_eq!(find("python")["status"], "ok");
 }
+
+/// Issue 38, item 5: a venv left by an interrupted or offline-failed install (a `bin/python`, no
+/// `bin/voir`, no fingerprint) was reported `ok`.
+#[test]
+fn an_unfinished_environment_is_not_ok() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bench = dir.path().join("benchmarks/tiny");
+    fs_err::create_dir_all(&bench).expect("bench");
+    fs_err::write(bench.join("main.py"), "print('hi')\n").expect("main");
+    fs_err::write(
+        dir.path().join("suite.yaml"),
+        "tiny:\n  inherits: _defaults\n  definition: benchmarks/tiny\n  install_group: tiny\n",
+    )
+    .expect("suite");
+    let venv_bin = dir.path().join("base/venv/tiny/bin");
+    fs_err::create_dir_all(&venv_bin).expect("venv");
+    std::os::unix::fs::symlink("/usr/bin/python3", venv_bin.join("python")).expect("python");
+    let check = || {
+        let out = run(milabench(dir.path())
+            .env("MILABENCH_BASE", dir.path().join("base"))
+            .args(["check", "--config", "suite.yaml", "--format", "json"]));
+        let checks: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+        checks
+            .as_array()
+            .expect("list")
+            .iter()
+            .find(|c| c["name"] == "environment tiny")
+            .expect("the environment's check")
+            .clone()
+    };
+    let env = check();
+    assert_eq!(env["status"], "warn", "{env}");
+    assert!(
+        env["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not a finished environment"),
+        "{env}"
+    );
+    // Its entry points and the fingerprint written last: ok.
+    fs_err::write(venv_bin.join("voir"), "#!/bin/sh\n").expect("voir");
+    fs_err::write(
+        dir.path().join("base/venv/tiny/.milabench-install.json"),
+        r#"{"hash": "x", "inputs": []}"#,
+    )
+    .expect("fingerprint");
+    assert_eq!(check()["status"], "ok");
+}

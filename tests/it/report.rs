@@ -495,7 +495,7 @@ fn compare_fails_on_missing_failed_and_rateless_benchmarks() {
             tmp,
         );
         assert_eq!(code, 2, "{flag}={value}");
-        assert!(err.contains("is not a number of 0 or more"), "{err}");
+        assert!(err.contains("is not a percentage of 0 or more"), "{err}");
     }
     let (code, err) = bad(&["report", "--runs", "base", "--price=-1000"], tmp);
     assert_eq!(code, 2);
@@ -503,6 +503,34 @@ fn compare_fails_on_missing_failed_and_rateless_benchmarks() {
         err.contains("`-1000` is not a number of 0 or more"),
         "{err}"
     );
+}
+
+/// Issue 38, item 7: a run whose benchmark failed in every process was a regression against
+/// itself; `--fail-above 1%` was refused where `--threshold 5` was taken.
+#[test]
+fn a_benchmark_failed_in_both_runs_is_no_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path();
+    for name in ["failed", "failed-again"] {
+        copy_run(&tmp.join(name), |_, text| {
+            text.replace("\"return_code\": 0", "\"return_code\": 1")
+        });
+    }
+    copy_run(&tmp.join("ok"), |_, text| text);
+    for gate in [
+        &["--threshold", "2%"][..],
+        &["--fail-above", "1%"],
+        &["--fail-above", "1"],
+    ] {
+        let out = run(milabench(tmp)
+            .args(["compare", "failed", "failed-again"])
+            .args(gate));
+        assert_eq!(out.code, 0, "{gate:?}: {}{}", out.stdout, out.stderr);
+        assert!(out.stdout.contains("failed in both"), "{}", out.stdout);
+        // Failed in the compared run only: still a regression.
+        let out = run(milabench(tmp).args(["compare", "ok", "failed"]).args(gate));
+        assert_eq!(out.code, 1, "{gate:?}: {}{}", out.stdout, out.stderr);
+    }
 }
 
 #[test]
@@ -716,4 +744,49 @@ fn gpu_samples_without_a_load_still_give_memory_and_power() {
     let bench = &v["benchmarks"][0];
     assert_eq!(bench["peak_memory"].as_f64(), Some(6000.0), "{bench}");
     assert_eq!(bench["median_watt"].as_f64(), Some(275.0), "{bench}");
+}
+
+#[test]
+fn outputs_never_land_on_the_runs_they_are_made_from() {
+    // Issue 38, item 1: `report -o R/bench.0.data` wrote the page over the run's own events.
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path();
+    copy_run(&tmp.join("a"), |_, text| text);
+    copy_run(&tmp.join("b"), |_, text| text);
+    std::os::unix::fs::symlink("a/benchio.0.R0.data", tmp.join("link.html")).unwrap();
+    std::fs::hard_link(tmp.join("a/benchio.1.R0.data"), tmp.join("hard.html")).unwrap();
+    let events = std::fs::read(tmp.join("a/benchio.0.R0.data")).unwrap();
+    let mut errors = Vec::new();
+    for args in [
+        &[
+            "report",
+            "--runs",
+            "a",
+            "--format",
+            "html",
+            "-o",
+            "a/benchio.0.R0.data",
+        ][..],
+        &["report", "--runs", "a", "-o", "link.html"],
+        &["report", "--runs", "a", "-o", "hard.html"],
+        &["report", "--runs", "a", "-o", "b/notes.txt"],
+        &["summary", "--runs", "a", "-o", "a/summary.json"],
+        &["compare", "a", "b", "-o", "b/benchio.0.R1.data"],
+    ] {
+        let (code, err) = bad(args, tmp);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        errors.push(err);
+    }
+    assert_eq!(
+        std::fs::read(tmp.join("a/benchio.0.R0.data")).unwrap(),
+        events
+    );
+    assert!(!tmp.join("b/notes.txt").exists());
+    insta::assert_snapshot!("outputs_refused", errors.concat());
+    // Elsewhere, or the reports a run keeps in its folder, are written.
+    for output in ["report.txt", "a/report.html"] {
+        let out = run(milabench(tmp).args(["report", "--runs", "a", "-o", output]));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(tmp.join(output).exists());
+    }
 }

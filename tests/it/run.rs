@@ -993,3 +993,104 @@ fn a_skip_is_recorded_so_a_later_report_of_the_folder_agrees() {
         later.stderr
     );
 }
+
+/// Issue 38, item 6: `--resume` of a finished `--repeat 2 --interleave` run without `--repeat`
+/// ran everything again as `.D0`, and `--resume --dry-run` listed repeats the resume skips.
+#[test]
+fn resume_keeps_the_repeats_the_run_was_started_with() {
+    let project = Project::new(
+        "\
+_base:
+  inherits: _defaults
+  install_group: tiny
+  weight: 1
+  max_duration: 30
+a:
+  inherits: _base
+  definition: benchmarks/a
+b:
+  inherits: _base
+  definition: benchmarks/b
+",
+    );
+    project.bench("a", &reporting(6, 0));
+    project.bench("b", &reporting(6, 0));
+    let start = ["--run-name", "r", "--repeat", "2", "--interleave"];
+    let out = run(&mut project.run_command(&start));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let folder = project.path().join("base/runs/r");
+    let files = || {
+        let mut names: Vec<String> = fs_err::read_dir(&folder)
+            .expect("run folder")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".data"))
+            .collect();
+        names.sort();
+        names
+    };
+    let before = files();
+    assert_eq!(before.len(), 4, "{before:?}");
+    // A dry run of the resume lists nothing: everything is done.
+    let dry = run(&mut project.run_command(&["--run-name", "r", "--resume", "--dry-run=json"]));
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert_eq!(dry.stdout.trim(), "[]", "{}", dry.stdout);
+    let out = run(&mut project.run_command(&["--run-name", "r", "--resume"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(files(), before, "nothing ran again");
+    // Other repeats than the run's are refused.
+    for other in [&["--repeat", "3"][..], &["--repeat", "2"]] {
+        let out =
+            run(&mut project.run_command(&[&["--run-name", "r", "--resume"][..], other].concat()));
+        assert_eq!(out.code, 2, "{other:?}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains("was started with --repeat 2 --interleave"),
+            "{}",
+            out.stderr
+        );
+    }
+    // With the same repeats: taken.
+    let out = run(&mut project.run_command(&[&start[..], &["--resume"]].concat()));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+/// Issue 38, item 13: SIGHUP (a closed terminal, a lost ssh session) killed `run` at once: no
+/// `end` event, no report. It is handled as SIGTERM.
+#[test]
+fn sighup_stops_the_run_as_sigterm_does() {
+    let project = Project::new(
+        "slow:\n  inherits: _defaults\n  install_group: tiny\n  tags: [monogpu]\n  max_duration: 60\n  definition: benchmarks/slow\n",
+    );
+    project.bench(
+        "slow",
+        &format!(
+            "{}import time\ntime.sleep(60)\n",
+            reporting(3, 0).replace("sys.exit(0)", "")
+        ),
+    );
+    let child = project
+        .run_command(&["--run-name", "hup"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    wait_for("the benchmark reported its rates", || {
+        project.data_file("hup", "slow.D0").contains("\"loss\"")
+    });
+    let sent = std::process::Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .expect("kill starts");
+    assert!(sent.success());
+    let out = child.wait_with_output().expect("ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        project.data_file("hup", "slow.D0").contains("\"end\""),
+        "{stderr}"
+    );
+    assert!(
+        project.path().join("base/runs/hup/report.html").is_file(),
+        "{stderr}"
+    );
+}

@@ -78,6 +78,56 @@ fn python_run_folders_import_once_and_show_in_list_history_and_export() {
     );
 }
 
+/// Issue 38, item 4: a folder cut short, or another folder of the same run name, replaced the
+/// stored run.
+#[test]
+fn an_import_never_replaces_a_run_with_less() {
+    let base = tempfile::tempdir().unwrap();
+    let tmp = base.path();
+    let copy = |dst: &Path| {
+        std::fs::create_dir_all(dst).unwrap();
+        for entry in std::fs::read_dir(tests_runs().join(RIJUBIGO)).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), dst.join(entry.file_name())).unwrap();
+        }
+    };
+    let (mine, other) = (
+        tmp.join("mine").join(RIJUBIGO),
+        tmp.join("other").join(RIJUBIGO),
+    );
+    copy(&mine);
+    copy(&other);
+    let import = |folder: &Path| {
+        let mut out = run(milabench_in(tmp).args(["db", "import"]).arg(folder));
+        out.stderr = out.stderr.replace(&tmp.display().to_string(), "[TMP]");
+        out
+    };
+    assert_eq!(import(&mine).code, 0);
+    let listed = run(milabench_in(tmp).args(["db", "list", "--format", "json"])).stdout;
+    // Cut short: refused, the stored run kept.
+    let file = mine.join("benchio.0.R0.data");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, &text[..text.len() / 2]).unwrap();
+    let cut = import(&mine);
+    assert_eq!(cut.code, 2, "{}", cut.stderr);
+    // Another folder of the same name: refused.
+    let twin = import(&other);
+    assert_eq!(twin.code, 2, "{}", twin.stderr);
+    insta::assert_snapshot!(format!("{}{}", cut.stderr, twin.stderr));
+    let after = run(milabench_in(tmp).args(["db", "list", "--format", "json"])).stdout;
+    assert_eq!(after, listed);
+    // Grown back and beyond: replaced, as the help says.
+    std::fs::write(&file, format!("{text}\n")).unwrap();
+    let grown = import(&mine);
+    assert_eq!(grown.code, 0, "{}", grown.stderr);
+    assert!(grown.stdout.contains("replaced"), "{}", grown.stdout);
+    // Another namespace takes the twin.
+    let out = run(milabench_in(tmp)
+        .args(["db", "import", "--namespace", "lab2"])
+        .arg(&other));
+    assert!(out.stdout.contains("added"), "{}", out.stdout);
+}
+
 #[test]
 fn report_and_compare_take_run_names_from_the_database() {
     let base = tempfile::tempdir().unwrap();
@@ -164,6 +214,57 @@ fn a_server_that_is_down_is_a_clear_error() {
         .args(["db", "list"]));
     assert_eq!(out.code, 2);
     insta::assert_snapshot!(out.stderr);
+}
+
+/// Issue 38, item 2: a mistyped scheme made a folder named after the URL, password included.
+#[test]
+fn an_unknown_db_scheme_is_refused_and_its_password_kept_quiet() {
+    let base = tempfile::tempdir().unwrap();
+    let project =
+        crate::run::Project::new("good:\n  install_group: tiny\n  definition: benchmarks/good\n");
+    project.bench("good", &crate::run::reporting(1, 0));
+    for (cwd, args) in [
+        (base.path(), &["db", "list"][..]),
+        (base.path(), &["history"]),
+        (base.path(), &["db", "import", "."]),
+        (
+            project.path(),
+            &["run", "--config", "suite.yaml", "--dry-run"],
+        ),
+    ] {
+        for db in ["postgress://me:pw@host/db", "mysql://me:pw@host/db"] {
+            let out = run(milabench_in(cwd).env("MILABENCH_DB", db).args(args));
+            assert_eq!(out.code, 2, "{args:?} {db}: {}", out.stderr);
+            assert!(!out.stderr.contains("pw"), "{}", out.stderr);
+            assert!(
+                out.stderr.contains("is not a database milabench knows"),
+                "{}",
+                out.stderr
+            );
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(base.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    let out = run(milabench_in(base.path()).args(["--db", "garbage://x", "db", "list"]));
+    insta::assert_snapshot!(out.stderr);
+}
+
+/// Issue 38, item 15: read-only commands made the folders and an empty database.
+#[test]
+fn reading_commands_create_no_database() {
+    let base = tempfile::tempdir().unwrap();
+    let missing = base.path().join("nowhere");
+    for args in [&["db", "list"][..], &["history"], &["db", "export", "x"]] {
+        let out = run(milabench_in(&missing).current_dir(base.path()).args(args));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("no database at"), "{}", out.stderr);
+        let out = run(milabench_in(base.path())
+            .env("MILABENCH_DB", missing.join("r.db"))
+            .args(args));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+    }
+    assert!(!missing.exists());
+    assert!(!base.path().join("results.db").exists());
 }
 
 #[test]

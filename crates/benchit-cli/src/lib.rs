@@ -152,7 +152,7 @@ fn worker_command(
     arch: &str,
     keras_reason: Option<&str>,
     with: &[String],
-) -> anyhow::Result<benchit::worker::WorkerCommand> {
+) -> anyhow::Result<benchit::env::PreparedWorker> {
     use benchit::env::{EnvSettings, install_log, prepare_worker};
     let settings = EnvSettings {
         keras: keras_reason.is_some(),

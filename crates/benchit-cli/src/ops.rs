@@ -138,10 +138,16 @@ pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<ExitCode> {
     };
     let total = runs.len();
     let mut done = 0;
-    let summary = ops::run(runs, &options, worker.as_ref(), &interrupt, &mut |record| {
-        done += 1;
-        progress(done, total, record);
-    });
+    let summary = ops::run(
+        runs,
+        &options,
+        worker.as_deref(),
+        &interrupt,
+        &mut |record| {
+            done += 1;
+            progress(done, total, record);
+        },
+    );
     ctrl_c.uninstall();
     let summary = summary?;
     print_summary(&summary, args.format)?;

@@ -103,21 +103,35 @@ impl EnvSettings {
     }
 
     /// The install group these settings use: [`GROUP`] or [`KERAS_GROUP`], followed by
-    /// `-with-<packages>` when packages are added (sorted, each spelled with letters, digits,
-    /// `.` and `-`, joined by `+`; cut at 100 characters, where the fingerprint still tells two
-    /// sets apart).
+    /// `-with-<packages>-<hash>` when packages are added: the packages sorted, each spelled
+    /// with letters, digits, `.` and `-`, joined by `+` and cut to keep the name within 100
+    /// characters; then 12 hex digits of the SHA-256 of the exact requirement set (each
+    /// requirement in lower case without spaces, sorted, duplicates dropped), so that
+    /// `timm>=1.0`, `timm<=1.0` and `timm==1.0` each get an environment of their own.
     pub fn group_name(&self) -> String {
+        use sha2::{Digest as _, Sha256};
         let base = base_group(self.keras);
         if self.with.is_empty() {
             return base.to_string();
         }
-        let mut specs: Vec<String> = self
+        let mut exact: Vec<String> = self
             .with
             .iter()
             .map(|spec| {
-                spec.trim()
+                spec.chars()
+                    .filter(|c| !c.is_whitespace())
+                    .collect::<String>()
                     .to_ascii_lowercase()
-                    .chars()
+            })
+            .collect();
+        exact.sort();
+        exact.dedup();
+        let digest = Sha256::digest(exact.join("\n").as_bytes());
+        let hash: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+        let mut specs: Vec<String> = exact
+            .iter()
+            .map(|spec| {
+                spec.chars()
                     .map(|c| {
                         if c.is_ascii_alphanumeric() || c == '.' {
                             c
@@ -130,10 +144,10 @@ impl EnvSettings {
                     .to_string()
             })
             .collect();
-        specs.sort();
         specs.dedup();
-        let name = format!("{base}-with-{}", specs.join("+"));
-        name.chars().take(100).collect()
+        let readable = format!("{base}-with-{}", specs.join("+"));
+        let kept: String = readable.chars().take(100 - 1 - hash.len()).collect();
+        format!("{kept}-{hash}")
     }
 
     /// The `--with` packages, checked: each names a package (no pip option, no second line).
@@ -211,17 +225,21 @@ pub fn install_group(
 /// The worker command: `BENCHIT_WORKER` when set, else `python -m benchmate.benchit` in the
 /// managed environment (the Keras one when `settings.keras`), installed or brought up to date
 /// first (progress through `on_event`; the installer's full output goes to
-/// [`install_log`]).
+/// [`install_log`]). The environment stays held in use while the returned worker lives: a
+/// rebuild by another benchit process (its requirements changed) waits until it is dropped.
 pub fn prepare_worker(
     settings: &EnvSettings,
     on_event: &mut dyn FnMut(Event<'_>),
-) -> Result<WorkerCommand, SetupError> {
+) -> Result<PreparedWorker, SetupError> {
     let with = settings.checked_with()?;
     if let Some(worker) = &settings.worker {
         if !with.is_empty() {
             return Err(SetupError::WithOwnWorker(with.join(", ")));
         }
-        return Ok(worker.clone());
+        return Ok(PreparedWorker {
+            command: worker.clone(),
+            _in_use: None,
+        });
     }
     let project = ProjectTree::locate(&settings.start)?;
     let layout = BaseLayout::new(&settings.home, &DirOverrides::default());
@@ -254,11 +272,72 @@ pub fn prepare_worker(
         settings.keras,
         (!with.is_empty()).then_some((group_name.as_str(), with_file.as_path())),
     );
-    let venv = match envs.install(&group, false, on_event)? {
-        milabench_env::Outcome::UpToDate { venv, .. }
-        | milabench_env::Outcome::Installed { venv, .. } => venv,
+    let venv = envs.venv(&group);
+    let in_use_path = Environments::lock_file(&venv).with_extension("in-use");
+    let lock_err = |e: std::io::Error| {
+        SetupError::Path(format!(
+            "could not lock {in_use_path}, which keeps an environment in use from being rebuilt: {e}"
+        ))
     };
-    Ok(WorkerCommand::python(&python_of(&venv)))
+    let open = || {
+        fs_err::create_dir_all(venv.parent().unwrap_or(Utf8Path::new(".")))
+            .and_then(|()| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(&in_use_path)
+            })
+            .map_err(lock_err)
+    };
+    // Users hold the lock shared; a rebuild takes it alone, so it waits for them to finish.
+    loop {
+        let in_use = open()?;
+        in_use.lock_shared().map_err(lock_err)?;
+        if envs.is_current(&group)? {
+            return Ok(PreparedWorker {
+                command: WorkerCommand::python(&python_of(&venv)),
+                _in_use: Some(in_use),
+            });
+        }
+        drop(in_use);
+        let rebuild = open()?;
+        if rebuild.try_lock().is_err() {
+            on_event(Event::Waiting {
+                group: &group.name,
+                holders: &[],
+            });
+            rebuild.lock().map_err(lock_err)?;
+        }
+        envs.install(&group, false, on_event)?;
+    }
+}
+
+/// The worker command of a prepared environment; while it lives, the managed environment it
+/// runs in is held in use (a shared lock beside the venv), so that another benchit process does
+/// not rebuild it under a running script.
+#[derive(Debug)]
+pub struct PreparedWorker {
+    command: WorkerCommand,
+    _in_use: Option<std::fs::File>,
+}
+
+impl PreparedWorker {
+    /// The same worker, with `watchdog` started beside each worker process.
+    pub fn with_watchdog(self, watchdog: milabench_exec::WatchdogCommand) -> PreparedWorker {
+        PreparedWorker {
+            command: self.command.with_watchdog(watchdog),
+            ..self
+        }
+    }
+}
+
+impl std::ops::Deref for PreparedWorker {
+    type Target = WorkerCommand;
+
+    fn deref(&self) -> &WorkerCommand {
+        &self.command
+    }
 }
 
 /// The install group without added packages: [`KERAS_GROUP`] when `keras`, else [`GROUP`].
@@ -394,27 +473,57 @@ mod tests {
         );
     }
 
-    #[test]
-    fn packages_added_with_with_get_an_environment_of_their_own() {
-        let root = Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let project = ProjectTree::locate(&root).unwrap();
-        let settings = |keras: bool, with: &[&str]| EnvSettings {
+    /// The root of this checkout.
+    fn checkout() -> Utf8PathBuf {
+        Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    /// Settings of a managed environment under `/h` with `with` added.
+    fn settings(keras: bool, with: &[&str]) -> EnvSettings {
+        EnvSettings {
             home: "/h".into(),
             python: None,
             worker: None,
             arch: "cpu".into(),
-            start: root.clone(),
+            start: checkout(),
             keras,
             with: with.iter().map(|s| s.to_string()).collect(),
-        };
+        }
+    }
+
+    #[test]
+    fn each_exact_requirement_set_gets_an_environment_of_its_own() {
+        // Issue 38, item 3: these three shared one environment, rebuilt under a running script.
+        let names: Vec<String> = ["timm>=1.0", "timm<=1.0", "timm==1.0", "timm"]
+            .iter()
+            .map(|spec| settings(false, &[spec]).group_name())
+            .collect();
+        let mut distinct = names.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), names.len(), "{names:?}");
+        let long = |last: &str| settings(false, &[&("x".repeat(300) + last)]).group_name();
+        assert_ne!(long("a"), long("b"));
+    }
+
+    #[test]
+    fn packages_added_with_with_get_an_environment_of_their_own() {
+        let project = ProjectTree::locate(&checkout()).unwrap();
         assert_eq!(settings(false, &[]).group_name(), "benchit");
-        assert_eq!(
-            settings(false, &["torchvision", "timm>=1.0", "torchvision"]).group_name(),
-            "benchit-with-timm--1.0+torchvision"
+        let name = settings(false, &["torchvision", "timm>=1.0", "torchvision"]).group_name();
+        assert!(
+            name.starts_with("benchit-with-timm--1.0+torchvision-"),
+            "{name}"
         );
         assert_eq!(
-            settings(true, &["Transformers"]).group_name(),
-            "benchit-keras-with-transformers"
+            name,
+            settings(false, &[" Timm >= 1.0", "torchvision"]).group_name(),
+            "one set, however it is spelled"
+        );
+        assert!(
+            settings(true, &["Transformers"])
+                .group_name()
+                .starts_with("benchit-keras-with-transformers-")
         );
         assert!(settings(false, &[&"x".repeat(300)]).group_name().len() <= 100);
         let file = Utf8Path::new("/h/requirements/benchit-with-timm.in");

@@ -416,9 +416,9 @@ pub struct RunArgs {
     pub run_name: Option<String>,
     /// Run each benchmark this many times (tags `R0`, `R1`, ..., each repeat in its own
     /// files; the report pools them by benchmark), each benchmark's repeats in a row (A1 A2 B1
-    /// B2) unless `--interleave`.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub repeat: usize,
+    /// B2) unless `--interleave` [default: 1; with `--resume`, the run's own].
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<usize>,
     /// Alternate the repeats benchmark by benchmark, the whole suite `--repeat` times over
     /// (A1 B1 A2 B2; the Python tool's order), so that a drift of the machine during the run
     /// lands on every benchmark alike. Compare two runs made this way with `milabench compare`.
@@ -561,14 +561,17 @@ pub struct CompareArgs {
     /// Run folders: the first is the baseline, each other is compared with it.
     #[arg(num_args = 2.., required = true, value_name = "RUN")]
     pub runs: Vec<String>,
-    /// Exit with status 1 when a benchmark is worse than the baseline by more than PCT
-    /// percent, or ran in the baseline but is absent, failed in every process or measured no
-    /// rate in a compared run.
-    #[arg(long, value_name = "PCT", value_parser = zero_or_more)]
+    /// Exit with status 1 when a benchmark is judged worse (the 95% interval of its change
+    /// leaves out 0, and the change is beyond `--threshold`) and is slower than the baseline by
+    /// more than PCT percent (`5` or `5%`); or when it ran in the baseline but is absent,
+    /// failed in every process (and not in the baseline too) or measured no rate in a compared
+    /// run. A slowdown that cannot be told from the noise never counts, however large.
+    #[arg(long, value_name = "PCT", value_parser = percentage)]
     pub fail_above: Option<f64>,
-    /// The smallest change that counts (e.g. `2%`): a change is better or worse only when its
-    /// 95% interval leaves out 0 and it is larger than this, else "cannot tell". Given, it
-    /// also gates the exit status: 1 for any worse, absent, failed or rateless benchmark.
+    /// The smallest change that counts (`2%` or `2`): a change is better or worse only when
+    /// its 95% interval leaves out 0 and it is larger than this, else "cannot tell". Given, it
+    /// also gates the exit status as `--fail-above 0` does: 1 for any worse, absent, failed
+    /// (and not in the baseline too) or rateless benchmark.
     #[arg(long, value_name = "PCT", value_parser = percentage)]
     pub threshold: Option<f64>,
     /// Output format.
@@ -734,7 +737,9 @@ pub enum TableFormat {
 pub enum DbCommand {
     /// Load run folders (written by this tool or by the Python milabench) into the database,
     /// with the statistics `milabench report` computes on them. Importing a folder again
-    /// changes nothing unless its `.data` files grew (then its run is replaced).
+    /// changes nothing unless its `.data` files grew (then its run is replaced); a folder
+    /// whose files are shorter than when imported, or another folder of a run name already
+    /// stored, is refused (give it a `--namespace` of its own).
     Import(DbImportArgs),
     /// List the runs of the database: date, system, score, status (`incomplete`: still
     /// running, or killed).

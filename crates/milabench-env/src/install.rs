@@ -272,6 +272,20 @@ impl Environments {
         self.fingerprint_over(&Self::as_installed(group, &base), &base)
     }
 
+    /// Whether `group`'s environment is finished and current: its install ended (the
+    /// fingerprint, written last, is there and is the one it would be installed with now) and
+    /// the venv has what every finished one has. [`Environments::install`] does nothing for
+    /// such a group unless forced.
+    pub fn is_current(&self, group: &InstallGroup) -> Result<bool, EnvError> {
+        let base = self.interpreter(group)?;
+        let wanted = self.fingerprint_over(&Self::as_installed(group, &base), &base)?;
+        let venv = self.venv(group);
+        Ok(
+            fingerprint::read(&venv).is_some_and(|f| f.hash == wanted.hash)
+                && is_whole(&venv, base.python.version),
+        )
+    }
+
     /// What is installed of `group` over `base`: the group itself, or for an overlay
     /// [`InstallGroup::for_overlay`].
     pub(crate) fn as_installed<'g>(
@@ -586,6 +600,15 @@ impl Environments {
             _ => self.layout.cache.join("uv"),
         }
     }
+}
+
+/// Whether the venv at `venv` finished installing: its fingerprint, written last, is there, and
+/// so are its entry points (`bin/python`, `bin/voir`). Its inputs may have changed since
+/// ([`Environments::is_current`] tells).
+pub fn is_finished(venv: &Utf8Path) -> bool {
+    fingerprint::read(venv).is_some()
+        && venv.join("bin/python").exists()
+        && venv.join("bin").join(VOIR).is_file()
 }
 
 /// Whether the venv at `venv` has what every finished environment has: `pyvenv.cfg`, its

@@ -55,7 +55,7 @@ pub use error::EnvError;
 pub use fingerprint::{FINGERPRINT_FILE, Fingerprint, read as read_fingerprint};
 pub use group::{InstallGroup, RequirementFile, UNPINNED, install_groups};
 pub use install::{
-    BaseInterpreter, EnvOptions, Environments, Event, Outcome, Sources, Stage, VOIR,
+    BaseInterpreter, EnvOptions, Environments, Event, Outcome, Sources, Stage, VOIR, is_finished,
 };
 pub use pin::Pinned;
 pub use project::ProjectTree;

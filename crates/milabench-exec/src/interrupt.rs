@@ -144,13 +144,13 @@ impl CtrlC {
     }
 }
 
-/// Listens for SIGINT and SIGTERM on a thread: the first one triggers `interrupt` (the running
-/// plan stops its processes and returns; the caller exits with code 130); a second one SIGKILLs
-/// every benchmark process group at once and ends the orchestrator with the signal's default
-/// action.
+/// Listens for SIGINT, SIGTERM and SIGHUP (a closed terminal, a lost ssh session) on a thread:
+/// the first one triggers `interrupt` (the running plan stops its processes and returns; the
+/// caller exits with code 130); a second one SIGKILLs every benchmark process group at once and
+/// ends the orchestrator with the signal's default action.
 pub fn install_ctrl_c(interrupt: Interrupt) -> std::io::Result<CtrlC> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     let handle = signals.handle();
     std::thread::Builder::new()
         .name("milabench-ctrl-c".into())

@@ -27,6 +27,9 @@ pub enum Verdict {
     Missing,
     /// Every process of the benchmark failed in this run (a regression).
     Failed,
+    /// Every process of the benchmark failed in this run and in the baseline: nothing got
+    /// worse.
+    FailedInBoth,
     /// The benchmark ran in this run but measured no rate (a regression).
     NoRate,
     /// The baseline has no rate for the benchmark: nothing to compare with.
@@ -42,6 +45,7 @@ impl Verdict {
             Verdict::CannotTell => "cannot tell",
             Verdict::Missing => "missing",
             Verdict::Failed => "failed",
+            Verdict::FailedInBoth => "failed in both",
             Verdict::NoRate => "no rate",
             Verdict::NoBaseline => "no baseline",
         }
@@ -103,7 +107,10 @@ impl Comparison {
             .filter(|r| match r.verdict {
                 Verdict::Worse => -r.change_pct > limit_pct,
                 Verdict::Missing | Verdict::Failed | Verdict::NoRate => true,
-                Verdict::Better | Verdict::CannotTell | Verdict::NoBaseline => false,
+                Verdict::Better
+                | Verdict::CannotTell
+                | Verdict::FailedInBoth
+                | Verdict::NoBaseline => false,
             })
             .collect()
     }
@@ -140,6 +147,9 @@ pub fn compare_runs(runs: &[String], threshold_pct: f64) -> Result<Comparison, R
                 (None, _) => (Interval::NAN, Verdict::NoBaseline),
                 _ if !baseline.is_finite() => (Interval::NAN, Verdict::NoBaseline),
                 (Some(_), None) => (Interval::NAN, Verdict::Missing),
+                (Some(a), Some(b)) if b.failures == b.n && a.failures == a.n => {
+                    (Interval::NAN, Verdict::FailedInBoth)
+                }
                 (Some(_), Some(b)) if b.failures == b.n => (Interval::NAN, Verdict::Failed),
                 (Some(_), Some(_)) if !perf.is_finite() => (Interval::NAN, Verdict::NoRate),
                 (Some(a), Some(b)) => {

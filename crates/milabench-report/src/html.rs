@@ -24,6 +24,10 @@ pub const VALIDATION_FILE: &str = "validation.txt";
 /// The page `milabench run` writes into the run folder.
 pub const REPORT_PAGE: &str = "report.html";
 
+/// The text report a run folder may hold (written by the report job of
+/// `milabench slurm submit --per-bench`).
+pub const REPORT_TEXT: &str = "report.txt";
+
 /// How the page says its plots were thinned.
 fn downsampling_note() -> String {
     format!(
@@ -433,6 +437,10 @@ pub fn render_comparison_html(c: &Comparison) -> String {
         (
             "Missing, failed or no rate".to_owned(),
             (count(Verdict::Missing) + count(Verdict::Failed) + count(Verdict::NoRate)).to_string(),
+        ),
+        (
+            "Failed in both".to_owned(),
+            count(Verdict::FailedInBoth).to_string(),
         ),
         (
             "Not in the baseline".to_owned(),

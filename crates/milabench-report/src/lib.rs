@@ -37,7 +37,7 @@ mod timeline;
 
 pub use compare::{CompareRow, Comparison, Verdict, compare_runs, render_comparison};
 pub use error::ReportError;
-pub use html::{REPORT_PAGE, VALIDATION_FILE, render_comparison_html, render_html};
+pub use html::{REPORT_PAGE, REPORT_TEXT, VALIDATION_FILE, render_comparison_html, render_html};
 pub use ingest::{FileOutcome, RunFile, RunSet, load_runs, read_run_file};
 pub use interval::{Interval, WarmUp};
 pub use milabench_stats::{Estimate, Judgement, judge};

@@ -39,6 +39,14 @@ pub enum StoreError {
         #[source]
         source: postgres::Error,
     },
+    /// A `--db` / `MILABENCH_DB` URL whose scheme names no database milabench knows.
+    #[error(
+        "--db / MILABENCH_DB: `{scheme}://` is not a database milabench knows; give a postgres:// or postgresql:// URL for a PostgreSQL server, or sqlite://PATH or a plain PATH for a SQLite file"
+    )]
+    UnknownScheme {
+        /// The scheme as given (the rest of the URL is left out: it may hold a password).
+        scheme: String,
+    },
     /// The PostgreSQL server could not be reached.
     #[error(
         "the PostgreSQL server at {url} could not be reached; check that it is running and accepts connections from this machine, or use the local SQLite file by leaving out --db and MILABENCH_DB"
@@ -61,6 +69,38 @@ pub enum StoreError {
         found: i64,
         /// The newest version this build knows.
         known: i64,
+    },
+    /// `db import` of a folder whose files are not all at least as long as when its run was
+    /// imported: the stored run holds more, and is kept.
+    #[error(
+        "run `{name}` is in the results database with more than its folder holds now: {} is {}, but was {was} bytes when it was imported; the stored run is kept (event files only grow, so this folder was cut short or is another run of the same name): import it in a namespace of its own with --namespace NAME",
+        file.display(),
+        now.map_or("gone".to_string(), |n| format!("{n} bytes"))
+    )]
+    Shrank {
+        /// The run.
+        name: String,
+        /// The file that shrank or went.
+        file: PathBuf,
+        /// Its size at the import.
+        was: u64,
+        /// Its size now (`None`: gone).
+        now: Option<u64>,
+    },
+    /// `db import` of a folder whose run name is already stored from another folder that still
+    /// exists.
+    #[error(
+        "run `{name}` is already in the results database from another folder, {}; {} was not imported: import it in a namespace of its own with --namespace NAME, or rename one of the runs",
+        stored.display(),
+        folder.display()
+    )]
+    OtherFolder {
+        /// The run name.
+        name: String,
+        /// The folder stored with it.
+        stored: PathBuf,
+        /// The folder being imported.
+        folder: PathBuf,
     },
     /// A statement failed on SQLite.
     #[error("the results database (SQLite) refused a statement")]

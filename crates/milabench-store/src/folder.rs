@@ -277,8 +277,10 @@ fn data_metrics(seq: i64, data: &milabench_metrics::DataPayload, out: &mut Vec<M
     }
 }
 
-/// A digest of a run folder's `.data` files (names and sizes): event files only grow, so a
-/// folder whose digest did not change holds nothing new and importing it again is skipped.
+/// The listing of a run folder's `.data` files recorded with an imported run: one
+/// `NAME<TAB>SIZE` line per file, sorted. Event files only grow, so a folder whose listing did not
+/// change holds nothing new, and one whose files did not all grow or stay is not the run that was
+/// imported ([`growth`]).
 pub fn fingerprint(root: &Path, files: &[DataFile]) -> Result<String, StoreError> {
     let mut entries = Vec::with_capacity(files.len());
     for file in files {
@@ -292,16 +294,107 @@ pub fn fingerprint(root: &Path, files: &[DataFile]) -> Result<String, StoreError
         entries.push(format!("{}\t{len}\n", name.display()));
     }
     entries.sort();
-    let mut hash = Sha256::new();
-    for e in &entries {
-        hash.update(e.as_bytes());
+    Ok(entries.concat())
+}
+
+/// How a folder's files ([`fingerprint`] `now`) compare with those recorded at an import
+/// (`was`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Growth {
+    /// The same files with the same sizes.
+    Same,
+    /// Every recorded file is there, none shorter, and some are longer or new.
+    Grew,
+    /// A recorded file is shorter, or gone (`now` is `None`).
+    Shrank {
+        /// The file, relative to its run folder.
+        file: String,
+        /// Its recorded size.
+        was: u64,
+        /// Its size now.
+        now: Option<u64>,
+    },
+    /// The record is a digest (written by an earlier milabench) that differs: whether the
+    /// files grew cannot be told.
+    Unknown,
+}
+
+/// Compares the listings `was` (recorded) and `now` (see [`Growth`]).
+pub(crate) fn growth(was: &str, now: &str) -> Growth {
+    if was == now {
+        return Growth::Same;
     }
-    Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    if !was.contains('\t') {
+        // Earlier milabench versions recorded the SHA-256 of the listing.
+        let digest: String = Sha256::digest(now.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        return if digest == was {
+            Growth::Same
+        } else {
+            Growth::Unknown
+        };
+    }
+    let sizes = |listing: &str| -> std::collections::HashMap<String, u64> {
+        listing
+            .lines()
+            .filter_map(|line| line.rsplit_once('\t'))
+            .map(|(name, len)| (name.to_owned(), len.parse().unwrap_or(0)))
+            .collect()
+    };
+    let now = sizes(now);
+    let mut was: Vec<_> = sizes(was).into_iter().collect();
+    was.sort();
+    for (file, was) in was {
+        let len = now.get(&file).copied();
+        if len.is_none_or(|len| len < was) {
+            return Growth::Shrank {
+                file,
+                was,
+                now: len,
+            };
+        }
+    }
+    Growth::Grew
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_grows_only_when_no_file_shrinks_or_goes() {
+        let was = "a.data\t10\nb.data\t20\n";
+        assert_eq!(growth(was, was), Growth::Same);
+        assert_eq!(growth(was, "a.data\t10\nb.data\t25\n"), Growth::Grew);
+        assert_eq!(
+            growth(was, "a.data\t10\nb.data\t20\nc.data\t1\n"),
+            Growth::Grew
+        );
+        assert_eq!(
+            growth(was, "a.data\t9\nb.data\t25\n"),
+            Growth::Shrank {
+                file: "a.data".into(),
+                was: 10,
+                now: Some(9)
+            }
+        );
+        assert_eq!(
+            growth(was, "a.data\t10\n"),
+            Growth::Shrank {
+                file: "b.data".into(),
+                was: 20,
+                now: None
+            }
+        );
+        let digest: String = Sha256::digest(was.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(growth(&digest, was), Growth::Same);
+        assert_eq!(growth(&digest, "a.data\t11\n"), Growth::Unknown);
+    }
 
     #[test]
     fn system_facts_come_from_the_meta_event() {

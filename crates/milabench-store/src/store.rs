@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use crate::backend::{Conn, Dialect, Param};
 use crate::error::StoreError;
-use crate::folder::{PackStatus, fingerprint};
+use crate::folder::{Growth, PackStatus, fingerprint, growth};
 use crate::location::StoreLocation;
 use crate::schema;
-use crate::write::{self, NewExec, RunStatus};
+use crate::write::{self, NewExec, RunStatus, StoredExec};
 
 /// An open results database, at the current schema version.
 #[derive(Debug)]
@@ -82,6 +82,9 @@ impl Store {
     /// Imports the run folder `folder`: its system facts, every process with its metrics, and
     /// the statistics `milabench report` computes on it, in one transaction. A run already
     /// imported with the same `.data` files is left as it is; one whose files grew is replaced.
+    /// A run whose files did not all grow or stay (one cut short or gone) is refused
+    /// ([`StoreError::Shrank`]), and so is a run of the same name from another folder that
+    /// still exists ([`StoreError::OtherFolder`]): the stored run is kept in both cases.
     pub fn import_folder(
         &mut self,
         folder: &Path,
@@ -96,18 +99,41 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()?;
         let name = run_name(folder, &packs);
         let existing = write::find_exec(&mut self.conn, &options.namespace, &name)?;
-        if let Some((_, Some(old))) = &existing
-            && *old == digest
-        {
-            return Ok(ImportOutcome::Unchanged { name });
+        if let Some(stored) = &existing {
+            if let Some(other) = stored.folder.as_deref().map(Path::new)
+                && other.exists()
+                && !same_folder(other, folder)
+            {
+                return Err(StoreError::OtherFolder {
+                    name,
+                    stored: other.to_owned(),
+                    folder: folder.to_owned(),
+                });
+            }
+            match stored
+                .fingerprint
+                .as_deref()
+                .map(|was| growth(was, &digest))
+            {
+                Some(Growth::Same) => return Ok(ImportOutcome::Unchanged { name }),
+                Some(Growth::Shrank { file, was, now }) => {
+                    return Err(StoreError::Shrank {
+                        name,
+                        file: folder.join(file),
+                        was,
+                        now,
+                    });
+                }
+                Some(Growth::Grew | Growth::Unknown) | None => {}
+            }
         }
         let (report, weights) = write::folder_report(folder, options.suite.as_deref(), &[])?;
         let profile = write::profile_name(options.profile.as_deref(), &weights);
         let meta = packs.iter().find_map(|p| p.meta.as_ref());
         let created_ts = packs.iter().filter_map(|p| p.start_ts).reduce(f64::min);
         self.conn.in_transaction(|conn| {
-            if let Some((id, _)) = existing {
-                write::delete_exec(conn, id)?;
+            if let Some(stored) = &existing {
+                write::delete_exec(conn, stored.id)?;
             }
             let id = write::insert_exec(
                 conn,
@@ -148,7 +174,7 @@ impl Store {
     pub fn begin_run(mut self, start: &RunStart) -> Result<RunRecorder, StoreError> {
         let exec = self.conn.in_transaction(|conn| {
             let id = match write::find_exec(conn, &start.namespace, &start.name)? {
-                Some((id, _)) => {
+                Some(StoredExec { id, .. }) => {
                     conn.execute(
                         "UPDATE execs SET status = $1, folder = $2, fingerprint = NULL
                          WHERE id = $3",
@@ -195,6 +221,14 @@ impl Store {
 }
 
 /// The run name of a folder: `config.run_name` of its processes, else the folder's name.
+/// Whether `a` and `b` name the same folder (links and relative paths resolved).
+fn same_folder(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
 fn run_name(folder: &Path, packs: &[crate::folder::PackRecord]) -> String {
     packs
         .iter()

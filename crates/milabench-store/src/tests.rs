@@ -497,7 +497,7 @@ fn export_gives_every_row_of_a_run(t: &Target) {
 #[test]
 fn a_server_that_is_down_is_a_clear_error() {
     // Port 1 on the loopback: nothing listens there.
-    let location = StoreLocation::parse("postgres://me:secret@127.0.0.1:1/results");
+    let location = StoreLocation::parse("postgres://me:secret@127.0.0.1:1/results").unwrap();
     let err = Store::open(&location).unwrap_err();
     assert!(err.is_unavailable());
     let text = err.to_string();

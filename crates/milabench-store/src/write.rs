@@ -54,19 +54,34 @@ pub(crate) fn rfc3339(ts: f64) -> Option<String> {
         .map(|t| t.to_string())
 }
 
-/// The id of the run `name` in `namespace`, with its fingerprint.
+/// A stored run, as an import sees it.
+pub(crate) struct StoredExec {
+    /// Its id.
+    pub id: i64,
+    /// The listing of its files at its last import ([`crate::folder::fingerprint`]); `None`
+    /// when it was recorded live.
+    pub fingerprint: Option<String>,
+    /// Its run folder, as recorded.
+    pub folder: Option<String>,
+}
+
+/// The run `name` in `namespace`, when there is one.
 pub(crate) fn find_exec(
     conn: &mut Conn,
     namespace: &str,
     name: &str,
-) -> Result<Option<(i64, Option<String>)>, StoreError> {
+) -> Result<Option<StoredExec>, StoreError> {
     let rows = conn.query(
-        "SELECT id, fingerprint FROM execs WHERE namespace = $1 AND name = $2",
+        "SELECT id, fingerprint, folder FROM execs WHERE namespace = $1 AND name = $2",
         &[Param::from(namespace), Param::from(name)],
     )?;
-    Ok(rows
-        .first()
-        .and_then(|r| r.int(0).map(|id| (id, r.text(1)))))
+    Ok(rows.first().and_then(|r| {
+        r.int(0).map(|id| StoredExec {
+            id,
+            fingerprint: r.text(1),
+            folder: r.text(2),
+        })
+    }))
 }
 
 /// Removes a run and everything recorded under it.

@@ -61,9 +61,12 @@ pub fn preflight(
             groups.push((group, venv));
         }
     }
+    let unfinished = |venv: &Path| {
+        camino::Utf8Path::from_path(venv).is_none_or(|venv| !milabench_env::is_finished(venv))
+    };
     let missing: Vec<&str> = groups
         .iter()
-        .filter(|(_, venv)| !venv.join("bin/python").exists())
+        .filter(|(_, venv)| unfinished(venv))
         .map(|(g, _)| g.as_str())
         .collect();
     checks.push(disk_check(&base, options.need_disk_gib, missing.len()));
@@ -71,10 +74,15 @@ pub fn preflight(
     checks.extend(accelerator_checks(resolved, env)?);
     for (group, venv) in &groups {
         checks.push(if missing.contains(&group.as_str()) {
+            let what = if venv.exists() {
+                "is not a finished environment: its install was interrupted or failed (no fingerprint, written last, or no bin/python or bin/voir)"
+            } else {
+                "is not installed"
+            };
             Check::problem(
                 Status::Warn,
                 format!("environment {group}"),
-                format!("{} is not installed", venv.display()),
+                format!("{} {what}", venv.display()),
                 "`milabench run` installs it (or run `milabench install` now)",
             )
         } else {

@@ -45,6 +45,9 @@ pub enum Error {
     /// An environment could not be found, built or pinned.
     #[error(transparent)]
     Env(#[from] milabench_env::EnvError),
+    /// The results database is misnamed or cannot be used.
+    #[error(transparent)]
+    Store(#[from] milabench_store::StoreError),
     /// A run folder could not be reported.
     #[error(transparent)]
     Report(#[from] milabench_report::ReportError),
@@ -121,6 +124,19 @@ pub enum Error {
         .0.display()
     )]
     NoRunToResume(std::path::PathBuf),
+    /// `--resume` asked for other repeats than the run was started with.
+    #[error(
+        "--resume: the run at {} was started with {recorded}, not {asked}; resuming with other repeats would mix two plans in one folder\n  fix: leave out --repeat and --interleave (the run's own plan is taken), or start a new run",
+        path.display()
+    )]
+    RepeatMismatch {
+        /// The run folder.
+        path: std::path::PathBuf,
+        /// The plan it was started with.
+        recorded: crate::planning::RepeatPlan,
+        /// The plan asked for.
+        asked: crate::planning::RepeatPlan,
+    },
     /// A selected benchmark cannot be installed, prepared or run as written, or none is
     /// selected.
     #[error("{problem}\n  fix: {fix}")]
@@ -169,8 +185,10 @@ impl Error {
                 | Error::RunInUse { .. }
                 | Error::BenchInUse { .. }
                 | Error::NoRunToResume(_)
+                | Error::RepeatMismatch { .. }
                 | Error::NotRunnable { .. }
                 | Error::SlurmAllocation(_)
+                | Error::Store(milabench_store::StoreError::UnknownScheme { .. })
         )
     }
 }

@@ -39,7 +39,7 @@ pub mod session;
 
 pub use error::Error;
 pub use milabench_exec::ExitCode;
-pub use planning::{PlanOptions, PlannedBench, RepeatOrder, plan_suite};
+pub use planning::{PlanOptions, PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_suite};
 pub use resolve::{Resolved, Selection, resolve};
 pub use session::{
     BundleOptions, BundleSummary, GroupSurvey, InstallObserver, InstallOptions, InstallPlan,

@@ -31,7 +31,8 @@ pub enum PlannedBench {
 }
 
 /// In which order the repeats of a suite (`run --repeat N`) run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RepeatOrder {
     /// Each benchmark N times in a row, then the next one (A1 A2 B1 B2).
     #[default]
@@ -55,6 +56,38 @@ impl RepeatOrder {
         }
     }
 }
+
+/// How many times a run runs its suite, and in which order: what `run --repeat N
+/// [--interleave]` asks, recorded in the run folder ([`REPEAT_FILE`]) for `--resume`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RepeatPlan {
+    /// Times each benchmark runs.
+    pub repeat: usize,
+    /// In which order.
+    pub order: RepeatOrder,
+}
+
+impl Default for RepeatPlan {
+    fn default() -> RepeatPlan {
+        RepeatPlan {
+            repeat: 1,
+            order: RepeatOrder::InARow,
+        }
+    }
+}
+
+impl std::fmt::Display for RepeatPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--repeat {}", self.repeat)?;
+        if self.order == RepeatOrder::Interleaved {
+            f.write_str(" --interleave")?;
+        }
+        Ok(())
+    }
+}
+
+/// The file of a run folder that records its [`RepeatPlan`].
+pub const REPEAT_FILE: &str = "repeat.json";
 
 /// Options of a run that change the plan.
 #[derive(Debug, Clone, Default)]

@@ -20,7 +20,8 @@ use milabench_system::{GpuDiscovery, MilabenchVersion, Sampler, SamplerConfig, S
 
 use crate::error::Error;
 use crate::planning::{
-    PlanOptions, PlannedBench, RepeatOrder, plan_context, plan_one, repeat_contexts,
+    PlanOptions, PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_context, plan_one,
+    repeat_contexts,
 };
 use crate::resolve::Resolved;
 
@@ -322,6 +323,15 @@ pub fn run_suite(
         run_dir: run_dir.clone(),
         ..RunSummary::default()
     };
+    if !options.resume {
+        let plan = RepeatPlan {
+            repeat: options.repeat,
+            order: options.order,
+        };
+        let path = run_dir.join(REPEAT_FILE);
+        let text = serde_json::to_string(&plan).expect("a repeat plan serialises");
+        std::fs::write(&path, text).map_err(|source| Error::Write { path, source })?;
+    }
     let contexts = repeat_contexts(resolved, env, options.repeat, &options.path)?;
     let benches: Vec<_> = resolved.suite.runnable().collect();
     crate::planning::prefetch_pack_host(&benches, &contexts);
@@ -526,6 +536,55 @@ pub fn prepare_suite(
 }
 
 /// Whether a run folder already holds event files.
+/// The repeats of the run in `run_dir`: those its start recorded ([`REPEAT_FILE`]); for a
+/// folder without the record (an older milabench's, the Python tool's), read from its files'
+/// tags (`<bench>.R<i>.…`: the highest `i` plus one, in a row).
+pub fn recorded_repeats(run_dir: &Path) -> RepeatPlan {
+    if let Some(plan) = std::fs::read_to_string(run_dir.join(REPEAT_FILE))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+    {
+        return plan;
+    }
+    let highest = std::fs::read_dir(run_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let tag = name.strip_suffix(".data")?.to_owned();
+            tag.split('.')
+                .filter_map(|part| part.strip_prefix('R')?.parse::<usize>().ok())
+                .next_back()
+        })
+        .max();
+    RepeatPlan {
+        repeat: highest.map_or(1, |i| i + 1),
+        order: RepeatOrder::InARow,
+    }
+}
+
+/// The repeats a run goes with: `asked` (once when `None`) for a new run; for `resume`, the
+/// run's own ([`recorded_repeats`]), and `asked` repeats that differ are refused.
+pub fn repeat_plan(
+    run_dir: &Path,
+    resume: bool,
+    asked: Option<RepeatPlan>,
+) -> Result<RepeatPlan, Error> {
+    if !resume {
+        return Ok(asked.unwrap_or_default());
+    }
+    let recorded = recorded_repeats(run_dir);
+    match asked {
+        Some(asked) if asked != recorded => Err(Error::RepeatMismatch {
+            path: run_dir.to_owned(),
+            recorded,
+            asked,
+        }),
+        _ => Ok(recorded),
+    }
+}
+
 fn holds_data(run_dir: &Path) -> bool {
     std::fs::read_dir(run_dir).is_ok_and(|entries| {
         entries
@@ -559,7 +618,8 @@ fn set_aside_partial_files(plan: &BenchPlan, run_dir: &Path) -> Result<(), Error
 
 /// Whether every process of `plan` already has a complete, successful `.data` file in
 /// `run_dir`: an `end` event, and an early stop or a zero return code with a rate.
-fn already_complete(plan: &BenchPlan, run_dir: &Path) -> bool {
+/// Whether every process of `plan` completed in `run_dir` (what `--resume` leaves out).
+pub fn already_complete(plan: &BenchPlan, run_dir: &Path) -> bool {
     plan.processes.iter().all(|process| {
         let path = run_dir.join(format!("{}.data", process.tag_name()));
         let Ok(reader) = milabench_metrics::DataFile::new(path).records() else {

@@ -54,6 +54,8 @@ pub struct Session {
     settings: Settings,
     env: EnvVars,
     resolved: Resolved,
+    /// The results database `run` records into, checked when the session is made.
+    store: StoreLocation,
 }
 
 /// Receives what an install does, as it does it. Every method has an empty default.
@@ -185,10 +187,12 @@ impl Session {
                 .push(fidelity_override(&settings, name)?);
         }
         let resolved = resolve(&settings, &selection, &env)?;
+        let store = StoreLocation::resolve(settings.db.as_deref(), settings.base.as_std_path())?;
         Ok(Session {
             settings,
             env,
             resolved,
+            store,
         })
     }
 
@@ -364,10 +368,7 @@ impl Session {
         let context = ValidationContext {
             gpu_count: self.resolved.gpu_count(),
         };
-        let location = StoreLocation::resolve(
-            self.settings.db.as_deref(),
-            self.settings.base.as_std_path(),
-        );
+        let location = &self.store;
         let import_later = format!(
             "the run folder keeps everything; import it later with `milabench db import {}`",
             folder.path().display()
@@ -383,7 +384,7 @@ impl Session {
             meta: None,
             started,
         };
-        let recorder = match Store::open(&location).and_then(|store| store.begin_run(&start)) {
+        let recorder = match Store::open(location).and_then(|store| store.begin_run(&start)) {
             Ok(recorder) => Some(recorder),
             Err(e) => {
                 store_problems.push(format!("results store skipped: {e}; {import_later}"));

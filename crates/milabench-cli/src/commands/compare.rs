@@ -4,7 +4,7 @@ use milabench::ExitCode;
 use milabench::report::{Verdict, compare_runs, render_comparison, render_comparison_html};
 
 use crate::args::{CompareArgs, CompareFormat, GlobalArgs};
-use crate::output::{warn, write_output};
+use crate::output::{warn, write_report_output};
 
 /// Compares the runs (folders, or run names of the results database) and prints the table.
 pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> {
@@ -15,7 +15,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
         CompareFormat::Json => serde_json::to_string_pretty(&comparison)? + "\n",
         CompareFormat::Html => render_comparison_html(&comparison),
     };
-    write_output(args.output.as_deref(), &text)?;
+    write_report_output(args.output.as_deref(), &text, &runs)?;
     // `--threshold` gates on every worse benchmark (its verdict already needs the threshold).
     let Some(limit) = args.fail_above.or(args.threshold.map(|_| 0.0)) else {
         return Ok(ExitCode::Success);

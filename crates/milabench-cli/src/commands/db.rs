@@ -69,7 +69,7 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
 }
 
 fn list(global: &GlobalArgs, args: &DbListArgs) -> anyhow::Result<ExitCode> {
-    let mut store = super::store::open(global)?;
+    let mut store = super::store::open_existing(global)?;
     let runs = store.runs()?;
     let table = Table {
         columns: &["run", "date", "system", "benchmarks", "score", "status"],
@@ -93,7 +93,7 @@ fn list(global: &GlobalArgs, args: &DbListArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn export(global: &GlobalArgs, args: &DbExportArgs) -> anyhow::Result<ExitCode> {
-    let mut store = super::store::open(global)?;
+    let mut store = super::store::open_existing(global)?;
     let mut text = String::new();
     for row in store.export_run(&args.run)? {
         text += &serde_json::to_string(&row)?;

@@ -5,7 +5,7 @@ use milabench::config::settings::EnvVars;
 use milabench::report::{Format, ReportOptions, SuiteEntry, render, render_html, report_runs};
 
 use crate::args::{GlobalArgs, ReportArgs, ReportFormat};
-use crate::output::{warn, write_output};
+use crate::output::{warn, write_report_output};
 use crate::settings::load_settings;
 
 /// Builds and prints the report.
@@ -39,7 +39,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         Some(format) => render(&report, format),
         None => render_html(&report, &set)?,
     };
-    write_output(args.output.as_deref(), &text)?;
+    write_report_output(args.output.as_deref(), &text, &runs)?;
     Ok(if report.passes() {
         ExitCode::Success
     } else {

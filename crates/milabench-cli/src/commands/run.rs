@@ -10,7 +10,7 @@ use milabench::report::{Format, REPORT_PAGE, ReportOptions, render, render_html}
 use milabench::run::RunOptions;
 use milabench::run::SetupFailure;
 use milabench::validate::LayerName;
-use milabench::{ExitCode, InstallOptions, PlannedBench, RepeatOrder, Session};
+use milabench::{ExitCode, InstallOptions, PlannedBench, RepeatOrder, RepeatPlan, Session};
 
 use crate::args::{DryRunFormat, GlobalArgs, RunArgs};
 use crate::live::LiveDisplay;
@@ -19,7 +19,7 @@ use crate::settings::suite_session;
 
 /// Runs the command.
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
-    if args.repeat == 0 {
+    if args.repeat == Some(0) {
         anyhow::bail!("--repeat 0 runs nothing\n  fix: give --repeat 1 or more");
     }
     let validations = LayerName::selection(&args.validations)?;
@@ -29,8 +29,13 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     let env = EnvVars::from_process();
     let session = suite_session(global, &args.suite, more, args.fidelity.clone(), env)?;
+    let asked = args.repeat.map(|repeat| RepeatPlan {
+        repeat,
+        order: repeat_order(args),
+    });
+    let repeats = milabench::run::repeat_plan(&session.run_dir(), args.resume, asked)?;
     if let Some(format) = args.dry_run {
-        return dry_run(&session, args.repeat, repeat_order(args), format);
+        return dry_run(&session, repeats, args.resume, format);
     }
     // Claimed before the set-up: a second `run` of the same name is refused before it installs
     // or prepares anything.
@@ -52,8 +57,8 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     let interrupt = Interrupt::new();
     let ctrl_c = milabench::exec::install_ctrl_c(interrupt.clone())?;
-    let mut options = run_options(interrupt, args.repeat, args.resume, args.precision)?;
-    options.order = repeat_order(args);
+    let mut options = run_options(interrupt, repeats.repeat, args.resume, args.precision)?;
+    options.order = repeats.order;
     options.failed_setup = failed_setup;
     let result = session.run(&folder, &options, &validations, &mut LiveDisplay::new());
     drop(folder);
@@ -186,16 +191,20 @@ pub(super) fn run_options(
     })
 }
 
-/// Prints the plans (`--dry-run`): a shell script, or their JSON.
+/// Prints the plans (`--dry-run`): a shell script, or their JSON; with `resume`, those a
+/// resume would run (the benchmarks already complete in the run folder are left out).
 fn dry_run(
     session: &Session,
-    repeat: usize,
-    order: RepeatOrder,
+    repeats: RepeatPlan,
+    resume: bool,
     format: DryRunFormat,
 ) -> anyhow::Result<ExitCode> {
+    let run_dir = session.run_dir();
     let mut plans = Vec::new();
-    for planned in session.plan(repeat, order)? {
+    for planned in session.plan(repeats.repeat, repeats.order)? {
         match planned {
+            PlannedBench::Run(plan)
+                if resume && milabench::run::already_complete(&plan, &run_dir) => {}
             PlannedBench::Run(plan) => plans.push(plan),
             PlannedBench::Skipped { bench, unmet } => warn(&format!(
                 "skipping `{bench}`: this system does not meet {}",

@@ -11,7 +11,7 @@ use milabench::cluster::slurm::{
     BatchScript, JobStatus, SlurmCommandError, job_status, job_statuses, submit,
 };
 use milabench::config::settings::{EnvVars, SettingsFlags};
-use milabench::report::{Format, REPORT_PAGE, ReportOptions, render, render_html};
+use milabench::report::{Format, REPORT_PAGE, REPORT_TEXT, ReportOptions, render, render_html};
 
 use crate::args::{GlobalArgs, SlurmCommand, SlurmSubmitArgs};
 use crate::output::{note, warn, write_output};
@@ -195,9 +195,6 @@ fn submit_run(global: &GlobalArgs, args: &SlurmSubmitArgs) -> anyhow::Result<Exi
 
 /// The report job's script's name in the run folder (`--per-bench` without `--wait`).
 pub const REPORT_SCRIPT_FILE: &str = "slurm-report.sh";
-
-/// The text report a `--per-bench` submission writes into the run folder.
-pub const REPORT_TEXT: &str = "report.txt";
 
 /// Writes and submits the job that reports the folder once every task of array `array` has
 /// ended (`--dependency=afterany`): `report.html`, then `report.txt`. Its id.

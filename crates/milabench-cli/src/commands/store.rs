@@ -17,7 +17,7 @@ pub fn location(global: &GlobalArgs) -> anyhow::Result<StoreLocation> {
     Ok(StoreLocation::resolve(
         settings.db.as_deref(),
         settings.base.as_std_path(),
-    ))
+    )?)
 }
 
 /// Opens the results database of this invocation (its folder is made for a new SQLite file).
@@ -32,6 +32,21 @@ pub fn open(global: &GlobalArgs) -> anyhow::Result<Store> {
                 parent.display()
             )
         })?;
+    }
+    Ok(Store::open(&location)?)
+}
+
+/// Opens the results database of this invocation for reading: a SQLite file that does not
+/// exist is an error (nothing is created).
+pub fn open_existing(global: &GlobalArgs) -> anyhow::Result<Store> {
+    let location = location(global)?;
+    if let StoreLocation::Sqlite(path) = &location
+        && !path.is_file()
+    {
+        anyhow::bail!(
+            "no database at {}: no run was imported or recorded there\n  fix: import run folders with `milabench db import FOLDER...`, or name the database with --db (or MILABENCH_DB)",
+            path.display()
+        );
     }
     Ok(Store::open(&location)?)
 }

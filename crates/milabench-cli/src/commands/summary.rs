@@ -4,7 +4,7 @@ use milabench::ExitCode;
 use milabench::report::{load_runs, summarize, summary_json};
 
 use crate::args::SummaryArgs;
-use crate::output::{warn, write_output};
+use crate::output::{warn, write_report_output};
 
 /// Summarises the runs and prints the JSON.
 pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
@@ -14,6 +14,6 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
     }
     let mut text = summary_json(&summarize(&set)?);
     text.push('\n');
-    write_output(args.output.as_deref(), &text)?;
+    write_report_output(args.output.as_deref(), &text, &args.runs)?;
     Ok(ExitCode::Success)
 }
