@@ -256,3 +256,39 @@ fn every_benchmark_of_the_python_tools_standard_suite_plans_as_its_dry_run_does(
         );
     }
 }
+
+/// The Python tool's tests set `MILABENCH_GPU_ARCH` to names that are no accelerator family
+/// (`mock`, `ok`, `bad`) to pick requirement files on a machine without GPUs: such a name is
+/// accepted from that variable (the install variant becomes it, no GPU is looked for), while a
+/// malformed one is refused with the accepted forms.
+#[test]
+fn the_mock_arches_of_the_python_tools_tests_are_accepted_from_the_environment() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = upstream().join("milabench/tests/config/benchio.yaml");
+    let plan = |arch: &str| {
+        run(milabench(dir.path())
+            .env("MILABENCH_GPU_ARCH", arch)
+            .arg("run")
+            .arg("--config")
+            .arg(&suite)
+            .arg("--base")
+            .arg(dir.path())
+            .arg("--dry-run=json"))
+    };
+    for arch in ["mock", "ok", "bad"] {
+        let out = plan(arch);
+        assert_eq!(out.code, 0, "{arch}: {}", out.stderr);
+        assert!(!out.stderr.contains("no GPU was found"), "{}", out.stderr);
+        let plans: Value = serde_json::from_str(&out.stdout).expect("JSON");
+        let process = &plans[0]["processes"][0];
+        assert_eq!(process["config"]["install_variant"], arch);
+        assert_eq!(process["config"]["system"]["arch"], arch);
+    }
+    let refused = plan("Not An Arch!");
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("MILABENCH_GPU_ARCH"),
+        "{}",
+        refused.stderr
+    );
+}

@@ -227,7 +227,13 @@ fn finish(tree: &mut Node, inputs: &SystemInputs) -> Result<(), ConfigError> {
     // The family is checked as `--arch` checks it, and written the way the rest expects it.
     if let Some(arch) = map.get_mut("arch") {
         let text = arch.python_str();
-        let Some(known) = crate::settings::Arch::parse(&text) else {
+        // A name only `MILABENCH_GPU_ARCH` may give (see `Arch::Named`) is kept as it is.
+        let known = crate::settings::Arch::parse(&text).or_else(|| {
+            (text == inputs.arch)
+                .then(|| crate::settings::Arch::parse_any(&text))
+                .flatten()
+        });
+        let Some(known) = known else {
             return Err(ConfigError::shape(
                 arch.location.clone(),
                 format!("`arch: {text}` is not an accelerator family milabench knows"),

@@ -25,7 +25,8 @@ pub struct LocalGpus {
 impl LocalGpus {
     /// Looks for the GPUs of `arch` on this machine; none are looked for on `cpu`.
     pub fn detect(arch: &str, env: &EnvVars) -> LocalGpus {
-        if arch == "cpu" {
+        // `cpu`, and the names without a driver (`MILABENCH_GPU_ARCH=mock`): no GPU to find.
+        if !matches!(arch, "cuda" | "rocm" | "xpu" | "hpu") {
             return LocalGpus::default();
         }
         let discovery = milabench_system::discover(Some(arch));

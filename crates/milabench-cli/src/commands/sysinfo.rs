@@ -12,7 +12,7 @@ use crate::settings::load_settings;
 pub fn run(global: &GlobalArgs, args: &SysinfoArgs) -> anyhow::Result<ExitCode> {
     let env = EnvVars::from_process();
     let settings = load_settings(global, None, &env)?;
-    let gpus = discover(settings.arch.map(|a| a.as_str()));
+    let gpus = discover(settings.arch.as_ref().map(|a| a.as_str()));
     let facts = SystemFacts::collect(&gpus, true)?;
     for problem in &facts.problems {
         warn(problem);

@@ -174,8 +174,7 @@ pub fn parse_bool(text: &str) -> Option<bool> {
 }
 
 /// Accelerator backend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Arch {
     /// NVIDIA CUDA.
     Cuda,
@@ -187,11 +186,53 @@ pub enum Arch {
     Hpu,
     /// No accelerator.
     Cpu,
+    /// A name milabench has no driver for, accepted from `MILABENCH_GPU_ARCH` as the Python
+    /// milabench accepts it (its tests use `mock`, `ok` and `bad`): a machine without GPUs
+    /// whose install variant is that name (`requirements.<name>.txt`).
+    Named(ArchName),
+}
+
+/// The name of an [`Arch::Named`]: lowercase letters, digits, `_` and `-`, starting with a
+/// letter, at most [`ArchName::MAX`] bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ArchName {
+    len: u8,
+    bytes: [u8; ArchName::MAX],
+}
+
+impl ArchName {
+    /// The longest name.
+    pub const MAX: usize = 24;
+
+    /// `text` as a name, when it is one.
+    pub fn new(text: &str) -> Option<ArchName> {
+        let valid = text.len() <= Self::MAX
+            && text.starts_with(|c: char| c.is_ascii_lowercase())
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+        valid.then(|| {
+            let mut bytes = [0; Self::MAX];
+            bytes[..text.len()].copy_from_slice(text.as_bytes());
+            ArchName {
+                len: text.len() as u8,
+                bytes,
+            }
+        })
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
 }
 
 impl Arch {
     /// Accepted spellings, for error messages.
     pub const EXPECTED: &'static str = "one of cuda, rocm, xpu, hpu, cpu";
+
+    /// What `MILABENCH_GPU_ARCH` accepts, for its error message.
+    pub const EXPECTED_IN_ENV: &'static str = "one of cuda, rocm, xpu, hpu, cpu, or a lowercase name such as `mock` for a machine without GPUs";
 
     /// Parse a lowercase name (`cuda`, ...), case-insensitively.
     pub fn parse(text: &str) -> Option<Arch> {
@@ -205,15 +246,40 @@ impl Arch {
         })
     }
 
+    /// Like [`Arch::parse`], and any other valid name as an [`Arch::Named`] (what
+    /// `MILABENCH_GPU_ARCH` accepts).
+    pub fn parse_any(text: &str) -> Option<Arch> {
+        Arch::parse(text).or_else(|| ArchName::new(text.trim()).map(Arch::Named))
+    }
+
     /// The name as written in files (`cuda`, ...).
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &str {
         match self {
             Arch::Cuda => "cuda",
             Arch::Rocm => "rocm",
             Arch::Xpu => "xpu",
             Arch::Hpu => "hpu",
             Arch::Cpu => "cpu",
+            Arch::Named(name) => name.as_str(),
         }
+    }
+}
+
+impl Serialize for Arch {
+    fn serialize<S: serde::Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        out.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Arch {
+    fn deserialize<D: serde::Deserializer<'de>>(input: D) -> Result<Arch, D::Error> {
+        let text = String::deserialize(input)?;
+        Arch::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "`{text}` is not an accelerator family: write {}",
+                Arch::EXPECTED
+            ))
+        })
     }
 }
 
@@ -478,12 +544,15 @@ impl EnvLayer {
             }
         }
         if let Some(v) = env.get(MILABENCH_GPU_ARCH) {
-            let arch = Arch::parse(v).ok_or_else(|| SettingsError::InvalidEnv {
+            let arch = Arch::parse_any(v).ok_or_else(|| SettingsError::InvalidEnv {
                 var: MILABENCH_GPU_ARCH,
                 value: v.into(),
-                expected: Arch::EXPECTED,
+                expected: Arch::EXPECTED_IN_ENV,
             })?;
-            d.insert("arch".into(), FigValue::from(arch.as_str().to_string()));
+            // A name without a driver is applied after extraction (see `Settings::load`).
+            if !matches!(arch, Arch::Named(_)) {
+                d.insert("arch".into(), FigValue::from(arch.as_str().to_string()));
+            }
         }
         if let Some(v) = env.get(MILABENCH_INSTALLER) {
             Installer::parse(v).ok_or_else(|| SettingsError::InvalidEnv {
@@ -559,7 +628,17 @@ impl Settings {
 
     /// Resolve the settings from every layer. Paths stay as written; see [`Settings::absolutize`].
     pub fn load(flags: &SettingsFlags, env: &EnvVars) -> Result<Settings, SettingsError> {
-        Ok(Self::figment(flags, env)?.extract()?)
+        let mut settings: Settings = Self::figment(flags, env)?.extract()?;
+        // A name without a driver comes from `MILABENCH_GPU_ARCH` alone (see `Arch::Named`); a
+        // settings file keeps to the families, and `--arch` wins over the variable.
+        if flags.arch.is_none()
+            && let Some(named @ Arch::Named(_)) = env
+                .get(env_vars::MILABENCH_GPU_ARCH)
+                .and_then(Arch::parse_any)
+        {
+            settings.arch = Some(named);
+        }
+        Ok(settings)
     }
 
     /// Make every relative path absolute against `cwd` (normally the current directory).

@@ -195,10 +195,27 @@ fn results_database_comes_from_env_then_flag_and_files_are_made_absolute() {
 }
 
 #[test]
+fn an_arch_without_a_driver_is_accepted_from_the_environment_as_a_name() {
+    let s = Settings::load(
+        &SettingsFlags::default(),
+        &env(&[("MILABENCH_GPU_ARCH", "mock")]),
+    )
+    .expect("the Python tool's tests use it");
+    assert_eq!(s.arch.as_ref().map(Arch::as_str), Some("mock"));
+    assert_eq!(
+        Arch::parse("mock"),
+        None,
+        "files and --arch keep to the families"
+    );
+    assert_eq!(Arch::parse_any("cuda"), Some(Arch::Cuda));
+    assert_eq!(ArchName::new("a-very-long-name-beyond-24-bytes"), None);
+}
+
+#[test]
 fn bad_env_enums_name_the_variable() {
     let err = Settings::load(
         &SettingsFlags::default(),
-        &env(&[("MILABENCH_GPU_ARCH", "tpu")]),
+        &env(&[("MILABENCH_GPU_ARCH", "TPU v5!")]),
     )
     .unwrap_err();
     assert!(err.to_string().contains("MILABENCH_GPU_ARCH"), "{err}");
