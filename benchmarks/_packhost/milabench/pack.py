@@ -200,6 +200,13 @@ class Package(BasePackage):
         in its install group's environment before any benchfile's ``install`` runs."""
         self._check_phase("install")
 
+    async def pin(self, *args, **kwargs):
+        """Refused: ``milabench pin`` pins whole install groups itself (``uv pip compile`` of
+        every benchmark's requirements of the group, with the arch's constraints)."""
+        raise NotImplementedError(
+            "Package.pin: pinning is done by `milabench pin`, for a whole install group"
+        )
+
     async def prepare(self):
         """Runs the prepare plan (``build_prepare_plan``)."""
         self._check_phase("prepare")
