@@ -15,12 +15,12 @@
 use camino::Utf8PathBuf;
 use indexmap::IndexMap;
 use milabench_config::Bench;
-use milabench_config::placeholders::{ArgResolver, LaunchContext};
+use milabench_config::placeholders::ArgResolver;
 use serde::{Deserialize, Serialize};
 
 use crate::error::PlanError;
 use crate::planner::{
-    FinishedProcess, Job, PlanContext, bench_dirs, finish_process, visibility_value,
+    FinishedProcess, Job, PlanContext, arg_resolver, bench_dirs, finish_process, visibility_value,
     visibility_variable, voir_config_file,
 };
 use crate::spec::{BenchPlan, PlannedFile, ProcessSpec};
@@ -162,19 +162,7 @@ fn resolver(bench: &Bench, ctx: &PlanContext) -> Result<ArgResolver, PlanError> 
     let code = Utf8PathBuf::from(bench.definition().ok_or_else(|| PlanError::NoDefinition {
         bench: bench.name.clone(),
     })?);
-    let dirs = bench_dirs(bench, &code);
-    Ok(ArgResolver::new(LaunchContext {
-        system: ctx.system.to_json(),
-        host_cpu_count: ctx.host_cpu_count,
-        gpu_count: ctx.gpus.len(),
-        milabench_base: ctx.base.clone(),
-        dirs: dirs.clone(),
-        bench_name: bench.name.clone(),
-        benchmark_folder: dirs.code.clone(),
-        cpu: ctx.cpu.clone(),
-        sizer: ctx.sizer.clone(),
-        ..LaunchContext::default()
-    }))
+    Ok(arg_resolver(bench, ctx, &bench_dirs(bench, &code)))
 }
 
 /// The tag of a benchmark's processes before a plan spreads them: its name, then `R<i>` in a

@@ -297,18 +297,7 @@ fn process(
             tag.push("nolog".into());
         }
     }
-    let resolver = ArgResolver::new(LaunchContext {
-        system: ctx.system.to_json(),
-        host_cpu_count: ctx.host_cpu_count,
-        gpu_count: ctx.gpus.len(),
-        milabench_base: ctx.base.clone(),
-        dirs: dirs.clone(),
-        bench_name: bench.name.clone(),
-        benchmark_folder: dirs.code.clone(),
-        cpu: ctx.cpu.clone(),
-        sizer: ctx.sizer.clone(),
-        ..LaunchContext::default()
-    });
+    let resolver = arg_resolver(bench, ctx, dirs);
     let resolve = |arg: &str| {
         resolver.resolve(arg).map_err(|e| PlanError::Placeholder {
             bench: bench.name.clone(),
@@ -418,6 +407,22 @@ fn process(
         rank.map(|_| job.tag.join(".")),
     )?;
     Ok((spec, voir_file))
+}
+
+/// The resolver of a benchmark's launch-time placeholders (`{n_worker}`, `auto_batch(...)`).
+pub(crate) fn arg_resolver(bench: &Bench, ctx: &PlanContext, dirs: &PackDirs) -> ArgResolver {
+    ArgResolver::new(LaunchContext {
+        system: ctx.system.to_json(),
+        host_cpu_count: ctx.host_cpu_count,
+        gpu_count: ctx.gpus.len(),
+        milabench_base: ctx.base.clone(),
+        dirs: dirs.clone(),
+        bench_name: bench.name.clone(),
+        benchmark_folder: dirs.code.clone(),
+        cpu: ctx.cpu.clone(),
+        sizer: ctx.sizer.clone(),
+        ..LaunchContext::default()
+    })
 }
 
 /// The voir configuration file of a process tagged `tag_name`, when the benchmark has a
