@@ -15,7 +15,7 @@ pub enum LoadError {
         reason: String,
     },
     /// Nothing answers at the endpoint before the run starts.
-    #[error("cannot connect to {endpoint}: {source}; is the server running and listening there?")]
+    #[error("cannot connect to {endpoint}: is the server running and listening there?")]
     Unreachable {
         /// The endpoint as given.
         endpoint: String,

@@ -317,7 +317,8 @@ fn windowed_rate(ends: &[f64], weights: &[f64], duration: f64) -> Interval {
     let value = total / duration;
     Interval {
         value,
-        low: value - (spread.value - spread.low),
+        // A rate is never negative, whatever the symmetric interval of a short run says.
+        low: (value - (spread.value - spread.low)).max(0.0),
         high: value + (spread.high - spread.value),
     }
 }
