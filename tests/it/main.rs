@@ -7,6 +7,7 @@ mod common;
 mod gpu;
 mod html;
 mod install;
+mod load;
 mod multinode;
 mod report;
 mod resolve;

@@ -5,6 +5,7 @@ use clap::Args;
 mod benchit;
 mod exec;
 mod install;
+mod load;
 mod multinode;
 mod ops;
 mod precision;
@@ -49,6 +50,9 @@ pub struct BenchArgs {
     /// suite's own counts].
     #[arg(long, value_name = "NAME")]
     pub precision_fidelity: Option<String>,
+    /// Seconds per rate of the load generator's measurement-truth figure.
+    #[arg(long, default_value_t = 10)]
+    pub load_seconds: u64,
     /// Measure only these figures (comma-separated) [default: all].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub only: Vec<Figure>,
@@ -79,6 +83,8 @@ pub enum Figure {
     Benchit,
     /// benchit ops: expansion speed and timing overhead.
     Ops,
+    /// The LLM load generator against a server of known timing.
+    Load,
 }
 
 /// Runs every benchmark and prints the table.
@@ -97,6 +103,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         Figure::Precision,
         Figure::Benchit,
         Figure::Ops,
+        Figure::Load,
     ] {
         if !wanted(figure) {
             continue;
@@ -117,6 +124,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             )?,
             Figure::Benchit => benchit::run(python)?,
             Figure::Ops => ops::run(python)?,
+            Figure::Load => load::run(args.load_seconds)?,
         }
     }
     Ok(())

@@ -145,6 +145,23 @@ pub enum Command {
     /// run as a batch job (and follow it). See docs/slurm.md.
     #[command(subcommand)]
     Slurm(SlurmCommand),
+    /// Load an OpenAI-compatible LLM server and measure it as `vllm bench serve` and MLPerf do:
+    /// streamed requests (`/v1/completions` or `/v1/chat/completions`), per request the time to
+    /// first token (TTFT), every inter-token gap (ITL), the time per output token (TPOT) and
+    /// the end-to-end latency; their mean and p50/p90/p95/p99, request and output-token
+    /// throughput and goodput under `--slo`, each with its 95% interval.
+    ///
+    /// Scenarios: `offline` (`--requests` sent at once), `server` (Poisson arrivals at `--rate`
+    /// for `--duration`, the seeded schedule fixed before the start), `concurrency`
+    /// (`--concurrency` requests in flight), `sweep` (server runs at `--rate`, then times
+    /// `--sweep-factor`, until one breaks the SLO: 99% of requests within it and none failed;
+    /// the highest rate that held is reported). `--run-dir` writes the results as the data
+    /// events of a run folder, for `report`, `compare` and the results database.
+    ///
+    /// Exit status 1 when requests failed (HTTP errors, timeouts, malformed streams, a server
+    /// that went away; counted and shown, never as latency samples) or no sweep rate held;
+    /// 2 when the server cannot be reached at the start.
+    Load(LoadArgs),
 }
 
 /// `milabench slurm` commands.
@@ -717,6 +734,115 @@ fn zero_or_more(text: &str) -> Result<f64, String> {
 }
 
 // ---- Results database: `db import|list|export` and `history` ----
+
+/// Scenarios of `milabench load`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoadScenario {
+    /// Every request at once: throughput.
+    Offline,
+    /// Poisson arrivals at `--rate`.
+    Server,
+    /// `--concurrency` requests in flight.
+    Concurrency,
+    /// Rates stepped from `--rate` until the SLO breaks.
+    Sweep,
+}
+
+/// OpenAI routes of `milabench load`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoadApi {
+    /// `/v1/completions`.
+    Completions,
+    /// `/v1/chat/completions`.
+    Chat,
+}
+
+/// Arguments of `milabench load`.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// The server's base URL, `http://HOST:PORT` (a trailing `/v1` is accepted).
+    #[arg(long, value_name = "URL")]
+    pub endpoint: String,
+    /// The `model` of every request.
+    #[arg(long, value_name = "NAME")]
+    pub model: String,
+    /// The route.
+    #[arg(long, value_enum, default_value_t = LoadApi::Completions)]
+    pub api: LoadApi,
+    /// How requests are released.
+    #[arg(long, value_enum, default_value_t = LoadScenario::Server)]
+    pub scenario: LoadScenario,
+    /// Requests per second (server), the first rate (sweep).
+    #[arg(long, default_value_t = 10.0)]
+    pub rate: f64,
+    /// Requests in flight (concurrency).
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+    /// Ratio of successive sweep rates.
+    #[arg(long, default_value_t = 1.5)]
+    pub sweep_factor: f64,
+    /// Most rates a sweep tries.
+    #[arg(long, default_value_t = 8)]
+    pub sweep_steps: usize,
+    /// How long requests are released (each sweep step): `60s`, `2m`, ...
+    #[arg(long, default_value = "60s", value_parser = load_duration)]
+    pub duration: std::time::Duration,
+    /// Most requests (per sweep step); offline sends exactly this many [default: 100 offline].
+    #[arg(long)]
+    pub requests: Option<usize>,
+    /// Input tokens of synthetic prompts: `N`, `uniform:LOW:HIGH` or `normal:MEAN:STD`.
+    #[arg(long, default_value = "128", value_name = "DIST")]
+    pub input_tokens: String,
+    /// Output tokens (`max_tokens`) of synthetic prompts, as `--input-tokens`.
+    #[arg(long, default_value = "128", value_name = "DIST")]
+    pub output_tokens: String,
+    /// A JSON-lines file of prompts, `{"prompt": "...", "max_tokens": N}` per line, used in turn
+    /// instead of synthetic ones.
+    #[arg(long, value_name = "FILE")]
+    pub prompts: Option<Utf8PathBuf>,
+    /// `max_tokens` of file prompts without one.
+    #[arg(long, default_value_t = 128)]
+    pub max_tokens: u32,
+    /// Ask the server to ignore end-of-sequence tokens (`ignore_eos`), so every answer is
+    /// `max_tokens` long.
+    #[arg(long)]
+    pub ignore_eos: bool,
+    /// Longest a request may take, streaming included; a stalled stream fails after it.
+    #[arg(long, default_value = "120s", value_parser = load_duration)]
+    pub timeout: std::time::Duration,
+    /// Seed of the prompts and of the arrival schedule.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Most connections open at once.
+    #[arg(long, default_value_t = 1024)]
+    pub max_connections: usize,
+    /// Latency bounds for goodput and for the sweep's verdict: `ttft=500ms,tpot=50ms[,e2e=10s]`.
+    #[arg(long, value_name = "BOUNDS")]
+    pub slo: Option<String>,
+    /// Write the results as `<DIR>/<NAME>.data` (the events of a run folder).
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<Utf8PathBuf>,
+    /// The benchmark name in `--run-dir`.
+    #[arg(long, default_value = "load")]
+    pub name: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = LoadFormat::Text)]
+    pub format: LoadFormat,
+}
+
+/// Output formats of `milabench load`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoadFormat {
+    /// A table of latencies, then throughputs, goodput, arrivals and errors.
+    Text,
+    /// The summaries (every figure with its interval), the failure and the sweep's verdict.
+    Json,
+}
+
+/// A duration of `milabench load`: `500ms`, `60s`, `2m`.
+fn load_duration(text: &str) -> Result<std::time::Duration, String> {
+    milabench_load::parse_duration(text)
+}
 
 /// Output formats of the results-database commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]

@@ -8,6 +8,7 @@ mod db;
 mod dev;
 mod history;
 mod install;
+mod load;
 mod new;
 mod pin;
 mod prepare;
@@ -45,6 +46,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Db(command) => db::run(&cli.global, &command),
         Command::History(args) => history::run(&cli.global, &args),
         Command::Slurm(command) => slurm::run(&cli.global, &command),
+        Command::Load(args) => load::run(&args),
         Command::Watchdog => {
             milabench::exec::serve_watchdog(std::io::stdin().lock());
             Ok(ExitCode::Success)

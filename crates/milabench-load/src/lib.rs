@@ -1,0 +1,26 @@
+//! The LLM serving load generator: an asynchronous client of OpenAI-compatible servers
+//! (`/v1/completions`, `/v1/chat/completions`, streamed as server-sent events) over one pool of
+//! HTTP/1.1 connections, the scenarios the field measures serving with (MLPerf's Offline and
+//! Server, a fixed concurrency, a sweep of rates until the SLO breaks), and per request the
+//! time to first token, every inter-token gap, the time per output token and the end-to-end
+//! latency, aggregated into percentiles, throughputs and goodput with 95% intervals.
+//!
+//! [`run`] runs a [`LoadSpec`]; [`events::records`] turns its [`LoadResult`] into the data events
+//! of a run folder. [`mock`] is a server with known timing and faults on demand, for tests.
+//! Nothing here prints.
+
+pub mod client;
+mod error;
+pub mod events;
+pub mod mock;
+mod run;
+pub mod schedule;
+mod sse;
+pub mod summary;
+pub mod workload;
+
+pub use client::{Api, Endpoint, ErrorKind, RequestError, RequestOptions, RequestRecord};
+pub use error::LoadError;
+pub use run::{HELD_ATTAINMENT, LoadResult, LoadSpec, Scenario, Step, run};
+pub use summary::{Interval, LatencySummary, Slo, Summary, parse_duration};
+pub use workload::{LengthDist, Workload};

@@ -1,0 +1,362 @@
+//! Scenarios and the run: a current-thread runtime on the calling thread drives every request;
+//! a second thread releases the requests of a schedule at their times, sleeping with the
+//! operating system's timer (a runtime's timer ticks in whole milliseconds, too coarse for
+//! sub-millisecond arrival accuracy).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+use tokio::task::JoinSet;
+
+use crate::client::{Endpoint, Pool, RequestOptions, RequestRecord};
+use crate::error::LoadError;
+use crate::schedule::{gaps, ks_exponential, poisson};
+use crate::summary::{Slo, Summary};
+use crate::workload::{Prompt, Workload};
+
+/// How requests are released.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Scenario {
+    /// Every request queued at once (MLPerf's Offline): throughput.
+    Offline,
+    /// Poisson arrivals at `rate` requests per second, the schedule fixed before the start
+    /// (MLPerf's Server).
+    Server {
+        /// Requests per second.
+        rate: f64,
+    },
+    /// `n` requests in flight, the next sent as one ends.
+    Concurrency {
+        /// Requests in flight.
+        n: usize,
+    },
+    /// Server runs at `start`, `start × factor`, ... (at most `steps`) until one breaks the SLO.
+    Sweep {
+        /// First rate, requests per second.
+        start: f64,
+        /// Ratio of successive rates (above 1).
+        factor: f64,
+        /// Most rates tried.
+        steps: usize,
+    },
+}
+
+/// Everything a load run needs.
+#[derive(Debug, Clone)]
+pub struct LoadSpec {
+    /// The server.
+    pub endpoint: Endpoint,
+    /// Route, model, timeout.
+    pub options: RequestOptions,
+    /// The prompts.
+    pub workload: Workload,
+    /// How requests are released.
+    pub scenario: Scenario,
+    /// How long requests are released (server and concurrency runs, each sweep step).
+    pub duration: Duration,
+    /// Most requests per run (per sweep step).
+    pub max_requests: usize,
+    /// Seed of the prompts and of the arrival schedule.
+    pub seed: u64,
+    /// `max_tokens` of file prompts without one.
+    pub default_max_tokens: u32,
+    /// Most connections open at once.
+    pub max_connections: usize,
+    /// Latency bounds for goodput and for a sweep's verdict.
+    pub slo: Option<Slo>,
+}
+
+/// One run at one setting: every request and their aggregates.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// The scenario of this step (a sweep's steps are server runs).
+    pub scenario: Scenario,
+    /// When the run started.
+    #[serde(serialize_with = "epoch_seconds")]
+    pub started: SystemTime,
+    /// Every request, in sending order.
+    pub records: Vec<RequestRecord>,
+    /// The aggregates.
+    pub summary: Summary,
+    /// Whether the step held: no failed request and, with an SLO, 99% of requests within it.
+    pub held: bool,
+}
+
+/// What a load run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadResult {
+    /// Whether the scenario was a sweep.
+    pub sweep: bool,
+    /// One step, or a sweep's steps in order.
+    pub steps: Vec<Step>,
+    /// A sweep's highest rate that held; `None` otherwise or when none held.
+    pub highest_held_rate: Option<f64>,
+}
+
+fn epoch_seconds<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(
+        t.duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64()),
+    )
+}
+
+/// Share of requests within the SLO for a step to hold.
+pub const HELD_ATTAINMENT: f64 = 0.99;
+
+/// Time between fixing the schedule and its first instant: the runtime, the dispatching thread
+/// and the first connection are set up meanwhile.
+const LEAD: Duration = Duration::from_millis(20);
+
+/// Sleeps until `deadline` with the operating system's timer.
+pub(crate) fn sleep_until(deadline: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        std::thread::sleep(deadline - now);
+    }
+}
+
+/// CPU time (user and system) of the calling thread, in seconds.
+fn thread_cpu() -> f64 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_THREAD).map_or(0.0, |u| {
+        let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 * 1e-6;
+        t(u.user_time()) + t(u.system_time())
+    })
+}
+
+/// Runs `spec`: checks the server answers (an error naming the endpoint if not), then the
+/// scenario. Failed requests are in the result, not an error.
+pub fn run(spec: &LoadSpec) -> Result<LoadResult, LoadError> {
+    validate(spec)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(LoadError::Runtime)?;
+    let addrs = runtime.block_on(spec.endpoint.resolve())?;
+    let pool = Arc::new(Pool::new(
+        spec.endpoint.clone(),
+        addrs,
+        spec.max_connections,
+    ));
+    runtime.block_on(pool.probe())?;
+    let mut steps = Vec::new();
+    let mut highest_held_rate = None;
+    match spec.scenario {
+        Scenario::Sweep {
+            start,
+            factor,
+            steps: most,
+        } => {
+            let mut rate = start;
+            for _ in 0..most {
+                let step = one_step(spec, Scenario::Server { rate }, &runtime, &pool)?;
+                let held = step.held;
+                steps.push(step);
+                if !held {
+                    break;
+                }
+                highest_held_rate = Some(rate);
+                rate *= factor;
+            }
+        }
+        scenario => steps.push(one_step(spec, scenario, &runtime, &pool)?),
+    }
+    Ok(LoadResult {
+        sweep: matches!(spec.scenario, Scenario::Sweep { .. }),
+        steps,
+        highest_held_rate,
+    })
+}
+
+fn validate(spec: &LoadSpec) -> Result<(), LoadError> {
+    let bad = |m: &str| Err(LoadError::Settings(m.to_owned()));
+    let rate_ok = |r: f64| r.is_finite() && r > 0.0;
+    match spec.scenario {
+        Scenario::Server { rate } if !rate_ok(rate) => return bad("the rate must be above 0"),
+        Scenario::Concurrency { n: 0 } => return bad("the concurrency must be at least 1"),
+        Scenario::Sweep {
+            start,
+            factor,
+            steps,
+        } if !rate_ok(start)
+            || factor.is_nan()
+            || factor <= 1.0
+            || factor.is_infinite()
+            || steps == 0 =>
+        {
+            return bad(
+                "a sweep needs a start rate above 0, a factor above 1 and at least one step",
+            );
+        }
+        _ => {}
+    }
+    if spec.max_requests == 0 {
+        return bad("at least one request is needed");
+    }
+    if spec.duration.is_zero() && !matches!(spec.scenario, Scenario::Offline) {
+        return bad("the duration must be above 0");
+    }
+    Ok(())
+}
+
+/// What the tasks of a run share.
+struct Shared {
+    pool: Arc<Pool>,
+    options: RequestOptions,
+    prompts: Vec<Prompt>,
+    start: Instant,
+}
+
+impl Shared {
+    async fn send(&self, index: usize, scheduled: f64) -> RequestRecord {
+        let prompt = &self.prompts[index % self.prompts.len()];
+        self.pool
+            .send(&self.options, prompt, index, scheduled, self.start)
+            .await
+    }
+}
+
+fn one_step(
+    spec: &LoadSpec,
+    scenario: Scenario,
+    runtime: &tokio::runtime::Runtime,
+    pool: &Arc<Pool>,
+) -> Result<Step, LoadError> {
+    let schedule = match scenario {
+        Scenario::Server { rate } => {
+            Some(poisson(rate, spec.duration, spec.max_requests, spec.seed))
+        }
+        _ => None,
+    };
+    let count = match (&schedule, scenario) {
+        (Some(s), _) => s.len(),
+        (None, Scenario::Concurrency { .. }) => spec.max_requests.min(100_000),
+        (None, _) => spec.max_requests,
+    };
+    let shared = Arc::new(Shared {
+        pool: pool.clone(),
+        options: spec.options.clone(),
+        prompts: spec
+            .workload
+            .prompts(count.max(1), spec.seed, spec.default_max_tokens),
+        start: Instant::now() + LEAD,
+    });
+    let started = SystemTime::now() + LEAD;
+    let cpu_before = thread_cpu();
+    let (mut records, dispatcher_cpu) = match (schedule.as_deref(), scenario) {
+        (Some(schedule), _) => runtime.block_on(scheduled(&shared, schedule))?,
+        (None, Scenario::Concurrency { n }) => {
+            (runtime.block_on(closed_loop(&shared, n, spec)), 0.0)
+        }
+        (None, _) => (runtime.block_on(offline(&shared, count)), 0.0),
+    };
+    let cpu = thread_cpu() - cpu_before + dispatcher_cpu;
+    records.sort_by_key(|r| r.index);
+    let mut summary = Summary::of(&records, spec.slo.as_ref(), cpu);
+    if let (Some(_), Scenario::Server { rate }) = (&schedule, scenario) {
+        let sends: Vec<f64> = records.iter().map(|r| r.sent).collect();
+        summary.arrivals = Some(ks_exponential(&gaps(&sends), rate));
+    }
+    let held = summary.failed == 0
+        && summary.requests > 0
+        && summary.slo_attainment.is_none_or(|a| a >= HELD_ATTAINMENT);
+    Ok(Step {
+        scenario,
+        started,
+        records,
+        summary,
+        held,
+    })
+}
+
+/// Releases request `i` at `schedule[i]` from a thread of its own; returns the records and
+/// that thread's CPU time.
+async fn scheduled(
+    shared: &Arc<Shared>,
+    schedule: &[Duration],
+) -> Result<(Vec<RequestRecord>, f64), LoadError> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let times = schedule.to_vec();
+    let start = shared.start;
+    let dispatcher = std::thread::Builder::new()
+        .name("load-dispatch".into())
+        .spawn(move || {
+            let before = thread_cpu();
+            for (i, at) in times.into_iter().enumerate() {
+                sleep_until(start + at);
+                if tx.send(i).is_err() {
+                    break;
+                }
+            }
+            thread_cpu() - before
+        })
+        .map_err(LoadError::Runtime)?;
+    let mut tasks = JoinSet::new();
+    while let Some(i) = rx.recv().await {
+        let shared = shared.clone();
+        let at = schedule[i].as_secs_f64();
+        tasks.spawn(async move { shared.send(i, at).await });
+    }
+    let records = collect(tasks).await;
+    let cpu = dispatcher.join().unwrap_or(0.0);
+    Ok((records, cpu))
+}
+
+/// Every request at once.
+async fn offline(shared: &Arc<Shared>, count: usize) -> Vec<RequestRecord> {
+    tokio::time::sleep_until(tokio::time::Instant::from_std(shared.start)).await;
+    let mut tasks = JoinSet::new();
+    for i in 0..count {
+        let shared = shared.clone();
+        tasks.spawn(async move { shared.send(i, 0.0).await });
+    }
+    collect(tasks).await
+}
+
+/// `n` workers, each sending its next request when the last ends, until the duration is over
+/// or the requests run out.
+async fn closed_loop(shared: &Arc<Shared>, n: usize, spec: &LoadSpec) -> Vec<RequestRecord> {
+    tokio::time::sleep_until(tokio::time::Instant::from_std(shared.start)).await;
+    let next = Arc::new(AtomicUsize::new(0));
+    let end = shared.start + spec.duration;
+    let most = spec.max_requests;
+    let mut tasks = JoinSet::new();
+    for _ in 0..n {
+        let shared = shared.clone();
+        let next = next.clone();
+        tasks.spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= most || Instant::now() >= end {
+                    break;
+                }
+                let due = shared.start.elapsed().as_secs_f64();
+                mine.push(shared.send(i, due).await);
+            }
+            mine
+        });
+    }
+    let mut records = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        records.extend(done.unwrap_or_default());
+    }
+    records
+}
+
+async fn collect(mut tasks: JoinSet<RequestRecord>) -> Vec<RequestRecord> {
+    let mut records = Vec::with_capacity(tasks.len());
+    while let Some(done) = tasks.join_next().await {
+        // A request task does not panic; one that did would have nothing to record.
+        if let Ok(record) = done {
+            records.push(record);
+        }
+    }
+    records
+}

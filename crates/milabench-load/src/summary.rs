@@ -1,0 +1,416 @@
+//! Aggregates of a run's requests: latency percentiles and means, throughputs and goodput
+//! under an SLO, each with its 95% interval; how late requests left against their schedule;
+//! the errors by kind.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use milabench_stats::Estimate;
+use serde::Serialize;
+
+use crate::client::{ErrorKind, RequestRecord};
+use crate::schedule::KsTest;
+
+/// A value with its 95% interval (NaN bounds when too few samples give one).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Interval {
+    /// The estimate.
+    pub value: f64,
+    /// Lower end of the 95% interval.
+    pub low: f64,
+    /// Upper end of the 95% interval.
+    pub high: f64,
+}
+
+impl Interval {
+    /// Nothing known.
+    pub const NAN: Interval = Interval {
+        value: f64::NAN,
+        low: f64::NAN,
+        high: f64::NAN,
+    };
+
+    fn of_estimate(e: Estimate) -> Interval {
+        let half = e.half_width();
+        Interval {
+            value: e.mean,
+            low: e.mean - half,
+            high: e.mean + half,
+        }
+    }
+}
+
+/// One latency's distribution over the successful requests, in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatencySummary {
+    /// Number of samples.
+    pub count: usize,
+    /// Mean, with a batch-means interval over the samples in completion order.
+    pub mean: Interval,
+    /// Median, with a distribution-free (order-statistic) interval; so are the others.
+    pub p50: Interval,
+    /// 90th percentile.
+    pub p90: Interval,
+    /// 95th percentile.
+    pub p95: Interval,
+    /// 99th percentile.
+    pub p99: Interval,
+}
+
+impl LatencySummary {
+    /// The summary of `samples`, given in completion order.
+    pub fn of(samples: &[f64]) -> LatencySummary {
+        let mut sorted = samples.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        LatencySummary {
+            count: samples.len(),
+            mean: Interval::of_estimate(Estimate::of_series(samples)),
+            p50: quantile(&sorted, 0.50),
+            p90: quantile(&sorted, 0.90),
+            p95: quantile(&sorted, 0.95),
+            p99: quantile(&sorted, 0.99),
+        }
+    }
+}
+
+/// The `q` quantile of `sorted` (linear interpolation between order statistics), with the
+/// order-statistic interval of ranks `nq ± 1.96 √(nq(1-q))`: it needs no assumption about the
+/// distribution; its bounds are NaN when a rank falls outside the sample.
+pub fn quantile(sorted: &[f64], q: f64) -> Interval {
+    let n = sorted.len();
+    if n == 0 {
+        return Interval::NAN;
+    }
+    let pos = q * (n - 1) as f64;
+    let below = pos.floor() as usize;
+    let above = pos.ceil() as usize;
+    let value = sorted[below] + (sorted[above] - sorted[below]) * (pos - below as f64);
+    let nf = n as f64;
+    let spread = 1.96 * (nf * q * (1.0 - q)).sqrt();
+    let rank = |r: f64| {
+        let r = r.round();
+        (r >= 1.0 && r <= nf).then(|| sorted[r as usize - 1])
+    };
+    Interval {
+        value,
+        low: rank(nf * q - spread).unwrap_or(f64::NAN),
+        high: rank(nf * q + spread + 1.0).unwrap_or(f64::NAN),
+    }
+}
+
+/// Latency bounds a request must meet to count in goodput; a bound left out always holds.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Slo {
+    /// Largest time to first token.
+    pub ttft: Option<Duration>,
+    /// Largest time per output token.
+    pub tpot: Option<Duration>,
+    /// Largest end-to-end latency.
+    pub e2e: Option<Duration>,
+}
+
+impl Slo {
+    /// Parses `ttft=500ms,tpot=50ms[,e2e=10s]`.
+    pub fn parse(text: &str) -> Result<Slo, String> {
+        let mut slo = Slo::default();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = part
+                .split_once('=')
+                .ok_or_else(|| format!("`{part}` is not KEY=DURATION (e.g. ttft=500ms)"))?;
+            let value = Some(parse_duration(value)?);
+            match key.trim() {
+                "ttft" => slo.ttft = value,
+                "tpot" => slo.tpot = value,
+                "e2e" => slo.e2e = value,
+                other => {
+                    return Err(format!(
+                        "`{other}` is not a bound of the SLO: use ttft, tpot or e2e"
+                    ));
+                }
+            }
+        }
+        if slo == Slo::default() {
+            return Err(format!("`{text}` sets no bound"));
+        }
+        Ok(slo)
+    }
+
+    /// Whether a request met every bound (a failed request never does).
+    pub fn met_by(&self, record: &RequestRecord) -> bool {
+        let within = |bound: Option<Duration>, x: Option<f64>| match (bound, x) {
+            (None, _) => true,
+            (Some(b), Some(x)) => x <= b.as_secs_f64(),
+            (Some(_), None) => false,
+        };
+        record.ok()
+            && within(self.ttft, record.ttft)
+            && within(self.e2e, Some(record.latency))
+            // A one-token answer has no TPOT to miss.
+            && (self.tpot.is_none() || record.output_tokens <= 1 || within(self.tpot, record.tpot()))
+    }
+}
+
+/// Parses `500ms`, `2s`, `1.5s`, `250us`, `3m`, `1h` (a bare number is seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("`{text}`: the unit must be us, ms, s, m or h")),
+    };
+    number
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
+        .map(|x| Duration::from_secs_f64(x * scale))
+        .ok_or_else(|| format!("`{text}` is not a duration (e.g. 500ms, 60s)"))
+}
+
+/// How many requests failed one way, with the first one's text.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorCount {
+    /// Requests that failed this way.
+    pub count: usize,
+    /// The first one's error text.
+    pub example: String,
+}
+
+/// How late requests were sent against their schedule, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Lateness {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+/// The aggregates of one run (one step of a sweep).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Requests sent.
+    pub requests: usize,
+    /// Requests that succeeded.
+    pub succeeded: usize,
+    /// Requests that failed.
+    pub failed: usize,
+    /// Failures by kind.
+    pub errors: BTreeMap<ErrorKind, ErrorCount>,
+    /// Seconds from the run's start to the last answer.
+    pub duration: f64,
+    /// Successful requests per second.
+    pub request_throughput: Interval,
+    /// Output tokens of successful requests per second.
+    pub output_throughput: Interval,
+    /// Requests per second that met the SLO (when one is given).
+    pub goodput: Option<Interval>,
+    /// Share of sent requests that met the SLO (when one is given).
+    pub slo_attainment: Option<f64>,
+    /// Time to first token.
+    pub ttft: LatencySummary,
+    /// Time per output token.
+    pub tpot: LatencySummary,
+    /// Inter-token latency: every gap between token events.
+    pub itl: LatencySummary,
+    /// End-to-end latency.
+    pub e2e: LatencySummary,
+    /// Prompt tokens of successful requests.
+    pub input_tokens: u64,
+    /// Output tokens of successful requests.
+    pub output_tokens: u64,
+    /// Send times against the schedule.
+    pub lateness: Lateness,
+    /// Inter-arrival times of the sends against the exponential (Poisson schedules only).
+    pub arrivals: Option<KsTest>,
+    /// The client's CPU time (user and system, every thread of the load generator) per request.
+    pub cpu_per_request: f64,
+}
+
+impl Summary {
+    /// Aggregates `records`; `slo` decides goodput, `cpu_seconds` is the client's CPU time.
+    pub fn of(records: &[RequestRecord], slo: Option<&Slo>, cpu_seconds: f64) -> Summary {
+        let mut by_end: Vec<&RequestRecord> = records.iter().collect();
+        by_end.sort_by(|a, b| (a.sent + a.latency).total_cmp(&(b.sent + b.latency)));
+        let ok: Vec<&RequestRecord> = by_end.iter().copied().filter(|r| r.ok()).collect();
+        let mut errors: BTreeMap<ErrorKind, ErrorCount> = BTreeMap::new();
+        for record in records {
+            if let Some(e) = &record.error {
+                errors
+                    .entry(e.kind)
+                    .or_insert_with(|| ErrorCount {
+                        count: 0,
+                        example: e.text.clone(),
+                    })
+                    .count += 1;
+            }
+        }
+        let duration = by_end.last().map_or(0.0, |r| r.sent + r.latency);
+        let ends: Vec<f64> = ok.iter().map(|r| r.sent + r.latency).collect();
+        let tokens: Vec<f64> = ok.iter().map(|r| f64::from(r.output_tokens)).collect();
+        let throughput = |weights: &[f64]| windowed_rate(&ends, weights, duration);
+        let ones = vec![1.0; ends.len()];
+        let (goodput, slo_attainment) = match slo {
+            Some(slo) => {
+                let met: Vec<f64> = ok
+                    .iter()
+                    .map(|r| f64::from(u8::from(slo.met_by(r))))
+                    .collect();
+                let share = met.iter().sum::<f64>() / records.len().max(1) as f64;
+                (Some(throughput(&met)), Some(share))
+            }
+            None => (None, None),
+        };
+        let mut late: Vec<f64> = records.iter().map(|r| r.sent - r.scheduled).collect();
+        late.sort_by(f64::total_cmp);
+        let pick = |q: f64| quantile(&late, q).value;
+        Summary {
+            requests: records.len(),
+            succeeded: ok.len(),
+            failed: records.len() - ok.len(),
+            errors,
+            duration,
+            request_throughput: throughput(&ones),
+            output_throughput: throughput(&tokens),
+            goodput,
+            slo_attainment,
+            ttft: LatencySummary::of(&ok.iter().filter_map(|r| r.ttft).collect::<Vec<_>>()),
+            tpot: LatencySummary::of(&ok.iter().filter_map(|r| r.tpot()).collect::<Vec<_>>()),
+            itl: LatencySummary::of(
+                &ok.iter()
+                    .flat_map(|r| r.itl.iter().copied())
+                    .collect::<Vec<_>>(),
+            ),
+            e2e: LatencySummary::of(&ok.iter().map(|r| r.latency).collect::<Vec<_>>()),
+            input_tokens: ok
+                .iter()
+                .filter_map(|r| r.input_tokens)
+                .map(u64::from)
+                .sum(),
+            output_tokens: ok.iter().map(|r| u64::from(r.output_tokens)).sum(),
+            lateness: Lateness {
+                p50: pick(0.5),
+                p99: pick(0.99),
+                max: late.last().copied().unwrap_or(f64::NAN),
+            },
+            arrivals: None,
+            cpu_per_request: cpu_seconds / records.len().max(1) as f64,
+        }
+    }
+}
+
+/// Events per second over `[0, duration]`, each event at `ends[i]` weighing `weights[i]`: the
+/// total over the duration, with a batch-means interval from the rates of the [`windows`].
+fn windowed_rate(ends: &[f64], weights: &[f64], duration: f64) -> Interval {
+    let Some((_, rates)) = windows(ends, weights, duration) else {
+        return Interval::NAN;
+    };
+    let total: f64 = weights.iter().sum();
+    let spread = Interval::of_estimate(Estimate::of_series(&rates));
+    let value = total / duration;
+    Interval {
+        value,
+        // A rate is never negative, whatever the symmetric interval of a short run says.
+        low: (value - (spread.value - spread.low)).max(0.0),
+        high: value + (spread.high - spread.value),
+    }
+}
+
+/// The width of the windows cutting `[0, duration]` (one second, shorter for runs under eight
+/// seconds so there are at least eight) and the weighted rate of events in each.
+pub(crate) fn windows(ends: &[f64], weights: &[f64], duration: f64) -> Option<(f64, Vec<f64>)> {
+    if duration <= 0.0 || !duration.is_finite() {
+        return None;
+    }
+    let width = (duration / 8.0).min(1.0);
+    let count = (duration / width).floor().max(1.0) as usize;
+    let mut sums = vec![0.0; count];
+    for (&end, &w) in ends.iter().zip(weights) {
+        let i = ((end / width) as usize).min(count - 1);
+        sums[i] += w;
+    }
+    Some((width, sums.iter().map(|s| s / width).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::RequestError;
+
+    fn record(i: usize, ttft: f64, latency: f64, tokens: u32) -> RequestRecord {
+        RequestRecord {
+            index: i,
+            scheduled: i as f64 * 0.1,
+            sent: i as f64 * 0.1 + 0.001,
+            ttft: Some(ttft),
+            itl: vec![(latency - ttft) / f64::from(tokens - 1); tokens as usize - 1],
+            latency,
+            input_tokens: Some(10),
+            output_tokens: tokens,
+            status: Some(200),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn quantiles_interpolate_and_bracket() {
+        let sorted: Vec<f64> = (1..=100).map(f64::from).collect();
+        let q = quantile(&sorted, 0.5);
+        assert_eq!(q.value, 50.5);
+        assert!(q.low < 50.5 && q.high > 50.5, "{q:?}");
+        assert!(quantile(&sorted, 0.99).high.is_nan());
+        assert_eq!(quantile(&[3.0], 0.9).value, 3.0);
+        assert!(quantile(&[], 0.5).value.is_nan());
+    }
+
+    #[test]
+    fn durations_and_slos_parse() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("60s"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("3 weeks").is_err());
+        let slo = Slo::parse("ttft=500ms, tpot=50ms").unwrap();
+        assert_eq!(slo.ttft, Some(Duration::from_millis(500)));
+        assert_eq!(slo.tpot, Some(Duration::from_millis(50)));
+        assert!(Slo::parse("ttfb=1s").is_err());
+        assert!(Slo::parse("").is_err());
+    }
+
+    #[test]
+    fn summary_counts_errors_apart_from_latencies_and_goodput() {
+        let mut records: Vec<RequestRecord> = (0..40).map(|i| record(i, 0.02, 0.1, 9)).collect();
+        records[3].ttft = Some(0.9); // misses the SLO
+        records[5].error = Some(RequestError {
+            kind: ErrorKind::Http,
+            text: "HTTP 429: slow down".into(),
+        });
+        records[5].ttft = None;
+        records[5].latency = 0.001;
+        let slo = Slo::parse("ttft=500ms,tpot=50ms").unwrap();
+        let s = Summary::of(&records, Some(&slo), 0.4);
+        assert_eq!((s.requests, s.succeeded, s.failed), (40, 39, 1));
+        assert_eq!(s.errors[&ErrorKind::Http].count, 1);
+        assert_eq!(s.errors[&ErrorKind::Http].example, "HTTP 429: slow down");
+        assert_eq!(s.e2e.count, 39);
+        assert!((s.ttft.p50.value - 0.02).abs() < 1e-12);
+        assert!((s.tpot.p50.value - 0.01).abs() < 1e-12);
+        assert!((s.itl.p50.value - 0.01).abs() < 1e-12);
+        assert!((s.slo_attainment.unwrap() - 38.0 / 40.0).abs() < 1e-12);
+        assert!((s.lateness.p99 - 0.001).abs() < 1e-9);
+        assert!((s.cpu_per_request - 0.01).abs() < 1e-12);
+        assert_eq!(s.output_tokens, 39 * 9);
+        let d = s.duration;
+        assert!((s.request_throughput.value - 39.0 / d).abs() < 1e-9);
+        assert!((s.goodput.unwrap().value - 38.0 / d).abs() < 1e-9);
+        assert!(s.request_throughput.low <= s.request_throughput.value);
+    }
+}

@@ -1,0 +1,251 @@
+//! What is asked of the server: prompts with their input and output lengths, drawn from seeded
+//! distributions or read from a JSON-lines file.
+
+use std::path::Path;
+use std::str::FromStr;
+
+use serde::Deserialize;
+
+use crate::error::LoadError;
+
+/// A distribution of token counts; every draw is at least 1.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LengthDist {
+    /// Always this many.
+    Fixed(u32),
+    /// Uniform over `low..=high`.
+    Uniform {
+        /// Smallest count.
+        low: u32,
+        /// Largest count.
+        high: u32,
+    },
+    /// Normal with this mean and standard deviation, rounded, at least 1.
+    Normal {
+        /// Mean count.
+        mean: f64,
+        /// Standard deviation.
+        std: f64,
+    },
+}
+
+impl LengthDist {
+    /// One draw from `rng`.
+    pub fn draw(&self, rng: &mut fastrand::Rng) -> u32 {
+        match *self {
+            LengthDist::Fixed(n) => n.max(1),
+            LengthDist::Uniform { low, high } => rng.u32(low.max(1)..=high.max(low.max(1))),
+            LengthDist::Normal { mean, std } => {
+                // Box–Muller: two uniforms in (0, 1] make one standard normal.
+                let u1 = 1.0 - rng.f64();
+                let u2 = rng.f64();
+                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                (mean + std * z).round().max(1.0) as u32
+            }
+        }
+    }
+}
+
+impl FromStr for LengthDist {
+    type Err = String;
+
+    /// `128` or `fixed:128`, `uniform:64:256`, `normal:128:32`.
+    fn from_str(text: &str) -> Result<LengthDist, String> {
+        let parts: Vec<&str> = text.split(':').collect();
+        let int = |s: &str| {
+            s.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("`{s}` is not a whole number of tokens in `{text}`"))
+        };
+        let real = |s: &str| {
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| format!("`{s}` is not a non-negative number in `{text}`"))
+        };
+        match parts.as_slice() {
+            [n] | ["fixed", n] => Ok(LengthDist::Fixed(int(n)?)),
+            ["uniform", low, high] => {
+                let (low, high) = (int(low)?, int(high)?);
+                if low > high {
+                    return Err(format!("`{text}`: the low end is above the high end"));
+                }
+                Ok(LengthDist::Uniform { low, high })
+            }
+            ["normal", mean, std] => Ok(LengthDist::Normal {
+                mean: real(mean)?,
+                std: real(std)?,
+            }),
+            _ => Err(format!(
+                "`{text}` is not a length distribution: write N, fixed:N, uniform:LOW:HIGH or normal:MEAN:STD"
+            )),
+        }
+    }
+}
+
+/// One request to send: its prompt and how many tokens to ask for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompt {
+    /// The prompt text (the user message for chat).
+    pub text: String,
+    /// The input length the prompt was made for (synthetic prompts), or `None` (from a file).
+    pub input_tokens: Option<u32>,
+    /// `max_tokens` of the request.
+    pub max_tokens: u32,
+}
+
+/// Where prompts come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Workload {
+    /// Made-up prompts of seeded lengths: one word per input token.
+    Synthetic {
+        /// Input lengths.
+        input: LengthDist,
+        /// Output lengths (`max_tokens`).
+        output: LengthDist,
+    },
+    /// Prompts read from a file, used in turn (round robin).
+    File(Vec<FilePrompt>),
+}
+
+/// One line of a prompts file: `{"prompt": "...", "max_tokens": 128}` (`max_tokens` optional).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct FilePrompt {
+    /// The prompt text.
+    pub prompt: String,
+    /// Tokens to ask for; the workload's default when absent.
+    pub max_tokens: Option<u32>,
+}
+
+/// Words the synthetic prompts are made of: common English words, one token each in the usual
+/// tokenizers, so a prompt of `n` words is close to `n` tokens.
+const WORDS: [&str; 16] = [
+    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "on", "be",
+    "at", "by",
+];
+
+impl Workload {
+    /// Reads a JSON-lines prompts file (blank lines skipped).
+    pub fn from_file(path: &Path) -> Result<Workload, LoadError> {
+        let text = std::fs::read_to_string(path).map_err(|source| LoadError::PromptsFile {
+            path: path.to_owned(),
+            line: 0,
+            reason: source.to_string(),
+        })?;
+        let mut prompts = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let prompt: FilePrompt =
+                serde_json::from_str(line).map_err(|e| LoadError::PromptsFile {
+                    path: path.to_owned(),
+                    line: i + 1,
+                    reason: e.to_string(),
+                })?;
+            prompts.push(prompt);
+        }
+        if prompts.is_empty() {
+            return Err(LoadError::PromptsFile {
+                path: path.to_owned(),
+                line: 0,
+                reason: "no prompt in the file".into(),
+            });
+        }
+        Ok(Workload::File(prompts))
+    }
+
+    /// `count` prompts drawn with `seed`; `default_max_tokens` serves file prompts without one.
+    pub fn prompts(&self, count: usize, seed: u64, default_max_tokens: u32) -> Vec<Prompt> {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        (0..count)
+            .map(|i| match self {
+                Workload::Synthetic { input, output } => {
+                    let n = input.draw(&mut rng);
+                    let max_tokens = output.draw(&mut rng);
+                    let text = (0..n)
+                        .map(|_| WORDS[rng.usize(..WORDS.len())])
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    Prompt {
+                        text,
+                        input_tokens: Some(n),
+                        max_tokens,
+                    }
+                }
+                Workload::File(prompts) => {
+                    let p = &prompts[i % prompts.len()];
+                    Prompt {
+                        text: p.prompt.clone(),
+                        input_tokens: None,
+                        max_tokens: p.max_tokens.unwrap_or(default_max_tokens),
+                    }
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distributions_parse_and_draw_within_their_range() {
+        assert_eq!("64".parse(), Ok(LengthDist::Fixed(64)));
+        assert_eq!("fixed:8".parse(), Ok(LengthDist::Fixed(8)));
+        assert_eq!(
+            "uniform:4:9".parse(),
+            Ok(LengthDist::Uniform { low: 4, high: 9 })
+        );
+        assert!("uniform:9:4".parse::<LengthDist>().is_err());
+        assert!("poisson:3".parse::<LengthDist>().is_err());
+        let mut rng = fastrand::Rng::with_seed(1);
+        let uniform = LengthDist::Uniform { low: 4, high: 9 };
+        assert!((0..1000).all(|_| (4..=9).contains(&uniform.draw(&mut rng))));
+        let normal: LengthDist = "normal:100:10".parse().unwrap();
+        let draws: Vec<f64> = (0..4000).map(|_| normal.draw(&mut rng) as f64).collect();
+        let mean = draws.iter().sum::<f64>() / draws.len() as f64;
+        let var = draws.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / draws.len() as f64;
+        assert!((mean - 100.0).abs() < 1.0, "{mean}");
+        assert!((var.sqrt() - 10.0).abs() < 1.0, "{var}");
+    }
+
+    #[test]
+    fn synthetic_prompts_are_seeded_and_have_their_lengths() {
+        let w = Workload::Synthetic {
+            input: LengthDist::Uniform { low: 3, high: 30 },
+            output: LengthDist::Fixed(7),
+        };
+        let a = w.prompts(20, 42, 16);
+        assert_eq!(a, w.prompts(20, 42, 16));
+        assert_ne!(a, w.prompts(20, 43, 16));
+        for p in &a {
+            assert_eq!(p.text.split(' ').count() as u32, p.input_tokens.unwrap());
+            assert_eq!(p.max_tokens, 7);
+        }
+    }
+
+    #[test]
+    fn prompts_file_is_read_in_turn_and_errors_name_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        std::fs::write(
+            &path,
+            "{\"prompt\": \"a\"}\n\n{\"prompt\": \"b\", \"max_tokens\": 3}\n",
+        )
+        .unwrap();
+        let w = Workload::from_file(&path).unwrap();
+        let p = w.prompts(3, 0, 9);
+        assert_eq!(
+            p.iter()
+                .map(|p| (p.text.as_str(), p.max_tokens))
+                .collect::<Vec<_>>(),
+            [("a", 9), ("b", 3), ("a", 9)]
+        );
+        std::fs::write(&path, "{\"prompt\": \"a\"}\n{oops\n").unwrap();
+        let err = Workload::from_file(&path).unwrap_err().to_string();
+        assert!(err.contains("line 2"), "{err}");
+    }
+}

@@ -1,0 +1,272 @@
+//! The client against the mock server on loopback: measured timings against the server's
+//! known ones, arrivals against their schedule, and every fault counted as it should be.
+//! Every run is bounded by its duration, request count and per-request timeout.
+
+use std::time::Duration;
+
+use milabench_load::mock::{Fault, MockConfig, MockServer};
+use milabench_load::{
+    Api, Endpoint, ErrorKind, LengthDist, LoadError, LoadSpec, RequestOptions, Scenario, Slo,
+    Workload, run,
+};
+
+fn spec(url: &str, scenario: Scenario, duration: Duration, max_requests: usize) -> LoadSpec {
+    LoadSpec {
+        endpoint: Endpoint::parse(url).unwrap(),
+        options: RequestOptions {
+            api: Api::Completions,
+            model: "mock".into(),
+            ignore_eos: true,
+            timeout: Duration::from_secs(10),
+        },
+        workload: Workload::Synthetic {
+            input: LengthDist::Fixed(32),
+            output: LengthDist::Fixed(16),
+        },
+        scenario,
+        duration,
+        max_requests,
+        seed: 1,
+        default_max_tokens: 16,
+        max_connections: 256,
+        slo: None,
+    }
+}
+
+fn ms(seconds: f64) -> f64 {
+    seconds * 1e3
+}
+
+/// Runs a server scenario at `rate` and checks every median against the server's timing.
+fn medians_within(rate: f64, seconds: u64, tolerance_ms: f64) {
+    let config = MockConfig::default();
+    let server = MockServer::start(config).unwrap();
+    let result = run(&spec(
+        &server.url(),
+        Scenario::Server { rate },
+        Duration::from_secs(seconds),
+        usize::MAX,
+    ))
+    .unwrap();
+    let s = &result.steps[0].summary;
+    assert_eq!(s.failed, 0, "{:?}", s.errors);
+    assert!(
+        s.requests as f64 > rate * seconds as f64 * 0.7,
+        "{}",
+        s.requests
+    );
+    let truth = |d: Duration| d.as_secs_f64() * 1e3;
+    for (what, measured, expected) in [
+        ("ttft", s.ttft.p50.value, truth(config.ttft)),
+        ("tpot", s.tpot.p50.value, truth(config.gap)),
+        ("itl", s.itl.p50.value, truth(config.gap)),
+        ("e2e", s.e2e.p50.value, truth(config.e2e())),
+    ] {
+        let off = ms(measured) - expected;
+        assert!(
+            off.abs() < tolerance_ms,
+            "{what} median {:.3} ms, truth {expected} ms",
+            ms(measured)
+        );
+    }
+    assert_eq!(s.output_tokens, 16 * s.succeeded as u64);
+    assert_eq!(s.input_tokens, 32 * s.succeeded as u64);
+    assert!(s.cpu_per_request > 0.0);
+    // The schedule is seeded: the sends follow the exponential it was drawn from.
+    let ks = s.arrivals.unwrap();
+    assert!(ks.p_value > 0.001, "{ks:?}");
+    assert!(s.lateness.p50 < 0.002, "{:?}", s.lateness);
+}
+
+#[test]
+fn medians_are_within_half_a_millisecond_at_10_requests_per_second() {
+    medians_within(10.0, 4, 0.5);
+}
+
+#[test]
+fn medians_are_within_two_milliseconds_at_200_requests_per_second() {
+    medians_within(200.0, 2, 2.0);
+}
+
+#[test]
+fn offline_and_concurrency_runs_complete_every_request() {
+    let server = MockServer::start(MockConfig {
+        ttft: Duration::from_millis(5),
+        gap: Duration::from_millis(1),
+        output_tokens: 4,
+        usage: false,
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let offline = run(&spec(&server.url(), Scenario::Offline, Duration::ZERO, 30)).unwrap();
+    let s = &offline.steps[0].summary;
+    assert_eq!((s.requests, s.succeeded), (30, 30));
+    // Without `usage`, output tokens are counted and input tokens are the prompt's.
+    assert_eq!(s.output_tokens, 30 * 4);
+    assert_eq!(s.input_tokens, 30 * 32);
+    let mut chat = spec(
+        &server.url(),
+        Scenario::Concurrency { n: 3 },
+        Duration::from_secs(5),
+        20,
+    );
+    chat.options.api = Api::Chat;
+    let closed = run(&chat).unwrap();
+    let s = &closed.steps[0].summary;
+    assert_eq!((s.requests, s.succeeded), (20, 20));
+    assert!(closed.failure().is_none());
+}
+
+#[test]
+fn http_errors_are_counted_with_their_text_and_not_as_latencies() {
+    for code in [429, 500] {
+        let server = MockServer::start(MockConfig {
+            fault: Some(Fault::Status { code, every: 3 }),
+            ..MockConfig::default()
+        })
+        .unwrap();
+        let result = run(&spec(&server.url(), Scenario::Offline, Duration::ZERO, 12)).unwrap();
+        let s = &result.steps[0].summary;
+        // The server counts the probe's connection but no request; requests 0, 3, 6, 9 fail.
+        assert_eq!((s.succeeded, s.failed), (8, 4), "{:?}", s.errors);
+        let http = &s.errors[&ErrorKind::Http];
+        assert_eq!(http.count, 4);
+        assert!(http.example.contains(&code.to_string()), "{}", http.example);
+        assert!(http.example.contains("mock fault"), "{}", http.example);
+        assert_eq!(s.e2e.count, 8);
+        let failure = result.failure().unwrap();
+        assert!(failure.contains("4 of 12 requests failed"), "{failure}");
+    }
+}
+
+#[test]
+fn a_stalled_stream_times_out_and_is_counted() {
+    let server = MockServer::start(MockConfig {
+        ttft: Duration::from_millis(2),
+        gap: Duration::from_millis(1),
+        output_tokens: 6,
+        fault: Some(Fault::Stall {
+            after_tokens: 2,
+            every: 2,
+        }),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let mut spec = spec(
+        &server.url(),
+        Scenario::Concurrency { n: 2 },
+        Duration::from_secs(10),
+        6,
+    );
+    spec.options.timeout = Duration::from_millis(300);
+    let result = run(&spec).unwrap();
+    let s = &result.steps[0].summary;
+    assert_eq!((s.succeeded, s.failed), (3, 3), "{:?}", s.errors);
+    let timeout = &s.errors[&ErrorKind::Timeout];
+    assert!(
+        timeout.example.contains("2 tokens received"),
+        "{}",
+        timeout.example
+    );
+    let stalled = result.steps[0]
+        .records
+        .iter()
+        .find(|r| r.error.is_some())
+        .unwrap();
+    assert!(
+        stalled.latency >= 0.3 && stalled.latency < 1.0,
+        "{}",
+        stalled.latency
+    );
+}
+
+#[test]
+fn malformed_events_are_counted() {
+    let server = MockServer::start(MockConfig {
+        ttft: Duration::from_millis(2),
+        gap: Duration::from_millis(1),
+        output_tokens: 4,
+        fault: Some(Fault::Malformed {
+            after_tokens: 1,
+            every: 2,
+        }),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let result = run(&spec(&server.url(), Scenario::Offline, Duration::ZERO, 10)).unwrap();
+    let s = &result.steps[0].summary;
+    assert_eq!((s.succeeded, s.failed), (5, 5), "{:?}", s.errors);
+    assert!(s.errors[&ErrorKind::Malformed].example.contains("not JSON"));
+}
+
+#[test]
+fn a_server_that_dies_mid_run_keeps_what_was_measured() {
+    let server = MockServer::start(MockConfig {
+        ttft: Duration::from_millis(5),
+        gap: Duration::from_millis(2),
+        output_tokens: 8,
+        fault: Some(Fault::DieAfter { requests: 10 }),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let result = run(&spec(
+        &server.url(),
+        Scenario::Server { rate: 40.0 },
+        Duration::from_secs(1),
+        usize::MAX,
+    ))
+    .unwrap();
+    let step = &result.steps[0];
+    let s = &step.summary;
+    assert!(s.requests > 20, "{}", s.requests);
+    assert!(s.succeeded >= 5 && s.succeeded < 10, "{}", s.succeeded);
+    assert_eq!(s.succeeded + s.failed, s.requests);
+    assert!(s.errors.contains_key(&ErrorKind::Connect), "{:?}", s.errors);
+    let failure = result.failure().unwrap();
+    assert!(failure.contains(&server.url()), "{failure}");
+}
+
+#[test]
+fn connection_refused_at_the_start_names_the_endpoint() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let err = run(&spec(&url, Scenario::Offline, Duration::ZERO, 1)).unwrap_err();
+    assert!(matches!(err, LoadError::Unreachable { .. }), "{err:?}");
+    assert!(err.to_string().contains(&url), "{err}");
+    let cause = std::error::Error::source(&err).unwrap().to_string();
+    assert!(cause.contains("refused"), "{cause}");
+}
+
+#[test]
+fn a_sweep_reports_the_highest_rate_that_held() {
+    // One answer at a time, 24 ms each: about 40 requests/s at most.
+    let server = MockServer::start(MockConfig {
+        ttft: Duration::from_millis(10),
+        gap: Duration::from_millis(2),
+        output_tokens: 8,
+        capacity: Some(1),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let mut spec = spec(
+        &server.url(),
+        Scenario::Sweep {
+            start: 5.0,
+            factor: 2.0,
+            steps: 6,
+        },
+        Duration::from_secs(2),
+        usize::MAX,
+    );
+    spec.slo = Some(Slo::parse("ttft=40ms").unwrap());
+    let result = run(&spec).unwrap();
+    let held = result.highest_held_rate.unwrap();
+    assert!((5.0..=20.0).contains(&held), "{held}");
+    let last = result.steps.last().unwrap();
+    assert!(!last.held);
+    assert!(result.steps.len() >= 2);
+    assert!(result.failure().is_none(), "{:?}", result.failure());
+}
