@@ -19,9 +19,6 @@ use crate::settings::suite_session;
 
 /// Runs the command.
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
-    if args.repeat == Some(0) {
-        anyhow::bail!("--repeat 0 runs nothing\n  fix: give --repeat 1 or more");
-    }
     let validations = LayerName::selection(&args.validations)?;
     let more = SettingsFlags {
         run_name: args.run_name.clone(),
