@@ -90,6 +90,10 @@ pub struct InstallOptions {
     pub variant: Option<String>,
     /// Where packages come from (`--find-links`, `--offline`).
     pub sources: Sources,
+    /// Stops the install when triggered (Ctrl-C, SIGTERM): the running installer's process
+    /// group is stopped and its group ends as interrupted. `None`: the installer stays in this
+    /// process's group.
+    pub interrupt: Option<milabench_exec::Interrupt>,
 }
 
 /// One group and what an install would do for it (or why that could not be told).
@@ -237,7 +241,7 @@ impl Session {
         let benches = self.resolved.suite.runnable();
         let groups = install_groups(benches, &project, &self.resolved.arch, variant)?;
         let path_var = std::env::var("PATH").ok();
-        let envs = Environments::prepare_with_sources(
+        let mut envs = Environments::prepare_with_sources(
             &EnvOptions {
                 layout: self.settings.layout(),
                 project,
@@ -249,6 +253,7 @@ impl Session {
             options.sources.clone(),
             &mut |event| observer.on_env_event(event),
         )?;
+        envs.interrupt = options.interrupt.clone();
         Ok(InstallPlan { groups, envs })
     }
 

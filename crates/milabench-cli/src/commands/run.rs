@@ -222,10 +222,7 @@ fn dry_run(
 /// with the same arguments. A failed install stops here; a benchmark whose prepare step failed
 /// is left out of the run and recorded as failed, with the reason, and the others run.
 fn setup(session: &Session) -> anyhow::Result<Result<Vec<SetupFailure>, ExitCode>> {
-    let summary = session.install(
-        &InstallOptions::default(),
-        &mut super::install::InstallView::new(),
-    )?;
+    let summary = super::install::install_stoppably(session, InstallOptions::default())?;
     let code = super::install::summarize(&summary, &session.resolved().arch);
     if code != ExitCode::Success {
         warn("install failed: nothing was run (see above)");
