@@ -156,4 +156,18 @@ impl StoreError {
                 | StoreError::NewerSchema { .. }
         )
     }
+
+    /// Whether a statement broke a UNIQUE constraint: another connection wrote the same row
+    /// between this one's look and its write.
+    pub(crate) fn is_unique_violation(&self) -> bool {
+        match self {
+            StoreError::SqliteStatement(rusqlite::Error::SqliteFailure(e, _)) => {
+                e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+            }
+            StoreError::PostgresStatement(e) => {
+                e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION)
+            }
+            _ => false,
+        }
+    }
 }
