@@ -569,3 +569,39 @@ fn two_writers_take_turns_on_one_sqlite_file() {
     waiter.join().unwrap().unwrap();
     assert_eq!(first.runs().unwrap().len(), 1);
 }
+
+/// Issue 38, item 18: a file that is not a SQLite database was blamed on its folder ("check
+/// that its folder exists and is writable"), and a refused statement was said without its cause.
+#[test]
+fn a_corrupt_file_and_a_refused_statement_say_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(DEFAULT_FILE);
+    let garbage = "not a database at all ".repeat(100);
+    std::fs::write(&path, &garbage).unwrap();
+    let err = Store::open(&StoreLocation::Sqlite(path.clone())).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.starts_with(&format!(
+            "the results database {} is not a SQLite database, or is damaged",
+            path.display()
+        )),
+        "{message}"
+    );
+    assert!(message.contains("move it aside"), "{message}");
+    assert!(err.is_unavailable());
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        garbage,
+        "untouched"
+    );
+    let mut store = Store::open(&StoreLocation::Sqlite(dir.path().join("good.db"))).unwrap();
+    let err = store
+        .conn
+        .query("SELECT no_such_column FROM execs", &[])
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("refused a statement: no such column: no_such_column"),
+        "{err}"
+    );
+}

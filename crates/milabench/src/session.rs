@@ -392,13 +392,17 @@ impl Session {
         let recorder = match Store::open(location).and_then(|store| store.begin_run(&start)) {
             Ok(recorder) => Some(recorder),
             Err(e) => {
-                store_problems.push(format!("results store skipped: {e}; {import_later}"));
+                store_problems.push(format!(
+                    "results store {} skipped: {e}; {import_later}",
+                    location.shown()
+                ));
                 None
             }
         };
         let mut watching = Watching {
             validation: Validation::new(validations, &context),
             recorder,
+            database: location.shown(),
             store_problems: Vec::new(),
             inner: observer,
         };
@@ -420,7 +424,8 @@ impl Session {
             match recorder.finish(&end) {
                 Ok(_) => recorded_in = Some(location.shown()),
                 Err(e) => store_problems.push(format!(
-                    "the results store did not take the run's statistics: {e}; {import_later}"
+                    "the results store {} did not take the run's statistics: {e}; {import_later}",
+                    location.shown()
                 )),
             }
         }
@@ -512,6 +517,8 @@ struct Watching<'a> {
     validation: Validation,
     recorder: Option<RunRecorder>,
     /// Failures of the recorder (the run goes on without it).
+    /// The results store, as messages name it.
+    database: String,
     store_problems: Vec<String>,
     inner: &'a mut dyn RunObserver,
 }
@@ -524,8 +531,8 @@ impl Watching<'_> {
         };
         if let Err(e) = recorder.bench_finished(end) {
             self.store_problems.push(format!(
-                "results store skipped from `{}` on: {e}; import the run folder later with `milabench db import`",
-                end.name
+                "results store {} skipped from `{}` on: {e}; import the run folder later with `milabench db import`",
+                self.database, end.name
             ));
             self.recorder = None;
         }
