@@ -393,7 +393,7 @@ impl Session {
             Ok(recorder) => Some(recorder),
             Err(e) => {
                 store_problems.push(format!(
-                    "results store {} skipped: {e}; {import_later}",
+                    "results store skipped ({}): {e}; {import_later}",
                     location.shown()
                 ));
                 None
@@ -531,7 +531,7 @@ impl Watching<'_> {
         };
         if let Err(e) = recorder.bench_finished(end) {
             self.store_problems.push(format!(
-                "results store {} skipped from `{}` on: {e}; import the run folder later with `milabench db import`",
+                "results store skipped ({}) from `{}` on: {e}; import the run folder later with `milabench db import`",
                 self.database, end.name
             ));
             self.recorder = None;
