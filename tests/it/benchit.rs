@@ -1123,3 +1123,17 @@ fn a_killed_benchit_takes_its_worker_with_it() {
         panic!("the worker outlived a killed benchit");
     }
 }
+
+/// Issue 38, item 18: `--timeout 0` timed every input out at once; it is refused (exit 2).
+#[test]
+fn a_zero_timeout_is_refused() {
+    let s = Scratch::new();
+    let out = s.run(&["model.onnx", "--timeout", "0"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("invalid value '0' for '--timeout <SECONDS>'"),
+        "{}",
+        out.stderr
+    );
+}

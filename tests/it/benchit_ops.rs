@@ -509,3 +509,35 @@ fn json_list_is_one_array_of_every_id() {
     ));
     assert_eq!(empty.stdout, "[]\n");
 }
+
+/// Issue 38, item 24: `--append` could not append: the output file's name held the pid and
+/// the start time, new for every run. With `--append` the records go to `PREFIX.json`, and a
+/// second run adds to it.
+#[test]
+fn append_adds_to_one_file_named_by_the_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let range = config("range.json");
+    let args = [
+        "-c",
+        range.to_str().unwrap(),
+        "-w",
+        "0",
+        "-i",
+        "0",
+        "--append",
+        "-o",
+        "results/all",
+    ];
+    // (range.json holds one id that fails: exit 1, its record written all the same.)
+    let first = run(&mut ops(dir.path(), &args));
+    assert_eq!(first.code, 1, "{}", first.stderr);
+    let file = dir.path().join("results/all.json");
+    let once = fs_err::read_to_string(&file).unwrap().lines().count();
+    assert!(once > 0);
+    let second = run(&mut ops(dir.path(), &args));
+    assert_eq!(second.code, 1, "{}", second.stderr);
+    assert_eq!(
+        fs_err::read_to_string(&file).unwrap().lines().count(),
+        2 * once
+    );
+}

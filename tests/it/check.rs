@@ -97,3 +97,36 @@ fn an_unfinished_environment_is_not_ok() {
     .expect("fingerprint");
     assert_eq!(check()["status"], "ok");
 }
+
+/// Issue 38, item 18: `check --format json` with a bad system file printed nothing on stdout.
+/// It prints the one failed check, the error as its detail, and exits 2 with the error.
+#[test]
+fn json_output_says_a_bad_system_file_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fs_err::write(
+        dir.path().join("suite.yaml"),
+        "tiny:\n  inherits: _defaults\n  definition: benchmarks/tiny\n",
+    )
+    .expect("suite");
+    fs_err::write(dir.path().join("system.yaml"), "system:\n  nodes: [[[\n").expect("system");
+    let out = run(milabench(dir.path()).args([
+        "check",
+        "--config",
+        "suite.yaml",
+        "--system",
+        "system.yaml",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let checks: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_eq!(checks[0]["status"], "fail", "{checks}");
+    assert!(
+        checks[0]["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("system.yaml:3:1: invalid YAML"),
+        "{checks}"
+    );
+    assert!(out.stderr.contains("invalid YAML"), "{}", out.stderr);
+}

@@ -50,9 +50,17 @@ for i in range(15):
 ";
 
 /// A real NVIDIA driver answers through NVML before the fake tool is asked: these tests only
-/// mean something without one.
-fn real_nvidia_driver() -> bool {
-    Path::new("/proc/driver/nvidia/version").exists()
+/// mean something without one. Where there is one, says that the test is skipped and why
+/// (the NVML path is tested by `milabench-system`'s `gpu::nvml` tests on such a machine).
+#[allow(clippy::print_stderr)]
+fn skipped_for_a_real_nvidia_driver() -> bool {
+    let real = Path::new("/proc/driver/nvidia/version").exists();
+    if real {
+        eprintln!(
+            "SKIPPED: this machine has an NVIDIA driver, which answers through NVML before the fake nvidia-smi these tests plant"
+        );
+    }
+    real
 }
 
 fn project() -> Project {
@@ -92,7 +100,7 @@ fn visible_of(processes: &[Value]) -> Vec<&str> {
 
 #[test]
 fn per_gpu_plans_one_process_on_each_gpu_the_machine_shows() {
-    if real_nvidia_driver() {
+    if skipped_for_a_real_nvidia_driver() {
         return;
     }
     let project = project();
@@ -144,7 +152,7 @@ fn per_gpu_plans_one_process_on_each_gpu_the_machine_shows() {
 
 #[test]
 fn a_gpu_run_records_telemetry_and_reports_power_and_energy() {
-    if real_nvidia_driver() {
+    if skipped_for_a_real_nvidia_driver() {
         return;
     }
     let project = project();
@@ -201,7 +209,7 @@ fn a_gpu_run_records_telemetry_and_reports_power_and_energy() {
 
 #[test]
 fn the_system_files_arch_comes_before_the_driver_files() {
-    if real_nvidia_driver() {
+    if skipped_for_a_real_nvidia_driver() {
         return;
     }
     let project = project();

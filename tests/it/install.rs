@@ -814,3 +814,59 @@ fn a_bundle_installs_offline_with_nothing_fetched() {
         refused.stderr
     );
 }
+
+/// Issue 38, item 12: SIGTERM to `install` (sent to its pid alone, as `kill` and service
+/// managers do) killed it with 143 and left the installer, reparented to pid 1, writing into the
+/// venv. The installer's process group is stopped, and the install ends as interrupted (130).
+#[test]
+fn sigterm_to_install_stops_the_installer_and_exits_130() {
+    use std::process::Stdio;
+    let project = Project::new("tinydep\n", "");
+    // The installer's `python -m venv <the group's venv>` writes its pid and waits (until the
+    // scratch folder is gone, so a failing test leaves nothing behind).
+    let hooks = project.root().join("hooks");
+    fs_err::create_dir_all(&hooks).expect("mkdir");
+    fs_err::write(
+        hooks.join("sitecustomize.py"),
+        "import os, sys, time\n\
+         if sys.orig_argv[-3:] == ['-m', 'venv', os.environ['TEST_BLOCK_VENV']]:\n    \
+         open(os.environ['TEST_BLOCKED'] + '.part', 'w').write(str(os.getpid()))\n    \
+         os.rename(os.environ['TEST_BLOCKED'] + '.part', os.environ['TEST_BLOCKED'])\n    \
+         while os.path.exists(os.environ['TEST_BLOCKED']):\n        \
+         time.sleep(0.05)\n",
+    )
+    .expect("write");
+    let blocked = project.root().join("blocked");
+    let child = project
+        .cmd("install", &["--installer", "pip"])
+        .env("PYTHONPATH", &hooks)
+        .env("TEST_BLOCK_VENV", project.venv())
+        .env("TEST_BLOCKED", &blocked)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    wait_for("the installer is running", || blocked.exists());
+    let installer: i32 = fs_err::read_to_string(&blocked)
+        .expect("pid")
+        .parse()
+        .expect("a pid");
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill starts");
+    assert!(sent.success());
+    let out = child.wait_with_output().expect("ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stdout}{stderr}");
+    assert!(stdout.contains("tinygroup"), "{stdout}{stderr}");
+    wait_for("the installer is stopped too", || {
+        !Command::new("kill")
+            .args(["-0", &installer.to_string()])
+            .stderr(Stdio::null())
+            .status()
+            .expect("kill starts")
+            .success()
+    });
+}

@@ -152,6 +152,12 @@ fn bad_input_is_explained() {
     std::fs::create_dir_all(tmp.join("junk-run")).unwrap();
     std::fs::write(tmp.join("junk-run/a.data"), "not json\n\u{0}\n").unwrap();
     std::fs::write(tmp.join("junk-run/b.data"), "").unwrap();
+    // Issue 38, item 18: an empty `config` event was reported as no `config` event.
+    std::fs::write(
+        tmp.join("junk-run/c.data"),
+        "{\"event\": \"config\", \"data\": {}}\n",
+    )
+    .unwrap();
     // A good run with damage: a bad line, non-UTF-8 bytes, a truncated last line.
     std::fs::create_dir_all(tmp.join("damaged")).unwrap();
     let good = std::fs::read(root().join(RIJUBIGO).join("benchio.0.R0.data")).unwrap();

@@ -1094,3 +1094,36 @@ fn sighup_stops_the_run_as_sigterm_does() {
         "{stderr}"
     );
 }
+
+/// Issue 38, item 10: `--repeat 1000000 --dry-run` planned for a minute past 4.6 GB before
+/// printing anything, and a real run took 114 s to answer SIGTERM. The count is bounded, and
+/// refused (exit 2, before anything is planned or installed) with the reason.
+#[test]
+fn a_repeat_count_beyond_the_bound_is_refused_before_planning() {
+    let project = Project::new(
+        "a:\n  inherits: _defaults\n  install_group: tiny\n  definition: benchmarks/a\n",
+    );
+    project.bench("a", &reporting(3, 0));
+    for (count, dry) in [("1000000", true), ("1000000", false), ("0", false)] {
+        let mut args = vec!["--repeat", count];
+        if dry {
+            args.push("--dry-run");
+        }
+        let out = run(&mut project.run_command(&args));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!(
+                "--repeat {count}: a run repeats its suite 1 to 1000 times"
+            )),
+            "{}",
+            out.stderr
+        );
+        assert!(out.stdout.is_empty(), "{}", out.stdout);
+        assert!(
+            !project.path().join("base/runs").exists(),
+            "nothing was started"
+        );
+    }
+    let out = run(&mut project.run_command(&["--repeat", "1000", "--dry-run=json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}

@@ -342,3 +342,28 @@ fn history_threshold_judges_changes_and_gates_on_the_latest_regression() {
     assert_eq!(bad.code, 2);
     assert!(bad.stderr.contains("is not a percentage"), "{}", bad.stderr);
 }
+
+/// Issue 38, item 14: a folder that could not be imported (there, a UNIQUE constraint broken by
+/// a second `db import` of the same run) ended the command, and the folders after it in its list
+/// were never imported. The failure is said, the others are imported, and the exit code is 2.
+#[test]
+fn a_folder_that_cannot_be_imported_does_not_stop_the_others() {
+    let base = tempfile::tempdir().unwrap();
+    let missing = base.path().join("no-such-run");
+    let out = run(milabench_in(base.path())
+        .args(["db", "import"])
+        .arg(&missing)
+        .arg(tests_runs().join(SEDUMOJE)));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(&format!("could not import {}", missing.display())),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains(SEDUMOJE) && out.stdout.contains("added"),
+        "{}",
+        out.stdout
+    );
+}

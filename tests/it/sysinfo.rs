@@ -9,6 +9,19 @@ fn json_of(stdout: &str) -> Value {
     serde_json::from_str(stdout).expect("sysinfo --format json prints JSON")
 }
 
+/// Whether `sysinfo`'s answer `v` came from NVML: a machine with a real NVIDIA driver, which
+/// answers before the fake `nvidia-smi` a test plants; says that the test is skipped and why.
+#[allow(clippy::print_stderr)]
+fn skipped_for_nvml(v: &Value) -> bool {
+    let nvml = v["backend"] == "nvml";
+    if nvml {
+        eprintln!(
+            "SKIPPED: this machine has an NVIDIA driver, which answers through NVML before the fake nvidia-smi this test plants"
+        );
+    }
+    nvml
+}
+
 #[test]
 fn sysinfo_json_reports_the_real_host() {
     let cwd = tempfile::tempdir().expect("tempdir");
@@ -44,8 +57,8 @@ fn sysinfo_reads_gpus_through_nvidia_smi() {
         .args(["sysinfo", "--format", "json"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v = json_of(&out.stdout);
-    if v["backend"] == "nvml" {
-        return; // A machine with a real NVIDIA driver: NVML comes first.
+    if skipped_for_nvml(&v) {
+        return;
     }
     assert_eq!(v["backend"], "nvidia-smi");
     let gpus = &v["accelerators"]["gpus"];
@@ -73,7 +86,7 @@ fn sysinfo_survives_an_nvidia_smi_printing_garbage() {
             .args(["sysinfo", "--format", "json"]));
         assert_eq!(out.code, 0, "{}", out.stderr);
         let v = json_of(&out.stdout);
-        if v["backend"] == "nvml" {
+        if skipped_for_nvml(&v) {
             return;
         }
         assert_eq!(v["gpus"], serde_json::json!([]));

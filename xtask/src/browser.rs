@@ -218,11 +218,8 @@ pub fn report_problems(html: &str, json: &Value) -> Vec<String> {
 
 /// Whether the section of benchmark `name` holds an `<svg>`.
 fn section_has_plot(html: &str, name: &str) -> bool {
-    let id: String = name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    let Some(start) = html.find(&format!("<section id=\"bench-{id}\">")) else {
+    let id = milabench_html::anchor(&format!("bench-{name}"));
+    let Some(start) = html.find(&format!("<section id=\"{id}\">")) else {
         return false;
     };
     let end = html[start..]

@@ -117,7 +117,8 @@ class TimedIterator:
         self.observations = 0  # observations made (warm-up included)
         self.pushed = 0  # rate records sent
         self.done = False
-        self._pending: list[tuple[Any, Any, int]] = []
+        # (start event, end event, items, wall time at the end): each rate carries its own end.
+        self._pending: list[tuple[Any, Any, int, float]] = []
         self._last_flush = wall_clock()
         self._window_start: Any = None
         self._window_items = 0
@@ -144,7 +145,7 @@ class TimedIterator:
         if self._window_steps < self.interval:
             return
         end = self._new_event()
-        self._pending.append((self._window_start, end, self._window_items))
+        self._pending.append((self._window_start, end, self._window_items, time.time()))
         self._window_start = end
         self._window_items = 0
         self._window_steps = 0
@@ -167,14 +168,14 @@ class TimedIterator:
         pending[-1][1].synchronize()
         world = _world_size()
         first_index = self.observations - len(pending)
-        for offset, (start, end, items) in enumerate(pending):
+        for offset, (start, end, items, ended) in enumerate(pending):
             if first_index + offset < self.skip:
                 continue
             seconds = start.elapsed_time(end) / 1000.0
             if seconds <= 0 or self.rank != 0:
                 continue
             self.message_push(
-                rate=items * world / seconds, units=self.units, task=self.task, time=time.time()
+                rate=items * world / seconds, units=self.units, task=self.task, time=ended
             )
             self.pushed += 1
         self.on_iterator_stop_iterator()

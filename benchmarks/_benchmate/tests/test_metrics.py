@@ -215,3 +215,15 @@ def test_benchmate_observation_count_overrides_what_the_code_asks(monkeypatch: p
             clock.advance(1.0)
     assert seen == 2 and len(push.rates()) == 2
     assert [r["progress"] for r in push.with_key("progress")] == [(1, 2), (2, 2)]
+
+
+def test_each_rate_is_stamped_with_the_end_of_its_own_measurement(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38, item 9: rates were stamped when they were flushed, so every rate of one push
+    carried the same time."""
+    clock, push = FakeClock(), Recorder()
+    monkeypatch.setattr("benchmate.metrics.time.time", clock)
+    loader = timed(batches(4), clock, push, earlystop=100, skip=0, flush_every=1e9)
+    for _ in loader:
+        clock.advance(0.5)
+    # One push at the end, each rate at the end of its own half second.
+    assert [r["time"] for r in push.with_key("rate")] == pytest.approx([100.5, 101, 101.5, 102])

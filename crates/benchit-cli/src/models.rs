@@ -139,8 +139,9 @@ pub(crate) struct BuildArgs {
     /// After each model, delete build artifacts (keep text, YAML and JSON files).
     #[arg(long)]
     lean_cache: bool,
-    /// Seconds each input's worker may run.
-    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
+    /// Seconds each input's worker may run (1 or more).
+    #[arg(long, default_value_t = 3600, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(1..))]
     timeout: u64,
     /// ONNX opset of exports.
     #[arg(long, default_value_t = 17, value_name = "N")]

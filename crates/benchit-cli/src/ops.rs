@@ -69,8 +69,8 @@ pub(crate) struct OpsArgs {
     /// Stop before this id (exclusive).
     #[arg(short, long = "stop-id", alias = "stop_id", value_name = "ID")]
     stop_id: Option<String>,
-    /// Append to the output file instead of replacing it (as PARAM; the file name holds the pid
-    /// and start time, so only an existing file of that name is concerned).
+    /// Append the records to PREFIX.json (no pid or time in its name, so that every run with
+    /// this prefix adds to one file) instead of writing a new PREFIX_<pid>_<unix time>.json.
     #[arg(short, long)]
     append: bool,
     /// How iterations are timed; the modes differ on CUDA only.

@@ -8,6 +8,10 @@
 
 use crate::error::ConfigError;
 
+/// The longest run name, in bytes: a folder name may hold 255 on the common file systems,
+/// and files named after the run (its lock, the HTML page's title) add to it.
+pub const MAX_RUN_NAME_BYTES: usize = 200;
+
 const CONSONANTS: &[u8] = b"bdfgjklmnprstvz";
 const VOWELS: &[u8] = b"aeiou";
 
@@ -63,6 +67,25 @@ pub fn resolve(
             "give a plain name, without `/` or `\\` and other than `.` and `..`; to write runs elsewhere, choose the base folder with --base",
         ));
     }
+    if name.len() > MAX_RUN_NAME_BYTES {
+        return Err(ConfigError::shape(
+            None,
+            format!(
+                "the run name is {} bytes long, more than the {MAX_RUN_NAME_BYTES} a run folder's name may take",
+                name.len()
+            ),
+            "give a shorter --run-name",
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(ConfigError::shape(
+            None,
+            format!(
+                "the run name {name:?} holds a control character (a line break, a tab...), which would break the lines of reports and `db list`"
+            ),
+            "give a --run-name of printable characters",
+        ));
+    }
     Ok(name)
 }
 
@@ -100,6 +123,25 @@ mod tests {
         }
         for good in ["~x", ".hidden", "a..b", "nightly.{time}"] {
             resolve(Some(good), &time, &mut rng).expect(good);
+        }
+    }
+
+    /// Issue 38, item 18: a 300-character run name passed `--dry-run` and then failed with
+    /// "File name too long"; a run name with a line break was taken and broke `db list`.
+    #[test]
+    fn long_names_and_control_characters_are_refused() {
+        let time = jiff::civil::date(2024, 3, 5).at(7, 8, 9, 0);
+        let mut rng = fastrand::Rng::with_seed(1);
+        let err = resolve(Some(&"x".repeat(300)), &time, &mut rng).expect_err("too long");
+        assert!(
+            err.to_string()
+                .contains("the run name is 300 bytes long, more than the 200"),
+            "{err}"
+        );
+        resolve(Some(&"x".repeat(MAX_RUN_NAME_BYTES)), &time, &mut rng).expect("at the bound");
+        for bad in ["a\nb", "a\tb", "a\rb"] {
+            let err = resolve(Some(bad), &time, &mut rng).expect_err(bad);
+            assert!(err.to_string().contains("control character"), "{err}");
         }
     }
 }

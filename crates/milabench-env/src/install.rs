@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use milabench_config::settings::{BaseLayout, Installer, env_vars};
+use milabench_exec::Interrupt;
 use milabench_metrics::FolderLock;
 
 use crate::error::EnvError;
@@ -160,6 +161,10 @@ pub struct Environments {
     pub sources: Sources,
     /// The `PATH` interpreters named for a group are looked up on.
     pub path_var: Option<String>,
+    /// Stops [`Environments::install`] when triggered: the installer's process group is
+    /// stopped and the group ends as [`EnvError::Interrupted`]. `None`: the installer stays in
+    /// the caller's process group (a terminal's Ctrl-C reaches both).
+    pub interrupt: Option<Interrupt>,
 }
 
 /// What [`Environments::prepare`] needs to know.
@@ -232,6 +237,7 @@ impl Environments {
             existing: options.python.is_some(),
             sources,
             path_var: options.path_var.map(str::to_string),
+            interrupt: None,
         })
     }
 
@@ -421,7 +427,8 @@ impl Environments {
         let venv_root = venv.parent().unwrap_or(&self.layout.venv);
         fs_err::create_dir_all(venv_root).map_err(EnvError::io("could not create", venv_root))?;
 
-        let mut run = |stage: Stage, step: Step| -> Result<(), EnvError> {
+        let mut run = |stage: Stage, mut step: Step| -> Result<(), EnvError> {
+            step.interrupt = self.interrupt.clone();
             on_event(Event::Stage {
                 group: &group.name,
                 stage,

@@ -2,9 +2,12 @@
 //! file and to the caller, exit status kept, interruption recognised.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 
 use camino::{Utf8Path, Utf8PathBuf};
+use milabench_exec::{Interrupt, TriggerHook, WatchedGroup};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
 
 use crate::error::EnvError;
 
@@ -21,6 +24,10 @@ pub(crate) struct Step {
     pub env_remove: Vec<String>,
     /// Working directory, if not inherited.
     pub cwd: Option<Utf8PathBuf>,
+    /// With an interrupt, the step runs in a process group of its own, which the interrupt
+    /// stops (SIGTERM; SIGKILL with [`Interrupt::kill_now`]): a signal to the orchestrator
+    /// alone then ends the installer and every process it started rather than orphaning them.
+    pub interrupt: Option<Interrupt>,
 }
 
 impl Step {
@@ -32,6 +39,7 @@ impl Step {
             env: Vec::new(),
             env_remove: Vec::new(),
             cwd: None,
+            interrupt: None,
         }
     }
 
@@ -58,8 +66,31 @@ impl Step {
         if let Some(cwd) = &self.cwd {
             expr = expr.dir(cwd.as_std_path());
         }
+        if self.interrupt.is_some() {
+            expr = expr.before_spawn(|cmd| {
+                cmd.process_group(0);
+                Ok(())
+            });
+        }
         expr
     }
+}
+
+/// While the returned guards live, `interrupt` stops the process group of the step `reader`
+/// runs (its own: see [`Step::interrupt`]); an interrupt already set stops it at once.
+fn stop_on_trigger(
+    interrupt: &Interrupt,
+    reader: &duct::ReaderHandle,
+) -> Option<(WatchedGroup, TriggerHook)> {
+    let pgid = i32::try_from(*reader.pids().first()?).ok()?;
+    let stop = move || {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
+    };
+    let guards = (interrupt.watch_group(pgid), interrupt.on_trigger(stop));
+    if interrupt.is_set() {
+        stop();
+    }
+    Some(guards)
 }
 
 /// How a finished step ended.
@@ -69,7 +100,8 @@ pub(crate) struct Finished {
     pub success: bool,
     /// ` (exit status N)` or ` (killed by signal N)`.
     pub status: String,
-    /// Whether it died of SIGINT/SIGTERM (the user's Ctrl-C reaches the whole process group).
+    /// Whether it died of SIGINT/SIGTERM (the user's Ctrl-C reaches the whole process group),
+    /// or ended after its [`Step::interrupt`] was set.
     pub interrupted: bool,
     /// The lines that look like the installer's own diagnosis of the failure.
     pub diagnosis: Vec<String>,
@@ -92,6 +124,10 @@ pub(crate) fn run_logged(
             program: step.program.to_string(),
             source,
         })?;
+    let stop = step
+        .interrupt
+        .as_ref()
+        .and_then(|interrupt| stop_on_trigger(interrupt, &reader));
     let mut lines = BufReader::new(&reader);
     let mut buf = Vec::new();
     let mut tail: Vec<String> = Vec::new();
@@ -116,6 +152,8 @@ pub(crate) fn run_logged(
             tail.drain(..100);
         }
     }
+    // Unwatched before the child is reaped, so that its group id, free again, is never signalled.
+    drop(stop);
     let output = reader
         .try_wait()
         .map_err(|source| EnvError::Spawn {
@@ -125,7 +163,8 @@ pub(crate) fn run_logged(
         .expect("the child has exited once its output is closed");
     let status = output.status;
     let interrupted = matches!(status.signal(), Some(2 | 15))
-        || (status.code() == Some(130) && !status.success());
+        || (status.code() == Some(130) && !status.success())
+        || step.interrupt.as_ref().is_some_and(Interrupt::is_set);
     let status_text = match (status.code(), status.signal()) {
         (Some(0), _) => String::new(),
         (Some(code), _) => format!(" (exit status {code})"),

@@ -13,7 +13,7 @@ mod plot;
 mod table;
 
 pub use escape::escape;
-pub use page::{Page, details, headline, section};
+pub use page::{MAX_DETAILS_CHARS, MAX_LINE_CHARS, Page, anchor, details, headline, section};
 pub use palette::{MARKERS, Marker, OKABE_ITO, SeriesStyle};
 pub use plot::{LinePlot, MAX_POINTS, PlotError, Series, VerticalMark, downsample};
 pub use table::{Cell, Table};

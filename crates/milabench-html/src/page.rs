@@ -87,7 +87,7 @@ pub fn headline(big: &str, detail: &str, facts: &[(String, String)]) -> String {
     out
 }
 
-/// A section: an `h2` heading (plain text) with `id` (letters, digits and `-` only are kept)
+/// A section: an `h2` heading (plain text) with `id` (made a safe element id by [`anchor`])
 /// and its content (HTML).
 pub fn section(id: &str, heading: &str, content: &str) -> String {
     format!(
@@ -97,20 +97,60 @@ pub fn section(id: &str, heading: &str, content: &str) -> String {
     )
 }
 
-/// A block of text shown as written (escaped), under a small heading (plain text).
+/// The most characters of one line that [`details`] shows.
+pub const MAX_LINE_CHARS: usize = 2_000;
+
+/// The most characters of text that one [`details`] block shows (whole lines).
+pub const MAX_DETAILS_CHARS: usize = 100_000;
+
+/// A block of text shown as written (escaped), under a small heading (plain text). A line
+/// longer than [`MAX_LINE_CHARS`] is cut, and the lines past [`MAX_DETAILS_CHARS`] are left
+/// out, each cut said where it is: a 10 MB exception text would otherwise make a page of
+/// tens of megabytes that a browser struggles to open.
 pub fn details(heading: &str, text: &str) -> String {
+    let mut shown = String::new();
+    let mut lines = text.split_inclusive('\n');
+    for line in lines.by_ref() {
+        let body = line.trim_end_matches('\n');
+        match body.char_indices().nth(MAX_LINE_CHARS) {
+            Some((cut, _)) => {
+                let left_out = body[cut..].chars().count();
+                let _ = writeln!(
+                    shown,
+                    "{} [… {left_out} more characters of this line left out]",
+                    &body[..cut]
+                );
+            }
+            None => shown.push_str(line),
+        }
+        if shown.len() >= MAX_DETAILS_CHARS {
+            break;
+        }
+    }
+    let rest = lines.count();
+    if rest > 0 {
+        let _ = writeln!(shown, "[… {rest} more lines left out]");
+    }
     format!(
         "<h3>{}</h3>\n<pre>{}</pre>\n",
         escape(heading),
-        escape(text)
+        escape(&shown)
     )
 }
 
-/// `text` reduced to a safe element id: letters and digits kept, anything else `-`.
-pub(crate) fn anchor(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect()
+/// `text` made a safe element id, one per text: letters, digits, `-` and `_` kept, any other
+/// character written as its code point in hexadecimal between dots (`a.b` is `a.2e.b`, `a b`
+/// is `a.20.b`), so that `a.b`, `a-b` and `a b` get three ids.
+pub fn anchor(text: &str) -> String {
+    let mut id = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+            id.push(c);
+        } else {
+            let _ = write!(id, ".{:x}.", u32::from(c));
+        }
+    }
+    id
 }
 
 #[cfg(test)]
@@ -130,10 +170,47 @@ mod tests {
         assert!(html.starts_with("<!DOCTYPE html>"));
         assert!(html.contains("<title>Report &lt;1&gt;</title>"));
         assert!(html.contains("<dd>A100 &amp; co</dd>"));
-        assert!(html.contains("<section id=\"a-b\">"));
+        assert!(html.contains("<section id=\"a.20.b\">"));
         assert!(html.contains("<pre>x &lt; y</pre>"));
         for external in ["src=", "href=\"http", "@import", "url("] {
             assert!(!html.contains(external), "{external}");
         }
+    }
+
+    /// Issue 38, item 16: benchmarks named `a.b`, `a-b` and `a b` shared one HTML id.
+    #[test]
+    fn names_that_differ_get_ids_that_differ() {
+        let ids: Vec<String> = ["a.b", "a-b", "a b", "a_b", "a.2e.b", "ä"]
+            .iter()
+            .map(|name| anchor(name))
+            .collect();
+        assert_eq!(
+            ids,
+            ["a.2e.b", "a-b", "a.20.b", "a_b", "a.2e.2e.2e.b", ".e4."]
+        );
+        for (i, id) in ids.iter().enumerate() {
+            assert!(!ids[..i].contains(id), "{id}");
+        }
+    }
+
+    /// Issue 38, item 16: a 10 MB exception text gave a 46 MB page. Long lines are cut and
+    /// the lines past the block's size left out, each cut said.
+    #[test]
+    fn a_huge_text_is_cut_and_says_so() {
+        let long = format!("first\n{}\nlast\n", "x".repeat(10_000_000));
+        let html = details("error", &long);
+        assert!(html.len() < 10_000, "{}", html.len());
+        assert!(html.contains("first\n"), "{html}");
+        assert!(
+            html.contains("[… 9998000 more characters of this line left out]"),
+            "{html}"
+        );
+        assert!(html.contains("last\n"), "{html}");
+        let many = "a line of the traceback\n".repeat(1_000_000);
+        let html = details("error", &many);
+        assert!(html.len() < MAX_DETAILS_CHARS + 1_000, "{}", html.len());
+        assert!(html.contains("more lines left out]"), "{html}");
+        // Text within the bounds is shown whole.
+        assert_eq!(details("h", "a\nb"), "<h3>h</h3>\n<pre>a\nb</pre>\n");
     }
 }

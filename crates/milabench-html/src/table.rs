@@ -122,7 +122,7 @@ impl Table {
     /// (plain text).
     pub fn new(id: &str, columns: &[(&str, &str)]) -> Table {
         Table {
-            id: crate::page::anchor(id),
+            id: crate::anchor(id),
             columns: columns
                 .iter()
                 .map(|(key, header)| ((*key).to_owned(), (*header).to_owned()))

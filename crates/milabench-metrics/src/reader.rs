@@ -284,9 +284,18 @@ fn line_item<D: LineDecoder>(
     }
 }
 
+/// The problem of `line`, with its first 80 characters as the detail: control characters
+/// escaped (`\u{1b}`), so that a garbage file's warning never drives the terminal.
 fn problem<T>(line: usize, kind: LineProblemKind, text: &str) -> ReadItem<T> {
-    let mut detail: String = text.chars().take(80).collect();
-    if detail.len() < text.len() {
+    let mut detail = String::new();
+    for c in text.chars().take(80) {
+        if c.is_control() {
+            detail.extend(c.escape_default());
+        } else {
+            detail.push(c);
+        }
+    }
+    if text.chars().nth(80).is_some() {
         detail.push_str("...");
     }
     ReadItem::Problem(LineProblem { line, kind, detail })
@@ -472,6 +481,17 @@ mod tests {
         assert!(
             matches!(&items[4], ReadItem::Problem(p) if p.kind == LineProblemKind::Truncated && p.line == 6)
         );
+    }
+
+    /// Issue 38, item 18: a garbage `.data` file's warning quoted its bytes raw, control
+    /// characters included, to the terminal.
+    #[test]
+    fn a_bad_line_is_quoted_without_control_characters() {
+        let items = read(b"\x1b[2J\x07\xff\x00 x\n");
+        let ReadItem::Problem(p) = &items[0] else {
+            panic!("{items:?}")
+        };
+        assert_eq!(p.detail, "\\u{1b}[2J\\u{7}\u{fffd}\\u{0} x");
     }
 
     #[test]

@@ -291,9 +291,12 @@ pub fn read_run_file(
 fn finish(file: &DataFile, p: Pending, devices: &[String]) -> FileOutcome {
     let config = match p.config {
         Some(c) if c.as_object().is_some_and(|m| !m.is_empty()) => c,
-        _ => {
+        found => {
             return match p.skip {
                 Some(bench) => FileOutcome::SkipRecord(bench),
+                None if found.is_some() => FileOutcome::Unusable(
+                    "its `config` event is empty (no benchmark name, no settings): not a benchmark run (skipped)".into(),
+                ),
                 None => {
                     FileOutcome::Unusable("no `config` event: not a benchmark run (skipped)".into())
                 }

@@ -41,7 +41,9 @@ pub use html::{REPORT_PAGE, REPORT_TEXT, VALIDATION_FILE, render_comparison_html
 pub use ingest::{FileOutcome, RunFile, RunSet, load_runs, read_run_file};
 pub use interval::{Interval, WarmUp};
 pub use milabench_stats::{Estimate, Judgement, judge};
-pub use render::{Format, render, render_csv, render_json, render_markdown, render_text};
+pub use render::{
+    Format, markdown_text, render, render_csv, render_json, render_markdown, render_text,
+};
 pub use report::{
     Enabled, FAILURE_RATE_GATE, Report, ReportOptions, ReportRow, SuiteEntry, build_report,
     suite_score, weights_from_summary,

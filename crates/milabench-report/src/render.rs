@@ -374,6 +374,23 @@ pub fn render_csv(report: &Report) -> String {
     out
 }
 
+/// `text` as the content of a Markdown table cell or list item, shown as written: `|` would
+/// end the cell, a line break the row, and `<`, `>`, `&` would be read as HTML.
+pub fn markdown_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The report as Markdown.
 pub fn render_markdown(report: &Report) -> String {
     let mut out = String::from("# Benchmark results\n\n");
@@ -383,7 +400,12 @@ pub fn render_markdown(report: &Report) -> String {
     if !report.system.is_empty() {
         out.push_str("\n## System\n\n| key | value |\n|---|---|\n");
         for (k, v) in system_entries(report) {
-            let _ = writeln!(out, "| {k} | {} |", v.trim());
+            let _ = writeln!(
+                out,
+                "| {} | {} |",
+                markdown_text(&k),
+                markdown_text(v.trim())
+            );
         }
     }
     out.push_str("\n## Breakdown\n\n");
@@ -411,7 +433,7 @@ pub fn render_markdown(report: &Report) -> String {
         header[1..].iter().map(|_| "---:|").collect::<String>()
     );
     for r in &report.rows {
-        let mut cells = vec![r.name.clone()];
+        let mut cells = vec![markdown_text(&r.name)];
         cells
             .extend(cols.iter().map(|(_, f)| {
                 f.map_or_else(|| r.enabled.python_str(), |f| f(r).trim().to_owned())
@@ -435,10 +457,48 @@ pub fn render_markdown(report: &Report) -> String {
         plus_minus(report.score, &report.score_ci, 2)
     );
     for note in warm_up_notes(report) {
-        let _ = writeln!(out, "- **Warm-up**: {note}");
+        let _ = writeln!(out, "- **Warm-up**: {}", markdown_text(&note));
     }
     if report.failed_files > 0 {
         let _ = writeln!(out, "\n{} processes failed.", report.failed_files);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 38, item 17: a `|` in a benchmark name shifted the Markdown columns, and HTML in
+    /// names passed through.
+    #[test]
+    fn markdown_cells_hold_names_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = "a|b <img src=x>";
+        let mut text = format!(
+            r#"{{"event": "config", "data": {{"name": "{name}", "weight": 1, "enabled": true}}, "pipe": null}}"#
+        );
+        text.push('\n');
+        for rate in [10, 11, 12, 11, 10, 12, 11, 10] {
+            text.push_str(&format!(
+                r#"{{"event": "data", "data": {{"task": "train", "rate": {rate}, "units": "items/s"}}, "pipe": "data"}}"#
+            ));
+            text.push('\n');
+        }
+        text.push_str(r#"{"event": "end", "data": {"return_code": 0}, "pipe": null}"#);
+        std::fs::write(dir.path().join("odd.0.data"), text).unwrap();
+        let path = dir.path().to_string_lossy().into_owned();
+        let (report, _) =
+            crate::report_runs(&[path], None, &crate::ReportOptions::default()).unwrap();
+        let md = render_markdown(&report);
+        let header = md.lines().find(|l| l.starts_with("| bench |")).unwrap();
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| a"))
+            .unwrap_or_else(|| panic!("{md}"));
+        assert!(row.starts_with(r"| a\|b &lt;img src=x&gt; |"), "{row}");
+        let columns = |line: &str| line.replace(r"\|", "").matches('|').count();
+        assert_eq!(columns(row), columns(header), "{md}");
+        assert_eq!(markdown_text("x\ny & z"), "x y &amp; z");
+    }
 }

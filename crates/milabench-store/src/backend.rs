@@ -177,9 +177,17 @@ impl Conn {
     /// Opens (creating it if needed) the SQLite file at `path`: write-ahead log, so readers never
     /// block the writer, and a busy timeout, so two writers take turns instead of failing.
     pub(crate) fn open_sqlite(path: &Path) -> Result<Conn, StoreError> {
-        let fail = |source| StoreError::Sqlite {
-            path: path.to_owned(),
-            source,
+        let fail = |source: rusqlite::Error| match source.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt) => {
+                StoreError::NotSqlite {
+                    path: path.to_owned(),
+                    source,
+                }
+            }
+            _ => StoreError::Sqlite {
+                path: path.to_owned(),
+                source,
+            },
         };
         let conn = rusqlite::Connection::open(path).map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;

@@ -17,6 +17,17 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The file is not a SQLite database, or a damaged one.
+    #[error(
+        "the results database {} is not a SQLite database, or is damaged ({source}); nothing was changed: move it aside (or restore it from a backup), or give another one with --db",
+        path.display()
+    )]
+    NotSqlite {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
     /// SQLite would not use its write-ahead log (a file system that cannot share memory maps).
     #[error(
         "the results database {} cannot use SQLite's write-ahead log (journal mode stays `{mode}`); put it on a local disk with --db",
@@ -102,12 +113,12 @@ pub enum StoreError {
         /// The folder being imported.
         folder: PathBuf,
     },
-    /// A statement failed on SQLite.
-    #[error("the results database (SQLite) refused a statement")]
-    SqliteStatement(#[source] rusqlite::Error),
-    /// A statement failed on PostgreSQL.
-    #[error("the results database (PostgreSQL) refused a statement")]
-    PostgresStatement(#[source] postgres::Error),
+    /// A statement failed on SQLite (the cause in the message: a run's warning shows only that).
+    #[error("the results database (SQLite) refused a statement: {0}")]
+    SqliteStatement(rusqlite::Error),
+    /// A statement failed on PostgreSQL (the cause in the message, as for SQLite).
+    #[error("the results database (PostgreSQL) refused a statement: {0}")]
+    PostgresStatement(postgres::Error),
     /// Reading a run folder failed.
     #[error(transparent)]
     Report(#[from] milabench_report::ReportError),
@@ -150,10 +161,25 @@ impl StoreError {
         matches!(
             self,
             StoreError::Sqlite { .. }
+                | StoreError::NotSqlite { .. }
                 | StoreError::NoWal { .. }
                 | StoreError::BadUrl { .. }
                 | StoreError::Unreachable { .. }
                 | StoreError::NewerSchema { .. }
         )
+    }
+
+    /// Whether a statement broke a UNIQUE constraint: another connection wrote the same row
+    /// between this one's look and its write.
+    pub(crate) fn is_unique_violation(&self) -> bool {
+        match self {
+            StoreError::SqliteStatement(rusqlite::Error::SqliteFailure(e, _)) => {
+                e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+            }
+            StoreError::PostgresStatement(e) => {
+                e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION)
+            }
+            _ => false,
+        }
     }
 }

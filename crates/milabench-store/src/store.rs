@@ -84,8 +84,22 @@ impl Store {
     /// imported with the same `.data` files is left as it is; one whose files grew is replaced.
     /// A run whose files did not all grow or stay (one cut short or gone) is refused
     /// ([`StoreError::Shrank`]), and so is a run of the same name from another folder that
-    /// still exists ([`StoreError::OtherFolder`]): the stored run is kept in both cases.
+    /// still exists ([`StoreError::OtherFolder`]): the stored run is kept in both cases. Two
+    /// imports of one run at once both succeed: the one that finds the run written by the
+    /// other since it looked (a UNIQUE constraint) looks again.
     pub fn import_folder(
+        &mut self,
+        folder: &Path,
+        options: &ImportOptions,
+    ) -> Result<ImportOutcome, StoreError> {
+        match self.import_once(folder, options) {
+            Err(e) if e.is_unique_violation() => self.import_once(folder, options),
+            outcome => outcome,
+        }
+    }
+
+    /// [`Store::import_folder`] without the second look.
+    fn import_once(
         &mut self,
         folder: &Path,
         options: &ImportOptions,

@@ -58,6 +58,7 @@ macro_rules! on_both_backends {
 on_both_backends!(
     import_gives_the_reports_statistics,
     importing_twice_changes_nothing,
+    two_imports_of_one_run_at_once_both_succeed,
     a_folder_that_grew_is_replaced_not_doubled,
     a_newer_schema_is_refused_and_left_untouched,
     the_recorder_records_a_run_as_it_goes,
@@ -167,6 +168,45 @@ fn importing_twice_changes_nothing(t: &Target) {
     assert_eq!(store.export_run(SEDUMOJE).unwrap(), before);
     assert_eq!(count(&mut store, "SELECT MAX(id) FROM metrics"), ids);
     assert_eq!(count(&mut store, "SELECT COUNT(*) FROM execs"), 1);
+}
+
+/// Issue 38, item 14: two `db import` of one run at once: both looked, found no run, and the
+/// second to write failed on the UNIQUE constraint. Both succeed now, one run stored.
+fn two_imports_of_one_run_at_once_both_succeed(t: &Target) {
+    let folder = fixture(SEDUMOJE);
+    for round in 0..5 {
+        // A namespace per round: the run is new to each.
+        let options = ImportOptions {
+            namespace: format!("round{round}"),
+            ..ImportOptions::default()
+        };
+        let start = std::sync::Barrier::new(2);
+        let outcomes: Vec<_> = std::thread::scope(|scope| {
+            let importers: Vec<_> = (0..2)
+                .map(|_| {
+                    let mut store = t.open();
+                    let (start, folder, options) = (&start, &folder, &options);
+                    scope.spawn(move || {
+                        start.wait();
+                        store.import_folder(folder, options)
+                    })
+                })
+                .collect();
+            importers.into_iter().map(|i| i.join().unwrap()).collect()
+        });
+        for outcome in outcomes {
+            let outcome = outcome.unwrap();
+            assert!(
+                matches!(
+                    outcome,
+                    ImportOutcome::Added { .. } | ImportOutcome::Unchanged { .. }
+                ),
+                "{outcome:?}"
+            );
+        }
+        let sql = format!("SELECT COUNT(*) FROM execs WHERE namespace = 'round{round}'");
+        assert_eq!(count(&mut t.open(), &sql), 1);
+    }
 }
 
 fn a_folder_that_grew_is_replaced_not_doubled(t: &Target) {
@@ -528,4 +568,40 @@ fn two_writers_take_turns_on_one_sqlite_file() {
     first.conn.batch("COMMIT").unwrap();
     waiter.join().unwrap().unwrap();
     assert_eq!(first.runs().unwrap().len(), 1);
+}
+
+/// Issue 38, item 18: a file that is not a SQLite database was blamed on its folder ("check
+/// that its folder exists and is writable"), and a refused statement was said without its cause.
+#[test]
+fn a_corrupt_file_and_a_refused_statement_say_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(DEFAULT_FILE);
+    let garbage = "not a database at all ".repeat(100);
+    std::fs::write(&path, &garbage).unwrap();
+    let err = Store::open(&StoreLocation::Sqlite(path.clone())).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.starts_with(&format!(
+            "the results database {} is not a SQLite database, or is damaged",
+            path.display()
+        )),
+        "{message}"
+    );
+    assert!(message.contains("move it aside"), "{message}");
+    assert!(err.is_unavailable());
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        garbage,
+        "untouched"
+    );
+    let mut store = Store::open(&StoreLocation::Sqlite(dir.path().join("good.db"))).unwrap();
+    let err = store
+        .conn
+        .query("SELECT no_such_column FROM execs", &[])
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("refused a statement: no such column: no_such_column"),
+        "{err}"
+    );
 }

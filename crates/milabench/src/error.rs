@@ -124,6 +124,12 @@ pub enum Error {
         .0.display()
     )]
     NoRunToResume(std::path::PathBuf),
+    /// `--repeat` is 0 or above [`MAX_REPEAT`](crate::planning::MAX_REPEAT).
+    #[error(
+        "--repeat {0}: a run repeats its suite 1 to {max} times (each repeat of each benchmark writes its own files, and the whole schedule is planned before the first benchmark starts)\n  fix: give --repeat between 1 and {max}; for more measurements, start several runs and give them all to `milabench report --runs`",
+        max = crate::planning::MAX_REPEAT
+    )]
+    RepeatOutOfRange(usize),
     /// `--resume` asked for other repeats than the run was started with.
     #[error(
         "--resume: the run at {} was started with {recorded}, not {asked}; resuming with other repeats would mix two plans in one folder\n  fix: leave out --repeat and --interleave (the run's own plan is taken), or start a new run",
@@ -186,6 +192,7 @@ impl Error {
                 | Error::BenchInUse { .. }
                 | Error::NoRunToResume(_)
                 | Error::RepeatMismatch { .. }
+                | Error::RepeatOutOfRange(_)
                 | Error::NotRunnable { .. }
                 | Error::SlurmAllocation(_)
                 | Error::Store(milabench_store::StoreError::UnknownScheme { .. })

@@ -86,6 +86,12 @@ impl std::fmt::Display for RepeatPlan {
     }
 }
 
+/// The most times a run repeats its suite (`run --repeat`). Every repeat of every benchmark
+/// writes its own files and the whole schedule is planned before the first benchmark starts,
+/// so a mistyped count (`--repeat 1000000`) would spend minutes and gigabytes planning before
+/// anything ran or a signal could be answered.
+pub const MAX_REPEAT: usize = 1000;
+
 /// The file of a run folder that records its [`RepeatPlan`].
 pub const REPEAT_FILE: &str = "repeat.json";
 

@@ -20,8 +20,8 @@ use milabench_system::{GpuDiscovery, MilabenchVersion, Sampler, SamplerConfig, S
 
 use crate::error::Error;
 use crate::planning::{
-    PlanOptions, PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_context, plan_one,
-    repeat_contexts,
+    MAX_REPEAT, PlanOptions, PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_context,
+    plan_one, repeat_contexts,
 };
 use crate::resolve::Resolved;
 
@@ -565,12 +565,18 @@ pub fn recorded_repeats(run_dir: &Path) -> RepeatPlan {
 }
 
 /// The repeats a run goes with: `asked` (once when `None`) for a new run; for `resume`, the
-/// run's own ([`recorded_repeats`]), and `asked` repeats that differ are refused.
+/// run's own ([`recorded_repeats`]), and `asked` repeats that differ are refused. A count
+/// of 0 or above [`MAX_REPEAT`] is refused.
 pub fn repeat_plan(
     run_dir: &Path,
     resume: bool,
     asked: Option<RepeatPlan>,
 ) -> Result<RepeatPlan, Error> {
+    if let Some(asked) = asked
+        && !(1..=MAX_REPEAT).contains(&asked.repeat)
+    {
+        return Err(Error::RepeatOutOfRange(asked.repeat));
+    }
     if !resume {
         return Ok(asked.unwrap_or_default());
     }

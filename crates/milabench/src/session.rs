@@ -90,6 +90,10 @@ pub struct InstallOptions {
     pub variant: Option<String>,
     /// Where packages come from (`--find-links`, `--offline`).
     pub sources: Sources,
+    /// Stops the install when triggered (Ctrl-C, SIGTERM): the running installer's process
+    /// group is stopped and its group ends as interrupted. `None`: the installer stays in this
+    /// process's group.
+    pub interrupt: Option<milabench_exec::Interrupt>,
 }
 
 /// One group and what an install would do for it (or why that could not be told).
@@ -237,7 +241,7 @@ impl Session {
         let benches = self.resolved.suite.runnable();
         let groups = install_groups(benches, &project, &self.resolved.arch, variant)?;
         let path_var = std::env::var("PATH").ok();
-        let envs = Environments::prepare_with_sources(
+        let mut envs = Environments::prepare_with_sources(
             &EnvOptions {
                 layout: self.settings.layout(),
                 project,
@@ -249,6 +253,7 @@ impl Session {
             options.sources.clone(),
             &mut |event| observer.on_env_event(event),
         )?;
+        envs.interrupt = options.interrupt.clone();
         Ok(InstallPlan { groups, envs })
     }
 
@@ -387,13 +392,17 @@ impl Session {
         let recorder = match Store::open(location).and_then(|store| store.begin_run(&start)) {
             Ok(recorder) => Some(recorder),
             Err(e) => {
-                store_problems.push(format!("results store skipped: {e}; {import_later}"));
+                store_problems.push(format!(
+                    "results store skipped ({}): {e}; {import_later}",
+                    location.shown()
+                ));
                 None
             }
         };
         let mut watching = Watching {
             validation: Validation::new(validations, &context),
             recorder,
+            database: location.shown(),
             store_problems: Vec::new(),
             inner: observer,
         };
@@ -415,7 +424,8 @@ impl Session {
             match recorder.finish(&end) {
                 Ok(_) => recorded_in = Some(location.shown()),
                 Err(e) => store_problems.push(format!(
-                    "the results store did not take the run's statistics: {e}; {import_later}"
+                    "the results store {} did not take the run's statistics: {e}; {import_later}",
+                    location.shown()
                 )),
             }
         }
@@ -507,6 +517,8 @@ struct Watching<'a> {
     validation: Validation,
     recorder: Option<RunRecorder>,
     /// Failures of the recorder (the run goes on without it).
+    /// The results store, as messages name it.
+    database: String,
     store_problems: Vec<String>,
     inner: &'a mut dyn RunObserver,
 }
@@ -519,8 +531,8 @@ impl Watching<'_> {
         };
         if let Err(e) = recorder.bench_finished(end) {
             self.store_problems.push(format!(
-                "results store skipped from `{}` on: {e}; import the run folder later with `milabench db import`",
-                end.name
+                "results store skipped ({}) from `{}` on: {e}; import the run folder later with `milabench db import`",
+                self.database, end.name
             ));
             self.recorder = None;
         }

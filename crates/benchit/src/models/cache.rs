@@ -18,7 +18,8 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use super::state::{
-    BuildState, BuildStats, STATE_FILE, STATS_FILE, StateError, now, read_yaml, write_yaml,
+    BuildState, BuildStats, STATE_FILE, STATS_FILE, StateError, now, read_yaml,
+    read_yaml_or_set_aside, write_yaml,
 };
 
 /// The environment variable naming the default cache folder.
@@ -333,10 +334,21 @@ impl Cache {
             change(db);
             true
         })
+        .map(drop)
     }
 
-    /// Runs `f` on the database under the lock; writes it back when `f` returns true.
-    fn with_database(&self, f: impl FnOnce(&mut Database) -> bool) -> Result<(), CacheError> {
+    /// Keeps an unreadable database aside (it is `--resume`'s memory: never written over
+    /// silently) and says so; the next use starts a new one.
+    pub fn set_aside_unreadable_database(&self) -> Result<Option<String>, CacheError> {
+        self.with_database(|_| false)
+    }
+
+    /// Runs `f` on the database under the lock; writes it back when `f` returns true. An
+    /// unreadable database is kept aside first (the warning is returned).
+    fn with_database(
+        &self,
+        f: impl FnOnce(&mut Database) -> bool,
+    ) -> Result<Option<String>, CacheError> {
         let lock_path = self.dir.join(DATABASE_LOCK);
         let lock = std::fs::OpenOptions::new()
             .create(true)
@@ -346,15 +358,14 @@ impl Cache {
             .map_err(io(&lock_path))?;
         lock.lock().map_err(io(&lock_path))?;
         let path = self.dir.join(DATABASE);
-        // A damaged database only loses --resume's memory; it is rebuilt from scratch.
-        let mut db: Database = read_yaml(&path).ok().flatten().unwrap_or_default();
+        let (mut db, unreadable): (Database, _) = read_yaml_or_set_aside(&path);
         let result = if f(&mut db) {
             write_yaml(&path, &db).map_err(CacheError::from)
         } else {
             Ok(())
         };
         let _ = lock.unlock();
-        result
+        result.map(|()| unreadable)
     }
 }
 
@@ -481,5 +492,38 @@ mod tests {
             })
             .unwrap();
         assert_eq!(builds, ["crashes_deadbeef"]);
+    }
+
+    /// Issue 38, item 23: an unreadable cache database (and `stats.yaml`) became an empty
+    /// default and was written over, what it recorded lost without a word. It is kept aside
+    /// as `<file>.unreadable`, with a warning, and a new one is started.
+    #[test]
+    fn an_unreadable_file_is_kept_aside_with_a_warning() {
+        let (_keep, dir) = scratch();
+        let cache = Cache::create(&dir).unwrap();
+        let garbage = "{{{ not: yaml: [";
+        fs_err::write(dir.join(DATABASE), garbage).unwrap();
+        let warning = cache.set_aside_unreadable_database().unwrap();
+        let aside = dir.join(format!("{DATABASE}.unreadable"));
+        let warning = warning.expect("a warning");
+        assert!(
+            warning.contains(&format!("kept aside as {aside}, and a new one started")),
+            "{warning}"
+        );
+        assert_eq!(fs_err::read_to_string(&aside).unwrap(), garbage);
+        assert_eq!(cache.set_aside_unreadable_database().unwrap(), None);
+        cache.record_attempt(Utf8Path::new("/s/a.py")).unwrap();
+        assert!(cache.attempted(Utf8Path::new("/s/a.py")).unwrap());
+        assert_eq!(fs_err::read_to_string(&aside).unwrap(), garbage, "kept");
+
+        let stats = dir.join(STATS_FILE);
+        fs_err::write(&stats, garbage).unwrap();
+        let (read, warning): (BuildStats, _) = read_yaml_or_set_aside(&stats);
+        assert_eq!(read.build_name, "");
+        assert!(warning.expect("a warning").contains("kept aside"));
+        assert_eq!(
+            fs_err::read_to_string(dir.join(format!("{STATS_FILE}.unreadable"))).unwrap(),
+            garbage
+        );
     }
 }

@@ -23,7 +23,8 @@ use super::results::{
 use super::staleness::{Wanted, decide};
 use super::state::{
     BuildConfig, BuildInfo, BuildState, BuildStats, BuildStatus, ModelInfo, RuntimeRecord,
-    STATE_FILE, STATS_FILE, StateError, Versions, now, read_yaml, stage_output, write_yaml,
+    STATE_FILE, STATS_FILE, StateError, Versions, now, read_yaml, read_yaml_or_set_aside,
+    stage_output, write_yaml,
 };
 use super::stats::Statistics;
 use crate::worker::{Worker, WorkerCommand, WorkerError, WorkerOptions};
@@ -162,6 +163,13 @@ impl Run<'_, '_> {
         }
         // A model handed over live is no script of the cache database.
         let scripted = self.input.kind != InputKind::Model;
+        if scripted {
+            match self.cx.cache.set_aside_unreadable_database() {
+                Ok(Some(warning)) => self.warn(warning),
+                Ok(None) => {}
+                Err(e) => return self.fail(FailureKind::Cache, e.to_string(), None),
+            }
+        }
         if options.resume && scripted {
             match self.cx.cache.attempted(&self.input.path) {
                 Ok(true) => {
@@ -522,7 +530,10 @@ impl Run<'_, '_> {
             return (Reply::skip(), build);
         }
         let stats_path = dir.join(STATS_FILE);
-        let mut stats: BuildStats = read_yaml(&stats_path).ok().flatten().unwrap_or_default();
+        let (mut stats, unreadable): (BuildStats, _) = read_yaml_or_set_aside(&stats_path);
+        if let Some(warning) = unreadable {
+            self.warn(warning);
+        }
         stats.build_name = name.clone();
         stats.script = self.input.path.to_string();
         stats.labels = self.labels.clone();

@@ -296,6 +296,27 @@ pub fn read_yaml<T: DeserializeOwned>(path: &Utf8Path) -> Result<Option<T>, Stat
         })
 }
 
+/// Reads the YAML file at `path` as [`read_yaml`] does, the default when it does not exist;
+/// one that cannot be read is renamed to `<path>.unreadable` (replacing an older one), so that
+/// what it holds is never written over, and the default comes with the warning that says so.
+pub fn read_yaml_or_set_aside<T: DeserializeOwned + Default>(
+    path: &Utf8Path,
+) -> (T, Option<String>) {
+    match read_yaml(path) {
+        Ok(value) => (value.unwrap_or_default(), None),
+        Err(problem) => {
+            let aside = Utf8PathBuf::from(format!("{path}.unreadable"));
+            let warning = match fs_err::rename(path, &aside) {
+                Ok(()) => format!("{problem}: kept aside as {aside}, and a new one started"),
+                Err(e) => format!(
+                    "{problem}, and it could not be kept aside ({e}): it will be written over; copy it elsewhere to keep it"
+                ),
+            };
+            (T::default(), Some(warning))
+        }
+    }
+}
+
 /// Writes `value` as YAML to `path` atomically: a temporary file beside it, then a rename.
 pub fn write_yaml<T: Serialize>(path: &Utf8Path, value: &T) -> Result<(), StateError> {
     let text = serde_saphyr::to_string(value).map_err(|e| StateError::Corrupt {

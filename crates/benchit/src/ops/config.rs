@@ -16,6 +16,10 @@ use super::path::JsonPath;
 /// a billion values). Listing streams the ids, so this many fit whatever the memory.
 pub const MAX_RUNS: u64 = 50_000_000;
 
+/// The most alternatives one argument spec may expand to: each is held in memory as JSON (a
+/// few hundred bytes with its fields) while the config is read, before any id is listed.
+pub const MAX_ALTERNATIVES: u64 = 1_000_000;
+
 /// The most runs one `benchit ops` run takes at once: each is held in memory with its spec and
 /// then its record (a few kilobytes), so a larger selection is run in parts with
 /// `--resume-id`/`--stop-id`.
@@ -393,12 +397,19 @@ impl CallTemplate {
             )
         })?;
         check_keys(object, &["args", "kwargs"], at)?;
+        // The arguments multiply: each is refused as soon as those up to it pass the budget.
+        let mut budget = Budget::WHOLE;
+        let mut parse_arg = |arg: &Value, arg_at: &JsonPath| {
+            let template = ArgTemplate::parse(arg, arg_at, iterator, true, budget)?;
+            budget = budget.after(template.alternatives.len() as u64);
+            Ok(template)
+        };
         let args = match object.get("args") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items
                 .iter()
                 .enumerate()
-                .map(|(i, arg)| ArgTemplate::parse(arg, &at.key("args").index(i), iterator, true))
+                .map(|(i, arg)| parse_arg(arg, &at.key("args").index(i)))
                 .collect::<Checked<Vec<_>>>()?,
             Some(other) => {
                 return Err(problem(
@@ -412,8 +423,7 @@ impl CallTemplate {
             Some(Value::Object(items)) => items
                 .iter()
                 .map(|(name, arg)| {
-                    ArgTemplate::parse(arg, &at.key("kwargs").key(name), iterator, true)
-                        .map(|t| (name.clone(), t))
+                    parse_arg(arg, &at.key("kwargs").key(name)).map(|t| (name.clone(), t))
                 })
                 .collect::<Checked<Vec<_>>>()?,
             Some(other) => {
@@ -463,12 +473,62 @@ impl CallTemplate {
 
 const MACROS: [&str; 2] = ["__range__", "__copy__"];
 
+/// How many alternatives an argument may still expand to: the arguments of one spec multiply,
+/// so those before it leave [`MAX_RUNS`] divided by their combinations; and one argument holds
+/// at most [`MAX_ALTERNATIVES`]. Checked before each expansion is made, so a config of 10^11
+/// combinations is refused at once rather than after gigabytes of alternatives.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    /// The combinations of the arguments (or list elements) before this one.
+    before: u64,
+}
+
+impl Budget {
+    /// The budget of a spec's first argument.
+    const WHOLE: Budget = Budget { before: 1 };
+
+    /// The budget left once `count` more alternatives multiply those before.
+    fn after(self, count: u64) -> Budget {
+        Budget {
+            before: self.before.saturating_mul(count),
+        }
+    }
+
+    /// Refuses `count` alternatives of `what` (at `at`) when they pass the budget.
+    fn check(self, count: u64, what: &str, at: &JsonPath) -> Checked<()> {
+        let runs = self.before.saturating_mul(count);
+        if runs > MAX_RUNS {
+            let with_before = if self.before > 1 {
+                format!(", and with the {} combinations before it,", self.before)
+            } else {
+                ";".to_string()
+            };
+            return Err(problem(
+                at,
+                format!(
+                    "{what} has {count} values{with_before} the spec expands to at least {runs} runs, more than {MAX_RUNS}; use larger range steps or split the spec"
+                ),
+            ));
+        }
+        if count > MAX_ALTERNATIVES {
+            return Err(problem(
+                at,
+                format!(
+                    "{what} has {count} values, more than the {MAX_ALTERNATIVES} one argument may hold; use larger range steps or split the spec"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl ArgTemplate {
     fn parse(
         value: &Value,
         at: &JsonPath,
         iterator: IteratorKind,
         top: bool,
+        budget: Budget,
     ) -> Checked<ArgTemplate> {
         let object = value.as_object().ok_or_else(|| {
             problem(
@@ -499,15 +559,28 @@ impl ArgTemplate {
         let kind = fields.get("type").and_then(Value::as_str).unwrap_or("");
         let mut slots: Vec<(String, Vec<Value>)> = Vec::new();
         let is_list = matches!(kind, "genericlist" | "tuple");
+        // The slots multiply too: each is checked against what those before it left.
+        let mut slot_budget = budget;
         if is_list && let Some(Value::Array(items)) = fields.get("value") {
+            let mut element_budget = budget;
             let elements = items
                 .iter()
                 .enumerate()
                 .map(|(i, item)| {
-                    ArgTemplate::parse(item, &at.key("value").index(i), iterator, false)
+                    let element = ArgTemplate::parse(
+                        item,
+                        &at.key("value").index(i),
+                        iterator,
+                        false,
+                        element_budget,
+                    )?;
+                    element_budget = element_budget.after(element.alternatives.len() as u64);
+                    Ok(element)
                 })
                 .collect::<Checked<Vec<_>>>()?;
-            slots.push(("value".into(), list_alternatives(&elements, at)?));
+            let alternatives = list_alternatives(&elements, at, budget)?;
+            slot_budget = slot_budget.after(alternatives.len() as u64);
+            slots.push(("value".into(), alternatives));
         }
         for attr in range_attributes(object, at)? {
             if is_list && attr == "value" {
@@ -521,8 +594,8 @@ impl ArgTemplate {
                 )
             })?;
             let alternatives = match (attr.as_str(), kind) {
-                ("shape", _) => shape_alternatives(current, &attr_at)?,
-                ("value", "int" | "long") => int_range(current, &attr_at)?
+                ("shape", _) => shape_alternatives(current, &attr_at, slot_budget)?,
+                ("value", "int" | "long") => int_range(current, &attr_at, slot_budget)?
                     .into_iter()
                     .map(Value::from)
                     .collect(),
@@ -544,6 +617,7 @@ impl ArgTemplate {
                     }
                 },
             };
+            slot_budget = slot_budget.after(alternatives.len() as u64);
             slots.push((attr, alternatives));
         }
         let copies = match object.get("__copy__") {
@@ -557,7 +631,7 @@ impl ArgTemplate {
             Some(value) => parse_copies(value, &at.key("__copy__"))?,
         };
         Ok(ArgTemplate {
-            alternatives: product_of_slots(&fields, &slots, at)?,
+            alternatives: product_of_slots(&fields, &slots, at, budget)?,
             copies,
             path: at.clone(),
         })
@@ -589,23 +663,25 @@ fn range_attributes(object: &Map<String, Value>, at: &JsonPath) -> Checked<Vec<S
 }
 
 /// Every combination of the element alternatives of a list argument, as JSON arrays.
-fn list_alternatives(elements: &[ArgTemplate], at: &JsonPath) -> Checked<Vec<Value>> {
+fn list_alternatives(
+    elements: &[ArgTemplate],
+    at: &JsonPath,
+    budget: Budget,
+) -> Checked<Vec<Value>> {
     let lists: Vec<&[Value]> = elements.iter().map(|e| e.alternatives.as_slice()).collect();
-    Ok(product(&lists, at)?.into_iter().map(Value::Array).collect())
+    Ok(product(&lists, at, budget)?
+        .into_iter()
+        .map(Value::Array)
+        .collect())
 }
 
-/// The Cartesian product of `lists`, the last list varying fastest.
-fn product(lists: &[&[Value]], at: &JsonPath) -> Checked<Vec<Vec<Value>>> {
+/// The Cartesian product of `lists`, the last list varying fastest, within `budget`.
+fn product(lists: &[&[Value]], at: &JsonPath, budget: Budget) -> Checked<Vec<Vec<Value>>> {
     let total = lists
         .iter()
         .map(|l| l.len() as u64)
         .fold(1u64, u64::saturating_mul);
-    if total > MAX_RUNS {
-        return Err(problem(
-            at,
-            format!("expands to {total} values, more than {MAX_RUNS}"),
-        ));
-    }
+    budget.check(total, "the argument", at)?;
     let mut out = Vec::with_capacity(total as usize);
     for mut index in 0..total {
         let mut combination = vec![Value::Null; lists.len()];
@@ -623,9 +699,10 @@ fn product_of_slots(
     fields: &Map<String, Value>,
     slots: &[(String, Vec<Value>)],
     at: &JsonPath,
+    budget: Budget,
 ) -> Checked<Vec<Value>> {
     let lists: Vec<&[Value]> = slots.iter().map(|(_, v)| v.as_slice()).collect();
-    Ok(product(&lists, at)?
+    Ok(product(&lists, at, budget)?
         .into_iter()
         .map(|combination| {
             let mut object = fields.clone();
@@ -637,8 +714,8 @@ fn product_of_slots(
         .collect())
 }
 
-/// `[min, max]` or `[min, max, step]`, inclusive.
-fn int_range(value: &Value, at: &JsonPath) -> Checked<Vec<i64>> {
+/// `[min, max]` or `[min, max, step]`, inclusive, within `budget`.
+fn int_range(value: &Value, at: &JsonPath, budget: Budget) -> Checked<Vec<i64>> {
     let bad = || {
         problem(
             at,
@@ -668,17 +745,12 @@ fn int_range(value: &Value, at: &JsonPath) -> Checked<Vec<i64>> {
         ));
     }
     let count = (high - low) / step + 1;
-    if count as u64 > MAX_RUNS {
-        return Err(problem(
-            at,
-            format!("the range {value} has {count} values, more than {MAX_RUNS}"),
-        ));
-    }
+    budget.check(count as u64, &format!("the range {value}"), at)?;
     Ok((0..count).map(|i| low + i * step).collect())
 }
 
-/// A ranged shape: each element a size or a `[min, max(, step)]` range.
-fn shape_alternatives(value: &Value, at: &JsonPath) -> Checked<Vec<Value>> {
+/// A ranged shape: each element a size or a `[min, max(, step)]` range, within `budget`.
+fn shape_alternatives(value: &Value, at: &JsonPath, budget: Budget) -> Checked<Vec<Value>> {
     let items = value.as_array().ok_or_else(|| {
         problem(
             at,
@@ -689,7 +761,7 @@ fn shape_alternatives(value: &Value, at: &JsonPath) -> Checked<Vec<Value>> {
         .iter()
         .enumerate()
         .map(|(i, item)| match item {
-            Value::Array(_) => Ok(int_range(item, &at.index(i))?
+            Value::Array(_) => Ok(int_range(item, &at.index(i), budget)?
                 .into_iter()
                 .map(Value::from)
                 .collect()),
@@ -701,7 +773,10 @@ fn shape_alternatives(value: &Value, at: &JsonPath) -> Checked<Vec<Value>> {
         })
         .collect::<Checked<Vec<Vec<Value>>>>()?;
     let lists: Vec<&[Value]> = dims.iter().map(Vec::as_slice).collect();
-    Ok(product(&lists, at)?.into_iter().map(Value::Array).collect())
+    Ok(product(&lists, at, budget)?
+        .into_iter()
+        .map(Value::Array)
+        .collect())
 }
 
 fn parse_copies(value: &Value, at: &JsonPath) -> Checked<Vec<CopyRule>> {
@@ -800,6 +875,35 @@ mod tests {
         let text = r#"{"torch.add": {"input_iterator": "RangeConfigIterator", "config": [{"input": [{"args": [
             {"type": "int", "value": [1, 100000], "__range__": ["value"]},
             {"type": "int", "value": [1, 100000], "__range__": ["value"]}]}]}]}}"#;
-        assert!(error(text).contains("expands to 10000000000 runs, more than 50000000"));
+        let message = error(text);
+        assert!(
+            message.contains(r#"at ."torch.add".config[0].input[0].args[1].value: the range [1,100000] has 100000 values, and with the 100000 combinations before it, the spec expands to at least 10000000000 runs, more than 50000000"#),
+            "{message}"
+        );
+    }
+
+    /// Issue 38, item 11: the cap was per argument, so two ranged shapes of 4,000,000 and
+    /// 30,000 values were both expanded (20 s, 3.6 GB) before their product was refused.
+    /// Each argument is checked against what those before it leave, before it is expanded.
+    #[test]
+    fn the_product_of_the_arguments_is_capped_before_they_are_expanded() {
+        let spec = |first: u64, second: u64| {
+            format!(
+                r#"{{"torch.add": {{"input_iterator": "RangeConfigIterator", "config": [{{"input": [{{"args": [
+                {{"type": "tensor", "dtype": "float", "shape": [[1, {first}, 1]], "__range__": ["shape"]}},
+                {{"type": "tensor", "dtype": "float", "shape": [[1, {second}, 1]], "__range__": ["shape"]}}]}}]}}]}}}}"#
+            )
+        };
+        let message = error(&spec(3, 30_000_000));
+        assert!(
+            message.contains("args[1].shape[0]: the range [1,30000000,1] has 30000000 values, and with the 3 combinations before it, the spec expands to at least 90000000 runs"),
+            "{message}"
+        );
+        // One argument alone is held in memory: refused past MAX_ALTERNATIVES.
+        let message = error(&spec(4_000_000, 30_000));
+        assert!(
+            message.contains("args[0].shape[0]: the range [1,4000000,1] has 4000000 values, more than the 1000000 one argument may hold"),
+            "{message}"
+        );
     }
 }

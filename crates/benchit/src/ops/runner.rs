@@ -51,7 +51,8 @@ pub struct RunOptions {
     pub profile: bool,
     /// Output files are `<prefix>_<pid>_<unix time>.json` (and `_trace.json`, `_worker.log`).
     pub output_prefix: String,
-    /// Append to the output file instead of truncating it.
+    /// Append the records to `<prefix>.json` (one file for every run of this prefix) instead
+    /// of writing a new `<prefix>_<pid>_<unix time>.json`.
     pub append: bool,
     /// `--resume-id`, recorded in the setup line.
     pub resume_id: Option<String>,
@@ -210,7 +211,13 @@ pub fn run(
         std::process::id(),
         jiff::Timestamp::now().as_second()
     );
-    let path = Utf8PathBuf::from(format!("{stem}.json"));
+    // A name of its own per run could never be appended to: `--append` names the file by the
+    // prefix alone.
+    let path = if options.append {
+        Utf8PathBuf::from(format!("{}.json", options.output_prefix))
+    } else {
+        Utf8PathBuf::from(format!("{stem}.json"))
+    };
     let trace = options
         .profile
         .then(|| absolute(&Utf8PathBuf::from(format!("{stem}_trace.json"))));

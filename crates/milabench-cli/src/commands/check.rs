@@ -12,13 +12,22 @@ use crate::settings::suite_session;
 
 /// Runs the checks and prints the table (or JSON); exit status 1 when one fails.
 pub fn run(global: &crate::args::GlobalArgs, args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    let session = suite_session(
+    let session = match suite_session(
         global,
         &args.suite,
         SettingsFlags::default(),
         None,
         EnvVars::from_process(),
-    )?;
+    ) {
+        Ok(session) => session,
+        // A reader of the JSON gets JSON still: the one failed check, the error as its detail.
+        Err(e) if matches!(args.format, CheckFormat::Json) => {
+            let failed = Check::problem(Status::Fail, "suite and system", format!("{e:#}"), "");
+            write_output(None, &(serde_json::to_string_pretty(&[failed])? + "\n"))?;
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
     let checks = session.check(&CheckOptions {
         need_disk_gib: args.need_disk,
         package_index: true,

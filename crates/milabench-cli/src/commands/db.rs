@@ -33,10 +33,18 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
         ..ImportOptions::default()
     };
     let mut done = Vec::new();
+    // A folder that cannot be imported is said and the others are imported all the same.
+    let mut failed = 0;
     for folder in &args.folders {
-        let outcome = store
-            .import_folder(folder.as_std_path(), &options)
-            .map_err(|e| anyhow::Error::new(e).context(format!("could not import {folder}")))?;
+        let outcome = match store.import_folder(folder.as_std_path(), &options) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                failed += 1;
+                let err = anyhow::Error::new(e).context(format!("could not import {folder}"));
+                crate::errors::show(err.as_ref());
+                continue;
+            }
+        };
         let (run, outcome, processes) = match outcome {
             ImportOutcome::Added { name, packs } => (name, "added", Some(packs)),
             ImportOutcome::Replaced { name, packs } => (name, "replaced", Some(packs)),
@@ -65,7 +73,11 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
         items: &done,
     };
     write_output(None, &table.render(args.format)?)?;
-    Ok(ExitCode::Success)
+    Ok(if failed == 0 {
+        ExitCode::Success
+    } else {
+        ExitCode::BadInput
+    })
 }
 
 fn list(global: &GlobalArgs, args: &DbListArgs) -> anyhow::Result<ExitCode> {

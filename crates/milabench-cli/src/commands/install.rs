@@ -58,6 +58,7 @@ pub fn run(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> 
         force: args.force,
         variant: args.variant.clone(),
         sources: args.sources.sources(),
+        interrupt: None,
     };
     if args.dry_run {
         let mut progress = Progress::new();
@@ -65,8 +66,26 @@ pub fn run(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> 
         progress.done();
         return Ok(show_surveys(&surveys));
     }
-    let summary = session.install(&options, &mut InstallView::new())?;
+    let summary = install_stoppably(&session, options)?;
     Ok(summarize(&summary, &session.resolved().arch))
+}
+
+/// Runs `session`'s install with a handler of Ctrl-C, SIGTERM and SIGHUP: a signal stops the
+/// running installer's process group (nothing is left writing into the environment) and the
+/// install ends as interrupted (exit 130).
+pub(super) fn install_stoppably(
+    session: &Session,
+    options: InstallOptions,
+) -> anyhow::Result<InstallSummary> {
+    let interrupt = milabench::exec::Interrupt::new();
+    let ctrl_c = milabench::exec::install_ctrl_c(interrupt.clone())?;
+    let options = InstallOptions {
+        interrupt: Some(interrupt),
+        ..options
+    };
+    let summary = session.install(&options, &mut InstallView::new());
+    ctrl_c.uninstall();
+    Ok(summary?)
 }
 
 /// Prints what an install would do per group; returns the exit code of the first group that

@@ -19,9 +19,6 @@ use crate::settings::suite_session;
 
 /// Runs the command.
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
-    if args.repeat == Some(0) {
-        anyhow::bail!("--repeat 0 runs nothing\n  fix: give --repeat 1 or more");
-    }
     let validations = LayerName::selection(&args.validations)?;
     let more = SettingsFlags {
         run_name: args.run_name.clone(),
@@ -225,10 +222,7 @@ fn dry_run(
 /// with the same arguments. A failed install stops here; a benchmark whose prepare step failed
 /// is left out of the run and recorded as failed, with the reason, and the others run.
 fn setup(session: &Session) -> anyhow::Result<Result<Vec<SetupFailure>, ExitCode>> {
-    let summary = session.install(
-        &InstallOptions::default(),
-        &mut super::install::InstallView::new(),
-    )?;
+    let summary = super::install::install_stoppably(session, InstallOptions::default())?;
     let code = super::install::summarize(&summary, &session.resolved().arch);
     if code != ExitCode::Success {
         warn("install failed: nothing was run (see above)");

@@ -43,6 +43,16 @@ pub enum SettingsError {
         /// Which flag or variable gave it.
         origin: String,
     },
+    /// A settings file was asked for and names a folder.
+    #[error(
+        "settings file {path} (given by {origin}) is a folder, not a file; point {origin} at a YAML file"
+    )]
+    FolderGiven {
+        /// The path that was given.
+        path: Utf8PathBuf,
+        /// Which flag or variable gave it.
+        origin: String,
+    },
     /// An environment variable holds a value outside its accepted set.
     #[error(
         "environment variable {var}={value:?} is invalid: expected {expected}; fix or unset {var}"
@@ -617,9 +627,13 @@ impl Settings {
             (None, None) => None,
         };
         if let Some((path, origin)) = file {
-            // figment treats a missing file as empty: an explicitly given file must exist.
-            if !path.is_file() {
+            // figment treats a missing file as empty: an explicitly given file must exist. What
+            // exists and is not a folder is read (`/dev/null`: no settings).
+            if !path.exists() {
                 return Err(SettingsError::MissingFile { path, origin });
+            }
+            if path.is_dir() {
+                return Err(SettingsError::FolderGiven { path, origin });
             }
             figment = figment.merge(Yaml::file_exact(path.as_std_path()));
         }

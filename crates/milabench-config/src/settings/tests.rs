@@ -77,6 +77,29 @@ fn settings_file_from_env_variable() {
     assert!(s.noterm);
 }
 
+/// Issue 38, item 18: `MILABENCH_SETTINGS=/dev/null` was said not to exist. It is read (no
+/// settings); a folder is named as one.
+#[test]
+fn dev_null_is_no_settings_and_a_folder_is_named() {
+    let flags = |path: &str| SettingsFlags {
+        settings: Some(path.into()),
+        ..Default::default()
+    };
+    let none = Settings::load(&flags("/dev/null"), &EnvVars::default()).unwrap();
+    assert_eq!(
+        none.base,
+        Settings::load(&SettingsFlags::default(), &EnvVars::default())
+            .unwrap()
+            .base
+    );
+    let err = Settings::load(&flags("/tmp"), &EnvVars::default()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("settings file /tmp (given by --settings) is a folder, not a file"),
+        "{err}"
+    );
+}
+
 #[test]
 fn missing_settings_file_is_an_error() {
     let flags = SettingsFlags {
