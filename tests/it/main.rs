@@ -13,5 +13,6 @@ mod resolve;
 mod run;
 mod slurm;
 mod store;
+mod sweep;
 mod sysinfo;
 mod upstream;

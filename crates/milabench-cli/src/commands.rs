@@ -15,9 +15,11 @@ mod replay;
 mod report;
 mod resolve;
 mod run;
+mod sizer;
 mod slurm;
 mod store;
 mod summary;
+mod sweep;
 mod sysinfo;
 
 use milabench::ExitCode;
@@ -45,6 +47,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Db(command) => db::run(&cli.global, &command),
         Command::History(args) => history::run(&cli.global, &args),
         Command::Slurm(command) => slurm::run(&cli.global, &command),
+        Command::Sizer(command) => sizer::run(&command),
         Command::Watchdog => {
             milabench::exec::serve_watchdog(std::io::stdin().lock());
             Ok(ExitCode::Success)

@@ -68,6 +68,8 @@ pub struct PlanContext {
     pub cpu: CpuOptions,
     /// Sizer options (`auto_batch(n)`).
     pub sizer: SizerOptions,
+    /// The scaling file `sizer.config` names, as JSON (benchmarks by name), if any.
+    pub scaling: Option<serde_json::Value>,
     /// `(index, total)` when the suite is repeated (`--repeat`), to tag runs `R<i>`.
     pub repeat: Option<(usize, usize)>,
     /// `PATH` of the orchestrator, to which each environment's `bin/` is prepended.
@@ -307,6 +309,11 @@ fn process(
         benchmark_folder: dirs.code.clone(),
         cpu: ctx.cpu.clone(),
         sizer: ctx.sizer.clone(),
+        scaling: ctx
+            .scaling
+            .as_ref()
+            .and_then(|file| file.get(&bench.name))
+            .cloned(),
         ..LaunchContext::default()
     });
     let resolve = |arg: &str| {
@@ -667,6 +674,7 @@ ddp-nodes:
             host_cpu_count: cpus,
             cpu: CpuOptions::default(),
             sizer: SizerOptions::default(),
+            scaling: None,
             repeat: None,
             path: "/usr/bin".into(),
             base: "/base".into(),
