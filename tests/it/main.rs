@@ -14,5 +14,6 @@ mod resolve;
 mod run;
 mod slurm;
 mod store;
+mod sweep;
 mod sysinfo;
 mod upstream;

@@ -2,7 +2,8 @@
 //! scratch base folder: `install` of the CPU suite (uv, torch from the package index; uv's cache
 //! is the user's `~/.cache/milabench-rs/uv` through `UV_CACHE_DIR`, so only the first run on a
 //! machine downloads),
-//! `prepare`, `run --fidelity smoke`, and `report --format json`. Asserts that every benchmark of
+//! `prepare`, `run --fidelity smoke`, and `report --format json`, then a sweep of `resnet50`
+//! over two batch sizes and its `report --sweep` (`e2e_sweep`). Asserts that every benchmark of
 //! the suite succeeded with a positive rate and that the run passed its validation layers (the
 //! run's exit code says both). Then the DDP benchmark across the two nodes of the cluster
 //! harness (`multinode`, as root). Then the same smoke run submitted through the one-node Slurm
@@ -52,6 +53,7 @@ pub fn run(args: &E2eArgs) -> anyhow::Result<()> {
             .context("could not make the scratch base folder")?;
         if wanted(Part::Milabench) {
             timings.extend(flow(&root, &bin, base.path(), None)?);
+            timings.extend(crate::e2e_sweep::flow(&root, &bin, base.path())?);
         }
         if wanted(Part::Upstream) {
             timings.extend(crate::e2e_upstream::flow(&root, &bin, base.path())?);

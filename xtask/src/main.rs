@@ -20,6 +20,7 @@ mod bench;
 mod ci;
 mod e2e;
 mod e2e_benchit;
+mod e2e_sweep;
 mod e2e_upstream;
 mod examples;
 mod pg;

@@ -162,6 +162,30 @@ pub enum Command {
     /// that went away; counted and shown, never as latency samples) or no sweep rate held;
     /// 2 when the server cannot be reached at the start.
     Load(LoadArgs),
+    /// Read the batch-size sizer's scaling files (docs/sweeps.md).
+    #[command(subcommand)]
+    Sizer(SizerCommand),
+}
+
+/// `milabench sizer` commands.
+#[derive(Debug, Subcommand)]
+pub enum SizerCommand {
+    /// Print the memory model fitted to each benchmark's observations in a scaling file: the
+    /// MiB per item of a batch, the MiB at batch size 0, how far the observations are from the
+    /// line (root mean square and largest), and with `--capacity` the batch size that fills it.
+    Show(SizerShowArgs),
+}
+
+/// Arguments of `milabench sizer show`.
+#[derive(Debug, Args)]
+pub struct SizerShowArgs {
+    /// The scaling file (`sizer.save` writes it, `sizer.config` reads it).
+    #[arg(value_name = "FILE")]
+    pub file: Utf8PathBuf,
+    /// GPU memory to fill (`80 GiB`, `81920 MiB`, `40GB`): adds the batch size the model
+    /// gives for it.
+    #[arg(long, value_name = "SIZE")]
+    pub capacity: Option<String>,
 }
 
 /// `milabench slurm` commands.
@@ -488,6 +512,15 @@ pub struct RunArgs {
     /// and records why in its `.data` files.
     #[arg(long, value_name = "PCT", value_parser = positive_percentage)]
     pub precision: Option<f64>,
+    /// Run a sweep: one run per value (`KEY=[V1,V2,...]`), the product of every `--sweep`
+    /// axis, the first varying fastest. A key starting with `sizer.` or `cpu.` sets that
+    /// system option; any other is an `--override` of the suite
+    /// (`resnet50.argv.--batch-size=[32,64]`). Runs are named `<run-name>-<key><value>...`
+    /// (default run name `sweep.{time}`). Replaces the system file's `multirun` block; finished
+    /// runs are recorded (`multirun.cache`) and skipped when the command is run again. See
+    /// docs/sweeps.md.
+    #[arg(long = "sweep", value_name = "KEY=VALUES")]
+    pub sweep: Vec<String>,
 }
 
 /// Output formats of `run --dry-run`.
@@ -520,8 +553,14 @@ pub enum ReportFormat {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Run folders (or `.data` files) to report on; several are pooled.
-    #[arg(long, num_args = 1.., required = true, value_name = "DIR")]
+    #[arg(long, num_args = 1.., required_unless_present = "sweep", value_name = "DIR")]
     pub runs: Vec<String>,
+    /// The run folders of a sweep, one per point (in the order given): per benchmark the rate
+    /// and GPU memory against the swept value (read from each folder's `sweep.json`), the best
+    /// point, and the speed-up and scaling efficiency against the first point, with their 95%
+    /// intervals. `--format html` plots them.
+    #[arg(long, num_args = 1.., conflicts_with_all = ["runs", "price"], value_name = "DIR")]
+    pub sweep: Vec<String>,
     /// Suite giving the weights and the expected benchmarks (an enabled one absent from the runs
     /// counts as one failed process).
     #[command(flatten)]
@@ -644,6 +683,7 @@ impl SuiteArgs {
             overrides: self.overrides.clone(),
             select: self.select.clone(),
             exclude: self.exclude.clone(),
+            ..milabench::Selection::default()
         }
     }
 }

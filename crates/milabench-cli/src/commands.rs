@@ -16,9 +16,11 @@ mod replay;
 mod report;
 mod resolve;
 mod run;
+mod sizer;
 mod slurm;
 mod store;
 mod summary;
+mod sweep;
 mod sysinfo;
 
 use milabench::ExitCode;
@@ -47,6 +49,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::History(args) => history::run(&cli.global, &args),
         Command::Slurm(command) => slurm::run(&cli.global, &command),
         Command::Load(args) => load::run(&args),
+        Command::Sizer(command) => sizer::run(&command),
         Command::Watchdog => {
             milabench::exec::serve_watchdog(std::io::stdin().lock());
             Ok(ExitCode::Success)

@@ -3,7 +3,7 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
-use milabench::{Session, SessionRequest};
+use milabench::{Session, SessionRequest, SweepRun};
 
 use crate::args::{GlobalArgs, SuiteArgs};
 
@@ -84,9 +84,22 @@ pub fn suite_session(
     env: EnvVars,
 ) -> anyhow::Result<Session> {
     let settings = load_suite_settings(global, suite, more, &env)?;
+    session(settings, suite, fidelity, env, None)
+}
+
+/// The session of loaded `settings` (for the run `sweep` of a sweep, when given), its warnings
+/// said once on stderr.
+pub fn session(
+    settings: Settings,
+    suite: &SuiteArgs,
+    fidelity: Option<String>,
+    env: EnvVars,
+    sweep: Option<SweepRun>,
+) -> anyhow::Result<Session> {
     let request = SessionRequest {
         selection: suite.selection(),
         fidelity,
+        sweep,
     };
     let session = Session::new(settings, env, request)?;
     for warning in session.warnings() {

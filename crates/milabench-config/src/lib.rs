@@ -14,6 +14,8 @@
 //! - [`system`]: the system file (nodes, arch, GPU facts);
 //! - [`settings`]: built-in defaults, settings file, `MILABENCH_*` variables and flags;
 //! - [`placeholders`]: launch-time `{name}` placeholders and the safe expression evaluator.
+//! - [`sweep`]: the runs of a sweep (the system file's `multirun`, `--sweep` axes);
+//! - [`scaling`]: the sizer's scaling files (observations, their memory model).
 
 pub mod argv;
 pub mod benchfile;
@@ -24,8 +26,10 @@ pub mod limits;
 pub mod merge;
 pub mod placeholders;
 pub mod run_name;
+pub mod scaling;
 pub mod settings;
 pub mod suite;
+pub mod sweep;
 pub mod system;
 pub mod value;
 pub mod yaml;

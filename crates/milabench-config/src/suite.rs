@@ -336,12 +336,7 @@ pub fn resolve_suite(request: &SuiteRequest<'_>) -> Result<Suite, ConfigError> {
     let mut root = Map::default();
     root.insert("system".into(), request.system.tree.clone());
     if let Some(multirun) = &request.system.multirun {
-        // Readable by `${multirun...}` as in the Python tool, but not run: say so rather than
-        // make one run where several were asked for.
-        warnings.push(
-            "the system file's `multirun` block is not supported: one run is made, with the system's own options\n  fix: make one run per combination, each with its settings as `--override` (and a `--run-name`)"
-                .to_string(),
-        );
+        // Readable by `${multirun...}` as in the Python tool; its runs are `sweep`'s.
         root.insert("multirun".into(), multirun.clone());
     }
     root.insert("packs".into(), Node::new(Value::Map(packs)));

@@ -97,6 +97,22 @@ impl SystemConfig {
         self.tree.get("self").and_then(node_spec)
     }
 
+    /// Sets `options.<key>` of the system for each `(key, value)` (dotted keys: `sizer.mult`),
+    /// as a run of a sweep applies its options.
+    pub fn apply_options(&mut self, options: &[(String, serde_json::Value)]) {
+        for (key, value) in options {
+            let mut node = &mut self.tree;
+            for part in std::iter::once("options").chain(key.split('.')) {
+                if node.as_map().is_none() {
+                    *node = Node::empty_map();
+                }
+                let map = node.as_map_mut().expect("a mapping");
+                node = map.entry(part.to_string()).or_insert_with(Node::empty_map);
+            }
+            *node = Node::from_json(value);
+        }
+    }
+
     /// The accelerator family.
     pub fn arch(&self) -> &str {
         self.tree

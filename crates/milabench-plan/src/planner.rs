@@ -68,6 +68,8 @@ pub struct PlanContext {
     pub cpu: CpuOptions,
     /// Sizer options (`auto_batch(n)`).
     pub sizer: SizerOptions,
+    /// The scaling file `sizer.config` names, as JSON (benchmarks by name), if any.
+    pub scaling: Option<serde_json::Value>,
     /// `(index, total)` when the suite is repeated (`--repeat`), to tag runs `R<i>`.
     pub repeat: Option<(usize, usize)>,
     /// `PATH` of the orchestrator, to which each environment's `bin/` is prepended.
@@ -421,6 +423,11 @@ pub(crate) fn arg_resolver(bench: &Bench, ctx: &PlanContext, dirs: &PackDirs) ->
         benchmark_folder: dirs.code.clone(),
         cpu: ctx.cpu.clone(),
         sizer: ctx.sizer.clone(),
+        scaling: ctx
+            .scaling
+            .as_ref()
+            .and_then(|file| file.get(&bench.name))
+            .cloned(),
         ..LaunchContext::default()
     })
 }
@@ -672,6 +679,7 @@ ddp-nodes:
             host_cpu_count: cpus,
             cpu: CpuOptions::default(),
             sizer: SizerOptions::default(),
+            scaling: None,
             repeat: None,
             path: "/usr/bin".into(),
             base: "/base".into(),

@@ -33,6 +33,7 @@ mod report;
 mod skim;
 mod stats;
 mod summary;
+mod sweep;
 mod timeline;
 
 pub use compare::{CompareRow, Comparison, Verdict, compare_runs, render_comparison};
@@ -51,6 +52,10 @@ pub use report::{
 pub use stats::{GroupId, Stats, StatsQuery};
 pub use summary::{
     BenchSummary, GpuLoad, RateSeries, Summary, summarize, summarize_runs, summary_json,
+};
+pub use sweep::{
+    SweepCell, SweepCurve, SweepInput, SweepReport, build_sweep, render_sweep_html,
+    render_sweep_json, render_sweep_text, report_sweep,
 };
 pub use timeline::{GpuSeries, STDERR_TAIL, Timeline, read_timeline};
 

@@ -77,7 +77,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             select: args.collect(),
             ..Selection::default()
         },
-        fidelity: None,
+        ..SessionRequest::default()
     };
     let session = Session::new(settings, env, request)?;
     let folder = session.claim_run_folder(false)?;

@@ -39,6 +39,20 @@ pub enum Error {
         /// How to fix it.
         fix: String,
     },
+    /// A scaling file (`sizer.config`, `sizer.save`) cannot be read or written.
+    #[error(transparent)]
+    Scaling(#[from] milabench_config::scaling::ScalingError),
+    /// A sweep (`multirun`, `--sweep`) cannot be expanded.
+    #[error(transparent)]
+    Sweep(#[from] milabench_config::sweep::SweepError),
+    /// The record of a sweep's finished runs cannot be read or written.
+    #[error("the record of the sweep's finished runs, {}: {source}\n  fix: check the file (MILABENCH_MULTIRUN_CACHE or `multirun.cache` names it), or delete it to run the whole sweep again", path.display())]
+    SweepRecord {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// A benchmark cannot be planned.
     #[error(transparent)]
     Plan(#[from] milabench_plan::PlanError),
@@ -184,6 +198,8 @@ impl Error {
                 | Error::AmbiguousArch { .. }
                 | Error::Options(_)
                 | Error::Capability { .. }
+                | Error::Sweep(_)
+                | Error::Scaling(milabench_config::scaling::ScalingError::Shape { .. })
                 | Error::Plan(_)
                 | Error::PackHost { .. }
                 | Error::UnknownFidelity { .. }

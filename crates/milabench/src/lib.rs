@@ -36,6 +36,8 @@ pub mod resolve;
 pub mod run;
 pub mod scaffold;
 pub mod session;
+pub mod sizer;
+pub mod sweep;
 
 pub use error::Error;
 pub use milabench_exec::ExitCode;
@@ -45,3 +47,4 @@ pub use session::{
     BundleOptions, BundleSummary, GroupSurvey, InstallObserver, InstallOptions, InstallPlan,
     InstallSummary, RunResult, Session, SessionRequest,
 };
+pub use sweep::{Sweep, SweepRecord, SweepRun, sweep_of};

@@ -5,6 +5,7 @@ use camino::Utf8PathBuf;
 use milabench_config::Bench;
 use milabench_config::benchfile::BenchFile;
 use milabench_config::placeholders::unmet_capabilities;
+use milabench_config::scaling::ScalingFile;
 use milabench_config::settings::EnvVars;
 use milabench_config::settings::options::{CpuOptions, OptionSource, SizerOptions};
 use milabench_plan::{
@@ -114,6 +115,12 @@ pub fn plan_context(
     let source = OptionSource::new(env, system_json.get("options"));
     let cpu = CpuOptions::read(&source)?;
     let sizer = SizerOptions::read(&source)?;
+    let scaling = match &sizer.config {
+        Some(path) => Some(serde_json::Value::Object(
+            ScalingFile::load(std::path::Path::new(path))?.entries,
+        )),
+        None => None,
+    };
     Ok(PlanContext {
         system: resolved.suite.system.clone(),
         arch: resolved.arch.clone(),
@@ -121,6 +128,7 @@ pub fn plan_context(
         host_cpu_count: std::thread::available_parallelism().map_or(1, |n| n.get()),
         cpu,
         sizer,
+        scaling,
         repeat: options.repeat,
         path: options.path.clone(),
         base: Utf8PathBuf::from(

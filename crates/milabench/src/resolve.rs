@@ -73,6 +73,9 @@ pub struct Selection {
     pub select: Vec<String>,
     /// `--exclude` names.
     pub exclude: Vec<String>,
+    /// System options set for this run (`sizer.mult`, `cpu.n_workers`: a sweep's run), over
+    /// the system file's `options`.
+    pub options: Vec<(String, serde_json::Value)>,
 }
 
 /// A resolved suite and the system it was resolved for.
@@ -151,6 +154,7 @@ pub fn resolve(
         });
         system = load(&inputs)?;
     }
+    system.apply_options(&selection.options);
     let lookup = |name: &str| env.get(name).map(str::to_string);
     let mut suite = resolve_suite(&SuiteRequest {
         config: config.as_std_path(),

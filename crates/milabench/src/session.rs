@@ -33,6 +33,8 @@ use crate::error::Error;
 use crate::planning::{PlannedBench, RepeatOrder, plan_one, prefetch_pack_host, repeat_contexts};
 use crate::resolve::{Resolved, Selection, resolve};
 use crate::run::{RunEvent, RunFolder, RunObserver, RunOptions, RunSummary};
+pub use crate::sweep::SWEEP_FILE;
+use crate::sweep::SweepRun;
 
 /// The file of a run folder that holds the validation report of the run (text).
 pub const VALIDATION_FILE: &str = milabench_report::VALIDATION_FILE;
@@ -45,6 +47,9 @@ pub struct SessionRequest {
     /// A fidelity preset (`smoke`, `normal`, `high`): `fidelity/<name>.yaml` beside the suite,
     /// applied as an override after the suite's own.
     pub fidelity: Option<String>,
+    /// The run of a sweep this session makes: its name, options and overrides are applied,
+    /// and it is written to [`SWEEP_FILE`] in the run folder.
+    pub sweep: Option<SweepRun>,
 }
 
 /// A suite resolved once, with its settings and environment: what `install`, `prepare`, `run`
@@ -54,6 +59,8 @@ pub struct Session {
     settings: Settings,
     env: EnvVars,
     resolved: Resolved,
+    /// The run of a sweep this session makes, if any.
+    sweep: Option<SweepRun>,
     /// The results database `run` records into, checked when the session is made.
     store: StoreLocation,
 }
@@ -167,6 +174,8 @@ pub struct RunResult {
     pub recorded_in: Option<String>,
     /// What went wrong with the results database, each with how to import the run later.
     pub store_problems: Vec<String>,
+    /// The scaling file `sizer.save` names and the benchmarks whose observation the run added.
+    pub sizer_saved: Option<(std::path::PathBuf, Vec<String>)>,
 }
 
 impl RunResult {
@@ -180,11 +189,16 @@ impl Session {
     /// Resolves the suite of `settings` for `request`: the one resolution every later step
     /// uses.
     pub fn new(
-        settings: Settings,
+        mut settings: Settings,
         env: EnvVars,
         request: SessionRequest,
     ) -> Result<Session, Error> {
         let mut selection = request.selection;
+        if let Some(run) = &request.sweep {
+            settings.run_name = Some(run.name.clone());
+            selection.overrides.extend(run.overrides.iter().cloned());
+            selection.options.extend(run.options.iter().cloned());
+        }
         if let Some(name) = &request.fidelity {
             selection
                 .overrides
@@ -196,6 +210,7 @@ impl Session {
             settings,
             env,
             resolved,
+            sweep: request.sweep,
             store,
         })
     }
@@ -203,6 +218,11 @@ impl Session {
     /// The resolved suite and system.
     pub fn resolved(&self) -> &Resolved {
         &self.resolved
+    }
+
+    /// The run of a sweep this session makes, if any.
+    pub fn sweep(&self) -> Option<&SweepRun> {
+        self.sweep.as_ref()
     }
 
     /// The settings in force.
@@ -430,6 +450,10 @@ impl Session {
             }
         }
         let summary = summary?;
+        if let Some(run) = &self.sweep {
+            crate::sweep::write_sweep_file(folder.path(), run)?;
+        }
+        let sizer_saved = crate::sizer::save_observations(self, folder.path())?;
         let file = folder.path().join(VALIDATION_FILE);
         write_validation(&file, &validation.text, folder.is_shared())
             .map_err(|source| Error::Write { path: file, source })?;
@@ -438,6 +462,7 @@ impl Session {
             validation,
             recorded_in,
             store_problems,
+            sizer_saved,
         })
     }
 
@@ -488,6 +513,11 @@ impl Session {
             .collect();
         files.sort();
         Ok(report_runs(&files, Some(&entries), options)?)
+    }
+
+    /// The environment variables this session was made with.
+    pub fn env(&self) -> &EnvVars {
+        &self.env
     }
 
     /// The preflight of the suite on this machine and its nodes (see [`crate::check`]).

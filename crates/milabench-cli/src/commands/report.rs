@@ -2,7 +2,10 @@
 
 use milabench::ExitCode;
 use milabench::config::settings::EnvVars;
-use milabench::report::{Format, ReportOptions, SuiteEntry, render, render_html, report_runs};
+use milabench::report::{
+    Format, ReportOptions, SuiteEntry, SweepInput, render, render_html, render_sweep_html,
+    render_sweep_json, render_sweep_text, report_runs, report_sweep,
+};
 
 use crate::args::{GlobalArgs, ReportArgs, ReportFormat};
 use crate::output::{warn, write_report_output};
@@ -19,6 +22,9 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    if !args.sweep.is_empty() {
+        return sweep(global, args, suite.as_deref());
+    }
     let format = match args.format {
         ReportFormat::Text => Some(Format::Text),
         ReportFormat::Md => Some(Format::Markdown),
@@ -45,4 +51,33 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::BenchmarkFailures
     })
+}
+
+/// `report --sweep`: the runs as the points of a sweep.
+fn sweep(
+    global: &GlobalArgs,
+    args: &ReportArgs,
+    suite: Option<&[SuiteEntry]>,
+) -> anyhow::Result<ExitCode> {
+    let runs = super::store::resolve_runs(global, &args.sweep)?;
+    let inputs: Vec<SweepInput> = runs
+        .iter()
+        .map(|run| SweepInput {
+            run: run.clone(),
+            values: milabench::sweep::read_sweep_file(std::path::Path::new(run))
+                .map(|r| r.values)
+                .unwrap_or_default(),
+        })
+        .collect();
+    let sweep = report_sweep(&inputs, suite)?;
+    let text = match args.format {
+        ReportFormat::Text => render_sweep_text(&sweep),
+        ReportFormat::Json => render_sweep_json(&sweep),
+        ReportFormat::Html => render_sweep_html(&sweep),
+        ReportFormat::Md | ReportFormat::Csv => anyhow::bail!(
+            "--sweep reports in text, json or html\n  fix: pass --format text, json or html"
+        ),
+    };
+    write_report_output(args.output.as_deref(), &text, &runs)?;
+    Ok(ExitCode::Success)
 }

@@ -15,7 +15,7 @@ use milabench::{ExitCode, InstallOptions, PlannedBench, RepeatOrder, RepeatPlan,
 use crate::args::{DryRunFormat, GlobalArgs, RunArgs};
 use crate::live::LiveDisplay;
 use crate::output::{note, warn, write_output};
-use crate::settings::suite_session;
+use crate::settings::{load_suite_settings, session};
 
 /// Runs the command.
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -25,39 +25,54 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         ..SettingsFlags::default()
     };
     let env = EnvVars::from_process();
-    let session = suite_session(global, &args.suite, more, args.fidelity.clone(), env)?;
+    let settings = load_suite_settings(global, &args.suite, more, &env)?;
+    if let Some(sweep) = milabench::sweep_of(&settings, &env, &args.sweep)? {
+        return super::sweep::run(args, settings, env, sweep, &validations);
+    }
+    let session = session(settings, &args.suite, args.fidelity.clone(), env, None)?;
+    run_session(args, &session, &validations, args.resume)
+}
+
+/// Runs the suite of `session` as `args` ask (one run; a sweep makes one per point), going on
+/// with the run of its name when `resume`.
+pub(super) fn run_session(
+    args: &RunArgs,
+    session: &Session,
+    validations: &[LayerName],
+    resume: bool,
+) -> anyhow::Result<ExitCode> {
     let asked = args.repeat.map(|repeat| RepeatPlan {
         repeat,
         order: repeat_order(args),
     });
-    let repeats = milabench::run::repeat_plan(&session.run_dir(), args.resume, asked)?;
+    let repeats = milabench::run::repeat_plan(&session.run_dir(), resume, asked)?;
     if let Some(format) = args.dry_run {
-        return dry_run(&session, repeats, args.resume, format);
+        return dry_run(session, repeats, resume, format);
     }
     // Claimed before the set-up: a second `run` of the same name is refused before it installs
     // or prepares anything.
     let folder = if args.share_run_folder {
         session.claim_shared_run_folder()?
     } else {
-        session.claim_run_folder(args.resume)?
+        session.claim_run_folder(resume)?
     };
-    if !args.no_check && !preflight(&session)? {
+    if !args.no_check && !preflight(session)? {
         return Ok(ExitCode::BenchmarkFailures);
     }
     let failed_setup = if args.no_setup {
         Vec::new()
     } else {
-        match setup(&session)? {
+        match setup(session)? {
             Ok(failures) => failures,
             Err(code) => return Ok(code),
         }
     };
     let interrupt = Interrupt::new();
     let ctrl_c = milabench::exec::install_ctrl_c(interrupt.clone())?;
-    let mut options = run_options(interrupt, repeats.repeat, args.resume, args.precision)?;
+    let mut options = run_options(interrupt, repeats.repeat, resume, args.precision)?;
     options.order = repeats.order;
     options.failed_setup = failed_setup;
-    let result = session.run(&folder, &options, &validations, &mut LiveDisplay::new());
+    let result = session.run(&folder, &options, validations, &mut LiveDisplay::new());
     drop(folder);
     ctrl_c.uninstall();
     let result = result?;
@@ -119,6 +134,9 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 page.display()
             )),
         }
+    }
+    if let Some((file, benches)) = &result.sizer_saved {
+        note(&super::sweep::sizer_saved_line(file, benches));
     }
     if let Some(database) = &result.recorded_in {
         note(&format!(

@@ -10,6 +10,7 @@
 
 use serde_json::Value as Json;
 
+use crate::scaling::{Line, observations};
 use crate::settings::options::SizerOptions;
 
 /// Bytes in a memory size such as `"81920 MiB"`, `"40 GiB"`, `"80GB"`, `"512 Mo"` or `"1024"`
@@ -34,35 +35,6 @@ pub fn to_bytes(text: &str) -> Option<f64> {
     Some(number * factor).filter(|b| b.is_finite())
 }
 
-/// Observations `(memory bytes, batch size, perf)` of a scaling entry, sorted by batch size.
-fn observations(entry: &Json) -> Vec<(f64, f64, f64)> {
-    let mut out: Vec<(f64, f64, f64)> = if let Some(model) =
-        entry.get("model").and_then(Json::as_object)
-    {
-        model
-            .iter()
-            .filter_map(|(bs, mem)| Some((to_bytes(mem.as_str()?)?, bs.trim().parse().ok()?, 0.0)))
-            .collect()
-    } else {
-        entry
-            .get("observations")
-            .and_then(Json::as_array)
-            .map(|obs| {
-                obs.iter()
-                    .filter_map(|o| {
-                        let mem = to_bytes(o.get("memory")?.as_str()?)?;
-                        let bs = o.get("batch_size")?.as_f64()?;
-                        let perf = o.get("perf").and_then(Json::as_f64).unwrap_or(0.0);
-                        Some((mem, bs, perf))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    out.sort_by(|a, b| a.1.total_cmp(&b.1));
-    out
-}
-
 /// The sizer's suggestion for a benchmark whose suite asks for `default`.
 ///
 /// Order: `sizer.batch_size` (fixed), then `sizer.optimized` (best-performing observation that
@@ -81,32 +53,24 @@ pub fn suggest(
     let (Some(entry), Some(capacity)) = (entry, capacity) else {
         return default;
     };
+    let obs = observations(entry);
     if opts.optimized {
         if let Some(n) = entry.get("optimized").and_then(Json::as_i64) {
             return n;
         }
-        let mut obs = observations(entry);
-        obs.sort_by(|a, b| b.2.total_cmp(&a.2));
         return obs
             .iter()
-            .find(|o| o.0 < capacity)
-            .map_or(default, |o| o.1 as i64);
-    }
-    let obs = observations(entry);
-    if obs.len() <= 1 {
-        return default;
+            .filter(|o| o.memory < capacity)
+            .rev()
+            .max_by(|a, b| a.perf.total_cmp(&b.perf))
+            .map_or(default, |o| o.batch_size as i64);
     }
     // Least squares fit size = a * mem + b.
-    let n = obs.len() as f64;
-    let mx = obs.iter().map(|o| o.0).sum::<f64>() / n;
-    let my = obs.iter().map(|o| o.1).sum::<f64>() / n;
-    let sxx: f64 = obs.iter().map(|o| (o.0 - mx).powi(2)).sum();
-    if sxx == 0.0 {
+    let points: Vec<(f64, f64)> = obs.iter().map(|o| (o.memory, o.batch_size)).collect();
+    let Some(line) = Line::fit(&points) else {
         return default;
-    }
-    let sxy: f64 = obs.iter().map(|o| (o.0 - mx) * (o.1 - my)).sum();
-    let slope = sxy / sxx;
-    let size_f = slope * capacity + (my - slope * mx);
+    };
+    let size_f = line.at(capacity);
     if !size_f.is_finite() || size_f < 1.0 {
         return 1;
     }

@@ -1,0 +1,417 @@
+//! Sweeps: one suite run several times with different settings, each run named.
+//!
+//! Two sources give the same [`SweepRun`]s:
+//! - the system file's `multirun` block (the Python tool's format: under `runs`, each entry has
+//!   a name template and a `matrix` of options, every combination of whose lists is one run);
+//! - `milabench run --sweep KEY=[V1,V2]` axes, whose product is the runs.
+//!
+//! A key naming a system option (`sizer.*`, `cpu.*`) sets `system.options.<key>` for the run,
+//! as the Python tool's `apply_system` does; any other key of a `--sweep` axis is a suite
+//! override (`resnet50.argv.--batch-size`). Every key of a `multirun` matrix is an option.
+//!
+//! Order: the first key of a matrix varies fastest, the Python tool's order. A name template
+//! fills `{a.b}` with the run's value of `a.b` and `{time}` with the Unix time; the run's
+//! [`SweepRun::key`] is the same name with `{time}` left unfilled, so that a record of the
+//! finished runs recognises a run on a later day.
+//!
+//! ```
+//! use milabench_config::sweep::{Axis, expand_axes};
+//!
+//! let axes = [Axis::parse("resnet50.argv.--batch-size=[32,64]").unwrap(),
+//!             Axis::parse("cpu.n_workers=[4,8]").unwrap()];
+//! let runs = expand_axes(&axes, "sweep", 0).unwrap();
+//! let names: Vec<&str> = runs.iter().map(|r| r.key.as_str()).collect();
+//! assert_eq!(names, ["sweep-batch-size32-n_workers4", "sweep-batch-size64-n_workers4",
+//!                    "sweep-batch-size32-n_workers8", "sweep-batch-size64-n_workers8"]);
+//! assert_eq!(runs[0].overrides, ["resnet50.argv.--batch-size=32"]);
+//! assert_eq!(runs[0].options[0].0, "cpu.n_workers");
+//! ```
+
+use serde_json::Value as Json;
+
+use crate::value::Node;
+
+/// The first key segments that name a system option rather than a benchmark.
+pub const OPTION_GROUPS: &[&str] = &["cpu", "sizer"];
+
+/// A sweep that cannot be expanded; each message says what to fix.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SweepError {
+    /// The `multirun` block does not have the expected shape.
+    #[error(
+        "the system file's `multirun` block {problem}\n  fix: write `multirun: {{runs: [{{name: \"bs{{sizer.mult}}.{{time}}\", matrix: {{sizer.mult: [0.5, 2]}}}}]}}`"
+    )]
+    Shape {
+        /// What is wrong.
+        problem: String,
+    },
+    /// A name template uses a key the run does not set.
+    #[error(
+        "the run name template `{template}` uses `{{{name}}}`, which its matrix does not set\n  fix: use `{{time}}` or a key of the matrix ({known})"
+    )]
+    UnknownName {
+        /// The template.
+        template: String,
+        /// The unknown placeholder.
+        name: String,
+        /// The keys of the matrix.
+        known: String,
+    },
+    /// A `--sweep` axis is not `KEY=VALUES`.
+    #[error(
+        "`--sweep {text}`: {problem}\n  fix: write KEY=[V1,V2,...], e.g. 'resnet50.argv.--batch-size=[32,64]' or 'cpu.n_workers=[4,8]'"
+    )]
+    Axis {
+        /// The axis as given.
+        text: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// Two runs of the sweep would have the same name.
+    #[error(
+        "two runs of the sweep are both named `{name}`\n  fix: put every key that varies into the name template"
+    )]
+    Duplicate {
+        /// The name.
+        name: String,
+    },
+}
+
+/// One run of a sweep: its name and what it changes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SweepRun {
+    /// The run name (its folder under `runs/`).
+    pub name: String,
+    /// The name without its time: what the record of finished runs keeps.
+    pub key: String,
+    /// The system options it sets (`sizer.mult`, `cpu.n_workers`), in matrix order.
+    pub options: Vec<(String, Json)>,
+    /// Suite overrides it adds (`resnet50.argv.--batch-size=64`).
+    pub overrides: Vec<String>,
+    /// Every key with its value, options and overrides alike: what a sweep report plots.
+    pub values: Vec<(String, Json)>,
+}
+
+/// One `--sweep` axis: a key and its values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    /// `sizer.mult`, `resnet50.argv.--batch-size`.
+    pub key: String,
+    /// The values, in order.
+    pub values: Vec<Json>,
+}
+
+impl Axis {
+    /// Parses `KEY=[V1,V2]` (values in YAML flow syntax; one value without brackets).
+    pub fn parse(text: &str) -> Result<Axis, SweepError> {
+        let bad = |problem: &str| SweepError::Axis {
+            text: text.to_string(),
+            problem: problem.to_string(),
+        };
+        let (key, values) = text.split_once('=').ok_or_else(|| bad("no `=`"))?;
+        let key = key.trim();
+        if key.is_empty() || key.split('.').any(str::is_empty) {
+            return Err(bad("the key is empty or has an empty segment"));
+        }
+        let node = crate::yaml::parse_str(values, "--sweep").map_err(|e| bad(&e.to_string()))?;
+        let values = match node.to_json() {
+            Json::Array(items) => items,
+            Json::Null => return Err(bad("no value after `=`")),
+            one => vec![one],
+        };
+        if values.is_empty() {
+            return Err(bad("the list of values is empty"));
+        }
+        Ok(Axis {
+            key: key.to_string(),
+            values,
+        })
+    }
+
+    /// Whether the key names a system option (see [`OPTION_GROUPS`]).
+    pub fn is_option(&self) -> bool {
+        is_option(&self.key)
+    }
+}
+
+fn is_option(key: &str) -> bool {
+    key.split_once('.')
+        .is_some_and(|(group, _)| OPTION_GROUPS.contains(&group))
+}
+
+/// A value as the Python tool writes it in a name (`str(value)`): `0.5`, `2`, `64Go`, `True`.
+pub fn python_str(value: &Json) -> String {
+    match value {
+        Json::String(s) => s.clone(),
+        Json::Bool(true) => "True".into(),
+        Json::Bool(false) => "False".into(),
+        Json::Null => "None".into(),
+        Json::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => i.to_string(),
+            (None, Some(f)) if f.fract() == 0.0 && f.abs() < 1e16 => format!("{f:.1}"),
+            _ => n.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// Every combination of `axes`, the first axis varying fastest.
+fn combinations(axes: &[(String, Vec<Json>)]) -> Vec<Vec<(String, Json)>> {
+    let mut out: Vec<Vec<(String, Json)>> = vec![Vec::new()];
+    for (key, values) in axes {
+        out = values
+            .iter()
+            .flat_map(|value| {
+                out.iter().map(move |combo| {
+                    let mut combo = combo.clone();
+                    combo.push((key.clone(), value.clone()));
+                    combo
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// Fills `{a.b}` and `{time}` of `template`; `time: None` leaves `{time}` as written.
+fn fill(
+    template: &str,
+    values: &[(String, Json)],
+    time: Option<i64>,
+) -> Result<String, SweepError> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let Some(len) = rest[start..].find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let name = &rest[start + 1..start + len];
+        match (name, time) {
+            ("time", Some(t)) => out.push_str(&t.to_string()),
+            ("time", None) => out.push_str("{time}"),
+            _ => {
+                let value = values.iter().find(|(k, _)| k == name).ok_or_else(|| {
+                    SweepError::UnknownName {
+                        template: template.to_string(),
+                        name: name.to_string(),
+                        known: values
+                            .iter()
+                            .map(|(k, _)| k.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    }
+                })?;
+                out.push_str(&python_str(&value.1));
+            }
+        }
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn named(template: &str, values: Vec<(String, Json)>, now: i64) -> Result<SweepRun, SweepError> {
+    let name = fill(template, &values, Some(now))?;
+    let key = fill(template, &values, None)?;
+    let (options, overrides): (Vec<_>, Vec<_>) =
+        values.iter().cloned().partition(|(k, _)| is_option(k));
+    Ok(SweepRun {
+        name,
+        key,
+        overrides: overrides
+            .into_iter()
+            .map(|(k, v)| format!("{k}={}", python_str(&v)))
+            .collect(),
+        options,
+        values,
+    })
+}
+
+fn check_unique(runs: &[SweepRun]) -> Result<(), SweepError> {
+    let mut seen = std::collections::HashSet::new();
+    for run in runs {
+        if !seen.insert(run.key.as_str()) {
+            return Err(SweepError::Duplicate {
+                name: run.key.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The runs of a system file's `multirun` block, in order; `now` fills `{time}`. Every matrix
+/// key is a system option (the Python tool's `apply_system`), a list gives one value per run and
+/// any other value is the same in every run.
+pub fn expand_multirun(multirun: &Node, now: i64) -> Result<Vec<SweepRun>, SweepError> {
+    let shape = |problem: String| SweepError::Shape { problem };
+    let json = multirun.to_json();
+    let Some(runs) = json.get("runs") else {
+        return Ok(Vec::new());
+    };
+    let runs = runs
+        .as_array()
+        .ok_or_else(|| shape(format!("has `runs: {runs}`, not a list")))?;
+    let mut out = Vec::new();
+    for (index, entry) in runs.iter().enumerate() {
+        let name = entry
+            .get("name")
+            .and_then(Json::as_str)
+            .ok_or_else(|| shape(format!("has no `name` template in run {}", index + 1)))?;
+        let matrix = match entry.get("matrix") {
+            None | Some(Json::Null) => serde_json::Map::new(),
+            Some(Json::Object(m)) => m.clone(),
+            Some(other) => {
+                return Err(shape(format!(
+                    "has `matrix: {other}` in run `{name}`, not a mapping"
+                )));
+            }
+        };
+        let axes: Vec<(String, Vec<Json>)> = matrix
+            .into_iter()
+            .map(|(k, v)| match v {
+                Json::Array(items) => (k, items),
+                one => (k, vec![one]),
+            })
+            .collect();
+        for combo in combinations(&axes) {
+            out.push(named(name, combo, now)?);
+        }
+    }
+    check_unique(&out)?;
+    Ok(out)
+}
+
+/// The runs of `--sweep` axes: their product, the first axis varying fastest, each named
+/// `<prefix>-<name><value>...` (the last segment of each key without its leading dashes).
+/// `now` fills a `{time}` in `prefix`.
+pub fn expand_axes(axes: &[Axis], prefix: &str, now: i64) -> Result<Vec<SweepRun>, SweepError> {
+    // The values in the name: a `{key}` placeholder per axis, before the `.{time}` if any.
+    let mut suffix = String::new();
+    for axis in axes {
+        let short = axis.key.rsplit('.').next().unwrap_or(&axis.key);
+        suffix.push_str(&format!(
+            "-{}{{{}}}",
+            short.trim_start_matches('-'),
+            axis.key
+        ));
+    }
+    let template = match prefix.find("{time}") {
+        Some(at) => {
+            let cut = if prefix[..at].ends_with('.') {
+                at - 1
+            } else {
+                at
+            };
+            format!("{}{suffix}{}", &prefix[..cut], &prefix[cut..])
+        }
+        None => format!("{prefix}{suffix}"),
+    };
+    let pairs: Vec<(String, Vec<Json>)> = axes
+        .iter()
+        .map(|a| (a.key.clone(), a.values.clone()))
+        .collect();
+    let runs = combinations(&pairs)
+        .into_iter()
+        .map(|combo| named(&template, combo, now))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_unique(&runs)?;
+    Ok(runs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn multirun(yaml: &str) -> Node {
+        crate::yaml::parse_str(yaml, "test").unwrap()
+    }
+
+    #[test]
+    fn the_python_tools_example_expands_in_its_order() {
+        let block = multirun(
+            r#"
+runs:
+  - name: "bs{sizer.mult}.{time}"
+    matrix:
+      sizer.auto: 1
+      sizer.mult: [0.5, 2]
+  - name: "c{sizer.capacity}_w{cpu.n_workers}.{time}"
+    matrix:
+      cpu.n_workers: [8, 16]
+      sizer.capacity: [64Go, 128Go, All]
+  - name: "auto.{time}"
+    matrix:
+      sizer.auto: 1
+"#,
+        );
+        let runs = expand_multirun(&block, 1700).unwrap();
+        let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "bs0.5.1700",
+                "bs2.1700",
+                "c64Go_w8.1700",
+                "c64Go_w16.1700",
+                "c128Go_w8.1700",
+                "c128Go_w16.1700",
+                "cAll_w8.1700",
+                "cAll_w16.1700",
+                "auto.1700",
+            ]
+        );
+        assert_eq!(runs[0].key, "bs0.5.{time}");
+        assert_eq!(
+            runs[1].options,
+            [
+                ("sizer.auto".to_string(), json!(1)),
+                ("sizer.mult".to_string(), json!(2))
+            ]
+        );
+        assert!(runs.iter().all(|r| r.overrides.is_empty()));
+    }
+
+    #[test]
+    fn bad_blocks_say_what_to_fix() {
+        let err = expand_multirun(&multirun("runs: 3"), 0).unwrap_err();
+        assert!(err.to_string().contains("not a list"), "{err}");
+        let err = expand_multirun(&multirun("runs: [{matrix: {a.b: 1}}]"), 0).unwrap_err();
+        assert!(err.to_string().contains("no `name`"), "{err}");
+        let err = expand_multirun(
+            &multirun("runs: [{name: 'x{sizer.add}', matrix: {sizer.mult: [1, 2]}}]"),
+            0,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("{sizer.add}"), "{err}");
+        let err = expand_multirun(
+            &multirun("runs: [{name: 'same', matrix: {sizer.mult: [1, 2]}}]"),
+            0,
+        )
+        .unwrap_err();
+        assert!(matches!(err, SweepError::Duplicate { .. }), "{err}");
+        assert!(expand_multirun(&multirun("{}"), 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn axes_parse_and_name_their_runs() {
+        assert!(Axis::parse("novalue").is_err());
+        assert!(Axis::parse("a=[]").is_err());
+        assert_eq!(Axis::parse("cpu.n_workers=4").unwrap().values, [json!(4)]);
+        let axes = [Axis::parse("sizer.mult=[0.5, 2]").unwrap()];
+        let runs = expand_axes(&axes, "nightly.{time}", 99).unwrap();
+        assert_eq!(runs[0].name, "nightly-mult0.5.99");
+        assert_eq!(runs[1].key, "nightly-mult2.{time}");
+        assert!(axes[0].is_option());
+        assert!(!Axis::parse("resnet50.argv.--bs=[1]").unwrap().is_option());
+    }
+
+    #[test]
+    fn python_strings() {
+        assert_eq!(python_str(&json!(2.0)), "2.0");
+        assert_eq!(python_str(&json!(true)), "True");
+        assert_eq!(python_str(&json!("All")), "All");
+    }
+}

@@ -1,0 +1,218 @@
+//! Sweeps run here: the runs of the system file's `multirun` block or of `--sweep` axes
+//! (expanded by [`milabench_config::sweep`]), one [`Session`](crate::Session) each, in order,
+//! with a record of the finished runs so that a sweep started again goes on where it stopped.
+//!
+//! The record is the Python tool's `multirun.cache`: one JSON line per finished run
+//! (`{"name": ..., "key": ..., "run": {...}}`). Its file is the option `multirun.cache`
+//! (`MILABENCH_MULTIRUN_CACHE`, or `system.options.multirun.cache`), else
+//! `<base>/multirun.cache`. A run is finished when it ended, failed or not; an interrupted
+//! run is not.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use milabench_config::settings::options::OptionSource;
+use milabench_config::settings::{EnvVars, Settings};
+use milabench_config::sweep::{Axis, expand_axes, expand_multirun};
+pub use milabench_config::sweep::{SweepError, SweepRun};
+use serde_json::Value as Json;
+
+use crate::error::Error;
+
+/// The file of a run folder that says which run of a sweep it holds (a [`SweepRun`] as JSON):
+/// what `report --sweep` reads.
+pub const SWEEP_FILE: &str = "sweep.json";
+
+/// The record's file when no option names one, under the base.
+pub const DEFAULT_RECORD: &str = "multirun.cache";
+
+/// The runs of a sweep and where its record is kept.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    /// The runs, in order.
+    pub runs: Vec<SweepRun>,
+    /// The record of finished runs.
+    pub record: PathBuf,
+}
+
+/// The sweep `settings` and `axes` ask for: the `--sweep` axes when there are some (named
+/// from `run_name`, else `sweep.{time}`), else the system file's `multirun` block; `None`
+/// when neither gives runs.
+pub fn sweep_of(
+    settings: &Settings,
+    env: &EnvVars,
+    axes: &[String],
+) -> Result<Option<Sweep>, Error> {
+    let now = jiff::Timestamp::now().as_second();
+    let file = match &settings.system {
+        Some(path) => {
+            milabench_config::yaml::load_file(path.as_std_path(), "system file")?.to_json()
+        }
+        None => Json::Null,
+    };
+    let runs = if axes.is_empty() {
+        match file.get("multirun") {
+            Some(block) => expand_multirun(&milabench_config::Node::from_json(block), now)?,
+            None => Vec::new(),
+        }
+    } else {
+        let axes = axes
+            .iter()
+            .map(|text| Axis::parse(text))
+            .collect::<Result<Vec<_>, _>>()?;
+        let prefix = settings.run_name.as_deref().unwrap_or("sweep.{time}");
+        expand_axes(&axes, prefix, now)?
+    };
+    if runs.is_empty() {
+        return Ok(None);
+    }
+    let options = file.get("system").and_then(|s| s.get("options"));
+    let record = OptionSource::new(env, options)
+        .string("multirun.cache")?
+        .map_or_else(
+            || settings.base.join(DEFAULT_RECORD).into_std_path_buf(),
+            PathBuf::from,
+        );
+    Ok(Some(Sweep { runs, record }))
+}
+
+/// The finished runs of a sweep, read from its record and added to as runs end.
+#[derive(Debug)]
+pub struct SweepRecord {
+    path: PathBuf,
+    keys: HashSet<String>,
+    /// Lines the Python tool wrote, without `key`: the part of the name before its first dot.
+    python_names: HashSet<String>,
+}
+
+impl SweepRecord {
+    /// Reads the record at `path` (none yet: empty). Lines that are not JSON are ignored.
+    pub fn open(path: &Path) -> Result<SweepRecord, Error> {
+        let mut record = SweepRecord {
+            path: path.to_path_buf(),
+            keys: HashSet::new(),
+            python_names: HashSet::new(),
+        };
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => {
+                return Err(Error::SweepRecord {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        for line in text.lines() {
+            let Ok(entry) = serde_json::from_str::<Json>(line) else {
+                continue;
+            };
+            if let Some(key) = entry.get("key").and_then(Json::as_str) {
+                record.keys.insert(key.to_string());
+            } else if let Some(name) = entry.get("name").and_then(Json::as_str) {
+                record.python_names.insert(first_part(name).to_string());
+            }
+        }
+        Ok(record)
+    }
+
+    /// The record's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether `run` already ran.
+    pub fn is_done(&self, run: &SweepRun) -> bool {
+        self.keys.contains(&run.key) || self.python_names.contains(first_part(&run.name))
+    }
+
+    /// Records that `run` ran (one line appended at once).
+    pub fn mark_done(&mut self, run: &SweepRun) -> Result<(), Error> {
+        let options: serde_json::Map<String, Json> = run.values.iter().cloned().collect();
+        let line = serde_json::json!({"name": run.name, "key": run.key, "run": options});
+        let write = || -> std::io::Result<()> {
+            if let Some(parent) = self.path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let mut file = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&self.path)?;
+            file.write_all(format!("{line}\n").as_bytes())
+        };
+        write().map_err(|source| Error::SweepRecord {
+            path: self.path.clone(),
+            source,
+        })?;
+        self.keys.insert(run.key.clone());
+        Ok(())
+    }
+}
+
+/// The part of a run name before its first dot (the Python tool's key of a finished run).
+fn first_part(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
+}
+
+/// Writes `run` to [`SWEEP_FILE`] in the run folder `dir`.
+pub fn write_sweep_file(dir: &Path, run: &SweepRun) -> Result<(), Error> {
+    let path = dir.join(SWEEP_FILE);
+    let text = serde_json::to_string_pretty(run).unwrap_or_default() + "\n";
+    std::fs::write(&path, text).map_err(|source| Error::Write { path, source })
+}
+
+/// Reads the [`SWEEP_FILE`] of a run folder, if it has one.
+pub fn read_sweep_file(dir: &Path) -> Option<SweepRun> {
+    let text = std::fs::read_to_string(dir.join(SWEEP_FILE)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(name: &str, key: &str) -> SweepRun {
+        SweepRun {
+            name: name.into(),
+            key: key.into(),
+            options: vec![("sizer.mult".into(), Json::from(2))],
+            overrides: Vec::new(),
+            values: vec![("sizer.mult".into(), Json::from(2))],
+        }
+    }
+
+    #[test]
+    fn the_record_remembers_finished_runs_across_invocations() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/multirun.cache");
+        let mut record = SweepRecord::open(&path).unwrap();
+        let first = run("bs2.100", "bs2.{time}");
+        assert!(!record.is_done(&first));
+        record.mark_done(&first).unwrap();
+        assert!(record.is_done(&first));
+        // Another day, the same run has another time.
+        let again = SweepRecord::open(&path).unwrap();
+        assert!(again.is_done(&run("bs2.200", "bs2.{time}")));
+        assert!(!again.is_done(&run("bs4.200", "bs4.{time}")));
+        let line = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            line,
+            "{\"name\":\"bs2.100\",\"key\":\"bs2.{time}\",\"run\":{\"sizer.mult\":2}}\n"
+        );
+    }
+
+    #[test]
+    fn the_python_tools_record_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("multirun.cache");
+        std::fs::write(
+            &path,
+            "{\"name\": \"bs0.5.1700\", \"run\": {\"sizer.mult\": 0.5}}\nnot json\n",
+        )
+        .unwrap();
+        let record = SweepRecord::open(&path).unwrap();
+        assert!(record.is_done(&run("bs0.5.1800", "bs0.5.{time}")));
+        assert!(!record.is_done(&run("bs2.1800", "bs2.{time}")));
+    }
+}

@@ -1,0 +1,298 @@
+//! Sweeps end to end on tiny protocol-speaking benchmarks: the Python tool's `multirun` shape
+//! (named runs, matrices of sizer and CPU options), `run --sweep`, the record that lets an
+//! interrupted sweep go on, `sizer.save`/`sizer.config`, `sizer show` and `report --sweep`.
+
+use std::time::{Duration, Instant};
+
+use crate::common::{run, wait_for};
+use crate::run::Project;
+
+/// A benchmark that reads its `--batch-size`, reports rates of 10 per item and a GPU memory
+/// of 1000 MiB + 100 MiB per item; with a `gate` path, it first waits for that file when its
+/// batch size is 16.
+fn sized(gate: Option<&std::path::Path>) -> String {
+    let wait = gate.map_or_else(String::new, |g| {
+        format!(
+            "import time\nwhile bs == 16 and not os.path.exists({g:?}):\n    time.sleep(0.05)\n"
+        )
+    });
+    format!(
+        "import json, os, sys\nout = os.fdopen(int(os.environ['DATA_FD']), 'w', buffering=1)\n\
+         bs = int(sys.argv[sys.argv.index('--batch-size') + 1])\n{wait}\
+         for i in range(6):\n    out.write(json.dumps({{'task': 'train', 'rate': 10.0 * bs + i, 'units': 'items/s'}}) + '\\n')\n    \
+         out.write(json.dumps({{'task': 'main', 'gpudata': {{'0': {{'memory': [1000 + 100 * bs, 80000], 'load': 0.5}}}}}}) + '\\n')\n"
+    )
+}
+
+const SUITE: &str = "sized:\n  inherits: _defaults\n  install_group: tiny\n  tags: [monogpu]\n  weight: 1\n  definition: benchmarks/sized\n  argv:\n    --batch-size: auto_batch(8)\n    --workers: auto({n_worker}, 1)\n";
+
+/// The run folders under the project's base, sorted.
+fn run_folders(project: &Project) -> Vec<String> {
+    let mut names: Vec<String> = fs_err::read_dir(project.path().join("base/runs"))
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_python_tools_sizing_shape_runs_with_its_names_and_fills_the_scaling_file() {
+    let project = Project::new(SUITE);
+    project.bench("sized", &sized(None));
+    let scaling = project.path().join("scaling.yaml");
+    let scaling = scaling.display();
+    // config/sizing.yaml's three named runs with matrices, on the CPU: the sizer's options as
+    // they are, the capacities small enough for this benchmark's memory.
+    fs_err::write(
+        project.path().join("system.yaml"),
+        format!(
+            "system:\n  arch: cpu\n  nodes:\n    - {{name: local, ip: 127.0.0.1, user: me, main: true}}\n\
+             multirun:\n  runs:\n\
+             \x20   - name: \"bs{{sizer.mult}}.{{time}}\"\n      matrix:\n        sizer.auto: 1\n        sizer.mult: [0.5, 2]\n        sizer.save: [\"{scaling}\"]\n\
+             \x20   - name: \"bs{{sizer.add}}.{{time}}\"\n      matrix:\n        sizer.auto: 1\n        sizer.add: [-4, 8]\n        sizer.save: [\"{scaling}\"]\n\
+             \x20   - name: \"c{{sizer.capacity}}_m{{sizer.multiple}}_w{{cpu.n_workers}}.{{time}}\"\n      matrix:\n        cpu.enabled: 1\n        cpu.n_workers: [1, 2]\n        sizer.auto: 1\n        sizer.capacity: [2Go, 4Go]\n        sizer.multiple: 8\n        sizer.config: [\"{scaling}\"]\n"
+        ),
+    )
+    .expect("system file");
+    let sweep = || {
+        let mut cmd = project.run_command(&["--no-check", "--system", "system.yaml"]);
+        cmd.env(
+            "MILABENCH_MULTIRUN_CACHE",
+            project.path().join("sweep.jsonl"),
+        );
+        cmd
+    };
+    let listed = run(sweep().arg("--dry-run"));
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let names: Vec<String> = listed
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap_or_default().to_string())
+        .collect();
+    let stamp = names[0].rsplit('.').next().expect("a time").to_string();
+    assert!(stamp.parse::<u64>().is_ok(), "{names:?}");
+    let expected: Vec<String> = [
+        "bs0.5",
+        "bs2",
+        "bs-4",
+        "bs8",
+        "c2Go_m8_w1",
+        "c2Go_m8_w2",
+        "c4Go_m8_w1",
+        "c4Go_m8_w2",
+    ]
+    .iter()
+    .map(|n| format!("{n}.{stamp}"))
+    .collect();
+    assert_eq!(names, expected, "{}", listed.stdout);
+    assert!(
+        listed.stdout.contains(
+            "cpu.enabled=1 cpu.n_workers=2 sizer.auto=1 sizer.capacity=2Go sizer.multiple=8"
+        ),
+        "{}",
+        listed.stdout
+    );
+    assert!(run_folders(&project).is_empty(), "a dry run runs nothing");
+
+    let out = run(&mut sweep());
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let folders = run_folders(&project);
+    assert_eq!(folders.len(), 8, "{folders:?}");
+    for prefix in [
+        "bs0.5.",
+        "bs2.",
+        "bs-4.",
+        "bs8.",
+        "c2Go_m8_w1.",
+        "c4Go_m8_w2.",
+    ] {
+        assert!(
+            folders.iter().any(|f| f.starts_with(prefix)),
+            "{prefix} in {folders:?}"
+        );
+    }
+    // sizer.mult and sizer.add changed the batch size; each run added its observation.
+    let text = fs_err::read_to_string(project.path().join("scaling.yaml")).expect("scaling file");
+    for line in [
+        "{batch_size: 4, cpu: 2, memory: 1400 MiB, perf: 42.5",
+        "{batch_size: 16, cpu: 2, memory: 2600 MiB, perf: 162.5",
+    ] {
+        assert_eq!(text.matches(line).count(), 2, "{line} twice in\n{text}");
+    }
+    // sizer.config: the memory model (1000 MiB + 100 MiB per item) fills 2 GB (1907 MiB) with
+    // 9 items, 4 GB (3815 MiB) with 28, floored to multiples of 8.
+    let data = |prefix: &str| {
+        let folder = folders
+            .iter()
+            .find(|f| f.starts_with(prefix))
+            .expect("folder");
+        project.data_file(folder, "sized.D0")
+    };
+    assert!(
+        data("c2Go_m8_w2.").contains("\"--batch-size\",\"8\",\"--workers\",\"2\""),
+        "{}",
+        data("c2Go_m8_w2.")
+    );
+    assert!(
+        data("c4Go_m8_w1.").contains("\"--batch-size\",\"24\",\"--workers\",\"1\""),
+        "{}",
+        data("c4Go_m8_w1.")
+    );
+
+    // The model, with its error.
+    let shown =
+        run(project
+            .milabench()
+            .args(["sizer", "show", "scaling.yaml", "--capacity", "4 GB"]));
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    insta::assert_snapshot!(shown.stdout, @r"
+    bench  obs  MiB/item  base MiB  rms err MiB  max err MiB  batch size
+    sized    4     100.0      1000            0            0          28
+    ");
+
+    // The curves of the first two runs against sizer.mult.
+    let runs = project.path().join("base/runs");
+    let points: Vec<String> = ["bs0.5.", "bs2."]
+        .iter()
+        .map(|p| {
+            runs.join(folders.iter().find(|f| f.starts_with(p)).expect("folder"))
+                .display()
+                .to_string()
+        })
+        .collect();
+    let report = run(project
+        .milabench()
+        .arg("report")
+        .arg("--sweep")
+        .args(&points));
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    assert!(
+        report.stdout.starts_with("Sweep of sizer.mult over 2 runs"),
+        "{}",
+        report.stdout
+    );
+    assert!(
+        report.stdout.contains("sizer.mult=2 *"),
+        "{}",
+        report.stdout
+    );
+    let html = run(project
+        .milabench()
+        .args(["report", "--format", "html", "-o", "sweep.html", "--sweep"])
+        .args(&points));
+    assert_eq!(html.code, 0, "{}", html.stderr);
+    let page = fs_err::read_to_string(project.path().join("sweep.html")).expect("page");
+    assert_eq!(
+        page.matches("<svg").count(),
+        2,
+        "rate and memory of one benchmark"
+    );
+
+    // Started again, the sweep finds every run done.
+    let again = run(&mut sweep());
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(
+        again.stderr.matches("skipped: it already ran").count(),
+        8,
+        "{}",
+        again.stderr
+    );
+    assert_eq!(run_folders(&project).len(), 8);
+}
+
+#[test]
+fn an_interrupted_sweep_goes_on_where_it_stopped() {
+    let project = Project::new(SUITE);
+    let gate = project.path().join("gate");
+    project.bench("sized", &sized(Some(&gate)));
+    let args = [
+        "--run-name",
+        "swept",
+        "--sweep",
+        "sized.argv.--batch-size=[8,16,32]",
+        "--no-check",
+    ];
+    let mut child = project
+        .run_command(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("starts");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !project
+        .data_file("swept-batch-size16", "sized.D0")
+        .contains("\"start\"")
+    {
+        assert!(Instant::now() < deadline, "the second run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL the orchestrator");
+    child.wait().expect("reaped");
+    wait_for("the killed run's folder is free", || {
+        std::fs::File::open(
+            project
+                .path()
+                .join("base/runs/swept-batch-size16/.milabench.lock"),
+        )
+        .is_ok_and(|lock| lock.try_lock().is_ok())
+    });
+    let record = project.path().join("base/multirun.cache");
+    let lines = fs_err::read_to_string(&record).expect("record");
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+    fs_err::write(&gate, "open").expect("gate");
+    let out = run(&mut project.run_command(&args));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("sweep run 1/3 `swept-batch-size8` skipped: it already ran"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("sweep run 2/3 `swept-batch-size16`"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("sweep run 3/3 `swept-batch-size32`"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        run_folders(&project),
+        [
+            "swept-batch-size16",
+            "swept-batch-size32",
+            "swept-batch-size8"
+        ]
+    );
+    // The interrupted run went on in its folder (its first attempt set aside).
+    assert!(
+        project
+            .path()
+            .join("base/runs/swept-batch-size16/sized.D0.data.1")
+            .is_file()
+    );
+    let lines = fs_err::read_to_string(&record).expect("record");
+    assert_eq!(lines.lines().count(), 3, "{lines}");
+    // A failing run does not stop a sweep; the exit status is the worst.
+    let failing = run(&mut project.run_command(&[
+        "--run-name",
+        "bad",
+        "--sweep",
+        "sized.argv.--batch-size=[x,8]",
+        "--no-check",
+    ]));
+    assert_eq!(failing.code, 1, "{}", failing.stderr);
+    assert!(
+        failing.stderr.contains("sweep run 2/2 `bad-batch-size8`"),
+        "{}",
+        failing.stderr
+    );
+    assert!(failing.stderr.contains("sized: ok"), "{}", failing.stderr);
+}
