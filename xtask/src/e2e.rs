@@ -56,7 +56,12 @@ pub fn run(args: &E2eArgs) -> anyhow::Result<()> {
             timings.extend(crate::e2e_sweep::flow(&root, &bin, base.path())?);
         }
         if wanted(Part::Upstream) {
-            timings.extend(crate::e2e_upstream::flow(&root, &bin, base.path())?);
+            // A base folder of its own: its `torch` group and its `FakeImageNet` are not ours.
+            let upstream = tempfile::Builder::new()
+                .prefix("milabench-e2e-upstream-")
+                .tempdir()
+                .context("could not make the scratch base folder")?;
+            timings.extend(crate::e2e_upstream::flow(&root, &bin, upstream.path())?);
         }
         if wanted(Part::Milabench) {
             timings.extend(multinode(&root, &bin, base.path())?);
