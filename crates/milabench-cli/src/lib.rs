@@ -4,6 +4,7 @@
 
 mod args;
 mod commands;
+pub mod dash;
 mod errors;
 mod live;
 mod output;

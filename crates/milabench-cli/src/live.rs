@@ -22,6 +22,8 @@ pub struct LiveDisplay {
     progress: Option<(f64, f64)>,
     /// Last line each process wrote on stderr, to explain a failure.
     last_stderr: std::collections::HashMap<String, String>,
+    /// Lines kept instead of printed (while the dashboard holds the terminal).
+    held: Option<Vec<String>>,
 }
 
 impl LiveDisplay {
@@ -37,6 +39,23 @@ impl LiveDisplay {
             units: String::new(),
             progress: None,
             last_stderr: std::collections::HashMap::new(),
+            held: None,
+        }
+    }
+
+    /// A display that keeps its lines, and draws no status line, until [`Self::release`].
+    pub fn held() -> LiveDisplay {
+        LiveDisplay {
+            held: Some(Vec::new()),
+            ..LiveDisplay::new()
+        }
+    }
+
+    /// Prints the lines kept so far, and the later ones as they come.
+    #[allow(clippy::print_stderr)]
+    pub fn release(&mut self) {
+        for line in self.held.take().unwrap_or_default() {
+            eprintln!("{line}");
         }
     }
 
@@ -51,7 +70,7 @@ impl LiveDisplay {
     /// Whether the process's end is shown as a success. A rank kept out of reports (`nolog`,
     /// the remote ranks of a multi-node job) is still shown failing when it failed: which node
     /// broke is what the person needs to know.
-    fn passed(&self, outcome: &ProcessOutcome) -> bool {
+    pub(crate) fn passed(&self, outcome: &ProcessOutcome) -> bool {
         if self.exit_status_only || outcome.nolog {
             outcome.exited_cleanly()
         } else {
@@ -60,7 +79,11 @@ impl LiveDisplay {
     }
 
     #[allow(clippy::print_stderr)]
-    fn line(&self, text: &str) {
+    fn line(&mut self, text: &str) {
+        if let Some(held) = &mut self.held {
+            held.push(text.to_owned());
+            return;
+        }
         if self.terminal {
             eprint!("\r\x1b[2K");
         }
@@ -69,7 +92,7 @@ impl LiveDisplay {
 
     #[allow(clippy::print_stderr)]
     fn draw(&mut self) {
-        if !self.terminal || self.last_draw.elapsed().as_millis() < 200 {
+        if !self.terminal || self.held.is_some() || self.last_draw.elapsed().as_millis() < 200 {
             return;
         }
         self.last_draw = Instant::now();
