@@ -309,16 +309,13 @@ fn draw_procs(frame: &mut Frame<'_>, model: &Model, now: Instant, rect: Rect, pa
             let spark = Rect::new(inner.x, y + 1, inner.width, 1);
             let values = buckets(&proc.rates, now, RATE_WINDOW, spark.width as usize);
             let peak = values.iter().flatten().copied().fold(0.0, f64::max);
+            // A slice without a rate holds the one before: rates may come slower than slices.
+            let mut held = None;
             let bars: Vec<Option<u64>> = values
                 .iter()
                 .map(|v| {
-                    v.map(|v| {
-                        if peak > 0.0 {
-                            (v / peak * 100.0) as u64
-                        } else {
-                            0
-                        }
-                    })
+                    held = v.or(held);
+                    held.map(|v| (v / peak.max(f64::MIN_POSITIVE) * 100.0) as u64)
                 })
                 .collect();
             frame.render_widget(
