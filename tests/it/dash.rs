@@ -237,3 +237,47 @@ fn piped_the_run_prints_plain_lines() {
         .replace(&project.path().display().to_string(), "[PROJECT]");
     settings.bind(|| insta::assert_snapshot!(text));
 }
+
+/// Issue 41: the long commands say each step in a log; here `prepare` (a line when each
+/// benchmark's step starts and ends) and `db import` of several folders (a line per folder).
+#[test]
+fn long_commands_say_each_step_when_piped() {
+    let project = project(1);
+    for bench in ["quick", "steady"] {
+        fs_err::write(
+            project
+                .path()
+                .join(format!("benchmarks/{bench}/prepare.py")),
+            "print('downloading')\n",
+        )
+        .expect("prepare script");
+    }
+    let mut prepare = project.milabench();
+    prepare.args([
+        "prepare",
+        "--config",
+        "suite.yaml",
+        "--select",
+        "quick,steady",
+    ]);
+    let out = run(&mut prepare);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for line in ["quick: starting 1 process", "quick: ok", "steady: ok"] {
+        assert!(out.stderr.contains(line), "{line}:\n{}", out.stderr);
+    }
+    let runs = crate::common::fixtures().join("milabench/runs/tests-runs");
+    let folders: Vec<_> = fs_err::read_dir(&runs)
+        .expect("fixture runs")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.is_dir())
+        .take(2)
+        .collect();
+    let mut import = project.milabench();
+    import.args(["db", "import"]).args(&folders);
+    let out = run(&mut import);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for (i, folder) in folders.iter().enumerate() {
+        let line = format!("importing {}/2: {}", i + 1, folder.display());
+        assert!(out.stderr.contains(&line), "{line}:\n{}", out.stderr);
+    }
+}

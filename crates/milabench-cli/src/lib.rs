@@ -9,6 +9,7 @@ mod errors;
 mod live;
 mod output;
 mod settings;
+mod steps;
 mod table;
 
 use clap::Parser;

@@ -33,7 +33,13 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
         ..ImportOptions::default()
     };
     let mut done = Vec::new();
+    // A line per folder when there are several: one alone is the whole command.
+    let mut steps =
+        (args.folders.len() > 1).then(|| crate::steps::Steps::new("importing", args.folders.len()));
     for folder in &args.folders {
+        if let Some(steps) = &mut steps {
+            steps.start(folder.as_str());
+        }
         let outcome = store
             .import_folder(folder.as_std_path(), &options)
             .map_err(|e| anyhow::Error::new(e).context(format!("could not import {folder}")))?;
@@ -42,6 +48,9 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
             ImportOutcome::Replaced { name, packs } => (name, "replaced", Some(packs)),
             ImportOutcome::Unchanged { name } => (name, "unchanged", None),
         };
+        if let Some(steps) = &mut steps {
+            steps.done();
+        }
         done.push(Imported {
             folder: folder.to_string(),
             run,
@@ -49,6 +58,7 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
             processes,
         });
     }
+    drop(steps);
     let table = Table {
         columns: &["run", "outcome", "processes", "folder"],
         rows: done
