@@ -91,10 +91,11 @@ struct Tmux {
 }
 
 impl Tmux {
-    fn new() -> Tmux {
+    /// A server for the test `name` (tests may run as threads of one process).
+    fn new(name: &str) -> Tmux {
         Tmux {
             program: tmux(),
-            socket: format!("milabench-dash-{}", std::process::id()),
+            socket: format!("milabench-{name}-{}", std::process::id()),
         }
     }
 
@@ -114,15 +115,18 @@ impl Tmux {
 
     /// Waits until the screen holds `text`; returns the screen.
     fn wait_for(&self, text: &str) -> String {
+        self.wait_until(&format!("the screen to show {text:?}"), |screen| {
+            screen.contains(text)
+        })
+    }
+
+    /// Waits until `condition` holds of the screen; returns the screen.
+    fn wait_until(&self, what: &str, condition: impl Fn(&str) -> bool) -> String {
         let mut screen = String::new();
-        wait_for_within(
-            &format!("the screen to show {text:?}"),
-            Duration::from_secs(60),
-            || {
-                screen = self.screen();
-                screen.contains(text)
-            },
-        );
+        wait_for_within(what, Duration::from_secs(60), || {
+            screen = self.screen();
+            condition(&screen)
+        });
         screen
     }
 }
@@ -140,7 +144,8 @@ fn quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// The shell command that runs `milabench run --dash` in `dir`, its stdout and exit code to files.
+/// The shell command that runs `milabench run --dash` in `dir`, its stdout, exit code and the
+/// terminal's settings after it to files.
 fn dash_command(dir: &Path) -> String {
     let base = dir.join("base");
     let vars = [
@@ -153,7 +158,7 @@ fn dash_command(dir: &Path) -> String {
         .map(|(k, v)| format!("{k}={}", quoted(v)))
         .collect();
     format!(
-        "cd {} && env -u CI {} {} run --no-setup --config suite.yaml --run-name dash --dash > stdout.txt; echo $? > code.txt; sleep 600",
+        "cd {} && env -u CI {} {} run --no-setup --config suite.yaml --run-name dash --dash > stdout.txt; echo $? > code.txt; stty -a > stty.txt; sleep 600",
         quoted(dir.to_str().expect("UTF-8")),
         vars.join(" "),
         quoted(env!("CARGO_BIN_EXE_milabench")),
@@ -163,18 +168,8 @@ fn dash_command(dir: &Path) -> String {
 #[test]
 fn the_dashboard_shows_the_run_and_q_leaves_it_going() {
     let project = project(60);
-    let tmux = Tmux::new();
-    tmux.command(&[
-        "new-session",
-        "-d",
-        "-s",
-        "dash",
-        "-x",
-        "120",
-        "-y",
-        "36",
-        &dash_command(project.path()),
-    ]);
+    let tmux = Tmux::new("dash-q");
+    start(&tmux, &project, 120, 36);
     // The view: the suite's progress, every benchmark's name, the failure marked, a rate with
     // its unit, the stderr of the running process.
     let screen = tmux.wait_for("steady.D0  rate");
@@ -221,6 +216,58 @@ fn the_dashboard_shows_the_run_and_q_leaves_it_going() {
         );
     }
     assert!(project.path().join("base/runs/dash/report.html").is_file());
+}
+
+/// Starts `milabench run --dash` of `project` in a new tmux session of `columns` x `rows`.
+fn start(tmux: &Tmux, project: &Project, columns: u16, rows: u16) {
+    tmux.command(&[
+        "new-session",
+        "-d",
+        "-s",
+        "dash",
+        "-x",
+        &columns.to_string(),
+        "-y",
+        &rows.to_string(),
+        &dash_command(project.path()),
+    ]);
+}
+
+#[test]
+fn the_view_fits_a_resized_terminal_and_ctrl_c_stops_the_run_and_restores_it() {
+    let project = project(200);
+    let tmux = Tmux::new("dash-resize");
+    start(&tmux, &project, 120, 36);
+    tmux.wait_for("steady.D0  rate");
+    // Narrower than the list needs, then tiny: what fits is drawn, the summary first.
+    tmux.command(&["resize-window", "-t", "dash", "-x", "60", "-y", "14"]);
+    let screen = tmux.wait_for("stderr of steady.D0");
+    assert!(
+        !screen.contains("benchmarks"),
+        "no list at 60 columns:\n{screen}"
+    );
+    tmux.command(&["resize-window", "-t", "dash", "-x", "30", "-y", "3"]);
+    wait_for_within("a one-line view", Duration::from_secs(20), || {
+        let screen = tmux.screen();
+        screen.starts_with("milabench · 2/4 done") && !screen.contains("stderr")
+    });
+    tmux.command(&["resize-window", "-t", "dash", "-x", "120", "-y", "36"]);
+    tmux.wait_for("▶ steady running");
+    // Ctrl-C, a key in the view's raw mode, still interrupts the run: it stops, says so with
+    // 130, and the terminal is as it was (line editing and echo back on).
+    tmux.command(&["send-keys", "-t", "dash", "C-c"]);
+    wait_for_within("the run to stop", Duration::from_secs(30), || {
+        project.path().join("stty.txt").exists()
+    });
+    let code = fs_err::read_to_string(project.path().join("code.txt")).expect("exit code");
+    assert_eq!(code.trim(), "130", "{}", tmux.screen());
+    let stty = fs_err::read_to_string(project.path().join("stty.txt")).expect("stty");
+    let flags: Vec<&str> = stty.split_whitespace().collect();
+    for flag in ["icanon", "echo", "isig"] {
+        assert!(flags.contains(&flag), "{flag} restored:\n{stty}");
+    }
+    let screen = tmux.screen();
+    assert!(screen.contains("steady: interrupted"), "{screen}");
 }
 
 #[test]
