@@ -1,8 +1,9 @@
 //! `milabench run --dash`: a full-screen view of the run, an observer of the Session's events.
 //!
-//! The run's thread only files each event into a shared [`Model`] (a lock held for a few
-//! field updates); a thread of the view reads the keys and redraws at most four times a second,
-//! and only when something changed (or once a second, for the clocks). Closing the view (`q`)
+//! The run's thread only files each event into a shared `Model` (a lock held for a few
+//! field updates); a thread of the view reads the keys and redraws from a copy of the model at
+//! most four times a second, and only when something changed (or once a second, for the
+//! clocks). Closing the view (`q`)
 //! leaves the run going with the plain lines; Ctrl-C, which the terminal's raw mode turns into
 //! a key, is raised as the signal it would have been, so it keeps its meaning. The terminal is
 //! restored when the view closes, when the run ends or fails, and on a panic.
@@ -298,7 +299,9 @@ fn view_thread<W: Write>(
             g != generation || now.duration_since(at) >= Duration::from_secs(1)
         });
         if wanted && throttle.pass(now) {
-            let model = shared.model();
+            // Drawn from a copy: a terminal slow to take the output never holds up the run's
+            // thread, which only waits for the copy.
+            let model = shared.model().clone();
             if terminal
                 .draw(|frame| view::draw(frame, &model, now, palette))
                 .is_err()

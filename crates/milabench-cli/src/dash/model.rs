@@ -192,7 +192,7 @@ impl Proc {
 }
 
 /// The whole state of the view.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Model {
     /// When the run started.
     pub started: Instant,
