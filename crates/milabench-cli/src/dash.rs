@@ -1,12 +1,12 @@
 //! `milabench run --dash`: a full-screen view of the run, an observer of the Session's events.
 //!
-//! The run's thread only files each event into a shared `Model` (a lock held for a few
-//! field updates); a thread of the view reads the keys and redraws from a copy of the model at
-//! most four times a second, and only when something changed (or once a second, for the
-//! clocks). Closing the view (`q`)
-//! leaves the run going with the plain lines; Ctrl-C, which the terminal's raw mode turns into
-//! a key, is raised as the signal it would have been, so it keeps its meaning. The terminal is
-//! restored when the view closes, when the run ends or fails, and on a panic.
+//! The run's thread only files each event into a shared `Model` (a lock held for a few field
+//! updates); a thread of the view reads the keys and redraws from a copy of the model at most
+//! four times a second, and only when something changed (or once a second, for the clocks).
+//! Closing the view (`q`) leaves the run going with the plain lines; Ctrl-C, which the
+//! terminal's raw mode turns into a key, is raised as the signal it would have been, so it
+//! keeps its meaning. The terminal is restored when the view closes, when the run ends or
+//! fails, and on a panic.
 
 mod model;
 mod view;
