@@ -11,7 +11,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
 
-use super::model::{BenchState, Model, Proc, RATE_WINDOW, buckets};
+use super::model::{BenchState, GpuGauge, Model, Proc, RATE_WINDOW, buckets};
 
 /// The key help of the bottom line.
 const KEYS: &str = "Tab/←/→ process · ↑/↓ PgUp/PgDn scroll · q close this view (the run goes on) · Ctrl-C stop the run";
@@ -364,36 +364,50 @@ fn draw_gpus(frame: &mut Frame<'_>, proc: &Proc, rect: Rect) {
         .title(format!(" GPUs of {} ", proc.tag));
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
-    let width = (inner.width as usize).saturating_sub(48) / 3;
-    let width = width.clamp(4, 20);
     let lines: Vec<Line<'_>> = proc
         .gpus
         .iter()
-        .map(|gpu| {
-            let mut text = format!("gpu {:<3}", gpu.device);
-            if let Some(load) = gpu.load {
-                text += &format!(" load {} {:>3.0}%", bar(load, width), load * 100.0);
-            }
-            if let Some([used, total]) = gpu.memory.filter(|[_, t]| *t > 0.0) {
-                text += &format!(
-                    "  mem {} {:.1}/{:.1} GiB",
-                    bar(used / total, width),
-                    used / 1024.0,
-                    total / 1024.0
-                );
-            }
-            if let Some(power) = gpu.power {
-                let share = if proc.peak_power > 0.0 {
-                    power / proc.peak_power
-                } else {
-                    0.0
-                };
-                text += &format!("  power {} {power:.0} W", bar(share, width));
-            }
-            Line::raw(text)
-        })
+        .map(|gpu| Line::raw(gpu_line(gpu, proc.peak_power, inner.width as usize)))
         .collect();
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// One GPU's load, memory and power on a line of `width` cells: bars as wide as fit (none when
+/// they would be too thin to read), the numbers always. Power bars are on the scale of `peak`.
+pub(crate) fn gpu_line(gpu: &GpuGauge, peak: f64, width: usize) -> String {
+    let mut parts: Vec<(&str, f64, String)> = Vec::new();
+    if let Some(load) = gpu.load {
+        parts.push(("load", load, format!("{:>3.0}%", load * 100.0)));
+    }
+    if let Some([used, total]) = gpu.memory.filter(|[_, t]| *t > 0.0) {
+        let gib = |mib: f64| mib / 1024.0;
+        parts.push((
+            "mem",
+            used / total,
+            format!("{:.1}/{:.1} GiB", gib(used), gib(total)),
+        ));
+    }
+    if let Some(power) = gpu.power {
+        let share = if peak > 0.0 { power / peak } else { 0.0 };
+        parts.push(("power", share, format!("{power:.0} W")));
+    }
+    let head = format!("gpu {:<3}", gpu.device);
+    // Each part: two spaces, its label, a space, the bar, a space, its number.
+    let fixed: usize = head.chars().count()
+        + parts
+            .iter()
+            .map(|(label, _, number)| label.len() + number.chars().count() + 4)
+            .sum::<usize>();
+    let bar_width = (width.saturating_sub(fixed) / parts.len().max(1)).min(20);
+    let mut text = head;
+    for (label, share, number) in parts {
+        if bar_width >= 3 {
+            text += &format!("  {label} {} {number}", bar(share, bar_width));
+        } else {
+            text += &format!("  {label} {number}");
+        }
+    }
+    text
 }
 
 fn draw_stderr(frame: &mut Frame<'_>, model: &Model, rect: Rect) {
@@ -423,7 +437,7 @@ fn draw_stderr(frame: &mut Frame<'_>, model: &Model, rect: Rect) {
 mod tests {
     use super::*;
     use crate::dash::model::BenchBudget;
-    use milabench::metrics::{DataPayload, Event, Pipe, Record};
+    use milabench::metrics::{DataPayload, Event, GpuSample, Pipe, Record};
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 
@@ -443,6 +457,15 @@ mod tests {
             units: Some("items/s".into()),
             loss: Some(0.25),
             progress: Some([10.0, 30.0]),
+            gpudata: Some(vec![(
+                "0".into(),
+                GpuSample {
+                    load: Some(0.75),
+                    memory: Some([4096.0, 16384.0]),
+                    power: Some(300.0),
+                    ..GpuSample::default()
+                },
+            )]),
             ..DataPayload::default()
         };
         model.proc_record(
@@ -519,6 +542,10 @@ mod tests {
         assert!(text.contains("loss 0.250"), "{text}");
         assert!(text.contains("10/30"), "{text}");
         assert!(text.contains("warming up"), "{text}");
+        assert!(text.contains("GPUs of bert.D0"), "{text}");
+        assert!(text.contains(" 75%  mem "), "{text}");
+        assert!(text.contains("4.0/16.0 GiB  power "), "{text}");
+        assert!(text.contains("300 W"), "{text}");
         assert!(text.contains("q close this view"), "{text}");
     }
 
@@ -552,6 +579,32 @@ mod tests {
             "bert.D0  rate 123.4 items/s  loss 0.250  stop ███░░░░░░░ 10/30"
         );
         assert_eq!(proc_line(proc, 30), "bert.D0  rate 123.4 items/s");
+    }
+
+    #[test]
+    fn gpu_lines_give_bars_the_room_left() {
+        let gpu = GpuGauge {
+            device: "1".into(),
+            load: Some(0.5),
+            memory: Some([2048.0, 8192.0]),
+            power: Some(100.0),
+        };
+        let wide = gpu_line(&gpu, 200.0, 200);
+        assert_eq!(
+            wide,
+            format!(
+                "gpu 1    load {}  50%  mem {} 2.0/8.0 GiB  power {} 100 W",
+                bar(0.5, 20),
+                bar(0.25, 20),
+                bar(0.5, 20)
+            )
+        );
+        let fits = gpu_line(&gpu, 200.0, 73);
+        assert_eq!(fits.chars().count(), 72, "{fits}");
+        assert_eq!(
+            gpu_line(&gpu, 200.0, 40),
+            "gpu 1    load  50%  mem 2.0/8.0 GiB  power 100 W"
+        );
     }
 
     #[test]
