@@ -38,6 +38,10 @@ pub struct BenchArgs {
     /// A/A floor), with only the data channel piped, and under `run_plan`, in a rotating order.
     #[arg(long, default_value_t = 12)]
     pub exec_rounds: usize,
+    /// With the exec figure: also measure it with `milabench run --dash`'s dashboard observing
+    /// and drawing (milabench-cli's `bench_dash` example: a release build of the whole CLI).
+    #[arg(long)]
+    pub dash: bool,
     /// Only these benchmarks of the CPU suite (comma-separated names) in the suite and
     /// precision figures: their runs and comparisons cover just them [default: all].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
@@ -114,7 +118,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             Figure::Store => store::run()?,
             Figure::System => system::run()?,
             Figure::Install => install::run(args.torch)?,
-            Figure::Exec => exec::run(args.exec_rounds)?,
+            Figure::Exec => exec::run(args.exec_rounds, args.dash)?,
             Figure::Suite => suite::run(args.suite_rounds, &args.suite_select)?,
             Figure::Multinode => multinode::run()?,
             Figure::Precision => precision::run(

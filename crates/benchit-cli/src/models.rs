@@ -542,6 +542,8 @@ struct StatusDisplay {
     drawn: usize,
     /// The text drawn last (an unchanged tree is not redrawn).
     shown: String,
+    /// The running input's index and the number of inputs.
+    position: (usize, usize),
 }
 
 impl StatusDisplay {
@@ -552,6 +554,7 @@ impl StatusDisplay {
             action,
             drawn: 0,
             shown: String::new(),
+            position: (0, 1),
         }
     }
 
@@ -565,6 +568,15 @@ impl StatusDisplay {
             if lines.len() > LIVE_LINES {
                 text = lines[lines.len() - LIVE_LINES..].join("\n") + "\n";
             }
+        }
+        let (index, total) = self.position;
+        if !last && total > 1 {
+            // Where `--all` is, above the running input's tree.
+            text = format!(
+                "[{}/{total}] {index} done, {} left\n{text}",
+                index + 1,
+                total - index - 1
+            );
         }
         if !last && text == self.shown {
             return;
@@ -583,6 +595,7 @@ impl StatusDisplay {
 impl Observer for StatusDisplay {
     #[allow(clippy::print_stderr)]
     fn on_input_start(&mut self, input: &Input, index: usize, total: usize) {
+        self.position = (index, total);
         if !self.terminal {
             eprintln!("[{}/{total}] {}", index + 1, input.arg);
         }

@@ -521,6 +521,14 @@ pub struct RunArgs {
     /// docs/sweeps.md.
     #[arg(long = "sweep", value_name = "KEY=VALUES")]
     pub sweep: Vec<String>,
+    /// Show the live dashboard while the suite runs (progress, ETA, each process's rate, loss
+    /// and GPUs, its stderr; `q` closes it and the run goes on) [default: on an interactive
+    /// terminal of at least 80x20, plain lines in CI or when stderr is not a terminal].
+    #[arg(long, overrides_with = "no_dash")]
+    pub dash: bool,
+    /// Plain progress lines instead of the dashboard.
+    #[arg(long, overrides_with = "dash")]
+    pub no_dash: bool,
 }
 
 /// Output formats of `run --dry-run`.

@@ -4,10 +4,12 @@
 
 mod args;
 mod commands;
+pub mod dash;
 mod errors;
 mod live;
 mod output;
 mod settings;
+mod steps;
 mod table;
 
 use clap::Parser;

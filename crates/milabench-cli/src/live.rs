@@ -1,6 +1,7 @@
 //! Live display of a run on stderr: one line per benchmark as it starts and ends, and in a
-//! terminal a status line (elapsed time, latest rate, progress toward the early stop) that is
-//! rewritten in place. Outside a terminal only the start and end lines are printed.
+//! terminal a status line (elapsed time, latest rate, progress toward the early stop; for a
+//! prepare step, the latest line of its output) that is rewritten in place. Outside a terminal
+//! only the start and end lines are printed.
 
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
@@ -22,6 +23,10 @@ pub struct LiveDisplay {
     progress: Option<(f64, f64)>,
     /// Last line each process wrote on stderr, to explain a failure.
     last_stderr: std::collections::HashMap<String, String>,
+    /// The latest line a process wrote (stdout or stderr), shown while a prepare step runs.
+    last_output: String,
+    /// Lines kept instead of printed (while the dashboard holds the terminal).
+    held: Option<Vec<String>>,
 }
 
 impl LiveDisplay {
@@ -37,6 +42,24 @@ impl LiveDisplay {
             units: String::new(),
             progress: None,
             last_stderr: std::collections::HashMap::new(),
+            held: None,
+            last_output: String::new(),
+        }
+    }
+
+    /// A display that keeps its lines, and draws no status line, until [`Self::release`].
+    pub fn held() -> LiveDisplay {
+        LiveDisplay {
+            held: Some(Vec::new()),
+            ..LiveDisplay::new()
+        }
+    }
+
+    /// Prints the lines kept so far, and the later ones as they come.
+    #[allow(clippy::print_stderr)]
+    pub fn release(&mut self) {
+        for line in self.held.take().unwrap_or_default() {
+            eprintln!("{line}");
         }
     }
 
@@ -51,7 +74,7 @@ impl LiveDisplay {
     /// Whether the process's end is shown as a success. A rank kept out of reports (`nolog`,
     /// the remote ranks of a multi-node job) is still shown failing when it failed: which node
     /// broke is what the person needs to know.
-    fn passed(&self, outcome: &ProcessOutcome) -> bool {
+    pub(crate) fn passed(&self, outcome: &ProcessOutcome) -> bool {
         if self.exit_status_only || outcome.nolog {
             outcome.exited_cleanly()
         } else {
@@ -60,7 +83,11 @@ impl LiveDisplay {
     }
 
     #[allow(clippy::print_stderr)]
-    fn line(&self, text: &str) {
+    fn line(&mut self, text: &str) {
+        if let Some(held) = &mut self.held {
+            held.push(text.to_owned());
+            return;
+        }
         if self.terminal {
             eprint!("\r\x1b[2K");
         }
@@ -69,23 +96,31 @@ impl LiveDisplay {
 
     #[allow(clippy::print_stderr)]
     fn draw(&mut self) {
-        if !self.terminal || self.last_draw.elapsed().as_millis() < 200 {
+        if !self.terminal || self.held.is_some() || self.last_draw.elapsed().as_millis() < 200 {
             return;
         }
         self.last_draw = Instant::now();
-        let rate = self
-            .rate
-            .map(|r| format!("{r:.2} {}", self.units))
-            .unwrap_or_else(|| "no rate yet".into());
-        let progress = self
-            .progress
-            .map(|(done, total)| format!(", {done:.0}/{total:.0} observations"))
-            .unwrap_or_default();
-        eprint!(
-            "\r\x1b[2K  {} {:>6.1}s  {rate}{progress}",
+        let status = if self.exit_status_only {
+            self.last_output.clone()
+        } else {
+            let rate = self
+                .rate
+                .map(|r| format!("{r:.2} {}", self.units))
+                .unwrap_or_else(|| "no rate yet".into());
+            let progress = self
+                .progress
+                .map(|(done, total)| format!(", {done:.0}/{total:.0} observations"))
+                .unwrap_or_default();
+            format!("{rate}{progress}")
+        };
+        let text = format!(
+            "  {} {:>6.1}s  {status}",
             self.bench,
             self.started.elapsed().as_secs_f64()
         );
+        // A line longer than the terminal would wrap, and `\r` would not go back over it.
+        let width = ratatui::crossterm::terminal::size().map_or(80, |(w, _)| usize::from(w));
+        eprint!("\r\x1b[2K{}", fit(&text, width.saturating_sub(1)));
         let _ = std::io::stderr().flush();
     }
 }
@@ -99,6 +134,13 @@ impl ExecObserver for LiveDisplay {
         {
             self.last_stderr
                 .insert(tag.to_string(), line.trim().to_string());
+        }
+        if let Event::Line(line) = &record.event
+            && self.exit_status_only
+            && !line.trim().is_empty()
+        {
+            line.trim().clone_into(&mut self.last_output);
+            self.draw();
         }
         if let Event::Data(data) = &record.event {
             if let Some(rate) = data.rate {
@@ -148,6 +190,7 @@ impl RunObserver for LiveDisplay {
             RunEvent::BenchStart { plan } => {
                 self.bench = plan.bench.clone();
                 self.started = Instant::now();
+                self.last_output.clear();
                 self.rate = None;
                 self.progress = None;
                 let n = plan.processes.len();
@@ -191,5 +234,30 @@ impl RunObserver for LiveDisplay {
                 ));
             }
         }
+    }
+}
+
+/// `text` cut to `width` characters, an ellipsis marking the cut.
+fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit;
+
+    #[test]
+    fn status_lines_are_cut_to_the_terminal() {
+        assert_eq!(fit("prepare ok", 20), "prepare ok");
+        assert_eq!(fit("downloading 12%", 8), "downloa…");
+        assert_eq!(fit("é", 0), "");
     }
 }

@@ -18,8 +18,10 @@ use super::geometric_mean_interval;
 /// The least rate under the harness, as a share of the bare rate.
 const TARGET: f64 = 0.995;
 
-/// Runs the measurement with `rounds` overhead rounds and prints its lines of the table.
-pub fn run(rounds: usize) -> anyhow::Result<()> {
+/// Runs the measurement with `rounds` overhead rounds and prints its lines of the table; with
+/// `dash`, also the same figure with the dashboard of `run --dash` observing.
+pub fn run(rounds: usize, dash: bool) -> anyhow::Result<()> {
+    let dash_rounds = dash.then_some(rounds);
     eprintln!(
         "==> bench: exec (building the release measurement program; about {} s of runs)",
         rounds * 4 + 20
@@ -58,6 +60,66 @@ pub fn run(rounds: usize) -> anyhow::Result<()> {
                 met(num("extra_ms") < 50.0)
             ),
             _ => bail!("unknown figure in the exec measurement: {line}"),
+        }
+    }
+    if let Some(rounds) = dash_rounds {
+        run_dash(rounds)?;
+    }
+    Ok(())
+}
+
+/// The harness overhead with the dashboard observing (`dash`) beside the same harness without
+/// it (`exec`), both against bare runs, from milabench-cli's `bench_dash` example.
+fn run_dash(rounds: usize) -> anyhow::Result<()> {
+    eprintln!(
+        "==> bench: exec with the dashboard (building the release CLI; about {} s of runs)",
+        rounds * 4 + 15
+    );
+    let text = super::release_example_output(
+        "milabench-cli",
+        "bench_dash",
+        &[rounds.to_string()],
+        "dashboard",
+    )?;
+    let mut rounds = Vec::new();
+    for line in text.lines() {
+        let f: Value = serde_json::from_str(line).context("measurement output is not JSON")?;
+        match f["figure"].as_str() {
+            Some("overhead_round") => rounds.push(f["rates"].clone()),
+            Some("cpu") => {
+                let ratio = |way: &str, over: &str, clock: &str| -> String {
+                    let ratios: Vec<f64> = rounds
+                        .iter()
+                        .filter_map(|r| Some(r[way][clock].as_f64()? / r[over][clock].as_f64()?))
+                        .filter(|ratio| ratio.is_finite() && *ratio > 0.0)
+                        .collect();
+                    if ratios.is_empty() {
+                        return "none".to_owned();
+                    }
+                    let (mean, low, high) = geometric_mean_interval(&ratios);
+                    format!("{mean:.3} ({low:.3}..{high:.3})")
+                };
+                for (clock, label) in [
+                    ("wall", "exec: harness overhead with --dash"),
+                    ("cpu", "exec: same, child's rate per CPU second"),
+                ] {
+                    println!(
+                        "{label:<40} ratio {}  without it {}  dash / exec {}  A/A floor {}  ({} interleaved rounds, geometric means, 95% intervals)",
+                        ratio("dash", "bare", clock),
+                        ratio("exec", "bare", clock),
+                        ratio("dash", "exec", clock),
+                        ratio("again", "bare", clock),
+                        rounds.len()
+                    );
+                }
+                println!(
+                    "{:<40} {:.3}% of a core with the dashboard, {:.3}% without (6 s runs)",
+                    "exec: orchestrator CPU with --dash",
+                    f["dash_percent_of_core"].as_f64().unwrap_or(f64::NAN),
+                    f["exec_percent_of_core"].as_f64().unwrap_or(f64::NAN),
+                );
+            }
+            _ => bail!("unknown figure in the dashboard measurement: {line}"),
         }
     }
     Ok(())

@@ -33,9 +33,15 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
         ..ImportOptions::default()
     };
     let mut done = Vec::new();
-    // A folder that cannot be imported is said and the others are imported all the same.
+    // A folder that cannot be imported is said and the others are imported all the same; a
+    // line per folder when there are several: one alone is the whole command.
     let mut failed = 0;
+    let mut steps =
+        (args.folders.len() > 1).then(|| crate::steps::Steps::new("importing", args.folders.len()));
     for folder in &args.folders {
+        if let Some(steps) = &mut steps {
+            steps.start(folder.as_str());
+        }
         let outcome = match store.import_folder(folder.as_std_path(), &options) {
             Ok(outcome) => outcome,
             Err(e) => {
@@ -50,6 +56,9 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
             ImportOutcome::Replaced { name, packs } => (name, "replaced", Some(packs)),
             ImportOutcome::Unchanged { name } => (name, "unchanged", None),
         };
+        if let Some(steps) = &mut steps {
+            steps.done();
+        }
         done.push(Imported {
             folder: folder.to_string(),
             run,
@@ -57,6 +66,7 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
             processes,
         });
     }
+    drop(steps);
     let table = Table {
         columns: &["run", "outcome", "processes", "folder"],
         rows: done

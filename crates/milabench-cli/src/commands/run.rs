@@ -13,7 +13,6 @@ use milabench::validate::LayerName;
 use milabench::{ExitCode, InstallOptions, PlannedBench, RepeatOrder, RepeatPlan, Session};
 
 use crate::args::{DryRunFormat, GlobalArgs, RunArgs};
-use crate::live::LiveDisplay;
 use crate::output::{note, warn, write_output};
 use crate::settings::{load_suite_settings, session};
 
@@ -72,7 +71,11 @@ pub(super) fn run_session(
     let mut options = run_options(interrupt, repeats.repeat, resume, args.precision)?;
     options.order = repeats.order;
     options.failed_setup = failed_setup;
-    let result = session.run(&folder, &options, validations, &mut LiveDisplay::new());
+    let asked = (args.dash || args.no_dash).then_some(args.dash);
+    let mut view = crate::dash::run_observer(asked, || bench_budgets(&session, &options));
+    let result = session.run(&folder, &options, validations, view.as_mut());
+    // Gives the terminal back before anything else is printed.
+    drop(view);
     drop(folder);
     ctrl_c.uninstall();
     let result = result?;
@@ -150,6 +153,19 @@ pub(super) fn run_session(
     } else {
         ExitCode::BenchmarkFailures
     })
+}
+
+/// The budgets of the benchmarks a run with `options` may run, in the order it runs them.
+fn bench_budgets(session: &Session, options: &RunOptions) -> Vec<crate::dash::BenchBudget> {
+    let benches: Vec<_> = session.resolved().suite.runnable().collect();
+    options
+        .order
+        .schedule(options.repeat, benches.len())
+        .into_iter()
+        .map(|(_, i)| {
+            crate::dash::BenchBudget::from_config(&benches[i].name, &benches[i].config.to_json())
+        })
+        .collect()
 }
 
 /// The order of the repeats `args` ask for.

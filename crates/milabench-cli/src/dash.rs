@@ -1,0 +1,543 @@
+//! `milabench run --dash`: a full-screen view of the run, an observer of the Session's events.
+//!
+//! The run's thread only files each event into a shared `Model` (a lock held for a few field
+//! updates); a thread of the view reads the keys and redraws from a copy of the model at most
+//! four times a second, and only when something changed (or once a second, for the clocks).
+//! Closing the view (`q`) leaves the run going with the plain lines; Ctrl-C, which the
+//! terminal's raw mode turns into a key, is raised as the signal it would have been, so it
+//! keeps its meaning. The terminal is restored when the view closes, when the run ends or
+//! fails, and on a panic.
+
+mod model;
+mod view;
+
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use milabench::exec::{ExecObserver, ProcessOutcome, ProcessSpec};
+use milabench::metrics::Record;
+use milabench::run::{RunEvent, RunObserver};
+use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
+use ratatui::crossterm::{cursor, execute};
+use ratatui::layout::Rect;
+use ratatui::prelude::CrosstermBackend;
+use ratatui::{Terminal, TerminalOptions, Viewport};
+
+use crate::live::LiveDisplay;
+pub use model::BenchBudget;
+use model::{BenchState, Model, Throttle};
+use view::Palette;
+
+/// The least time between two redraws.
+const REDRAW_EVERY: Duration = Duration::from_millis(250);
+
+/// The smallest terminal the view opens in by default (columns, rows).
+const MIN_SIZE: (u16, u16) = (80, 20);
+
+/// What decides whether a run shows the view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Console {
+    /// stderr, where the view is drawn, is a terminal.
+    pub stderr_terminal: bool,
+    /// stdin is a terminal (a person may press keys).
+    pub stdin_terminal: bool,
+    /// `TERM`.
+    pub term: Option<String>,
+    /// `CI` is set (a CI service runs the command).
+    pub ci: bool,
+    /// `NO_COLOR` is set and not empty.
+    pub no_color: bool,
+    /// The terminal's size, when known.
+    pub size: Option<(u16, u16)>,
+}
+
+impl Console {
+    /// The facts of this process.
+    pub fn current() -> Console {
+        let stderr_terminal = std::io::stderr().is_terminal();
+        Console {
+            stderr_terminal,
+            stdin_terminal: std::io::stdin().is_terminal(),
+            term: std::env::var("TERM").ok(),
+            ci: std::env::var_os("CI").is_some_and(|v| !v.is_empty()),
+            no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+            size: stderr_terminal.then(|| terminal::size().ok()).flatten(),
+        }
+    }
+
+    fn dumb(&self) -> bool {
+        self.term
+            .as_deref()
+            .is_none_or(|t| t.is_empty() || t == "dumb")
+    }
+
+    /// Whether to show the view: `asked` is `--dash` (`Some(true)`), `--no-dash`
+    /// (`Some(false)`) or neither. Asked for, it needs a terminal on stderr that can move its
+    /// cursor (else `Err` says why); by default it also needs keys on stdin, no CI and
+    /// [`MIN_SIZE`].
+    pub fn show_view(&self, asked: Option<bool>) -> Result<bool, String> {
+        match asked {
+            Some(false) => Ok(false),
+            Some(true) if !self.stderr_terminal => {
+                Err("stderr is not a terminal: plain lines instead".into())
+            }
+            Some(true) if self.dumb() => Err("TERM is dumb or unset: plain lines instead".into()),
+            Some(true) => Ok(true),
+            None => Ok(self.stderr_terminal
+                && self.stdin_terminal
+                && !self.ci
+                && !self.dumb()
+                && self
+                    .size
+                    .is_some_and(|(w, h)| w >= MIN_SIZE.0 && h >= MIN_SIZE.1)),
+        }
+    }
+
+    /// Whether the view may use colours.
+    fn palette(&self) -> Palette {
+        let mono = self.no_color
+            || self
+                .term
+                .as_deref()
+                .is_some_and(|t| t == "dumb" || t.starts_with("vt") || t == "ansi");
+        Palette { color: !mono }
+    }
+}
+
+/// What the view and the run's thread share.
+struct Shared {
+    model: Mutex<Model>,
+    /// The view is closed (by `q`, or its thread ended): events go to the plain lines.
+    closed: AtomicBool,
+    /// The run is over: the view's thread should end.
+    stop: AtomicBool,
+}
+
+impl Shared {
+    fn model(&self) -> MutexGuard<'_, Model> {
+        // A panic while the lock was held left the model as it was: still worth drawing.
+        self.model
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Where the view draws.
+pub enum Screen {
+    /// The terminal on stderr, full screen, with keys.
+    Terminal,
+    /// A writer of a fixed size, without keys (to measure what drawing costs).
+    Writer {
+        /// Where the escape sequences go.
+        out: Box<dyn Write + Send>,
+        /// Columns and rows.
+        size: (u16, u16),
+    },
+}
+
+/// The dashboard observer: files events for the view's thread, and keeps the plain lines, which
+/// it prints once the view closes (and goes on printing if the run goes on).
+pub struct Dashboard {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+    plain: LiveDisplay,
+}
+
+impl Dashboard {
+    /// Opens the view of a run of `benches` (in the order they may run) on `screen`; an error
+    /// when the terminal cannot be set up (it is left as it was).
+    pub fn start(
+        benches: Vec<BenchBudget>,
+        screen: Screen,
+        color: bool,
+    ) -> std::io::Result<Dashboard> {
+        let shared = Arc::new(Shared {
+            model: Mutex::new(Model::new(benches, Instant::now())),
+            closed: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+        });
+        let (terminal, keys) = match screen {
+            Screen::Terminal => (open_terminal()?, true),
+            Screen::Writer { out, size } => {
+                let options = TerminalOptions {
+                    viewport: Viewport::Fixed(Rect::new(0, 0, size.0, size.1)),
+                };
+                (
+                    Terminal::with_options(CrosstermBackend::new(out), options)?,
+                    false,
+                )
+            }
+        };
+        let palette = Palette { color };
+        let thread = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("dashboard".into())
+                .spawn(move || view_thread(&shared, terminal, keys, palette))?
+        };
+        Ok(Dashboard {
+            shared,
+            thread: Some(thread),
+            plain: LiveDisplay::held(),
+        })
+    }
+
+    /// Whether the view is still up.
+    fn open(&mut self) -> bool {
+        let open = !self.shared.closed.load(Ordering::Relaxed);
+        if !open {
+            self.plain.release();
+        }
+        open
+    }
+}
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        self.plain.release();
+    }
+}
+
+impl ExecObserver for Dashboard {
+    fn on_start(&mut self, tag: &str, spec: &ProcessSpec) {
+        if self.open() {
+            self.shared.model().proc_start(tag);
+        }
+        self.plain.on_start(tag, spec);
+    }
+
+    fn on_record(&mut self, tag: &str, record: &Record) {
+        if self.open() {
+            self.shared.model().proc_record(tag, record, Instant::now());
+        }
+        self.plain.on_record(tag, record);
+    }
+
+    fn on_end(&mut self, outcome: &ProcessOutcome) {
+        if self.open() {
+            let passed = self.plain.passed(outcome);
+            self.shared.model().proc_end(&outcome.tag, passed);
+        }
+        self.plain.on_end(outcome);
+    }
+}
+
+impl RunObserver for Dashboard {
+    fn on_run_event(&mut self, event: RunEvent<'_>) {
+        if self.open() {
+            let mut model = self.shared.model();
+            match &event {
+                RunEvent::System { .. } => {}
+                RunEvent::BenchStart { plan } => {
+                    model.bench_start(&plan.bench, plan.max_duration, Instant::now());
+                }
+                RunEvent::Skipped { bench, .. } => {
+                    model.bench_not_run(bench, BenchState::Skipped);
+                }
+                RunEvent::SetupFailed { failure } => {
+                    model.bench_not_run(&failure.bench, BenchState::Failed);
+                }
+                RunEvent::AlreadyDone { bench } => {
+                    model.bench_not_run(bench, BenchState::AlreadyDone);
+                }
+                RunEvent::BenchEnd { outcome } => {
+                    let state = if outcome.interrupted {
+                        BenchState::Interrupted
+                    } else if outcome.processes.iter().all(|p| self.plain.passed(p)) {
+                        BenchState::Passed
+                    } else {
+                        BenchState::Failed
+                    };
+                    let observations = outcome
+                        .processes
+                        .iter()
+                        .map(|p| p.rate_count)
+                        .max()
+                        .unwrap_or(0);
+                    model.bench_end(&outcome.bench, state, outcome.duration, observations);
+                }
+            }
+        }
+        self.plain.on_run_event(event);
+    }
+}
+
+/// The view's thread: keys and redraws until the run ends or the view is closed; the terminal
+/// is restored when it returns, however it returns.
+fn view_thread<W: Write>(
+    shared: &Shared,
+    mut terminal: Terminal<CrosstermBackend<W>>,
+    keys: bool,
+    palette: Palette,
+) {
+    /// Marks the view closed when the thread ends, a panic included.
+    struct Closing<'a>(&'a Shared, bool);
+    impl Drop for Closing<'_> {
+        fn drop(&mut self) {
+            if self.1 {
+                restore_terminal();
+            }
+            self.0.closed.store(true, Ordering::Relaxed);
+        }
+    }
+    let _closing = Closing(shared, keys);
+    let mut throttle = Throttle::new(REDRAW_EVERY);
+    let mut drawn: Option<(u64, Instant)> = None;
+    let mut wanted = true;
+    while !shared.stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        let generation = shared.model().generation;
+        wanted |= drawn.is_none_or(|(g, at)| {
+            g != generation || now.duration_since(at) >= Duration::from_secs(1)
+        });
+        if wanted && throttle.pass(now) {
+            // Drawn from a copy: a terminal slow to take the output never holds up the run's
+            // thread, which only waits for the copy.
+            let model = shared.model().clone();
+            if terminal
+                .draw(|frame| view::draw(frame, &model, now, palette))
+                .is_err()
+            {
+                return;
+            }
+            drawn = Some((model.generation, now));
+            wanted = false;
+        }
+        let nap = throttle.wait(Instant::now()).max(Duration::from_millis(50));
+        if !keys {
+            std::thread::sleep(nap);
+            continue;
+        }
+        match event::poll(nap) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(_) => return,
+        }
+        match event::read() {
+            Ok(TermEvent::Key(key)) if key.kind != KeyEventKind::Release => {
+                let mut model = shared.model();
+                match key.code {
+                    KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                        drop(model);
+                        raise_interrupt();
+                    }
+                    KeyCode::Char('q') | KeyCode::Esc => return,
+                    KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') => model.select(true),
+                    KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') => {
+                        model.select(false);
+                    }
+                    KeyCode::Up | KeyCode::Char('k') => model.scroll_by(1),
+                    KeyCode::Down | KeyCode::Char('j') => model.scroll_by(-1),
+                    KeyCode::PageUp => model.scroll_by(10),
+                    KeyCode::PageDown => model.scroll_by(-10),
+                    KeyCode::End => model.scroll = 0,
+                    _ => {}
+                }
+                wanted = true;
+            }
+            Ok(TermEvent::Resize(..)) => {
+                let _ = terminal.autoresize();
+                wanted = true;
+            }
+            Ok(_) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Ctrl-C as the terminal would have sent it outside raw mode: SIGINT to this process, which
+/// the run's handler turns into its interruption (a second one kills the benchmarks at once).
+fn raise_interrupt() {
+    let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGINT);
+}
+
+/// The terminal is in the view's mode (raw, alternate screen, cursor hidden).
+static TERMINAL_TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// Puts the terminal on stderr in the view's mode, after making sure a panic gives it back.
+fn open_terminal() -> std::io::Result<Terminal<CrosstermBackend<Box<dyn Write + Send>>>> {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore_terminal();
+            previous(info);
+        }));
+    });
+    terminal::enable_raw_mode()?;
+    TERMINAL_TAKEN.store(true, Ordering::SeqCst);
+    let mut out: Box<dyn Write + Send> = Box::new(std::io::stderr());
+    let entered = execute!(out, EnterAlternateScreen, cursor::Hide)
+        .and_then(|()| Terminal::new(CrosstermBackend::new(out)));
+    if entered.is_err() {
+        restore_terminal();
+    }
+    entered
+}
+
+/// Gives the terminal back as it was (once; later calls do nothing).
+fn restore_terminal() {
+    if TERMINAL_TAKEN.swap(false, Ordering::SeqCst) {
+        let mut err = std::io::stderr();
+        let _ = execute!(err, LeaveAlternateScreen, cursor::Show);
+        let _ = terminal::disable_raw_mode();
+    }
+}
+
+/// The observer of `run`: the dashboard when `asked` (or by default, see
+/// [`Console::show_view`]), else the plain lines. `benches` are the benchmarks the run may run,
+/// in order. Says why the view was asked for and not shown.
+pub(crate) fn run_observer(
+    asked: Option<bool>,
+    benches: impl FnOnce() -> Vec<BenchBudget>,
+) -> Box<dyn RunObserver> {
+    let console = Console::current();
+    match console.show_view(asked) {
+        Ok(false) => Box::new(LiveDisplay::new()),
+        Err(why) => {
+            crate::output::warn(&format!("--dash: {why}"));
+            Box::new(LiveDisplay::new())
+        }
+        Ok(true) => match Dashboard::start(benches(), Screen::Terminal, console.palette().color) {
+            Ok(dash) => Box::new(dash),
+            Err(e) => {
+                crate::output::warn(&format!(
+                    "the dashboard could not take the terminal ({e}): plain lines instead"
+                ));
+                Box::new(LiveDisplay::new())
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn console() -> Console {
+        Console {
+            stderr_terminal: true,
+            stdin_terminal: true,
+            term: Some("xterm-256color".into()),
+            ci: false,
+            no_color: false,
+            size: Some((120, 40)),
+        }
+    }
+
+    #[test]
+    fn the_view_is_the_default_only_on_an_interactive_terminal_wide_enough() {
+        assert_eq!(console().show_view(None), Ok(true));
+        for other in [
+            Console {
+                stderr_terminal: false,
+                ..console()
+            },
+            Console {
+                stdin_terminal: false,
+                ..console()
+            },
+            Console {
+                ci: true,
+                ..console()
+            },
+            Console {
+                term: Some("dumb".into()),
+                ..console()
+            },
+            Console {
+                size: Some((79, 40)),
+                ..console()
+            },
+            Console {
+                size: Some((120, 19)),
+                ..console()
+            },
+            Console {
+                size: None,
+                ..console()
+            },
+        ] {
+            assert_eq!(other.show_view(None), Ok(false), "{other:?}");
+        }
+        assert_eq!(console().show_view(Some(false)), Ok(false));
+    }
+
+    #[test]
+    fn asked_for_it_shows_on_any_terminal_and_says_why_not() {
+        let small = Console {
+            size: Some((30, 8)),
+            ci: true,
+            stdin_terminal: false,
+            ..console()
+        };
+        assert_eq!(small.show_view(Some(true)), Ok(true));
+        let piped = Console {
+            stderr_terminal: false,
+            ..console()
+        };
+        assert!(piped.show_view(Some(true)).is_err());
+    }
+
+    #[test]
+    fn no_color_and_old_terminals_get_no_colours() {
+        assert!(console().palette().color);
+        assert!(
+            !Console {
+                no_color: true,
+                ..console()
+            }
+            .palette()
+            .color
+        );
+        assert!(
+            !Console {
+                term: Some("vt100".into()),
+                ..console()
+            }
+            .palette()
+            .color
+        );
+    }
+
+    #[test]
+    fn a_headless_view_draws_and_stops_with_the_run() {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        struct Shared(Arc<Mutex<Vec<u8>>>);
+        impl Write for Shared {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().expect("lock").extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let budget = BenchBudget {
+            name: "tiny".into(),
+            max_duration: None,
+            stop: None,
+        };
+        let dash = Dashboard::start(
+            vec![budget],
+            Screen::Writer {
+                out: Box::new(Shared(Arc::clone(&out))),
+                size: (100, 30),
+            },
+            false,
+        )
+        .expect("view");
+        std::thread::sleep(Duration::from_millis(100));
+        drop(dash);
+        let text = String::from_utf8_lossy(&out.lock().expect("lock")).into_owned();
+        assert!(text.contains("tiny"), "{text}");
+    }
+}
