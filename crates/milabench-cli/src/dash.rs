@@ -511,8 +511,8 @@ mod tests {
     #[test]
     fn a_headless_view_draws_and_stops_with_the_run() {
         let out = Arc::new(Mutex::new(Vec::new()));
-        struct Shared(Arc<Mutex<Vec<u8>>>);
-        impl Write for Shared {
+        struct Capture(Arc<Mutex<Vec<u8>>>);
+        impl Write for Capture {
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
                 self.0.lock().expect("lock").extend_from_slice(buf);
                 Ok(buf.len())
@@ -529,7 +529,7 @@ mod tests {
         let dash = Dashboard::start(
             vec![budget],
             Screen::Writer {
-                out: Box::new(Shared(Arc::clone(&out))),
+                out: Box::new(Capture(Arc::clone(&out))),
                 size: (100, 30),
             },
             false,
