@@ -374,7 +374,8 @@ fn open_terminal() -> std::io::Result<Terminal<CrosstermBackend<Box<dyn Write + 
     });
     terminal::enable_raw_mode()?;
     TERMINAL_TAKEN.store(true, Ordering::SeqCst);
-    let mut out: Box<dyn Write + Send> = Box::new(std::io::stderr());
+    // Buffered: a frame is many small writes, flushed once at its end.
+    let mut out: Box<dyn Write + Send> = Box::new(std::io::BufWriter::new(std::io::stderr()));
     let entered = execute!(out, EnterAlternateScreen, cursor::Hide)
         .and_then(|()| Terminal::new(CrosstermBackend::new(out)));
     if entered.is_err() {
