@@ -374,7 +374,8 @@ fn open_terminal() -> std::io::Result<Terminal<CrosstermBackend<Box<dyn Write + 
     });
     terminal::enable_raw_mode()?;
     TERMINAL_TAKEN.store(true, Ordering::SeqCst);
-    let mut out: Box<dyn Write + Send> = Box::new(std::io::stderr());
+    // Buffered: a frame is many small writes, flushed once at its end.
+    let mut out: Box<dyn Write + Send> = Box::new(std::io::BufWriter::new(std::io::stderr()));
     let entered = execute!(out, EnterAlternateScreen, cursor::Hide)
         .and_then(|()| Terminal::new(CrosstermBackend::new(out)));
     if entered.is_err() {
@@ -511,8 +512,8 @@ mod tests {
     #[test]
     fn a_headless_view_draws_and_stops_with_the_run() {
         let out = Arc::new(Mutex::new(Vec::new()));
-        struct Shared(Arc<Mutex<Vec<u8>>>);
-        impl Write for Shared {
+        struct Capture(Arc<Mutex<Vec<u8>>>);
+        impl Write for Capture {
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
                 self.0.lock().expect("lock").extend_from_slice(buf);
                 Ok(buf.len())
@@ -529,7 +530,7 @@ mod tests {
         let dash = Dashboard::start(
             vec![budget],
             Screen::Writer {
-                out: Box::new(Shared(Arc::clone(&out))),
+                out: Box::new(Capture(Arc::clone(&out))),
                 size: (100, 30),
             },
             false,
