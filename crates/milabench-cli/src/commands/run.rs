@@ -72,7 +72,7 @@ pub(super) fn run_session(
     options.order = repeats.order;
     options.failed_setup = failed_setup;
     let asked = (args.dash || args.no_dash).then_some(args.dash);
-    let mut view = crate::dash::run_observer(asked, || bench_budgets(&session, &options));
+    let mut view = crate::dash::run_observer(asked, || bench_budgets(session, &options));
     let result = session.run(&folder, &options, validations, view.as_mut());
     // Gives the terminal back before anything else is printed.
     drop(view);
