@@ -77,7 +77,7 @@ def _json_arg(arg):
     return str(arg)
 
 
-def _env_added(pack, env, base):
+def _env_added(env, base):
     """The variables of ``env`` that the benchfile adds or changes over ``base``."""
     return {str(k): str(v) for k, v in env.items() if base.get(k) != v}
 
@@ -88,10 +88,10 @@ def flatten(tree, phase):
     for pack, argv, options in tree.commands():
         pack.phase = phase
         base = Package.make_env(pack) if isinstance(pack, Package) else {}
-        extra = _env_added(pack, pack.make_env(), base)
+        extra = _env_added(pack.make_env(), base)
         opts = dict(options)
         cwd = opts.pop("cwd", None)
-        option_env = _env_added(pack, opts.pop("env", None) or {}, {**base, **extra})
+        option_env = _env_added(opts.pop("env", None) or {}, {**base, **extra})
         processes.append(
             {
                 "tag": [str(t) for t in pack.config.get("tag", [])],
@@ -115,7 +115,8 @@ def plan(config, gpus):
     pack = load_package(config)
     pack.phase = "run"
     run = flatten(execution_plan(pack, gpus), "run")
-    prepare_pack = load_package(config)
+    # A second instance of the class, not a second run of the benchfile.
+    prepare_pack = type(pack)(config)
     prepare_pack.phase = "prepare"
     prepare_tree = prepare_pack.build_prepare_plan()
     prepare = flatten(prepare_tree, "prepare")

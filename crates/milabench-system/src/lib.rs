@@ -14,6 +14,8 @@
 //!   where they go (the run's `.data` file, the validation layers). Faults (a GPU that
 //!   disappears, a refusing driver, a tool printing garbage) become `error`/`missing` entries in
 //!   the samples and one `message` event each; they never stop the benchmark.
+//! - [`run_tool_with`] runs the helper programs these facts come from (and the facade's pack
+//!   host) with a time limit, in their own process group, their output captured.
 //!
 //! ```no_run
 //! use milabench_system::{Sampler, SamplerConfig, SystemFacts, MilabenchVersion, discover};
@@ -46,3 +48,4 @@ pub use sampler::{
     Collector, DEFAULT_POLL_INTERVAL, Sampler, SamplerConfig, SamplerHandle, SamplerStats,
     poll_interval, thread_cpu_time,
 };
+pub use tool::{ToolOutcome, run_tool_with};

@@ -223,7 +223,9 @@ fn prepared_check(resolved: &Resolved, env: &EnvVars) -> Result<Option<Check>, E
         },
     )?;
     let (mut prepared, mut missing, mut changed) = (0, Vec::new(), Vec::new());
-    for bench in resolved.suite.runnable() {
+    let benches: Vec<_> = resolved.suite.runnable().collect();
+    crate::planning::prefetch_pack_host(&benches, std::slice::from_ref(&ctx));
+    for bench in benches {
         let Ok(Some(plan)) = crate::planning::prepare_plan(bench, &ctx) else {
             continue;
         };

@@ -3,15 +3,14 @@
 //!
 //! It has no dependency beyond the standard library, so it runs on the orchestrator's own
 //! Python (`python3` on `PATH`) with its folder on `PYTHONPATH`: a virtual environment of its
-//! own would cost a second of uv and hold nothing. Each question starts it once; a benchfile
-//! that does not answer within [`ANSWER_LIMIT`] is stopped and named.
+//! own would cost a second of uv and hold nothing. Each question starts it once (a whole suite
+//! is one question, see [`PackHost::prefetch`]); a benchfile that does not answer within
+//! [`ANSWER_LIMIT`] is stopped with its process group and named.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use camino::Utf8PathBuf;
 use indexmap::IndexMap;
@@ -19,6 +18,8 @@ use milabench_config::Bench;
 use milabench_plan::{
     BenchPlan, HostAnswer, HostPlan, HostRequest, PlanContext, PlannedFile, ProcessSpec,
 };
+
+use milabench_system::ToolOutcome;
 
 use crate::error::Error;
 
@@ -72,13 +73,9 @@ impl PackHost {
 
     /// The command line that runs the host's `method` (`plan`, `install`, `prepare`).
     pub fn argv(&self, method: &str) -> Vec<String> {
-        ["-s", "-m", "packhost", method]
-            .iter()
-            .map(|s| s.to_string())
-            .fold(vec![self.python.to_string()], |mut argv, arg| {
-                argv.push(arg);
-                argv
-            })
+        [self.python.as_str(), "-s", "-m", "packhost", method]
+            .map(str::to_string)
+            .to_vec()
     }
 
     /// The variables the host needs on top of the caller's.
@@ -160,24 +157,34 @@ impl PackHost {
                 "report this bug".into(),
             )
         })?;
-        let argv = self.argv("plan");
-        let output = run_with_limit(&argv, &self.env(), &input, ANSWER_LIMIT).map_err(|e| {
-            (
-                format!("could not run the pack host ({}): {e}", argv.join(" ")),
-                "check that python3 works".to_string(),
-            )
-        })?;
-        let Some(output) = output else {
-            return Err((
-                format!(
-                    "its benchfile.py did not answer within {} s",
-                    ANSWER_LIMIT.as_secs()
-                ),
-                "look for a loop or a network call at the top of the benchfile".into(),
-            ));
+        let env = self.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let outcome = milabench_system::run_tool_with(
+            self.python.as_std_path(),
+            &["-s", "-m", "packhost", "plan"],
+            &env,
+            Some(&input),
+            ANSWER_LIMIT,
+        );
+        let (stdout, stderr) = match outcome {
+            ToolOutcome::Exited { stdout, stderr, .. } => (stdout, stderr),
+            ToolOutcome::NotFound => {
+                return Err((
+                    format!("{} was not found", self.python),
+                    "install Python 3.10 or newer, or put it on PATH".into(),
+                ));
+            }
+            ToolOutcome::Failed(detail) => {
+                return Err((
+                    format!(
+                        "the pack host ({}) failed: {detail}",
+                        self.argv("plan").join(" ")
+                    ),
+                    "look for a loop or a network call at the top of the benchfile".into(),
+                ));
+            }
         };
-        let answers: Vec<HostAnswer> = output
-            .stdout
+        let answers: Vec<HostAnswer> = stdout
             .lines()
             .filter(|line| line.starts_with('{'))
             .filter_map(|line| serde_json::from_str(line).ok())
@@ -188,7 +195,7 @@ impl PackHost {
                     "the pack host gave {} answer(s) for {} question(s): {}",
                     answers.len(),
                     requests.len(),
-                    last_lines(&output.stderr, 5)
+                    last_lines(&stderr, 5)
                 ),
                 "run the benchfile with python to see its error".into(),
             ));
@@ -275,70 +282,6 @@ fn memo() -> &'static Mutex<HashMap<String, HostPlan>> {
 /// folder, tag, system and GPUs).
 fn memo_key(request: &HostRequest) -> String {
     serde_json::to_string(request).unwrap_or_default()
-}
-
-/// What a helper program printed.
-struct Output {
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `argv` with `input` on its standard input; `None` when it outlived `limit` (it is
-/// then killed).
-fn run_with_limit(
-    argv: &[String],
-    env: &IndexMap<String, String>,
-    input: &[u8],
-    limit: Duration,
-) -> std::io::Result<Option<Output>> {
-    let mut child = Command::new(&argv[0])
-        .args(&argv[1..])
-        .envs(env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A host that exits before reading everything has failed; its output says why.
-        let _ = stdin.write_all(input);
-    }
-    let reader = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let stdout = reader(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let stderr = reader(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let deadline = Instant::now() + limit;
-    loop {
-        if child.try_wait()?.is_some() {
-            break;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ok(None);
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    Ok(Some(Output {
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-    }))
 }
 
 /// The last `n` lines of `text`, on one line.

@@ -434,30 +434,36 @@ fn record_setup_failure(
         return_code: milabench_metrics::ReturnCode::Code(1),
         extra: Default::default(),
     };
-    let text: String = [
-        Event::Config(config),
-        Event::Error(Box::new(error)),
-        Event::End(Box::new(end)),
-    ]
-    .into_iter()
-    .map(|event| milabench_metrics::record_to_line(&Record::new(event, None)))
-    .collect();
-    let path = run_dir.join(format!("{}.data", failure.bench));
-    std::fs::create_dir_all(run_dir)
-        .and_then(|()| std::fs::write(&path, text))
-        .map_err(|source| Error::Write { path, source })
+    write_records(
+        run_dir,
+        &failure.bench,
+        [
+            Event::Config(config),
+            Event::Error(Box::new(error)),
+            Event::End(Box::new(end)),
+        ],
+    )
 }
 
 /// Records in `<run_dir>/<bench>.data` that `bench` was skipped for its `unmet` capabilities:
 /// one `message` per condition, worded as the Python tool words them, so that a later report of
 /// the folder (by either tool) excuses the benchmark as this run's report did.
 fn record_skip(run_dir: &Path, bench: &str, unmet: &[String]) -> Result<(), Error> {
-    let text: String = unmet
+    let messages = unmet
         .iter()
-        .map(|condition| {
-            let message = milabench_metrics::format::skip_message(bench, condition);
-            milabench_metrics::record_to_line(&Record::new(Event::Message(message), None))
-        })
+        .map(|condition| Event::Message(milabench_metrics::format::skip_message(bench, condition)));
+    write_records(run_dir, bench, messages)
+}
+
+/// Writes `events` as `<run_dir>/<bench>.data`, the record of a benchmark that did not run.
+fn write_records(
+    run_dir: &Path,
+    bench: &str,
+    events: impl IntoIterator<Item = Event>,
+) -> Result<(), Error> {
+    let text: String = events
+        .into_iter()
+        .map(|event| milabench_metrics::record_to_line(&Record::new(event, None)))
         .collect();
     let path = run_dir.join(format!("{bench}.data"));
     std::fs::create_dir_all(run_dir)
@@ -493,7 +499,9 @@ pub fn prepare_suite(
         run_dir: prepare_dir.clone(),
         ..RunSummary::default()
     };
-    for bench in resolved.suite.runnable() {
+    let benches: Vec<_> = resolved.suite.runnable().collect();
+    crate::planning::prefetch_pack_host(&benches, std::slice::from_ref(&ctx));
+    for bench in benches {
         if options.interrupt.is_set() {
             summary.interrupted = true;
             break;
