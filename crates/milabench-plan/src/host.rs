@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::PlanError;
 use crate::planner::{
-    FinishedProcess, Job, PlanContext, arg_resolver, bench_dirs, finish_process, visibility_value,
-    visibility_variable, voir_config_file,
+    FinishedProcess, Job, PlanContext, arg_resolver, base_tag, bench_dirs, finish_process,
+    visibility_value, visibility_variable, voir_config_file,
 };
 use crate::spec::{BenchPlan, PlannedFile, ProcessSpec};
 
@@ -163,18 +163,6 @@ fn resolver(bench: &Bench, ctx: &PlanContext) -> Result<ArgResolver, PlanError> 
         bench: bench.name.clone(),
     })?);
     Ok(arg_resolver(bench, ctx, &bench_dirs(bench, &code)))
-}
-
-/// The tag of a benchmark's processes before a plan spreads them: its name, then `R<i>` in a
-/// repeated suite.
-fn base_tag(bench: &Bench, ctx: &PlanContext) -> Vec<String> {
-    let mut tag = vec![bench.name.clone()];
-    if let Some((index, total)) = ctx.repeat
-        && total > 1
-    {
-        tag.push(format!("R{index}"));
-    }
-    tag
 }
 
 /// The request that asks the pack host for `bench`'s plans.

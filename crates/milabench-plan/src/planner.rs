@@ -115,12 +115,7 @@ pub fn plan_bench(
     })?;
     let code = Utf8PathBuf::from(definition);
     let dirs = bench_dirs(bench, &code);
-    let mut base_tag = vec![bench.name.clone()];
-    if let Some((index, total)) = ctx.repeat
-        && total > 1
-    {
-        base_tag.push(format!("R{index}"));
-    }
+    let base_tag = base_tag(bench, ctx);
     let jobs = match bench.plan()? {
         PlanMethod::PerGpu if ctx.gpus.is_empty() => vec![Job {
             tag: [base_tag.clone(), vec!["D0".into()]].concat(),
@@ -409,6 +404,18 @@ fn process(
         rank.map(|_| job.tag.join(".")),
     )?;
     Ok((spec, voir_file))
+}
+
+/// The tag of a benchmark's processes before a plan spreads them: its name, then `R<i>` in a
+/// repeated suite.
+pub(crate) fn base_tag(bench: &Bench, ctx: &PlanContext) -> Vec<String> {
+    let mut tag = vec![bench.name.clone()];
+    if let Some((index, total)) = ctx.repeat
+        && total > 1
+    {
+        tag.push(format!("R{index}"));
+    }
+    tag
 }
 
 /// The resolver of a benchmark's launch-time placeholders (`{n_worker}`, `auto_batch(...)`).
