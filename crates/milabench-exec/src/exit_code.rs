@@ -31,6 +31,37 @@ impl ExitCode {
             ExitCode::Interrupted => 130,
         }
     }
+
+    /// The exit code a milabench or benchit process ended with, from its numeric status (a
+    /// child's, a Slurm job's): the documented ones by name, any other non-zero status as
+    /// benchmark failures.
+    pub fn from_code(code: i32) -> ExitCode {
+        match code {
+            0 => ExitCode::Success,
+            2 => ExitCode::BadInput,
+            3 => ExitCode::Internal,
+            130 => ExitCode::Interrupted,
+            _ => ExitCode::BenchmarkFailures,
+        }
+    }
+
+    /// The worse of two outcomes, for a command that combines several (a sweep, a Slurm job
+    /// array): an internal error, then bad input, then an interruption, then benchmark
+    /// failures, then success.
+    pub fn worst(self, other: ExitCode) -> ExitCode {
+        let rank = |code: ExitCode| match code {
+            ExitCode::Success => 0,
+            ExitCode::BenchmarkFailures => 1,
+            ExitCode::Interrupted => 2,
+            ExitCode::BadInput => 3,
+            ExitCode::Internal => 4,
+        };
+        if rank(other) > rank(self) {
+            other
+        } else {
+            self
+        }
+    }
 }
 
 impl From<ExitCode> for std::process::ExitCode {
@@ -56,5 +87,25 @@ mod tests {
         codes.sort_unstable();
         codes.dedup();
         assert_eq!(codes.len(), all.len());
+        for code in all {
+            assert_eq!(ExitCode::from_code(i32::from(code.code())), code);
+        }
+        assert_eq!(ExitCode::from_code(7), ExitCode::BenchmarkFailures);
+    }
+
+    #[test]
+    fn worst_is_symmetric_and_ordered() {
+        let order = [
+            ExitCode::Success,
+            ExitCode::BenchmarkFailures,
+            ExitCode::Interrupted,
+            ExitCode::BadInput,
+            ExitCode::Internal,
+        ];
+        for (i, a) in order.iter().enumerate() {
+            for (j, b) in order.iter().enumerate() {
+                assert_eq!(a.worst(*b), order[i.max(j)], "{a:?} {b:?}");
+            }
+        }
     }
 }

@@ -188,7 +188,7 @@ fn submit_run(global: &GlobalArgs, args: &SlurmSubmitArgs) -> anyhow::Result<Exi
             .with_context(|| format!("could not write the report {}", file.display()))?;
     }
     if !report.passes() {
-        code = worst(code, ExitCode::BenchmarkFailures);
+        code = code.worst(ExitCode::BenchmarkFailures);
     }
     Ok(code)
 }
@@ -384,7 +384,7 @@ fn follow_array(
             ));
             problems += 1;
         }
-        code = worst(code, task_code);
+        code = code.worst(task_code);
     }
     if problems > 0 {
         warn(&resume_hint(run_dir, run_name, true));
@@ -422,19 +422,6 @@ fn resume_hint(run_dir: &Path, run_name: &str, per_bench: bool) -> String {
     )
 }
 
-/// The worse of two exit statuses: a bug, then bad input, then an interruption, then
-/// benchmark failures, then success.
-fn worst(a: ExitCode, b: ExitCode) -> ExitCode {
-    let rank = |code: ExitCode| match code {
-        ExitCode::Success => 0,
-        ExitCode::BenchmarkFailures => 1,
-        ExitCode::Interrupted => 2,
-        ExitCode::BadInput => 3,
-        _ => 4,
-    };
-    if rank(b) > rank(a) { b } else { a }
-}
-
 /// The exit status of a followed job (`label` names it): the suite's when the batch script
 /// ran to its end; else what Slurm said and what to change.
 fn verdict(label: &str, status: Option<&JobStatus>) -> (ExitCode, Option<String>) {
@@ -449,13 +436,10 @@ fn verdict(label: &str, status: Option<&JobStatus>) -> (ExitCode, Option<String>
     let nodes = status.nodes.as_deref().unwrap_or("its node");
     let problem = match status.state.as_str() {
         "COMPLETED" | "FAILED" if status.signal == 0 => {
-            return match status.exit_code {
-                Some(0) => (ExitCode::Success, None),
-                Some(2) => (ExitCode::BadInput, None),
-                Some(130) => (ExitCode::Interrupted, None),
-                Some(3) => (ExitCode::Internal, None),
-                _ => (ExitCode::BenchmarkFailures, None),
-            };
+            let code = status
+                .exit_code
+                .map_or(ExitCode::BenchmarkFailures, ExitCode::from_code);
+            return (code, None);
         }
         "TIMEOUT" => format!(
             "{label} ran past its time limit and Slurm stopped it (TIMEOUT)\n  fix: ask for more time (`-- --time=HH:MM:SS`, or the profile's `time`)"
@@ -493,22 +477,6 @@ fn verdict(label: &str, status: Option<&JobStatus>) -> (ExitCode, Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_worst_exit_status_wins() {
-        let order = [
-            ExitCode::Success,
-            ExitCode::BenchmarkFailures,
-            ExitCode::Interrupted,
-            ExitCode::BadInput,
-            ExitCode::Internal,
-        ];
-        for (i, &a) in order.iter().enumerate() {
-            for (j, &b) in order.iter().enumerate() {
-                assert_eq!(worst(a, b), order[i.max(j)], "{a:?} {b:?}");
-            }
-        }
-    }
 
     #[test]
     fn slurm_ends_are_said_with_what_to_change() {

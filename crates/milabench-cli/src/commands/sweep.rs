@@ -68,9 +68,7 @@ pub fn run(
             record.mark_done(run)?;
             folders.push(settings.layout().runs.join(&run.name));
         }
-        if code.code() > worst.code() {
-            worst = code;
-        }
+        worst = worst.worst(code);
     }
     if !folders.is_empty() {
         note(&format!(
