@@ -1,6 +1,8 @@
 //! The embedding examples of the facade (`crates/milabench/examples`), built and run as another
-//! tool would use them: `run_with_observer` runs a tiny protocol-speaking benchmark of a scratch
-//! suite and prints its events as JSON lines; `suite_statistics` reads the run folder back.
+//! tool would use them: `run_with_observer` runs the whole pipeline of `milabench run`
+//! (preflight, a real install of the group's environment, prepare, run, report) on a tiny
+//! protocol-speaking benchmark of a scratch suite and prints its events as JSON lines;
+//! `suite_statistics` reads the run folder back.
 
 use std::path::Path;
 use std::process::Command;
@@ -8,7 +10,8 @@ use std::process::Command;
 use anyhow::{Context, ensure};
 use serde_json::Value;
 
-/// The scratch suite: one benchmark in an install group whose interpreter is the system's.
+/// The scratch suite: one benchmark in an install group of its own (no requirements but the
+/// ones every environment gets).
 const SUITE: &str = "hello:\n  inherits: _defaults\n  install_group: tiny\n  tags: [monogpu]\n  weight: 1\n  max_duration: 60\n  definition: benchmarks/hello\n";
 
 /// The benchmark: a few rates and losses on the data channel.
@@ -20,11 +23,8 @@ pub fn run(scratch: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(&bench)?;
     std::fs::write(bench.join("main.py"), MAIN)?;
     std::fs::write(bench.join("benchfile.yaml"), "launcher: python\n")?;
+    std::fs::write(bench.join("requirements.in"), "")?;
     std::fs::write(scratch.join("suite.yaml"), SUITE)?;
-    let venv_bin = scratch.join("base/venv/tiny/bin");
-    std::fs::create_dir_all(&venv_bin)?;
-    let python = xtask::host::which("python3").context("python3 is not on PATH")?;
-    std::os::unix::fs::symlink(python, venv_bin.join("python"))?;
 
     let events = example(
         scratch,
@@ -40,6 +40,11 @@ pub fn run(scratch: &Path) -> anyhow::Result<()> {
     for kind in ["bench_start", "start", "rate", "end", "bench_end", "done"] {
         ensure!(kinds.contains(&kind), "no `{kind}` event in:\n{events}");
     }
+    let phases: Vec<&str> = lines.iter().filter_map(|l| l["phase"].as_str()).collect();
+    ensure!(
+        phases == ["Preflight", "Install", "Prepare", "Run", "Report"],
+        "the phases of `milabench run` did not all run, in order: {phases:?}"
+    );
     let done = lines.last().context("no event")?;
     ensure!(done["success"] == true, "the run failed: {done}");
     let run_dir = done["run_dir"].as_str().context("no run folder")?;

@@ -20,7 +20,6 @@ mod sizer;
 mod slurm;
 mod store;
 mod summary;
-mod sweep;
 mod sysinfo;
 
 use milabench::ExitCode;

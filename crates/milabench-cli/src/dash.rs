@@ -235,7 +235,6 @@ impl RunObserver for Dashboard {
         if self.open() {
             let mut model = self.shared.model();
             match &event {
-                RunEvent::System { .. } => {}
                 RunEvent::BenchStart { plan } => {
                     model.bench_start(&plan.bench, plan.max_duration, Instant::now());
                 }
@@ -264,6 +263,9 @@ impl RunObserver for Dashboard {
                         .unwrap_or(0);
                     model.bench_end(&outcome.bench, state, outcome.duration, observations);
                 }
+                // The machine's header, and the phases around the run, which the
+                // pipeline's view shows.
+                _ => {}
             }
         }
         self.plain.on_run_event(event);

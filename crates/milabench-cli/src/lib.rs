@@ -8,6 +8,7 @@ pub mod dash;
 mod errors;
 mod live;
 mod output;
+mod render;
 mod settings;
 mod steps;
 mod table;

@@ -233,6 +233,11 @@ impl RunObserver for LiveDisplay {
                     outcome.duration.as_secs_f64()
                 ));
             }
+            // The phases and their results, which the pipeline's view shows.
+            RunEvent::Phase(_)
+            | RunEvent::PreflightFailed { .. }
+            | RunEvent::Installed { .. }
+            | RunEvent::Prepared { .. } => {}
         }
     }
 }

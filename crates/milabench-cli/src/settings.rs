@@ -2,10 +2,10 @@
 //! variables, then these flags (figment does the layering in `milabench-config`).
 
 use camino::{Utf8Path, Utf8PathBuf};
-use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
+use milabench::config::settings::{Arch, EnvVars, Installer, Settings, SettingsFlags};
 use milabench::{Session, SessionRequest, SweepRun};
 
-use crate::args::{GlobalArgs, SuiteArgs};
+use crate::args::{ArchArg, EnvArgs, GlobalArgs, InstallerArg, SuiteArgs};
 
 /// Loads the settings of this invocation, with paths made absolute.
 pub fn load_settings(
@@ -106,4 +106,39 @@ pub fn session(
         crate::output::warn(warning);
     }
     Ok(session)
+}
+
+/// The session of `install`, `pin` and `bundle`: the suite with the interpreter, arch and installer
+/// flags in its settings.
+pub fn install_session(
+    global: &GlobalArgs,
+    suite: &SuiteArgs,
+    env_args: &EnvArgs,
+    installer: Option<Installer>,
+) -> anyhow::Result<Session> {
+    let more = SettingsFlags {
+        python: env_args.python.clone(),
+        arch: env_args.arch.map(arch),
+        installer,
+        ..SettingsFlags::default()
+    };
+    suite_session(global, suite, more, None, EnvVars::from_process())
+}
+
+fn arch(arg: ArchArg) -> Arch {
+    match arg {
+        ArchArg::Cuda => Arch::Cuda,
+        ArchArg::Rocm => Arch::Rocm,
+        ArchArg::Xpu => Arch::Xpu,
+        ArchArg::Hpu => Arch::Hpu,
+        ArchArg::Cpu => Arch::Cpu,
+    }
+}
+
+/// The installer `--installer` names, if it does.
+pub fn installer(arg: Option<InstallerArg>) -> Option<Installer> {
+    arg.map(|i| match i {
+        InstallerArg::Uv => Installer::Uv,
+        InstallerArg::Pip => Installer::Pip,
+    })
 }

@@ -1,19 +1,17 @@
 //! Runs selected benchmarks of a suite as another tool would embed milabench: a
-//! [`milabench::Session`] with an observer of its own, which prints every event as one JSON
-//! line on stdout (no install or prepare: the environments must exist).
+//! [`milabench::Session`] executes what `milabench run` does (preflight, install, prepare,
+//! run, report) with an observer of its own, which prints every event as one JSON line on
+//! stdout.
 //!
 //! ```sh
 //! cargo run -p milabench --example run_with_observer -- SUITE.yaml BASE_FOLDER [BENCH...]
 //! ```
 
-use std::time::Duration;
-
 use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
-use milabench::exec::{ExecObserver, Interrupt, ProcessOutcome, ProcessSpec};
+use milabench::exec::{ExecObserver, ProcessOutcome, ProcessSpec};
 use milabench::metrics::{Event, Record};
-use milabench::run::{RunEvent, RunObserver, RunOptions};
-use milabench::validate::LayerName;
-use milabench::{Selection, Session, SessionRequest};
+use milabench::run::{RunEvent, RunObserver};
+use milabench::{ExitCode, RunRequest, Selection, Session, SessionRequest};
 use serde_json::json;
 
 /// Prints each event as a JSON line.
@@ -47,6 +45,9 @@ impl ExecObserver for JsonEvents {
 impl RunObserver for JsonEvents {
     fn on_run_event(&mut self, event: RunEvent<'_>) {
         match event {
+            RunEvent::Phase(phase) => {
+                self.emit(json!({"kind": "phase", "phase": format!("{phase:?}")}));
+            }
             RunEvent::BenchStart { plan } => {
                 self.emit(json!({"kind": "bench_start", "bench": plan.bench}));
             }
@@ -80,24 +81,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..SessionRequest::default()
     };
     let session = Session::new(settings, env, request)?;
-    let folder = session.claim_run_folder(false)?;
-    let options = RunOptions {
-        repeat: 1,
-        order: milabench::RepeatOrder::InARow,
-        resume: false,
-        grace: Duration::from_secs(5),
-        interrupt: Interrupt::new(),
-        path: std::env::var("PATH").unwrap_or_default(),
-        watchdog: None,
-        precision: None,
-        failed_setup: Vec::new(),
-    };
-    let result = session.run(&folder, &options, &LayerName::DEFAULT, &mut JsonEvents)?;
+    // What `milabench run` does: preflight, install, prepare, run, report.
+    let result = session.execute(&RunRequest::default(), &mut JsonEvents)?;
     JsonEvents.emit(json!({
         "kind": "done",
-        "run_dir": result.summary.run_dir,
-        "success": result.success(),
-        "validation_passed": result.validation.passed(),
+        "run_dir": result.run_dir,
+        "exit_code": result.exit_code().code(),
+        "success": result.exit_code() == ExitCode::Success,
+        "score": result.report.as_ref().map(|r| r.report.score),
     }));
     Ok(())
 }

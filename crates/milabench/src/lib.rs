@@ -30,6 +30,7 @@ pub mod check;
 pub mod error;
 pub mod local_gpus;
 pub mod pack_host;
+pub mod pipeline;
 pub mod planning;
 mod prepared;
 pub mod resolve;
@@ -41,10 +42,11 @@ pub mod sweep;
 
 pub use error::Error;
 pub use milabench_exec::ExitCode;
+pub use pipeline::{Phase, RunReport, RunRequest, RunResult, Stop};
 pub use planning::{PlanOptions, PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_suite};
 pub use resolve::{Resolved, Selection, resolve};
 pub use session::{
     BundleOptions, BundleSummary, GroupSurvey, InstallObserver, InstallOptions, InstallPlan,
-    InstallSummary, RunResult, Session, SessionRequest,
+    InstallSummary, RunRecord, Session, SessionRequest,
 };
 pub use sweep::{Sweep, SweepRecord, SweepRun, sweep_of};

@@ -19,11 +19,13 @@ use milabench_plan::BenchPlan;
 use milabench_system::{GpuDiscovery, MilabenchVersion, Sampler, SamplerConfig, SystemFacts};
 
 use crate::error::Error;
+use crate::pipeline::Phase;
 use crate::planning::{
     MAX_REPEAT, PlanOptions, PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_context,
     plan_one, repeat_contexts,
 };
 use crate::resolve::Resolved;
+use crate::session::{InstallObserver, InstallSummary};
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -38,8 +40,6 @@ pub struct RunOptions {
     pub grace: Duration,
     /// Set by the Ctrl-C handler.
     pub interrupt: Interrupt,
-    /// `PATH` of the orchestrator.
-    pub path: String,
     /// The watchdog started beside each benchmark, which kills it should the orchestrator die
     /// (see [`milabench_exec::WatchdogCommand`]); the `milabench` binary names itself.
     pub watchdog: Option<milabench_exec::WatchdogCommand>,
@@ -49,6 +49,22 @@ pub struct RunOptions {
     /// Benchmarks whose set-up (install or prepare step) failed: each is recorded as failed,
     /// with the reason, instead of being run; the others run.
     pub failed_setup: Vec<SetupFailure>,
+}
+
+impl Default for RunOptions {
+    /// Once, not resuming, a grace period of 10 s, no watchdog, no precision stop.
+    fn default() -> Self {
+        RunOptions {
+            repeat: 1,
+            order: RepeatOrder::InARow,
+            resume: false,
+            grace: Duration::from_secs(10),
+            interrupt: Interrupt::new(),
+            watchdog: None,
+            precision: None,
+            failed_setup: Vec::new(),
+        }
+    }
 }
 
 /// A benchmark whose set-up failed, and why.
@@ -164,6 +180,25 @@ fn folder_in_use(error: LockError, path: &Path) -> Error {
 /// Something that happened at the level of the suite, for live display.
 #[derive(Debug)]
 pub enum RunEvent<'a> {
+    /// A phase of [`crate::Session::execute`] starts.
+    Phase(Phase),
+    /// The preflight failed: nothing is installed or run.
+    PreflightFailed {
+        /// The failed checks.
+        checks: &'a [milabench_cluster::Check],
+    },
+    /// The install ended (successfully or not).
+    Installed {
+        /// What became of each group.
+        summary: &'a InstallSummary,
+    },
+    /// The prepare steps ended.
+    Prepared {
+        /// Their processes.
+        summary: &'a RunSummary,
+        /// The benchmarks whose prepare step failed: the run records them as failed.
+        failures: &'a [SetupFailure],
+    },
     /// The machine the suite runs on, in one paragraph (once, before the first benchmark).
     System {
         /// The paragraph.
@@ -198,10 +233,22 @@ pub enum RunEvent<'a> {
     },
 }
 
-/// Live view of a suite run: suite-level events plus every process event.
+/// Live view of a suite run: suite-level events plus every process event (of the prepare
+/// steps and of the run).
 pub trait RunObserver: ExecObserver {
     /// A suite-level event.
     fn on_run_event(&mut self, event: RunEvent<'_>);
+
+    /// Where the progress of an install goes, if this observer shows it (the default: it
+    /// does not).
+    fn install_observer(&mut self) -> Option<&mut dyn InstallObserver> {
+        None
+    }
+}
+
+/// An observer that ignores everything.
+impl RunObserver for () {
+    fn on_run_event(&mut self, _event: RunEvent<'_>) {}
 }
 
 /// What a suite run did.
@@ -304,6 +351,7 @@ impl SamplerFactory for Telemetry {
 pub fn run_suite(
     resolved: &Resolved,
     env: &EnvVars,
+    path: &str,
     options: &RunOptions,
     folder: &RunFolder,
     observer: &mut dyn RunObserver,
@@ -332,7 +380,7 @@ pub fn run_suite(
         let text = serde_json::to_string(&plan).expect("a repeat plan serialises");
         std::fs::write(&path, text).map_err(|source| Error::Write { path, source })?;
     }
-    let contexts = repeat_contexts(resolved, env, options.repeat, &options.path)?;
+    let contexts = repeat_contexts(resolved, env, options.repeat, path)?;
     let benches: Vec<_> = resolved.suite.runnable().collect();
     crate::planning::prefetch_pack_host(&benches, &contexts);
     for (index, position) in options.order.schedule(options.repeat, benches.len()) {
@@ -477,6 +525,7 @@ fn write_records(
 pub fn prepare_suite(
     resolved: &Resolved,
     env: &EnvVars,
+    path: &str,
     options: &RunOptions,
     observer: &mut dyn RunObserver,
 ) -> Result<RunSummary, Error> {
@@ -492,7 +541,7 @@ pub fn prepare_suite(
         env,
         &PlanOptions {
             repeat: None,
-            path: options.path.clone(),
+            path: path.to_string(),
         },
     )?;
     let mut summary = RunSummary {

@@ -63,6 +63,8 @@ pub struct Session {
     sweep: Option<SweepRun>,
     /// The results database `run` records into, checked when the session is made.
     store: StoreLocation,
+    /// See [`Session::path`].
+    path: String,
 }
 
 /// Receives what an install does, as it does it. Every method has an empty default.
@@ -161,10 +163,10 @@ impl InstallSummary {
     }
 }
 
-/// What `run` did: the processes, the validation layers' verdicts on their event streams, and
-/// what became of its record in the results database.
+/// What the run step did: the processes, the validation layers' verdicts on their event
+/// streams, and what became of its record in the results database.
 #[derive(Debug)]
-pub struct RunResult {
+pub struct RunRecord {
     /// The benchmarks run, skipped and left out.
     pub summary: RunSummary,
     /// The layers' report on the run's events (also written to [`VALIDATION_FILE`]).
@@ -178,7 +180,7 @@ pub struct RunResult {
     pub sizer_saved: Option<(std::path::PathBuf, Vec<String>)>,
 }
 
-impl RunResult {
+impl RunRecord {
     /// Whether every benchmark succeeded and every validation layer was satisfied.
     pub fn success(&self) -> bool {
         self.summary.success() && self.validation.passed()
@@ -206,7 +208,12 @@ impl Session {
         }
         let resolved = resolve(&settings, &selection, &env)?;
         let store = StoreLocation::resolve(settings.db.as_deref(), settings.base.as_std_path())?;
+        let path = env
+            .get("PATH")
+            .map(str::to_string)
+            .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default());
         Ok(Session {
+            path,
             settings,
             env,
             resolved,
@@ -237,7 +244,7 @@ impl Session {
 
     /// The processes the suite would start, `repeat` times over in `order` (for `--dry-run`).
     pub fn plan(&self, repeat: usize, order: RepeatOrder) -> Result<Vec<PlannedBench>, Error> {
-        let contexts = repeat_contexts(&self.resolved, &self.env, repeat, &self.path_var())?;
+        let contexts = repeat_contexts(&self.resolved, &self.env, repeat, &self.path)?;
         let benches: Vec<_> = self.resolved.suite.runnable().collect();
         prefetch_pack_host(&benches, &contexts);
         order
@@ -260,7 +267,6 @@ impl Session {
         let project = ProjectTree::locate(config.parent().unwrap_or(Utf8Path::new(".")))?;
         let benches = self.resolved.suite.runnable();
         let groups = install_groups(benches, &project, &self.resolved.arch, variant)?;
-        let path_var = std::env::var("PATH").ok();
         let mut envs = Environments::prepare_with_sources(
             &EnvOptions {
                 layout: self.settings.layout(),
@@ -268,7 +274,7 @@ impl Session {
                 python: self.settings.python.as_deref(),
                 installer: self.settings.installer,
                 arch: self.resolved.arch.clone(),
-                path_var: path_var.as_deref(),
+                path_var: Some(&self.path),
             },
             options.sources.clone(),
             &mut |event| observer.on_env_event(event),
@@ -363,7 +369,7 @@ impl Session {
         observer: &mut dyn RunObserver,
     ) -> Result<RunSummary, Error> {
         self.resolved.check_runnable()?;
-        crate::run::prepare_suite(&self.resolved, &self.env, options, observer)
+        crate::run::prepare_suite(&self.resolved, &self.env, &self.path, options, observer)
     }
 
     /// Claims the run folder (see [`RunFolder::claim`]): before any set-up, so that a second run
@@ -389,7 +395,7 @@ impl Session {
         options: &RunOptions,
         validations: &[LayerName],
         observer: &mut dyn RunObserver,
-    ) -> Result<RunResult, Error> {
+    ) -> Result<RunRecord, Error> {
         let context = ValidationContext {
             gpu_count: self.resolved.gpu_count(),
         };
@@ -426,8 +432,14 @@ impl Session {
             store_problems: Vec::new(),
             inner: observer,
         };
-        let summary =
-            crate::run::run_suite(&self.resolved, &self.env, options, folder, &mut watching);
+        let summary = crate::run::run_suite(
+            &self.resolved,
+            &self.env,
+            &self.path,
+            options,
+            folder,
+            &mut watching,
+        );
         let validation = watching.validation.finish();
         store_problems.append(&mut watching.store_problems);
         let mut recorded_in = None;
@@ -457,7 +469,7 @@ impl Session {
         let file = folder.path().join(VALIDATION_FILE);
         write_validation(&file, &validation.text, folder.is_shared())
             .map_err(|source| Error::Write { path: file, source })?;
-        Ok(RunResult {
+        Ok(RunRecord {
             summary,
             validation,
             recorded_in,
@@ -533,11 +545,10 @@ impl Session {
         crate::run::run_dir(&self.resolved)
     }
 
-    fn path_var(&self) -> String {
-        self.env
-            .get("PATH")
-            .map(str::to_string)
-            .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default())
+    /// The `PATH` the session's processes and helper programs are looked up in: the
+    /// environment's, else this process's when the session was made.
+    pub fn path(&self) -> &str {
+        &self.path
     }
 }
 

@@ -5,8 +5,9 @@ use milabench::config::settings::Installer;
 use milabench::env::{BundleTarget, Sources};
 use milabench::{BundleOptions, ExitCode, InstallOptions};
 
-use super::install::{Progress, install_session, installer, say};
 use crate::args::{BundleArgs, GlobalArgs};
+use crate::render::install::{Progress, say};
+use crate::settings::{install_session, installer};
 
 /// Fills the wheelhouse; one line per group, then how to use it.
 pub fn run(global: &GlobalArgs, args: &BundleArgs) -> anyhow::Result<ExitCode> {
@@ -41,7 +42,7 @@ pub fn run(global: &GlobalArgs, args: &BundleArgs) -> anyhow::Result<ExitCode> {
                 say(&format!("{group}: FAILED"));
                 crate::errors::show(e);
                 if exit == ExitCode::Success {
-                    exit = crate::errors::exit_code_of_env(e);
+                    exit = milabench::pipeline::exit_code_of_env(e);
                 }
             }
         }

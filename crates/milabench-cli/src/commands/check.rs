@@ -8,6 +8,7 @@ use milabench::config::settings::{EnvVars, SettingsFlags};
 
 use crate::args::{CheckArgs, CheckFormat};
 use crate::output::write_output;
+use crate::render::check_table;
 use crate::settings::suite_session;
 
 /// Runs the checks and prints the table (or JSON); exit status 1 when one fails.
@@ -34,7 +35,7 @@ pub fn run(global: &crate::args::GlobalArgs, args: &CheckArgs) -> anyhow::Result
         program: std::env::current_exe()?,
     })?;
     let text = match args.format {
-        CheckFormat::Text => render_text(&checks),
+        CheckFormat::Text => check_table(&checks),
         CheckFormat::Json => serde_json::to_string_pretty(&checks)? + "\n",
     };
     write_output(None, &text)?;
@@ -43,25 +44,4 @@ pub fn run(global: &crate::args::GlobalArgs, args: &CheckArgs) -> anyhow::Result
     } else {
         ExitCode::Success
     })
-}
-
-/// The checks as a table, each problem with its fix under it.
-pub(super) fn render_text(checks: &[Check]) -> String {
-    let width = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
-    let mut out = String::new();
-    for check in checks {
-        let status = match check.status {
-            Status::Ok => "ok",
-            Status::Warn => "warn",
-            Status::Fail => "FAIL",
-        };
-        out.push_str(&format!(
-            "{status:<4}  {:<width$}  {}\n",
-            check.name, check.detail
-        ));
-        if !check.fix.is_empty() {
-            out.push_str(&format!("      {:<width$}  fix: {}\n", "", check.fix));
-        }
-    }
-    out
 }

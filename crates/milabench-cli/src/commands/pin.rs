@@ -3,8 +3,9 @@
 use milabench::config::settings::Installer;
 use milabench::{ExitCode, InstallOptions};
 
-use super::install::{Progress, install_session, say};
 use crate::args::{GlobalArgs, PinArgs};
+use crate::render::install::{Progress, say};
+use crate::settings::install_session;
 
 /// Pins the selected groups.
 pub fn run(global: &GlobalArgs, args: &PinArgs) -> anyhow::Result<ExitCode> {

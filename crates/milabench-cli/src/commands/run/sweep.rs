@@ -3,7 +3,6 @@
 //! goes on where it stopped; with `--dry-run`, the runs and their settings.
 
 use std::io::Write;
-use std::path::Path;
 
 use milabench::config::settings::{EnvVars, Settings};
 use milabench::config::sweep::python_str;
@@ -100,7 +99,8 @@ fn one_run(
     )?;
     // A run stopped before its end (its folder there, the run not recorded) goes on.
     let resume = session.run_dir().is_dir();
-    super::run::run_session(args, &session, validations, resume)
+    let request = super::request(args, validations.to_vec(), resume)?;
+    crate::render::pipeline::execute(&session, request, super::dash(args))
 }
 
 /// `key=value` of every setting of a run, space-separated.
@@ -129,20 +129,4 @@ fn dry_run(sweep: &Sweep, record: &SweepRecord) -> anyhow::Result<ExitCode> {
     }
     std::io::stdout().lock().write_all(out.as_bytes())?;
     Ok(ExitCode::Success)
-}
-
-/// The line that says what `sizer.save` recorded.
-pub(super) fn sizer_saved_line(file: &Path, benches: &[String]) -> String {
-    if benches.is_empty() {
-        format!(
-            "sizer.save: nothing added to {} (no benchmark succeeded with a batch-size argument and GPU memory samples)",
-            file.display()
-        )
-    } else {
-        format!(
-            "sizer.save: observations of {} added to {}",
-            benches.join(", "),
-            file.display()
-        )
-    }
 }
