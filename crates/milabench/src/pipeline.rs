@@ -17,14 +17,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use milabench_cluster::{Check, Status};
 use milabench_env::EnvError;
 use milabench_exec::{ExitCode, Interrupt, PrecisionStop, WatchdogCommand};
 use milabench_metrics::ReturnCode;
-use milabench_report::{REPORT_PAGE, Report, ReportOptions, RunSet, render_html};
+use milabench_report::{
+    Format, REPORT_PAGE, REPORT_TEXT, Report, ReportOptions, RunSet, render, render_html,
+};
 use milabench_validate::LayerName;
 
 use crate::check::CheckOptions;
@@ -115,9 +117,11 @@ pub struct RunReport {
     pub set: RunSet,
     /// What reading the run folder and scoring warned about.
     pub warnings: Vec<String>,
-    /// Where the HTML page was written, or why it was not (`None`: not written, the folder
-    /// being shared with runs still writing into it).
+    /// Where the HTML page was written, or why it was not (`None`: not asked for, e.g. in a
+    /// folder shared with runs still writing into it).
     pub page: Option<Result<PathBuf, String>>,
+    /// Where the text table was written, or why it was not (`None`: not asked for).
+    pub text: Option<Result<PathBuf, String>>,
 }
 
 /// What `execute` did, phase by phase.
@@ -292,7 +296,16 @@ impl Session {
             && summary.failed_setup.is_empty());
         if ran {
             observer.on_run_event(RunEvent::Phase(Phase::Report));
-            result.report = Some(self.report_run(summary, request.shared_folder)?);
+            // Who reports a shared folder as a whole writes its page.
+            let files = ReportFiles {
+                page: !request.shared_folder,
+                text: false,
+            };
+            // Skipped for unmet capabilities: absent on purpose, not failed.
+            let excused = summary.skipped.clone();
+            let report =
+                self.write_report(&summary.run_dir, excused, files, request.shared_folder)?;
+            result.report = Some(report);
         }
         result.run = Some(run);
         Ok(result)
@@ -333,40 +346,62 @@ impl Session {
         }
     }
 
-    /// The report of a run that ran something, and its page written beside it (not in a
-    /// shared folder: who reports the whole folder writes it). A page that cannot be written
-    /// is said in the result, not fatal: the folder holds what it shows.
-    fn report_run(&self, summary: &RunSummary, shared: bool) -> Result<RunReport, Error> {
+    /// The report of the run folder `run_dir` (its benchmarks in `excused` absent on purpose)
+    /// and the files `files` asks for written into it. A file that cannot be written is said in
+    /// the result, not fatal: the folder holds what it shows. In a folder `shared` with other
+    /// runs, only the selected benchmarks are read (others may still be writing).
+    pub fn write_report(
+        &self,
+        run_dir: &Path,
+        excused: Vec<String>,
+        files: ReportFiles,
+        shared: bool,
+    ) -> Result<RunReport, Error> {
         let options = ReportOptions {
-            // Skipped for unmet capabilities: absent on purpose, not failed.
-            excused: summary.skipped.clone(),
+            excused,
             ..ReportOptions::default()
         };
-        // A shared folder also holds the benchmarks other runs write, perhaps still running.
         let (report, set) = if shared {
-            self.report_selected(&summary.run_dir, &options)?
+            self.report_selected(run_dir, &options)?
         } else {
-            self.report(&summary.run_dir, &options)?
+            self.report(run_dir, &options)?
         };
         let warnings = set
             .warnings()
             .into_iter()
             .chain(report.score_problem())
             .collect();
-        let page = (!shared).then(|| {
-            let page = summary.run_dir.join(REPORT_PAGE);
-            render_html(&report, &set)
-                .map_err(|e| e.to_string())
-                .and_then(|html| std::fs::write(&page, html).map_err(|e| e.to_string()))
-                .map(|()| page)
+        let write = |name: &str, text: Result<String, String>| {
+            let path = run_dir.join(name);
+            text.and_then(|text| std::fs::write(&path, text).map_err(|e| e.to_string()))
+                .map(|()| path)
+        };
+        let text = files
+            .text
+            .then(|| write(REPORT_TEXT, Ok(render(&report, Format::Text))));
+        let page = files.page.then(|| {
+            write(
+                REPORT_PAGE,
+                render_html(&report, &set).map_err(|e| e.to_string()),
+            )
         });
         Ok(RunReport {
             report,
             set,
             warnings,
             page,
+            text,
         })
     }
+}
+
+/// Which report files [`Session::write_report`] writes into the run folder.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReportFiles {
+    /// [`REPORT_PAGE`], the HTML page.
+    pub page: bool,
+    /// [`REPORT_TEXT`], the text table.
+    pub text: bool,
 }
 
 /// The exit code of an install summary: that of its first failed group.
