@@ -73,9 +73,19 @@ impl Default for BenchFile {
 /// File name of the optional benchmark description.
 pub const BENCHFILE_NAME: &str = "benchfile.yaml";
 
+/// How many times this process looked for a `benchfile.yaml` (see [`benchfile_reads`]).
+static BENCHFILE_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many times this process looked for and read a benchmark folder's `benchfile.yaml`: a
+/// resolution keeps each once read.
+pub fn benchfile_reads() -> usize {
+    BENCHFILE_READS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 impl BenchFile {
     /// Reads `benchfile.yaml` from a benchmark folder; the defaults when there is none.
     pub fn load(folder: &Path) -> Result<BenchFile, ConfigError> {
+        BENCHFILE_READS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = folder.join(BENCHFILE_NAME);
         if !path.is_file() {
             return Ok(BenchFile::default());

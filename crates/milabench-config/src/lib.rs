@@ -37,6 +37,6 @@ pub mod yaml;
 pub use error::ConfigError;
 pub use suite::{Bench, PlanMethod, Suite, SuiteRequest, resolve_suite};
 pub use system::{
-    DetectedGpus, NodeSpec, SystemConfig, SystemInputs, load_system, load_system_str,
+    DetectedGpus, NodeSpec, SystemConfig, SystemInputs, SystemSource, load_system, load_system_str,
 };
 pub use value::{Location, Map, Node, Value};

@@ -9,6 +9,7 @@
 
 use std::net::IpAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::ConfigError;
 use crate::merge::merge;
@@ -176,14 +177,7 @@ pub fn load_system(
     file: Option<&Path>,
     inputs: &SystemInputs,
 ) -> Result<SystemConfig, ConfigError> {
-    let doc = match file {
-        None => None,
-        Some(path) => Some((
-            yaml::load_file(path, "system file")?,
-            path.display().to_string(),
-        )),
-    };
-    build_system(doc, inputs)
+    SystemSource::file(file)?.build(inputs)
 }
 
 /// Builds the system configuration from the defaults and a system file's text (one that
@@ -193,8 +187,53 @@ pub fn load_system_str(
     origin: &str,
     inputs: &SystemInputs,
 ) -> Result<SystemConfig, ConfigError> {
-    let doc = yaml::parse_str(text, origin)?;
-    build_system(Some((doc, origin.to_string())), inputs)
+    SystemSource::text(text, origin)?.build(inputs)
+}
+
+/// How many times this process read a system file (see [`system_file_reads`]).
+static SYSTEM_FILE_READS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many system files this process read: a resolution reads its file once, however many
+/// times it builds the configuration.
+pub fn system_file_reads() -> usize {
+    SYSTEM_FILE_READS.load(Ordering::Relaxed)
+}
+
+/// A system file read and parsed once, built into a [`SystemConfig`] for as many inputs as
+/// needed (a resolution builds it again once the GPUs it found are known).
+#[derive(Debug, Clone)]
+pub struct SystemSource {
+    doc: Option<(Node, String)>,
+}
+
+impl SystemSource {
+    /// The file at `file`, or the defaults alone when there is none.
+    pub fn file(file: Option<&Path>) -> Result<SystemSource, ConfigError> {
+        if file.is_some() {
+            SYSTEM_FILE_READS.fetch_add(1, Ordering::Relaxed);
+        }
+        let doc = match file {
+            None => None,
+            Some(path) => Some((
+                yaml::load_file(path, "system file")?,
+                path.display().to_string(),
+            )),
+        };
+        Ok(SystemSource { doc })
+    }
+
+    /// A system file's text; `origin` names it in errors.
+    pub fn text(text: &str, origin: &str) -> Result<SystemSource, ConfigError> {
+        let doc = yaml::parse_str(text, origin)?;
+        Ok(SystemSource {
+            doc: Some((doc, origin.to_string())),
+        })
+    }
+
+    /// The system configuration of the defaults for `inputs` with the file merged on top.
+    pub fn build(&self, inputs: &SystemInputs) -> Result<SystemConfig, ConfigError> {
+        build_system(self.doc.clone(), inputs)
+    }
 }
 
 /// The defaults with the parsed system file `doc` (and its name) merged on top.

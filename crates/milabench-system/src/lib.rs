@@ -40,7 +40,7 @@ mod tool;
 pub use error::SystemError;
 pub use gpu::{
     BackendKind, GpuBackend, GpuDiscovery, GpuError, GpuInfo, GpuReading, MissingField, discover,
-    visible_devices,
+    discoveries, visible_devices,
 };
 pub use host::{CpuFacts, HostFacts, MemoryFacts, OsFacts, host_facts};
 pub use meta::{MilabenchVersion, PythonVersions, SystemFacts, python_versions};

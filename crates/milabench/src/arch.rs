@@ -2,8 +2,34 @@
 //! (`rocm`), Intel GPUs (`xpu`) or Gaudi (`hpu`); `cpu` when there is none.
 
 use std::path::Path;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::Error;
+
+/// The family of this machine, once detected.
+static HERE: OnceLock<Result<String, String>> = OnceLock::new();
+/// How many times this process looked at its driver files.
+static DETECTIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// Detects the accelerator family of this machine, once per process (the drivers do not come
+/// and go while a command runs): the default suite and the resolution ask it both.
+pub fn detect_here() -> Result<String, Error> {
+    HERE.get_or_init(|| {
+        DETECTIONS.fetch_add(1, Ordering::Relaxed);
+        detect(Path::new("/")).map_err(|e| match e {
+            Error::AmbiguousArch { found } => found,
+            other => other.to_string(),
+        })
+    })
+    .clone()
+    .map_err(|found| Error::AmbiguousArch { found })
+}
+
+/// How many times this process detected its family (at most once: see [`detect_here`]).
+pub fn detections() -> usize {
+    DETECTIONS.load(Ordering::Relaxed)
+}
 
 /// Driver files that reveal each family, relative to the filesystem root.
 const PROBES: [(&str, &str); 4] = [

@@ -9,11 +9,10 @@ use std::time::Duration;
 use milabench_cluster::{
     Check, Status, available_memory, free_bytes, probe_nodes, tcp_reachable, tool_version,
 };
-use milabench_config::settings::EnvVars;
 use milabench_plan::SshTarget;
 
 use crate::error::Error;
-use crate::planning::{PlanOptions, PlannedBench, plan_context, plan_suite};
+use crate::planning::{PlannedBench, plan_context, plan_suite};
 use crate::resolve::Resolved;
 
 /// Disk an install group needs, by default (a CUDA torch environment is about 8 GiB).
@@ -35,11 +34,7 @@ pub struct CheckOptions {
 }
 
 /// Runs the checks of `resolved` on this machine and its nodes, in display order.
-pub fn preflight(
-    resolved: &Resolved,
-    env: &EnvVars,
-    options: &CheckOptions,
-) -> Result<Vec<Check>, Error> {
+pub fn preflight(resolved: &Resolved, options: &CheckOptions) -> Result<Vec<Check>, Error> {
     let system = resolved.suite.system.to_json();
     let base = PathBuf::from(system["base"].as_str().unwrap_or("."));
     let mut checks = vec![tools_check("python", "python3"), uv_check(&base)];
@@ -51,10 +46,8 @@ pub fn preflight(
             .get("dirs")
             .and_then(|d| d.get("venv"))
             .map(|v| PathBuf::from(v.python_str()));
-        let group = bench
-            .config
-            .get("install_group")
-            .map_or_else(|| bench.name.clone(), |g| g.python_str());
+        // The same fallback as the install's (the `group`, then the name).
+        let group = bench.install_group();
         if let Some(venv) = venv
             && !groups.iter().any(|(g, _)| *g == group)
         {
@@ -71,7 +64,7 @@ pub fn preflight(
         .collect();
     checks.push(disk_check(&base, options.need_disk_gib, missing.len()));
     checks.push(memory_check());
-    checks.extend(accelerator_checks(resolved, env)?);
+    checks.extend(accelerator_checks(resolved)?);
     for (group, venv) in &groups {
         checks.push(if missing.contains(&group.as_str()) {
             let what = if venv.exists() {
@@ -89,7 +82,7 @@ pub fn preflight(
             Check::ok(format!("environment {group}"), venv.display().to_string())
         });
     }
-    checks.extend(prepared_check(resolved, env)?);
+    checks.extend(prepared_check(resolved)?);
     if options.package_index && !missing.is_empty() {
         checks.push(index_check());
     }
@@ -178,7 +171,7 @@ fn memory_check() -> Check {
 }
 
 /// The accelerators found against the arch, and the benchmarks the system cannot run.
-fn accelerator_checks(resolved: &Resolved, env: &EnvVars) -> Result<Vec<Check>, Error> {
+fn accelerator_checks(resolved: &Resolved) -> Result<Vec<Check>, Error> {
     let system = resolved.suite.system.to_json();
     let count = system["gpu"]["count"].as_u64().unwrap_or(0);
     let mut checks = vec![if resolved.arch != "cpu" && count == 0 {
@@ -194,11 +187,7 @@ fn accelerator_checks(resolved: &Resolved, env: &EnvVars) -> Result<Vec<Check>, 
             format!("arch {}, {count} device(s)", resolved.arch),
         )
     }];
-    let options = PlanOptions {
-        repeat: None,
-        path: std::env::var("PATH").unwrap_or_default(),
-    };
-    for planned in plan_suite(resolved, env, &options)? {
+    for planned in plan_suite(resolved)? {
         if let PlannedBench::Skipped { bench, unmet } = planned {
             checks.push(Check::problem(
                 Status::Warn,
@@ -213,20 +202,13 @@ fn accelerator_checks(resolved: &Resolved, env: &EnvVars) -> Result<Vec<Check>, 
 
 /// Whether the data of the benchmarks that have a prepare step is there, from the records
 /// their last successful prepare left (see [`crate::prepared`]): one line for the suite.
-fn prepared_check(resolved: &Resolved, env: &EnvVars) -> Result<Option<Check>, Error> {
-    let ctx = plan_context(
-        resolved,
-        env,
-        &PlanOptions {
-            repeat: None,
-            path: std::env::var("PATH").unwrap_or_default(),
-        },
-    )?;
+fn prepared_check(resolved: &Resolved) -> Result<Option<Check>, Error> {
+    let ctx = plan_context(resolved, None)?;
     let (mut prepared, mut missing, mut changed) = (0, Vec::new(), Vec::new());
     let benches: Vec<_> = resolved.suite.runnable().collect();
     crate::planning::prefetch_pack_host(&benches, std::slice::from_ref(&ctx));
     for bench in benches {
-        let Ok(Some(plan)) = crate::planning::prepare_plan(bench, &ctx) else {
+        let Ok(Some(plan)) = crate::planning::prepare_plan(resolved, bench, &ctx) else {
             continue;
         };
         let argv = plan.processes.first().map(|p| p.argv.as_slice());

@@ -26,8 +26,10 @@ pub use milabench_system as system;
 pub use milabench_validate as validate;
 
 pub mod arch;
+mod cache;
 pub mod check;
 pub mod error;
+pub mod host;
 pub mod local_gpus;
 pub mod pack_host;
 pub mod pipeline;
@@ -43,7 +45,7 @@ pub mod sweep;
 pub use error::Error;
 pub use milabench_exec::ExitCode;
 pub use pipeline::{Phase, ReportFiles, RunReport, RunRequest, RunResult, Stop};
-pub use planning::{PlanOptions, PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_suite};
+pub use planning::{PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_suite};
 pub use resolve::{Resolved, Selection, resolve};
 pub use session::{
     BundleOptions, BundleSummary, GroupSurvey, InstallObserver, InstallOptions, InstallPlan,

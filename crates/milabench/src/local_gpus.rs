@@ -4,7 +4,7 @@
 
 use milabench_config::settings::EnvVars;
 use milabench_plan::{PlanGpu, visibility_variable};
-use milabench_system::{GpuInfo, visible_devices};
+use milabench_system::{GpuDiscovery, GpuInfo, visible_devices};
 
 /// The GPUs of this machine a run may use: those the family's visibility variable
 /// (`CUDA_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES`...) leaves visible, all of them when it is
@@ -23,18 +23,19 @@ pub struct LocalGpus {
 }
 
 impl LocalGpus {
-    /// Looks for the GPUs of `arch` on this machine; none are looked for on `cpu`.
-    pub fn detect(arch: &str, env: &EnvVars) -> LocalGpus {
+    /// The GPUs of `arch` that `discovery` (the backend found on this machine) lists and the
+    /// environment leaves visible; none on `cpu`.
+    pub fn detect(arch: &str, discovery: &GpuDiscovery, env: &EnvVars) -> LocalGpus {
         // `cpu`, and the names without a driver (`MILABENCH_GPU_ARCH=mock`): no GPU to find.
         if !matches!(arch, "cuda" | "rocm" | "xpu" | "hpu") {
             return LocalGpus::default();
         }
-        let discovery = milabench_system::discover(Some(arch));
         let (devices, error) = discovery.devices();
         let variable = visibility_variable(arch);
         let selection = env.get(variable);
         let mut gpus = LocalGpus::visible(&devices, variable, selection);
-        gpus.problems.splice(0..0, discovery.problems);
+        gpus.problems
+            .splice(0..0, discovery.problems.iter().cloned());
         if let Some(e) = error {
             gpus.problems.push(e.to_string());
         }
@@ -167,7 +168,7 @@ mod tests {
     #[test]
     fn nothing_is_looked_for_on_cpu() {
         assert_eq!(
-            LocalGpus::detect("cpu", &EnvVars::default()),
+            LocalGpus::detect("cpu", &GpuDiscovery::none(), &EnvVars::default()),
             LocalGpus::default()
         );
     }

@@ -3,10 +3,8 @@
 
 use camino::Utf8PathBuf;
 use milabench_config::Bench;
-use milabench_config::benchfile::BenchFile;
 use milabench_config::placeholders::unmet_capabilities;
 use milabench_config::scaling::ScalingFile;
-use milabench_config::settings::EnvVars;
 use milabench_config::settings::options::{CpuOptions, OptionSource, SizerOptions};
 use milabench_plan::{
     BenchPlan, HostPhase, HostPlan, HostRequest, PlanContext, host_request, plan_bench,
@@ -96,23 +94,34 @@ pub const MAX_REPEAT: usize = 1000;
 /// The file of a run folder that records its [`RepeatPlan`].
 pub const REPEAT_FILE: &str = "repeat.json";
 
-/// Options of a run that change the plan.
-#[derive(Debug, Clone, Default)]
-pub struct PlanOptions {
-    /// `(index, total)` of this repetition when `--repeat` is above 1.
-    pub repeat: Option<(usize, usize)>,
-    /// `PATH` of the orchestrator (each environment's `bin/` goes in front of it).
-    pub path: String,
+/// How many planning contexts this process made (see [`plan_contexts_made`]).
+static PLAN_CONTEXTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many planning contexts this process made: one per repeat of a resolution at most.
+pub fn plan_contexts_made() -> usize {
+    PLAN_CONTEXTS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// The planning context of a resolved suite on this machine.
+/// The planning context of a resolved suite on this machine, for repeat `repeat` (`(index,
+/// total)` when `--repeat` is above 1): made once per resolution and repeat.
 pub fn plan_context(
     resolved: &Resolved,
-    env: &EnvVars,
-    options: &PlanOptions,
+    repeat: Option<(usize, usize)>,
 ) -> Result<PlanContext, Error> {
+    resolved
+        .cache
+        .plan_context(repeat, || make_plan_context(resolved, repeat))
+}
+
+/// Makes the planning context of [`plan_context`].
+fn make_plan_context(
+    resolved: &Resolved,
+    repeat: Option<(usize, usize)>,
+) -> Result<PlanContext, Error> {
+    PLAN_CONTEXTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let host = &resolved.host;
     let system_json = resolved.suite.system.to_json();
-    let source = OptionSource::new(env, system_json.get("options"));
+    let source = OptionSource::new(&host.env, system_json.get("options"));
     let cpu = CpuOptions::read(&source)?;
     let sizer = SizerOptions::read(&source)?;
     let scaling = match &sizer.config {
@@ -125,12 +134,12 @@ pub fn plan_context(
         system: resolved.suite.system.clone(),
         arch: resolved.arch.clone(),
         gpus: resolved.plan_gpus(),
-        host_cpu_count: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        host_cpu_count: host.cpu_count,
         cpu,
         sizer,
         scaling,
-        repeat: options.repeat,
-        path: options.path.clone(),
+        repeat,
+        path: host.path.clone(),
         base: Utf8PathBuf::from(
             system_json
                 .get("base")
@@ -149,8 +158,12 @@ pub fn plan_context(
     })
 }
 
-/// Plans one benchmark, or says why it is skipped.
-pub fn plan_one(bench: &Bench, ctx: &PlanContext) -> Result<PlannedBench, Error> {
+/// Plans one benchmark of `resolved`, or says why it is skipped.
+pub fn plan_one(
+    resolved: &Resolved,
+    bench: &Bench,
+    ctx: &PlanContext,
+) -> Result<PlannedBench, Error> {
     let expressions: Vec<String> = match bench.config.get("requires_capabilities").map(|n| &n.value)
     {
         Some(milabench_config::Value::Seq(items)) => items.iter().map(|n| n.python_str()).collect(),
@@ -178,7 +191,7 @@ pub fn plan_one(bench: &Bench, ctx: &PlanContext) -> Result<PlannedBench, Error>
             ctx,
         )?));
     }
-    let benchfile = BenchFile::load(&folder)?;
+    let benchfile = resolved.cache.benchfile(&folder)?;
     let plan = plan_bench(bench, &benchfile, ctx)?;
     Ok(PlannedBench::Run(plan))
 }
@@ -260,7 +273,11 @@ pub fn record_install_override(bench: &Bench) -> Result<(), Error> {
 /// whose class defines `prepare` itself has it run by the pack host; otherwise its
 /// `build_prepare_plan` runs here. Other folders run their `benchfile.yaml`'s `prepare`, else
 /// `prepare.py` when there is one.
-pub fn prepare_plan(bench: &Bench, ctx: &PlanContext) -> Result<Option<BenchPlan>, Error> {
+pub fn prepare_plan(
+    resolved: &Resolved,
+    bench: &Bench,
+    ctx: &PlanContext,
+) -> Result<Option<BenchPlan>, Error> {
     let folder = folder_of(bench);
     if defined_in_python(&folder) {
         let (host, request, plan) = ask_pack_host(bench, ctx)?;
@@ -272,7 +289,7 @@ pub fn prepare_plan(bench: &Bench, ctx: &PlanContext) -> Result<Option<BenchPlan
         }
         return Ok(Some(plan_from_host(bench, &plan, HostPhase::Prepare, ctx)?));
     }
-    let benchfile = BenchFile::load(&folder)?;
+    let benchfile = resolved.cache.benchfile(&folder)?;
     let has_script = folder.join("prepare.py").is_file();
     Ok(milabench_plan::plan_prepare(
         bench, &benchfile, ctx, has_script,
@@ -281,33 +298,21 @@ pub fn prepare_plan(bench: &Bench, ctx: &PlanContext) -> Result<Option<BenchPlan
 
 /// The planning context of each repeat of a suite run `repeat` times (tags `R<i>` when
 /// `repeat` is above 1), indexed as [`RepeatOrder::schedule`] numbers the repeats.
-pub fn repeat_contexts(
-    resolved: &Resolved,
-    env: &EnvVars,
-    repeat: usize,
-    path: &str,
-) -> Result<Vec<PlanContext>, Error> {
+pub fn repeat_contexts(resolved: &Resolved, repeat: usize) -> Result<Vec<PlanContext>, Error> {
     (0..repeat)
-        .map(|index| {
-            let options = PlanOptions {
-                repeat: (repeat > 1).then_some((index, repeat)),
-                path: path.to_string(),
-            };
-            plan_context(resolved, env, &options)
-        })
+        .map(|index| plan_context(resolved, (repeat > 1).then_some((index, repeat))))
         .collect()
 }
 
 /// Plans every runnable benchmark of the suite, in suite order.
-pub fn plan_suite(
-    resolved: &Resolved,
-    env: &EnvVars,
-    options: &PlanOptions,
-) -> Result<Vec<PlannedBench>, Error> {
-    let ctx = plan_context(resolved, env, options)?;
+pub fn plan_suite(resolved: &Resolved) -> Result<Vec<PlannedBench>, Error> {
+    let ctx = plan_context(resolved, None)?;
     let benches: Vec<&Bench> = resolved.suite.runnable().collect();
     prefetch_pack_host(&benches, std::slice::from_ref(&ctx));
-    benches.iter().map(|bench| plan_one(bench, &ctx)).collect()
+    benches
+        .iter()
+        .map(|bench| plan_one(resolved, bench, &ctx))
+        .collect()
 }
 
 #[cfg(test)]

@@ -4,15 +4,14 @@
 use milabench_cluster::slurm::Allocation;
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_config::suite::{Suite, SuiteRequest, resolve_suite};
-use milabench_config::system::{
-    DetectedGpus, SystemConfig, SystemInputs, load_system, load_system_str,
-};
+use milabench_config::system::{DetectedGpus, SystemConfig, SystemInputs, SystemSource};
 
 use milabench_plan::PlanGpu;
 
 use crate::arch;
+use crate::cache::ResolutionCache;
 use crate::error::Error;
-use crate::local_gpus::LocalGpus;
+use crate::host::Host;
 
 /// The suite used when none is named: `standard.yaml` on a machine with accelerators,
 /// `cpu.yaml` otherwise.
@@ -45,11 +44,12 @@ pub fn default_suite(
         .map(|path| DefaultSuite { path, reason })
 }
 
-/// The accelerator family of `settings` (`--arch`/system), else detected from the drivers.
+/// The accelerator family of `settings` (`--arch`/system), else detected from the drivers
+/// (once per process: see [`arch::detect_here`]).
 pub fn arch_of(settings: &Settings) -> Result<String, Error> {
     match settings.arch {
         Some(arch) => Ok(arch.as_str().to_string()),
-        None => arch::detect(std::path::Path::new("/")),
+        None => arch::detect_here(),
     }
 }
 
@@ -89,8 +89,10 @@ pub struct Resolved {
     pub system: SystemConfig,
     /// The suite.
     pub suite: Suite,
-    /// The GPUs of this machine the run may use (none looked for on `cpu`).
-    pub local_gpus: LocalGpus,
+    /// This machine as the resolution found it: environment, `PATH`, GPUs.
+    pub host: Host,
+    /// The benchfiles and planning contexts of the suite, each made once.
+    pub(crate) cache: ResolutionCache,
 }
 
 /// Resolves the suite named by `settings` (its `config`), for the system of `settings`.
@@ -129,30 +131,26 @@ pub fn resolve(
         detected_gpus: None,
     };
     let allocation = slurm_allocation(env)?;
-    let load = |inputs: &SystemInputs| -> Result<SystemConfig, Error> {
-        Ok(match (&settings.system, &allocation) {
-            (None, Some(allocation)) => load_system_str(
-                &allocation.system_yaml(&inputs.user),
-                SLURM_SYSTEM_ORIGIN,
-                inputs,
-            )?,
-            (file, _) => load_system(file.as_deref().map(|p| p.as_std_path()), inputs)?,
-        })
+    let source = match (&settings.system, &allocation) {
+        (None, Some(allocation)) => {
+            SystemSource::text(&allocation.system_yaml(&inputs.user), SLURM_SYSTEM_ORIGIN)?
+        }
+        (file, _) => SystemSource::file(file.as_deref().map(|p| p.as_std_path()))?,
     };
-    let mut system = load(&inputs)?;
+    let mut system = source.build(&inputs)?;
     // Without `--arch`, the system file's `arch` comes before what the driver files suggest.
     let arch = match settings.arch {
         Some(_) => arch,
         None => system.arch().to_string(),
     };
     // The GPUs found fill the system's `gpu` facts the file leaves out.
-    let local_gpus = LocalGpus::detect(&arch, env);
-    if !local_gpus.gpus.is_empty() {
+    let host = Host::capture(&arch, env);
+    if !host.gpus.gpus.is_empty() {
         inputs.detected_gpus = Some(DetectedGpus {
-            count: local_gpus.gpus.len(),
-            capacity_mib: local_gpus.capacity_mib.unwrap_or(0),
+            count: host.gpus.gpus.len(),
+            capacity_mib: host.gpus.capacity_mib.unwrap_or(0),
         });
-        system = load(&inputs)?;
+        system = source.build(&inputs)?;
     }
     system.apply_options(&selection.options);
     let lookup = |name: &str| env.get(name).map(str::to_string);
@@ -167,13 +165,14 @@ pub fn resolve(
     for bench in suite.benches.iter().filter(|b| b.matches_selection) {
         milabench_config::launch_check::check_bench(bench, &suite.system)?;
     }
-    suite.warnings.extend(local_gpus.problems.iter().cloned());
+    suite.warnings.extend(host.gpus.problems.iter().cloned());
     Ok(Resolved {
         run_name,
         arch,
         system,
         suite,
-        local_gpus,
+        host,
+        cache: ResolutionCache::default(),
     })
 }
 
@@ -193,8 +192,8 @@ impl Resolved {
     /// their number, else indices `0..count` (a system file that states another count).
     pub fn plan_gpus(&self) -> Vec<PlanGpu> {
         let count = self.gpu_count();
-        if count == self.local_gpus.gpus.len() {
-            self.local_gpus.gpus.clone()
+        if count == self.host.gpus.gpus.len() {
+            self.host.gpus.gpus.clone()
         } else {
             (0..count).map(|i| PlanGpu::index(i.to_string())).collect()
         }

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use milabench_config::settings::EnvVars;
 use milabench_exec::{
     BenchOutcome, ExecObserver, ExecOptions, Interrupt, RecordSink, RunningSampler, SampledProcess,
     SamplerFactory, run_plan,
@@ -21,8 +20,8 @@ use milabench_system::{GpuDiscovery, MilabenchVersion, Sampler, SamplerConfig, S
 use crate::error::Error;
 use crate::pipeline::Phase;
 use crate::planning::{
-    MAX_REPEAT, PlanOptions, PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_context,
-    plan_one, repeat_contexts,
+    MAX_REPEAT, PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_context, plan_one,
+    repeat_contexts,
 };
 use crate::resolve::Resolved;
 use crate::session::{InstallObserver, InstallSummary};
@@ -350,8 +349,6 @@ impl SamplerFactory for Telemetry {
 /// [`RunFolder::claim`]).
 pub fn run_suite(
     resolved: &Resolved,
-    env: &EnvVars,
-    path: &str,
     options: &RunOptions,
     folder: &RunFolder,
     observer: &mut dyn RunObserver,
@@ -359,7 +356,7 @@ pub fn run_suite(
     let run_dir = folder.path.clone();
     let keep_open = folder.lock.shared_file();
     make_bench_folders(resolved)?;
-    let gpus = milabench_system::discover(Some(&resolved.arch));
+    let gpus = resolved.host.discovery.clone();
     let facts = SystemFacts::collect(&gpus, false).map_err(Error::System)?;
     let version = MilabenchVersion::new(env!("CARGO_PKG_VERSION"));
     let mut python_cache: HashMap<PathBuf, Option<milabench_system::PythonVersions>> =
@@ -380,7 +377,7 @@ pub fn run_suite(
         let text = serde_json::to_string(&plan).expect("a repeat plan serialises");
         std::fs::write(&path, text).map_err(|source| Error::Write { path, source })?;
     }
-    let contexts = repeat_contexts(resolved, env, options.repeat, path)?;
+    let contexts = repeat_contexts(resolved, options.repeat)?;
     let benches: Vec<_> = resolved.suite.runnable().collect();
     crate::planning::prefetch_pack_host(&benches, &contexts);
     for (index, position) in options.order.schedule(options.repeat, benches.len()) {
@@ -399,7 +396,7 @@ pub fn run_suite(
             summary.failed_setup.push(failure.clone());
             continue;
         }
-        let plan = match plan_one(bench, &contexts[index])? {
+        let plan = match plan_one(resolved, bench, &contexts[index])? {
             PlannedBench::Skipped { bench, unmet } => {
                 record_skip(&run_dir, &bench, &unmet)?;
                 observer.on_run_event(RunEvent::Skipped {
@@ -524,8 +521,6 @@ fn write_records(
 /// out of the summary.
 pub fn prepare_suite(
     resolved: &Resolved,
-    env: &EnvVars,
-    path: &str,
     options: &RunOptions,
     observer: &mut dyn RunObserver,
 ) -> Result<RunSummary, Error> {
@@ -536,14 +531,7 @@ pub fn prepare_suite(
     let stamp = jiff::Zoned::now().strftime("%Y-%m-%d_%H-%M-%S").to_string();
     let prepare_dir = runs.join(format!("prepare.{stamp}"));
     make_bench_folders(resolved)?;
-    let ctx = plan_context(
-        resolved,
-        env,
-        &PlanOptions {
-            repeat: None,
-            path: path.to_string(),
-        },
-    )?;
+    let ctx = plan_context(resolved, None)?;
     let mut summary = RunSummary {
         run_dir: prepare_dir.clone(),
         ..RunSummary::default()
@@ -575,7 +563,7 @@ pub fn prepare_suite(
                 continue;
             }
         }
-        let Some(plan) = crate::planning::prepare_plan(bench, &ctx)? else {
+        let Some(plan) = crate::planning::prepare_plan(resolved, bench, &ctx)? else {
             continue;
         };
         observer.on_run_event(RunEvent::BenchStart { plan: &plan });

@@ -57,14 +57,11 @@ pub struct SessionRequest {
 #[derive(Debug)]
 pub struct Session {
     settings: Settings,
-    env: EnvVars,
     resolved: Resolved,
     /// The run of a sweep this session makes, if any.
     sweep: Option<SweepRun>,
     /// The results database `run` records into, checked when the session is made.
     store: StoreLocation,
-    /// See [`Session::path`].
-    path: String,
 }
 
 /// Receives what an install does, as it does it. Every method has an empty default.
@@ -208,14 +205,8 @@ impl Session {
         }
         let resolved = resolve(&settings, &selection, &env)?;
         let store = StoreLocation::resolve(settings.db.as_deref(), settings.base.as_std_path())?;
-        let path = env
-            .get("PATH")
-            .map(str::to_string)
-            .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default());
         Ok(Session {
-            path,
             settings,
-            env,
             resolved,
             sweep: request.sweep,
             store,
@@ -244,13 +235,13 @@ impl Session {
 
     /// The processes the suite would start, `repeat` times over in `order` (for `--dry-run`).
     pub fn plan(&self, repeat: usize, order: RepeatOrder) -> Result<Vec<PlannedBench>, Error> {
-        let contexts = repeat_contexts(&self.resolved, &self.env, repeat, &self.path)?;
+        let contexts = repeat_contexts(&self.resolved, repeat)?;
         let benches: Vec<_> = self.resolved.suite.runnable().collect();
         prefetch_pack_host(&benches, &contexts);
         order
             .schedule(repeat, benches.len())
             .into_iter()
-            .map(|(index, bench)| plan_one(benches[bench], &contexts[index]))
+            .map(|(index, bench)| plan_one(&self.resolved, benches[bench], &contexts[index]))
             .collect()
     }
 
@@ -274,7 +265,7 @@ impl Session {
                 python: self.settings.python.as_deref(),
                 installer: self.settings.installer,
                 arch: self.resolved.arch.clone(),
-                path_var: Some(&self.path),
+                path_var: Some(&self.resolved.host.path),
             },
             options.sources.clone(),
             &mut |event| observer.on_env_event(event),
@@ -369,7 +360,7 @@ impl Session {
         observer: &mut dyn RunObserver,
     ) -> Result<RunSummary, Error> {
         self.resolved.check_runnable()?;
-        crate::run::prepare_suite(&self.resolved, &self.env, &self.path, options, observer)
+        crate::run::prepare_suite(&self.resolved, options, observer)
     }
 
     /// Claims the run folder (see [`RunFolder::claim`]): before any set-up, so that a second run
@@ -432,14 +423,7 @@ impl Session {
             store_problems: Vec::new(),
             inner: observer,
         };
-        let summary = crate::run::run_suite(
-            &self.resolved,
-            &self.env,
-            &self.path,
-            options,
-            folder,
-            &mut watching,
-        );
+        let summary = crate::run::run_suite(&self.resolved, options, folder, &mut watching);
         let validation = watching.validation.finish();
         store_problems.append(&mut watching.store_problems);
         let mut recorded_in = None;
@@ -529,7 +513,7 @@ impl Session {
 
     /// The environment variables this session was made with.
     pub fn env(&self) -> &EnvVars {
-        &self.env
+        &self.resolved.host.env
     }
 
     /// The preflight of the suite on this machine and its nodes (see [`crate::check`]).
@@ -537,18 +521,12 @@ impl Session {
         &self,
         options: &crate::check::CheckOptions,
     ) -> Result<Vec<milabench_cluster::Check>, Error> {
-        crate::check::preflight(&self.resolved, &self.env, options)
+        crate::check::preflight(&self.resolved, options)
     }
 
     /// The run folder of this session's run name.
     pub fn run_dir(&self) -> PathBuf {
         crate::run::run_dir(&self.resolved)
-    }
-
-    /// The `PATH` the session's processes and helper programs are looked up in: the
-    /// environment's, else this process's when the session was made.
-    pub fn path(&self) -> &str {
-        &self.path
     }
 }
 

@@ -6,18 +6,19 @@ use std::os::unix::process::CommandExt as _;
 use anyhow::{Context as _, bail};
 use milabench::config::settings::EnvVars;
 use milabench::env::read_fingerprint;
-use milabench::planning::{PlanOptions, PlannedBench, plan_context, plan_one};
+use milabench::planning::{PlannedBench, plan_context, plan_one};
 use milabench::{ExitCode, env::EnvError};
 
 use crate::args::{DevArgs, GlobalArgs};
-use crate::settings::load_settings;
+use crate::settings::suite_session;
 
 /// Replaces this process with the shell or the command.
 #[allow(clippy::print_stderr)]
 pub fn run(global: &GlobalArgs, args: &DevArgs) -> anyhow::Result<ExitCode> {
     let env = EnvVars::from_process();
-    let settings = load_settings(global, Some(&args.suite), &env)?;
-    let resolved = milabench::resolve(&settings, &args.suite.selection(), &env)?;
+    let session = suite_session(global, &args.suite, Default::default(), None, env)?;
+    let resolved = session.resolved();
+    let settings = session.settings();
     let Some(bench) = resolved
         .suite
         .benches
@@ -47,12 +48,8 @@ pub fn run(global: &GlobalArgs, args: &DevArgs) -> anyhow::Result<ExitCode> {
         }
         .into());
     }
-    let options = PlanOptions {
-        path: std::env::var("PATH").unwrap_or_default(),
-        ..PlanOptions::default()
-    };
-    let ctx = plan_context(&resolved, &env, &options)?;
-    let plan = match plan_one(bench, &ctx)? {
+    let ctx = plan_context(resolved, None)?;
+    let plan = match plan_one(resolved, bench, &ctx)? {
         PlannedBench::Run(plan) => plan,
         PlannedBench::Skipped { bench, unmet } => {
             bail!(

@@ -15,10 +15,16 @@ use crate::settings::load_settings;
 pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let env = EnvVars::from_process();
     let settings = load_settings(global, Some(&args.suite), &env)?;
+    // Without a suite, the runs alone: every benchmark they hold, none expected.
     let suite: Option<Vec<SuiteEntry>> = match settings.config {
         Some(_) => {
-            let resolved = milabench::resolve(&settings, &args.suite.selection(), &env)?;
-            Some(resolved.report_entries())
+            // The suite's own warnings are `run`'s and `resolve`'s to say, not a report's.
+            let request = milabench::SessionRequest {
+                selection: args.suite.selection(),
+                ..milabench::SessionRequest::default()
+            };
+            let session = milabench::Session::new(settings, env, request)?;
+            Some(session.resolved().report_entries())
         }
         None => None,
     };

@@ -274,6 +274,14 @@ impl GpuDiscovery {
     }
 }
 
+/// How many times this process looked for a GPU backend (see [`discoveries`]).
+static DISCOVERIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many times this process looked for a GPU backend: a command looks once.
+pub fn discoveries() -> usize {
+    DISCOVERIES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Looks for a GPU backend.
 ///
 /// `arch` is the forced family (`MILABENCH_GPU_ARCH`): `cpu` means none; `cuda` tries NVML then
@@ -282,6 +290,7 @@ impl GpuDiscovery {
 /// and no problem. A library that loads but refuses (no permission, driver not loaded) or a tool
 /// that prints something unexpected is a problem, and the next backend is tried.
 pub fn discover(arch: Option<&str>) -> GpuDiscovery {
+    DISCOVERIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut problems = Vec::new();
     let want = |family: &str| arch.is_none() || arch == Some(family);
     if want("cuda") {

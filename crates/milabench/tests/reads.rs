@@ -1,0 +1,90 @@
+//! One resolution reads each input once: for the whole of `milabench run` (the preflight,
+//! `--dry-run`'s plan, the run and its report), the arch is detected once, the system file read
+//! once, the GPUs looked for once, each benchmark folder's `benchfile.yaml` read once and one
+//! planning context made. The counts are this process's (nextest runs each test file's tests
+//! in processes of their own; this file holds one test).
+
+use milabench::config::benchfile::benchfile_reads;
+use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
+use milabench::config::system::system_file_reads;
+use milabench::system::discoveries;
+use milabench::{RunRequest, Session, SessionRequest};
+
+/// A benchmark writing a few rates on the data channel.
+const MAIN: &str = "import json, os\nout = os.fdopen(int(os.environ['DATA_FD']), 'w', buffering=1)\nfor i in range(5):\n    out.write(json.dumps({'task': 'train', 'rate': 10.0 + i, 'units': 'items/s'}) + '\\n')\n";
+
+#[test]
+fn a_run_reads_each_input_once() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let root = camino::Utf8Path::from_path(scratch.path()).expect("utf8");
+    let mut suite = String::new();
+    for name in ["one", "two"] {
+        let folder = root.join("benchmarks").join(name);
+        std::fs::create_dir_all(&folder).expect("mkdir");
+        std::fs::write(folder.join("main.py"), MAIN).expect("write");
+        std::fs::write(folder.join("benchfile.yaml"), "launcher: python\n").expect("write");
+        suite.push_str(&format!(
+            "{name}:\n  inherits: _defaults\n  install_group: tiny\n  weight: 1\n  max_duration: 60\n  definition: benchmarks/{name}\n"
+        ));
+    }
+    std::fs::write(root.join("suite.yaml"), suite).expect("write");
+    std::fs::write(
+        root.join("system.yaml"),
+        "system:\n  arch: cuda\n  nodes:\n    - name: local\n      ip: 127.0.0.1\n      main: true\n      user: root\n",
+    )
+    .expect("write");
+    let venv_bin = root.join("base/venv/tiny/bin");
+    std::fs::create_dir_all(&venv_bin).expect("mkdir");
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("python3");
+    std::os::unix::fs::symlink(python, venv_bin.join("python")).expect("symlink");
+
+    let env = EnvVars::from_pairs(Vec::<(String, String)>::new());
+    let flags = SettingsFlags {
+        config: Some(root.join("suite.yaml")),
+        system: Some(root.join("system.yaml")),
+        base: Some(root.join("base")),
+        ..SettingsFlags::default()
+    };
+    let settings = Settings::load(&flags, &env).expect("settings");
+    let before = (benchfile_reads(), system_file_reads(), discoveries());
+    let session = Session::new(settings, env, SessionRequest::default()).expect("session");
+    // What `run --dry-run`, `check` and `run` ask of the session.
+    session
+        .plan(1, milabench::RepeatOrder::InARow)
+        .expect("plan");
+    // The preflight fails here (a GPU family without GPUs, environments made by hand): its
+    // checks run all the same, as `run` runs them.
+    session
+        .check(&milabench::check::CheckOptions {
+            need_disk_gib: None,
+            package_index: false,
+            program: std::env::current_exe().expect("exe"),
+        })
+        .expect("check");
+    let request = RunRequest {
+        preflight: false,
+        setup: false,
+        ..RunRequest::default()
+    };
+    let result = session.execute(&request, &mut ()).expect("execute");
+    let run = result.run.as_ref().expect("it ran");
+    assert!(run.summary.success(), "{:?}", run.summary);
+    assert!(result.report.is_some());
+
+    assert_eq!(milabench::arch::detections(), 1, "arch detections");
+    assert_eq!(system_file_reads() - before.1, 1, "system file reads");
+    assert_eq!(discoveries() - before.2, 1, "GPU discoveries");
+    assert_eq!(
+        benchfile_reads() - before.0,
+        2,
+        "benchfile reads (two folders)"
+    );
+    assert_eq!(
+        milabench::planning::plan_contexts_made(),
+        1,
+        "planning contexts"
+    );
+}
