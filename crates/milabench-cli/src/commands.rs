@@ -18,7 +18,6 @@ mod resolve;
 mod run;
 mod sizer;
 mod slurm;
-mod store;
 mod summary;
 mod sysinfo;
 

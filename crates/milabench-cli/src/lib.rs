@@ -5,6 +5,7 @@
 mod args;
 mod commands;
 pub mod dash;
+mod database;
 mod errors;
 mod live;
 mod output;

@@ -8,7 +8,7 @@ use crate::output::{warn, write_report_output};
 
 /// Compares the runs (folders, or run names of the results database) and prints the table.
 pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    let runs = super::store::resolve_runs(global, &args.runs)?;
+    let runs = crate::database::resolve_runs(global, &args.runs)?;
     let comparison = compare_runs(&runs, args.threshold.unwrap_or(0.0))?;
     let text = match args.format {
         CompareFormat::Text => render_comparison(&comparison),

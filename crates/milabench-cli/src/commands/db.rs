@@ -27,7 +27,7 @@ struct Imported {
 }
 
 fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> {
-    let mut store = super::store::open(global)?;
+    let mut store = crate::database::open(global)?;
     let options = ImportOptions {
         namespace: args.namespace.clone(),
         ..ImportOptions::default()
@@ -91,7 +91,7 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
 }
 
 fn list(global: &GlobalArgs, args: &DbListArgs) -> anyhow::Result<ExitCode> {
-    let mut store = super::store::open_existing(global)?;
+    let mut store = crate::database::open_existing(global)?;
     let runs = store.runs()?;
     let table = Table {
         columns: &["run", "date", "system", "benchmarks", "score", "status"],
@@ -115,7 +115,7 @@ fn list(global: &GlobalArgs, args: &DbListArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn export(global: &GlobalArgs, args: &DbExportArgs) -> anyhow::Result<ExitCode> {
-    let mut store = super::store::open_existing(global)?;
+    let mut store = crate::database::open_existing(global)?;
     let mut text = String::new();
     for row in store.export_run(&args.run)? {
         text += &serde_json::to_string(&row)?;

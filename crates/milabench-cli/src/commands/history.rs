@@ -11,7 +11,7 @@ use crate::table::{Table, number, short_time, system};
 
 /// Prints the history.
 pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let mut store = super::store::open_existing(global)?;
+    let mut store = crate::database::open_existing(global)?;
     let rows = store.history(&HistoryQuery {
         bench: args.bench.clone(),
         gpu: args.gpu.clone(),

@@ -42,7 +42,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         price: args.price,
         ..ReportOptions::default()
     };
-    let runs = super::store::resolve_runs(global, &args.runs)?;
+    let runs = crate::database::resolve_runs(global, &args.runs)?;
     let (report, set) = report_runs(&runs, suite.as_deref(), &options)?;
     for warning in set.warnings().into_iter().chain(report.score_problem()) {
         warn(&warning);
@@ -65,7 +65,7 @@ fn sweep(
     args: &ReportArgs,
     suite: Option<&[SuiteEntry]>,
 ) -> anyhow::Result<ExitCode> {
-    let runs = super::store::resolve_runs(global, &args.sweep)?;
+    let runs = crate::database::resolve_runs(global, &args.sweep)?;
     let inputs: Vec<SweepInput> = runs
         .iter()
         .map(|run| SweepInput {
