@@ -193,6 +193,18 @@ fn the_python_tools_sizing_shape_runs_with_its_names_and_fills_the_scaling_file(
         "rate and memory of one benchmark"
     );
 
+    let csv = run(project
+        .milabench()
+        .args(["report", "--format", "csv", "--sweep"])
+        .args(&points));
+    assert_eq!(csv.code, 0, "{}", csv.stderr);
+    assert!(
+        csv.stdout.starts_with("bench,point,x,rate,")
+            && csv.stdout.contains("\nsized,sizer.mult=2,2,"),
+        "{}",
+        csv.stdout
+    );
+
     // Started again, the sweep finds every run done.
     let again = run(&mut sweep());
     assert_eq!(again.code, 0, "{}", again.stderr);

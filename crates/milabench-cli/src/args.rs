@@ -566,7 +566,7 @@ pub struct ReportArgs {
     /// The run folders of a sweep, one per point (in the order given): per benchmark the rate
     /// and GPU memory against the swept value (read from each folder's `sweep.json`), the best
     /// point, and the speed-up and scaling efficiency against the first point, with their 95%
-    /// intervals. `--format html` plots them.
+    /// intervals. `--format html` plots them; `csv` gives a row per benchmark and point.
     #[arg(long, num_args = 1.., conflicts_with_all = ["runs", "price"], value_name = "DIR")]
     pub sweep: Vec<String>,
     /// Suite giving the weights and the expected benchmarks (an enabled one absent from the runs

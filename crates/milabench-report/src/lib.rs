@@ -54,8 +54,8 @@ pub use summary::{
     BenchSummary, GpuLoad, RateSeries, Summary, summarize, summarize_runs, summary_json,
 };
 pub use sweep::{
-    SweepCell, SweepCurve, SweepInput, SweepReport, build_sweep, render_sweep_html,
-    render_sweep_json, render_sweep_text, report_sweep,
+    SweepCell, SweepCurve, SweepInput, SweepReport, build_sweep, render_sweep_csv,
+    render_sweep_html, render_sweep_json, render_sweep_markdown, render_sweep_text, report_sweep,
 };
 pub use timeline::{GpuSeries, STDERR_TAIL, Timeline, read_timeline};
 

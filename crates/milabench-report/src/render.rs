@@ -300,7 +300,7 @@ pub fn render_json(report: &Report) -> String {
     text
 }
 
-fn csv_num(x: f64) -> String {
+pub(crate) fn csv_num(x: f64) -> String {
     if x.is_nan() {
         String::new()
     } else {
@@ -308,7 +308,7 @@ fn csv_num(x: f64) -> String {
     }
 }
 
-fn csv_text(s: &str) -> String {
+pub(crate) fn csv_text(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

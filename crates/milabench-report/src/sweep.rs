@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::error::ReportError;
 use crate::interval::Interval;
+use crate::render::{csv_num, csv_text, markdown_text};
 use crate::report::{Report, ReportOptions, SuiteEntry};
 
 /// One run of the sweep, as given: its folder and the settings it ran with (empty when it
@@ -308,6 +309,73 @@ pub fn render_sweep_text(sweep: &SweepReport) -> String {
     out
 }
 
+/// The sweep's report as CSV: one row per benchmark and point, numbers at full precision,
+/// empty cells for missing ones, `best` true on each benchmark's best point.
+pub fn render_sweep_csv(sweep: &SweepReport) -> String {
+    let mut out = String::from(
+        "bench,point,x,rate,rate_ci95_low,rate_ci95_high,gpu_memory_mib,host_memory_mib,speedup,speedup_ci95_low,speedup_ci95_high,efficiency,efficiency_ci95_low,efficiency_ci95_high,best,run\n",
+    );
+    for curve in &sweep.curves {
+        for (i, cell) in curve.cells.iter().enumerate() {
+            let cells = [
+                csv_text(&curve.bench),
+                csv_text(&sweep.labels[i]),
+                csv_num(sweep.x[i]),
+                csv_num(cell.rate),
+                csv_num(cell.rate_ci.low),
+                csv_num(cell.rate_ci.high),
+                csv_num(cell.gpu_memory_mib),
+                csv_num(cell.host_memory_mib),
+                csv_num(cell.speedup),
+                csv_num(cell.speedup_ci.low),
+                csv_num(cell.speedup_ci.high),
+                csv_num(cell.efficiency),
+                csv_num(cell.efficiency_ci.low),
+                csv_num(cell.efficiency_ci.high),
+                (curve.best == Some(i)).to_string(),
+                csv_text(&sweep.runs[i]),
+            ];
+            let _ = writeln!(out, "{}", cells.join(","));
+        }
+    }
+    out
+}
+
+/// The sweep's report as Markdown: a table per benchmark, the best point in bold.
+pub fn render_sweep_markdown(sweep: &SweepReport) -> String {
+    let mut out = format!(
+        "# Sweep of {}\n\n{} runs, {} benchmarks; ± is the half-width of the 95% interval; speed-up and efficiency are against the first point.\n",
+        markdown_text(&sweep.axis),
+        sweep.runs.len(),
+        sweep.curves.len()
+    );
+    for curve in &sweep.curves {
+        let _ = writeln!(
+            out,
+            "\n## {}\n\n| point | rate (items/s) | GPU MiB | host MiB | speed-up | efficiency |\n|---|---:|---:|---:|---:|---:|",
+            markdown_text(&curve.bench)
+        );
+        for (i, cell) in curve.cells.iter().enumerate() {
+            let point = markdown_text(&sweep.labels[i]);
+            let point = if curve.best == Some(i) {
+                format!("**{point}**")
+            } else {
+                point
+            };
+            let _ = writeln!(
+                out,
+                "| {point} | {} | {} | {} | {} | {} |",
+                with_ci(cell.rate, &cell.rate_ci, 2),
+                fixed(cell.gpu_memory_mib, 0),
+                fixed(cell.host_memory_mib, 0),
+                with_ci(cell.speedup, &cell.speedup_ci, 2),
+                with_ci(cell.efficiency, &cell.efficiency_ci, 2),
+            );
+        }
+    }
+    out
+}
+
 /// The sweep's report as JSON.
 pub fn render_sweep_json(sweep: &SweepReport) -> String {
     serde_json::to_string_pretty(sweep).unwrap_or_default() + "\n"
@@ -513,6 +581,20 @@ mod tests {
         assert!(text.contains("0.80 ± 0.02"), "{text}");
         let html = render_sweep_html(&sweep);
         assert_eq!(html.matches("<svg").count(), 2, "a rate and a memory plot");
+        let csv = render_sweep_csv(&sweep);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 4, "a header and a row per point: {csv}");
+        assert!(
+            lines[3].starts_with("resnet50,resnet50.num_gpus=4,4,320,")
+                && lines[3].ends_with(",0.8,0.784,0.8160000000000001,true,g4"),
+            "{}",
+            lines[3]
+        );
+        let markdown = render_sweep_markdown(&sweep);
+        assert!(
+            markdown.contains("| **resnet50.num_gpus=4** | 320.00 ± 0.00 | 3200 |"),
+            "{markdown}"
+        );
     }
 
     #[test]

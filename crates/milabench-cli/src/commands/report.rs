@@ -3,8 +3,9 @@
 use milabench::ExitCode;
 use milabench::config::settings::EnvVars;
 use milabench::report::{
-    Format, ReportOptions, SuiteEntry, SweepInput, render, render_html, render_sweep_html,
-    render_sweep_json, render_sweep_text, report_runs, report_sweep,
+    Format, ReportOptions, SuiteEntry, SweepInput, render, render_html, render_sweep_csv,
+    render_sweep_html, render_sweep_json, render_sweep_markdown, render_sweep_text, report_runs,
+    report_sweep,
 };
 
 use crate::args::{GlobalArgs, ReportArgs, ReportFormat};
@@ -80,9 +81,8 @@ fn sweep(
         ReportFormat::Text => render_sweep_text(&sweep),
         ReportFormat::Json => render_sweep_json(&sweep),
         ReportFormat::Html => render_sweep_html(&sweep),
-        ReportFormat::Md | ReportFormat::Csv => anyhow::bail!(
-            "--sweep reports in text, json or html\n  fix: pass --format text, json or html"
-        ),
+        ReportFormat::Md => render_sweep_markdown(&sweep),
+        ReportFormat::Csv => render_sweep_csv(&sweep),
     };
     write_report_output(args.output.as_deref(), &text, &runs)?;
     Ok(ExitCode::Success)
