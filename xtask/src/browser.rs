@@ -282,6 +282,68 @@ pub fn check_page(
     })
 }
 
+/// What is wrong with the page of a sweep's report (`json`, its `report --sweep --format
+/// json`) once loaded in headless chromium: console messages, and a benchmark, a point or a
+/// rate of the report that the DOM does not show.
+pub fn sweep_page_problems(
+    browser: &Path,
+    page: &Path,
+    json: &Value,
+) -> anyhow::Result<Vec<String>> {
+    let loaded = load(browser, page)?;
+    let mut problems: Vec<String> = loaded
+        .console
+        .iter()
+        .map(|line| format!("console: {line}"))
+        .collect();
+    let text = visible_text(&loaded.dom);
+    let labels = json["labels"].as_array().cloned().unwrap_or_default();
+    for label in labels.iter().filter_map(Value::as_str) {
+        if !text.contains(label) {
+            problems.push(format!("the point `{label}` is not on the page"));
+        }
+    }
+    for curve in json["curves"].as_array().into_iter().flatten() {
+        let bench = curve["bench"].as_str().unwrap_or_default();
+        if !text.contains(bench) {
+            problems.push(format!("the benchmark `{bench}` is not on the page"));
+        }
+        for rate in curve["cells"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["rate"].as_f64())
+        {
+            let shown = format!("{rate:.2}");
+            if !text.contains(&shown) {
+                problems.push(format!("the rate {shown} of `{bench}` is not on the page"));
+            }
+        }
+    }
+    if loaded.dom.matches("<svg").count() < 2 {
+        problems.push("no rate and memory plots".into());
+    }
+    Ok(problems)
+}
+
+/// The text of a DOM, tags left out, entities of numbers and names kept as written.
+fn visible_text(dom: &str) -> String {
+    let mut text = String::with_capacity(dom.len());
+    let mut in_tag = false;
+    for c in dom.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                text.push(' ');
+            }
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text
+}
+
 /// Writes a run folder like a long multi-GPU run: `benches` benchmarks × `devices` per-GPU
 /// processes, each with a `meta`, `seconds` timed rates and as many GPU and process samples,
 /// the last benchmark's first process failing (exit code 1, a traceback on stderr) and every
