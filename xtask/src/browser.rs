@@ -216,6 +216,90 @@ pub fn report_problems(html: &str, json: &Value) -> Vec<String> {
     problems
 }
 
+/// Every cell of the table with id `table_id` in `html`: its row's key, its column's key and the
+/// text it shows (entities undone, trimmed).
+pub fn table_cells(html: &str, table_id: &str) -> Vec<(String, String, String)> {
+    let Some(start) = html.find(&format!("id=\"{table_id}\"")) else {
+        return Vec::new();
+    };
+    let end = html[start..]
+        .find("</table>")
+        .map_or(html.len(), |e| e + start);
+    let mut out = Vec::new();
+    let mut row = String::new();
+    for piece in html[start..end].split('<').skip(1) {
+        let (tag, text) = piece.split_once('>').unwrap_or((piece, ""));
+        if tag.starts_with("tr ") {
+            row = attribute(tag, "data-row").map(unescape).unwrap_or_default();
+        } else if tag.starts_with("td ")
+            && let Some(col) = attribute(tag, "data-col")
+        {
+            out.push((
+                row.clone(),
+                col.to_owned(),
+                unescape(text).trim().to_owned(),
+            ));
+        }
+    }
+    out
+}
+
+/// The cells of the text report's `Breakdown` table: row (benchmark), column (the header as the
+/// page's `data-col` names it) and text.
+pub fn text_report_cells(text: &str) -> Vec<(String, String, String)> {
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with("index "))
+        .take_while(|l| !l.trim().is_empty());
+    let Some(header) = lines.next() else {
+        return Vec::new();
+    };
+    let columns: Vec<String> = header
+        .split('|')
+        .map(|c| match c.trim() {
+            "energy (Kj)" => "energy_kj".to_owned(),
+            other => other.to_owned(),
+        })
+        .collect();
+    let mut out = Vec::new();
+    for line in lines {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let Some(row) = cells.first() else {
+            continue;
+        };
+        for (column, cell) in columns.iter().zip(&cells).skip(1) {
+            out.push(((*row).to_owned(), column.clone(), (*cell).to_owned()));
+        }
+    }
+    out
+}
+
+/// Problems of the cells a page shows against the text report of the same runs: a cell of a
+/// column both have whose text differs (the page and the text report round alike).
+pub fn visible_cell_problems(html: &str, text: &str) -> Vec<String> {
+    let shown = table_cells(html, "results");
+    let expected = text_report_cells(text);
+    if expected.is_empty() {
+        return vec!["the text report has no Breakdown table".to_owned()];
+    }
+    let mut problems = Vec::new();
+    let mut compared = 0;
+    for (row, column, want) in &expected {
+        if let Some((_, _, seen)) = shown.iter().find(|(r, c, _)| r == row && c == column) {
+            compared += 1;
+            if seen != want {
+                problems.push(format!(
+                    "{row}: `{column}` shows `{seen}` in the page, `{want}` in the text report"
+                ));
+            }
+        }
+    }
+    if compared == 0 {
+        problems.push("no cell of the page's table is in the text report".to_owned());
+    }
+    problems
+}
+
 /// Whether the section of benchmark `name` holds an `<svg>`.
 fn section_has_plot(html: &str, name: &str) -> bool {
     let id = milabench_html::anchor(&format!("bench-{name}"));
@@ -249,14 +333,24 @@ pub fn blank_seconds(browser: &Path) -> anyhow::Result<f64> {
     Ok(best)
 }
 
-/// Loads `page` (a report of the runs whose `report --format json` is `json`) in headless
-/// chromium: no console message, the DOM's table holds the JSON report's numbers, every
-/// benchmark that ran has a plot; a screenshot is kept in `png`. `blank` is
-/// [`blank_seconds`].
+/// The reports of the same runs a page is checked against: `report --format json` and
+/// `--format text`.
+#[derive(Debug)]
+pub struct Reports {
+    /// The JSON report.
+    pub json: Value,
+    /// The text report.
+    pub text: String,
+}
+
+/// Loads `page` (a report of the runs whose reports are `reports`) in headless chromium: no
+/// console message, the DOM's table holds the JSON report's numbers and shows the text
+/// report's cells as they read there, every benchmark that ran has a plot; a screenshot is kept
+/// in `png`. `blank` is [`blank_seconds`].
 pub fn check_page(
     browser: &Path,
     page: &Path,
-    json: &Value,
+    reports: &Reports,
     png: &Path,
     blank: f64,
 ) -> anyhow::Result<PageCheck> {
@@ -266,7 +360,8 @@ pub fn check_page(
         .iter()
         .map(|line| format!("console: {line}"))
         .collect();
-    problems.extend(report_problems(&loaded.dom, json));
+    problems.extend(report_problems(&loaded.dom, &reports.json));
+    problems.extend(visible_cell_problems(&loaded.dom, &reports.text));
     if !problems.is_empty() {
         bail!(
             "{} in chromium:\n  {}",
@@ -447,14 +542,15 @@ pub fn write_synthetic_run(
     Ok(())
 }
 
-/// `milabench report --format json` and `--format html` of `runs` with `bin`; returns the JSON
-/// and writes the page to `page`.
-pub fn report_page(bin: &Path, runs: &Path, page: &Path) -> anyhow::Result<Value> {
+/// `milabench report --format json`, `text` and `html` of `runs` with `bin`; returns the
+/// first two and writes the page to `page`.
+pub fn report_page(bin: &Path, runs: &Path, page: &Path) -> anyhow::Result<Reports> {
     let json = report_json(
         Command::new(bin)
             .args(["report", "--format", "json", "--runs"])
             .arg(runs),
     )?;
+    let text = report_text(Command::new(bin).args(["report", "--runs"]).arg(runs))?;
     let status = Command::new(bin)
         .args(["report", "--format", "html", "--runs"])
         .arg(runs)
@@ -471,7 +567,21 @@ pub fn report_page(bin: &Path, runs: &Path, page: &Path) -> anyhow::Result<Value
             String::from_utf8_lossy(&status.stderr)
         );
     }
-    Ok(json)
+    Ok(Reports { json, text })
+}
+
+/// Runs `cmd` (a text `report`, which exits 1 for a failed run) and returns what it printed.
+pub fn report_text(cmd: &mut Command) -> anyhow::Result<String> {
+    let output = cmd.output().context("could not start milabench report")?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    if text.is_empty() {
+        bail!(
+            "milabench report printed nothing ({}):\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(text)
 }
 
 /// Runs `cmd` (a `report --format json`, which exits 1 for a failed run) and reads its JSON.
@@ -514,12 +624,14 @@ pub fn check_fixture_pages(root: &Path, bin: &Path) -> anyhow::Result<()> {
     write_synthetic_run(&large, 25, 6, 600)?;
     runs.push(("large-150-files".to_owned(), large));
     let blank = blank_seconds(&browser)?;
+    let mut first = None;
     for (name, folder) in runs {
         let page = root.join(SCREENSHOT_DIR).join(format!("{name}.html"));
         fs_err::create_dir_all(root.join(SCREENSHOT_DIR))?;
-        let json = report_page(bin, &folder, &page)?;
+        let reports = report_page(bin, &folder, &page)?;
         let png = root.join(SCREENSHOT_DIR).join(format!("{name}.png"));
-        let check = check_page(&browser, &page, &json, &png, blank)?;
+        let check = check_page(&browser, &page, &reports, &png, blank)?;
+        first.get_or_insert((page.clone(), reports));
         eprintln!(
             "==> browser: {name}: {:.0} kB, loads in {:.2} s beyond an empty page, screenshot {}",
             check.bytes as f64 / 1024.0,
@@ -527,7 +639,35 @@ pub fn check_fixture_pages(root: &Path, bin: &Path) -> anyhow::Result<()> {
             png.display()
         );
     }
-    Ok(())
+    let (page, reports) = first.context("no fixture run")?;
+    check_planted_error(&browser, &page, &reports, scratch.path(), blank)
+}
+
+/// The check must fail a page that logs an error: `page` with a script that writes one to the
+/// console.
+fn check_planted_error(
+    browser: &Path,
+    page: &Path,
+    reports: &Reports,
+    scratch: &Path,
+    blank: f64,
+) -> anyhow::Result<()> {
+    let planted = scratch.join("planted-console-error.html");
+    let html = fs_err::read_to_string(page)?.replacen(
+        "</body>",
+        "<script>console.error('planted by cargo xtask browser');</script></body>",
+        1,
+    );
+    fs_err::write(&planted, html)?;
+    let png = scratch.join("planted.png");
+    match check_page(browser, &planted, reports, &png, blank) {
+        Err(e) if e.to_string().contains("planted by cargo xtask browser") => {
+            eprintln!("==> browser: a page that logs an error fails the check, as it must");
+            Ok(())
+        }
+        Err(e) => bail!("the page with a planted console error failed for another reason: {e:#}"),
+        Ok(_) => bail!("the check passed a page that logs an error to the console"),
+    }
 }
 
 #[cfg(test)]
@@ -545,6 +685,22 @@ mod tests {
             ]
         );
         assert!(table_numbers(html, "other").is_empty());
+    }
+
+    #[test]
+    fn visible_cells_are_compared_with_the_text_report() {
+        let html = r#"<table id="results"><tr data-row="b&amp;c"><td data-col="name">b&amp;c</td><td data-col="perf" data-v="10.004">10.00</td><td data-col="energy_kj" data-v="1">1.000</td></tr></table>"#;
+        let text = "Breakdown\n---------\nindex | fail |  perf | energy (Kj)\nb&c   |    0 | 10.00 |       1.000\n\nScores\n";
+        assert_eq!(visible_cell_problems(html, text), Vec::<String>::new());
+        let rounded_otherwise = text.replace("10.00", "10.004");
+        assert_eq!(
+            visible_cell_problems(html, &rounded_otherwise),
+            ["b&c: `perf` shows `10.00` in the page, `10.004` in the text report"]
+        );
+        assert_eq!(
+            visible_cell_problems(html, "no table"),
+            ["the text report has no Breakdown table"]
+        );
     }
 
     #[test]

@@ -171,7 +171,16 @@ pub fn flow(
     )?;
     timings.push(("report", started.elapsed().as_secs_f64()));
     check_report(&report)?;
-    check_run_page(root, &runs, &report)?;
+    let text = xtask::browser::report_text(
+        Command::new(bin)
+            .arg("report")
+            .args(expected)
+            .arg("--runs")
+            .arg(&runs)
+            .current_dir(root),
+    )?;
+    let reports = xtask::browser::Reports { json: report, text };
+    check_run_page(root, &runs, &reports)?;
     Ok(timings)
 }
 
@@ -203,9 +212,13 @@ pub fn milabench_step(
 }
 
 /// The `report.html` that `run` wrote into the run folder, loaded in headless chromium against
-/// the JSON report (see `xtask::browser::check_page`); its screenshot is kept in
+/// the JSON and text reports (see `xtask::browser::check_page`); its screenshot is kept in
 /// `target/browser/e2e.png`.
-pub fn check_run_page(root: &Path, runs: &Path, report: &serde_json::Value) -> anyhow::Result<()> {
+pub fn check_run_page(
+    root: &Path,
+    runs: &Path,
+    reports: &xtask::browser::Reports,
+) -> anyhow::Result<()> {
     let page = runs.join("report.html");
     if !page.is_file() {
         bail!("milabench run wrote no {}", page.display());
@@ -213,7 +226,7 @@ pub fn check_run_page(root: &Path, runs: &Path, report: &serde_json::Value) -> a
     let browser = xtask::browser::ensure_chromium()?;
     let png = root.join(xtask::browser::SCREENSHOT_DIR).join("e2e.png");
     let blank = xtask::browser::blank_seconds(&browser)?;
-    let check = xtask::browser::check_page(&browser, &page, report, &png, blank)?;
+    let check = xtask::browser::check_page(&browser, &page, reports, &png, blank)?;
     eprintln!(
         "==> e2e: report.html {:.0} kB, loads in {:.2} s, screenshot {}",
         check.bytes as f64 / 1024.0,
