@@ -337,11 +337,20 @@ impl SamplerFactory for Telemetry {
         let config = SamplerConfig::new(self.interval)
             .gpus(gpus)
             .process(process.pid);
-        Sampler::start(self.gpus.clone(), config, move |event: Event| {
+        let notice = sink.clone();
+        match Sampler::start(self.gpus.clone(), config, move |event: Event| {
             sink.send(Record::new(event, None));
-        })
-        .ok()
-        .map(|handle| Box::new(RunningTelemetry(handle)) as Box<dyn RunningSampler>)
+        }) {
+            Ok(handle) => Some(Box::new(RunningTelemetry(handle))),
+            // The process runs all the same; its file says why it has no samples.
+            Err(e) => {
+                let message = format!(
+                    "telemetry was not sampled beside this process ({e}): its GPU and memory figures are missing"
+                );
+                notice.send(Record::new(Event::Message(message), None));
+                None
+            }
+        }
     }
 }
 
