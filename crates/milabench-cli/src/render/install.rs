@@ -123,6 +123,8 @@ pub(crate) struct Progress {
     terminal: bool,
     group: String,
     stage: &'static str,
+    /// What the installer said it downloads, for the current group.
+    downloads: Downloads,
 }
 
 impl Progress {
@@ -133,6 +135,7 @@ impl Progress {
             terminal: std::io::stderr().is_terminal(),
             group: String::new(),
             stage: "",
+            downloads: Downloads::default(),
         }
     }
 
@@ -140,6 +143,7 @@ impl Progress {
     pub fn start(&mut self, group: &str) {
         self.group = group.to_string();
         self.stage = "checking";
+        self.downloads = Downloads::default();
     }
 
     /// Shows an event.
@@ -178,8 +182,15 @@ impl Progress {
                 }
             }
             Event::Line { line, .. } => {
-                if let Some(bar) = &self.bar {
-                    bar.set_message(line.trim().to_string());
+                let started = self.downloads.read(line);
+                match &self.bar {
+                    Some(bar) => bar.set_message(match self.downloads.summary() {
+                        Some(summary) => format!("{summary} | {}", line.trim()),
+                        None => line.trim().to_string(),
+                    }),
+                    // In a log, one line per download: what takes the time of an install.
+                    None if started => eprintln!("{}: {}", self.group, line.trim()),
+                    None => {}
                 }
             }
         }
@@ -190,5 +201,96 @@ impl Progress {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// The downloads an installer announces (uv: `Downloading torch (766.4MiB)`, then ` Downloaded
+/// torch`): how many packages and bytes, and how many of them are done.
+#[derive(Debug, Default, PartialEq)]
+struct Downloads {
+    /// Each package announced and its size in bytes (`None` when not said).
+    sizes: Vec<(String, Option<f64>)>,
+    /// The packages done.
+    done: Vec<String>,
+}
+
+impl Downloads {
+    /// Takes note of an installer's line; whether it announced a download.
+    fn read(&mut self, line: &str) -> bool {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("Downloading ") {
+            let (name, size) = match rest.split_once(" (") {
+                Some((name, size)) => (name, bytes(size.trim_end_matches(')'))),
+                None => (rest, None),
+            };
+            self.sizes.push((name.trim().to_string(), size));
+            return true;
+        }
+        if let Some(name) = line.strip_prefix("Downloaded ") {
+            self.done.push(name.trim().to_string());
+        }
+        false
+    }
+
+    /// `downloaded 1/3 packages, 12.0 of 780.4 MiB`, once a download was announced.
+    fn summary(&self) -> Option<String> {
+        if self.sizes.is_empty() {
+            return None;
+        }
+        let size_of = |name: &str| {
+            self.sizes
+                .iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, size)| *size)
+                .unwrap_or(0.0)
+        };
+        let total: f64 = self.sizes.iter().filter_map(|(_, size)| *size).sum();
+        let done: f64 = self.done.iter().map(|name| size_of(name)).sum();
+        const MIB: f64 = 1024.0 * 1024.0;
+        Some(format!(
+            "downloaded {}/{} packages, {:.1} of {:.1} MiB",
+            self.done.len(),
+            self.sizes.len(),
+            done / MIB,
+            total / MIB
+        ))
+    }
+}
+
+/// Bytes of a size as uv writes it (`766.4MiB`, `12.0KiB`, `1.2GiB`, `512B`).
+fn bytes(size: &str) -> Option<f64> {
+    let unit_at = size.find(|c: char| c.is_ascii_alphabetic())?;
+    let (number, unit) = size.split_at(unit_at);
+    let number: f64 = number.trim().parse().ok()?;
+    let scale = match unit {
+        "B" => 1.0,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    Some(number * scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn downloads_are_counted_in_packages_and_bytes() {
+        let mut downloads = Downloads::default();
+        assert!(!downloads.read("Resolved 12 packages in 80ms"));
+        assert_eq!(downloads.summary(), None);
+        assert!(downloads.read("Downloading torch (766.4MiB)"));
+        assert!(downloads.read("Downloading numpy (16.0MiB)"));
+        assert!(downloads.read("Downloading tiny"));
+        assert!(!downloads.read(" Downloaded numpy"));
+        assert_eq!(
+            downloads.summary().as_deref(),
+            Some("downloaded 1/3 packages, 16.0 of 782.4 MiB")
+        );
+        assert_eq!(bytes("1.5GiB"), Some(1.5 * 1024.0 * 1024.0 * 1024.0));
+        assert_eq!(bytes("512B"), Some(512.0));
+        assert_eq!(bytes("12 parsecs"), None);
     }
 }
