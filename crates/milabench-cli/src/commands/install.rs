@@ -99,7 +99,7 @@ fn show_surveys(surveys: &[GroupSurvey]) -> ExitCode {
                 say(&format!("{}: FAILED", group.name));
                 crate::errors::show(e);
                 if exit == ExitCode::Success {
-                    exit = crate::errors::exit_code_of_env(e);
+                    exit = e.exit_code();
                 }
                 continue;
             }
@@ -170,7 +170,7 @@ pub(super) fn summarize(summary: &InstallSummary, arch: &str) -> ExitCode {
             Err(e) => {
                 failed += 1;
                 if exit == ExitCode::Success {
-                    exit = crate::errors::exit_code_of_env(e);
+                    exit = e.exit_code();
                 }
             }
         }
