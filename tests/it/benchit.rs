@@ -839,7 +839,7 @@ fn an_environment_that_cannot_be_built_is_explained() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     let err = s.redact(&out.stderr);
     assert!(
-        err.starts_with("error: the benchit Python environment is not ready; the install log is [TMP]/home/logs/install/benchit.log: "),
+        err.starts_with("error: the benchit Python environment is not ready; the install log is [TMP]/home/logs/install/benchit.log\n  caused by: could not set up the benchit Python environment\n  caused by: no Python interpreter: "),
         "{err}"
     );
     assert!(

@@ -112,7 +112,8 @@ fn load_names_an_endpoint_that_refuses() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{port}");
     let out = run(milabench(dir.path()).args(["load", "--endpoint", &url, "--model", "m"]));
-    assert_eq!(out.code, 2);
+    // A server that is not there is an environment failure, not bad input: exit 3.
+    assert_eq!(out.code, 3);
     insta::assert_snapshot!(out.stderr.replace(&port.to_string(), "[PORT]"), @r"
     error: cannot connect to http://127.0.0.1:[PORT]: is the server running and listening there?
       caused by: Connection refused (os error 111)

@@ -8,8 +8,12 @@ mod ops;
 
 use std::ffi::OsString;
 
+use anyhow::Context as _;
+use benchit::env::SetupError;
+use benchit::worker::WorkerError;
 use clap::{Parser, Subcommand};
-use milabench_exec::{ExitCode, WatchdogCommand};
+use milabench_env::EnvError;
+use milabench_exec::{ExecError, ExitCode, WatchdogCommand, error_report};
 
 /// Benchmark the PyTorch models a Python script uses on several runtimes, or operator workloads
 /// described in PARAM-style JSON configs.
@@ -98,50 +102,60 @@ pub fn main() -> std::process::ExitCode {
     exit(result).into()
 }
 
-/// The exit code of a command's result; an error is printed on stderr first. An environment
-/// that cannot be built for a reason of the user's (no Python, a package that does not exist)
-/// is bad input, a failing install a failure, Ctrl-C during the install an interruption; any
-/// other error is bad input.
+/// The exit code of a command's result; an error is printed on stderr first, with each of its
+/// causes once.
 #[allow(clippy::print_stderr)]
 fn exit(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {}", describe(&err));
-            match err.downcast_ref::<benchit::env::SetupError>() {
-                Some(benchit::env::SetupError::Env(e)) if e.is_interrupted() => {
-                    ExitCode::Interrupted
-                }
-                Some(benchit::env::SetupError::Env(e)) if !e.is_bad_input() => {
-                    ExitCode::BenchmarkFailures
-                }
-                _ => ExitCode::BadInput,
-            }
+            eprintln!("{}", error_report(err.as_ref()));
+            exit_code(&err)
         }
     }
 }
 
-/// `err` and its causes on one line, each cause once (an error whose message already quotes its
-/// source does not repeat it).
-fn describe(err: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in err.chain() {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
-            if !text.is_empty() {
-                text.push_str(": ");
-            }
-            text.push_str(&cause);
-        }
+/// The exit code of the first error of `err`'s chain whose kind is known here: an environment
+/// that cannot be built for a reason of the user's (no Python, a package that does not exist)
+/// is bad input, a failing install a failure, Ctrl-C during the install an interruption, a file
+/// the machine would not write an internal or environment failure; a message of the command
+/// line's own (a flag's check) is bad input.
+fn exit_code(err: &anyhow::Error) -> ExitCode {
+    err.chain()
+        .find_map(known_exit_code)
+        .unwrap_or(ExitCode::BadInput)
+}
+
+/// The exit code of `err` when its type is one of the libraries' errors, or an I/O error (the
+/// machine's failure).
+fn known_exit_code(err: &(dyn std::error::Error + 'static)) -> Option<ExitCode> {
+    use benchit::models::{CacheError, InputError, ModelsError};
+    use benchit::ops::{ConfigError, RunError, SelectError};
+    if let Some(e) = err.downcast_ref::<SetupError>() {
+        Some(e.exit_code())
+    } else if let Some(e) = err.downcast_ref::<EnvError>() {
+        Some(e.exit_code())
+    } else if let Some(e) = err.downcast_ref::<WorkerError>() {
+        Some(e.exit_code())
+    } else if let Some(e) = err.downcast_ref::<ModelsError>() {
+        Some(e.exit_code())
+    } else if let Some(e) = err.downcast_ref::<CacheError>() {
+        Some(e.exit_code())
+    } else if let Some(e) = err.downcast_ref::<ExecError>() {
+        Some(e.exit_code())
+    } else if err.is::<InputError>() || err.is::<ConfigError>() || err.is::<SelectError>() {
+        Some(ExitCode::BadInput)
+    } else if err.is::<RunError>() || err.is::<std::io::Error>() {
+        Some(ExitCode::Internal)
+    } else {
+        None
     }
-    text
 }
 
 /// This program's hidden watchdog command, started beside each worker.
 fn watchdog() -> anyhow::Result<WatchdogCommand> {
-    WatchdogCommand::this_program(vec![WATCHDOG_COMMAND.into()]).map_err(|e| {
-        anyhow::anyhow!("cannot find the benchit program to start the workers' watchdog: {e}")
-    })
+    WatchdogCommand::this_program(vec![WATCHDOG_COMMAND.into()])
+        .context("cannot find the benchit program to start the workers' watchdog")
 }
 
 /// The worker command, watched by this program's watchdog: `BENCHIT_WORKER`, or the managed
@@ -248,12 +262,28 @@ mod tests {
     }
 
     #[test]
-    fn causes_are_shown_once() {
-        let inner = std::io::Error::other("disk full");
-        let err = anyhow::Error::new(inner).context("cannot write x: disk full");
-        assert_eq!(describe(&err), "cannot write x: disk full");
-        let err = anyhow::Error::new(std::io::Error::other("disk full")).context("cannot write x");
-        assert_eq!(describe(&err), "cannot write x: disk full");
+    fn each_class_of_error_has_its_exit_code() {
+        let err = anyhow::anyhow!("--script-args `a 'b` has unbalanced quotes");
+        assert_eq!(exit_code(&err), ExitCode::BadInput);
+        let package = SetupError::BadPackage("torch==".into());
+        assert_eq!(exit_code(&package.into()), ExitCode::BadInput);
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        let err = anyhow::Error::new(full).context("could not write the report");
+        assert_eq!(exit_code(&err), ExitCode::Internal);
+        let failed = SetupError::Env(EnvError::StepFailed {
+            group: "benchit".into(),
+            step: "installing packages".into(),
+            status: String::new(),
+            details: String::new(),
+            log: "install.log".into(),
+        });
+        let err = anyhow::Error::new(failed).context("the benchit Python environment is not ready");
+        assert_eq!(exit_code(&err), ExitCode::BenchmarkFailures);
+        let interrupted = SetupError::Env(EnvError::Interrupted {
+            group: "benchit".into(),
+            log: "install.log".into(),
+        });
+        assert_eq!(exit_code(&interrupted.into()), ExitCode::Interrupted);
     }
 
     #[test]

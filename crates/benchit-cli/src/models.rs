@@ -54,7 +54,7 @@ pub(crate) const TRACEBACK_VAR: &str = "BENCHIT_TRACEBACK";
         benchmate), built on first use under $BENCHIT_HOME (default ~/.local/share/benchit); \
         BENCHIT_WORKER='python -m benchmate.benchit' uses an interpreter of yours instead.\n\n\
         Exit status: 0 everything measured, 1 some model or input failed, 2 bad input, \
-        130 interrupted.",
+        3 a file or folder the machine would not read or write (a full disk), 130 interrupted.",
     after_help = "Examples:\n  \
         benchit benchmarks/benchit/mlp.py --runtime ort torch-eager\n  \
         benchit mlp.py --analyze-only                 # list models and invocation hashes\n  \
@@ -285,7 +285,7 @@ pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<ExitCode> {
         `done`, the result (the JSON of one input of `benchit --format json`) is printed as one \
         line on stdout; progress goes to stderr. People do not run this command by hand.\n\n\
         Exit status: 0 everything measured, 1 a build or runtime failed, 2 bad input, \
-        130 interrupted.",
+        3 a file or folder the machine would not read or write (a full disk), 130 interrupted.",
     after_help = "From Python:\n  \
         from benchmate.benchit.api import benchmark_model\n  \
         result = benchmark_model(model, (torch.rand(8, 64),), runtimes=[\"ort\", \"torch-eager\"])\n  \

@@ -27,6 +27,7 @@ use benchit::ops::{self, ExecMode, ExpandedRun, OpsConfig, Outcome, RunOptions, 
         of median and p90 times per id.\n\n\
         Exit status: 0 all runs measured; 1 some runs failed, or the run ended early (the worker \
         could not start, a timeout, a failed install of the Python environment); 2 bad input; \
+        3 a file or folder the machine would not read or write (the output file on a full disk); \
         130 interrupted.",
     after_help = "Examples:\n  \
         benchit ops -c benchmarks/opbench/configs/simple_add.json -w 5 -i 20\n  \

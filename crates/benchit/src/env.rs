@@ -21,6 +21,7 @@ use milabench_env::{
     EnvError, EnvOptions, Environments, Event, InstallGroup, MIN_PYTHON, ProjectTree,
     RequirementFile,
 };
+use milabench_exec::ExitCode;
 
 use crate::worker::{WorkerCommand, WorkerError};
 
@@ -62,11 +63,19 @@ pub enum SetupError {
     #[error(transparent)]
     Worker(#[from] WorkerError),
     /// Building the environment failed.
-    #[error("could not set up the benchit Python environment: {0}")]
+    #[error("could not set up the benchit Python environment")]
     Env(#[from] EnvError),
     /// A path is not UTF-8 or the home folder is unknown.
     #[error("{0}")]
     Path(String),
+    /// A file of the environments' home could not be written or locked.
+    #[error("{what}; check that the folder is writable and the disk is not full")]
+    Io {
+        /// What could not be done.
+        what: String,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// A `--with` package is not a requirement.
     #[error(
         "--with `{0}` is not a package requirement\n  fix: name a package, with a version if you like: --with torchvision --with 'timm>=1.0'"
@@ -77,6 +86,21 @@ pub enum SetupError {
         "--with adds packages to benchit's own environment, but BENCHIT_WORKER names another interpreter\n  fix: install {0} into that interpreter, or unset BENCHIT_WORKER"
     )]
     WithOwnWorker(String),
+}
+
+impl SetupError {
+    /// The exit code a command that ends on this error deserves: the user's input (a worker
+    /// command, a path, a package) is bad input; the environment's build has its own classes.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            SetupError::Worker(e) => e.exit_code(),
+            SetupError::Env(e) => e.exit_code(),
+            SetupError::Path(_) | SetupError::BadPackage(_) | SetupError::WithOwnWorker(_) => {
+                ExitCode::BadInput
+            }
+            SetupError::Io { .. } => ExitCode::Internal,
+        }
+    }
 }
 
 impl EnvSettings {
@@ -264,7 +288,10 @@ pub fn prepare_worker(
             .collect();
         fs_err::create_dir_all(settings.home.join("requirements"))
             .and_then(|()| fs_err::write(&with_file, text))
-            .map_err(|e| SetupError::Path(format!("could not write the --with packages: {e}")))?;
+            .map_err(|source| SetupError::Io {
+                what: format!("could not write the --with packages to {with_file}"),
+                source,
+            })?;
     }
     let group = install_group(
         &project,
@@ -274,10 +301,11 @@ pub fn prepare_worker(
     );
     let venv = envs.venv(&group);
     let in_use_path = Environments::lock_file(&venv).with_extension("in-use");
-    let lock_err = |e: std::io::Error| {
-        SetupError::Path(format!(
-            "could not lock {in_use_path}, which keeps an environment in use from being rebuilt: {e}"
-        ))
+    let lock_err = |source: std::io::Error| SetupError::Io {
+        what: format!(
+            "could not lock {in_use_path}, which keeps an environment in use from being rebuilt"
+        ),
+        source,
     };
     let open = || {
         fs_err::create_dir_all(venv.parent().unwrap_or(Utf8Path::new(".")))

@@ -11,7 +11,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
-use milabench_exec::{ExecError, Interrupt, SupervisedChild, TriggerHook, WatchdogCommand};
+use milabench_exec::{
+    ExecError, ExitCode, Interrupt, SupervisedChild, TriggerHook, WatchdogCommand,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -122,7 +124,7 @@ pub enum WorkerError {
         problem: String,
     },
     /// The process could not start.
-    #[error("could not start the benchit worker `{command}`: {source}")]
+    #[error("could not start the benchit worker `{command}`")]
     Spawn {
         /// The command line.
         command: String,
@@ -130,7 +132,7 @@ pub enum WorkerError {
         source: std::io::Error,
     },
     /// The worker's watchdog could not be started or told of the worker.
-    #[error("could not watch the benchit worker `{command}`: {source}")]
+    #[error("could not watch the benchit worker `{command}`")]
     Watch {
         /// The command line.
         command: String,
@@ -138,7 +140,7 @@ pub enum WorkerError {
         source: ExecError,
     },
     /// The log file could not be created.
-    #[error("could not create the worker log {path}: {source}")]
+    #[error("could not create the worker log {path}")]
     Log {
         /// The log file.
         path: Utf8PathBuf,
@@ -146,7 +148,7 @@ pub enum WorkerError {
         source: std::io::Error,
     },
     /// The worker stopped reading its requests.
-    #[error("the benchit worker stopped reading its requests ({source}); see its log {log}")]
+    #[error("the benchit worker stopped reading its requests; see its log {log}")]
     Send {
         /// The worker's log.
         log: Utf8PathBuf,
@@ -174,6 +176,24 @@ pub enum WorkerError {
         /// The worker's log.
         log: Utf8PathBuf,
     },
+}
+
+impl WorkerError {
+    /// The exit code a command that ends on this error deserves: a worker command that cannot
+    /// be used is bad input; a worker or log the machine would not start or create is an
+    /// environment failure; a worker that stops answering, times out or breaks the protocol
+    /// failed what it was asked, like a benchmark; Ctrl-C is an interruption.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            WorkerError::BadCommand { .. } => ExitCode::BadInput,
+            WorkerError::Spawn { .. } | WorkerError::Log { .. } => ExitCode::Internal,
+            WorkerError::Watch { source, .. } => source.exit_code(),
+            WorkerError::Send { .. }
+            | WorkerError::Timeout { .. }
+            | WorkerError::Protocol { .. } => ExitCode::BenchmarkFailures,
+            WorkerError::Interrupted => ExitCode::Interrupted,
+        }
+    }
 }
 
 /// How a worker process ended.

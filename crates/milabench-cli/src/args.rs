@@ -8,7 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// A suite is a YAML file naming real PyTorch benchmarks. `resolve` shows what a suite means
 /// after includes, inheritance, matrices and overrides are applied.
 ///
-/// Exit codes: 0 success, 1 benchmark failures, 2 bad input, 3 internal error, 130 interrupted.
+/// Exit codes: 0 success, 1 benchmark failures, 2 bad input, 3 internal or environment failure
+/// (a full disk, a database or server that cannot be reached, a bug), 130 interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "milabench", version, propagate_version = true)]
 pub struct Cli {

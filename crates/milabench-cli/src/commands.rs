@@ -21,6 +21,7 @@ mod slurm;
 mod summary;
 mod sysinfo;
 
+use anyhow::Context as _;
 use milabench::ExitCode;
 use milabench::exec::WatchdogCommand;
 
@@ -57,7 +58,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// The watchdog of `run` and `prepare`: this program's hidden `__watchdog` command.
 pub(crate) fn watchdog() -> anyhow::Result<WatchdogCommand> {
-    WatchdogCommand::this_program(vec!["__watchdog".into()]).map_err(|e| {
-        anyhow::anyhow!("cannot find the milabench program to start its watchdog: {e}")
-    })
+    WatchdogCommand::this_program(vec!["__watchdog".into()])
+        .context("cannot find the milabench program to start its watchdog")
 }

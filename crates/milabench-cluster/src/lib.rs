@@ -18,7 +18,7 @@ pub mod slurm;
 #[non_exhaustive]
 pub enum ProbeError {
     /// A program could not be started.
-    #[error("could not start `{program}`: {source}")]
+    #[error("could not start `{program}`; check that it is installed and on PATH")]
     Start {
         /// The program.
         program: String,
@@ -37,7 +37,7 @@ pub enum ProbeError {
         message: String,
     },
     /// A file system query failed.
-    #[error("cannot query {path}: {source}")]
+    #[error("cannot query the file system of {path}")]
     FileSystem {
         /// The folder.
         path: PathBuf,

@@ -168,7 +168,7 @@ fn expand_ranges(list: &str, group: &str) -> Result<Vec<String>, NodeListError> 
 #[non_exhaustive]
 pub enum AllocationError {
     /// `SLURM_JOB_NODELIST` is not a node list.
-    #[error("SLURM_JOB_NODELIST: {0}")]
+    #[error("SLURM_JOB_NODELIST cannot be expanded into node names")]
     NodeList(#[from] NodeListError),
     /// A variable that should hold a number does not.
     #[error("{var}=`{value}` is not a number; is this a Slurm job's environment?")]
@@ -313,7 +313,7 @@ pub fn slurm_command(program: &str, args: &[&str]) -> Result<String, SlurmComman
 #[non_exhaustive]
 pub enum SlurmCommandError {
     /// The program could not start (not installed, not on `PATH`).
-    #[error("could not run `{program}`: {source}")]
+    #[error("could not run `{program}`")]
     Start {
         /// The program.
         program: String,

@@ -90,10 +90,10 @@ impl BenchFile {
         if !path.is_file() {
             return Ok(BenchFile::default());
         }
-        let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Read {
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
             what: "benchmark description",
             path: path.display().to_string(),
-            reason: e.to_string(),
+            source,
         })?;
         BenchFile::parse(&text, &path.display().to_string())
     }

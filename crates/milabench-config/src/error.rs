@@ -29,16 +29,15 @@ impl From<Option<Location>> for At {
 #[non_exhaustive]
 pub enum ConfigError {
     /// A file could not be read.
-    #[error(
-        "cannot read {what} {path}: {reason}\n  fix: check that the path is right and readable"
-    )]
+    #[error("cannot read {what} {path}\n  fix: check that the path is right and readable")]
     Read {
         /// What the file is for (`suite file`, `system file`).
         what: &'static str,
         /// The file.
         path: String,
-        /// The I/O error, as text.
-        reason: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
     },
     /// The YAML itself is malformed.
     #[error("{at}invalid YAML: {message}\n  fix: correct the syntax at that position")]

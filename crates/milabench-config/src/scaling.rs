@@ -44,13 +44,26 @@ pub enum ScalingError {
     #[error(transparent)]
     Load(#[from] ConfigError),
     /// The file could not be written.
-    #[error("could not write the scaling file {path}: {source}")]
+    #[error(
+        "could not write the scaling file {path}; check that its folder is writable and the disk is not full"
+    )]
     Write {
         /// The file.
         path: PathBuf,
         /// Why.
         source: std::io::Error,
     },
+}
+
+impl ScalingError {
+    /// Whether the error is the user's input (a file that cannot be read as scaling
+    /// observations) rather than the machine failing to write one.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            ScalingError::Shape { .. } | ScalingError::Load(_) => true,
+            ScalingError::Write { .. } => false,
+        }
+    }
 }
 
 /// One observation of a benchmark: the batch size it ran at, and what that took.

@@ -46,7 +46,7 @@ pub fn load_file(path: &std::path::Path, what: &'static str) -> Result<Node, Con
     let read_error = |source: std::io::Error| ConfigError::Read {
         what,
         path: path.display().to_string(),
-        reason: source.to_string(),
+        source,
     };
     let mut bytes = Vec::new();
     std::fs::File::open(path)

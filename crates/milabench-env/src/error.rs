@@ -2,6 +2,7 @@
 //! environment. Each message names the thing at fault and what to do about it.
 
 use camino::Utf8PathBuf;
+use milabench_exec::ExitCode;
 
 /// An environment could not be found, built or pinned.
 #[derive(Debug, thiserror::Error)]
@@ -115,9 +116,7 @@ pub enum EnvError {
         state: String,
     },
     /// A file or folder could not be read, written or created.
-    #[error(
-        "{action} {path}: {source}; check the folder exists, is writable and the disk is not full"
-    )]
+    #[error("{action} {path}; check the folder exists, is writable and the disk is not full")]
     Io {
         /// What was being done (`could not create`, ...).
         action: &'static str,
@@ -127,7 +126,7 @@ pub enum EnvError {
         source: std::io::Error,
     },
     /// The lock of an install group could not be taken.
-    #[error("install group `{group}`: {source}")]
+    #[error("could not take the lock of install group `{group}`")]
     Lock {
         /// The install group.
         group: String,
@@ -135,7 +134,7 @@ pub enum EnvError {
         source: milabench_metrics::LockError,
     },
     /// A program could not be started at all.
-    #[error("could not start `{program}`: {source}")]
+    #[error("could not start `{program}`; check that it is installed")]
     Spawn {
         /// The program.
         program: String,
@@ -163,18 +162,26 @@ impl EnvError {
         matches!(self, EnvError::Interrupted { .. })
     }
 
-    /// Whether this error comes from what the suite or the flags ask for (bad input) rather than
-    /// from the installer or the machine.
-    pub fn is_bad_input(&self) -> bool {
-        matches!(
-            self,
+    /// The exit code a command that ends on this error deserves: what the suite or the flags
+    /// ask for is bad input (no such Python, missing requirements, an environment not
+    /// installed, another install holding the group); an installer that fails is a failure of
+    /// what was asked, like a benchmark's; a file or program the machine would not give is an
+    /// internal or environment failure; Ctrl-C is an interruption.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
             EnvError::PythonNotFound { .. }
-                | EnvError::PythonTooOld { .. }
-                | EnvError::Requirements { .. }
-                | EnvError::NoProjectTree { .. }
-                | EnvError::PinNeedsUv
-                | EnvError::PinUnpinned
-                | EnvError::NotInstalled { .. }
-        )
+            | EnvError::PythonTooOld { .. }
+            | EnvError::Requirements { .. }
+            | EnvError::NoProjectTree { .. }
+            | EnvError::PinNeedsUv
+            | EnvError::PinUnpinned
+            | EnvError::NotInstalled { .. } => ExitCode::BadInput,
+            EnvError::UvBootstrap { .. } | EnvError::StepFailed { .. } => {
+                ExitCode::BenchmarkFailures
+            }
+            EnvError::Lock { source, .. } => ExitCode::bad_input_or_internal(source.is_bad_input()),
+            EnvError::Io { .. } | EnvError::Spawn { .. } => ExitCode::Internal,
+            EnvError::Interrupted { .. } => ExitCode::Interrupted,
+        }
     }
 }

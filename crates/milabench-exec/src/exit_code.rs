@@ -9,12 +9,13 @@
 pub enum ExitCode {
     /// Everything asked for was done.
     Success,
-    /// The command ran, but at least one benchmark (a model, an input, an operator run) failed
-    /// or a validation layer objected.
+    /// The command ran, but at least one benchmark (a model, an input, an operator run) or
+    /// install failed, or a validation layer objected.
     BenchmarkFailures,
     /// The input was wrong: a bad suite file, flag, override or system file.
     BadInput,
-    /// A bug or an unexpected condition inside milabench itself.
+    /// The machine failed the command (a file or folder that cannot be written, as on a full
+    /// disk; a results database or server that cannot be reached), or a bug.
     Internal,
     /// The user interrupted the command (Ctrl-C).
     Interrupted,
@@ -42,6 +43,17 @@ impl ExitCode {
             3 => ExitCode::Internal,
             130 => ExitCode::Interrupted,
             _ => ExitCode::BenchmarkFailures,
+        }
+    }
+
+    /// The exit code of an error that is either the user's input ([`ExitCode::BadInput`]) or
+    /// the machine's or milabench's failure ([`ExitCode::Internal`]), for the errors of crates
+    /// that say only which (`is_bad_input`).
+    pub fn bad_input_or_internal(is_bad_input: bool) -> ExitCode {
+        if is_bad_input {
+            ExitCode::BadInput
+        } else {
+            ExitCode::Internal
         }
     }
 

@@ -49,6 +49,7 @@
 //! ```
 
 mod error;
+mod error_report;
 mod exit_code;
 mod interrupt;
 mod options;
@@ -61,6 +62,7 @@ mod tree;
 mod watchdog;
 
 pub use error::ExecError;
+pub use error_report::{error_line, error_report};
 pub use exit_code::ExitCode;
 pub use interrupt::{CtrlC, Interrupt, TriggerHook, WatchedGroup, install_ctrl_c};
 pub use milabench_plan::{BenchPlan, Launch, PlannedFile, ProcessSpec};

@@ -37,8 +37,21 @@ pub enum LoadError {
     #[error("invalid load settings: {0}")]
     Settings(String),
     /// The asynchronous runtime or a thread of the run could not be started.
-    #[error("cannot start the load generator: {0}")]
+    #[error("cannot start the load generator")]
     Runtime(#[source] std::io::Error),
+}
+
+impl LoadError {
+    /// Whether the error is the user's input (an endpoint, a prompts file or settings that
+    /// cannot work) rather than the machine or the server (nothing answering, no thread).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            LoadError::Endpoint { .. } | LoadError::PromptsFile { .. } | LoadError::Settings(_) => {
+                true
+            }
+            LoadError::Unreachable { .. } | LoadError::Runtime(_) => false,
+        }
+    }
 }
 
 fn line_suffix(line: usize) -> String {

@@ -15,22 +15,35 @@ pub enum MetricsError {
         path: PathBuf,
     },
     /// A folder or file could not be read.
-    #[error("could not read {}: {error}", path.display())]
+    #[error("could not read {}", path.display())]
     Read {
         /// What was being read.
         path: PathBuf,
         /// The system error.
+        #[source]
         error: std::io::Error,
     },
     /// An event file could not be written.
     #[error(
-        "could not write {}: {error}; check that the disk is not full and the folder is writable",
+        "could not write {}; check that the disk is not full and the folder is writable",
         path.display()
     )]
     Write {
         /// What was being written.
         path: PathBuf,
         /// The system error.
+        #[source]
         error: std::io::Error,
     },
+}
+
+impl MetricsError {
+    /// Whether the error is the user's input (a run folder that is not there) rather than the
+    /// machine failing to read or write a file.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            MetricsError::MissingFolder { .. } => true,
+            MetricsError::Read { .. } | MetricsError::Write { .. } => false,
+        }
+    }
 }

@@ -35,7 +35,7 @@ pub enum LockError {
     },
     /// The lock file could not be created, read or written.
     #[error(
-        "could not lock {}: {source}; check that the folder is writable and the disk is not full",
+        "could not lock {}; check that the folder is writable and the disk is not full",
         path.display()
     )]
     Io {
@@ -44,6 +44,17 @@ pub enum LockError {
         /// The cause.
         source: std::io::Error,
     },
+}
+
+impl LockError {
+    /// Whether the error is the user's doing (another process of theirs holds the lock) rather
+    /// than the machine failing to create or write the lock file.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            LockError::Held { .. } => true,
+            LockError::Io { .. } => false,
+        }
+    }
 }
 
 /// `pid 12`, `pids 12, 13`, or a sentence for none.

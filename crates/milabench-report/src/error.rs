@@ -28,9 +28,18 @@ pub enum ReportError {
         warnings: Vec<String>,
     },
     /// The statistics query failed (a bug).
-    #[error("internal error while aggregating: {0}")]
+    #[error("internal error while aggregating the report's statistics (a bug: please report it)")]
     Polars(#[from] polars::error::PolarsError),
-    /// Writing a rendering failed.
-    #[error("could not render the report: {0}")]
-    Render(String),
+}
+
+impl ReportError {
+    /// Whether the error is the user's input (folders without runs) rather than the machine
+    /// failing to read them or a bug.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            ReportError::Metrics(e) => e.is_bad_input(),
+            ReportError::NoDataFiles { .. } | ReportError::NoRuns { .. } => true,
+            ReportError::Polars(_) => false,
+        }
+    }
 }

@@ -136,11 +136,17 @@ pub fn load_runs<S: AsRef<str>>(sources: &[S]) -> Result<RunSet, ReportError> {
                 }
             }
             Ok(FileOutcome::Unusable(why)) => set.skipped.push((file.path.clone(), why)),
-            // A file that cannot be opened is one file lost, not the whole report.
-            Err(e) => set.skipped.push((
-                file.path.clone(),
-                format!("{e}; the file was skipped, check its permissions"),
-            )),
+            // A file that cannot be opened is one file lost, not the whole report; the warning
+            // says why, with the system's words.
+            Err(e) => {
+                let cause = std::error::Error::source(&e)
+                    .map(|cause| format!(": {cause}"))
+                    .unwrap_or_default();
+                set.skipped.push((
+                    file.path.clone(),
+                    format!("{e}{cause}; the file was skipped, check its permissions"),
+                ));
+            }
         }
     }
     if set.runs.is_empty() {

@@ -19,13 +19,14 @@ pub enum StoreError {
     },
     /// The file is not a SQLite database, or a damaged one.
     #[error(
-        "the results database {} is not a SQLite database, or is damaged ({source}); nothing was changed: move it aside (or restore it from a backup), or give another one with --db",
+        "the results database {} is not a SQLite database, or is damaged; nothing was changed: move it aside (or restore it from a backup), or give another one with --db",
         path.display()
     )]
     NotSqlite {
         /// The database file.
         path: PathBuf,
         /// What SQLite said.
+        #[source]
         source: rusqlite::Error,
     },
     /// SQLite would not use its write-ahead log (a file system that cannot share memory maps).
@@ -113,12 +114,12 @@ pub enum StoreError {
         /// The folder being imported.
         folder: PathBuf,
     },
-    /// A statement failed on SQLite (the cause in the message: a run's warning shows only that).
-    #[error("the results database (SQLite) refused a statement: {0}")]
-    SqliteStatement(rusqlite::Error),
-    /// A statement failed on PostgreSQL (the cause in the message, as for SQLite).
-    #[error("the results database (PostgreSQL) refused a statement: {0}")]
-    PostgresStatement(postgres::Error),
+    /// A statement failed on SQLite.
+    #[error("the results database (SQLite) refused a statement")]
+    SqliteStatement(#[source] rusqlite::Error),
+    /// A statement failed on PostgreSQL.
+    #[error("the results database (PostgreSQL) refused a statement")]
+    PostgresStatement(#[source] postgres::Error),
     /// Reading a run folder failed.
     #[error(transparent)]
     Report(#[from] milabench_report::ReportError),
@@ -167,6 +168,29 @@ impl StoreError {
                 | StoreError::Unreachable { .. }
                 | StoreError::NewerSchema { .. }
         )
+    }
+
+    /// Whether the error is the user's input (a `--db` that names no usable database, a run
+    /// name or folder the store refuses) rather than the machine or the database server failing
+    /// (a folder that cannot be written, a server that cannot be reached, a statement refused).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            StoreError::NotSqlite { .. }
+            | StoreError::BadUrl { .. }
+            | StoreError::UnknownScheme { .. }
+            | StoreError::NewerSchema { .. }
+            | StoreError::Shrank { .. }
+            | StoreError::OtherFolder { .. }
+            | StoreError::UnknownRun { .. } => true,
+            StoreError::Sqlite { .. }
+            | StoreError::NoWal { .. }
+            | StoreError::Unreachable { .. }
+            | StoreError::SqliteStatement(_)
+            | StoreError::PostgresStatement(_)
+            | StoreError::Io { .. } => false,
+            StoreError::Report(e) => e.is_bad_input(),
+            StoreError::Metrics(e) => e.is_bad_input(),
+        }
     }
 
     /// Whether a statement broke a UNIQUE constraint: another connection wrote the same row

@@ -589,6 +589,10 @@ fn a_corrupt_file_and_a_refused_statement_say_what_is_wrong() {
     );
     assert!(message.contains("move it aside"), "{message}");
     assert!(err.is_unavailable());
+    assert!(
+        err.is_bad_input(),
+        "--db names a file that is not a database"
+    );
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
         garbage,
@@ -599,9 +603,17 @@ fn a_corrupt_file_and_a_refused_statement_say_what_is_wrong() {
         .conn
         .query("SELECT no_such_column FROM execs", &[])
         .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the results database (SQLite) refused a statement"
+    );
+    let cause = std::error::Error::source(&err).expect("SQLite's words are the cause");
     assert!(
-        err.to_string()
-            .contains("refused a statement: no such column: no_such_column"),
-        "{err}"
+        cause.to_string().contains("no such column: no_such_column"),
+        "{cause}"
+    );
+    assert!(
+        !err.is_bad_input(),
+        "a refused statement is not the user's input"
     );
 }

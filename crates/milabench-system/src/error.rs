@@ -7,7 +7,7 @@ pub enum SystemError {
     #[error("could not read the system's CPU and memory facts: {0}")]
     Sysinfo(String),
     /// The sampler thread could not be started.
-    #[error("could not start the telemetry sampler thread: {0}")]
+    #[error("could not start the telemetry sampler thread")]
     Thread(#[source] std::io::Error),
 }
 

@@ -23,11 +23,12 @@ pub struct ReplayEntry {
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
     /// The file or folder does not exist or cannot be read.
-    #[error("cannot read {}: {error}; give an event file (.data) or a folder of them", path.display())]
+    #[error("cannot read {}; give an event file (.data) or a folder of them", path.display())]
     Read {
         /// The path.
         path: PathBuf,
         /// The system error.
+        #[source]
         error: std::io::Error,
     },
     /// The path is neither a folder nor a regular file (a FIFO, a socket, a device): reading it

@@ -144,7 +144,7 @@ fn disk_check(base: &Path, need_gib: Option<u64>, missing_groups: usize) -> Chec
         Err(e) => Check::problem(
             Status::Fail,
             "disk",
-            e.to_string(),
+            milabench_exec::error_line(&e),
             "check that the base folder's parent exists and is readable",
         ),
     }
@@ -312,7 +312,7 @@ fn node_checks(resolved: &Resolved, base: &Path, program: &Path) -> Vec<Check> {
                 Err(e) => Check::problem(
                     Status::Fail,
                     name,
-                    e.to_string(),
+                    milabench_exec::error_line(&e),
                     format!("{ssh} (node up, sshd listening, the key authorized)"),
                 ),
                 Ok(facts) if facts.version.as_deref() != Some(ours.as_str()) => Check::problem(

@@ -1,7 +1,8 @@
-//! Errors of the facade's combined steps.
+//! Errors of the facade's combined steps, and the exit code each deserves.
 
 use milabench_config::ConfigError;
 use milabench_config::settings::SettingsError;
+use milabench_exec::ExitCode;
 
 /// Why a facade step failed.
 #[derive(Debug, thiserror::Error)]
@@ -22,7 +23,9 @@ pub enum Error {
     #[error(transparent)]
     Options(#[from] milabench_config::settings::options::OptionError),
     /// A `requires_capabilities` expression cannot be evaluated.
-    #[error("`requires_capabilities` of `{bench}`: {source}")]
+    #[error(
+        "`requires_capabilities` of `{bench}` cannot be evaluated\n  fix: write comparisons over the system such as `gpu['count'] > 1` or `len(nodes) >= 2`"
+    )]
     Capability {
         /// The benchmark.
         bench: String,
@@ -46,7 +49,7 @@ pub enum Error {
     #[error(transparent)]
     Sweep(#[from] milabench_config::sweep::SweepError),
     /// The record of a sweep's finished runs cannot be read or written.
-    #[error("the record of the sweep's finished runs, {}: {source}\n  fix: check the file (MILABENCH_MULTIRUN_CACHE or `multirun.cache` names it), or delete it to run the whole sweep again", path.display())]
+    #[error("could not read or write the record of the sweep's finished runs, {}\n  fix: check the file (MILABENCH_MULTIRUN_CACHE or `multirun.cache` names it), or delete it to run the whole sweep again", path.display())]
     SweepRecord {
         /// The file.
         path: std::path::PathBuf,
@@ -80,7 +83,7 @@ pub enum Error {
         known: Vec<String>,
     },
     /// A file could not be read.
-    #[error("could not read {}: {source}", path.display())]
+    #[error("could not read {}", path.display())]
     Read {
         /// The file.
         path: std::path::PathBuf,
@@ -88,7 +91,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A file or folder could not be written.
-    #[error("could not write {}: {source}\n  fix: check that the base folder is writable and has space (--base or MILABENCH_BASE)", path.display())]
+    #[error("could not write {}\n  fix: check that the base folder is writable and has space (--base or MILABENCH_BASE)", path.display())]
     Write {
         /// The file or folder.
         path: std::path::PathBuf,
@@ -167,14 +170,14 @@ pub enum Error {
         fix: String,
     },
     /// The machine could not be described (CPU, memory, GPUs).
-    #[error("cannot read this machine's facts: {0}")]
+    #[error("cannot read this machine's facts")]
     System(#[source] milabench_system::SystemError),
     /// The orchestrator failed to run a benchmark (not the benchmark failing).
     #[error(transparent)]
     Exec(#[from] milabench_exec::ExecError),
     /// The `SLURM_*` variables of the job this process runs in cannot be read.
     #[error(
-        "cannot read the Slurm allocation: {0}\n  fix: run milabench in the job's own environment, or pass --system FILE to describe the nodes yourself"
+        "cannot read the Slurm allocation\n  fix: run milabench in the job's own environment, or pass --system FILE to describe the nodes yourself"
     )]
     SlurmAllocation(#[from] milabench_cluster::slurm::AllocationError),
     /// The machine has GPUs of more than one vendor and no arch was chosen.
@@ -188,30 +191,121 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the error is the user's input (as opposed to the machine or a bug).
-    pub fn is_bad_input(&self) -> bool {
-        matches!(
-            self,
+    /// The exit code a command that ends on this error deserves: [`ExitCode::BadInput`] for
+    /// what the user gave (suite, system file, settings, flags, names),
+    /// [`ExitCode::Internal`] for what the machine would not do (a file that cannot be written,
+    /// a database that cannot be reached) or a bug, [`ExitCode::BenchmarkFailures`] for an
+    /// installer that failed, [`ExitCode::Interrupted`] for Ctrl-C.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
             Error::Settings(_)
-                | Error::Config(_)
-                | Error::NoSuite
-                | Error::AmbiguousArch { .. }
-                | Error::Options(_)
-                | Error::Capability { .. }
-                | Error::Sweep(_)
-                | Error::Scaling(milabench_config::scaling::ScalingError::Shape { .. })
-                | Error::Plan(_)
-                | Error::PackHost { .. }
-                | Error::UnknownFidelity { .. }
-                | Error::RunExists(_)
-                | Error::RunInUse { .. }
-                | Error::BenchInUse { .. }
-                | Error::NoRunToResume(_)
-                | Error::RepeatMismatch { .. }
-                | Error::RepeatOutOfRange(_)
-                | Error::NotRunnable { .. }
-                | Error::SlurmAllocation(_)
-                | Error::Store(milabench_store::StoreError::UnknownScheme { .. })
-        )
+            | Error::Config(_)
+            | Error::NoSuite
+            | Error::Options(_)
+            | Error::Capability { .. }
+            | Error::PackHost { .. }
+            | Error::Sweep(_)
+            | Error::Plan(_)
+            | Error::UnknownFidelity { .. }
+            | Error::RunExists(_)
+            | Error::RunInUse { .. }
+            | Error::BenchInUse { .. }
+            | Error::NoRunToResume(_)
+            | Error::RepeatOutOfRange(_)
+            | Error::RepeatMismatch { .. }
+            | Error::NotRunnable { .. }
+            | Error::SlurmAllocation(_)
+            | Error::AmbiguousArch { .. } => ExitCode::BadInput,
+            Error::SweepRecord { .. }
+            | Error::Read { .. }
+            | Error::Write { .. }
+            | Error::System(_) => ExitCode::Internal,
+            Error::Env(e) => e.exit_code(),
+            Error::Exec(e) => e.exit_code(),
+            Error::Scaling(e) => ExitCode::bad_input_or_internal(e.is_bad_input()),
+            Error::Store(e) => ExitCode::bad_input_or_internal(e.is_bad_input()),
+            Error::Report(e) => ExitCode::bad_input_or_internal(e.is_bad_input()),
+            Error::RunLock(e) => ExitCode::bad_input_or_internal(e.is_bad_input()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::ErrorKind;
+    use std::path::PathBuf;
+
+    use milabench_env::EnvError;
+    use milabench_metrics::MetricsError;
+
+    use super::*;
+
+    #[test]
+    fn the_users_input_is_bad_input() {
+        assert_eq!(Error::NoSuite.exit_code(), ExitCode::BadInput);
+        assert_eq!(Error::RepeatOutOfRange(0).exit_code(), ExitCode::BadInput);
+        let scheme = milabench_store::StoreError::UnknownScheme {
+            scheme: "mysql".into(),
+        };
+        assert_eq!(Error::Store(scheme).exit_code(), ExitCode::BadInput);
+        let not_installed = EnvError::NotInstalled {
+            bench: "llama".into(),
+            group: "torch".into(),
+            venv: "venv/torch".into(),
+            state: "not installed".into(),
+        };
+        assert_eq!(Error::Env(not_installed).exit_code(), ExitCode::BadInput);
+    }
+
+    #[test]
+    fn a_full_disk_is_an_internal_or_environment_failure() {
+        let full = || std::io::Error::from(ErrorKind::StorageFull);
+        let write = Error::Write {
+            path: PathBuf::from("runs/r/meta.json"),
+            source: full(),
+        };
+        assert_eq!(write.exit_code(), ExitCode::Internal);
+        assert_eq!(
+            write.to_string().lines().next(),
+            Some("could not write runs/r/meta.json"),
+            "the cause is left to `source`"
+        );
+        let data = milabench_exec::ExecError::Write(MetricsError::Write {
+            path: PathBuf::from("runs/r/bench.D0.data"),
+            error: full(),
+        });
+        assert_eq!(Error::Exec(data).exit_code(), ExitCode::Internal);
+        let install = EnvError::Io {
+            action: "could not create",
+            path: "venv/torch".into(),
+            source: std::io::Error::other("No space left on device"),
+        };
+        assert_eq!(Error::Env(install).exit_code(), ExitCode::Internal);
+        let scaling = milabench_config::scaling::ScalingError::Write {
+            path: PathBuf::from("scaling.yaml"),
+            source: full(),
+        };
+        assert_eq!(Error::Scaling(scaling).exit_code(), ExitCode::Internal);
+    }
+
+    #[test]
+    fn a_failed_install_is_a_failure_of_what_was_asked() {
+        let failed = EnvError::StepFailed {
+            group: "torch".into(),
+            step: "installing packages".into(),
+            status: " (exit status 1)".into(),
+            details: String::new(),
+            log: "install.log".into(),
+        };
+        assert_eq!(Error::Env(failed).exit_code(), ExitCode::BenchmarkFailures);
+    }
+
+    #[test]
+    fn ctrl_c_during_an_install_is_an_interruption() {
+        let interrupted = EnvError::Interrupted {
+            group: "torch".into(),
+            log: "install.log".into(),
+        };
+        assert_eq!(Error::Env(interrupted).exit_code(), ExitCode::Interrupted);
     }
 }

@@ -175,18 +175,6 @@ impl RunResult {
     }
 }
 
-/// The exit code of an environment that could not be built: interrupted, the user's input
-/// (no Python, a package that does not exist), or the machine's or the installer's failure.
-pub fn exit_code_of_env(err: &EnvError) -> ExitCode {
-    if err.is_interrupted() {
-        ExitCode::Interrupted
-    } else if err.is_bad_input() {
-        ExitCode::BadInput
-    } else {
-        ExitCode::BenchmarkFailures
-    }
-}
-
 impl RunSummary {
     /// The benchmarks whose prepare step (in this summary of prepare steps) failed, each with
     /// the status of its first failed process and where its log is.
@@ -410,7 +398,7 @@ pub fn install_exit_code(summary: &InstallSummary) -> ExitCode {
         .results
         .iter()
         .find_map(|(_, result)| result.as_ref().err())
-        .map_or(ExitCode::Success, exit_code_of_env)
+        .map_or(ExitCode::Success, EnvError::exit_code)
 }
 
 impl RunSummary {

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use milabench_exec::ExitCode;
+
 /// The template's files: name, content, executable.
 const TEMPLATE: &[(&str, &str, bool)] = &[
     (
@@ -45,13 +47,26 @@ pub enum ScaffoldError {
     #[error("{0} already exists\n  fix: choose another name or remove that folder")]
     Exists(PathBuf),
     /// Writing failed.
-    #[error("cannot write {path}: {reason}")]
+    #[error(
+        "cannot write {path}\n  fix: check that the folder is writable and the disk is not full"
+    )]
     Write {
         /// The file.
         path: PathBuf,
-        /// The I/O error.
-        reason: String,
+        /// The cause.
+        source: std::io::Error,
     },
+}
+
+impl ScaffoldError {
+    /// The exit code a `milabench new` that ends on this error deserves: a name that cannot be
+    /// used or is taken is bad input, a file that cannot be written an environment failure.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            ScaffoldError::BadName(_) | ScaffoldError::Exists(_) => ExitCode::BadInput,
+            ScaffoldError::Write { .. } => ExitCode::Internal,
+        }
+    }
 }
 
 /// Creates `<parent>/<name>` from the template; returns the files written.
@@ -68,9 +83,9 @@ pub fn new_benchmark(parent: &Path, name: &str) -> Result<Vec<PathBuf>, Scaffold
     if folder.exists() {
         return Err(ScaffoldError::Exists(folder));
     }
-    let write_error = |path: &Path, e: std::io::Error| ScaffoldError::Write {
+    let write_error = |path: &Path, source: std::io::Error| ScaffoldError::Write {
         path: path.to_path_buf(),
-        reason: e.to_string(),
+        source,
     };
     std::fs::create_dir_all(&folder).map_err(|e| write_error(&folder, e))?;
     let mut written = Vec::new();

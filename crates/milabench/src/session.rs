@@ -23,7 +23,7 @@ use milabench_env::{
     BundleTarget, Bundled, EnvError, EnvOptions, Environments, Event as EnvEvent, InstallGroup,
     Outcome, ProjectTree, Sources, Survey, install_groups,
 };
-use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec};
+use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec, error_line};
 use milabench_metrics::Record;
 use milabench_report::{Report, ReportOptions, RunSet, report_runs};
 use milabench_store::{BenchEnd, PackStatus, RunEnd, RunRecorder, RunStart, Store, StoreLocation};
@@ -410,8 +410,9 @@ impl Session {
             Ok(recorder) => Some(recorder),
             Err(e) => {
                 store_problems.push(format!(
-                    "results store skipped ({}): {e}; {import_later}",
-                    location.shown()
+                    "results store skipped ({}): {}; {import_later}",
+                    location.shown(),
+                    error_line(&e)
                 ));
                 None
             }
@@ -440,8 +441,9 @@ impl Session {
             match recorder.finish(&end) {
                 Ok(_) => recorded_in = Some(location.shown()),
                 Err(e) => store_problems.push(format!(
-                    "the results store {} did not take the run's statistics: {e}; {import_later}",
-                    location.shown()
+                    "the results store {} did not take the run's statistics: {}; {import_later}",
+                    location.shown(),
+                    error_line(&e)
                 )),
             }
         }
@@ -550,8 +552,10 @@ impl Watching<'_> {
         };
         if let Err(e) = recorder.bench_finished(end) {
             self.store_problems.push(format!(
-                "results store skipped ({}) from `{}` on: {e}; import the run folder later with `milabench db import`",
-                self.database, end.name
+                "results store skipped ({}) from `{}` on: {}; import the run folder later with `milabench db import`",
+                self.database,
+                end.name,
+                error_line(&e)
             ));
             self.recorder = None;
         }

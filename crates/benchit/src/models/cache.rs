@@ -15,6 +15,7 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 use indexmap::IndexMap;
+use milabench_exec::{ExitCode, error_line};
 use serde::{Deserialize, Serialize};
 
 use super::state::{
@@ -39,7 +40,9 @@ const KEPT_EXTENSIONS: [&str; 5] = ["txt", "yaml", "json", "log", "out"];
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
     /// A file operation failed.
-    #[error("{path}: {source}")]
+    #[error(
+        "cannot read or write {path} of the benchit cache; check that the folder is writable and the disk is not full"
+    )]
     Io {
         /// The file or folder.
         path: Utf8PathBuf,
@@ -76,6 +79,21 @@ pub enum CacheError {
     /// A file of the cache is damaged.
     #[error(transparent)]
     State(#[from] StateError),
+}
+
+impl CacheError {
+    /// The exit code a command that ends on this error deserves: a folder or build name the
+    /// user gave that is not a cache or not in it is bad input; a file that cannot be read or
+    /// written, or is damaged, is an environment failure.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            CacheError::NotACache { .. }
+            | CacheError::Foreign { .. }
+            | CacheError::UnknownBuild { .. }
+            | CacheError::NoHome => ExitCode::BadInput,
+            CacheError::Io { .. } | CacheError::State(_) => ExitCode::Internal,
+        }
+    }
 }
 
 fn io(path: &Utf8Path) -> impl FnOnce(std::io::Error) -> CacheError + '_ {
@@ -118,8 +136,8 @@ impl BuildEntry {
         });
         BuildEntry {
             name,
-            state: read_yaml(&dir.join(STATE_FILE)).map_err(|e| e.to_string()),
-            stats: read_yaml(&dir.join(STATS_FILE)).map_err(|e| e.to_string()),
+            state: read_yaml(&dir.join(STATE_FILE)).map_err(|e| error_line(&e)),
+            stats: read_yaml(&dir.join(STATS_FILE)).map_err(|e| error_line(&e)),
             dir,
             damage,
         }

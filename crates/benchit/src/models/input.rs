@@ -57,7 +57,7 @@ pub enum InputError {
         target: String,
     },
     /// `--all` in a folder that cannot be read.
-    #[error("cannot list the scripts of `{dir}`: {source}; check that --search-dir names a folder")]
+    #[error("cannot list the scripts of `{dir}`; check that --search-dir names a folder")]
     SearchDir {
         /// The folder.
         dir: Utf8PathBuf,

@@ -46,6 +46,8 @@ pub use results::{
 pub use run::{Observer, Quiet};
 pub use stats::Statistics;
 
+use milabench_exec::ExitCode;
+
 use crate::worker::WorkerCommand;
 
 /// Why a benchmark could not start.
@@ -60,6 +62,17 @@ pub enum ModelsError {
     /// The cache cannot be used.
     #[error(transparent)]
     Cache(#[from] CacheError),
+}
+
+impl ModelsError {
+    /// The exit code a command that ends on this error deserves: inputs and options are bad
+    /// input; the cache has its own classes.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            ModelsError::Input(_) | ModelsError::Options(_) => ExitCode::BadInput,
+            ModelsError::Cache(e) => e.exit_code(),
+        }
+    }
 }
 
 /// Parses `inputs` (relative to `cwd`) and checks the options against them: what

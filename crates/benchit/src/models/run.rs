@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use camino::{Utf8Path, Utf8PathBuf};
-use milabench_exec::Interrupt;
+use milabench_exec::{Interrupt, error_line};
 
 use super::cache::{Cache, clean_folder};
 use super::input::{Input, InputKind, Labels, build_name, labels_match, parse_labels};
@@ -167,7 +167,7 @@ impl Run<'_, '_> {
             match self.cx.cache.set_aside_unreadable_database() {
                 Ok(Some(warning)) => self.warn(warning),
                 Ok(None) => {}
-                Err(e) => return self.fail(FailureKind::Cache, e.to_string(), None),
+                Err(e) => return self.fail(FailureKind::Cache, error_line(&e), None),
             }
         }
         if options.resume && scripted {
@@ -178,11 +178,11 @@ impl Run<'_, '_> {
                     return;
                 }
                 Ok(false) => {}
-                Err(e) => return self.fail(FailureKind::Cache, e.to_string(), None),
+                Err(e) => return self.fail(FailureKind::Cache, error_line(&e), None),
             }
         }
         if scripted && let Err(e) = self.cx.cache.record_attempt(&self.input.path) {
-            return self.fail(FailureKind::Cache, e.to_string(), None);
+            return self.fail(FailureKind::Cache, error_line(&e), None);
         }
         let log = self.result.log.clone();
         let spawned = match self.cx.connection {
@@ -203,7 +203,7 @@ impl Run<'_, '_> {
         };
         let mut worker = match spawned {
             Ok(worker) => worker,
-            Err(e) => return self.fail(FailureKind::Start, e.to_string(), None),
+            Err(e) => return self.fail(FailureKind::Start, error_line(&e), None),
         };
         let request = match self.input.kind {
             InputKind::Script => Request::Script {
@@ -257,7 +257,7 @@ impl Run<'_, '_> {
                 let message = match kind {
                     // Where the script was stuck is in its output.
                     FailureKind::Timeout => format!("{e}; see its log {log}"),
-                    _ => e.to_string(),
+                    _ => error_line(&e),
                 };
                 self.fail(kind, message, None);
             }
@@ -268,7 +268,7 @@ impl Run<'_, '_> {
             && scripted
             && let Err(e) = self.cx.cache.forget_attempt(&self.input.path)
         {
-            self.warn(format!("{}: {e}", self.input.arg));
+            self.warn(format!("{}: {}", self.input.arg, error_line(&e)));
         }
         self.observer.on_progress(&self.result);
     }
@@ -450,7 +450,7 @@ impl Run<'_, '_> {
         let existing: Result<Option<BuildState>, String> =
             read_yaml(&state_path).map_err(|e| match e {
                 StateError::Corrupt { problem, .. } => format!("{STATE_FILE}: {problem}"),
-                other => other.to_string(),
+                other => error_line(&other),
             });
         let wanted = Wanted {
             build_dir: &dir,
@@ -495,7 +495,7 @@ impl Run<'_, '_> {
         if let Err(e) = prepared {
             build.failure = Some(Failure {
                 kind: FailureKind::Cache,
-                message: e.to_string(),
+                message: error_line(&e),
                 traceback: None,
             });
             return (Reply::skip(), build);
@@ -524,7 +524,7 @@ impl Run<'_, '_> {
         if let Err(e) = self.save_state(&dir, &mut state) {
             build.failure = Some(Failure {
                 kind: FailureKind::Cache,
-                message: e.to_string(),
+                message: error_line(&e),
                 traceback: None,
             });
             return (Reply::skip(), build);
@@ -666,7 +666,7 @@ impl Run<'_, '_> {
             }
             p.state.sync_outputs(&p.dir);
             if let Err(e) = self.save_state(&p.dir.clone(), &mut p.state) {
-                self.warn(e.to_string());
+                self.warn(error_line(&e));
             }
             self.pending.insert(event.invocation_hash.clone(), p);
         }
@@ -771,16 +771,16 @@ impl Run<'_, '_> {
         }
         let dir = p.dir.clone();
         if let Err(e) = self.save_state(&dir, &mut p.state) {
-            self.warn(e.to_string());
+            self.warn(error_line(&e));
         }
         p.stats.updated = now();
         if let Err(e) = write_yaml(&dir.join(STATS_FILE), &p.stats) {
-            self.warn(e.to_string());
+            self.warn(error_line(&e));
         }
         if self.cx.options.lean_cache
             && let Err(e) = clean_folder(&dir)
         {
-            self.warn(e.to_string());
+            self.warn(error_line(&e));
         }
         let requested: Vec<Runtime> = if self.cx.options.action == Action::Benchmark {
             self.cx.options.runtimes.clone()

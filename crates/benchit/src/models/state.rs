@@ -5,6 +5,7 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 use indexmap::IndexMap;
+use milabench_exec::error_line;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -259,7 +260,9 @@ pub struct BuildStats {
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
     /// Reading or writing failed.
-    #[error("{path}: {source}")]
+    #[error(
+        "cannot read or write {path}; check that the folder is writable and the disk is not full"
+    )]
     Io {
         /// The file.
         path: Utf8PathBuf,
@@ -307,9 +310,13 @@ pub fn read_yaml_or_set_aside<T: DeserializeOwned + Default>(
         Err(problem) => {
             let aside = Utf8PathBuf::from(format!("{path}.unreadable"));
             let warning = match fs_err::rename(path, &aside) {
-                Ok(()) => format!("{problem}: kept aside as {aside}, and a new one started"),
+                Ok(()) => format!(
+                    "{}: kept aside as {aside}, and a new one started",
+                    error_line(&problem)
+                ),
                 Err(e) => format!(
-                    "{problem}, and it could not be kept aside ({e}): it will be written over; copy it elsewhere to keep it"
+                    "{}, and it could not be kept aside ({e}): it will be written over; copy it elsewhere to keep it",
+                    error_line(&problem)
                 ),
             };
             (T::default(), Some(warning))

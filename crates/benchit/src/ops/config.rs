@@ -29,7 +29,7 @@ pub const MAX_RUNS_AT_ONCE: usize = 100_000;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read the ops config {file}: {source}; check the -c/--config path")]
+    #[error("cannot read the ops config {file}; check the -c/--config path")]
     Read {
         /// The config file.
         file: Utf8PathBuf,

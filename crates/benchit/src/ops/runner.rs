@@ -11,7 +11,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use camino::{Utf8Path, Utf8PathBuf};
-use milabench_exec::Interrupt;
+use milabench_exec::{Interrupt, error_line};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -141,7 +141,7 @@ pub struct RunSummary {
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The output file could not be created or written.
-    #[error("cannot write the output file {path}: {source}; check -o/--output-prefix")]
+    #[error("cannot write the output file {path}; check -o/--output-prefix")]
     Output {
         /// The file.
         path: Utf8PathBuf,
@@ -412,7 +412,7 @@ impl Session<'_> {
                 interrupt: self.interrupt.clone(),
             },
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| error_line(&e))?;
         let setup = json!({
             "request": "setup",
             "device": self.options.device,
@@ -422,7 +422,7 @@ impl Session<'_> {
             "exec_mode": self.options.exec_mode,
             "profile": self.trace,
         });
-        worker.send(&setup).map_err(|e| e.to_string())?;
+        worker.send(&setup).map_err(|e| error_line(&e))?;
         match worker.next_event::<WorkerEvent>() {
             Ok(Some(WorkerEvent::Hello { sys_info })) => {
                 self.worker = Some(worker);
@@ -438,7 +438,7 @@ impl Session<'_> {
                     last_line(&log)
                 ))
             }
-            Err(err) => Err(err.to_string()),
+            Err(err) => Err(error_line(&err)),
         }
     }
 
@@ -458,7 +458,7 @@ impl Session<'_> {
             .expect("start() keeps the worker it started");
         let job = json!({"request": "run", "op_name": run.op_name, "id": id, "config": run.config});
         if let Err(err) = worker.send(&job) {
-            return self.lost(err.to_string());
+            return self.lost(error_line(&err));
         }
         match worker.next_event::<WorkerEvent>() {
             Ok(Some(WorkerEvent::Result { id: got, metric })) if got == id => {
@@ -484,7 +484,7 @@ impl Session<'_> {
                 let problem = err.to_string();
                 Step::Fatal(Outcome::Failed(problem.clone()), problem)
             }
-            Err(err) => self.lost(err.to_string()),
+            Err(err) => self.lost(error_line(&err)),
         }
     }
 
@@ -501,7 +501,7 @@ impl Session<'_> {
         };
         worker
             .send(&json!({"request": "end"}))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| error_line(&e))?;
         let mut trace = None;
         loop {
             match worker.next_event::<WorkerEvent>() {
@@ -518,7 +518,7 @@ impl Session<'_> {
                         last_line(&log)
                     ));
                 }
-                Err(err) => return Err(err.to_string()),
+                Err(err) => return Err(error_line(&err)),
             }
         }
         // Everything was said: how the process then ends (torch's teardown can outlast the

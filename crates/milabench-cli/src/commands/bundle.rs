@@ -42,7 +42,7 @@ pub fn run(global: &GlobalArgs, args: &BundleArgs) -> anyhow::Result<ExitCode> {
                 say(&format!("{group}: FAILED"));
                 crate::errors::show(e);
                 if exit == ExitCode::Success {
-                    exit = milabench::pipeline::exit_code_of_env(e);
+                    exit = e.exit_code();
                 }
             }
         }

@@ -54,7 +54,7 @@ fn show_surveys(surveys: &[GroupSurvey]) -> ExitCode {
                 say(&format!("{}: FAILED", group.name));
                 crate::errors::show(e);
                 if exit == ExitCode::Success {
-                    exit = milabench::pipeline::exit_code_of_env(e);
+                    exit = e.exit_code();
                 }
                 continue;
             }

@@ -84,15 +84,17 @@ pub enum PlaceholderError {
         /// What is wrong.
         message: String,
     },
-    /// `auto(...)`, `auto_batch(...)` or `expr(...)` failed to parse or evaluate.
+    /// `auto(...)`, `auto_batch(...)` or `expr(...)` failed to parse or evaluate. The
+    /// evaluator's error is part of this message, not a cause of its own: the planner keeps a
+    /// placeholder error as text.
     #[error(
-        "argument `{arg}`: {source}\n(placeholders inside expressions are written `{{name}}`; functions: auto(value, default), auto_batch(n), expr(x))"
+        "argument `{arg}`: {error}\n(placeholders inside expressions are written `{{name}}`; functions: auto(value, default), auto_batch(n), expr(x))"
     )]
     Expression {
         /// The argument.
         arg: String,
         /// The evaluator's error, with a caret under the column.
-        source: ExprError,
+        error: ExprError,
     },
 }
 
@@ -278,9 +280,9 @@ impl ArgResolver {
             Program::parse(src)
                 .and_then(|p| p.eval(self))
                 .map(|v| v.to_python_string())
-                .map_err(|source| PlaceholderError::Expression {
+                .map_err(|error| PlaceholderError::Expression {
                     arg: arg.to_string(),
-                    source,
+                    error,
                 })
         };
         if is_call(&text) {
