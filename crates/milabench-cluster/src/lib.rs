@@ -1,7 +1,8 @@
 //! Facts about the machines a suite runs on, found by running commands and reading the system:
 //! what `milabench check` asks before hours of work. Every probe returns a value or a typed
 //! error; nothing here prints. Probes of several nodes run in parallel, one ssh round trip
-//! each.
+//! each. Slurm too: what an allocation holds and the calls to its clients ([`slurm`]), and a
+//! suite run submitted as batch jobs and followed to its end ([`submission`]).
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use milabench_plan::SshTarget;
 use serde::Serialize;
 
 pub mod slurm;
+pub mod submission;
 
 /// Why a probe could not give its answer.
 #[derive(Debug, thiserror::Error)]

@@ -495,6 +495,14 @@ impl JobStatus {
     pub fn task_index(&self) -> Option<usize> {
         self.array_task.as_deref()?.parse().ok()
     }
+
+    /// The state, with Slurm's reason when it gives one: `PENDING (Resources)`.
+    pub fn describe(&self) -> String {
+        match &self.reason {
+            Some(reason) => format!("{} ({reason})", self.state),
+            None => self.state.clone(),
+        }
+    }
 }
 
 /// The state of job `id` (`scontrol show job -o ID`); `None` once Slurm no longer knows it

@@ -5,7 +5,7 @@
 use milabench::exec::{ExecObserver, Interrupt, ProcessOutcome, ProcessSpec};
 use milabench::metrics::Record;
 use milabench::run::{RunEvent, RunObserver};
-use milabench::{ExitCode, InstallObserver, Phase, RunRequest, RunResult, Session};
+use milabench::{ExitCode, InstallObserver, Phase, RunReport, RunRequest, RunResult, Session};
 
 use super::install::InstallView;
 use crate::dash::BenchBudget;
@@ -175,14 +175,10 @@ fn show_result(result: &RunResult) -> ExitCode {
         warn(problem);
     }
     note(&format!("run folder: {run_dir}"));
-    match &report.page {
-        Some(Ok(page)) => note(&format!("HTML report: {}", page.display())),
-        Some(Err(e)) => warn(&format!(
-            "the HTML report was not written to {run_dir}/{}: {e}; make it later with `milabench report --runs {run_dir} --format html -o report.html`",
-            milabench::report::REPORT_PAGE
-        )),
-        None => {}
+    if let Some(Ok(page)) = &report.page {
+        note(&format!("HTML report: {}", page.display()));
     }
+    warn_unwritten(report, &run_dir);
     if let Some((file, benches)) = &run.sizer_saved {
         note(&super::sizer_saved_line(file, benches));
     }
@@ -192,4 +188,21 @@ fn show_result(result: &RunResult) -> ExitCode {
         ));
     }
     code
+}
+
+/// Warns about each report file of `report` that could not be written into the run folder
+/// `run_dir`, with how to make it later.
+pub(crate) fn warn_unwritten(report: &RunReport, run_dir: &str) {
+    use milabench::report::{REPORT_PAGE, REPORT_TEXT};
+    let files = [
+        ("HTML report", "html", REPORT_PAGE, &report.page),
+        ("text report", "text", REPORT_TEXT, &report.text),
+    ];
+    for (what, format, file, written) in files {
+        if let Some(Err(e)) = written {
+            warn(&format!(
+                "the {what} was not written to {run_dir}/{file}: {e}; make it later with `milabench report --runs {run_dir} --format {format} -o {file}`"
+            ));
+        }
+    }
 }
