@@ -134,14 +134,9 @@ pub enum EnvError {
         /// The cause.
         source: milabench_metrics::LockError,
     },
-    /// A program could not be started at all.
-    #[error("could not start `{program}`: {source}")]
-    Spawn {
-        /// The program.
-        program: String,
-        /// The cause.
-        source: std::io::Error,
-    },
+    /// A helper program (an installer, an interpreter) could not be run.
+    #[error(transparent)]
+    Helper(#[from] milabench_exec::HelperError),
 }
 
 impl EnvError {
