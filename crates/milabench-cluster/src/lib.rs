@@ -6,28 +6,29 @@
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use milabench_plan::SshTarget;
+use milabench_exec::{HelperCommand, HelperError};
+use milabench_plan::{SshTarget, shell_quote};
 use serde::Serialize;
 
 pub mod slurm;
 pub mod submission;
 
+/// How long a tool asked for its version may take.
+const VERSION_TIME_LIMIT: Duration = Duration::from_secs(60);
+
+/// How long the ssh round trip of [`probe_node`] may take: ssh gives up connecting after 10 s
+/// (`ConnectTimeout`) and a silent server after 30 s (`ServerAliveInterval` 10 s, 3 times).
+const PROBE_TIME_LIMIT: Duration = Duration::from_secs(60);
+
 /// Why a probe could not give its answer.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProbeError {
-    /// A program could not be started.
-    #[error("could not start `{program}`; check that it is installed and on PATH")]
-    Start {
-        /// The program.
-        program: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
+    /// The program of the probe (ssh) could not be run, or gave no answer in time.
+    #[error(transparent)]
+    Helper(#[from] HelperError),
     /// ssh could not reach the node or run the probe there.
     #[error("ssh to node `{node}` ({target}) failed: {message}")]
     Ssh {
@@ -125,23 +126,16 @@ pub fn available_memory() -> Option<u64> {
 
 /// The first line `program args` prints (stdout, else stderr), if it runs and succeeds.
 pub fn tool_version(program: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
+    let out = HelperCommand::new(program, args, VERSION_TIME_LIMIT)
+        .run()
+        .ok()
+        .filter(|out| out.success())?;
     let text = if out.stdout.is_empty() {
         out.stderr
     } else {
         out.stdout
     };
-    String::from_utf8_lossy(&text)
-        .lines()
-        .next()
-        .map(|l| l.trim().to_string())
+    text.lines().next().map(|l| l.trim().to_string())
 }
 
 /// Whether a TCP connection to `host:port` opens within `timeout` (the package index).
@@ -173,7 +167,7 @@ pub fn probe_node(
     program: &Path,
     base: &Path,
 ) -> Result<NodeFacts, ProbeError> {
-    let quote = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', "'\\''"));
+    let quote = |p: &Path| shell_quote(&p.display().to_string());
     let script = format!(
         "if [ -d {base} ]; then echo base=yes; else echo base=no; fi; {program} --version 2>/dev/null || true",
         base = quote(base),
@@ -181,21 +175,13 @@ pub fn probe_node(
     );
     let mut argv = target.ssh_prefix();
     argv.push(script);
-    let out = Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| ProbeError::Start {
-            program: argv[0].clone(),
-            source,
-        })?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() || !stdout.contains("base=") {
-        let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = HelperCommand::new(&argv[0], &argv[1..], PROBE_TIME_LIMIT).run()?;
+    if !out.success() || !out.stdout.contains("base=") {
         return Err(ProbeError::Ssh {
             node: target.node.clone(),
             target: target.describe(),
-            message: stderr
+            message: out
+                .stderr
                 .lines()
                 .rev()
                 .find(|l| !l.trim().is_empty())
@@ -204,7 +190,7 @@ pub fn probe_node(
                 .to_string(),
         });
     }
-    let mut lines = stdout.lines();
+    let mut lines = out.stdout.lines();
     let base_exists = lines.next().is_some_and(|l| l.trim() == "base=yes");
     let version = lines
         .next()

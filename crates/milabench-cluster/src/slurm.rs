@@ -4,7 +4,10 @@
 //! submit and follow a job. Nothing here prints.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use milabench_exec::{HelperCommand, HelperError};
+use milabench_plan::shell_quote;
 
 /// Most host names one node list may expand to (Slurm's own lists stay far below).
 pub const MAX_HOSTS: usize = 1 << 16;
@@ -302,24 +305,27 @@ fn yaml_string(text: &str) -> String {
     serde_json::Value::String(text.to_string()).to_string()
 }
 
+/// How long a Slurm client (`sbatch`, `scontrol`) may take: well past the time it gives the
+/// controller to answer (`MessageTimeout`, 10 s by default) and its retries.
+const SLURM_TIME_LIMIT: Duration = Duration::from_secs(120);
+
 /// Runs a Slurm client `program` with `args`; its stdout, or what it said on failure.
 pub fn slurm_command(program: &str, args: &[&str]) -> Result<String, SlurmCommandError> {
-    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
-    run_in(program, &args, Path::new("."))
+    run(HelperCommand::new(program, args, SLURM_TIME_LIMIT))
 }
 
 /// Why a Slurm client call failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SlurmCommandError {
-    /// The program could not start (not installed, not on `PATH`).
+    /// The program could not run (not installed, not on `PATH`), or gave no answer in time.
     #[error("could not run `{program}`")]
     Start {
         /// The program.
         program: String,
         /// Why.
         #[source]
-        source: std::io::Error,
+        source: HelperError,
     },
     /// The program ran and failed.
     #[error("`{command}` failed: {said}")]
@@ -334,7 +340,13 @@ pub enum SlurmCommandError {
 impl SlurmCommandError {
     /// Whether the program is not installed here.
     pub fn is_missing(&self) -> bool {
-        matches!(self, SlurmCommandError::Start { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+        matches!(
+            self,
+            SlurmCommandError::Start {
+                source: HelperError::NotFound { .. },
+                ..
+            }
+        )
     }
 }
 
@@ -403,20 +415,16 @@ impl BatchScript {
     }
 }
 
-/// `word` quoted for a POSIX shell (left bare when it is safe as it is).
-fn shell_quote(word: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
-    if !word.is_empty() && word.chars().all(safe) {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
-}
-
 /// Submits `script` with `sbatch --parsable` (run from `cwd`); the job id. What Slurm said
 /// when it refused comes back in [`SlurmCommandError::Refused`].
 pub fn submit(script: &Path, cwd: &Path) -> Result<String, SlurmCommandError> {
-    let out = run_in("sbatch", &["--parsable".as_ref(), script.as_os_str()], cwd)?;
+    let mut command = HelperCommand::new(
+        "sbatch",
+        ["--parsable".as_ref(), script.as_os_str()],
+        SLURM_TIME_LIMIT,
+    );
+    command.cwd = Some(cwd.to_path_buf());
+    let out = run(command)?;
     // `--parsable` prints `ID` or `ID;CLUSTER`.
     let id = out.trim().split(';').next().unwrap_or_default().to_string();
     if id.is_empty() {
@@ -524,39 +532,25 @@ pub fn job_statuses(id: &str) -> Result<Vec<JobStatus>, SlurmCommandError> {
     }
 }
 
-fn run_in(
-    program: &str,
-    args: &[&std::ffi::OsStr],
-    cwd: &Path,
-) -> Result<String, SlurmCommandError> {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| SlurmCommandError::Start {
-            program: program.into(),
-            source,
-        })?;
-    if !out.status.success() {
-        let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        let shown: Vec<String> = std::iter::once(program.to_string())
-            .chain(args.iter().map(|a| a.to_string_lossy().into_owned()))
-            .collect();
+/// Runs a Slurm client; its stdout, or what it said on failure.
+fn run(command: HelperCommand) -> Result<String, SlurmCommandError> {
+    let out = command.run().map_err(|source| SlurmCommandError::Start {
+        program: command.program.display().to_string(),
+        source,
+    })?;
+    if !out.success() {
         return Err(SlurmCommandError::Refused {
-            command: shown.join(" "),
-            said: if said.is_empty() {
-                String::from_utf8_lossy(&out.stdout).trim().to_string()
-            } else {
-                said
-            },
+            command: command.display(),
+            said: out.said().to_string(),
         });
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(out.stdout)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::process::Command;
+
     use super::*;
 
     fn hosts(list: &str) -> Vec<String> {

@@ -690,7 +690,9 @@ exec /bin/milabench \
         // own (tests/it/slurm.rs). The message it gets:
         let said = SlurmCommandError::Start {
             program: "sbatch".into(),
-            source: std::io::ErrorKind::NotFound.into(),
+            source: milabench_exec::HelperError::NotFound {
+                program: "sbatch".into(),
+            },
         };
         let error = SubmitError::NoSbatch {
             said,

@@ -7,11 +7,12 @@
 //! no other package.
 
 use camino::{Utf8Path, Utf8PathBuf};
+use milabench_exec::HelperCommand;
 
 use crate::error::EnvError;
 use crate::group::InstallGroup;
 use crate::install::{Environments, Event, Stage, VOIR, check};
-use crate::process::{Step, run_logged};
+use crate::process::run_logged;
 
 /// The machine a bundle is for, when it is not this one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -113,13 +114,13 @@ impl Environments {
         args.extend(packages);
         args.extend(self.sources.pip_args());
         args.extend(target.pip_args());
-        let mut step = Step::new(&self.python.executable, args);
+        let mut step = HelperCommand::unlimited(&self.python.executable, args);
         step.env.push((
             "PIP_CACHE_DIR".into(),
             self.layout.cache.join("pip").to_string(),
         ));
         step.env_remove.push("PIP_REQUIRE_VIRTUALENV".into());
-        step.cwd = Some(self.project.root.clone());
+        step.cwd = Some(self.project.root.clone().into());
         on_event(Event::Stage {
             group,
             stage: Stage::Download,

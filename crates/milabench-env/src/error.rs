@@ -133,14 +133,9 @@ pub enum EnvError {
         /// The cause.
         source: milabench_metrics::LockError,
     },
-    /// A program could not be started at all.
-    #[error("could not start `{program}`; check that it is installed")]
-    Spawn {
-        /// The program.
-        program: String,
-        /// The cause.
-        source: std::io::Error,
-    },
+    /// A helper program (an installer, an interpreter) could not be run.
+    #[error(transparent)]
+    Helper(#[from] milabench_exec::HelperError),
 }
 
 impl EnvError {
@@ -180,7 +175,7 @@ impl EnvError {
                 ExitCode::BenchmarkFailures
             }
             EnvError::Lock { source, .. } => ExitCode::bad_input_or_internal(source.is_bad_input()),
-            EnvError::Io { .. } | EnvError::Spawn { .. } => ExitCode::Internal,
+            EnvError::Io { .. } | EnvError::Helper(_) => ExitCode::Internal,
             EnvError::Interrupted { .. } => ExitCode::Interrupted,
         }
     }

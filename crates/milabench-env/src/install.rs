@@ -4,13 +4,13 @@ use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use milabench_config::settings::{BaseLayout, Installer, env_vars};
-use milabench_exec::Interrupt;
+use milabench_exec::{HelperCommand, Interrupt};
 use milabench_metrics::FolderLock;
 
 use crate::error::EnvError;
 use crate::fingerprint::{self, Fingerprint, FingerprintBuilder};
 use crate::group::InstallGroup;
-use crate::process::{Finished, Step, run_logged};
+use crate::process::{Finished, run_logged};
 use crate::project::ProjectTree;
 use crate::python::{Python, PythonVersion};
 use crate::tool::Tool;
@@ -427,7 +427,7 @@ impl Environments {
         let venv_root = venv.parent().unwrap_or(&self.layout.venv);
         fs_err::create_dir_all(venv_root).map_err(EnvError::io("could not create", venv_root))?;
 
-        let mut run = |stage: Stage, mut step: Step| -> Result<(), EnvError> {
+        let mut run = |stage: Stage, mut step: HelperCommand| -> Result<(), EnvError> {
             step.interrupt = self.interrupt.clone();
             on_event(Event::Stage {
                 group: &group.name,
@@ -474,7 +474,12 @@ impl Environments {
             .join(format!(".{name}.lock"))
     }
 
-    fn create_venv_step(&self, venv: &Utf8Path, base: &BaseInterpreter, tool: &Tool) -> Step {
+    fn create_venv_step(
+        &self,
+        venv: &Utf8Path,
+        base: &BaseInterpreter,
+        tool: &Tool,
+    ) -> HelperCommand {
         let python = base.python.executable.to_string();
         let overlay = base.existing.then(|| "--system-site-packages".to_string());
         let mut step = match tool {
@@ -485,7 +490,7 @@ impl Environments {
                 args.push(python);
                 args.extend(overlay);
                 args.push(venv.to_string());
-                let mut step = Step::new(bin, args);
+                let mut step = HelperCommand::unlimited(bin, args);
                 self.uv_env(&mut step);
                 step
             }
@@ -493,10 +498,12 @@ impl Environments {
                 let mut args = vec!["-m".to_string(), "venv".to_string()];
                 args.extend(overlay);
                 args.push(venv.to_string());
-                Step::new(&base.python.executable, args)
+                HelperCommand::unlimited(&base.python.executable, args)
             }
         };
-        step.cwd = venv.parent().map(Utf8Path::to_path_buf);
+        step.cwd = venv
+            .parent()
+            .map(|folder| folder.as_std_path().to_path_buf());
         step
     }
 
@@ -524,7 +531,7 @@ impl Environments {
         venv: &Utf8Path,
         constraints: &[Utf8PathBuf],
         tool: &Tool,
-    ) -> Step {
+    ) -> HelperCommand {
         let venv_python = venv.join("bin/python");
         let mut args: Vec<String> = Vec::new();
         for req in &group.requirements {
@@ -557,7 +564,7 @@ impl Environments {
                 .to_vec();
                 head.extend(args);
                 head.extend(self.sources.uv_args());
-                let mut step = Step::new(bin, head);
+                let mut step = HelperCommand::unlimited(bin, head);
                 self.uv_env(&mut step);
                 step
             }
@@ -573,7 +580,7 @@ impl Environments {
                 .to_vec();
                 head.extend(args);
                 head.extend(self.sources.pip_args());
-                let mut step = Step::new(&venv_python, head);
+                let mut step = HelperCommand::unlimited(&venv_python, head);
                 step.env.push((
                     "PIP_CACHE_DIR".into(),
                     self.layout.cache.join("pip").to_string(),
@@ -584,12 +591,12 @@ impl Environments {
         step.env.push(("VIRTUAL_ENV".into(), venv.to_string()));
         step.env_remove
             .extend(["PYTHONPATH", "PYTHONHOME", "PIP_REQUIRE_VIRTUALENV"].map(String::from));
-        step.cwd = Some(self.project.root.clone());
+        step.cwd = Some(self.project.root.clone().into());
         step
     }
 
     /// The variables every uv command gets: the shared cache, no interpreter downloads.
-    pub(crate) fn uv_env(&self, step: &mut Step) {
+    pub(crate) fn uv_env(&self, step: &mut HelperCommand) {
         step.env
             .push(("UV_CACHE_DIR".into(), self.uv_cache().to_string()));
         step.env

@@ -4,11 +4,12 @@
 //! file is then compiled under that lock, so the benchmarks of one environment agree.
 
 use camino::{Utf8Path, Utf8PathBuf};
+use milabench_exec::HelperCommand;
 
 use crate::error::EnvError;
 use crate::group::{InstallGroup, UNPINNED};
 use crate::install::{Environments, Event, Stage, check};
-use crate::process::{Step, run_logged};
+use crate::process::run_logged;
 use crate::tool::Tool;
 
 /// The files a pin wrote for one group.
@@ -103,9 +104,9 @@ impl Environments {
                 args.extend(["-c".to_string(), relative(root, c)]);
             }
             args.extend(group.installer_args.iter().cloned());
-            let mut step = Step::new(bin, args);
+            let mut step = HelperCommand::unlimited(bin, args);
             self.uv_env(&mut step);
-            step.cwd = Some(root.clone());
+            step.cwd = Some(root.clone().into());
             let _ = fs_err::remove_file(&partial);
             let finished = run_logged(&step, &log_path, &mut log, &mut |line| {
                 on_event(Event::Line {

@@ -1,97 +1,21 @@
-//! Running the installer's child processes: merged output streamed line by line into the log
-//! file and to the caller, exit status kept, interruption recognised.
+//! Running the installer's child processes through `milabench-exec`'s [`HelperCommand`]: merged
+//! output streamed line by line into the log file and to the caller, exit status kept,
+//! interruption recognised; and short questions to an interpreter or to uv.
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::time::Duration;
 
-use camino::{Utf8Path, Utf8PathBuf};
-use milabench_exec::{Interrupt, TriggerHook, WatchedGroup};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use camino::Utf8Path;
+use milabench_exec::{HelperCommand, Interrupt};
 
 use crate::error::EnvError;
 
-/// A command to run: program, arguments and the environment changes it needs.
-#[derive(Debug, Clone)]
-pub(crate) struct Step {
-    /// The program (a path or a name looked up on `PATH`).
-    pub program: Utf8PathBuf,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// Variables set for it.
-    pub env: Vec<(String, String)>,
-    /// Variables removed for it.
-    pub env_remove: Vec<String>,
-    /// Working directory, if not inherited.
-    pub cwd: Option<Utf8PathBuf>,
-    /// With an interrupt, the step runs in a process group of its own, which the interrupt
-    /// stops (SIGTERM; SIGKILL with [`Interrupt::kill_now`]): a signal to the orchestrator
-    /// alone then ends the installer and every process it started rather than orphaning them.
-    pub interrupt: Option<Interrupt>,
-}
-
-impl Step {
-    /// `program args...` with the inherited environment.
-    pub fn new(program: impl Into<Utf8PathBuf>, args: impl IntoIterator<Item = String>) -> Self {
-        Step {
-            program: program.into(),
-            args: args.into_iter().collect(),
-            env: Vec::new(),
-            env_remove: Vec::new(),
-            cwd: None,
-            interrupt: None,
-        }
-    }
-
-    /// The command as one shell-like line, for logs.
-    pub fn display(&self) -> String {
-        std::iter::once(self.program.as_str())
-            .chain(self.args.iter().map(String::as_str))
-            .map(quote)
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-
-    fn expression(&self) -> duct::Expression {
-        let mut expr = duct::cmd(self.program.as_std_path(), &self.args)
-            .stderr_to_stdout()
-            .stdin_null()
-            .unchecked();
-        for (key, value) in &self.env {
-            expr = expr.env(key, value);
-        }
-        for key in &self.env_remove {
-            expr = expr.env_remove(key);
-        }
-        if let Some(cwd) = &self.cwd {
-            expr = expr.dir(cwd.as_std_path());
-        }
-        if self.interrupt.is_some() {
-            expr = expr.before_spawn(|cmd| {
-                cmd.process_group(0);
-                Ok(())
-            });
-        }
-        expr
-    }
-}
-
-/// While the returned guards live, `interrupt` stops the process group of the step `reader`
-/// runs (its own: see [`Step::interrupt`]); an interrupt already set stops it at once.
-fn stop_on_trigger(
-    interrupt: &Interrupt,
-    reader: &duct::ReaderHandle,
-) -> Option<(WatchedGroup, TriggerHook)> {
-    let pgid = i32::try_from(*reader.pids().first()?).ok()?;
-    let stop = move || {
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
-    };
-    let guards = (interrupt.watch_group(pgid), interrupt.on_trigger(stop));
-    if interrupt.is_set() {
-        stop();
-    }
-    Some(guards)
-}
+/// How long a question to an interpreter or to uv (its version, the probe of an interpreter,
+/// the versions of a few packages) may take: a cold interpreter on a network file system
+/// answers in seconds.
+const QUERY_TIME_LIMIT: Duration = Duration::from_secs(60);
 
 /// How a finished step ended.
 #[derive(Debug)]
@@ -101,7 +25,7 @@ pub(crate) struct Finished {
     /// ` (exit status N)` or ` (killed by signal N)`.
     pub status: String,
     /// Whether it died of SIGINT/SIGTERM (the user's Ctrl-C reaches the whole process group),
-    /// or ended after its [`Step::interrupt`] was set.
+    /// or ended after its [`HelperCommand::interrupt`] was set.
     pub interrupted: bool,
     /// The lines that look like the installer's own diagnosis of the failure.
     pub diagnosis: Vec<String>,
@@ -110,58 +34,33 @@ pub(crate) struct Finished {
 /// Runs `step`, appending its output to `log` (a header line first) and passing each line to
 /// `on_line`.
 pub(crate) fn run_logged(
-    step: &Step,
+    step: &HelperCommand,
     log_path: &Utf8Path,
     log: &mut fs_err::File,
     on_line: &mut dyn FnMut(&str),
 ) -> Result<Finished, EnvError> {
     let write_err = EnvError::io("could not write the log", log_path);
     writeln!(log, "$ {}", step.display()).map_err(write_err)?;
-    let reader = step
-        .expression()
-        .reader()
-        .map_err(|source| EnvError::Spawn {
-            program: step.program.to_string(),
-            source,
-        })?;
-    let stop = step
-        .interrupt
-        .as_ref()
-        .and_then(|interrupt| stop_on_trigger(interrupt, &reader));
-    let mut lines = BufReader::new(&reader);
-    let mut buf = Vec::new();
     let mut tail: Vec<String> = Vec::new();
-    loop {
-        buf.clear();
-        let n = lines
-            .read_until(b'\n', &mut buf)
-            .map_err(|source| EnvError::Spawn {
-                program: step.program.to_string(),
-                source,
-            })?;
-        if n == 0 {
-            break;
+    // The first failure to write the log, reported once the step has ended.
+    let mut log_failure = None;
+    let status = step.run_lines(&mut |bytes| {
+        if log_failure.is_none()
+            && let Err(e) = log.write_all(bytes)
+        {
+            log_failure = Some(e);
         }
-        log.write_all(&buf)
-            .map_err(EnvError::io("could not write the log", log_path))?;
-        let text = String::from_utf8_lossy(&buf);
+        let text = String::from_utf8_lossy(bytes);
         let line = text.trim_end();
         on_line(line);
         tail.push(line.to_string());
         if tail.len() > 200 {
             tail.drain(..100);
         }
+    })?;
+    if let Some(e) = log_failure {
+        return Err(EnvError::io("could not write the log", log_path)(e));
     }
-    // Unwatched before the child is reaped, so that its group id, free again, is never signalled.
-    drop(stop);
-    let output = reader
-        .try_wait()
-        .map_err(|source| EnvError::Spawn {
-            program: step.program.to_string(),
-            source,
-        })?
-        .expect("the child has exited once its output is closed");
-    let status = output.status;
     let interrupted = matches!(status.signal(), Some(2 | 15))
         || (status.code() == Some(130) && !status.success())
         || step.interrupt.as_ref().is_some_and(Interrupt::is_set);
@@ -226,31 +125,13 @@ pub(crate) fn diagnosis(lines: &[String]) -> Vec<String> {
     picked
 }
 
-/// Runs `step` and returns its trimmed standard output, or `None` when it cannot start or fails.
-pub(crate) fn capture(step: &Step) -> Option<String> {
-    let out = duct::cmd(step.program.as_std_path(), &step.args)
-        .stdout_capture()
-        .stderr_null()
-        .stdin_null()
-        .unchecked()
+/// Runs `program args` and returns its trimmed standard output, or `None` when it cannot
+/// start, fails or takes longer than [`QUERY_TIME_LIMIT`].
+pub(crate) fn query(program: &Path, args: &[&str]) -> Option<String> {
+    let out = HelperCommand::new(program, args, QUERY_TIME_LIMIT)
         .run()
         .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-/// Quotes a word for display when it holds characters a shell would split on.
-fn quote(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-    {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
+    out.success().then(|| out.stdout.trim().to_string())
 }
 
 #[cfg(test)]
@@ -275,11 +156,5 @@ mod tests {
             diagnosis(&["a".into(), "last words".into(), "".into()]),
             ["last words"]
         );
-    }
-
-    #[test]
-    fn display_quotes_spaces() {
-        let step = Step::new("/bin/echo", ["a b".to_string(), "c".to_string()]);
-        assert_eq!(step.display(), "/bin/echo 'a b' c");
     }
 }

@@ -5,7 +5,7 @@ use std::fmt;
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::error::EnvError;
-use crate::process::{Step, capture};
+use crate::process::query;
 
 /// The oldest Python any environment accepts (torch and voir need it).
 pub const MIN_PYTHON: PythonVersion = PythonVersion {
@@ -89,12 +89,12 @@ impl Python {
                 reason: "is not on PATH".into(),
             })?
         };
-        let out = capture(&Step::new(&program, ["-c".to_string(), PROBE.to_string()])).ok_or_else(
-            || EnvError::PythonNotFound {
+        let out = query(program.as_std_path(), &["-c", PROBE]).ok_or_else(|| {
+            EnvError::PythonNotFound {
                 tried: program.to_string(),
                 reason: "does not run as a Python interpreter".into(),
-            },
-        )?;
+            }
+        })?;
         let mut lines = out.lines();
         let version = lines.next().and_then(PythonVersion::parse);
         let executable = lines.next().filter(|e| !e.is_empty());

@@ -13,7 +13,7 @@ use crate::error::EnvError;
 use crate::fingerprint;
 use crate::group::InstallGroup;
 use crate::install::{BaseInterpreter, Environments, VOIR, is_whole};
-use crate::process::{Step, capture};
+use crate::process::query;
 
 /// The package name of benchmate, installed (editable) in every environment.
 const BENCHMATE: &str = "benchmate";
@@ -160,9 +160,9 @@ print(name + '\\t' + v)";
 /// The version of each of `names` that `python` sees (`None` when absent, or when the
 /// interpreter cannot be asked).
 fn installed_versions(python: &camino::Utf8Path, names: &[&str]) -> Vec<Option<String>> {
-    let mut args = vec!["-c".to_string(), VERSIONS.to_string()];
-    args.extend(names.iter().map(|n| n.to_string()));
-    let out = capture(&Step::new(python, args)).unwrap_or_default();
+    let mut args = vec!["-c", VERSIONS];
+    args.extend(names);
+    let out = query(python.as_std_path(), &args).unwrap_or_default();
     let found: Vec<(&str, &str)> = out.lines().filter_map(|l| l.split_once('\t')).collect();
     names
         .iter()

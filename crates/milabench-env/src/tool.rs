@@ -3,10 +3,11 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 use milabench_config::settings::Installer;
+use milabench_exec::HelperCommand;
 
 use crate::error::EnvError;
 use crate::install::Sources;
-use crate::process::{Step, capture, run_logged};
+use crate::process::{query, run_logged};
 use crate::python::{Python, find_on_path};
 
 /// The installer program, ready to use.
@@ -91,7 +92,7 @@ fn uv_version(bin: &Utf8Path) -> Option<String> {
     if !bin.is_file() {
         return None;
     }
-    let out = capture(&Step::new(bin, ["--version".to_string()]))?;
+    let out = query(bin.as_std_path(), &["--version"])?;
     out.split_whitespace().nth(1).map(str::to_string)
 }
 
@@ -131,7 +132,7 @@ fn bootstrap_uv(
     .map(String::from)
     .to_vec();
     args.extend(sources.pip_args());
-    let mut step = Step::new(&python.executable, args);
+    let mut step = HelperCommand::unlimited(&python.executable, args);
     step.env_remove.push("PIP_REQUIRE_VIRTUALENV".into());
     let finished = run_logged(&step, log_path, &mut log, on_line)?;
     if !finished.success {

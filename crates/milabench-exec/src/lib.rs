@@ -7,7 +7,10 @@
 //! killed orchestrator leaves a readable file); processes are stopped on early stop, on the
 //! plan's `max_duration` and on [`Interrupt`]; nothing they started survives the plan.
 //! [`SupervisedChild`] gives one process started on its own (a tool's worker) the same process
-//! group, tree signalling, Ctrl-C and watchdog.
+//! group, tree signalling, Ctrl-C and watchdog. [`HelperCommand`] runs a helper program to its
+//! end for its answer (a GPU query tool, an interpreter, ssh, Slurm's clients, an installer):
+//! its output captured or streamed, a time limit and an interrupt that stop everything it
+//! started.
 //!
 //! Design notes:
 //!
@@ -51,6 +54,7 @@
 mod error;
 mod error_report;
 mod exit_code;
+mod helper;
 mod interrupt;
 mod options;
 mod outcome;
@@ -64,6 +68,7 @@ mod watchdog;
 pub use error::ExecError;
 pub use error_report::{error_line, error_report};
 pub use exit_code::ExitCode;
+pub use helper::{HelperCommand, HelperError, HelperOutput};
 pub use interrupt::{CtrlC, Interrupt, TriggerHook, WatchedGroup, install_ctrl_c};
 pub use milabench_plan::{BenchPlan, Launch, PlannedFile, ProcessSpec};
 pub use options::{

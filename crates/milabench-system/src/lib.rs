@@ -14,8 +14,9 @@
 //!   where they go (the run's `.data` file, the validation layers). Faults (a GPU that
 //!   disappears, a refusing driver, a tool printing garbage) become `error`/`missing` entries in
 //!   the samples and one `message` event each; they never stop the benchmark.
-//! - [`run_tool_with`] runs the helper programs these facts come from (and the facade's pack
-//!   host) with a time limit, in their own process group, their output captured.
+//! - The helper programs these facts come from (`nvidia-smi`, `rocm-smi`, a benchmark
+//!   environment's Python) run through `milabench-exec`'s [`milabench_exec::HelperCommand`],
+//!   with a time limit.
 //!
 //! ```no_run
 //! use milabench_system::{Sampler, SamplerConfig, SystemFacts, MilabenchVersion, discover};
@@ -35,7 +36,6 @@ pub mod gpu;
 mod host;
 mod meta;
 mod sampler;
-mod tool;
 
 pub use error::SystemError;
 pub use gpu::{
@@ -48,4 +48,3 @@ pub use sampler::{
     Collector, DEFAULT_POLL_INTERVAL, Sampler, SamplerConfig, SamplerHandle, SamplerStats,
     poll_interval, thread_cpu_time,
 };
-pub use tool::{ToolOutcome, run_tool_with};

@@ -5,13 +5,13 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use milabench_exec::HelperCommand;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::error::SystemError;
 use crate::gpu::{BackendKind, GpuDiscovery, GpuInfo};
 use crate::host::{HostFacts, host_facts};
-use crate::tool::{ToolOutcome, run_tool};
 
 /// The milabench build that made a run (`meta.milabench`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -70,14 +70,11 @@ print(json.dumps(out))
 /// `timeout` (importing torch takes a few seconds). `None` when it cannot be run, fails, or
 /// answers something else than the expected JSON.
 pub fn python_versions(python: &Path, timeout: Duration) -> Option<PythonVersions> {
-    let ToolOutcome::Exited {
-        success: true,
-        stdout,
-        ..
-    } = run_tool(python, &["-c", VERSIONS_SCRIPT], timeout)
-    else {
-        return None;
-    };
+    let stdout = HelperCommand::new(python, ["-c", VERSIONS_SCRIPT], timeout)
+        .run()
+        .ok()
+        .filter(|out| out.success())?
+        .stdout;
     let line = stdout
         .lines()
         .rev()

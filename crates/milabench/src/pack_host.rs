@@ -15,11 +15,10 @@ use std::time::Duration;
 use camino::Utf8PathBuf;
 use indexmap::IndexMap;
 use milabench_config::Bench;
+use milabench_exec::{HelperCommand, HelperError};
 use milabench_plan::{
     BenchPlan, HostAnswer, HostPlan, HostRequest, PlanContext, PlannedFile, ProcessSpec,
 };
-
-use milabench_system::ToolOutcome;
 
 use crate::error::Error;
 
@@ -157,29 +156,21 @@ impl PackHost {
                 "report this bug".into(),
             )
         })?;
-        let env = self.env();
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let outcome = milabench_system::run_tool_with(
-            self.python.as_std_path(),
-            &["-s", "-m", "packhost", "plan"],
-            &env,
-            Some(&input),
-            ANSWER_LIMIT,
-        );
-        let (stdout, stderr) = match outcome {
-            ToolOutcome::Exited { stdout, stderr, .. } => (stdout, stderr),
-            ToolOutcome::NotFound => {
+        let argv = self.argv("plan");
+        let mut command = HelperCommand::new(&argv[0], &argv[1..], ANSWER_LIMIT);
+        command.env = self.env().into_iter().collect();
+        command.stdin = Some(input);
+        let (stdout, stderr) = match command.run() {
+            Ok(out) => (out.stdout, out.stderr),
+            Err(HelperError::NotFound { .. }) => {
                 return Err((
                     format!("{} was not found", self.python),
                     "install Python 3.10 or newer, or put it on PATH".into(),
                 ));
             }
-            ToolOutcome::Failed(detail) => {
+            Err(failed) => {
                 return Err((
-                    format!(
-                        "the pack host ({}) failed: {detail}",
-                        self.argv("plan").join(" ")
-                    ),
+                    format!("the pack host ({}) failed: {failed}", argv.join(" ")),
                     "look for a loop or a network call at the top of the benchfile".into(),
                 ));
             }

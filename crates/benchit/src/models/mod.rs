@@ -21,6 +21,7 @@
 //! ```
 
 pub mod cache;
+mod decision;
 pub mod framework;
 pub mod input;
 pub mod options;

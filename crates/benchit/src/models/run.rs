@@ -10,21 +10,20 @@ use camino::{Utf8Path, Utf8PathBuf};
 use milabench_exec::{Interrupt, error_line};
 
 use super::cache::{Cache, clean_folder};
+use super::decision::{BuildDecision, Invocation, decide};
 use super::input::{Input, InputKind, Labels, build_name, labels_match, parse_labels};
 use super::options::{Action, BenchmarkOptions, Device, Runtime};
 use super::protocol::{
-    BenchmarkEvent, BenchmarkRequest, BuildRequest, Event, Hello, InvocationEvent, Reply, Request,
-    StageEvent,
+    BenchmarkEvent, BuildRequest, Event, Hello, InvocationEvent, Reply, Request, StageEvent,
 };
 use super::results::{
     BuildResult, Failure, FailureKind, InputResult, InputStatus, InvocationResult, ModelResult,
     RuntimeResult, StageResult,
 };
-use super::staleness::{Wanted, decide};
+use super::staleness::CachedBuild;
 use super::state::{
     BuildConfig, BuildInfo, BuildState, BuildStats, BuildStatus, ModelInfo, RuntimeRecord,
-    STATE_FILE, STATS_FILE, StateError, Versions, now, read_yaml, read_yaml_or_set_aside,
-    stage_output, write_yaml,
+    STATE_FILE, STATS_FILE, StateError, Versions, now, read_yaml_or_set_aside, write_yaml,
 };
 use super::stats::Statistics;
 use crate::worker::{Worker, WorkerCommand, WorkerError, WorkerOptions};
@@ -410,17 +409,8 @@ impl Run<'_, '_> {
         reply
     }
 
-    /// The stages the options ask for this input's models.
-    fn wanted_stages(&self) -> Vec<&'static str> {
-        let mut stages = self.cx.options.stages();
-        if self.input.kind == InputKind::Onnx
-            && let Some(first) = stages.first_mut()
-        {
-            *first = "receive";
-        }
-        stages
-    }
-
+    /// Decides the build of target invocation `inv`, and when there is one to make or time,
+    /// prepares its folder and `state.yaml` and returns the reply that asks the worker for it.
     fn plan_build(&mut self, inv: &InvocationEvent) -> (Reply, BuildResult) {
         let options = self.cx.options;
         let name = build_name(self.input.stem(), &self.labels, &inv.invocation_hash);
@@ -437,46 +427,24 @@ impl Run<'_, '_> {
             done: false,
             failure: None,
         };
-        if let Some(problem) = &self.cx.device_problem {
-            build.failure = Some(Failure {
-                kind: FailureKind::WorkerError,
-                message: problem.clone(),
-                traceback: None,
-            });
-            return (Reply::skip(), build);
-        }
-        let stages = self.wanted_stages();
-        let state_path = dir.join(STATE_FILE);
-        let existing: Result<Option<BuildState>, String> =
-            read_yaml(&state_path).map_err(|e| match e {
-                StateError::Corrupt { problem, .. } => format!("{STATE_FILE}: {problem}"),
-                other => error_line(&other),
-            });
-        let wanted = Wanted {
-            build_dir: &dir,
-            build_name: &name,
-            model_hash: &inv.weights_hash,
-            input_shapes: &inv.input_shapes,
-            input_dtypes: &inv.input_dtypes,
+        let cached = CachedBuild::read(name.clone(), dir.clone(), options.opset);
+        let invocation = Invocation {
+            event: inv,
+            input_kind: self.input.kind,
             versions: &self.versions,
-            opset: options.opset,
-            exporter: options.exporter.as_str(),
-            stages: &stages,
+            options,
+            device_problem: self.cx.device_problem.as_deref(),
         };
-        let decision = match decide(
-            options.rebuild,
-            existing.as_ref().map(Option::as_ref).map_err(Clone::clone),
-            &wanted,
-        ) {
-            Ok(decision) => decision,
-            Err(e) => {
-                build.failure = Some(Failure {
-                    kind: FailureKind::Cache,
-                    message: e.to_string(),
-                    traceback: None,
-                });
+        let (stages, decision, benchmarks) = match decide(&invocation, &cached) {
+            BuildDecision::Skip(failure) => {
+                build.failure = Some(failure);
                 return (Reply::skip(), build);
             }
+            BuildDecision::Build {
+                wanted,
+                plan,
+                benchmarks,
+            } => (wanted, plan, benchmarks),
         };
         if let Some(warning) = &decision.warning {
             self.warn(warning.clone());
@@ -503,7 +471,7 @@ impl Run<'_, '_> {
         let kept = if decision.fresh {
             None
         } else {
-            existing.ok().flatten()
+            cached.state.ok().flatten()
         };
         let mut state = kept.unwrap_or_else(|| self.new_state(&name, inv));
         state.rebuild = options.rebuild.as_str().to_string();
@@ -539,21 +507,6 @@ impl Run<'_, '_> {
         stats.labels = self.labels.clone();
         stats.device = options.device.as_str().to_string();
         stats.model = self.model_info(inv);
-        let benchmarks = if options.action == Action::Benchmark {
-            let onnx_stage = if options.fp16 { "fp16" } else { "optimize" };
-            options
-                .runtimes
-                .iter()
-                .map(|runtime| BenchmarkRequest {
-                    runtime: runtime.as_str().to_string(),
-                    onnx: runtime
-                        .needs_onnx()
-                        .then(|| stage_output(&dir, &name, options.opset, onnx_stage).to_string()),
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
         self.pending.insert(
             inv.invocation_hash.clone(),
             Pending {

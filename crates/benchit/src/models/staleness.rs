@@ -1,18 +1,57 @@
 //! Whether a cached build can be reused, and which stages must run: the three rebuild policies
 //! over what `state.yaml` records (model weights, input shapes and dtypes, tool versions, build
-//! options, stage outputs on disk).
+//! options) and the stage outputs on disk, both read once into a [`CachedBuild`] so that the
+//! decision itself reads nothing.
 
-use camino::Utf8Path;
+use camino::Utf8PathBuf;
 use indexmap::IndexMap;
 
 use super::options::RebuildPolicy;
-use super::state::{BuildState, BuildStatus, Versions, stage_output};
+use super::state::{
+    BuildState, BuildStatus, STATE_FILE, StateError, Versions, read_yaml, stage_output,
+};
+
+/// Every stage that leaves an output file in the build folder.
+const STAGES_WITH_OUTPUT: [&str; 4] = ["receive", "export", "optimize", "fp16"];
+
+/// A build of the cache as it is on disk, read once before deciding what to do with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedBuild {
+    /// Its name.
+    pub name: String,
+    /// Its folder.
+    pub dir: Utf8PathBuf,
+    /// Its `state.yaml`: `None` when there is none, the problem when it cannot be read.
+    pub state: Result<Option<BuildState>, String>,
+    /// The stages whose output file is there at the opset asked for (a lean cache deletes
+    /// them).
+    pub outputs: Vec<String>,
+}
+
+impl CachedBuild {
+    /// Reads build `name` in folder `dir`: its state, and the stage outputs it holds at `opset`.
+    pub fn read(name: String, dir: Utf8PathBuf, opset: u32) -> CachedBuild {
+        let state = read_yaml(&dir.join(STATE_FILE)).map_err(|e| match e {
+            StateError::Corrupt { problem, .. } => format!("{STATE_FILE}: {problem}"),
+            other => other.to_string(),
+        });
+        let outputs = STAGES_WITH_OUTPUT
+            .iter()
+            .filter(|stage| stage_output(&dir, &name, opset, stage).is_file())
+            .map(|stage| stage.to_string())
+            .collect();
+        CachedBuild {
+            name,
+            dir,
+            state,
+            outputs,
+        }
+    }
+}
 
 /// What the current call needs from a build.
 #[derive(Debug, Clone)]
 pub struct Wanted<'a> {
-    /// The build folder.
-    pub build_dir: &'a Utf8Path,
     /// The build name.
     pub build_name: &'a str,
     /// sha256 of the model and weights.
@@ -122,12 +161,11 @@ pub fn stale_reasons(state: &BuildState, wanted: &Wanted<'_>) -> Vec<String> {
 }
 
 /// The stages of `wanted` still to run on top of `state`: from the first one not completed or
-/// whose output is gone (a lean cache deletes them) to the end.
-fn missing_stages(state: &BuildState, wanted: &Wanted<'_>) -> Vec<String> {
+/// whose output is not among `outputs` (a lean cache deletes them) to the end.
+fn missing_stages(state: &BuildState, outputs: &[String], wanted: &Wanted<'_>) -> Vec<String> {
     let first_missing = wanted.stages.iter().position(|stage| {
         let done = state.info.completed_build_stages.iter().any(|s| s == stage);
-        let output = stage_output(wanted.build_dir, wanted.build_name, wanted.opset, stage);
-        !done || !output.is_file()
+        !done || !outputs.iter().any(|o| o == stage)
     });
     match first_missing {
         Some(i) => wanted.stages[i..].iter().map(|s| s.to_string()).collect(),
@@ -135,11 +173,10 @@ fn missing_stages(state: &BuildState, wanted: &Wanted<'_>) -> Vec<String> {
     }
 }
 
-/// Decides what to do with the build folder of `wanted` under `policy`, given its state file
-/// (`Ok(None)`: none; `Err(problem)`: unreadable).
+/// Decides what to do with the `cached` build under `policy` for what is `wanted`.
 pub fn decide(
     policy: RebuildPolicy,
-    existing: Result<Option<&BuildState>, String>,
+    cached: &CachedBuild,
     wanted: &Wanted<'_>,
 ) -> Result<Decision, UnusableBuild> {
     let all = || wanted.stages.iter().map(|s| s.to_string()).collect();
@@ -152,12 +189,12 @@ pub fn decide(
     if policy == RebuildPolicy::Always {
         return Ok(fresh(vec!["--rebuild always".into()], None));
     }
-    let state = match existing {
+    let state = match &cached.state {
         Ok(None) => return Ok(fresh(Vec::new(), None)),
         Err(problem) if policy == RebuildPolicy::Never => {
             return Err(UnusableBuild {
                 build_name: wanted.build_name.to_string(),
-                problem,
+                problem: problem.clone(),
             });
         }
         Err(problem) => {
@@ -165,7 +202,7 @@ pub fn decide(
                 "the state of build {} cannot be read ({problem}); rebuilding it",
                 wanted.build_name
             );
-            return Ok(fresh(vec![problem], Some(warning)));
+            return Ok(fresh(vec![problem.clone()], Some(warning)));
         }
         Ok(Some(state)) => state,
     };
@@ -182,7 +219,7 @@ pub fn decide(
     if reasons.is_empty() {
         return Ok(Decision {
             fresh: false,
-            stages: missing_stages(state, wanted),
+            stages: missing_stages(state, &cached.outputs, wanted),
             reasons,
             warning: None,
         });
@@ -191,7 +228,7 @@ pub fn decide(
     match policy {
         RebuildPolicy::Never => Ok(Decision {
             fresh: false,
-            stages: missing_stages(state, wanted),
+            stages: missing_stages(state, &cached.outputs, wanted),
             warning: Some(format!(
                 "build {} is stale ({list}) but --rebuild never keeps it",
                 wanted.build_name
@@ -207,11 +244,13 @@ pub fn decide(
 
 #[cfg(test)]
 mod tests {
+    use camino::Utf8Path;
+
     use super::*;
     use crate::models::state::tests::sample_state;
+    use crate::models::state::write_yaml;
 
     struct Case {
-        dir: tempfile::TempDir,
         shapes: IndexMap<String, Vec<i64>>,
         dtypes: IndexMap<String, String>,
         versions: Versions,
@@ -221,7 +260,6 @@ mod tests {
         fn new() -> Case {
             let state = sample_state();
             Case {
-                dir: tempfile::tempdir().unwrap(),
                 shapes: state.expected_input_shapes.clone(),
                 dtypes: state.expected_input_dtypes.clone(),
                 versions: Versions {
@@ -235,7 +273,6 @@ mod tests {
 
         fn wanted<'a>(&'a self, stages: &'a [&'a str], model_hash: &'a str) -> Wanted<'a> {
             Wanted {
-                build_dir: Utf8Path::from_path(self.dir.path()).unwrap(),
                 build_name: "hello_world_24adc42f",
                 model_hash,
                 input_shapes: &self.shapes,
@@ -246,39 +283,62 @@ mod tests {
                 stages,
             }
         }
+    }
 
-        /// Creates the stage outputs the state claims.
-        fn outputs(&self, stages: &[&str]) {
-            for stage in stages {
-                let wanted = self.wanted(&[], "");
-                let path = stage_output(wanted.build_dir, wanted.build_name, 17, stage);
-                fs_err::create_dir_all(path.parent().unwrap()).unwrap();
-                fs_err::write(path, "onnx").unwrap();
-            }
+    /// The build `hello_world_24adc42f` with `state` and the outputs of `outputs`.
+    fn cached(state: Result<Option<BuildState>, String>, outputs: &[&str]) -> CachedBuild {
+        CachedBuild {
+            name: "hello_world_24adc42f".into(),
+            dir: "/cache/hello_world_24adc42f".into(),
+            state,
+            outputs: outputs.iter().map(|s| s.to_string()).collect(),
         }
     }
 
     const STAGES: [&str; 2] = ["export", "optimize"];
 
     #[test]
+    fn a_build_is_read_with_the_outputs_it_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = Utf8Path::from_path(dir.path()).unwrap().to_path_buf();
+        let name = "hello_world_24adc42f";
+        let read = || CachedBuild::read(name.into(), dir.clone(), 17);
+        assert_eq!(read().state, Ok(None));
+        assert!(read().outputs.is_empty());
+        write_yaml(&dir.join(STATE_FILE), &sample_state()).unwrap();
+        for stage in STAGES {
+            let path = stage_output(&dir, name, 17, stage);
+            fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+            fs_err::write(path, "onnx").unwrap();
+        }
+        let build = read();
+        assert_eq!(build.state, Ok(Some(sample_state())));
+        // `receive` writes the file `export` does.
+        assert_eq!(build.outputs, ["receive", "export", "optimize"]);
+        assert!(
+            CachedBuild::read(name.into(), dir.clone(), 13)
+                .outputs
+                .is_empty()
+        );
+        fs_err::write(dir.join(STATE_FILE), "build_status: [").unwrap();
+        let problem = read().state.unwrap_err();
+        assert!(problem.starts_with("state.yaml: "), "{problem}");
+    }
+
+    #[test]
     fn a_valid_build_is_reused_without_stages() {
         let case = Case::new();
-        case.outputs(&STAGES);
         let state = sample_state();
         let hash = state.model_hash.clone();
+        let build = cached(Ok(Some(state)), &STAGES);
         for policy in [RebuildPolicy::IfNeeded, RebuildPolicy::Never] {
-            let d = decide(policy, Ok(Some(&state)), &case.wanted(&STAGES, &hash)).unwrap();
+            let d = decide(policy, &build, &case.wanted(&STAGES, &hash)).unwrap();
             assert!(
                 !d.fresh && d.stages.is_empty() && d.reasons.is_empty(),
                 "{d:?}"
             );
         }
-        let d = decide(
-            RebuildPolicy::Always,
-            Ok(Some(&state)),
-            &case.wanted(&STAGES, &hash),
-        )
-        .unwrap();
+        let d = decide(RebuildPolicy::Always, &build, &case.wanted(&STAGES, &hash)).unwrap();
         assert!(d.fresh);
         assert_eq!(d.stages, STAGES);
     }
@@ -286,22 +346,20 @@ mod tests {
     #[test]
     fn only_missing_stages_run() {
         let case = Case::new();
-        case.outputs(&STAGES);
         let state = sample_state();
         let hash = state.model_hash.clone();
         let d = decide(
             RebuildPolicy::IfNeeded,
-            Ok(Some(&state)),
+            &cached(Ok(Some(state.clone())), &STAGES),
             &case.wanted(&["export", "optimize", "fp16"], &hash),
         )
         .unwrap();
         assert!(!d.fresh);
         assert_eq!(d.stages, ["fp16"]);
         // A lean cache removed the files: everything runs again.
-        fs_err::remove_dir_all(case.dir.path().join("onnx")).unwrap();
         let d = decide(
             RebuildPolicy::IfNeeded,
-            Ok(Some(&state)),
+            &cached(Ok(Some(state)), &[]),
             &case.wanted(&STAGES, &hash),
         )
         .unwrap();
@@ -311,11 +369,10 @@ mod tests {
     #[test]
     fn stale_builds_rebuild_if_needed_and_stay_under_never() {
         let case = Case::new();
-        case.outputs(&STAGES);
-        let state = sample_state();
+        let build = cached(Ok(Some(sample_state())), &STAGES);
         let d = decide(
             RebuildPolicy::IfNeeded,
-            Ok(Some(&state)),
+            &build,
             &case.wanted(&STAGES, "other"),
         )
         .unwrap();
@@ -326,12 +383,7 @@ mod tests {
                 .unwrap()
                 .starts_with("rebuilding hello_world_24adc42f")
         );
-        let d = decide(
-            RebuildPolicy::Never,
-            Ok(Some(&state)),
-            &case.wanted(&STAGES, "other"),
-        )
-        .unwrap();
+        let d = decide(RebuildPolicy::Never, &build, &case.wanted(&STAGES, "other")).unwrap();
         assert!(!d.fresh && d.stages.is_empty());
         assert!(d.warning.unwrap().contains("--rebuild never keeps it"));
     }
@@ -357,12 +409,12 @@ mod tests {
     #[test]
     fn failed_or_unfinished_builds_are_rebuilt() {
         let case = Case::new();
-        case.outputs(&STAGES);
         let mut state = sample_state();
         state.build_status = BuildStatus::BuildRunning;
         let hash = state.model_hash.clone();
+        let build = cached(Ok(Some(state)), &STAGES);
         for policy in [RebuildPolicy::IfNeeded, RebuildPolicy::Never] {
-            let d = decide(policy, Ok(Some(&state)), &case.wanted(&STAGES, &hash)).unwrap();
+            let d = decide(policy, &build, &case.wanted(&STAGES, &hash)).unwrap();
             assert!(d.fresh, "{policy:?}");
             assert!(d.reasons[0].contains("build_running"));
         }
@@ -371,9 +423,10 @@ mod tests {
     #[test]
     fn unreadable_state() {
         let case = Case::new();
+        let unreadable = cached(Err("bad yaml".into()), &[]);
         let d = decide(
             RebuildPolicy::IfNeeded,
-            Err("bad yaml".into()),
+            &unreadable,
             &case.wanted(&STAGES, "h"),
         )
         .unwrap();
@@ -381,7 +434,7 @@ mod tests {
         assert!(d.warning.unwrap().contains("cannot be read (bad yaml)"));
         let err = decide(
             RebuildPolicy::Never,
-            Err("bad yaml".into()),
+            &unreadable,
             &case.wanted(&STAGES, "h"),
         )
         .unwrap_err();
@@ -389,7 +442,12 @@ mod tests {
             err.to_string()
                 .contains("benchit cache delete hello_world_24adc42f")
         );
-        let d = decide(RebuildPolicy::Never, Ok(None), &case.wanted(&STAGES, "h")).unwrap();
+        let d = decide(
+            RebuildPolicy::Never,
+            &cached(Ok(None), &[]),
+            &case.wanted(&STAGES, "h"),
+        )
+        .unwrap();
         assert!(d.fresh && d.reasons.is_empty());
     }
 }

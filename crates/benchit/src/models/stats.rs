@@ -1,7 +1,8 @@
 //! Statistics of one runtime's timed calls: latency mean, median, p90, p99, standard deviation,
-//! extremes, throughput and the 95% confidence interval of the mean (Student's t, so that short
-//! runs get honest, wider intervals).
+//! extremes, throughput and the 95% confidence interval of the mean (Student's t from
+//! `milabench-stats`, so that short runs get honest, wider intervals).
 
+use milabench_stats::t_975;
 use serde::{Deserialize, Serialize};
 
 use crate::quantile::quantile_sorted;
@@ -51,7 +52,7 @@ impl Statistics {
             0.0
         };
         let half_width = if n > 1 {
-            t_975(n - 1) * std / (n as f64).sqrt()
+            t_975((n - 1) as f64) * std / (n as f64).sqrt()
         } else {
             0.0
         };
@@ -74,32 +75,6 @@ impl Statistics {
             batch_size,
         })
     }
-}
-
-/// Two-sided 95% critical values of Student's t for 1 to 30 degrees of freedom.
-const T_975: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-    2.052, 2.048, 2.045, 2.042,
-];
-
-/// The 97.5% quantile of Student's t with `df` degrees of freedom: the table up to 30, then the
-/// Cornish-Fisher expansion around the normal quantile (Abramowitz & Stegun 26.7.5), exact to
-/// the third decimal there.
-fn t_975(df: usize) -> f64 {
-    if (1..=T_975.len()).contains(&df) {
-        return T_975[df - 1];
-    }
-    let z: f64 = 1.959_963_985;
-    let v = df.max(1) as f64;
-    let g1 = (z.powi(3) + z) / 4.0;
-    let g2 = (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / 96.0;
-    let g3 = (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / 384.0;
-    let g4 = (79.0 * z.powi(9) + 776.0 * z.powi(7) + 1482.0 * z.powi(5)
-        - 1920.0 * z.powi(3)
-        - 945.0 * z)
-        / 92160.0;
-    z + g1 / v + g2 / v.powi(2) + g3 / v.powi(3) + g4 / v.powi(4)
 }
 
 #[cfg(test)]
@@ -127,9 +102,9 @@ mod tests {
         assert!(close(s.p99_ms, 9.91, 1e-12));
         assert!(close(s.std_ms, 3.027_650_354, 1e-9));
         assert_eq!((s.min_ms, s.max_ms), (1.0, 10.0));
-        // mean ± t(9) * s / sqrt(10) = 5.5 ± 2.262 * 0.957427
-        assert!(close(s.ci95_low_ms, 5.5 - 2.165_700, 1e-5));
-        assert!(close(s.ci95_high_ms, 5.5 + 2.165_700, 1e-5));
+        // mean ± t(9) * s / sqrt(10) = 5.5 ± 2.262157 * 0.957427
+        assert!(close(s.ci95_low_ms, 5.5 - 2.165_851, 1e-5));
+        assert!(close(s.ci95_high_ms, 5.5 + 2.165_851, 1e-5));
         assert!(close(s.throughput, 1000.0 / 5.5, 1e-9));
     }
 
@@ -148,16 +123,19 @@ mod tests {
         assert_eq!((s.std_ms, s.ci95_low_ms, s.ci95_high_ms), (0.0, 1.5, 1.5));
     }
 
+    /// The intervals use the exact t of `milabench-stats`: within the rounding of the printed
+    /// three-decimal table benchit kept before.
     #[test]
-    fn student_t_quantiles() {
-        assert_eq!(t_975(1), 12.706);
-        assert_eq!(t_975(30), 2.042);
-        // Reference values: 40 -> 2.0211, 60 -> 2.0003, 120 -> 1.9799, large -> 1.96.
-        assert!(close(t_975(40), 2.0211, 5e-4));
-        assert!(close(t_975(60), 2.0003, 5e-4));
-        assert!(close(t_975(120), 1.9799, 5e-4));
-        assert!(close(t_975(100_000), 1.96, 1e-3));
-        // Monotone where the table meets the expansion.
-        assert!(t_975(31) < t_975(30));
+    fn intervals_agree_with_the_printed_t_table() {
+        for (n, t) in [(2u64, 12.706), (5, 2.776), (10, 2.262), (31, 2.042)] {
+            let times: Vec<u64> = (1..=n).map(|ms| ms * 1_000_000).collect();
+            let s = Statistics::of(&times, 1).unwrap();
+            let half_width = (s.ci95_high_ms - s.ci95_low_ms) / 2.0;
+            let from_table = t * s.std_ms / (n as f64).sqrt();
+            assert!(
+                close(half_width / from_table, 1.0, 5.1e-4 / t),
+                "n = {n}: {half_width} vs {from_table}"
+            );
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{BackendKind, GpuBackend, GpuError, GpuInfo, GpuReading};
-use crate::tool::{ToolOutcome, excerpt, run_tool};
+use milabench_exec::{HelperCommand, HelperError};
 
 /// Longest wait for one run of a tool.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -30,20 +30,11 @@ pub struct RocmSmiBackend {
 }
 
 fn run(program: &Path, args: &[&str], backend: &'static str) -> Result<Option<String>, GpuError> {
-    match run_tool(program, args, TOOL_TIMEOUT) {
-        ToolOutcome::NotFound => Ok(None),
-        ToolOutcome::Exited {
-            success: true,
-            stdout,
-            ..
-        } => Ok(Some(stdout)),
-        ToolOutcome::Exited { stdout, stderr, .. } => {
-            let said = if stderr.trim().is_empty() {
-                stdout
-            } else {
-                stderr
-            };
-            let detail = excerpt(&said);
+    match HelperCommand::new(program, args, TOOL_TIMEOUT).run() {
+        Err(HelperError::NotFound { .. }) => Ok(None),
+        Ok(out) if out.success() => Ok(Some(out.stdout)),
+        Ok(out) => {
+            let detail = excerpt(out.said());
             if detail.to_ascii_lowercase().contains("permission") {
                 Err(GpuError::NoPermission { backend, detail })
             } else {
@@ -53,7 +44,19 @@ fn run(program: &Path, args: &[&str], backend: &'static str) -> Result<Option<St
                 })
             }
         }
-        ToolOutcome::Failed(detail) => Err(GpuError::Backend { backend, detail }),
+        Err(failed) => Err(GpuError::Backend {
+            backend,
+            detail: failed.to_string(),
+        }),
+    }
+}
+
+/// The first 120 characters of `text`, for error messages.
+fn excerpt(text: &str) -> String {
+    let t = text.trim();
+    match t.char_indices().nth(120) {
+        Some((i, _)) => format!("{}...", &t[..i]),
+        None => t.to_owned(),
     }
 }
 
