@@ -103,11 +103,12 @@ pub enum SubmitError {
     },
     /// `sbatch` is not installed here.
     #[error(
-        "{said}\n  fix: run this on a Slurm login node (sbatch on PATH), or run `milabench run` directly; the script is kept at {}",
+        "the job was not submitted: `sbatch` could not be run\n  fix: run this on a Slurm login node (sbatch on PATH), or run `milabench run` directly; the script is kept at {}",
         script.display()
     )]
     NoSbatch {
-        /// The failed start, said in the message.
+        /// The failed start.
+        #[source]
         said: SlurmCommandError,
         /// The script not submitted.
         script: PathBuf,
@@ -700,7 +701,7 @@ exec /bin/milabench \
         };
         let text = error.to_string();
         assert!(
-            text.starts_with("could not run `sbatch`: ")
+            text.starts_with("the job was not submitted: `sbatch` could not be run\n")
                 && text.contains("fix: run this on a Slurm login node")
                 && text.ends_with("slurm-job.sh"),
             "{text}"
