@@ -23,9 +23,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use camino::Utf8PathBuf;
-use milabench::exec::{BenchPlan, ExecObserver, ExecOptions, Launch, ProcessSpec, run_plan};
 use milabench::run::{RunEvent, RunObserver};
 use milabench_cli::dash::{BenchBudget, Dashboard, Screen};
+use milabench_exec::{BenchPlan, ExecObserver, ExecOptions, Launch, ProcessSpec, run_plan};
 
 const CPU_BOUND: &str = r#"
 import json, os, sys, time

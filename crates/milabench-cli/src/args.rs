@@ -377,8 +377,8 @@ pub struct SourceArgs {
 
 impl SourceArgs {
     /// The sources these flags name.
-    pub fn sources(&self) -> milabench::env::Sources {
-        milabench::env::Sources {
+    pub fn sources(&self) -> milabench_env::Sources {
+        milabench_env::Sources {
             find_links: self.find_links.clone(),
             offline: self.offline,
         }

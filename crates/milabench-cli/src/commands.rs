@@ -23,7 +23,7 @@ mod sysinfo;
 
 use anyhow::Context as _;
 use milabench::ExitCode;
-use milabench::exec::WatchdogCommand;
+use milabench_exec::WatchdogCommand;
 
 use crate::args::{Cli, Command};
 
@@ -50,7 +50,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Load(args) => load::run(&args),
         Command::Sizer(command) => sizer::run(&command),
         Command::Watchdog => {
-            milabench::exec::serve_watchdog(std::io::stdin().lock());
+            milabench_exec::serve_watchdog(std::io::stdin().lock());
             Ok(ExitCode::Success)
         }
     }

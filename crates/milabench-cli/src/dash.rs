@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use milabench::exec::{ExecObserver, ProcessOutcome, ProcessSpec};
-use milabench::metrics::Record;
 use milabench::run::{RunEvent, RunObserver};
+use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec};
+use milabench_metrics::Record;
 use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
 use ratatui::crossterm::{cursor, execute};

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use anyhow::Context as _;
-use milabench::config::settings::EnvVars;
-use milabench::store::{Store, StoreLocation};
+use milabench_config::settings::EnvVars;
+use milabench_store::{Store, StoreLocation};
 
 use crate::args::GlobalArgs;
 use crate::settings::load_settings;

@@ -3,19 +3,19 @@
 use std::error::Error;
 
 use milabench::ExitCode;
-use milabench::config::ConfigError;
-use milabench::config::scaling::ScalingError;
-use milabench::config::settings::SettingsError;
-use milabench::config::sweep::SweepError;
-use milabench::env::EnvError;
-use milabench::exec::{ExecError, error_report};
-use milabench::metrics::MetricsError;
-use milabench::plan::PlanError;
-use milabench::report::ReportError;
 use milabench::scaffold::ScaffoldError;
-use milabench::store::StoreError;
-use milabench::validate::ReplayError;
+use milabench_config::ConfigError;
+use milabench_config::scaling::ScalingError;
+use milabench_config::settings::SettingsError;
+use milabench_config::sweep::SweepError;
+use milabench_env::EnvError;
+use milabench_exec::{ExecError, error_report};
 use milabench_load::LoadError;
+use milabench_metrics::MetricsError;
+use milabench_plan::PlanError;
+use milabench_report::ReportError;
+use milabench_store::StoreError;
+use milabench_validate::ReplayError;
 
 /// Prints `err` with its causes on stderr and returns the exit code it deserves.
 pub fn report(err: &anyhow::Error) -> ExitCode {

@@ -6,9 +6,9 @@
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
-use milabench::exec::{ExecObserver, ProcessOutcome, ProcessSpec};
-use milabench::metrics::{Event, Pipe, Record, ReturnCode};
 use milabench::run::{RunEvent, RunObserver};
+use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec};
+use milabench_metrics::{Event, Pipe, Record, ReturnCode};
 
 /// Prints run progress on stderr.
 pub struct LiveDisplay {

@@ -7,8 +7,8 @@ pub(crate) mod pipeline;
 
 use std::path::Path;
 
-use milabench::cluster::{Check, Status};
 use milabench::run::{RunSummary, SetupFailure};
+use milabench_cluster::{Check, Status};
 
 use crate::output::{note, warn};
 

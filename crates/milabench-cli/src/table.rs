@@ -44,7 +44,7 @@ impl<T: Serialize> Table<'_, T> {
         let mut out = line(&mut self.columns.iter().map(|c| (*c).to_owned()));
         out += &line(&mut self.columns.iter().map(|_| "---".to_owned()));
         for row in &self.rows {
-            out += &line(&mut row.iter().map(|c| milabench::report::markdown_text(c)));
+            out += &line(&mut row.iter().map(|c| milabench_report::markdown_text(c)));
         }
         out
     }

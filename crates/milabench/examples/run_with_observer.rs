@@ -7,10 +7,9 @@
 //! cargo run -p milabench --example run_with_observer -- SUITE.yaml BASE_FOLDER [BENCH...]
 //! ```
 
-use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
-use milabench::exec::{ExecObserver, ProcessOutcome, ProcessSpec};
-use milabench::metrics::{Event, Record};
+use milabench::observe::{Event, ExecObserver, ProcessOutcome, ProcessSpec, Record};
 use milabench::run::{RunEvent, RunObserver};
+use milabench::settings::{EnvVars, Settings, SettingsFlags};
 use milabench::{ExitCode, RunRequest, Selection, Session, SessionRequest};
 use serde_json::json;
 

@@ -6,8 +6,8 @@
 //! cargo run -p milabench --example suite_statistics -- SUITE.yaml RUN_FOLDER
 //! ```
 
-use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
-use milabench::report::ReportOptions;
+use milabench::results::ReportOptions;
+use milabench::settings::{EnvVars, Settings, SettingsFlags};
 use milabench::{Session, SessionRequest};
 use serde_json::json;
 

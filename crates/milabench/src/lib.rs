@@ -1,10 +1,11 @@
-//! The milabench facade: one crate that other Rust tools embed to resolve suites and, as the
-//! layers arrive, install, plan, run and report them. It re-exports the layer crates and the
-//! process exit codes every front end shares ([`ExitCode`]), and holds the steps that combine
-//! them (settings -> system -> suite).
+//! The milabench facade: one crate that other Rust tools embed to resolve suites, install,
+//! plan, run and report them ([`Session::execute`] does all of `milabench run`). It exports
+//! what an embedder names: the settings ([`settings`]), what observers receive ([`observe`]),
+//! the results ([`results`]) and the process exit codes every front end shares ([`ExitCode`]);
+//! the layer crates underneath are its own business.
 //!
 //! ```no_run
-//! use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
+//! use milabench::settings::{EnvVars, Settings, SettingsFlags};
 //! let env = EnvVars::from_process();
 //! let settings = Settings::load(&SettingsFlags::default(), &env)?;
 //! let resolved = milabench::resolve(&settings, &milabench::Selection::default(), &env)?;
@@ -14,16 +15,34 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub use milabench_cluster as cluster;
-pub use milabench_config as config;
-pub use milabench_env as env;
-pub use milabench_exec as exec;
-pub use milabench_metrics as metrics;
-pub use milabench_plan as plan;
-pub use milabench_report as report;
-pub use milabench_store as store;
-pub use milabench_system as system;
-pub use milabench_validate as validate;
+/// The settings a session is made from (built-in defaults, a settings file, `MILABENCH_*`
+/// variables, flags), resolved once into typed values.
+pub mod settings {
+    pub use milabench_config::settings::{Arch, EnvVars, Installer, Settings, SettingsFlags};
+}
+
+/// What observers of a session receive: its processes' specs, records and outcomes, the plans
+/// of its benchmarks, the install's progress, the preflight's checks; and what a front end
+/// passes in (an interrupt, a watchdog, a precision stop, the validation layers).
+pub mod observe {
+    pub use milabench_cluster::{Check, Status};
+    pub use milabench_env::{EnvError, Event as EnvEvent, InstallGroup, Outcome as InstallOutcome};
+    pub use milabench_exec::{
+        BenchOutcome, ExecObserver, Interrupt, PrecisionStop, ProcessOutcome, ProcessSpec,
+        WatchdogCommand, error_line, error_report, install_ctrl_c,
+    };
+    pub use milabench_metrics::{Event, Record, ReturnCode};
+    pub use milabench_plan::BenchPlan;
+    pub use milabench_validate::{LayerName, ValidationReport};
+}
+
+/// The results of runs as the report reads them: the table, its score, its renderings.
+pub mod results {
+    pub use milabench_report::{
+        Format, REPORT_PAGE, REPORT_TEXT, Report, ReportOptions, RunSet, SuiteEntry, render,
+        render_html, report_runs,
+    };
+}
 
 pub mod arch;
 mod cache;

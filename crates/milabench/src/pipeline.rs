@@ -6,7 +6,7 @@
 //! thing at the same moment whether it runs the steps one by one or all at once.
 //!
 //! ```no_run
-//! use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
+//! use milabench::settings::{EnvVars, Settings, SettingsFlags};
 //! use milabench::{RunRequest, Session, SessionRequest};
 //!
 //! let env = EnvVars::from_process();

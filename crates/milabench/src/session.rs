@@ -3,7 +3,7 @@
 //! builds a session the same way and passes its own observers.
 //!
 //! ```no_run
-//! use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
+//! use milabench::settings::{EnvVars, Settings, SettingsFlags};
 //! use milabench::{Session, SessionRequest};
 //!
 //! let env = EnvVars::from_process();

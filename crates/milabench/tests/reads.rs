@@ -4,11 +4,11 @@
 //! planning context made. The counts are this process's (nextest runs each test file's tests
 //! in processes of their own; this file holds one test).
 
-use milabench::config::benchfile::benchfile_reads;
-use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
-use milabench::config::system::system_file_reads;
-use milabench::system::discoveries;
 use milabench::{RunRequest, Session, SessionRequest};
+use milabench_config::benchfile::benchfile_reads;
+use milabench_config::settings::{EnvVars, Settings, SettingsFlags};
+use milabench_config::system::system_file_reads;
+use milabench_system::discoveries;
 
 /// A benchmark writing a few rates on the data channel.
 const MAIN: &str = "import json, os\nout = os.fdopen(int(os.environ['DATA_FD']), 'w', buffering=1)\nfor i in range(5):\n    out.write(json.dumps({'task': 'train', 'rate': 10.0 + i, 'units': 'items/s'}) + '\\n')\n";

@@ -5,11 +5,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use milabench::metrics::{DataFileWriter, Event, Record, Tag};
-use milabench::report::{ReportOptions, report_runs};
-use milabench::system::gpu::fake::{FakeBackend, FakeDevice};
-use milabench::system::{GpuDiscovery, MilabenchVersion, Sampler, SamplerConfig, SystemFacts};
-use milabench::validate::{Entry, LayerName, Validation, ValidationContext};
+use milabench_metrics::{DataFileWriter, Event, Record, Tag};
+use milabench_report::{ReportOptions, report_runs};
+use milabench_system::gpu::fake::{FakeBackend, FakeDevice};
+use milabench_system::{GpuDiscovery, MilabenchVersion, Sampler, SamplerConfig, SystemFacts};
+use milabench_validate::{Entry, LayerName, Validation, ValidationContext};
 use serde_json::{Value, json};
 
 fn event(name: &str, data: Value) -> Record {

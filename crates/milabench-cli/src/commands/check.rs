@@ -3,8 +3,8 @@
 
 use milabench::ExitCode;
 use milabench::check::CheckOptions;
-use milabench::cluster::{Check, Status};
-use milabench::config::settings::{EnvVars, SettingsFlags};
+use milabench_cluster::{Check, Status};
+use milabench_config::settings::{EnvVars, SettingsFlags};
 
 use crate::args::{CheckArgs, CheckFormat};
 use crate::output::write_output;

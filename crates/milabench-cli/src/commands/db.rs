@@ -1,7 +1,7 @@
 //! `milabench db import|list|export`: the results database.
 
 use milabench::ExitCode;
-use milabench::store::{ImportOptions, ImportOutcome};
+use milabench_store::{ImportOptions, ImportOutcome};
 use serde::Serialize;
 
 use crate::args::{DbCommand, DbExportArgs, DbImportArgs, DbListArgs, GlobalArgs};

@@ -4,10 +4,11 @@
 use std::os::unix::process::CommandExt as _;
 
 use anyhow::{Context as _, bail};
-use milabench::config::settings::EnvVars;
-use milabench::env::read_fingerprint;
+use milabench::ExitCode;
 use milabench::planning::{PlannedBench, plan_context, plan_one};
-use milabench::{ExitCode, env::EnvError};
+use milabench_config::settings::EnvVars;
+use milabench_env::EnvError;
+use milabench_env::read_fingerprint;
 
 use crate::args::{DevArgs, GlobalArgs};
 use crate::settings::suite_session;

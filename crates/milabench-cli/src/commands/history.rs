@@ -2,8 +2,8 @@
 //! judged against the noise.
 
 use milabench::ExitCode;
-use milabench::report::Verdict;
-use milabench::store::{HistoryQuery, HistoryRow};
+use milabench_report::Verdict;
+use milabench_store::{HistoryQuery, HistoryRow};
 
 use crate::args::{GlobalArgs, HistoryArgs};
 use crate::output::{note, warn, write_output};

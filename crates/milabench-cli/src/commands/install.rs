@@ -1,8 +1,8 @@
 //! `milabench install`: build each install group's environment, with a progress display, a
 //! one-line result per group and a summary (see [`crate::render::install`]).
 
-use milabench::env::Verdict;
 use milabench::{ExitCode, GroupSurvey, InstallOptions, InstallSummary, Session};
+use milabench_env::Verdict;
 
 use crate::args::{GlobalArgs, InstallArgs};
 use crate::render::install::{InstallView, Progress, say, summarize};
@@ -32,8 +32,8 @@ pub fn run(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> 
 /// running installer's process group (nothing is left writing into the environment) and the
 /// install ends as interrupted (exit 130).
 fn install_stoppably(session: &Session, options: InstallOptions) -> anyhow::Result<InstallSummary> {
-    let interrupt = milabench::exec::Interrupt::new();
-    let ctrl_c = milabench::exec::install_ctrl_c(interrupt.clone())?;
+    let interrupt = milabench_exec::Interrupt::new();
+    let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
     let options = InstallOptions {
         interrupt: Some(interrupt),
         ..options

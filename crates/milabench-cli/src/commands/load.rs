@@ -3,11 +3,11 @@
 
 use anyhow::Context as _;
 use milabench::ExitCode;
-use milabench::metrics::{DataFileWriter, Record};
 use milabench_load::workload::Workload;
 use milabench_load::{
     Api, Endpoint, LatencySummary, LoadResult, LoadSpec, RequestOptions, Scenario, Slo, Step,
 };
+use milabench_metrics::{DataFileWriter, Record};
 use serde_json::{Map, Value, json};
 
 use crate::args::{LoadApi, LoadArgs, LoadFormat, LoadScenario};

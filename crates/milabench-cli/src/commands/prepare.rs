@@ -1,8 +1,8 @@
 //! `milabench prepare`: run each selected benchmark's prepare step.
 
 use milabench::ExitCode;
-use milabench::config::settings::EnvVars;
 use milabench::run::RunOptions;
+use milabench_config::settings::EnvVars;
 
 use crate::args::{GlobalArgs, PrepareArgs};
 use crate::live::LiveDisplay;
@@ -21,7 +21,7 @@ pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> 
         watchdog: Some(super::watchdog()?),
         ..RunOptions::default()
     };
-    let ctrl_c = milabench::exec::install_ctrl_c(options.interrupt.clone())?;
+    let ctrl_c = milabench_exec::install_ctrl_c(options.interrupt.clone())?;
     let summary = session.prepare(&options, &mut LiveDisplay::for_prepare());
     ctrl_c.uninstall();
     let summary = summary?;

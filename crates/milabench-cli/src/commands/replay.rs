@@ -1,7 +1,7 @@
 //! `milabench replay`: the validation report of a recorded event stream.
 
 use milabench::ExitCode;
-use milabench::validate::{LayerName, Validation, ValidationContext, replay_entries};
+use milabench_validate::{LayerName, Validation, ValidationContext, replay_entries};
 
 use crate::args::ReplayArgs;
 use crate::output::{warn, write_output};

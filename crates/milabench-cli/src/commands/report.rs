@@ -1,8 +1,8 @@
 //! `milabench report`: the results table and the suite score of run folders.
 
 use milabench::ExitCode;
-use milabench::config::settings::EnvVars;
-use milabench::report::{
+use milabench_config::settings::EnvVars;
+use milabench_report::{
     Format, ReportOptions, SuiteEntry, SweepInput, render, render_html, render_sweep_csv,
     render_sweep_html, render_sweep_json, render_sweep_markdown, render_sweep_text, report_runs,
     report_sweep,

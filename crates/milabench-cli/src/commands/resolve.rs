@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use milabench::ExitCode;
-use milabench::config::Bench;
-use milabench::config::settings::EnvVars;
+use milabench_config::Bench;
+use milabench_config::settings::EnvVars;
 use serde_json::{Map, Value};
 
 use crate::args::{GlobalArgs, ResolveArgs, StructuredFormat};

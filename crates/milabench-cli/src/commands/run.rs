@@ -3,9 +3,9 @@
 
 use std::io::Write;
 
-use milabench::config::settings::{EnvVars, SettingsFlags};
-use milabench::validate::LayerName;
 use milabench::{ExitCode, PlannedBench, RepeatOrder, RepeatPlan, RunRequest, Session};
+use milabench_config::settings::{EnvVars, SettingsFlags};
+use milabench_validate::LayerName;
 
 mod sweep;
 
@@ -55,7 +55,7 @@ fn request(
         validations,
         precision: args
             .precision
-            .map(|pct| milabench::exec::PrecisionStop::new(pct / 100.0)),
+            .map(|pct| milabench_exec::PrecisionStop::new(pct / 100.0)),
         watchdog: Some(crate::commands::watchdog()?),
         ..RunRequest::default()
     })
@@ -88,7 +88,7 @@ fn dry_run(
         }
     }
     let text = match format {
-        DryRunFormat::Shell => milabench::plan::render_script(&plans),
+        DryRunFormat::Shell => milabench_plan::render_script(&plans),
         DryRunFormat::Json => serde_json::to_string_pretty(&plans)? + "\n",
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;

@@ -1,8 +1,8 @@
 //! `milabench sizer show`: the memory model of each benchmark of a scaling file.
 
 use milabench::ExitCode;
-use milabench::config::placeholders::sizer::to_bytes;
-use milabench::config::scaling::{ScalingFile, observations};
+use milabench_config::placeholders::sizer::to_bytes;
+use milabench_config::scaling::{ScalingFile, observations};
 
 use crate::args::{SizerCommand, SizerShowArgs, TableFormat};
 use crate::output::write_output;

@@ -6,13 +6,13 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use milabench::cluster::slurm::JobStatus;
-use milabench::cluster::submission::{
+use milabench::{ExitCode, ReportFiles, Session};
+use milabench_cluster::slurm::JobStatus;
+use milabench_cluster::submission::{
     JobObserver, PerBench, ReportOutput, Submission, SubmissionRequest, SuiteWords,
 };
-use milabench::config::settings::{EnvVars, Settings, SettingsFlags};
-use milabench::report::{Format, REPORT_PAGE, REPORT_TEXT, render};
-use milabench::{ExitCode, ReportFiles, Session};
+use milabench_config::settings::{EnvVars, Settings, SettingsFlags};
+use milabench_report::{Format, REPORT_PAGE, REPORT_TEXT, render};
 
 use crate::args::{GlobalArgs, SlurmCommand, SlurmSubmitArgs, SuiteArgs};
 use crate::output::{note, warn, write_output};

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use milabench::metrics::{Event, Pipe, Record};
+use milabench_metrics::{Event, Pipe, Record};
 
 /// How far back the rate sparkline looks.
 pub(crate) const RATE_WINDOW: Duration = Duration::from_secs(60);
@@ -508,7 +508,7 @@ impl Throttle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use milabench::metrics::DataPayload;
+    use milabench_metrics::DataPayload;
 
     fn budget(name: &str, max: Option<u64>, stop: Option<u64>) -> BenchBudget {
         BenchBudget {
@@ -621,7 +621,7 @@ mod tests {
 
     #[test]
     fn gpu_samples_update_the_gauges() {
-        use milabench::metrics::GpuSample;
+        use milabench_metrics::GpuSample;
         let t0 = Instant::now();
         let mut model = Model::new(Vec::new(), t0);
         let sample = |load, power| GpuSample {

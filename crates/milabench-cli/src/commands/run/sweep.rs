@@ -4,10 +4,10 @@
 
 use std::io::Write;
 
-use milabench::config::settings::{EnvVars, Settings};
-use milabench::config::sweep::python_str;
-use milabench::validate::LayerName;
 use milabench::{ExitCode, Sweep, SweepRecord, SweepRun};
+use milabench_config::settings::{EnvVars, Settings};
+use milabench_config::sweep::python_str;
+use milabench_validate::LayerName;
 
 use crate::args::RunArgs;
 use crate::output::{note, warn};
