@@ -138,6 +138,19 @@ fn unescape(text: &str) -> String {
 
 /// Every number cell (`data-v`) of the table with id `table_id` in `html`.
 pub fn table_numbers(html: &str, table_id: &str) -> Vec<TableNumber> {
+    table_tds(html, table_id)
+        .into_iter()
+        .filter_map(|(row, tag, _)| {
+            let col = attribute(tag, "data-col")?;
+            let value = attribute(tag, "data-v")?;
+            Some((row, col.to_owned(), value.parse().ok()))
+        })
+        .collect()
+}
+
+/// Every cell of the table with id `table_id` in `html`: its row's key (`data-row`, unescaped),
+/// its tag's text and the text that follows the tag.
+fn table_tds<'h>(html: &'h str, table_id: &str) -> Vec<(String, &'h str, &'h str)> {
     let Some(start) = html.find(&format!("id=\"{table_id}\"")) else {
         return Vec::new();
     };
@@ -147,13 +160,11 @@ pub fn table_numbers(html: &str, table_id: &str) -> Vec<TableNumber> {
     let mut out = Vec::new();
     let mut row = String::new();
     for piece in html[start..end].split('<').skip(1) {
-        let tag = piece.split('>').next().unwrap_or("");
+        let (tag, text) = piece.split_once('>').unwrap_or((piece, ""));
         if tag.starts_with("tr ") {
             row = attribute(tag, "data-row").map(unescape).unwrap_or_default();
-        } else if tag.starts_with("td ")
-            && let (Some(col), Some(value)) = (attribute(tag, "data-col"), attribute(tag, "data-v"))
-        {
-            out.push((row.clone(), col.to_owned(), value.parse().ok()));
+        } else if tag.starts_with("td ") {
+            out.push((row.clone(), tag, text));
         }
     }
     out
@@ -219,29 +230,13 @@ pub fn report_problems(html: &str, json: &Value) -> Vec<String> {
 /// Every cell of the table with id `table_id` in `html`: its row's key, its column's key and the
 /// text it shows (entities undone, trimmed).
 pub fn table_cells(html: &str, table_id: &str) -> Vec<(String, String, String)> {
-    let Some(start) = html.find(&format!("id=\"{table_id}\"")) else {
-        return Vec::new();
-    };
-    let end = html[start..]
-        .find("</table>")
-        .map_or(html.len(), |e| e + start);
-    let mut out = Vec::new();
-    let mut row = String::new();
-    for piece in html[start..end].split('<').skip(1) {
-        let (tag, text) = piece.split_once('>').unwrap_or((piece, ""));
-        if tag.starts_with("tr ") {
-            row = attribute(tag, "data-row").map(unescape).unwrap_or_default();
-        } else if tag.starts_with("td ")
-            && let Some(col) = attribute(tag, "data-col")
-        {
-            out.push((
-                row.clone(),
-                col.to_owned(),
-                unescape(text).trim().to_owned(),
-            ));
-        }
-    }
-    out
+    table_tds(html, table_id)
+        .into_iter()
+        .filter_map(|(row, tag, text)| {
+            let col = attribute(tag, "data-col")?;
+            Some((row, col.to_owned(), unescape(text).trim().to_owned()))
+        })
+        .collect()
 }
 
 /// The cells of the text report's `Breakdown` table: row (benchmark), column (the header as the
