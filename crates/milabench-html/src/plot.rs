@@ -117,9 +117,22 @@ fn padded_range(values: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64
     (lo, hi)
 }
 
-/// An axis number: at most four significant figures, no trailing zeros.
-fn tick(v: &f64) -> String {
-    let v = *v;
+/// The format of the numbers of an axis from `lo` to `hi` with about `labels` ticks: four
+/// significant figures, and more decimals where the ticks are closer than that tells apart
+/// (rates seconds apart on a clock of thousands of seconds).
+fn axis_format(lo: f64, hi: f64, labels: usize) -> impl Fn(&f64) -> String {
+    let step = (hi - lo) / labels.max(1) as f64;
+    let needed = if step > 0.0 && step.is_finite() {
+        (1 - step.log10().floor() as i32).clamp(0, 9) as usize
+    } else {
+        0
+    };
+    move |v| tick(*v, needed)
+}
+
+/// An axis number: at most four significant figures, or `min_decimals` decimals when that is
+/// more, no trailing zeros.
+fn tick(v: f64, min_decimals: usize) -> String {
     if v == 0.0 {
         return "0".to_owned();
     }
@@ -127,7 +140,7 @@ fn tick(v: &f64) -> String {
     if !(-3..6).contains(&magnitude) {
         return format!("{v:.2e}");
     }
-    let decimals = (3 - magnitude).max(0) as usize;
+    let decimals = ((3 - magnitude).max(0) as usize).max(min_decimals);
     let text = format!("{v:.decimals$}");
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_owned()
@@ -185,8 +198,8 @@ impl LinePlot {
             .axis_desc_style(("sans-serif", 13))
             .x_desc(self.x_label.as_str())
             .y_desc(self.y_label.as_str())
-            .x_label_formatter(&tick)
-            .y_label_formatter(&tick)
+            .x_label_formatter(&axis_format(x0, x1, 8))
+            .y_label_formatter(&axis_format(y0, y1, 6))
             .x_labels(8)
             .y_labels(6)
             .draw()?;
@@ -371,10 +384,19 @@ mod tests {
 
     #[test]
     fn axis_numbers_are_short() {
-        assert_eq!(tick(&1234.5678), "1235");
-        assert_eq!(tick(&0.123456), "0.1235");
-        assert_eq!(tick(&2.5), "2.5");
-        assert_eq!(tick(&0.0), "0");
-        assert_eq!(tick(&12345678.0), "1.23e7");
+        assert_eq!(tick(1234.5678, 0), "1235");
+        assert_eq!(tick(0.123456, 0), "0.1235");
+        assert_eq!(tick(2.5, 0), "2.5");
+        assert_eq!(tick(0.0, 0), "0");
+        assert_eq!(tick(12345678.0, 0), "1.23e7");
+        // Ticks a tenth of a millisecond apart on a clock of a thousand seconds.
+        let format = axis_format(1000.0, 1000.001, 8);
+        let labels: Vec<String> = (0..8)
+            .map(|i| format(&(1000.0 + f64::from(i) * 0.000125)))
+            .collect();
+        let mut distinct = labels.clone();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 8, "{labels:?}");
+        assert_eq!(axis_format(0.0, 600.0, 8)(&75.0), "75");
     }
 }
