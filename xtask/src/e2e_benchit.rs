@@ -1,7 +1,7 @@
 //! The benchit part of `cargo xtask e2e`, with real torch, ONNX and ONNX Runtime: in a scratch
 //! folder, `benchit` builds its managed Python environment (uv, the user's uv cache), benchmarks
 //! an example script on `ort` and `torch-eager` twice (the second call must reuse the build
-//! cache), discovers every example of a folder with `--all`, runs benchmate's `benchmark_model`
+//! cache) and on `torch-compiled` (timed: `torch.compile` on the CPU), discovers every example of a folder with `--all`, runs benchmate's `benchmark_model`
 //! example twice (the Python API; the second call from the cache), benchmarks a script that
 //! imports torchvision with `--with torchvision` (an environment of its own), runs PARAM's simple-add
 //! config through `benchit ops`, and runs the worker's pytest suites (the ones that need torch)
@@ -69,8 +69,30 @@ pub fn flow(root: &Path, scratch: &Path) -> anyhow::Result<Vec<(&'static str, f6
         let started = Instant::now();
         let report = json_output(&mut benchit(&model_args), step)?;
         timings.push((step, started.elapsed().as_secs_f64()));
-        check_models(&report, reused).with_context(|| format!("{step}: {report:#}"))?;
+        check_models(&report, Some(reused), &RUNTIMES)
+            .with_context(|| format!("{step}: {report:#}"))?;
     }
+
+    // torch.compile on the CPU: the first call compiles (a C++ compiler at work), timed apart.
+    let started = Instant::now();
+    let step = "benchit torch-compiled";
+    let report = json_output(
+        &mut benchit(&[
+            SCRIPT,
+            "--runtime",
+            "torch-compiled",
+            "--warmup",
+            "3",
+            "--iterations",
+            "10",
+            "--format",
+            "json",
+        ]),
+        step,
+    )?;
+    timings.push((step, started.elapsed().as_secs_f64()));
+    check_models(&report, None, &["torch-compiled"])
+        .with_context(|| format!("{step}: {report:#}"))?;
 
     let started = Instant::now();
     let corpus = json_output(
@@ -290,9 +312,9 @@ fn run_checked(cmd: &mut Command, what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Both models of the script were found with their hashes and built (or, on the second call, taken from the
-/// cache), and every runtime measured a positive mean latency.
-fn check_models(report: &Value, reused: bool) -> anyhow::Result<()> {
+/// Both models of the script were found with their hashes and built (or, when `reused` says
+/// so, taken from the cache), and every runtime of `wanted` measured a positive mean latency.
+fn check_models(report: &Value, reused: Option<bool>, wanted: &[&str]) -> anyhow::Result<()> {
     let inputs = report["inputs"].as_array().context("no inputs")?;
     ensure!(inputs.len() == 1, "one input expected");
     let input = &inputs[0];
@@ -301,13 +323,15 @@ fn check_models(report: &Value, reused: bool) -> anyhow::Result<()> {
     for model in models {
         for invocation in model["invocations"].as_array().context("no invocations")? {
             let build = &invocation["build"];
-            ensure!(
-                build["reused"] == reused,
-                "build reused should be {reused} for {}",
-                invocation["invocation_hash"]
-            );
+            if let Some(reused) = reused {
+                ensure!(
+                    build["reused"] == reused,
+                    "build reused should be {reused} for {}",
+                    invocation["invocation_hash"]
+                );
+            }
             let runtimes = build["runtimes"].as_array().context("no runtimes")?;
-            for wanted in RUNTIMES {
+            for &wanted in wanted {
                 let measured = runtimes
                     .iter()
                     .find(|r| r["runtime"] == wanted)
