@@ -450,3 +450,47 @@ fn finish(file: &DataFile, p: Pending) -> FileOutcome {
         faults,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `lines` as one run folder's `bench.D0.data`, read.
+    fn read(lines: &[&str]) -> RunFile {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bench.D0.data");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let mut problems = ProblemTally::default();
+        match read_run_file(&DataFile::new(path), &mut problems).unwrap() {
+            FileOutcome::Run(run) => *run,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    const CONFIG: &str =
+        r#"{"event": "config", "data": {"name": "bench", "tag": ["bench", "D0"]}, "pipe": null}"#;
+    const START: &str =
+        r#"{"event": "start", "data": {"command": ["x"], "time": 100.0}, "pipe": null}"#;
+    const RATE: &str =
+        r#"{"event": "data", "data": {"task": "train", "rate": 10.0}, "pipe": "data"}"#;
+    const END: &str =
+        r#"{"event": "end", "data": {"return_code": 0, "time": 103.0}, "pipe": null}"#;
+
+    /// Issue 37: the report judged a process by its own rule, which did not see `error` events:
+    /// a process that recorded one and exited with 0 passed here and failed in the run.
+    #[test]
+    fn processes_are_judged_by_the_one_verdict() {
+        assert!(read(&[CONFIG, START, RATE, END]).success);
+        let error = r#"{"event": "error", "data": {"type": "RuntimeError", "message": "boom"}, "pipe": "data"}"#;
+        let failed = read(&[CONFIG, START, RATE, error, END]);
+        assert!(!failed.success && failed.faults.is_empty(), "{failed:?}");
+        let stop = r#"{"event": "stop", "data": null, "pipe": "data"}"#;
+        assert!(read(&[CONFIG, START, RATE, error, stop, END]).success);
+        let unfinished = read(&[CONFIG, START, RATE]);
+        assert!(!unfinished.success);
+        assert_eq!(
+            unfinished.faults,
+            ["no `end` event: the benchmark did not finish, so it counts as failed; re-run it"]
+        );
+    }
+}

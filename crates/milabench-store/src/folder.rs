@@ -420,6 +420,37 @@ mod tests {
         assert_eq!(growth(&digest, "a.data\t11\n"), Growth::Unknown);
     }
 
+    /// A pack's status is the verdict on its file ([`ProcessVerdict`]), so the database agrees
+    /// with the run and the report on which processes failed.
+    #[test]
+    fn a_pack_status_is_the_verdict_on_its_file() {
+        let status = |lines: &[&str]| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("bench.D0.data");
+            std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+            read_pack(&DataFile::new(path)).unwrap().status
+        };
+        let config = r#"{"event": "config", "data": {"name": "bench"}, "pipe": null}"#;
+        let start = r#"{"event": "start", "data": {"command": ["x"], "time": 1.0}, "pipe": null}"#;
+        let rate = r#"{"event": "data", "data": {"task": "train", "rate": 10.0}, "pipe": "data"}"#;
+        let nan = r#"{"event": "data", "data": {"task": "train", "loss": NaN}, "pipe": "data"}"#;
+        let stop = r#"{"event": "stop", "data": null, "pipe": "data"}"#;
+        let end = |code: i64| {
+            format!(
+                r#"{{"event": "end", "data": {{"return_code": {code}, "time": 2.0}}, "pipe": null}}"#
+            )
+        };
+        let (ok, killed) = (end(0), end(-15));
+        assert_eq!(status(&[config, start, rate, &ok]), PackStatus::Done);
+        assert_eq!(status(&[config, start, rate, nan, &ok]), PackStatus::Failed);
+        assert_eq!(status(&[config, start, &ok]), PackStatus::Failed);
+        assert_eq!(
+            status(&[config, start, rate, stop, &killed]),
+            PackStatus::EarlyStop
+        );
+        assert_eq!(status(&[config, start, rate]), PackStatus::Incomplete);
+    }
+
     #[test]
     fn system_facts_come_from_the_meta_event() {
         let meta = serde_json::json!({
