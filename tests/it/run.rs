@@ -394,6 +394,59 @@ fn resume_finishes_a_killed_run() {
     assert!(again.stderr.contains("--resume"), "{}", again.stderr);
 }
 
+/// Issue 37: `--resume` judged a finished benchmark by its exit status and rates alone, so one
+/// that exited with 0 after an `error` event or a NaN loss (a failure for the run that recorded
+/// it) was left out as complete. It now applies the run's own rule, and runs them again.
+#[test]
+fn resume_runs_again_what_failed_with_an_error_event_or_a_nan_loss() {
+    let project = Project::new(
+        "_base:\n  inherits: _defaults\n  install_group: tiny\n  tags: [monogpu]\n  weight: 1\n\
+         good:\n  inherits: _base\n  definition: benchmarks/good\n\
+         errs:\n  inherits: _base\n  definition: benchmarks/errs\n\
+         nanloss:\n  inherits: _base\n  definition: benchmarks/nanloss\n",
+    );
+    // Each counts its runs in `<name>.runs`, reports rates, then exits with 0.
+    let counted = |name: &str, extra: &str| {
+        let runs = project.path().join(format!("{name}.runs"));
+        format!(
+            "with open({runs:?}, 'a') as f:\n    f.write('run\\n')\n{}",
+            reporting(3, 0).replace("print('bye')", extra)
+        )
+    };
+    project.bench("good", &counted("good", "print('bye')"));
+    project.bench(
+        "errs",
+        &counted(
+            "errs",
+            "out.write(json.dumps({'$event': 'error', '$data': {'type': 'RuntimeError', 'message': 'boom'}}) + '\\n')",
+        ),
+    );
+    project.bench(
+        "nanloss",
+        &counted(
+            "nanloss",
+            "out.write(json.dumps({'task': 'train', 'loss': float('nan')}) + '\\n')",
+        ),
+    );
+    let first = run(&mut project.run_command(&["--run-name", "flaky"]));
+    assert_ne!(first.code, 0, "{}\n{}", first.stdout, first.stderr);
+    let resumed = run(&mut project.run_command(&["--run-name", "flaky", "--resume"]));
+    assert!(
+        resumed.stderr.contains("good: already complete"),
+        "{}",
+        resumed.stderr
+    );
+    let runs = |name: &str| {
+        fs_err::read_to_string(project.path().join(format!("{name}.runs")))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert_eq!(runs("good"), 1);
+    assert_eq!(runs("errs"), 2, "{}", resumed.stderr);
+    assert_eq!(runs("nanloss"), 2, "{}", resumed.stderr);
+}
+
 #[test]
 fn a_run_name_is_a_name_not_a_path() {
     let project = project();

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use milabench::run::{RunEvent, RunObserver};
 use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec};
-use milabench_metrics::{Event, Pipe, Record, ReturnCode};
+use milabench_metrics::{Event, Failure, Pipe, Record, ReturnCode};
 
 /// Prints run progress on stderr.
 pub struct LiveDisplay {
@@ -158,13 +158,22 @@ impl ExecObserver for LiveDisplay {
 
     fn on_end(&mut self, outcome: &ProcessOutcome) {
         if !self.passed(outcome) {
-            let status = match &outcome.return_code {
-                ReturnCode::Code(0) if outcome.rate_count == 0 => {
+            // What failed a process that exited with 0, besides its error events.
+            let measured = outcome
+                .verdict
+                .failures()
+                .iter()
+                .find(|f| matches!(f, Failure::NanLoss | Failure::BadRates { .. }));
+            let status = match (&outcome.return_code, measured) {
+                (ReturnCode::Code(0), _) if outcome.rate_count == 0 => {
                     "exited with status 0 without reporting a rate".to_string()
                 }
-                ReturnCode::Code(code) if *code < 0 => format!("killed by signal {}", -code),
-                ReturnCode::Code(code) => format!("exited with status {code}"),
-                ReturnCode::Other(value) => format!("ended with {value}"),
+                (ReturnCode::Code(0), Some(failure)) => {
+                    format!("exited with status 0 but {failure}")
+                }
+                (ReturnCode::Code(code), _) if *code < 0 => format!("killed by signal {}", -code),
+                (ReturnCode::Code(code), _) => format!("exited with status {code}"),
+                (ReturnCode::Other(value), _) => format!("ended with {value}"),
             };
             let detail = outcome
                 .errors

@@ -33,8 +33,9 @@
 //!   module for why not `PR_SET_PDEATHSIG`).
 //! - **No `unsafe`**: the data pipe is passed by clearing close-on-exec on its write end for the
 //!   duration of the spawn, under a lock (see the `spawn` module).
-//! - **Success** follows the Python tool's rule ([`ProcessOutcome::success`]); the report and
-//!   validation layers judge the written files again on their own.
+//! - **Success** is [`milabench_metrics::ProcessVerdict`], judged on each process's records as
+//!   they are written: the one rule that `--resume`, the results store and the report apply to
+//!   the written files.
 //!
 //! ```no_run
 //! use milabench_exec::{ExecOptions, install_ctrl_c, run_plan};

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use milabench_metrics::ReturnCode;
+use milabench_metrics::{ProcessVerdict, ReturnCode};
 
 /// How one process of a plan ended, as recorded in its `.data` file.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,10 +14,11 @@ pub struct ProcessOutcome {
     /// killed it), or the string `"ERROR"` when it could not be started or was aborted by the
     /// orchestrator (interrupted).
     pub return_code: ReturnCode,
-    /// The process sent `{"$event": "stop"}` (early stop): it counts as a success whatever its
-    /// return code.
-    pub stop_seen: bool,
-    /// Messages of the `error` events recorded for it (from the benchmark or the orchestrator).
+    /// The verdict on its records ([`ProcessVerdict`], the one rule the readers of its file
+    /// apply too).
+    pub verdict: ProcessVerdict,
+    /// Messages of the `error` events recorded for it (from the benchmark or the orchestrator),
+    /// as `type: message`.
     pub errors: Vec<String>,
     /// It was stopped because the plan's `max_duration` expired.
     pub timed_out: bool,
@@ -27,8 +28,6 @@ pub struct ProcessOutcome {
     pub duration: Duration,
     /// Number of training rates it reported (`data` events with `task: "train"` and a `rate`).
     pub rate_count: usize,
-    /// It reported a NaN loss.
-    pub nan_loss: bool,
     /// Its events are kept out of reports (`ProcessSpec::nolog`).
     pub nolog: bool,
     /// Its `.data` file.
@@ -36,14 +35,9 @@ pub struct ProcessOutcome {
 }
 
 impl ProcessOutcome {
-    /// The verdict of the Python tool's live display and of `milabench report` for one process:
-    /// processes kept out of reports always pass; an early stop passes; otherwise the process
-    /// must exit with 0, have no `error` event and no NaN loss, and report at least one training
-    /// rate.
+    /// Whether the process succeeded ([`ProcessVerdict::is_success`]).
     pub fn success(&self) -> bool {
-        self.nolog
-            || self.stop_seen
-            || (self.exited_cleanly() && !self.nan_loss && self.rate_count > 0)
+        self.verdict.is_success()
     }
 
     /// Exited with 0 and sent no `error` event: what a process that reports no rates (a
@@ -74,7 +68,30 @@ impl BenchOutcome {
     /// Every process succeeded (see [`ProcessOutcome::success`]) and the run was not
     /// interrupted.
     pub fn success(&self) -> bool {
-        !self.interrupted && self.processes.iter().all(ProcessOutcome::success)
+        self.verdict().is_success()
+    }
+
+    /// The verdict on the benchmark: [`ProcessVerdict::Interrupted`] when the run was
+    /// interrupted, else that of its first process that did not succeed, else
+    /// [`ProcessVerdict::Succeeded`].
+    pub fn verdict(&self) -> ProcessVerdict {
+        if self.interrupted {
+            return ProcessVerdict::Interrupted;
+        }
+        self.failures()
+            .next()
+            .map_or(ProcessVerdict::Succeeded, |failed| failed.verdict.clone())
+    }
+
+    /// The exit status of its first process that did not succeed, else of its first process;
+    /// `None` when none ended with a status.
+    pub fn exit_code(&self) -> Option<i64> {
+        self.failures()
+            .chain(&self.processes)
+            .find_map(|p| match p.return_code {
+                ReturnCode::Code(code) => Some(code),
+                ReturnCode::Other(_) => None,
+            })
     }
 
     /// Every process exited cleanly (see [`ProcessOutcome::exited_cleanly`]) within the time

@@ -9,9 +9,10 @@ use std::process::{ChildStdin, ExitStatus};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use milabench_metrics::format::TRAIN_TASK;
+use milabench_metrics::format::{INTERRUPT_ERROR, TRAIN_TASK};
 use milabench_metrics::{
-    DataFileWriter, EndInfo, ErrorInfo, Event, MetricsError, Record, ReturnCode, StartInfo,
+    DataFileWriter, EndInfo, ErrorInfo, Event, MetricsError, ProcessJudge, Record, ReturnCode,
+    StartInfo,
 };
 use milabench_plan::{BenchPlan, ProcessSpec};
 use nix::sys::signal::Signal;
@@ -80,14 +81,12 @@ struct Proc<'a> {
     exited_at: Option<Instant>,
     open_streams: usize,
     stopping: Stopping,
-    stop_seen: bool,
     timed_out: bool,
     interrupted: bool,
-    errors: Vec<String>,
-    rate_count: usize,
+    /// The verdict on its records so far.
+    judge: ProcessJudge,
     /// Its training rates, for the precision stop.
     rates: Vec<f64>,
-    nan_loss: bool,
     sampler: Option<Box<dyn RunningSampler>>,
     outcome: Option<ProcessOutcome>,
     /// The write end of a remote rank's standard input: closing it stops the rank.
@@ -190,28 +189,14 @@ impl<'a> Runner<'a, '_> {
     /// the precision stop.
     fn recorded(&mut self, idx: usize, record: &Record) {
         let p = &mut self.procs[idx];
+        p.judge.observe(record);
         let mut new_rate = false;
-        match &record.event {
-            Event::Data(d) => {
-                if d.task.as_deref() == Some(TRAIN_TASK)
-                    && let Some(rate) = d.rate
-                {
-                    p.rate_count += 1;
-                    p.rates.push(rate);
-                    new_rate = true;
-                }
-                if d.loss.is_some_and(f64::is_nan) {
-                    p.nan_loss = true;
-                }
-            }
-            Event::Stop => p.stop_seen = true,
-            Event::Error(e) => p.errors.push(match (&e.kind, &e.message) {
-                (Some(k), Some(m)) => format!("{k}: {m}"),
-                (Some(k), None) => k.clone(),
-                (None, Some(m)) => m.clone(),
-                (None, None) => "error".to_owned(),
-            }),
-            _ => {}
+        if let Event::Data(d) = &record.event
+            && d.task.as_deref() == Some(TRAIN_TASK)
+            && let Some(rate) = d.rate
+        {
+            p.rates.push(rate);
+            new_rate = true;
         }
         let p = &self.procs[idx];
         self.observer.on_record(&p.tag, record);
@@ -324,10 +309,10 @@ impl<'a> Runner<'a, '_> {
     fn failure(&self, idx: usize) -> Option<String> {
         let p = &self.procs[idx];
         let code = p.exit?;
-        if p.stop_seen || (code == 0 && p.errors.is_empty()) {
+        if p.judge.stop_seen() || (code == 0 && p.judge.errors().is_empty()) {
             return None;
         }
-        Some(match p.errors.last() {
+        Some(match p.judge.errors().last() {
             Some(error) => error.clone(),
             None => match &p.last_stderr {
                 Some(line) => format!("exited with status {code}: {line}"),
@@ -488,13 +473,12 @@ impl<'a> Runner<'a, '_> {
         let outcome = ProcessOutcome {
             tag: p.tag.clone(),
             return_code,
-            stop_seen: p.stop_seen,
-            errors: p.errors.clone(),
+            verdict: p.judge.verdict(),
+            errors: p.judge.errors().to_vec(),
             timed_out: p.timed_out,
             interrupted: p.interrupted,
             duration: p.launched.elapsed(),
-            rate_count: p.rate_count,
-            nan_loss: p.nan_loss,
+            rate_count: p.judge.rate_count(),
             nolog: p.spec.nolog,
             data_file: p.writer.path().to_path_buf(),
         };
@@ -585,7 +569,7 @@ impl<'a> Runner<'a, '_> {
             self.record(
                 i,
                 error_record(
-                    "KeyboardInterrupt",
+                    INTERRUPT_ERROR,
                     "milabench was interrupted; the process group was stopped".into(),
                 ),
             );
@@ -615,13 +599,10 @@ impl<'a> Runner<'a, '_> {
             exited_at: None,
             open_streams: 0,
             stopping: Stopping::No,
-            stop_seen: false,
             timed_out: false,
             interrupted: false,
-            errors: Vec::new(),
-            rate_count: 0,
+            judge: ProcessJudge::default(),
             rates: Vec::new(),
-            nan_loss: false,
             sampler: None,
             outcome: None,
             stdin: None,

@@ -11,7 +11,7 @@ use milabench_exec::{
     BenchOutcome, BenchPlan, ExecObserver, ExecOptions, Launch, PlannedFile, ProcessOutcome,
     ProcessSpec, RecordSink, RunningSampler, SampledProcess, SamplerFactory, run_plan,
 };
-use milabench_metrics::{Event, Record, ReturnCode};
+use milabench_metrics::{Event, ProcessVerdict, Record, ReturnCode};
 use serde_json::{Value, json};
 
 /// Python helpers every script starts with: `send(obj)` on the data channel (the `DATA_FD` pipe,
@@ -253,7 +253,8 @@ while True:
     assert!(t.elapsed() < Duration::from_secs(10));
     let p = only(&outcome);
     assert_eq!(p.return_code, ReturnCode::Code(-9));
-    assert!(p.stop_seen && p.success());
+    assert_eq!(p.verdict, ProcessVerdict::EarlyStopped);
+    assert!(p.success());
 }
 
 #[test]
@@ -457,7 +458,7 @@ time.sleep(60)
     let outcome = b.run(&plan);
     assert!(t.elapsed() < Duration::from_secs(10));
     let p = only(&outcome);
-    assert!(p.stop_seen);
+    assert_eq!(p.verdict, ProcessVerdict::EarlyStopped);
     assert_eq!(p.return_code, ReturnCode::Code(-15));
     assert!(p.success() && outcome.success());
     let events = b.events("bench.D0");
@@ -500,7 +501,7 @@ for i in range(600):
     assert!(outcome.success(), "{outcome:?}");
     for (p, tag) in outcome.processes.iter().zip(["bench.D0", "bench.D1"]) {
         assert!(
-            p.stop_seen && p.rate_count >= 12 && p.rate_count < 600,
+            p.verdict == ProcessVerdict::EarlyStopped && p.rate_count >= 12 && p.rate_count < 600,
             "{p:?}"
         );
         let events = b.events(tag);
@@ -536,7 +537,10 @@ for i in range(30):
     let outcome = run_plan(&plan, &b.run_dir(), &options, &mut ()).unwrap();
     assert_eq!(outcome.precise, None);
     let p = only(&outcome);
-    assert!(!p.stop_seen && p.rate_count == 30 && p.success(), "{p:?}");
+    assert!(
+        p.verdict == ProcessVerdict::Succeeded && p.rate_count == 30,
+        "{p:?}"
+    );
 }
 
 #[test]

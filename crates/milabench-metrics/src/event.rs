@@ -40,11 +40,16 @@ impl Pipe {
 
     /// The pipe called `name`.
     pub fn from_name(name: &str) -> Pipe {
-        match PipeName::parse(name.as_bytes()) {
-            Some(PipeName::Data) => Pipe::Data,
-            Some(PipeName::Stdout) => Pipe::Stdout,
-            Some(PipeName::Stderr) => Pipe::Stderr,
-            None => Pipe::Other(name.to_owned()),
+        PipeName::parse(name.as_bytes()).map_or_else(|| Pipe::Other(name.to_owned()), Pipe::from)
+    }
+}
+
+impl From<PipeName> for Pipe {
+    fn from(name: PipeName) -> Pipe {
+        match name {
+            PipeName::Data => Pipe::Data,
+            PipeName::Stdout => Pipe::Stdout,
+            PipeName::Stderr => Pipe::Stderr,
         }
     }
 }
@@ -247,7 +252,7 @@ fn pair(value: &Value) -> Option<[f64; 2]> {
     for item in items {
         numbers.push(as_f64(item));
     }
-    numbers.finish().pair
+    numbers.pair()
 }
 
 fn number_value(x: f64) -> Value {

@@ -8,7 +8,8 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use crate::error::MetricsError;
-use crate::reader::{LineDecoder, RecordDecoder, RecordReader};
+use crate::fields::Fields;
+use crate::reader::RecordReader;
 use crate::tag::Tag;
 
 /// One `<tag>.data` file of a run folder.
@@ -33,20 +34,20 @@ impl DataFile {
 
     /// Streams the file's records.
     pub fn records(&self) -> Result<RecordReader<BufReader<File>>, MetricsError> {
-        self.records_with(RecordDecoder)
+        self.records_with(Fields::ALL)
     }
 
-    /// Streams the file's records as `decoder` decodes them.
-    pub fn records_with<D: LineDecoder>(
+    /// Streams the file's records, holding `fields` only (see [`RecordReader::with_fields`]).
+    pub fn records_with(
         &self,
-        decoder: D,
-    ) -> Result<RecordReader<BufReader<File>, D>, MetricsError> {
+        fields: Fields,
+    ) -> Result<RecordReader<BufReader<File>>, MetricsError> {
         let file = File::open(&self.path).map_err(|error| MetricsError::Read {
             path: self.path.clone(),
             error,
         })?;
         let input = BufReader::with_capacity(64 * 1024, file);
-        Ok(RecordReader::with_decoder(input, decoder))
+        Ok(RecordReader::with_fields(input, fields))
     }
 }
 

@@ -1,15 +1,15 @@
 //! The `.data` line format, defined once: the keys of a record line, the event names and what
 //! each event's payload carries, the field names of those payloads, and the lenient rules by
 //! which values are read. Every reader and writer of these lines spells a key or applies a rule
-//! through this module only: the typed decoder of this crate ([`crate::Record`] and its events),
-//! its writer, and the report's projection decoder and byte scanner (`milabench-report`). A change
-//! of the format is one edit here, and the parity tests of those decoders enumerate these tables.
+//! through this module only: the typed events ([`crate::Record`]), both paths of the decoder
+//! (serde and the byte scanner) and the writer. A change of the format is one edit here, and the
+//! parity tests of the decoder's paths enumerate these tables.
 //!
 //! A line is one JSON object, `{"event": <name>, "data": <payload>, "pipe": <pipe>}`
 //! ([`RecordKey`]); [`EventName`] says which payload each event carries. Numbers follow
 //! [`non_finite`] (Python's `NaN`/`Infinity`/`-Infinity`, bare in the file, quoted once the
-//! reader repaired the line) and the pair rule of [`crate::lenient::NumbersReader`]; a value of
-//! another shape than its field expects is not an error, only not that field.
+//! reader repaired the line) and the pair rule (a pair is an array of exactly two numbers); a
+//! value of another shape than its field expects is not an error, only not that field.
 
 use serde_json::Value;
 
@@ -43,9 +43,10 @@ macro_rules! spellings {
             /// The name spelled `text` (the bytes of a key or string as they appear in the line,
             /// without escapes); `None` for any other text.
             // The spellings become constants named as the names, so that one `match` on them
-            // compiles as a `match` on byte-string literals would.
+            // compiles as a `match` on byte-string literals would. Always inlined: the decoder's
+            // fast path looks up every key of every line, and a call costs as much as the lookup.
             #[allow(non_upper_case_globals)]
-            #[inline]
+            #[inline(always)]
             pub fn parse(text: &[u8]) -> Option<$name> {
                 $( const $variant: &[u8] = $spelling.as_bytes(); )+
                 match text {
@@ -225,6 +226,14 @@ spellings! {
 
 /// The task of training samples, whose `rate` and `loss` are the benchmark's figures.
 pub const TRAIN_TASK: &str = "train";
+
+/// The part of a process tag (`config.tag`) that keeps the process out of reports: the remote
+/// ranks of a multi-node job.
+pub const NOLOG_TAG: &str = "nolog";
+
+/// The `type` of the `error` event that records an interruption of the run (Ctrl-C), Python's
+/// name for it.
+pub const INTERRUPT_ERROR: &str = "KeyboardInterrupt";
 
 /// Python's spellings of the non-finite floats, bare tokens in the lines it writes (`json.dumps`)
 /// and strings once the reader has quoted them for a strict JSON parser.

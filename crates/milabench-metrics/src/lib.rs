@@ -4,7 +4,13 @@
 //! Files written by the Python milabench read back unchanged (including its bare `NaN` tokens),
 //! and what this crate writes the Python tool reads. Reading never loads a whole file: records
 //! come one line at a time, and lines that cannot be decoded become [`LineProblem`]s that the
-//! caller counts and reports instead of aborting.
+//! caller counts and reports instead of aborting. There is one decoder of `.data` lines
+//! ([`RecordReader`]): a reader asks for the [`Fields`] it uses, and the rest of each line is
+//! skipped unread (a byte scanner answers the usual lines, serde the others).
+//!
+//! [`ProcessVerdict`] is the one rule for whether a process succeeded, which the executor applies
+//! live and the readers of run folders (`--resume`, the results store, the report) apply to its
+//! file ([`ProcessJudge`] one record at a time).
 //!
 //! [`FolderLock`] keeps a second process out of a folder in use (a run folder; `milabench-env`
 //! uses it for install groups too).
@@ -12,15 +18,18 @@
 mod decode;
 mod error;
 mod event;
+mod fields;
 mod folder;
 pub mod format;
 mod json;
-pub mod lenient;
+mod lenient;
 mod lock;
 mod rate;
 mod reader;
 mod record_de;
+mod skim;
 mod tag;
+mod verdict;
 mod writer;
 
 pub use decode::{ChannelDecoder, LineSplitter, SmuggleDecoder, SmuggledLines, smuggle_encode};
@@ -29,12 +38,11 @@ pub use event::{
     CpuSample, DataPayload, EndInfo, ErrorInfo, Event, FormatErrorInfo, GpuSample, Pipe, Record,
     ReturnCode, StartInfo,
 };
+pub use fields::Fields;
 pub use folder::{DataFile, Discovery, SkipReason, SkippedPath, discover_data_files};
 pub use lock::{FolderLock, LockError, describe_holders};
 pub use rate::{MAX_RATE, RateFault};
-pub use reader::{
-    LineDecoder, LineOutcome, LineProblem, LineProblemKind, ProblemTally, ReadItem, RecordDecoder,
-    RecordReader,
-};
+pub use reader::{LineProblem, LineProblemKind, ProblemTally, ReadItem, RecordReader};
 pub use tag::Tag;
+pub use verdict::{Failure, ProcessJudge, ProcessVerdict};
 pub use writer::{DataFileWriter, RunFolderWriter, record_to_line};

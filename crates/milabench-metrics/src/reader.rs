@@ -1,4 +1,5 @@
-//! Streaming reader of `.data` files: one record per line, bad lines reported, never fatal.
+//! Streaming reader of `.data` files, the one decoder of their lines: one record per line with
+//! the fields asked for, bad lines reported, never fatal.
 
 use std::fmt;
 use std::io::BufRead;
@@ -8,8 +9,11 @@ use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
 use crate::event::{Event, Pipe, Record};
+use crate::fields::Fields;
 use crate::format::RecordKey;
 use crate::json::quote_non_finite;
+use crate::record_de::Visited;
+use crate::skim::Spare;
 
 /// What was wrong with one line of a `.data` file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -55,8 +59,8 @@ pub struct LineProblem {
     pub detail: String,
 }
 
-/// One item of a [`RecordReader`]: a decoded record (a [`Record`], or what the reader's
-/// [`LineDecoder`] makes of a line) or a bad line.
+/// One item of a [`RecordReader`]: a decoded record (owned, or lent by
+/// [`RecordReader::next_lent`]) or a bad line.
 // Records are the common case: boxing them would cost an allocation per line.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
@@ -67,82 +71,106 @@ pub enum ReadItem<T = Record> {
     Problem(LineProblem),
 }
 
-/// What a [`LineDecoder`] made of one line.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LineOutcome<T> {
-    /// The decoded record.
-    Item(T),
-    /// A valid record the decoder leaves out.
+/// The `.data` decoder: lines become typed [`Record`]s holding the [`Fields`] asked for. A fast
+/// path (`skim`) reads the usual lines from their bytes; the serde path (`record_de`, then a JSON
+/// tree for odd key orders) reads the others and is the reference.
+#[derive(Debug)]
+pub(crate) struct Decoder {
+    fields: Fields,
+    spare: Spare,
+}
+
+/// What the decoder made of one line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decoded {
+    /// The record is in the slot.
+    Record,
+    /// A valid record of an event not asked for.
     Skipped,
     /// Not an `{"event": ...}` record (the reader then finds out whether it is JSON at all).
     NotARecord,
 }
 
-/// Turns the text of one line of a `.data` file into an item. The text is valid UTF-8 (bad bytes
-/// replaced) and Python's bare `NaN`/`Infinity` tokens are already quoted (see [`crate::lenient`]).
-pub trait LineDecoder {
-    /// What a record becomes.
-    type Item;
-    /// Decodes one line (a decoder may keep what it learns from one line for the next ones).
-    fn decode(&mut self, text: &str) -> LineOutcome<Self::Item>;
-
-    /// An optional fast path over the raw bytes of a line, tried before the UTF-8 check and the
-    /// quoting of non-finite tokens. It may answer (`Some`) only for a line that is valid UTF-8,
-    /// holds no bare `NaN`/`Infinity` token, and for which [`LineDecoder::decode`] would give the
-    /// same answer; `None` (the default) sends the line down the usual path.
-    fn decode_bytes(&mut self, bytes: &[u8]) -> Option<LineOutcome<Self::Item>> {
-        let _ = bytes;
-        None
-    }
-}
-
-/// The full decoder: every line becomes a typed [`Record`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RecordDecoder;
-
-impl LineDecoder for RecordDecoder {
-    type Item = Record;
-
-    fn decode(&mut self, text: &str) -> LineOutcome<Record> {
-        if let Some(record) = crate::record_de::decode_record(text) {
-            return LineOutcome::Item(record);
+impl Decoder {
+    pub(crate) fn new(fields: Fields) -> Decoder {
+        Decoder {
+            fields,
+            spare: Spare::default(),
         }
-        // The slow path: a JSON tree first (the event name after the payload, odd shapes).
-        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
-            return LineOutcome::NotARecord;
+    }
+
+    /// The fast path over the raw bytes of a line, before the UTF-8 check and the quoting of
+    /// non-finite tokens: `None` sends the line down the serde path.
+    pub(crate) fn decode_bytes(&mut self, bytes: &[u8], slot: &mut Record) -> Option<Decoded> {
+        crate::skim::decode(bytes, self.fields, slot, &mut self.spare)
+    }
+
+    /// The serde path, over the text of a line (valid UTF-8, non-finite tokens quoted).
+    pub(crate) fn decode_text(&mut self, text: &str, slot: &mut Record) -> Decoded {
+        let visited = match crate::record_de::decode_record(text, self.fields) {
+            Visited::NotARecord => match serde_json::from_str::<Value>(text) {
+                // The slow path: a JSON tree first (repeated keys, odd shapes).
+                Ok(Value::Object(map)) => match record_from_map(map) {
+                    Some(record) => self
+                        .fields
+                        .project(record)
+                        .map_or(Visited::Skipped, Visited::Record),
+                    None => Visited::NotARecord,
+                },
+                _ => Visited::NotARecord,
+            },
+            visited => visited,
         };
-        record_from_map(map).map_or(LineOutcome::NotARecord, LineOutcome::Item)
+        match visited {
+            Visited::Record(record) => {
+                self.spare.reclaim(slot);
+                *slot = record;
+                Decoded::Record
+            }
+            Visited::Skipped => Decoded::Skipped,
+            Visited::NotARecord => Decoded::NotARecord,
+        }
     }
 }
 
-/// Streams the records of a JSON-lines event file, reusing one line buffer; `D` decides what a
-/// record becomes (typed [`Record`]s by default).
+/// A record without allocations, the reader's slot when empty.
+pub(crate) fn empty_record() -> Record {
+    Record::new(Event::Stop, None)
+}
+
+/// Streams the records of a JSON-lines event file, reusing one line buffer: every record
+/// ([`RecordReader::new`]), or only the [`Fields`] asked for ([`RecordReader::with_fields`]).
+/// Records are owned when iterated, lent by [`RecordReader::next_lent`]: a reader that keeps
+/// nothing of a record after looking at it reads most lines without allocating.
 #[derive(Debug)]
-pub struct RecordReader<R, D: LineDecoder = RecordDecoder> {
+pub struct RecordReader<R> {
     input: R,
-    decoder: D,
+    decoder: Decoder,
     buf: Vec<u8>,
     line: usize,
-    pending: Option<D::Item>,
+    /// The last record decoded.
+    slot: Record,
+    /// The slot holds a record not given yet (the line's problem went first).
+    pending: bool,
     done: bool,
 }
 
 impl<R: BufRead> RecordReader<R> {
-    /// A reader of typed records over `input`.
+    /// A reader of whole records over `input`.
     pub fn new(input: R) -> RecordReader<R> {
-        RecordReader::with_decoder(input, RecordDecoder)
+        RecordReader::with_fields(input, Fields::ALL)
     }
-}
 
-impl<R: BufRead, D: LineDecoder> RecordReader<R, D> {
-    /// A reader over `input` whose records are decoded by `decoder`.
-    pub fn with_decoder(input: R, decoder: D) -> RecordReader<R, D> {
+    /// A reader over `input` whose records hold `fields` only: the records of other events are
+    /// left out and the rest of each line is skipped unread.
+    pub fn with_fields(input: R, fields: Fields) -> RecordReader<R> {
         RecordReader {
             input,
-            decoder,
+            decoder: Decoder::new(fields),
             buf: Vec::with_capacity(4096),
             line: 0,
-            pending: None,
+            slot: empty_record(),
+            pending: false,
             done: false,
         }
     }
@@ -152,18 +180,19 @@ impl<R: BufRead, D: LineDecoder> RecordReader<R, D> {
         self.line
     }
 
-    /// The decoder, with what it kept from the lines read so far.
-    pub fn decoder(&self) -> &D {
-        &self.decoder
+    /// The next item, its record lent until the next call (see [`RecordReader`]).
+    pub fn next_lent(&mut self) -> Option<ReadItem<&Record>> {
+        Some(match self.advance()? {
+            Step::Record => ReadItem::Record(&self.slot),
+            Step::Problem(problem) => ReadItem::Problem(problem),
+        })
     }
-}
 
-impl<R: BufRead, D: LineDecoder> Iterator for RecordReader<R, D> {
-    type Item = ReadItem<D::Item>;
-
-    fn next(&mut self) -> Option<ReadItem<D::Item>> {
-        if let Some(record) = self.pending.take() {
-            return Some(ReadItem::Record(record));
+    /// Reads on to the next record (left in the slot) or problem.
+    fn advance(&mut self) -> Option<Step> {
+        if self.pending {
+            self.pending = false;
+            return Some(Step::Record);
         }
         loop {
             if self.done {
@@ -174,7 +203,7 @@ impl<R: BufRead, D: LineDecoder> Iterator for RecordReader<R, D> {
                 Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(err) => {
                     self.done = true;
-                    return Some(ReadItem::Problem(LineProblem {
+                    return Some(Step::Problem(LineProblem {
                         line: self.line + 1,
                         kind: LineProblemKind::Io,
                         detail: err.to_string(),
@@ -182,11 +211,12 @@ impl<R: BufRead, D: LineDecoder> Iterator for RecordReader<R, D> {
                 }
             };
             let newline = memchr::memchr(b'\n', available);
+            let (decoder, slot) = (&mut self.decoder, &mut self.slot);
             let outcome = match (newline, self.buf.is_empty()) {
                 // A whole line in the input's buffer: decoded where it lies, without a copy.
                 (Some(end), true) => {
                     self.line += 1;
-                    let outcome = line_item(&mut self.decoder, &available[..end], true, self.line);
+                    let outcome = line_item(decoder, &available[..end], true, self.line, slot);
                     self.input.consume(end + 1);
                     outcome
                 }
@@ -195,7 +225,7 @@ impl<R: BufRead, D: LineDecoder> Iterator for RecordReader<R, D> {
                     self.buf.extend_from_slice(&available[..end]);
                     self.input.consume(end + 1);
                     self.line += 1;
-                    let outcome = line_item(&mut self.decoder, &self.buf, true, self.line);
+                    let outcome = line_item(decoder, &self.buf, true, self.line, slot);
                     self.buf.clear();
                     outcome
                 }
@@ -206,12 +236,8 @@ impl<R: BufRead, D: LineDecoder> Iterator for RecordReader<R, D> {
                         return None;
                     }
                     self.line += 1;
-                    line_item(
-                        &mut self.decoder,
-                        &std::mem::take(&mut self.buf),
-                        false,
-                        self.line,
-                    )
+                    let last = std::mem::take(&mut self.buf);
+                    line_item(decoder, &last, false, self.line, slot)
                 }
                 // A line that goes on past the buffer: kept until its end arrives.
                 (None, _) => {
@@ -223,70 +249,94 @@ impl<R: BufRead, D: LineDecoder> Iterator for RecordReader<R, D> {
             };
             match outcome {
                 LineItem::Nothing => continue,
-                LineItem::One(item) => return Some(item),
-                LineItem::ProblemThenRecord(problem, record) => {
-                    self.pending = Some(record);
-                    return Some(problem);
+                LineItem::Record => return Some(Step::Record),
+                LineItem::Problem(problem) => return Some(Step::Problem(problem)),
+                LineItem::ProblemThenRecord(problem) => {
+                    self.pending = true;
+                    return Some(Step::Problem(problem));
                 }
             }
         }
     }
 }
 
+impl<R: BufRead> Iterator for RecordReader<R> {
+    type Item = ReadItem;
+
+    fn next(&mut self) -> Option<ReadItem> {
+        Some(match self.advance()? {
+            Step::Record => ReadItem::Record(std::mem::replace(&mut self.slot, empty_record())),
+            Step::Problem(problem) => ReadItem::Problem(problem),
+        })
+    }
+}
+
+/// What the reader found next.
+enum Step {
+    /// A record, in the slot.
+    Record,
+    /// A bad line.
+    Problem(LineProblem),
+}
+
 /// What one line gives the reader.
-enum LineItem<T> {
+enum LineItem {
     /// Nothing (a blank line, or a skipped record).
     Nothing,
-    /// A record or a problem.
-    One(ReadItem<T>),
-    /// A repaired line: its problem, then its record.
-    ProblemThenRecord(ReadItem<T>, T),
+    /// A record, in the slot.
+    Record,
+    /// A bad line.
+    Problem(LineProblem),
+    /// A repaired line: its problem, then its record (in the slot).
+    ProblemThenRecord(LineProblem),
 }
 
 /// Decodes the line `bytes` (without its newline; `complete` when one followed it), number
-/// `line`.
-fn line_item<D: LineDecoder>(
-    decoder: &mut D,
+/// `line`, into `slot`.
+fn line_item(
+    decoder: &mut Decoder,
     bytes: &[u8],
     complete: bool,
     line: usize,
-) -> LineItem<D::Item> {
+    slot: &mut Record,
+) -> LineItem {
     let bytes = trim_newline(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return LineItem::Nothing;
     }
-    match decoder.decode_bytes(bytes) {
-        Some(LineOutcome::Item(record)) => return LineItem::One(ReadItem::Record(record)),
-        Some(LineOutcome::Skipped) => return LineItem::Nothing,
-        // Only the usual path tells a bad line's kind.
-        Some(LineOutcome::NotARecord) | None => {}
+    match decoder.decode_bytes(bytes, slot) {
+        Some(Decoded::Record) => return LineItem::Record,
+        Some(Decoded::Skipped) => return LineItem::Nothing,
+        // Only the serde path tells a bad line's kind.
+        Some(Decoded::NotARecord) | None => {}
     }
     let (text, utf8_ok) = match std::str::from_utf8(bytes) {
         Ok(s) => (std::borrow::Cow::Borrowed(s), true),
         Err(_) => (String::from_utf8_lossy(bytes), false),
     };
-    match (decode_line(decoder, &text), utf8_ok) {
-        (Ok(None), true) => LineItem::Nothing,
-        (Ok(Some(record)), true) => LineItem::One(ReadItem::Record(record)),
-        (Ok(None), false) => LineItem::One(problem(line, LineProblemKind::NotUtf8, &text)),
-        (Ok(Some(record)), false) => {
-            LineItem::ProblemThenRecord(problem(line, LineProblemKind::NotUtf8, &text), record)
+    match (decode_line(decoder, &text, slot), utf8_ok) {
+        (Ok(Decoded::Record), true) => LineItem::Record,
+        (Ok(Decoded::Record), false) => {
+            LineItem::ProblemThenRecord(problem(line, LineProblemKind::NotUtf8, &text))
         }
-        (Err(_), false) => LineItem::One(problem(line, LineProblemKind::NotUtf8, &text)),
+        (Ok(_), true) => LineItem::Nothing,
+        (Ok(_) | Err(_), false) => {
+            LineItem::Problem(problem(line, LineProblemKind::NotUtf8, &text))
+        }
         (Err(kind), true) => {
             let kind = if !complete && kind == LineProblemKind::NotJson {
                 LineProblemKind::Truncated
             } else {
                 kind
             };
-            LineItem::One(problem(line, kind, &text))
+            LineItem::Problem(problem(line, kind, &text))
         }
     }
 }
 
 /// The problem of `line`, with its first 80 characters as the detail: control characters
 /// escaped (`\u{1b}`), so that a garbage file's warning never drives the terminal.
-fn problem<T>(line: usize, kind: LineProblemKind, text: &str) -> ReadItem<T> {
+fn problem(line: usize, kind: LineProblemKind, text: &str) -> LineProblem {
     let mut detail = String::new();
     for c in text.chars().take(80) {
         if c.is_control() {
@@ -298,7 +348,7 @@ fn problem<T>(line: usize, kind: LineProblemKind, text: &str) -> ReadItem<T> {
     if text.chars().nth(80).is_some() {
         detail.push_str("...");
     }
-    ReadItem::Problem(LineProblem { line, kind, detail })
+    LineProblem { line, kind, detail }
 }
 
 fn trim_newline(bytes: &[u8]) -> &[u8] {
@@ -309,27 +359,31 @@ fn trim_newline(bytes: &[u8]) -> &[u8] {
     &bytes[..end]
 }
 
-/// Decodes one line of a `.data` file with `decoder`, after quoting Python's non-finite tokens;
-/// `Ok(None)` for a record the decoder skips.
-fn decode_line<D: LineDecoder>(
-    decoder: &mut D,
+/// Decodes one line of a `.data` file into `slot` by the serde path, after quoting Python's
+/// non-finite tokens; a line that is not a record is classified.
+fn decode_line(
+    decoder: &mut Decoder,
     text: &str,
-) -> Result<Option<D::Item>, LineProblemKind> {
+    slot: &mut Record,
+) -> Result<Decoded, LineProblemKind> {
     let text = quote_non_finite(text);
-    match decoder.decode(&text) {
-        LineOutcome::Item(item) => Ok(Some(item)),
-        LineOutcome::Skipped => Ok(None),
-        LineOutcome::NotARecord => match serde_json::from_str::<IgnoredAny>(&text) {
+    match decoder.decode_text(&text, slot) {
+        Decoded::NotARecord => match serde_json::from_str::<IgnoredAny>(&text) {
             Ok(_) => Err(LineProblemKind::NotARecord),
             Err(_) => Err(LineProblemKind::NotJson),
         },
+        decoded => Ok(decoded),
     }
 }
 
 /// Decodes one line of a `.data` file (`{"event", "data", "pipe"}`) into a typed record.
 #[cfg(test)]
 pub(crate) fn parse_record_line(text: &str) -> Result<Option<Record>, LineProblemKind> {
-    decode_line(&mut RecordDecoder, text)
+    let mut slot = empty_record();
+    match decode_line(&mut Decoder::new(Fields::ALL), text, &mut slot)? {
+        Decoded::Record => Ok(Some(slot)),
+        Decoded::Skipped | Decoded::NotARecord => Ok(None),
+    }
 }
 
 pub(crate) fn record_from_map(map: Map<String, Value>) -> Option<Record> {
@@ -452,6 +506,7 @@ impl fmt::Display for TallyEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::{DataKey, EventName};
 
     fn read(text: &[u8]) -> Vec<ReadItem> {
         RecordReader::new(text).collect()
@@ -509,23 +564,22 @@ mod tests {
 
     #[test]
     fn skipped_events_are_checked_but_not_yielded() {
-        /// Typed records, leaving out `line` events.
-        struct WithoutLines;
-        impl LineDecoder for WithoutLines {
-            type Item = Record;
-            fn decode(&mut self, text: &str) -> LineOutcome<Record> {
-                match RecordDecoder.decode(text) {
-                    LineOutcome::Item(r) if r.event.name() == "line" => LineOutcome::Skipped,
-                    other => other,
-                }
-            }
-        }
-        let items: Vec<ReadItem> = RecordReader::with_decoder(
+        // Every event but `line`, whole.
+        let without_lines = EventName::ALL
+            .iter()
+            .filter(|&&name| name != EventName::Line)
+            .fold(Fields::NONE, |fields, &name| fields | Fields::event(name));
+        let without_lines = Fields::EXTRA
+            | Fields::UNKNOWN_EVENTS
+            | DataKey::ALL
+                .iter()
+                .fold(without_lines, |f, &k| f | Fields::data(k));
+        let items: Vec<ReadItem> = RecordReader::with_fields(
             &b"{\"event\": \"line\", \"data\": \"step 1\\n\", \"pipe\": \"stderr\"}\n\
                {\"data\": \"late name\\n\", \"event\": \"line\"}\n\
                {\"event\": \"line\", \"data\": \"cut\n\
                {\"event\": \"stop\", \"data\": null, \"pipe\": \"data\"}\n"[..],
-            WithoutLines,
+            without_lines,
         )
         .collect();
         assert_eq!(items.len(), 2, "{items:?}");

@@ -2,14 +2,37 @@
 
 use std::path::{Path, PathBuf};
 
+use milabench_metrics::format::{DataKey, EventName, SampleKey, TRAIN_TASK, skipped_bench};
 use milabench_metrics::{
-    DataFile, MAX_RATE, ProblemTally, RateFault, ReadItem, discover_data_files,
+    DataFile, Event, Failure, Fields, MAX_RATE, ProblemTally, ProcessJudge, ProcessVerdict,
+    RateFault, ReadItem, discover_data_files,
 };
 use serde_json::Value;
 
 use crate::error::ReportError;
-pub use crate::facts::GpuReading;
-use crate::facts::{Fact, FactDecoder};
+
+/// The parts of a `.data` line the report reads: what its figures use, and what the verdict on
+/// the process reads.
+const REPORT_FIELDS: Fields = ProcessJudge::FIELDS
+    .with(Fields::event(EventName::Meta))
+    .with(Fields::event(EventName::Message))
+    .with(Fields::data(DataKey::Time))
+    .with(Fields::data(DataKey::Cpudata))
+    .with(Fields::data(DataKey::Process))
+    .with(Fields::data(DataKey::Gpudata));
+
+/// One device's reading in a `gpudata` sample, reduced to what the report uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GpuReading {
+    /// The device: an index into [`RunFile::gpu_devices`].
+    pub device: usize,
+    /// Memory used, MiB (`memory[0]` when `memory` is a pair of numbers).
+    pub memory_used: Option<f64>,
+    /// Compute utilisation, 0 to 1.
+    pub load: Option<f64>,
+    /// Watts.
+    pub power: Option<f64>,
+}
 
 /// What one process recorded, reduced to what the report needs.
 #[derive(Debug, Clone)]
@@ -43,10 +66,9 @@ pub struct RunFile {
     pub ngpu: i64,
     /// The `device` of per-GPU plans, as text.
     pub device: Option<String>,
-    /// Early-stopped, or finished with return code 0, training rates, no NaN loss and no rate
-    /// that is not a measurement (always true for finished `nolog` processes).
+    /// The process succeeded ([`ProcessVerdict::is_success`]).
     pub success: bool,
-    /// Why the process counts as failed although its return code was 0 (it did not finish, or
+    /// Why the process counts as failed for a fault of its file (it did not finish, or
     /// recorded rates that are not measurements); empty otherwise.
     pub faults: Vec<String>,
 }
@@ -201,17 +223,19 @@ fn read_in_parallel(files: &[DataFile]) -> Vec<FileRead> {
 
 #[derive(Default)]
 struct Pending {
+    judge: ProcessJudge,
     config: Option<Value>,
     meta: Option<Value>,
     start: Option<f64>,
-    end: Option<(f64, bool)>,
+    end: Option<f64>,
     duplicate: Option<&'static str>,
-    early_stop: bool,
     train_rates: Vec<f64>,
-    /// Training rates that are not measurements: how many, and the first one.
-    bad_rates: Option<(usize, RateFault)>,
-    nan_loss: bool,
-    gpu: Vec<(Option<f64>, Vec<GpuReading>)>,
+    /// GPU device ids, in first-seen order.
+    devices: Vec<String>,
+    /// Every GPU reading, one sample's after the other.
+    gpu_readings: Vec<GpuReading>,
+    /// Each `gpudata` sample: its time stamp and how many readings it holds.
+    gpu_samples: Vec<(Option<f64>, usize)>,
     process_peak: Option<f64>,
     cpudata_peak: Option<f64>,
     /// The benchmark a skip `message` names.
@@ -243,58 +267,87 @@ pub fn read_run_file(
     problems: &mut ProblemTally,
 ) -> Result<FileOutcome, ReportError> {
     let mut p = Pending::default();
-    let mut records = file.records_with(FactDecoder::default())?;
-    for item in records.by_ref() {
-        let fact = match item {
-            ReadItem::Record(fact) => fact,
+    let mut records = file.records_with(REPORT_FIELDS)?;
+    while let Some(item) = records.next_lent() {
+        let record = match item {
+            ReadItem::Record(record) => record,
             ReadItem::Problem(problem) => {
                 problems.add(&file.path, problem);
                 continue;
             }
         };
-        match fact {
-            Fact::Config(c) => p.config = Some(c),
-            Fact::Meta(m) => p.meta = Some(m),
-            Fact::Data(d) => {
-                if d.train
+        p.judge.observe(record);
+        match &record.event {
+            Event::Config(c) => p.config = Some(c.clone()),
+            Event::Meta(m) => p.meta = Some(m.clone()),
+            Event::Data(d) => {
+                if d.task.as_deref() == Some(TRAIN_TASK)
                     && let Some(rate) = d.rate
+                    && RateFault::of(rate).is_none()
                 {
-                    match RateFault::of(rate) {
-                        None => p.train_rates.push(rate),
-                        Some(fault) => {
-                            p.bad_rates.get_or_insert((0, fault)).0 += 1;
-                        }
+                    p.train_rates.push(rate);
+                }
+                raise(
+                    &mut p.cpudata_peak,
+                    d.cpudata
+                        .as_ref()
+                        .and_then(|c| c.memory)
+                        .map(|[used, _]| used),
+                );
+                let process = d.extra.get(DataKey::Process.as_str());
+                raise(
+                    &mut p.process_peak,
+                    process.and_then(|s| s.get(SampleKey::Memory.as_str())?.get(0)?.as_f64()),
+                );
+                if let Some(gpus) = &d.gpudata {
+                    for (id, sample) in gpus {
+                        let device = device_index(&mut p.devices, id);
+                        p.gpu_readings.push(GpuReading {
+                            device,
+                            memory_used: sample.memory.map(|[used, _]| used),
+                            load: sample.load,
+                            power: sample.power,
+                        });
                     }
-                }
-                if d.loss.is_some_and(f64::is_nan) {
-                    p.nan_loss = true;
-                }
-                raise(&mut p.cpudata_peak, d.cpu_memory_used);
-                raise(&mut p.process_peak, d.process_memory);
-                if let Some(gpus) = d.gpudata {
-                    p.gpu.push((d.time.filter(|t| *t != 0.0), gpus));
+                    p.gpu_samples
+                        .push((d.time.filter(|t| *t != 0.0), gpus.len()));
                 }
             }
-            Fact::Stop => p.early_stop = true,
-            Fact::Skip(bench) => p.skip = Some(bench),
-            Fact::Start(time) => {
+            Event::Message(message) => {
+                if let Some(bench) = skipped_bench(message) {
+                    p.skip = Some(bench.to_owned());
+                }
+            }
+            Event::Start(start) => {
                 if p.start.is_some() {
                     p.duplicate = Some("start");
                 }
-                p.start = Some(time);
+                p.start = Some(start.time.unwrap_or(f64::NAN));
             }
-            Fact::End(time, ok) => {
+            Event::End(end) => {
                 if p.end.is_some() {
                     p.duplicate = Some("end");
                 }
-                p.end = Some((time, ok));
+                p.end = Some(end.time.unwrap_or(f64::NAN));
             }
+            _ => {}
         }
     }
-    Ok(finish(file, p, records.decoder().devices()))
+    Ok(finish(file, p))
 }
 
-fn finish(file: &DataFile, p: Pending, devices: &[String]) -> FileOutcome {
+/// The index of device `id` in the file's table, added when new.
+fn device_index(devices: &mut Vec<String>, id: &str) -> usize {
+    match devices.iter().position(|known| known == id) {
+        Some(index) => index,
+        None => {
+            devices.push(id.to_owned());
+            devices.len() - 1
+        }
+    }
+}
+
+fn finish(file: &DataFile, p: Pending) -> FileOutcome {
     let config = match p.config {
         Some(c) if c.as_object().is_some_and(|m| !m.is_empty()) => c,
         found => {
@@ -314,22 +367,20 @@ fn finish(file: &DataFile, p: Pending, devices: &[String]) -> FileOutcome {
             "two `{which}` events: the file mixes several processes (skipped)"
         ));
     }
+    let verdict = p.judge.verdict();
     let mut faults = Vec::new();
-    let finished = match (p.start, p.end) {
-        (Some(start), Some((end, rc_zero))) => Some((end - start, rc_zero)),
-        (start, _) => {
-            faults.push(format!(
-                "no `{}` event: the benchmark did not finish, so it counts as failed; re-run it",
-                if start.is_none() { "start" } else { "end" }
-            ));
-            None
-        }
-    };
-    if let Some((count, first)) = p.bad_rates {
+    if let ProcessVerdict::Unfinished(missing) = &verdict {
         faults.push(format!(
-            "{count} training rate{} not a measurement (first: {first}), so the benchmark counts as failed; a rate must be a number from 0 to {MAX_RATE:e} items/s",
-            if count == 1 { " is" } else { "s are" }
+            "no `{}` event: the benchmark did not finish, so it counts as failed; re-run it",
+            missing.as_str()
         ));
+    }
+    for failure in verdict.failures() {
+        if let Failure::BadRates { .. } = failure {
+            faults.push(format!(
+                "{failure}, so the benchmark counts as failed; a rate must be a number from 0 to {MAX_RATE:e} items/s"
+            ));
+        }
     }
     let device = config.get("device").and_then(|d| match d {
         Value::Null => None,
@@ -339,12 +390,15 @@ fn finish(file: &DataFile, p: Pending, devices: &[String]) -> FileOutcome {
     // The readings of the plan's own device (per-GPU plans), else all of them.
     let own_device = device
         .as_ref()
-        .map(|dev| devices.iter().position(|known| known == dev));
+        .map(|dev| p.devices.iter().position(|known| known == dev));
     let mut kept = Vec::new();
     let mut energy = 0.0;
     let mut first_time = None;
     let mut last_time: Option<f64> = None;
-    for (now, readings) in p.gpu {
+    let mut readings_left = p.gpu_readings.as_slice();
+    for (now, count) in p.gpu_samples {
+        let (readings, rest) = readings_left.split_at(count);
+        readings_left = rest;
         if first_time.is_none() {
             first_time = now;
         }
@@ -384,29 +438,65 @@ fn finish(file: &DataFile, p: Pending, devices: &[String]) -> FileOutcome {
     } else {
         1
     };
-    let nolog = config
-        .get("tag")
-        .and_then(Value::as_array)
-        .is_some_and(|t| t.iter().any(|x| x == "nolog"));
-    let success = faults.is_empty()
-        && finished.is_some_and(|(_, rc_zero)| {
-            nolog || p.early_stop || (rc_zero && !p.nan_loss && !p.train_rates.is_empty())
-        });
     FileOutcome::Run(Box::new(RunFile {
         path: file.path.clone(),
         config,
         meta: p.meta,
         start_time: p.start,
         train_rates: p.train_rates,
-        gpu_devices: devices.to_vec(),
+        gpu_devices: p.devices,
         gpu_readings: kept,
         host_peak_memory: p.process_peak.or(p.cpudata_peak),
         energy_kj: energy / 1000.0,
         elapsed,
-        walltime: finished.map(|(walltime, _)| walltime),
+        walltime: p.start.zip(p.end).map(|(start, end)| end - start),
         ngpu: machines * local,
         device,
-        success,
+        success: verdict.is_success(),
         faults,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `lines` as one run folder's `bench.D0.data`, read.
+    fn read(lines: &[&str]) -> RunFile {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bench.D0.data");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let mut problems = ProblemTally::default();
+        match read_run_file(&DataFile::new(path), &mut problems).unwrap() {
+            FileOutcome::Run(run) => *run,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    const CONFIG: &str =
+        r#"{"event": "config", "data": {"name": "bench", "tag": ["bench", "D0"]}, "pipe": null}"#;
+    const START: &str =
+        r#"{"event": "start", "data": {"command": ["x"], "time": 100.0}, "pipe": null}"#;
+    const RATE: &str =
+        r#"{"event": "data", "data": {"task": "train", "rate": 10.0}, "pipe": "data"}"#;
+    const END: &str =
+        r#"{"event": "end", "data": {"return_code": 0, "time": 103.0}, "pipe": null}"#;
+
+    /// Issue 37: the report judged a process by its own rule, which did not see `error` events:
+    /// a process that recorded one and exited with 0 passed here and failed in the run.
+    #[test]
+    fn processes_are_judged_by_the_one_verdict() {
+        assert!(read(&[CONFIG, START, RATE, END]).success);
+        let error = r#"{"event": "error", "data": {"type": "RuntimeError", "message": "boom"}, "pipe": "data"}"#;
+        let failed = read(&[CONFIG, START, RATE, error, END]);
+        assert!(!failed.success && failed.faults.is_empty(), "{failed:?}");
+        let stop = r#"{"event": "stop", "data": null, "pipe": "data"}"#;
+        assert!(read(&[CONFIG, START, RATE, error, stop, END]).success);
+        let unfinished = read(&[CONFIG, START, RATE]);
+        assert!(!unfinished.success);
+        assert_eq!(
+            unfinished.faults,
+            ["no `end` event: the benchmark did not finish, so it counts as failed; re-run it"]
+        );
+    }
 }

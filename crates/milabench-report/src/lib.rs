@@ -22,7 +22,6 @@
 
 mod compare;
 mod error;
-mod facts;
 mod html;
 mod ingest;
 mod interval;
@@ -30,7 +29,6 @@ mod json;
 mod pyfmt;
 mod render;
 mod report;
-mod skim;
 mod stats;
 mod summary;
 mod sweep;

@@ -6,7 +6,8 @@
 use std::collections::VecDeque;
 
 use indexmap::IndexMap;
-use milabench_metrics::{DataFile, Event, Pipe, ReadItem, ReturnCode};
+use milabench_metrics::format::{DataKey, EventName, TRAIN_TASK};
+use milabench_metrics::{DataFile, Event, Fields, Pipe, ReadItem, ReturnCode};
 use serde_json::Value;
 
 use crate::error::ReportError;
@@ -56,6 +57,19 @@ pub struct Timeline {
 
 const MIB: f64 = 1024.0 * 1024.0;
 
+/// The parts of a `.data` line a timeline reads.
+const TIMELINE_FIELDS: Fields = Fields::PIPE
+    .with(Fields::event(EventName::Stop))
+    .with(Fields::event(EventName::End))
+    .with(Fields::event(EventName::Line))
+    .with(Fields::event(EventName::Error))
+    .with(Fields::data(DataKey::Task))
+    .with(Fields::data(DataKey::Rate))
+    .with(Fields::data(DataKey::Time))
+    .with(Fields::data(DataKey::Gpudata))
+    .with(Fields::data(DataKey::Cpudata))
+    .with(Fields::data(DataKey::Process));
+
 /// `[used, total]` → used.
 fn used(pair: Option<&Value>) -> Option<f64> {
     pair?.as_array()?.first()?.as_f64()
@@ -73,11 +87,12 @@ pub fn read_timeline(run: &RunFile) -> Result<Timeline, ReportError> {
     let mut first_time: Option<f64> = None;
     let mut last_time: Option<f64> = None;
     let mut stderr = VecDeque::with_capacity(STDERR_TAIL);
-    for item in file.records()? {
+    let mut records = file.records_with(TIMELINE_FIELDS)?;
+    while let Some(item) = records.next_lent() {
         let ReadItem::Record(record) = item else {
             continue;
         };
-        match record.event {
+        match &record.event {
             Event::Data(d) => {
                 let since = d.time.map(|now| {
                     let zero = *origin.get_or_insert_with(|| *first_time.get_or_insert(now));
@@ -86,7 +101,7 @@ pub fn read_timeline(run: &RunFile) -> Result<Timeline, ReportError> {
                 if since.is_some() {
                     last_time = since;
                 }
-                if d.task.as_deref() == Some("train")
+                if d.task.as_deref() == Some(TRAIN_TASK)
                     && let Some(rate) = d.rate
                     && rate.is_finite()
                 {
@@ -105,7 +120,7 @@ pub fn read_timeline(run: &RunFile) -> Result<Timeline, ReportError> {
                         series.power.push((at, power));
                     }
                 }
-                if let Some(process) = d.extra.get("process") {
+                if let Some(process) = d.extra.get(DataKey::Process.as_str()) {
                     if let Some(load) = process.get("load").and_then(Value::as_f64) {
                         t.cpu_load.push((at, load));
                     }

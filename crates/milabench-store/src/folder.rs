@@ -3,7 +3,10 @@
 
 use std::path::Path;
 
-use milabench_metrics::{DataFile, Event, ReadItem, ReturnCode};
+use milabench_metrics::format::{DataKey, EventName};
+use milabench_metrics::{
+    DataFile, Event, Fields, ProcessJudge, ProcessVerdict, ReadItem, ReturnCode,
+};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -69,19 +72,31 @@ impl SystemFacts {
     }
 }
 
-/// How a benchmark process ended.
+/// How a benchmark process ended: its [`ProcessVerdict`], in the words of the database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PackStatus {
-    /// Exit status 0.
+    /// It succeeded (kept out of reports included).
     Done,
     /// The benchmark asked to stop early (a success).
     EarlyStop,
-    /// A non-zero exit status, or an `end` without one.
+    /// It failed (a non-zero exit status, an `error` event, a NaN loss, no training rate, ...).
     Failed,
-    /// No `end`: the process was killed or is still running.
+    /// No `start` or no `end`: the process was killed or is still running; or the run was
+    /// interrupted while it ran.
     Incomplete,
     /// Not run (its requirements were not met, or the run stopped before it).
     Skipped,
+}
+
+impl From<&ProcessVerdict> for PackStatus {
+    fn from(verdict: &ProcessVerdict) -> PackStatus {
+        match verdict {
+            ProcessVerdict::Succeeded | ProcessVerdict::KeptOut => PackStatus::Done,
+            ProcessVerdict::EarlyStopped => PackStatus::EarlyStop,
+            ProcessVerdict::Failed(_) => PackStatus::Failed,
+            ProcessVerdict::Unfinished(_) | ProcessVerdict::Interrupted => PackStatus::Incomplete,
+        }
+    }
 }
 
 impl PackStatus {
@@ -100,7 +115,7 @@ impl PackStatus {
 /// One measurement of a pack, as the dashboard's narrow table holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricRow {
-    /// Position of its record in the file (from 0).
+    /// The line of its record in the file (from 0).
     pub seq: i64,
     /// Time stamp of the record, when it had one.
     pub ts: Option<f64>,
@@ -169,11 +184,21 @@ impl PackRecord {
     }
 }
 
+/// The parts of a `.data` line a pack holds: the verdict's, the system facts, and the metrics.
+const PACK_FIELDS: Fields = ProcessJudge::FIELDS
+    .with(Fields::event(EventName::Meta))
+    .with(Fields::data(DataKey::Time))
+    .with(Fields::data(DataKey::Units))
+    .with(Fields::data(DataKey::Gpudata))
+    .with(Fields::data(DataKey::Cpudata));
+
 /// Reads one `.data` file into a pack.
 pub fn read_pack(file: &DataFile) -> Result<PackRecord, StoreError> {
     let mut pack = PackRecord::new(file.tag.as_str().to_owned(), file.tag.bench().to_owned());
-    let mut stopped = false;
-    for (seq, item) in file.records()?.enumerate() {
+    let mut judge = ProcessJudge::default();
+    let mut records = file.records_with(PACK_FIELDS)?;
+    while let Some(item) = records.next_lent() {
+        let first_row = pack.metrics.len();
         let record = match item {
             ReadItem::Record(r) => r,
             ReadItem::Problem(_) => {
@@ -181,8 +206,8 @@ pub fn read_pack(file: &DataFile) -> Result<PackRecord, StoreError> {
                 continue;
             }
         };
-        let seq = seq as i64;
-        match record.event {
+        judge.observe(record);
+        match &record.event {
             Event::Config(config) => {
                 if let Some(name) = config.get("name").and_then(Value::as_str) {
                     pack.name = name.to_owned();
@@ -193,32 +218,24 @@ pub fn read_pack(file: &DataFile) -> Result<PackRecord, StoreError> {
                     (_, Some(d)) if !d.is_null() => Some(1),
                     _ => None,
                 };
-                pack.config = Some(config);
+                pack.config = Some(config.clone());
             }
             Event::Meta(meta) if meta.as_object().is_some_and(|m| !m.is_empty()) => {
-                pack.meta = Some(meta);
+                pack.meta = Some(meta.clone());
             }
             Event::Start(start) => {
-                pack.command = Some(start.command);
+                pack.command = Some(start.command.clone());
                 pack.start_ts = start.time;
             }
-            Event::Stop => stopped = true,
             Event::End(end) => {
                 pack.end_ts = end.time;
                 pack.exit_code = match end.return_code {
                     ReturnCode::Code(c) => Some(c),
                     ReturnCode::Other(_) => None,
                 };
-                pack.status = if stopped {
-                    PackStatus::EarlyStop
-                } else if end.return_code.is_zero() {
-                    PackStatus::Done
-                } else {
-                    PackStatus::Failed
-                };
                 if let (Some(start), Some(end)) = (pack.start_ts, pack.end_ts) {
                     pack.metrics.push(MetricRow {
-                        seq,
+                        seq: 0,
                         ts: Some(end),
                         name: "walltime",
                         namespace: None,
@@ -228,17 +245,24 @@ pub fn read_pack(file: &DataFile) -> Result<PackRecord, StoreError> {
                     });
                 }
             }
-            Event::Data(data) => data_metrics(seq, &data, &mut pack.metrics),
+            Event::Data(data) => data_metrics(data, &mut pack.metrics),
             _ => {}
         }
+        // The record's line, known once the reader has it back.
+        let seq = records.lines_read() as i64 - 1;
+        for row in &mut pack.metrics[first_row..] {
+            row.seq = seq;
+        }
     }
+    pack.status = PackStatus::from(&judge.verdict());
     Ok(pack)
 }
 
-/// The metrics of one `data` record (the dashboard's mapping; progress records carry none).
-fn data_metrics(seq: i64, data: &milabench_metrics::DataPayload, out: &mut Vec<MetricRow>) {
+/// The metrics of one `data` record (the dashboard's mapping; progress records carry none),
+/// their `seq` left for the caller.
+fn data_metrics(data: &milabench_metrics::DataPayload, out: &mut Vec<MetricRow>) {
     let row = |name: &'static str, value: f64, unit: Option<&str>, gpu: Option<&str>| MetricRow {
-        seq,
+        seq: 0,
         ts: data.time,
         name,
         namespace: data.task.clone(),
@@ -394,6 +418,37 @@ mod tests {
             .collect();
         assert_eq!(growth(&digest, was), Growth::Same);
         assert_eq!(growth(&digest, "a.data\t11\n"), Growth::Unknown);
+    }
+
+    /// A pack's status is the verdict on its file ([`ProcessVerdict`]), so the database agrees
+    /// with the run and the report on which processes failed.
+    #[test]
+    fn a_pack_status_is_the_verdict_on_its_file() {
+        let status = |lines: &[&str]| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("bench.D0.data");
+            std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+            read_pack(&DataFile::new(path)).unwrap().status
+        };
+        let config = r#"{"event": "config", "data": {"name": "bench"}, "pipe": null}"#;
+        let start = r#"{"event": "start", "data": {"command": ["x"], "time": 1.0}, "pipe": null}"#;
+        let rate = r#"{"event": "data", "data": {"task": "train", "rate": 10.0}, "pipe": "data"}"#;
+        let nan = r#"{"event": "data", "data": {"task": "train", "loss": NaN}, "pipe": "data"}"#;
+        let stop = r#"{"event": "stop", "data": null, "pipe": "data"}"#;
+        let end = |code: i64| {
+            format!(
+                r#"{{"event": "end", "data": {{"return_code": {code}, "time": 2.0}}, "pipe": null}}"#
+            )
+        };
+        let (ok, killed) = (end(0), end(-15));
+        assert_eq!(status(&[config, start, rate, &ok]), PackStatus::Done);
+        assert_eq!(status(&[config, start, rate, nan, &ok]), PackStatus::Failed);
+        assert_eq!(status(&[config, start, &ok]), PackStatus::Failed);
+        assert_eq!(
+            status(&[config, start, rate, stop, &killed]),
+            PackStatus::EarlyStop
+        );
+        assert_eq!(status(&[config, start, rate]), PackStatus::Incomplete);
     }
 
     #[test]

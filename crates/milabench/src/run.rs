@@ -13,7 +13,7 @@ use milabench_exec::{
     BenchOutcome, ExecObserver, ExecOptions, Interrupt, RecordSink, RunningSampler, SampledProcess,
     SamplerFactory, run_plan,
 };
-use milabench_metrics::{Event, FolderLock, LockError, ReadItem, Record};
+use milabench_metrics::{Event, FolderLock, LockError, ProcessJudge, ReadItem, Record};
 use milabench_plan::BenchPlan;
 use milabench_system::{GpuDiscovery, MilabenchVersion, Sampler, SamplerConfig, SystemFacts};
 
@@ -676,27 +676,23 @@ fn set_aside_partial_files(plan: &BenchPlan, run_dir: &Path) -> Result<(), Error
     Ok(())
 }
 
-/// Whether every process of `plan` already has a complete, successful `.data` file in
-/// `run_dir`: an `end` event, and an early stop or a zero return code with a rate.
-/// Whether every process of `plan` completed in `run_dir` (what `--resume` leaves out).
+/// Whether every process of `plan` already succeeded in `run_dir` (what `--resume` leaves out):
+/// the verdict on its `.data` file ([`milabench_metrics::ProcessVerdict`], the rule the run
+/// applied live) is a success.
 pub fn already_complete(plan: &BenchPlan, run_dir: &Path) -> bool {
     plan.processes.iter().all(|process| {
         let path = run_dir.join(format!("{}.data", process.tag_name()));
-        let Ok(reader) = milabench_metrics::DataFile::new(path).records() else {
+        let Ok(mut records) =
+            milabench_metrics::DataFile::new(path).records_with(ProcessJudge::FIELDS)
+        else {
             return false;
         };
-        let (mut ended_ok, mut stopped, mut rated) = (false, false, false);
-        for item in reader {
-            let ReadItem::Record(record) = item else {
-                continue;
-            };
-            match &record.event {
-                Event::Stop => stopped = true,
-                Event::End(end) => ended_ok = end.return_code.is_zero(),
-                Event::Data(data) if data.rate.is_some() => rated = true,
-                _ => {}
+        let mut judge = ProcessJudge::default();
+        while let Some(item) = records.next_lent() {
+            if let ReadItem::Record(record) = item {
+                judge.observe(record);
             }
         }
-        process.nolog || stopped || (ended_ok && rated)
+        judge.verdict().is_success()
     })
 }

@@ -580,27 +580,11 @@ impl ExecObserver for Watching<'_> {
 impl RunObserver for Watching<'_> {
     fn on_run_event(&mut self, event: RunEvent<'_>) {
         match &event {
-            RunEvent::BenchEnd { outcome } => {
-                let status = if outcome.interrupted {
-                    PackStatus::Incomplete
-                } else if outcome.success() {
-                    PackStatus::Done
-                } else {
-                    PackStatus::Failed
-                };
-                let exit_code = outcome
-                    .failures()
-                    .chain(outcome.processes.iter())
-                    .find_map(|p| match p.return_code {
-                        milabench_metrics::ReturnCode::Code(code) => Some(code),
-                        milabench_metrics::ReturnCode::Other(_) => None,
-                    });
-                self.record(&BenchEnd {
-                    name: outcome.bench.clone(),
-                    status,
-                    exit_code,
-                });
-            }
+            RunEvent::BenchEnd { outcome } => self.record(&BenchEnd {
+                name: outcome.bench.clone(),
+                status: PackStatus::from(&outcome.verdict()),
+                exit_code: outcome.exit_code(),
+            }),
             RunEvent::Skipped { bench, .. } => self.record(&BenchEnd {
                 name: (*bench).to_string(),
                 status: PackStatus::Skipped,
