@@ -225,11 +225,6 @@ impl ProcessJudge {
         self.rate_count
     }
 
-    /// Whether it reported a NaN loss.
-    pub fn nan_loss(&self) -> bool {
-        self.nan_loss
-    }
-
     /// Whether it sent `stop` (an early stop).
     pub fn stop_seen(&self) -> bool {
         self.stop_seen
@@ -509,6 +504,6 @@ mod tests {
         assert_eq!(judge.verdict(), ProcessVerdict::EarlyStopped);
         assert_eq!(judge.errors(), ["X: y"]);
         assert_eq!(judge.rate_count(), 1);
-        assert!(judge.stop_seen() && !judge.nan_loss());
+        assert!(judge.stop_seen());
     }
 }
