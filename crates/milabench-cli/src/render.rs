@@ -40,11 +40,10 @@ pub(crate) fn prepare_lines(summary: &RunSummary) {
         return;
     }
     note(&format!("prepare logs: {}", summary.run_dir.display()));
-    let failed: Vec<&str> = summary
-        .outcomes
-        .iter()
-        .filter(|o| !o.processes.iter().all(|p| p.exited_cleanly()))
-        .map(|o| o.bench.as_str())
+    let failed: Vec<String> = summary
+        .setup_failures()
+        .into_iter()
+        .map(|f| f.bench)
         .collect();
     if !summary.interrupted && !failed.is_empty() {
         warn(&format!("prepare failed for: {}", failed.join(", ")));

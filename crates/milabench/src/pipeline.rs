@@ -198,6 +198,17 @@ impl RunSummary {
             })
             .collect()
     }
+
+    /// The exit code of prepare steps: 130 when interrupted, 1 when one failed.
+    pub fn prepare_exit_code(&self) -> ExitCode {
+        if self.interrupted {
+            ExitCode::Interrupted
+        } else if self.setup_failures().is_empty() {
+            ExitCode::Success
+        } else {
+            ExitCode::BenchmarkFailures
+        }
+    }
 }
 
 impl Session {
@@ -399,21 +410,4 @@ pub fn install_exit_code(summary: &InstallSummary) -> ExitCode {
         .iter()
         .find_map(|(_, result)| result.as_ref().err())
         .map_or(ExitCode::Success, EnvError::exit_code)
-}
-
-impl RunSummary {
-    /// The exit code of prepare steps: 130 when interrupted, 1 when one failed.
-    pub fn prepare_exit_code(&self) -> ExitCode {
-        if self.interrupted {
-            ExitCode::Interrupted
-        } else if self
-            .outcomes
-            .iter()
-            .all(|o| o.processes.iter().all(|p| p.exited_cleanly()))
-        {
-            ExitCode::Success
-        } else {
-            ExitCode::BenchmarkFailures
-        }
-    }
 }
