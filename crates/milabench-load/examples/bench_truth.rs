@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use milabench_load::mock::{MockConfig, MockServer};
 use milabench_load::{
-    Api, Endpoint, LengthDist, LoadSpec, RequestOptions, Scenario, Workload, run,
+    Api, Endpoint, LengthDist, LoadSpec, RequestOptions, Scenario, Stop, Workload, run,
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -40,7 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             max_connections: 4096,
             slo: None,
         };
-        let result = run(&spec)?;
+        let result = run(&spec, &Stop::new())?;
         let s = &result.steps[0].summary;
         let off = |measured: f64, truth: Duration| (measured - truth.as_secs_f64()) * 1e3;
         let line = serde_json::json!({

@@ -252,6 +252,21 @@ impl Pool {
         Ok(())
     }
 
+    /// The HTTP status of `GET PATH` (under the endpoint's prefix) on a fresh connection: a
+    /// readiness check.
+    pub async fn get_status(&self, path: &str) -> std::io::Result<u16> {
+        let mut sender = self.connect().await?;
+        let request = hyper::Request::get(format!("{}{path}", self.endpoint.base_path))
+            .header(hyper::header::HOST, &self.endpoint.authority)
+            .body(Full::new(Bytes::new()))
+            .map_err(std::io::Error::other)?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(std::io::Error::other)?;
+        Ok(response.status().as_u16())
+    }
+
     async fn connect(&self) -> std::io::Result<Sender> {
         let stream = TcpStream::connect(&self.addrs[..]).await?;
         stream.set_nodelay(true)?;

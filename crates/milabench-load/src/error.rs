@@ -36,6 +36,39 @@ pub enum LoadError {
     /// A setting that cannot work (a zero rate, no requests, ...).
     #[error("invalid load settings: {0}")]
     Settings(String),
+    /// The server the run was to start could not be started.
+    #[error("cannot start the server `{program}`: check the command, or install it")]
+    ServerStart {
+        /// The server's program.
+        program: String,
+        /// Why it could not be started.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The server started for the run ended before it answered its health check.
+    #[error(
+        "the server exited ({status}) {waited:.0} s after it started, before it was ready: its output above says why"
+    )]
+    ServerExited {
+        /// Its exit status, in words.
+        status: String,
+        /// Seconds since it was started.
+        waited: f64,
+    },
+    /// The server started for the run did not answer its health check in time.
+    #[error(
+        "the server did not answer {url} with success within {} s: give it longer with --ready-timeout, or check its output",
+        timeout.as_secs()
+    )]
+    ServerNotReady {
+        /// The health URL.
+        url: String,
+        /// How long it was given.
+        timeout: std::time::Duration,
+    },
+    /// The run was asked to end while it waited for its server.
+    #[error("stopped before the server was ready: {0}")]
+    StoppedWaiting(String),
     /// The asynchronous runtime or a thread of the run could not be started.
     #[error("cannot start the load generator")]
     Runtime(#[source] std::io::Error),
@@ -46,10 +79,15 @@ impl LoadError {
     /// cannot work) rather than the machine or the server (nothing answering, no thread).
     pub fn is_bad_input(&self) -> bool {
         match self {
-            LoadError::Endpoint { .. } | LoadError::PromptsFile { .. } | LoadError::Settings(_) => {
-                true
-            }
-            LoadError::Unreachable { .. } | LoadError::Runtime(_) => false,
+            LoadError::Endpoint { .. }
+            | LoadError::PromptsFile { .. }
+            | LoadError::Settings(_)
+            | LoadError::ServerStart { .. } => true,
+            LoadError::Unreachable { .. }
+            | LoadError::ServerExited { .. }
+            | LoadError::ServerNotReady { .. }
+            | LoadError::StoppedWaiting(_)
+            | LoadError::Runtime(_) => false,
         }
     }
 }

@@ -51,6 +51,9 @@ impl LoadResult {
                 ));
             }
         }
+        if let Some(reason) = &self.stopped {
+            reasons.push(format!("the run ended early: {reason}"));
+        }
         if is_sweep && self.highest_held_rate.is_none() && reasons.is_empty() {
             reasons.push("no rate of the sweep held the SLO".into());
         }

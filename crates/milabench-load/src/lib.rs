@@ -5,7 +5,8 @@
 //! time to first token, every inter-token gap, the time per output token and the end-to-end
 //! latency, aggregated into percentiles, throughputs and goodput with 95% intervals.
 //!
-//! [`run`] runs a [`LoadSpec`]; [`events::records`] turns its [`LoadResult`] into the data events
+//! [`run`] runs a [`LoadSpec`] until it ends or a [`Stop`] is triggered; [`server`] starts and
+//! stops a server for a run; [`events::records`] turns its [`LoadResult`] into the data events
 //! of a run folder. [`mock`] is a server with known timing and faults on demand, for tests.
 //! Nothing here prints.
 
@@ -15,12 +16,15 @@ pub mod events;
 pub mod mock;
 mod run;
 pub mod schedule;
+pub mod server;
 mod sse;
+pub mod stop;
 pub mod summary;
 pub mod workload;
 
 pub use client::{Api, Endpoint, ErrorKind, RequestError, RequestOptions, RequestRecord};
 pub use error::LoadError;
 pub use run::{HELD_ATTAINMENT, LoadResult, LoadSpec, Scenario, Step, run};
+pub use stop::Stop;
 pub use summary::{Interval, LatencySummary, Slo, Summary, parse_duration};
 pub use workload::{LengthDist, Workload};

@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 use crate::client::{Endpoint, Pool, RequestOptions, RequestRecord};
 use crate::error::LoadError;
 use crate::schedule::{gaps, ks_exponential, poisson};
+use crate::stop::{IN_FLIGHT_GRACE, Stop};
 use crate::summary::{Slo, Summary};
 use crate::workload::{Prompt, Workload};
 
@@ -94,6 +95,8 @@ pub struct LoadResult {
     pub steps: Vec<Step>,
     /// A sweep's highest rate that held; `None` otherwise or when none held.
     pub highest_held_rate: Option<f64>,
+    /// Why the run ended before its scenario did (interrupted, the server gone), if it did.
+    pub stopped: Option<String>,
 }
 
 fn epoch_seconds<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
@@ -131,8 +134,9 @@ fn thread_cpu() -> f64 {
 }
 
 /// Runs `spec`: checks the server answers (an error naming the endpoint if not), then the
-/// scenario. Failed requests are in the result, not an error.
-pub fn run(spec: &LoadSpec) -> Result<LoadResult, LoadError> {
+/// scenario, until it ends or `stop` is triggered (then with what was measured so far). Failed
+/// requests are in the result, not an error.
+pub fn run(spec: &LoadSpec, stop: &Stop) -> Result<LoadResult, LoadError> {
     validate(spec)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -155,22 +159,23 @@ pub fn run(spec: &LoadSpec) -> Result<LoadResult, LoadError> {
         } => {
             let mut rate = start;
             for _ in 0..most {
-                let step = one_step(spec, Scenario::Server { rate }, &runtime, &pool)?;
+                let step = one_step(spec, Scenario::Server { rate }, &runtime, &pool, stop)?;
                 let held = step.held;
                 steps.push(step);
-                if !held {
+                if !held || stop.is_set() {
                     break;
                 }
                 highest_held_rate = Some(rate);
                 rate *= factor;
             }
         }
-        scenario => steps.push(one_step(spec, scenario, &runtime, &pool)?),
+        scenario => steps.push(one_step(spec, scenario, &runtime, &pool, stop)?),
     }
     Ok(LoadResult {
         sweep: matches!(spec.scenario, Scenario::Sweep { .. }),
         steps,
         highest_held_rate,
+        stopped: stop.reason(),
     })
 }
 
@@ -211,6 +216,7 @@ struct Shared {
     options: RequestOptions,
     prompts: Vec<Prompt>,
     start: Instant,
+    stop: Stop,
 }
 
 impl Shared {
@@ -227,6 +233,7 @@ fn one_step(
     scenario: Scenario,
     runtime: &tokio::runtime::Runtime,
     pool: &Arc<Pool>,
+    stop: &Stop,
 ) -> Result<Step, LoadError> {
     let schedule = match scenario {
         Scenario::Server { rate } => {
@@ -246,6 +253,7 @@ fn one_step(
             .workload
             .prompts(count.max(1), spec.seed, spec.default_max_tokens),
         start: Instant::now() + LEAD,
+        stop: stop.clone(),
     });
     let started = SystemTime::now() + LEAD;
     let cpu_before = thread_cpu();
@@ -284,13 +292,13 @@ async fn scheduled(
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let times = schedule.to_vec();
     let start = shared.start;
+    let stop = shared.stop.clone();
     let dispatcher = std::thread::Builder::new()
         .name("load-dispatch".into())
         .spawn(move || {
             let before = thread_cpu();
             for (i, at) in times.into_iter().enumerate() {
-                sleep_until(start + at);
-                if tx.send(i).is_err() {
+                if !stop.sleep_until(start + at) || tx.send(i).is_err() {
                     break;
                 }
             }
@@ -303,7 +311,7 @@ async fn scheduled(
         let at = schedule[i].as_secs_f64();
         tasks.spawn(async move { shared.send(i, at).await });
     }
-    let records = collect(tasks).await;
+    let records = collect(tasks, &shared.stop).await;
     let cpu = dispatcher.join().unwrap_or(0.0);
     Ok((records, cpu))
 }
@@ -316,47 +324,76 @@ async fn offline(shared: &Arc<Shared>, count: usize) -> Vec<RequestRecord> {
         let shared = shared.clone();
         tasks.spawn(async move { shared.send(i, 0.0).await });
     }
-    collect(tasks).await
+    collect(tasks, &shared.stop).await
 }
 
-/// `n` workers, each sending its next request when the last ends, until the duration is over
-/// or the requests run out.
+/// `n` workers, each sending its next request when the last ends, until the duration is over,
+/// the requests run out or the run is stopped.
 async fn closed_loop(shared: &Arc<Shared>, n: usize, spec: &LoadSpec) -> Vec<RequestRecord> {
     tokio::time::sleep_until(tokio::time::Instant::from_std(shared.start)).await;
     let next = Arc::new(AtomicUsize::new(0));
     let end = shared.start + spec.duration;
     let most = spec.max_requests;
+    // Each record is handed over as it completes, so a worker dropped after a stop loses only
+    // the request it had in flight.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut tasks = JoinSet::new();
     for _ in 0..n {
         let shared = shared.clone();
         let next = next.clone();
+        let tx = tx.clone();
         tasks.spawn(async move {
-            let mut mine = Vec::new();
             loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= most || Instant::now() >= end {
+                if i >= most || Instant::now() >= end || shared.stop.is_set() {
                     break;
                 }
                 let due = shared.start.elapsed().as_secs_f64();
-                mine.push(shared.send(i, due).await);
+                if tx.send(shared.send(i, due).await).is_err() {
+                    break;
+                }
             }
-            mine
         });
     }
+    drop(tx);
+    join_all(&mut tasks, &shared.stop, |()| {}).await;
     let mut records = Vec::new();
-    while let Some(done) = tasks.join_next().await {
-        records.extend(done.unwrap_or_default());
+    while let Ok(record) = rx.try_recv() {
+        records.push(record);
     }
     records
 }
 
-async fn collect(mut tasks: JoinSet<RequestRecord>) -> Vec<RequestRecord> {
-    let mut records = Vec::with_capacity(tasks.len());
-    while let Some(done) = tasks.join_next().await {
-        // A request task does not panic; one that did would have nothing to record.
-        if let Ok(record) = done {
-            records.push(record);
+/// Waits for every task; once the run is stopped, those still running after
+/// [`IN_FLIGHT_GRACE`] are dropped. Calls `done` with each finished task's output.
+async fn join_all<T: 'static>(tasks: &mut JoinSet<T>, stop: &Stop, mut done: impl FnMut(T)) {
+    let stopped = stop.stopped();
+    tokio::pin!(stopped);
+    let mut grace_end: Option<tokio::time::Instant> = None;
+    loop {
+        let grace = async {
+            match grace_end {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            joined = tasks.join_next() => match joined {
+                None => return,
+                // A task that panicked or was dropped has nothing to record.
+                Some(Ok(output)) => done(output),
+                Some(Err(_)) => {}
+            },
+            () = &mut stopped, if grace_end.is_none() => {
+                grace_end = Some(tokio::time::Instant::now() + IN_FLIGHT_GRACE);
+            }
+            () = grace => tasks.abort_all(),
         }
     }
+}
+
+async fn collect(mut tasks: JoinSet<RequestRecord>, stop: &Stop) -> Vec<RequestRecord> {
+    let mut records = Vec::with_capacity(tasks.len());
+    join_all(&mut tasks, stop, |record| records.push(record)).await;
     records
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use milabench_load::mock::{Fault, MockConfig, MockServer};
 use milabench_load::{
-    Api, Endpoint, ErrorKind, LengthDist, LoadError, LoadSpec, RequestOptions, Scenario, Slo,
+    Api, Endpoint, ErrorKind, LengthDist, LoadError, LoadSpec, RequestOptions, Scenario, Slo, Stop,
     Workload, run,
 };
 
@@ -41,12 +41,15 @@ fn ms(seconds: f64) -> f64 {
 fn medians_within(rate: f64, seconds: u64, tolerance_ms: f64) {
     let config = MockConfig::default();
     let server = MockServer::start(config).unwrap();
-    let result = run(&spec(
-        &server.url(),
-        Scenario::Server { rate },
-        Duration::from_secs(seconds),
-        usize::MAX,
-    ))
+    let result = run(
+        &spec(
+            &server.url(),
+            Scenario::Server { rate },
+            Duration::from_secs(seconds),
+            usize::MAX,
+        ),
+        &Stop::new(),
+    )
     .unwrap();
     let s = &result.steps[0].summary;
     assert_eq!(s.failed, 0, "{:?}", s.errors);
@@ -98,7 +101,11 @@ fn offline_and_concurrency_runs_complete_every_request() {
         ..MockConfig::default()
     })
     .unwrap();
-    let offline = run(&spec(&server.url(), Scenario::Offline, Duration::ZERO, 30)).unwrap();
+    let offline = run(
+        &spec(&server.url(), Scenario::Offline, Duration::ZERO, 30),
+        &Stop::new(),
+    )
+    .unwrap();
     let s = &offline.steps[0].summary;
     assert_eq!((s.requests, s.succeeded), (30, 30));
     // Without `usage`, output tokens are counted and input tokens are the prompt's.
@@ -111,7 +118,7 @@ fn offline_and_concurrency_runs_complete_every_request() {
         20,
     );
     chat.options.api = Api::Chat;
-    let closed = run(&chat).unwrap();
+    let closed = run(&chat, &Stop::new()).unwrap();
     let s = &closed.steps[0].summary;
     assert_eq!((s.requests, s.succeeded), (20, 20));
     assert!(closed.failure().is_none());
@@ -125,7 +132,11 @@ fn http_errors_are_counted_with_their_text_and_not_as_latencies() {
             ..MockConfig::default()
         })
         .unwrap();
-        let result = run(&spec(&server.url(), Scenario::Offline, Duration::ZERO, 12)).unwrap();
+        let result = run(
+            &spec(&server.url(), Scenario::Offline, Duration::ZERO, 12),
+            &Stop::new(),
+        )
+        .unwrap();
         let s = &result.steps[0].summary;
         // The server counts the probe's connection but no request; requests 0, 3, 6, 9 fail.
         assert_eq!((s.succeeded, s.failed), (8, 4), "{:?}", s.errors);
@@ -159,7 +170,7 @@ fn a_stalled_stream_times_out_and_is_counted() {
         6,
     );
     spec.options.timeout = Duration::from_millis(300);
-    let result = run(&spec).unwrap();
+    let result = run(&spec, &Stop::new()).unwrap();
     let s = &result.steps[0].summary;
     assert_eq!((s.succeeded, s.failed), (3, 3), "{:?}", s.errors);
     let timeout = &s.errors[&ErrorKind::Timeout];
@@ -193,7 +204,11 @@ fn malformed_events_are_counted() {
         ..MockConfig::default()
     })
     .unwrap();
-    let result = run(&spec(&server.url(), Scenario::Offline, Duration::ZERO, 10)).unwrap();
+    let result = run(
+        &spec(&server.url(), Scenario::Offline, Duration::ZERO, 10),
+        &Stop::new(),
+    )
+    .unwrap();
     let s = &result.steps[0].summary;
     assert_eq!((s.succeeded, s.failed), (5, 5), "{:?}", s.errors);
     assert!(s.errors[&ErrorKind::Malformed].example.contains("not JSON"));
@@ -209,12 +224,15 @@ fn a_server_that_dies_mid_run_keeps_what_was_measured() {
         ..MockConfig::default()
     })
     .unwrap();
-    let result = run(&spec(
-        &server.url(),
-        Scenario::Server { rate: 40.0 },
-        Duration::from_secs(1),
-        usize::MAX,
-    ))
+    let result = run(
+        &spec(
+            &server.url(),
+            Scenario::Server { rate: 40.0 },
+            Duration::from_secs(1),
+            usize::MAX,
+        ),
+        &Stop::new(),
+    )
     .unwrap();
     let step = &result.steps[0];
     let s = &step.summary;
@@ -233,7 +251,11 @@ fn connection_refused_at_the_start_names_the_endpoint() {
         listener.local_addr().unwrap().port()
     };
     let url = format!("http://127.0.0.1:{port}");
-    let err = run(&spec(&url, Scenario::Offline, Duration::ZERO, 1)).unwrap_err();
+    let err = run(
+        &spec(&url, Scenario::Offline, Duration::ZERO, 1),
+        &Stop::new(),
+    )
+    .unwrap_err();
     assert!(matches!(err, LoadError::Unreachable { .. }), "{err:?}");
     assert!(err.to_string().contains(&url), "{err}");
     let cause = std::error::Error::source(&err).unwrap().to_string();
@@ -262,11 +284,43 @@ fn a_sweep_reports_the_highest_rate_that_held() {
         usize::MAX,
     );
     spec.slo = Some(Slo::parse("ttft=40ms").unwrap());
-    let result = run(&spec).unwrap();
+    let result = run(&spec, &Stop::new()).unwrap();
     let held = result.highest_held_rate.unwrap();
     assert!((5.0..=20.0).contains(&held), "{held}");
     let last = result.steps.last().unwrap();
     assert!(!last.held);
     assert!(result.steps.len() >= 2);
     assert!(result.failure().is_none(), "{:?}", result.failure());
+}
+
+/// A run stopped early (Ctrl-C, the orchestrator's SIGTERM, the server gone) returns at once
+/// with every request that completed, and says why it ended.
+#[test]
+fn a_stopped_run_keeps_what_it_measured() {
+    let server = MockServer::start(MockConfig::default()).unwrap();
+    for scenario in [
+        Scenario::Server { rate: 40.0 },
+        Scenario::Concurrency { n: 4 },
+    ] {
+        let stop = Stop::new();
+        let trigger = stop.clone();
+        let stopper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(700));
+            trigger.trigger("interrupted");
+        });
+        let begin = std::time::Instant::now();
+        let result = run(
+            &spec(&server.url(), scenario, Duration::from_secs(60), 5000),
+            &stop,
+        )
+        .unwrap();
+        stopper.join().unwrap();
+        assert!(begin.elapsed() < Duration::from_secs(5), "{scenario:?}");
+        let s = &result.steps[0].summary;
+        assert!(s.succeeded >= 5, "{scenario:?}: {}", s.succeeded);
+        assert_eq!(s.failed, 0, "{scenario:?}: {:?}", s.errors);
+        assert_eq!(result.stopped.as_deref(), Some("interrupted"));
+        let failure = result.failure().expect("a stopped run is not a success");
+        assert!(failure.contains("ended early: interrupted"), "{failure}");
+    }
 }
