@@ -139,3 +139,183 @@ fn load_rejects_bad_flags_with_their_name() {
     assert_eq!(out.code, 2);
     insta::assert_snapshot!(out.stderr, @"error: invalid --slo: `ttfb` is not a bound of the SLO: use ttft, tpot or e2e");
 }
+
+/// The stand-in streaming server of `tests/fixtures/serving` and `python3 SCRIPT` to start it.
+fn fake_server(args: &[&str]) -> Vec<String> {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/serving/fake_server.py"
+    );
+    let mut argv = vec!["python3".to_string(), script.to_string()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    argv
+}
+
+/// Whether process `pid` is still running (a zombie awaiting its reaper is not).
+fn running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| rest.to_owned()))
+        .is_some_and(|rest| !rest.starts_with('Z'))
+}
+
+#[test]
+fn load_starts_its_server_measures_it_and_stops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("server.pid");
+    let log = dir.path().join("server.log");
+    let mut cmd = milabench(dir.path());
+    cmd.args([
+        "load",
+        "--model",
+        "m",
+        "--scenario",
+        "server",
+        "--rate",
+        "20",
+        "--duration",
+        "1s",
+        "--output-tokens",
+        "4",
+        "--format",
+        "json",
+        "--server-log",
+        log.to_str().unwrap(),
+        "--",
+    ])
+    .args(fake_server(&["--pid-file", pid_file.to_str().unwrap()]));
+    let out = run(&mut cmd);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    let summary = &json["steps"][0]["summary"];
+    assert!(summary["succeeded"].as_u64().unwrap() > 5, "{summary}");
+    assert_eq!(summary["failed"], 0);
+    assert!(
+        json["endpoint"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:")
+    );
+    let server_said = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        server_said.contains("fake server: listening on 127.0.0.1"),
+        "{server_said}"
+    );
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(!running(&pid), "the server {pid} was left running");
+}
+
+#[test]
+fn load_says_when_its_server_exits_before_it_is_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = milabench(dir.path());
+    cmd.args(["load", "--model", "m", "--duration", "1s", "--"])
+        .args(fake_server(&["--exit-at-start", "3"]));
+    let out = run(&mut cmd);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the server exited (status 3)")
+            && out.stderr.contains("before it was ready"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("fake server: failing at start"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn load_keeps_what_it_measured_when_its_server_dies_mid_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs/one");
+    let mut cmd = milabench(dir.path());
+    cmd.args([
+        "load",
+        "--model",
+        "m",
+        "--rate",
+        "40",
+        "--duration",
+        "20s",
+        "--output-tokens",
+        "4",
+        "--run-dir",
+        runs.to_str().unwrap(),
+        "--",
+    ])
+    .args(fake_server(&["--die-after", "10"]));
+    let begin = std::time::Instant::now();
+    let out = run(&mut cmd);
+    assert!(
+        begin.elapsed() < Duration::from_secs(15),
+        "the run did not end early"
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("the run ended early: the server exited (status 9)"),
+        "{}",
+        out.stdout
+    );
+    let data = std::fs::read_to_string(runs.join("load.data")).unwrap();
+    let answered = data
+        .lines()
+        .filter(|l| l.contains("\"task\": \"request\"") || l.contains("\"task\":\"request\""))
+        .filter(|l| !l.contains("\"error\""))
+        .count();
+    assert_eq!(answered, 10, "{data}");
+}
+
+#[test]
+fn load_needs_an_endpoint_or_a_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(milabench(dir.path()).args(["load", "--model", "m"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--endpoint"), "{}", out.stderr);
+}
+
+/// A suite's serving benchmark (launcher `load`) runs `milabench load` around its server under
+/// the orchestrator: its results land in the run folder as any benchmark's, its server's output
+/// is kept, and the report shows its output-token rate.
+#[test]
+fn a_serving_benchmark_runs_in_a_suite_and_reports_a_rate() {
+    let project = crate::run::Project::new(
+        "\
+serve:
+  inherits: _defaults
+  install_group: tiny
+  definition: benchmarks/serve
+  tags: [monogpu]
+  weight: 1
+  max_duration: 60
+  argv: {--model: m, --scenario: server, --rate: 20, --duration: 2s, --output-tokens: 4}
+  server: {argv: [--tokens, 4]}
+",
+    );
+    let folder = project.path().join("benchmarks/serve");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/serving/fake_server.py"),
+        folder.join("fake_server.py"),
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("benchfile.yaml"),
+        "launcher: load\nserver: [fake_server.py]\n",
+    )
+    .unwrap();
+    let out = run(&mut project.run_command(&["--run-name", "serving"]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("serve"), "{}", out.stdout);
+    let data = project.data_file("serving", "serve.D0");
+    let requests = data.lines().filter(|l| l.contains("\"request\"")).count();
+    assert!(requests > 10, "{data}");
+    assert!(data.contains("\"load\""), "the step summary is recorded: {data}");
+    assert!(data.contains("tokens/s"), "{data}");
+    assert!(
+        data.contains("fake server: listening on 127.0.0.1"),
+        "the server's output is kept with the run: {data}"
+    );
+}

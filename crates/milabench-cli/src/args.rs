@@ -159,6 +159,12 @@ pub enum Command {
     /// the highest rate that held is reported). `--run-dir` writes the results as the data
     /// events of a run folder, for `report`, `compare` and the results database.
     ///
+    /// With a server command after `--` (`milabench load --model M -- vllm serve M`), the
+    /// server is started first on a free loopback port (`--host 127.0.0.1 --port N` added
+    /// unless the command names a port), waited for until `--health` answers, and stopped
+    /// with its process group at the end; this is how suites run serving benchmarks.
+    /// Ctrl-C ends the run early, keeping and showing what was measured (exit status 130).
+    ///
     /// Exit status 1 when requests failed (HTTP errors, timeouts, malformed streams, a server
     /// that went away; counted and shown, never as latency samples) or no sweep rate held;
     /// 2 when the server cannot be reached at the start.
@@ -809,9 +815,10 @@ pub enum LoadApi {
 /// Arguments of `milabench load`.
 #[derive(Debug, Args)]
 pub struct LoadArgs {
-    /// The server's base URL, `http://HOST:PORT` (a trailing `/v1` is accepted).
-    #[arg(long, value_name = "URL")]
-    pub endpoint: String,
+    /// The server's base URL, `http://HOST:PORT` (a trailing `/v1` is accepted); not given
+    /// when a server command follows `--`.
+    #[arg(long, value_name = "URL", required_unless_present = "serve")]
+    pub endpoint: Option<String>,
     /// The `model` of every request.
     #[arg(long, value_name = "NAME")]
     pub model: String,
@@ -877,6 +884,28 @@ pub struct LoadArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = LoadFormat::Text)]
     pub format: LoadFormat,
+    /// Write the results as data events on the benchmark data channel (`DATA_FD`) instead
+    /// of a table: how a suite's serving benchmark reports to the orchestrator.
+    #[arg(long, conflicts_with_all = ["run_dir", "format"])]
+    pub emit_events: bool,
+    /// The path that answers with success once the started server is ready.
+    #[arg(
+        long,
+        default_value = "/health",
+        value_name = "PATH",
+        requires = "serve"
+    )]
+    pub health: String,
+    /// How long the started server may take to become ready (loading a model can take
+    /// minutes).
+    #[arg(long, default_value = "600s", value_parser = load_duration, requires = "serve")]
+    pub ready_timeout: std::time::Duration,
+    /// Append the started server's output to this file [default: this command's own output].
+    #[arg(long, value_name = "FILE", requires = "serve")]
+    pub server_log: Option<Utf8PathBuf>,
+    /// The server to start for the run, and its arguments (after `--`).
+    #[arg(last = true, value_name = "SERVER")]
+    pub serve: Vec<String>,
 }
 
 /// Output formats of `milabench load`.

@@ -9,6 +9,7 @@
 //! env: {TOKENIZERS_PARALLELISM: "false"}
 //! use_stdout: false         # smuggle the data channel in stdout (always on across ssh)
 //! nproc_per_node: 2         # torchrun/accelerate processes per node on a machine without GPUs
+//! server: [transformers, serve]   # launcher `load`: the server `milabench load` starts
 //! ```
 
 use std::path::Path;
@@ -33,6 +34,10 @@ pub enum Launcher {
     Accelerate,
     /// The script itself is executed (it must be executable).
     Direct,
+    /// A serving benchmark: the `milabench` program's own `load` command, the benchmark's
+    /// arguments as its flags, starting the benchfile's `server` with the benchmark's
+    /// `server.argv`.
+    Load,
 }
 
 /// The contents of a `benchfile.yaml`, with defaults for what it does not say.
@@ -54,6 +59,10 @@ pub struct BenchFile {
     pub use_stdout: bool,
     /// Processes per node for torchrun/accelerate on a machine without GPUs.
     pub nproc_per_node: Option<u32>,
+    /// The server a `load` benchmark starts: a program of the benchmark's environment
+    /// (`<venv>/bin/WORD`), a script of its folder (`*.py`, run by the environment's python),
+    /// or an absolute path; then its arguments.
+    pub server: Option<Vec<String>>,
 }
 
 impl Default for BenchFile {
@@ -66,6 +75,7 @@ impl Default for BenchFile {
             env: IndexMap::new(),
             use_stdout: false,
             nproc_per_node: None,
+            server: None,
         }
     }
 }

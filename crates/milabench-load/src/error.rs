@@ -47,7 +47,7 @@ pub enum LoadError {
     },
     /// The server started for the run ended before it answered its health check.
     #[error(
-        "the server exited ({status}) {waited:.0} s after it started, before it was ready: its output above says why"
+        "the server exited ({status}) {waited:.0} s after it started, before it was ready (its output says why)"
     )]
     ServerExited {
         /// Its exit status, in words.

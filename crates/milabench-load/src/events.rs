@@ -4,7 +4,7 @@
 //! - `config` (the benchmark's name and tag, the scenario), `start` (the command), and `end`
 //!   (return code 0, or 1 with the failure's reason as `error` events before it);
 //! - `data` with `task: "train"`: output tokens per second in successive windows (one second,
-//!   shorter in short runs) of the step measured, so the report's perf is the output-token
+//!   shorter in short runs) of the step measured, each token counted when it arrived, so the report's perf is the output-token
 //!   throughput; for a sweep, the highest step that held (else the first);
 //! - `data` with `task: "request"`: one per request (`ttft`, `tpot`, `itl` mean, `latency`,
 //!   tokens, `status`, `error`), and `task: "load"`: each step's summary.
@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 
 use crate::client::{ErrorKind, RequestRecord};
 use crate::run::{LoadResult, Scenario, Step};
-use crate::summary::windows;
+use crate::summary::{output_arrivals, windows};
 
 /// Throughput unit of the `train` events.
 pub const UNITS: &str = "tokens/s";
@@ -138,9 +138,8 @@ pub fn records(
     if let Some(step) = result.headline() {
         let start = epoch(step.started);
         let ok: Vec<&RequestRecord> = step.records.iter().filter(|r| r.ok()).collect();
-        let ends: Vec<f64> = ok.iter().map(|r| r.sent + r.latency).collect();
-        let tokens: Vec<f64> = ok.iter().map(|r| f64::from(r.output_tokens)).collect();
-        if let Some((width, rates)) = windows(&ends, &tokens, step.summary.duration) {
+        let (times, tokens) = output_arrivals(&ok);
+        if let Some((width, rates)) = windows(&times, &tokens, step.summary.duration) {
             for (i, rate) in rates.iter().enumerate() {
                 out.push(data(json!({
                     "task": "train",

@@ -177,6 +177,11 @@ impl ManagedServer {
         }
     }
 
+    /// The server's process group (its leader's process id).
+    pub fn process_group(&self) -> i32 {
+        lock(&self.child).id() as i32
+    }
+
     /// The server's exit status, if it exited on its own.
     pub fn exit_status(&self) -> Option<ExitStatus> {
         *lock(&self.exited)
@@ -272,7 +277,7 @@ mod tests {
             .wait_ready(&endpoint, "/v1/models", Duration::from_secs(10), &stop)
             .expect("ready");
         assert!(took < Duration::from_secs(10));
-        let group = server.child.lock().expect("lock").id();
+        let group = server.process_group() as u32;
         let status = server.stop(Duration::from_secs(5)).expect("status");
         assert!(!status.success());
         // Nothing of the group is left running (a zombie waits for its new parent to reap it).

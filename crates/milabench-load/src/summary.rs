@@ -254,9 +254,9 @@ impl Summary {
         }
         let duration = by_end.last().map_or(0.0, |r| r.sent + r.latency);
         let ends: Vec<f64> = ok.iter().map(|r| r.sent + r.latency).collect();
-        let tokens: Vec<f64> = ok.iter().map(|r| f64::from(r.output_tokens)).collect();
         let throughput = |weights: &[f64]| windowed_rate(&ends, weights, duration);
         let ones = vec![1.0; ends.len()];
+        let (token_times, token_weights) = output_arrivals(&ok);
         let (goodput, slo_attainment) = match slo {
             Some(slo) => {
                 let met: Vec<f64> = ok
@@ -278,7 +278,7 @@ impl Summary {
             errors,
             duration,
             request_throughput: throughput(&ones),
-            output_throughput: throughput(&tokens),
+            output_throughput: windowed_rate(&token_times, &token_weights, duration),
             goodput,
             slo_attainment,
             ttft: LatencySummary::of(&ok.iter().filter_map(|r| r.ttft).collect::<Vec<_>>()),
@@ -321,6 +321,27 @@ fn windowed_rate(ends: &[f64], weights: &[f64], duration: f64) -> Interval {
         low: (value - (spread.value - spread.low)).max(0.0),
         high: value + (spread.high - spread.value),
     }
+}
+
+/// When the output of successful requests `ok` arrived: each streamed chunk's time since the
+/// run's start, and its share of its request's output tokens (a chunk may carry several), so a
+/// token rate over time counts tokens as they came rather than when their request ended.
+pub(crate) fn output_arrivals(ok: &[&RequestRecord]) -> (Vec<f64>, Vec<f64>) {
+    let mut times = Vec::new();
+    let mut weights = Vec::new();
+    for r in ok {
+        let Some(ttft) = r.ttft else { continue };
+        let weight = f64::from(r.output_tokens) / (r.itl.len() + 1) as f64;
+        let mut at = r.sent + ttft;
+        times.push(at);
+        weights.push(weight);
+        for gap in &r.itl {
+            at += gap;
+            times.push(at);
+            weights.push(weight);
+        }
+    }
+    (times, weights)
 }
 
 /// The width of the windows cutting `[0, duration]` (one second, shorter for runs under eight
@@ -412,5 +433,22 @@ mod tests {
         assert!((s.request_throughput.value - 39.0 / d).abs() < 1e-9);
         assert!((s.goodput.unwrap().value - 38.0 / d).abs() < 1e-9);
         assert!(s.request_throughput.low <= s.request_throughput.value);
+    }
+
+    #[test]
+    fn output_tokens_count_when_their_chunk_arrived() {
+        // 8 tokens in 4 chunks: the first 0.1 s after sending, then every 0.02 s.
+        let mut r = record(0, 0.1, 0.16, 4);
+        r.output_tokens = 8;
+        let (times, weights) = output_arrivals(&[&r]);
+        let expected = [0.101, 0.121, 0.141, 0.161];
+        assert_eq!(times.len(), 4);
+        for (t, e) in times.iter().zip(expected) {
+            assert!((t - e).abs() < 1e-9, "{times:?}");
+        }
+        assert_eq!(weights, [2.0; 4]);
+        let mut failed = record(1, 0.1, 0.16, 4);
+        failed.ttft = None;
+        assert_eq!(output_arrivals(&[&failed]), (vec![], vec![]));
     }
 }

@@ -83,6 +83,9 @@ pub struct PlanContext {
     /// Remote ranks start with `srun` inside the Slurm allocation (the system's `launch:
     /// srun`) instead of ssh.
     pub srun: bool,
+    /// The `milabench` program, which serving benchmarks (launcher `load`) run as their load
+    /// generator; `None` when it was not found.
+    pub milabench_program: Option<Utf8PathBuf>,
 }
 
 /// The variable that restricts a process to some GPUs, for an arch.
@@ -334,6 +337,18 @@ fn process(
             argv.push(venv_bin.join("python").to_string());
             argv.extend(target);
         }
+        Launcher::Load => {
+            let program = ctx
+                .milabench_program
+                .as_ref()
+                .ok_or_else(|| PlanError::Invalid {
+                    bench: bench.name.clone(),
+                    message: "a serving benchmark (launcher `load`) runs the `milabench` program \
+                          as its load generator, and it was not found: put `milabench` on PATH"
+                        .into(),
+                })?;
+            argv.extend([program.to_string(), "load".into(), "--emit-events".into()]);
+        }
         Launcher::Direct => {
             if benchfile.module.is_some() {
                 return Err(PlanError::Invalid {
@@ -386,6 +401,9 @@ fn process(
         }
     }
     argv.extend(script_args);
+    if benchfile.launcher == Launcher::Load {
+        argv.extend(serving_parts(bench, benchfile, dirs, &resolve)?);
+    }
     let node = rank.map(|(_, node, _)| node);
     let spec = finish_process(
         FinishedProcess {
@@ -404,6 +422,48 @@ fn process(
         rank.map(|_| job.tag.join(".")),
     )?;
     Ok((spec, voir_file))
+}
+
+/// What a serving benchmark's `milabench load` gets after the benchmark's own arguments: the
+/// `client.argv` flags, then `--` and the server's command with its `server.argv`.
+fn serving_parts(
+    bench: &Bench,
+    benchfile: &BenchFile,
+    dirs: &PackDirs,
+    resolve: &dyn Fn(&str) -> Result<String, PlanError>,
+) -> Result<Vec<String>, PlanError> {
+    let Some((program, args)) = benchfile
+        .server
+        .as_deref()
+        .and_then(<[String]>::split_first)
+    else {
+        return Err(PlanError::Invalid {
+            bench: bench.name.clone(),
+            message: "launcher `load` needs the server to start: add `server: [PROGRAM, ARGS...]` \
+                      to the benchmark's benchfile.yaml"
+                .into(),
+        });
+    };
+    let venv_bin = dirs.venv.join("bin");
+    let mut out: Vec<String> = bench
+        .part_argv("client")?
+        .iter()
+        .map(|a| resolve(a))
+        .collect::<Result<_, _>>()?;
+    out.push("--".into());
+    if program.ends_with(".py") {
+        out.push(venv_bin.join("python").to_string());
+        out.push(dirs.code.join(program).to_string());
+    } else if program.contains('/') {
+        out.push(program.clone());
+    } else {
+        out.push(venv_bin.join(program).to_string());
+    }
+    out.extend(args.iter().cloned());
+    for arg in bench.part_argv("server")? {
+        out.push(resolve(&arg)?);
+    }
+    Ok(out)
 }
 
 /// The tag of a benchmark's processes before a plan spreads them: its name, then `R<i>` in a
@@ -656,9 +716,18 @@ ddp-nodes:
 
     /// The test suite resolved for `arch`, with an optional system file.
     fn resolved(arch: &str, system_text: Option<&str>) -> (tempfile::TempDir, SystemConfig, Suite) {
+        resolved_suite(arch, system_text, SUITE)
+    }
+
+    /// `suite_text` resolved for `arch`, with an optional system file.
+    fn resolved_suite(
+        arch: &str,
+        system_text: Option<&str>,
+        suite_text: &str,
+    ) -> (tempfile::TempDir, SystemConfig, Suite) {
         let dir = tempfile::tempdir().expect("tempdir");
         let suite_path = dir.path().join("suite.yaml");
-        std::fs::write(&suite_path, SUITE).expect("write");
+        std::fs::write(&suite_path, suite_text).expect("write");
         let system_path = dir.path().join("system.yaml");
         if let Some(text) = system_text {
             std::fs::write(&system_path, text).expect("write");
@@ -693,6 +762,7 @@ ddp-nodes:
             nodes: system.nodes(),
             ssh_key: None,
             srun: false,
+            milabench_program: None,
         }
     }
 
@@ -802,6 +872,7 @@ ddp-nodes:
         let (_dir, system, suite) = resolved("cuda", Some(SYSTEM));
         let ctx = PlanContext {
             srun: true,
+            milabench_program: None,
             ..context(&suite, &system, "cuda", &["0", "1"], 16)
         };
         let bench = suite
@@ -885,5 +956,72 @@ ddp-nodes:
                 .any(|a| a == "--rdzv-endpoint=127.0.0.1:29400")
         );
         insta::assert_snapshot!("dry_run_torchrun", crate::render_script(&plans));
+    }
+
+    #[test]
+    fn a_serving_benchmark_runs_milabench_load_around_its_server() {
+        let suite_text = r#"
+serve:
+  enabled: true
+  definition: serving
+  install_group: serving
+  argv: {--model: "{milabench_data}/tiny", --scenario: server, --rate: 2}
+  client: {argv: {--slo: "ttft=2s"}}
+  server: {argv: {--device: cpu, --model-dir: "{milabench_data}/tiny"}}
+"#;
+        let (_dir, system, suite) = resolved_suite("cpu", None, suite_text);
+        let benchfile = BenchFile {
+            launcher: Launcher::Load,
+            server: Some(vec!["transformers".into(), "serve".into()]),
+            ..BenchFile::default()
+        };
+        let bench = &suite.benches[0];
+        let mut ctx = context(&suite, &system, "cpu", &[], 2);
+        let missing = plan_bench(bench, &benchfile, &ctx).expect_err("no milabench program");
+        assert!(
+            missing.to_string().contains("put `milabench` on PATH"),
+            "{missing}"
+        );
+        ctx.milabench_program = Some("/opt/bin/milabench".into());
+        let plan = plan_bench(bench, &benchfile, &ctx).expect("plan");
+        let argv = &plan.processes[0].argv;
+        let server =
+            Utf8PathBuf::from(bench.dir("venv").unwrap_or_default()).join("bin/transformers");
+        assert_eq!(
+            argv[..],
+            [
+                "/opt/bin/milabench".to_string(),
+                "load".into(),
+                "--emit-events".into(),
+                "--model".into(),
+                "/tiny".into(),
+                "--scenario".into(),
+                "server".into(),
+                "--rate".into(),
+                "2".into(),
+                "--slo".into(),
+                "ttft=2s".into(),
+                "--".into(),
+                server.to_string(),
+                "serve".into(),
+                "--device".into(),
+                "cpu".into(),
+                "--model-dir".into(),
+                "/tiny".into(),
+            ]
+        );
+        let no_server = plan_bench(
+            bench,
+            &BenchFile {
+                server: None,
+                ..benchfile
+            },
+            &ctx,
+        )
+        .expect_err("no server");
+        assert!(
+            no_server.to_string().contains("server: [PROGRAM"),
+            "{no_server}"
+        );
     }
 }

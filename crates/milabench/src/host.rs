@@ -3,6 +3,7 @@
 //! are looked up in, the GPUs, the CPU count. Nothing later reads the process environment or
 //! looks for GPUs again.
 
+use camino::{Utf8Path, Utf8PathBuf};
 use milabench_config::settings::EnvVars;
 use milabench_system::GpuDiscovery;
 
@@ -23,6 +24,9 @@ pub struct Host {
     pub gpus: LocalGpus,
     /// The CPUs this process may use.
     pub cpu_count: usize,
+    /// The `milabench` program serving benchmarks run as their load generator: this program
+    /// when it is `milabench`, else the first `milabench` on `PATH`.
+    pub milabench_program: Option<Utf8PathBuf>,
 }
 
 impl Host {
@@ -35,15 +39,34 @@ impl Host {
             GpuDiscovery::none()
         };
         let gpus = LocalGpus::detect(arch, &discovery, env);
+        let path = env
+            .get("PATH")
+            .map(str::to_string)
+            .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default());
         Host {
             env: env.clone(),
-            path: env
-                .get("PATH")
-                .map(str::to_string)
-                .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default()),
+            milabench_program: milabench_program(&path),
+            path,
             discovery,
             gpus,
             cpu_count: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
+}
+
+/// This program when its name is `milabench`, else the first executable `milabench` in
+/// `path`'s folders.
+fn milabench_program(path: &str) -> Option<Utf8PathBuf> {
+    let this = std::env::current_exe()
+        .ok()
+        .and_then(|p| Utf8PathBuf::try_from(p).ok());
+    if let Some(this) = this
+        && this.file_name() == Some("milabench")
+    {
+        return Some(this);
+    }
+    path.split(':')
+        .filter(|dir| !dir.is_empty())
+        .map(|dir| Utf8Path::new(dir).join("milabench"))
+        .find(|candidate| candidate.is_file())
 }

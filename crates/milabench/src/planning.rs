@@ -155,6 +155,7 @@ fn make_plan_context(
             .get("launch")
             .and_then(serde_json::Value::as_str)
             == Some("srun"),
+        milabench_program: host.milabench_program.clone(),
     })
 }
 

@@ -1,32 +1,103 @@
-//! `milabench load`: flags -> a load spec, the run, then a table or JSON, and the run folder's
-//! events when asked.
+//! `milabench load`: flags -> a load spec (and the server to start, if any), the run, then a
+//! table, JSON, the run folder's events, or data events for the orchestrator.
+
+use std::io::Write as _;
 
 use anyhow::Context as _;
 use milabench::ExitCode;
+use milabench_exec::Interrupt;
+use milabench_load::server::{self, ManagedServer};
 use milabench_load::workload::Workload;
 use milabench_load::{
-    Api, Endpoint, LatencySummary, LoadResult, LoadSpec, RequestOptions, Scenario, Slo, Step,
+    Api, Endpoint, LatencySummary, LoadResult, LoadSpec, RequestOptions, Scenario, Slo, Step, Stop,
 };
-use milabench_metrics::{DataFileWriter, Record};
+use milabench_metrics::{DataFileWriter, Event, Record};
 use serde_json::{Map, Value, json};
 
 use crate::args::{LoadApi, LoadArgs, LoadFormat, LoadScenario};
 use crate::output::{note, write_output};
 
-/// Runs the load and prints what it measured.
+/// Runs the load (starting its server first when one is given) and shows what it measured.
 pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
-    let spec = spec(args)?;
-    let result = milabench_load::run(&spec)?;
+    let interrupt = Interrupt::new();
+    let _ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
+    let stop = Stop::new();
+    let _on_ctrl_c = {
+        let stop = stop.clone();
+        interrupt.on_trigger(move || stop.trigger("interrupted"))
+    };
+    let (endpoint, server) = match (&args.endpoint, args.serve.is_empty()) {
+        (Some(url), true) => (Endpoint::parse(url)?, None),
+        _ => {
+            let (endpoint, server) = start_server(args, &stop)?;
+            (endpoint, Some(server))
+        }
+    };
+    // A second Ctrl-C kills the server at once, with this process.
+    let _watched = server
+        .as_ref()
+        .map(|s| interrupt.watch_group(s.process_group()));
+    let spec = spec(args, endpoint)?;
+    let result = milabench_load::run(&spec, &stop);
+    // What was measured is written before the server is stopped (which may take a while).
+    let shown = match &result {
+        Ok(result) => show(args, &spec, result),
+        Err(_) => Ok(()),
+    };
+    if let Some(server) = server {
+        server.stop(server::STOP_GRACE);
+    }
+    let result = result?;
+    shown?;
+    Ok(if interrupt.is_set() {
+        ExitCode::Interrupted
+    } else if result.failure().is_some() {
+        ExitCode::BenchmarkFailures
+    } else {
+        ExitCode::Success
+    })
+}
+
+/// Starts the server after `--` on a free loopback port and waits until it is ready.
+fn start_server(args: &LoadArgs, stop: &Stop) -> anyhow::Result<(Endpoint, ManagedServer)> {
+    let port = server::free_port().context("no free port on the loopback interface")?;
+    let argv = server::with_port(&args.serve, port);
+    let endpoint = Endpoint::parse(&format!("http://127.0.0.1:{port}"))?;
+    let quiet = args.emit_events || args.format == LoadFormat::Json;
+    if !quiet {
+        note(&format!("starting the server: {}", argv.join(" ")));
+    }
+    let server = ManagedServer::start(
+        &argv,
+        args.server_log.as_deref().map(|p| p.as_std_path()),
+        stop,
+    )?;
+    let took = server.wait_ready(&endpoint, &args.health, args.ready_timeout, stop)?;
+    if !quiet {
+        note(&format!(
+            "the server answered {} after {:.1} s",
+            args.health,
+            took.as_secs_f64()
+        ));
+    }
+    Ok((endpoint, server))
+}
+
+/// Writes the results where the flags say.
+fn show(args: &LoadArgs, spec: &LoadSpec, result: &LoadResult) -> anyhow::Result<()> {
+    let command: Vec<String> = std::env::args().collect();
+    let records = milabench_load::events::records(result, &args.name, &command, config(args, spec));
+    if args.emit_events {
+        return emit(&records);
+    }
     if let Some(dir) = &args.run_dir {
         let path = dir.join(format!("{}.data", args.name));
         std::fs::create_dir_all(dir).with_context(|| format!("could not create {dir}"))?;
-        let command: Vec<String> = std::env::args().collect();
-        let records = milabench_load::events::records(&result, &args.name, &command, config(args));
         write_records(&path, &records)?;
         note(&format!("results written to {path}"));
     }
     let text = match args.format {
-        LoadFormat::Text => text(&spec, &result),
+        LoadFormat::Text => text(spec, result),
         LoadFormat::Json => {
             let steps: Vec<Value> = result
                 .steps
@@ -38,17 +109,47 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
                 "model": spec.options.model,
                 "steps": steps,
                 "highest_held_rate": result.highest_held_rate,
+                "stopped": result.stopped,
                 "failure": result.failure(),
             });
             serde_json::to_string_pretty(&out)? + "\n"
         }
     };
-    write_output(None, &text)?;
-    Ok(if result.failure().is_some() {
-        ExitCode::BenchmarkFailures
+    write_output(None, &text)
+}
+
+/// Sends the data and error events of `records` on the benchmark data channel: the pipe
+/// `DATA_FD` names, or smuggled in stdout when it is 1 (or unset). The orchestrator writes the
+/// run's own `config`, `start` and `end` events.
+fn emit(records: &[Record]) -> anyhow::Result<()> {
+    let fd = std::env::var("DATA_FD").unwrap_or_else(|_| "1".into());
+    let mut lines = Vec::new();
+    for record in records {
+        let line = match &record.event {
+            Event::Data(_) => record.event.data_value(),
+            Event::Error(_) => json!({"$event": "error", "$data": record.event.data_value()}),
+            _ => continue,
+        };
+        lines.push(line.to_string() + "\n");
+    }
+    if fd == "1" {
+        let mut out = std::io::stdout().lock();
+        for line in &lines {
+            out.write_all(&milabench_metrics::smuggle_encode(line.as_bytes()))?;
+        }
+        out.flush()?;
     } else {
-        ExitCode::Success
-    })
+        // The inherited pipe, reopened through /proc (no unsafe descriptor adoption).
+        let path = format!("/proc/self/fd/{fd}");
+        let mut channel = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("cannot open the data channel DATA_FD={fd}"))?;
+        for line in &lines {
+            channel.write_all(line.as_bytes())?;
+        }
+    }
+    Ok(())
 }
 
 fn write_records(path: &camino::Utf8Path, records: &[Record]) -> anyhow::Result<()> {
@@ -57,19 +158,22 @@ fn write_records(path: &camino::Utf8Path, records: &[Record]) -> anyhow::Result<
     Ok(())
 }
 
-fn config(args: &LoadArgs) -> Map<String, Value> {
+fn config(args: &LoadArgs, spec: &LoadSpec) -> Map<String, Value> {
     let mut m = Map::new();
-    m.insert("endpoint".into(), json!(args.endpoint));
+    m.insert("endpoint".into(), json!(spec.endpoint.url));
     m.insert("model".into(), json!(args.model));
     m.insert(
         "scenario".into(),
         json!(format!("{:?}", args.scenario).to_lowercase()),
     );
     m.insert("slo".into(), json!(args.slo));
+    if !args.serve.is_empty() {
+        m.insert("server".into(), json!(args.serve));
+    }
     m
 }
 
-fn spec(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
+fn spec(args: &LoadArgs, endpoint: Endpoint) -> anyhow::Result<LoadSpec> {
     let bad = |flag: &str, e: String| anyhow::anyhow!("invalid {flag}: {e}");
     let workload = match &args.prompts {
         Some(path) => Workload::from_file(path.as_std_path())?,
@@ -102,7 +206,7 @@ fn spec(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
         (None, _) => usize::MAX,
     };
     Ok(LoadSpec {
-        endpoint: Endpoint::parse(&args.endpoint)?,
+        endpoint,
         options: RequestOptions {
             api: match args.api {
                 LoadApi::Completions => Api::Completions,

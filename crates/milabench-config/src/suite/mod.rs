@@ -188,6 +188,15 @@ impl Bench {
         }
     }
 
+    /// The rendered `argv` of one part of a serving benchmark, `client` or `server` (empty
+    /// when the part or its `argv` is absent).
+    pub fn part_argv(&self, part: &str) -> Result<Vec<String>, ConfigError> {
+        match self.config.get(part).and_then(|p| p.get("argv")) {
+            Some(node) => argv::render(&self.name, node),
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// The plan method.
     pub fn plan(&self) -> Result<PlanMethod, ConfigError> {
         let Some(plan) = self.config.get("plan") else {
