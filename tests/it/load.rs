@@ -297,7 +297,10 @@ serve:
     let folder = project.path().join("benchmarks/serve");
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/serving/fake_server.py"),
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/serving/fake_server.py"
+        ),
         folder.join("fake_server.py"),
     )
     .unwrap();
@@ -312,10 +315,140 @@ serve:
     let data = project.data_file("serving", "serve.D0");
     let requests = data.lines().filter(|l| l.contains("\"request\"")).count();
     assert!(requests > 10, "{data}");
-    assert!(data.contains("\"load\""), "the step summary is recorded: {data}");
+    assert!(
+        data.contains("\"load\""),
+        "the step summary is recorded: {data}"
+    );
     assert!(data.contains("tokens/s"), "{data}");
     assert!(
         data.contains("fake server: listening on 127.0.0.1"),
         "the server's output is kept with the run: {data}"
+    );
+}
+
+/// An https endpoint: the certificate is verified against the system's authorities and
+/// `--ca-cert`'s; one signed by a private authority is refused without `--ca-cert`, with the
+/// reason.
+#[test]
+fn load_measures_an_https_endpoint_and_verifies_its_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let (ca, cert, key) = (path("ca.pem"), path("cert.pem"), path("key.pem"));
+    std::fs::write(path("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    // A private authority, and the server's certificate it signed.
+    let steps: [&[&str]; 3] = [
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=test-ca",
+            "-keyout",
+            &path("ca.key"),
+            "-out",
+            &ca,
+        ],
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            &key,
+            "-out",
+            &path("req.csr"),
+        ],
+        &[
+            "x509",
+            "-req",
+            "-days",
+            "1",
+            "-in",
+            &path("req.csr"),
+            "-CA",
+            &ca,
+            "-CAkey",
+            &path("ca.key"),
+            "-CAcreateserial",
+            "-extfile",
+            &path("san.ext"),
+            "-out",
+            &cert,
+        ],
+    ];
+    for step in steps {
+        let Ok(made) = std::process::Command::new("openssl").args(step).output() else {
+            eprintln!("skipped: the openssl program is not installed");
+            return;
+        };
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+    }
+    let port = milabench_load::server::free_port().unwrap().to_string();
+    let argv = fake_server(&[
+        "--port",
+        &port,
+        "--start-delay",
+        "0",
+        "--certfile",
+        &cert,
+        "--keyfile",
+        &key,
+    ]);
+    let mut server = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = server.stderr.take().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line).unwrap();
+    assert!(line.contains("listening"), "{line}");
+    let url = format!("https://127.0.0.1:{port}");
+    let load = |extra: &[&str]| {
+        let mut cmd = milabench(dir.path());
+        cmd.args([
+            "load",
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--scenario",
+            "offline",
+        ])
+        .args([
+            "--requests",
+            "5",
+            "--output-tokens",
+            "4",
+            "--format",
+            "json",
+        ])
+        .args(extra);
+        run(&mut cmd)
+    };
+    let trusted = load(&["--ca-cert", &ca]);
+    let untrusted = load(&[]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    let json: Value = serde_json::from_str(&trusted.stdout).unwrap();
+    assert_eq!(json["steps"][0]["summary"]["succeeded"], 5, "{json}");
+    assert_ne!(untrusted.code, 0, "a private authority must not be trusted");
+    assert!(
+        untrusted.stderr.contains("TLS with https://127.0.0.1")
+            && untrusted.stderr.contains("--ca-cert")
+            && untrusted.stderr.contains("UnknownIssuer"),
+        "{}",
+        untrusted.stderr
     );
 }

@@ -815,10 +815,14 @@ pub enum LoadApi {
 /// Arguments of `milabench load`.
 #[derive(Debug, Args)]
 pub struct LoadArgs {
-    /// The server's base URL, `http://HOST:PORT` (a trailing `/v1` is accepted); not given
-    /// when a server command follows `--`.
+    /// The server's base URL, `http://HOST:PORT` or `https://HOST[:PORT]` (a trailing `/v1`
+    /// is accepted); not given when a server command follows `--`.
     #[arg(long, value_name = "URL", required_unless_present = "serve")]
     pub endpoint: Option<String>,
+    /// Also trust the certificate authorities of this PEM file for an `https` endpoint (a
+    /// private or self-signed certificate); the system's are always trusted.
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<Utf8PathBuf>,
     /// The `model` of every request.
     #[arg(long, value_name = "NAME")]
     pub model: String,

@@ -39,6 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             default_max_tokens: 16,
             max_connections: 4096,
             slo: None,
+            ca_cert: None,
         };
         let result = run(&spec, &Stop::new())?;
         let s = &result.steps[0].summary;

@@ -16,6 +16,7 @@ use tokio::sync::Semaphore;
 
 use crate::error::LoadError;
 use crate::sse::SseReader;
+use crate::tls::TlsClient;
 use crate::workload::Prompt;
 
 /// Which OpenAI route the requests use.
@@ -38,11 +39,13 @@ impl Api {
     }
 }
 
-/// A server's base URL: `http://HOST:PORT` with an optional path prefix.
+/// A server's base URL: `http[s]://HOST:PORT` with an optional path prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
     /// The URL as given.
     pub url: String,
+    /// `https://`: connections are TLS.
+    pub tls: bool,
     /// `HOST:PORT` for the `Host` header and for connecting.
     pub authority: String,
     /// Path prefix before `/v1/...` (empty or starting with `/`, no trailing `/`).
@@ -50,17 +53,17 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// Parses `http://HOST[:PORT][/PREFIX]` (port 80 when absent; a trailing `/v1` is dropped,
-    /// since the routes add it). HTTPS is not supported.
+    /// Parses `http[s]://HOST[:PORT][/PREFIX]` (port 80, or 443 for `https`, when absent; a
+    /// trailing `/v1` is dropped, since the routes add it).
     pub fn parse(url: &str) -> Result<Endpoint, LoadError> {
         let fail = |reason: &str| LoadError::Endpoint {
             endpoint: url.to_owned(),
             reason: reason.to_owned(),
         };
-        let rest = match url.split_once("://") {
-            Some(("http", rest)) => rest,
-            Some(("https", _)) => return Err(fail("https is not supported; use http://")),
-            Some(_) => return Err(fail("the scheme must be http://")),
+        let (tls, rest) = match url.split_once("://") {
+            Some(("http", rest)) => (false, rest),
+            Some(("https", rest)) => (true, rest),
+            Some(_) => return Err(fail("the scheme must be http:// or https://")),
             None => return Err(fail("write it as http://HOST:PORT")),
         };
         let (authority, path) = match rest.find('/') {
@@ -80,15 +83,23 @@ impl Endpoint {
             }
             authority.to_owned()
         } else {
-            format!("{authority}:80")
+            format!("{authority}:{}", if tls { 443 } else { 80 })
         };
         let path = path.trim_end_matches('/');
         let base_path = path.strip_suffix("/v1").unwrap_or(path).to_owned();
         Ok(Endpoint {
             url: url.to_owned(),
+            tls,
             authority,
             base_path,
         })
+    }
+
+    /// The host as written in the URL (a name, an address, or a bracketed IPv6 address).
+    pub fn host(&self) -> &str {
+        self.authority
+            .rsplit_once(':')
+            .map_or(self.authority.as_str(), |(host, _)| host)
     }
 
     /// Resolves the host name to addresses.
@@ -103,11 +114,21 @@ impl Endpoint {
         Ok(addrs)
     }
 
-    /// The error of a server that cannot be reached.
+    /// The error of a server that cannot be reached, or whose TLS was refused.
     pub fn unreachable(&self, source: std::io::Error) -> LoadError {
-        LoadError::Unreachable {
-            endpoint: self.url.clone(),
-            source,
+        let tls = source
+            .get_ref()
+            .is_some_and(|inner| inner.is::<rustls::Error>());
+        if tls {
+            LoadError::Tls {
+                endpoint: self.url.clone(),
+                source,
+            }
+        } else {
+            LoadError::Unreachable {
+                endpoint: self.url.clone(),
+                source,
+            }
         }
     }
 }
@@ -227,16 +248,24 @@ type Sender = SendRequest<Full<Bytes>>;
 pub struct Pool {
     endpoint: Endpoint,
     addrs: Vec<SocketAddr>,
+    tls: Option<TlsClient>,
     idle: Mutex<Vec<Sender>>,
     slots: Arc<Semaphore>,
 }
 
 impl Pool {
-    /// A pool for `endpoint` (already resolved to `addrs`) of at most `max` connections.
-    pub fn new(endpoint: Endpoint, addrs: Vec<SocketAddr>, max: usize) -> Pool {
+    /// A pool for `endpoint` (already resolved to `addrs`) of at most `max` connections, over
+    /// TLS with `tls` (which an `https` endpoint needs).
+    pub fn new(
+        endpoint: Endpoint,
+        addrs: Vec<SocketAddr>,
+        max: usize,
+        tls: Option<TlsClient>,
+    ) -> Pool {
         Pool {
             endpoint,
             addrs,
+            tls,
             idle: Mutex::new(Vec::new()),
             slots: Arc::new(Semaphore::new(max.max(1))),
         }
@@ -270,7 +299,19 @@ impl Pool {
     async fn connect(&self) -> std::io::Result<Sender> {
         let stream = TcpStream::connect(&self.addrs[..]).await?;
         stream.set_nodelay(true)?;
-        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        use hyper::client::conn::http1::handshake;
+        if !self.endpoint.tls {
+            let (sender, connection) = handshake(TokioIo::new(stream))
+                .await
+                .map_err(std::io::Error::other)?;
+            tokio::spawn(connection);
+            return Ok(sender);
+        }
+        let tls = self.tls.as_ref().ok_or_else(|| {
+            std::io::Error::other("an https endpoint needs a TLS client (none was set up)")
+        })?;
+        let stream = tls.connect(self.endpoint.host(), stream).await?;
+        let (sender, connection) = handshake(TokioIo::new(stream))
             .await
             .map_err(std::io::Error::other)?;
         tokio::spawn(connection);
@@ -571,13 +612,15 @@ mod tests {
         assert_eq!(e.base_path, "/proxy");
         let e = Endpoint::parse("http://[::1]:9000/").unwrap();
         assert_eq!(e.authority, "[::1]:9000");
-        for bad in [
-            "localhost:8000",
-            "https://x",
-            "http://:8000x",
-            "http:///v1",
-            "ftp://x",
-        ] {
+        assert_eq!(e.host(), "[::1]");
+        assert!(!e.tls);
+        let e = Endpoint::parse("https://api.example.org/v1").unwrap();
+        assert!(e.tls);
+        assert_eq!(
+            (e.authority.as_str(), e.host()),
+            ("api.example.org:443", "api.example.org")
+        );
+        for bad in ["localhost:8000", "http://:8000x", "http:///v1", "ftp://x"] {
             assert!(Endpoint::parse(bad).is_err(), "{bad}");
         }
     }

@@ -33,6 +33,25 @@ pub enum LoadError {
         /// What is wrong.
         reason: String,
     },
+    /// The server's certificate was refused, or TLS could not be agreed on.
+    #[error(
+        "TLS with {endpoint} failed: is the certificate right for this name, and signed by an authority this machine trusts? (--ca-cert FILE trusts a private one)"
+    )]
+    Tls {
+        /// The endpoint as given.
+        endpoint: String,
+        /// What TLS said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `--ca-cert` file of an https endpoint cannot be used.
+    #[error("CA certificate file {}: {reason}", path.display())]
+    CaFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// A setting that cannot work (a zero rate, no requests, ...).
     #[error("invalid load settings: {0}")]
     Settings(String),
@@ -82,8 +101,10 @@ impl LoadError {
             LoadError::Endpoint { .. }
             | LoadError::PromptsFile { .. }
             | LoadError::Settings(_)
+            | LoadError::CaFile { .. }
             | LoadError::ServerStart { .. } => true,
             LoadError::Unreachable { .. }
+            | LoadError::Tls { .. }
             | LoadError::ServerExited { .. }
             | LoadError::ServerNotReady { .. }
             | LoadError::StoppedWaiting(_)

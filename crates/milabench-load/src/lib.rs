@@ -20,6 +20,7 @@ pub mod server;
 mod sse;
 pub mod stop;
 pub mod summary;
+pub mod tls;
 pub mod workload;
 
 pub use client::{Api, Endpoint, ErrorKind, RequestError, RequestOptions, RequestRecord};

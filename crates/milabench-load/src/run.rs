@@ -15,6 +15,7 @@ use crate::error::LoadError;
 use crate::schedule::{gaps, ks_exponential, poisson};
 use crate::stop::{IN_FLIGHT_GRACE, Stop};
 use crate::summary::{Slo, Summary};
+use crate::tls::TlsClient;
 use crate::workload::{Prompt, Workload};
 
 /// How requests are released.
@@ -68,6 +69,8 @@ pub struct LoadSpec {
     pub max_connections: usize,
     /// Latency bounds for goodput and for a sweep's verdict.
     pub slo: Option<Slo>,
+    /// More certificate authorities to trust for an https endpoint (PEM), beside the system's.
+    pub ca_cert: Option<std::path::PathBuf>,
 }
 
 /// One run at one setting: every request and their aggregates.
@@ -143,10 +146,16 @@ pub fn run(spec: &LoadSpec, stop: &Stop) -> Result<LoadResult, LoadError> {
         .build()
         .map_err(LoadError::Runtime)?;
     let addrs = runtime.block_on(spec.endpoint.resolve())?;
+    let tls = spec
+        .endpoint
+        .tls
+        .then(|| TlsClient::new(spec.ca_cert.as_deref()))
+        .transpose()?;
     let pool = Arc::new(Pool::new(
         spec.endpoint.clone(),
         addrs,
         spec.max_connections,
+        tls,
     ));
     runtime.block_on(pool.probe())?;
     let mut steps = Vec::new();

@@ -148,7 +148,8 @@ impl ManagedServer {
             .build()
             .map_err(LoadError::Runtime)?;
         let addrs = runtime.block_on(endpoint.resolve())?;
-        let pool = Pool::new(endpoint.clone(), addrs, 1);
+        // A server started here listens on loopback in plain HTTP.
+        let pool = Pool::new(endpoint.clone(), addrs, 1, None);
         loop {
             if let Some(status) = *lock(&self.exited) {
                 return Err(LoadError::ServerExited {

@@ -30,6 +30,7 @@ fn spec(url: &str, scenario: Scenario, duration: Duration, max_requests: usize) 
         default_max_tokens: 16,
         max_connections: 256,
         slo: None,
+        ca_cert: None,
     }
 }
 

@@ -229,6 +229,7 @@ fn spec(args: &LoadArgs, endpoint: Endpoint) -> anyhow::Result<LoadSpec> {
             .map(Slo::parse)
             .transpose()
             .map_err(|e| bad("--slo", e))?,
+        ca_cert: args.ca_cert.as_ref().map(|p| p.clone().into_std_path_buf()),
     })
 }
 
