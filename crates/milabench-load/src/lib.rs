@@ -1,9 +1,10 @@
 //! The LLM serving load generator: an asynchronous client of OpenAI-compatible servers
 //! (`/v1/completions`, `/v1/chat/completions`, streamed as server-sent events) over one pool of
-//! HTTP/1.1 connections (TLS for `https`), the scenarios the field measures serving with (MLPerf's Offline and
-//! Server, a fixed concurrency, a sweep of rates until the SLO breaks), and per request the
-//! time to first token, every inter-token gap, the time per output token and the end-to-end
-//! latency, aggregated into percentiles, throughputs and goodput with 95% intervals.
+//! HTTP/1.1 connections (TLS for `https`), the scenarios the field measures serving with
+//! (MLPerf's Offline and Server, a fixed concurrency, a sweep of rates until the SLO breaks),
+//! and per request the time to first token, every inter-token gap, the time per output token
+//! and the end-to-end latency, aggregated into percentiles, throughputs and goodput with 95%
+//! intervals.
 //!
 //! [`run`] runs a [`LoadSpec`] until it ends or a [`Stop`] is triggered; [`server`] starts and
 //! stops a server for a run; [`events::records`] turns its [`LoadResult`] into the data events
