@@ -30,12 +30,13 @@ impl Interval {
         high: f64::NAN,
     };
 
-    fn of_estimate(e: Estimate) -> Interval {
-        let half = e.half_width();
+    /// `value ± half`, for a quantity that is never negative (a latency, a rate): the
+    /// symmetric interval of a short or skewed series is cut at 0.
+    fn around(value: f64, half: f64) -> Interval {
         Interval {
-            value: e.mean,
-            low: e.mean - half,
-            high: e.mean + half,
+            value,
+            low: (value - half).max(0.0),
+            high: value + half,
         }
     }
 }
@@ -64,7 +65,10 @@ impl LatencySummary {
         sorted.sort_by(f64::total_cmp);
         LatencySummary {
             count: samples.len(),
-            mean: Interval::of_estimate(Estimate::of_series(samples)),
+            mean: {
+                let e = Estimate::of_series(samples);
+                Interval::around(e.mean, e.half_width())
+            },
             p50: quantile(&sorted, 0.50),
             p90: quantile(&sorted, 0.90),
             p95: quantile(&sorted, 0.95),
@@ -313,14 +317,7 @@ fn windowed_rate(ends: &[f64], weights: &[f64], duration: f64) -> Interval {
         return Interval::NAN;
     };
     let total: f64 = weights.iter().sum();
-    let spread = Interval::of_estimate(Estimate::of_series(&rates));
-    let value = total / duration;
-    Interval {
-        value,
-        // A rate is never negative, whatever the symmetric interval of a short run says.
-        low: (value - (spread.value - spread.low)).max(0.0),
-        high: value + (spread.high - spread.value),
-    }
+    Interval::around(total / duration, Estimate::of_series(&rates).half_width())
 }
 
 /// When the output of successful requests `ok` arrived: each streamed chunk's time since the
