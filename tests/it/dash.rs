@@ -84,22 +84,23 @@ fn tmux() -> PathBuf {
     }
 }
 
-/// A tmux server of its own (its own socket), killed when dropped.
-struct Tmux {
+/// A tmux server of its own (its own socket), killed when dropped; its one session is named
+/// `dash`.
+pub(crate) struct Tmux {
     program: PathBuf,
     socket: String,
 }
 
 impl Tmux {
     /// A server for the test `name` (tests may run as threads of one process).
-    fn new(name: &str) -> Tmux {
+    pub(crate) fn new(name: &str) -> Tmux {
         Tmux {
             program: tmux(),
             socket: format!("milabench-{name}-{}", std::process::id()),
         }
     }
 
-    fn command(&self, args: &[&str]) -> String {
+    pub(crate) fn command(&self, args: &[&str]) -> String {
         let out = Command::new(&self.program)
             .args(["-L", &self.socket])
             .args(args)
@@ -109,7 +110,7 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         self.command(&["capture-pane", "-p", "-t", "dash"])
     }
 
@@ -140,7 +141,7 @@ impl Drop for Tmux {
 }
 
 /// Quotes `text` for sh.
-fn quoted(text: &str) -> String {
+pub(crate) fn quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
