@@ -310,7 +310,7 @@ fn view_thread<W: Write>(
             let frame = draw_frame(&mut terminal, keys, |frame| {
                 view::draw(frame, &model, now, palette);
             });
-            if !frame.is_some_and(|f| f.is_ok()) {
+            if !matches!(frame, Some(Ok(()))) {
                 return;
             }
             drawn = Some((model.generation, now));
