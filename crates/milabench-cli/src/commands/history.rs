@@ -31,7 +31,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
     })?;
     if rows.is_empty() {
         match &args.sweep {
-            Some(sweep) => unknown_sweep(&mut store, sweep)?,
+            Some(sweep) => nothing_in_sweep(&mut store, sweep)?,
             None => note(&format!(
                 "no results match in {}; `milabench db list` shows its runs, `milabench db import FOLDER` adds one",
                 store.location()
@@ -104,7 +104,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
 fn sweep_runs(store: &mut Store, sweep: &str, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let runs = store.sweep_runs(sweep)?;
     if runs.is_empty() {
-        unknown_sweep(store, sweep)?;
+        nothing_in_sweep(store, sweep)?;
     }
     let table = Table {
         columns: &[
@@ -137,7 +137,7 @@ fn sweep_runs(store: &mut Store, sweep: &str, args: &HistoryArgs) -> anyhow::Res
 }
 
 /// Says that nothing matched in sweep `sweep`, and which sweeps the store knows.
-fn unknown_sweep(store: &mut Store, sweep: &str) -> anyhow::Result<()> {
+fn nothing_in_sweep(store: &mut Store, sweep: &str) -> anyhow::Result<()> {
     let known = store.sweeps()?;
     let fix = if known.contains(&sweep.to_owned()) {
         format!("`milabench history --sweep {sweep}` lists its runs and their points")
