@@ -84,22 +84,23 @@ fn tmux() -> PathBuf {
     }
 }
 
-/// A tmux server of its own (its own socket), killed when dropped.
-struct Tmux {
+/// A tmux server of its own (its own socket), killed when dropped; its one session is named
+/// `dash`.
+pub(crate) struct Tmux {
     program: PathBuf,
     socket: String,
 }
 
 impl Tmux {
     /// A server for the test `name` (tests may run as threads of one process).
-    fn new(name: &str) -> Tmux {
+    pub(crate) fn new(name: &str) -> Tmux {
         Tmux {
             program: tmux(),
             socket: format!("milabench-{name}-{}", std::process::id()),
         }
     }
 
-    fn command(&self, args: &[&str]) -> String {
+    pub(crate) fn command(&self, args: &[&str]) -> String {
         let out = Command::new(&self.program)
             .args(["-L", &self.socket])
             .args(args)
@@ -109,7 +110,7 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         self.command(&["capture-pane", "-p", "-t", "dash"])
     }
 
@@ -140,7 +141,7 @@ impl Drop for Tmux {
 }
 
 /// Quotes `text` for sh.
-fn quoted(text: &str) -> String {
+pub(crate) fn quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
@@ -241,11 +242,10 @@ fn the_view_fits_a_resized_terminal_and_ctrl_c_stops_the_run_and_restores_it() {
     tmux.wait_for("steady.D0  rate");
     // Narrower than the list needs, then tiny: what fits is drawn, the summary first.
     tmux.command(&["resize-window", "-t", "dash", "-x", "60", "-y", "14"]);
-    let screen = tmux.wait_for("stderr of steady.D0");
-    assert!(
-        !screen.contains("benchmarks"),
-        "no list at 60 columns:\n{screen}"
-    );
+    // Until the view redraws, tmux shows the old frame cut to the new size.
+    tmux.wait_until("no list at 60 columns", |screen| {
+        screen.contains("stderr of steady.D0") && !screen.contains("benchmarks")
+    });
     tmux.command(&["resize-window", "-t", "dash", "-x", "30", "-y", "3"]);
     wait_for_within("a one-line view", Duration::from_secs(20), || {
         let screen = tmux.screen();
@@ -327,4 +327,89 @@ fn long_commands_say_each_step_when_piped() {
         let line = format!("importing {}/2: {}", i + 1, folder.display());
         assert!(out.stderr.contains(&line), "{line}:\n{}", out.stderr);
     }
+}
+
+/// The variable that makes [`the_dashboard_up_then_a_panic`] do its part: set only by
+/// [`a_panic_gives_the_terminal_back`], which runs it under tmux.
+const PANIC_HELPER: &str = "MILABENCH_TEST_DASH_PANIC";
+
+/// Not a test of its own: the program [`a_panic_gives_the_terminal_back`] runs on a terminal
+/// (this test binary, asked for this one test). It shows the dashboard on the terminal, waits
+/// for the file `go` in the current folder, then panics on the run's thread (here, the test's)
+/// as a bug would. Without [`PANIC_HELPER`] it does nothing.
+#[test]
+#[ignore = "a helper that a_panic_gives_the_terminal_back runs under tmux"]
+fn the_dashboard_up_then_a_panic() {
+    use milabench_cli::dash::{BenchBudget, Dashboard, Screen};
+    if std::env::var_os(PANIC_HELPER).is_none() {
+        return;
+    }
+    let budget = BenchBudget {
+        name: "doomed".into(),
+        max_duration: None,
+        stop: None,
+    };
+    let _dash = Dashboard::start(vec![budget], Screen::Terminal, false).expect("the view opens");
+    wait_for_within("the test says go", Duration::from_secs(60), || {
+        Path::new("go").exists()
+    });
+    panic!("a bug while the dashboard is up");
+}
+
+/// Issue 41: a panic while the dashboard is up leaves the alternate screen, shows the cursor
+/// and takes the terminal out of raw mode before the panic's message is printed, and no frame
+/// is drawn over the message after.
+#[test]
+fn a_panic_gives_the_terminal_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tmux = Tmux::new("dash-panic");
+    let test_binary = std::env::current_exe().expect("this test binary");
+    let command = format!(
+        "cd {} && env {PANIC_HELPER}=1 {} --exact dash::the_dashboard_up_then_a_panic --ignored --nocapture; echo $? > code.txt; stty -a > stty.txt; sleep 600",
+        quoted(dir.path().to_str().expect("UTF-8")),
+        quoted(test_binary.to_str().expect("UTF-8")),
+    );
+    tmux.command(&[
+        "new-session",
+        "-d",
+        "-s",
+        "dash",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &command,
+    ]);
+    let pane = |format: &str| tmux.command(&["display-message", "-p", "-t", "dash", format]);
+    tmux.wait_for("doomed");
+    assert_eq!(
+        pane("#{alternate_on} #{cursor_flag}").trim(),
+        "1 0",
+        "the view is up"
+    );
+    fs_err::write(dir.path().join("go"), "").expect("go");
+    wait_for_within("the helper to end", Duration::from_secs(30), || {
+        dir.path().join("stty.txt").exists()
+    });
+    let screen = tmux.screen();
+    let code = fs_err::read_to_string(dir.path().join("code.txt")).expect("exit code");
+    assert_eq!(code.trim(), "101", "the panic fails the helper:\n{screen}");
+    assert_eq!(
+        pane("#{alternate_on} #{cursor_flag}").trim(),
+        "0 1",
+        "the main screen, the cursor shown:\n{screen}"
+    );
+    let stty = fs_err::read_to_string(dir.path().join("stty.txt")).expect("stty");
+    let flags: Vec<&str> = stty.split_whitespace().collect();
+    for flag in ["icanon", "echo", "isig", "opost"] {
+        assert!(flags.contains(&flag), "{flag}: out of raw mode:\n{stty}");
+    }
+    assert!(
+        screen.contains("a bug while the dashboard is up"),
+        "the message on the main screen:\n{screen}"
+    );
+    assert!(
+        !screen.contains("milabench ·"),
+        "no frame drawn over it:\n{screen}"
+    );
 }

@@ -687,6 +687,190 @@ fn submit_without_sbatch_says_so_and_keeps_the_script() {
     );
 }
 
+/// Issue 41: a job waiting behind others says, from the real `scontrol` and `squeue`, why it
+/// waits and its place in the queue of its partition, then runs when they are gone. (A
+/// cluster of its own: the blockers fill its node.)
+#[test]
+#[ignore = "needs root and a Slurm: cargo xtask ci runs it"]
+fn a_waiting_job_says_its_place_in_the_queue() {
+    let slurm = TestSlurm::own();
+    let project = Project::new();
+    fs_err::write(project.path().join("benchmarks/gate/open"), "").expect("open");
+    let blocker = || {
+        let out = slurm
+            .command("sbatch")
+            .args(["--parsable", "--exclusive", "--wrap", "sleep 300"])
+            .current_dir(project.path())
+            .output()
+            .expect("sbatch");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let running = blocker();
+    wait_for("the first blocker runs", || {
+        let out = slurm
+            .command("scontrol")
+            .args(["show", "job", "-o", &running])
+            .output()
+            .expect("scontrol");
+        String::from_utf8_lossy(&out.stdout).contains("JobState=RUNNING")
+    });
+    let waiting = blocker();
+    let log = project.path().join("submit.log");
+    let submit = project
+        .submit(&slurm, &["--wait", "--", "--time=5"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(fs_err::File::create(&log).expect("log").into_parts().0)
+        .spawn()
+        .expect("milabench starts");
+    let partition = xtask::slurm::PARTITION;
+    let place = format!("queue position 2 of 2 in partition {partition}");
+    wait_for_within(
+        "the place in the queue is said",
+        Duration::from_secs(60),
+        || fs_err::read_to_string(&log).is_ok_and(|l| l.contains(&place)),
+    );
+    let cancel = slurm
+        .command("scancel")
+        .args([&running, &waiting])
+        .status()
+        .expect("scancel");
+    assert!(cancel.success());
+    let out = submit.wait_with_output().expect("submit ends");
+    let stderr = fs_err::read_to_string(&log).expect("log");
+    assert!(out.status.success(), "{stderr}");
+    let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("job ")).collect();
+    assert!(
+        said.iter()
+            .any(|l| l.contains(": PENDING (") && l.ends_with(&place)),
+        "{stderr}"
+    );
+    assert!(said.iter().any(|l| l.ends_with(": RUNNING")), "{stderr}");
+}
+
+/// A folder of stand-ins for Slurm's clients, on `PATH` in front: `sbatch` gives job 42;
+/// `scontrol` says, call after call, the job pending for its priority (`calls` times), then
+/// for resources (`calls` times), running, completed; `squeue`, asked the pending jobs of
+/// partition `gpu` in priority order, lists two ahead of it until its reason changes, then
+/// none.
+fn stand_in_slurm(calls: usize) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let job = "JobId=42 JobName=milabench-golden UserId=me(1000) Partition=gpu";
+    let count = "calls=\"$(dirname \"$0\")/calls\"\nn=$(cat \"$calls\" 2>/dev/null || echo 0)\n";
+    let scripts = [
+        ("sbatch", "echo 42\n".to_owned()),
+        (
+            "scontrol",
+            format!(
+                "{count}n=$((n + 1))\necho $n > \"$calls\"\n\
+                 if [ $n -le {calls} ]; then echo '{job} JobState=PENDING Reason=Priority NodeList=(null) ExitCode=0:0'\n\
+                 elif [ $n -le {twice} ]; then echo '{job} JobState=PENDING Reason=Resources NodeList=(null) ExitCode=0:0'\n\
+                 elif [ $n -le {running} ]; then echo '{job} JobState=RUNNING Reason=None NodeList=cn1 ExitCode=0:0'\n\
+                 else echo '{job} JobState=COMPLETED Reason=None NodeList=cn1 ExitCode=0:0'; fi\n",
+                twice = 2 * calls,
+                running = 2 * calls + 1,
+            ),
+        ),
+        (
+            "squeue",
+            format!(
+                "case \"$*\" in\n\
+                 '--noheader --states=PENDING --partition gpu --sort=-p,i --format=%i') ;;\n\
+                 *) echo \"squeue: unexpected arguments: $*\" >&2; exit 1 ;;\n\
+                 esac\n{count}\
+                 if [ $n -le {calls} ]; then printf '40\\n41\\n42\\n43\\n'; else printf '42\\n43\\n'; fi\n"
+            ),
+        ),
+    ];
+    for (name, body) in scripts {
+        let path = dir.path().join(name);
+        fs_err::write(&path, format!("#!/bin/sh\n{body}")).expect("stand-in");
+        fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    dir
+}
+
+/// Issue 41: `submit --wait` says the job's state and, while it waits, its reason and its place
+/// in the queue of its partition, one line per change when stderr is not a terminal.
+#[test]
+fn submit_wait_says_the_state_and_the_place_in_the_queue() {
+    let project = Project::new();
+    let slurm = stand_in_slurm(2);
+    let out = run(milabench(project.path())
+        .env("MILABENCH_BASE", project.path().join("base"))
+        .env("PATH", crate::common::with_path(slurm.path()))
+        .args([
+            "slurm",
+            "submit",
+            "--config",
+            "suite.yaml",
+            "--no-setup",
+            "--no-check",
+            "--wait",
+        ]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.starts_with("submitted job 42\n"),
+        "{}",
+        out.stdout
+    );
+    insta::assert_snapshot!(out.stderr, @r"
+    job 42: PENDING (Priority), queue position 3 of 4 in partition gpu
+    job 42: PENDING (Resources), queue position 1 of 2 in partition gpu
+    job 42: RUNNING
+    ");
+}
+
+/// Issue 41: on a terminal, the line of the waiting job is updated in place as its reason and
+/// place change, and stays with the time it waited when the job starts.
+#[test]
+fn on_a_terminal_the_waiting_jobs_line_is_updated_in_place() {
+    use crate::dash::{Tmux, quoted};
+    let project = Project::new();
+    let slurm = stand_in_slurm(4);
+    let tmux = Tmux::new("slurm-wait");
+    let path = crate::common::with_path(slurm.path());
+    let command = format!(
+        "cd {} && env PATH={} MILABENCH_BASE={} {} slurm submit --config suite.yaml --no-setup --no-check --wait; echo $? > code.txt; sleep 600",
+        quoted(&project.path().display().to_string()),
+        quoted(&path),
+        quoted(&project.path().join("base").display().to_string()),
+        quoted(env!("CARGO_BIN_EXE_milabench")),
+    );
+    tmux.command(&[
+        "new-session",
+        "-d",
+        "-s",
+        "dash",
+        "-x",
+        "120",
+        "-y",
+        "20",
+        &command,
+    ]);
+    let code = project.path().join("code.txt");
+    wait_for("the submission to end", || code.is_file());
+    let screen = tmux.screen();
+    assert_eq!(
+        fs_err::read_to_string(&code).expect("code").trim(),
+        "0",
+        "{screen}"
+    );
+    let waiting: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains("job 42: PENDING"))
+        .collect();
+    assert_eq!(waiting.len(), 1, "one line, updated in place:\n{screen}");
+    assert!(
+        waiting[0].starts_with(
+            "job 42: PENDING (Resources), queue position 1 of 2 in partition gpu (waited "
+        ),
+        "{screen}"
+    );
+    assert!(screen.contains("\njob 42: RUNNING"), "{screen}");
+}
+
 /// Inside an allocation (its variables set here, no Slurm needed), `slurm system` prints the
 /// system it makes and `run` plans remote ranks with `srun` on the other node.
 #[test]

@@ -368,3 +368,84 @@ fn a_folder_that_cannot_be_imported_does_not_stop_the_others() {
         out.stdout
     );
 }
+
+/// Issue 40, item 4: the store keeps a sweep's runs grouped (imported from the `sweep.json` of
+/// their folders), `history --sweep NAME` lists them with their points, and `--point` follows
+/// one point across the days the sweep ran, each run compared with the same point before.
+#[test]
+fn history_lists_a_sweeps_runs_and_follows_one_point() {
+    let base = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let key = "resnet.argv.--batch-size";
+    let mut folders = Vec::new();
+    for (day, bs, rate) in [
+        (1, 32, 100.0),
+        (1, 64, 180.0),
+        (3, 32, 104.0),
+        (3, 64, 171.0),
+    ] {
+        let name = format!("bs-batch-size{bs}.{day}");
+        let folder = scratch.path().join(&name);
+        write_run(
+            &folder,
+            &GeneratedSystem {
+                gpu_model: Some("NVIDIA H100".into()),
+                gpu_count: 1,
+                date: 1_700_000_000.0 + f64::from(day) * 86_400.0 + f64::from(bs),
+            },
+            &[GeneratedBench {
+                name: "resnet".into(),
+                processes: vec![vec![rate; 8]],
+            }],
+        )
+        .unwrap();
+        // What the sweep engine writes beside the run's `.data` files.
+        let sweep = serde_json::json!({
+            "name": name, "key": format!("bs-batch-size{bs}.{{time}}"), "sweep": "bs",
+            "options": [], "overrides": [format!("{key}={bs}")], "values": [[key, bs]],
+        });
+        fs_err::write(folder.join("sweep.json"), sweep.to_string()).unwrap();
+        folders.push(folder);
+    }
+    folders.extend(generated_runs(scratch.path(), "alone", 1));
+    let import = run(milabench_in(base.path())
+        .args(["db", "import"])
+        .args(&folders));
+    assert_eq!(import.code, 0, "{}", import.stderr);
+
+    let runs = run(milabench_in(base.path()).args(["history", "--sweep", "bs"]));
+    assert_eq!(runs.code, 0, "{}", runs.stderr);
+    insta::assert_snapshot!("history_sweep_runs", runs.stdout);
+    let point = run(milabench_in(base.path()).args([
+        "history",
+        "--bench",
+        "resnet",
+        "--sweep",
+        "bs",
+        "--point",
+        &format!("{key}=64"),
+    ]));
+    assert_eq!(point.code, 0, "{}", point.stderr);
+    insta::assert_snapshot!("history_sweep_point", point.stdout);
+    // Every run of the benchmark: the point column, each run against its own point.
+    let all = run(milabench_in(base.path()).args(["history", "--bench", "resnet"]));
+    assert_eq!(all.code, 0, "{}", all.stderr);
+    insta::assert_snapshot!("history_sweep_all", all.stdout);
+    let json = run(milabench_in(base.path()).args(["db", "list", "--format", "json"]));
+    let listed: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert!(listed[0].get("sweep").is_none(), "{}", listed[0]);
+    assert_eq!(listed[1]["sweep"]["sweep"], "bs");
+    assert_eq!(listed[1]["sweep"]["point"][0], format!("{key}=32"));
+
+    let unknown = run(milabench_in(base.path()).args(["history", "--sweep", "nightly"]));
+    assert_eq!(unknown.code, 0, "{}", unknown.stderr);
+    assert!(
+        unknown.stderr.contains("no results of sweep `nightly`")
+            && unknown.stderr.contains("its sweeps: bs"),
+        "{}",
+        unknown.stderr
+    );
+    let bad = run(milabench_in(base.path()).args(["history", "--point", "64"]));
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("give KEY=VALUE"), "{}", bad.stderr);
+}

@@ -307,4 +307,31 @@ fn an_interrupted_sweep_goes_on_where_it_stopped() {
         failing.stderr
     );
     assert!(failing.stderr.contains("sized: ok"), "{}", failing.stderr);
+    // The results store grouped each sweep's runs as they ran, the interrupted one included.
+    let listed = run(project
+        .milabench()
+        .args(["history", "--sweep", "swept", "--format", "json"]));
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let runs: serde_json::Value = serde_json::from_str(&listed.stdout).expect("JSON");
+    let points: Vec<(&str, &str)> = runs
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap_or_default(),
+                r["sweep"]["point"][0].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        points,
+        [
+            ("swept-batch-size8", "sized.argv.--batch-size=8"),
+            ("swept-batch-size16", "sized.argv.--batch-size=16"),
+            ("swept-batch-size32", "sized.argv.--batch-size=32"),
+        ],
+        "{}",
+        listed.stdout
+    );
 }

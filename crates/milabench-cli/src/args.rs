@@ -1002,6 +1002,16 @@ pub struct HistoryArgs {
     /// Only runs started on or after this day (`2024-06-01`, UTC) or time (RFC 3339).
     #[arg(long, value_name = "DATE", value_parser = since_date)]
     pub since: Option<f64>,
+    /// Only the runs of this sweep: the `--run-name` of a `run --sweep` without its `{time}`
+    /// (`sweep` without one), or the name of the system file of a `multirun` block without its
+    /// extension. Alone (no `--bench`, no `--point`), lists the sweep's runs with their points.
+    #[arg(long, value_name = "NAME")]
+    pub sweep: Option<String>,
+    /// Only runs of a sweep at this point, `KEY=VALUE` as the sweep set it
+    /// (`resnet50.argv.--batch-size=64`, `sizer.mult=2`); repeated, the runs with every one.
+    /// Each run is compared with the previous run at the same point.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = point_setting)]
+    pub point: Vec<String>,
     /// The smallest change that counts (e.g. `2%`): a change against the previous comparable
     /// run is better or worse only when its 95% interval leaves out 0 and it is larger than
     /// this, else "cannot tell" (as `compare` judges). Given, it also gates the exit status: 1
@@ -1011,6 +1021,16 @@ pub struct HistoryArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = TableFormat::Text)]
     pub format: TableFormat,
+}
+
+/// `--point`: a `KEY=VALUE` setting of a sweep.
+fn point_setting(text: &str) -> Result<String, String> {
+    match text.split_once('=') {
+        Some((key, _)) if !key.trim().is_empty() => Ok(text.trim().to_owned()),
+        _ => Err(format!(
+            "`{text}` is not a setting of a sweep; give KEY=VALUE as the sweep set it, e.g. resnet50.argv.--batch-size=64 (`milabench history --sweep NAME` lists each run's point)"
+        )),
+    }
 }
 
 /// `--since`: a day (UTC midnight) or an RFC 3339 time, as seconds since the epoch.

@@ -6,14 +6,17 @@
 //! Closing the view (`q`) leaves the run going with the plain lines; Ctrl-C, which the
 //! terminal's raw mode turns into a key, is raised as the signal it would have been, so it
 //! keeps its meaning. The terminal is restored when the view closes, when the run ends or
-//! fails, and on a panic.
+//! fails, and on a panic in any thread (a panic hook, before the message is printed); a frame
+//! and the restoring take turns, so no frame is drawn over the message once the terminal is
+//! given back.
 
 mod model;
 mod view;
 
+use std::cell::Cell;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::sync::{Arc, Mutex, MutexGuard, Once, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -25,7 +28,7 @@ use ratatui::crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScr
 use ratatui::crossterm::{cursor, execute};
 use ratatui::layout::Rect;
 use ratatui::prelude::CrosstermBackend;
-use ratatui::{Terminal, TerminalOptions, Viewport};
+use ratatui::{Frame, Terminal, TerminalOptions, Viewport};
 
 use crate::live::LiveDisplay;
 pub use model::BenchBudget;
@@ -304,10 +307,10 @@ fn view_thread<W: Write>(
             // Drawn from a copy: a terminal slow to take the output never holds up the run's
             // thread, which only waits for the copy.
             let model = shared.model().clone();
-            if terminal
-                .draw(|frame| view::draw(frame, &model, now, palette))
-                .is_err()
-            {
+            let frame = draw_frame(&mut terminal, keys, |frame| {
+                view::draw(frame, &model, now, palette);
+            });
+            if !matches!(frame, Some(Ok(()))) {
                 return;
             }
             drawn = Some((model.generation, now));
@@ -364,6 +367,34 @@ fn raise_interrupt() {
 /// The terminal is in the view's mode (raw, alternate screen, cursor hidden).
 static TERMINAL_TAKEN: AtomicBool = AtomicBool::new(false);
 
+/// Drawing a frame on the terminal and giving the terminal back take turns.
+static TERMINAL_TURN: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// This thread draws a frame on the terminal (it holds [`TERMINAL_TURN`]).
+    static DRAWING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Draws one frame with `render` on `terminal`; on the view's terminal (`taken`), in its turn,
+/// and not at all (`None`) once the terminal was given back (by a panic in another thread).
+fn draw_frame<W: Write>(
+    terminal: &mut Terminal<CrosstermBackend<W>>,
+    taken: bool,
+    render: impl FnOnce(&mut Frame<'_>),
+) -> Option<std::io::Result<()>> {
+    if !taken {
+        return Some(terminal.draw(render).map(drop));
+    }
+    let _turn = TERMINAL_TURN.lock().unwrap_or_else(PoisonError::into_inner);
+    if !TERMINAL_TAKEN.load(Ordering::SeqCst) {
+        return None;
+    }
+    DRAWING.set(true);
+    let drawn = terminal.draw(render).map(drop);
+    DRAWING.set(false);
+    Some(drawn)
+}
+
 /// Puts the terminal on stderr in the view's mode, after making sure a panic gives it back.
 fn open_terminal() -> std::io::Result<Terminal<CrosstermBackend<Box<dyn Write + Send>>>> {
     static HOOK: Once = Once::new();
@@ -386,8 +417,12 @@ fn open_terminal() -> std::io::Result<Terminal<CrosstermBackend<Box<dyn Write + 
     entered
 }
 
-/// Gives the terminal back as it was (once; later calls do nothing).
+/// Gives the terminal back as it was (once; later calls do nothing), after the frame being
+/// drawn, if any: from the panic hook of the view's own thread panicking in a frame, at once
+/// (that thread holds the turn).
 fn restore_terminal() {
+    let _turn =
+        (!DRAWING.get()).then(|| TERMINAL_TURN.lock().unwrap_or_else(PoisonError::into_inner));
     if TERMINAL_TAKEN.swap(false, Ordering::SeqCst) {
         let mut err = std::io::stderr();
         let _ = execute!(err, LeaveAlternateScreen, cursor::Show);
@@ -509,6 +544,35 @@ mod tests {
             .palette()
             .color
         );
+    }
+
+    /// A panic in another thread gives the terminal back between two frames, and none is drawn
+    /// after; the view's own thread, panicking in a frame, gives it back at once (it holds the
+    /// turn). (One test: the terminal is the process's.)
+    #[test]
+    fn frames_and_giving_the_terminal_back_take_turns() {
+        let mut terminal = Terminal::with_options(
+            CrosstermBackend::new(Vec::new()),
+            TerminalOptions {
+                viewport: Viewport::Fixed(Rect::new(0, 0, 10, 2)),
+            },
+        )
+        .expect("terminal");
+        let mut drawn = 0;
+        // A writer of the view (no terminal taken) always draws.
+        assert!(draw_frame(&mut terminal, false, |_| drawn += 1).is_some_and(|f| f.is_ok()));
+        // The terminal taken, frames are drawn in their turn...
+        TERMINAL_TAKEN.store(true, Ordering::SeqCst);
+        assert!(draw_frame(&mut terminal, true, |_| drawn += 1).is_some());
+        // ... and the frame's own thread gives it back without waiting for itself.
+        let given_back = draw_frame(&mut terminal, true, |_| {
+            drawn += 1;
+            restore_terminal();
+        });
+        assert!(given_back.is_some() && !TERMINAL_TAKEN.load(Ordering::SeqCst));
+        // Given back, no frame is drawn on it.
+        assert!(draw_frame(&mut terminal, true, |_| drawn += 1).is_none());
+        assert_eq!(drawn, 3);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Slurm, the scheduler most GPU clusters already run: what an allocation holds (its node list
 //! expanded as Slurm expands it, GPUs and CPUs per task, read from the `SLURM_*` variables of
-//! a job), the system that allocation makes, and the calls to `sbatch` and `scontrol` that
-//! submit and follow a job. Nothing here prints.
+//! a job), the system that allocation makes, and the calls to `sbatch`, `scontrol` and `squeue`
+//! that submit and follow a job (its state, and while it waits its place in the queue). Nothing
+//! here prints.
 
 use std::path::Path;
 use std::time::Duration;
@@ -452,6 +453,9 @@ pub struct JobStatus {
     pub array_task: Option<String>,
     /// `NodeList`: the nodes it runs or ran on, `None` before it has any.
     pub nodes: Option<String>,
+    /// `Partition`: the partition it runs in, or the comma-separated partitions it may start
+    /// in while it waits.
+    pub partition: Option<String>,
 }
 
 impl JobStatus {
@@ -495,7 +499,15 @@ impl JobStatus {
             nodes: field("NodeList")
                 .filter(|n| !n.is_empty() && *n != "(null)")
                 .map(str::to_string),
+            partition: field("Partition")
+                .filter(|p| !p.is_empty() && *p != "(null)")
+                .map(str::to_string),
         })
+    }
+
+    /// Whether the job waits in the queue (`PENDING`).
+    pub fn pending(&self) -> bool {
+        self.state == "PENDING"
     }
 
     /// The index of the array task this line is about, when it is one task (not the pending
@@ -530,6 +542,69 @@ pub fn job_statuses(id: &str) -> Result<Vec<JobStatus>, SlurmCommandError> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// Where a pending job stands among the jobs waiting in its partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuePlace {
+    /// From 1: the jobs ahead of it, plus one.
+    pub position: usize,
+    /// The jobs waiting in the partition, it included.
+    pub pending: usize,
+    /// The partition (or the comma-separated partitions it may start in).
+    pub partition: String,
+}
+
+impl QueuePlace {
+    /// The place of job `job` (an id, or an array's id, whose pending tasks Slurm shows as one
+    /// line `ID_[2-3%1]`) in `squeue --format=%i` output `listing`, the jobs in the order they
+    /// would start; `None` when the job is not in it.
+    pub fn find(job: &str, partition: &str, listing: &str) -> Option<QueuePlace> {
+        let jobs: Vec<&str> = listing
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let index = jobs.iter().position(|id| {
+            *id == job
+                || id
+                    .strip_prefix(job)
+                    .is_some_and(|rest| rest.starts_with('_'))
+        })?;
+        Some(QueuePlace {
+            position: index + 1,
+            pending: jobs.len(),
+            partition: partition.to_string(),
+        })
+    }
+
+    /// `queue position 3 of 7 in partition gpu`.
+    pub fn describe(&self) -> String {
+        format!(
+            "queue position {} of {} in partition {}",
+            self.position, self.pending, self.partition
+        )
+    }
+}
+
+/// The place of pending job `job` in the queue of `partition`: the pending jobs of the
+/// partition in the order Slurm's priorities would start them (`squeue --states=PENDING
+/// --sort=-p,i`: highest priority first, then oldest; backfill may start a smaller job
+/// sooner). `None` when squeue does not list the job (started meanwhile, or hidden by the
+/// cluster's `PrivateData`).
+pub fn queue_place(job: &str, partition: &str) -> Result<Option<QueuePlace>, SlurmCommandError> {
+    let listing = slurm_command(
+        "squeue",
+        &[
+            "--noheader",
+            "--states=PENDING",
+            "--partition",
+            partition,
+            "--sort=-p,i",
+            "--format=%i",
+        ],
+    )?;
+    Ok(QueuePlace::find(job, partition, &listing))
 }
 
 /// Runs a Slurm client; its stdout, or what it said on failure.
@@ -763,6 +838,43 @@ mod tests {
             (None, Some("2-3%1"))
         );
         assert_eq!(status.array_task, None);
+        let waiting = JobStatus::parse(
+            "JobId=9 JobName=mb JobState=PENDING Reason=Priority Dependency=(null) Partition=gpu,cpu NodeList=(null) ExitCode=0:0",
+        )
+        .expect("parses");
+        assert!(waiting.pending());
+        assert_eq!(
+            (waiting.partition.as_deref(), waiting.nodes),
+            (Some("gpu,cpu"), None)
+        );
+    }
+
+    #[test]
+    fn a_queue_place_is_found_in_squeues_listing() {
+        // `squeue --noheader --states=PENDING --sort=-p,i --format=%i`: one id per line, the
+        // pending tasks of an array as one line.
+        let listing = "  40\n41\n12_[2-3%1]\n421\n42\n\n";
+        let place = |job: &str| QueuePlace::find(job, "gpu", listing);
+        assert_eq!(
+            place("42"),
+            Some(QueuePlace {
+                position: 5,
+                pending: 5,
+                partition: "gpu".into()
+            })
+        );
+        assert_eq!(place("40").map(|p| p.position), Some(1));
+        assert_eq!(
+            place("12").map(|p| p.position),
+            Some(3),
+            "an array's pending tasks"
+        );
+        assert_eq!(place("4"), None, "not a prefix of another id");
+        assert_eq!(place("1"), None);
+        assert_eq!(
+            place("41").expect("listed").describe(),
+            "queue position 2 of 5 in partition gpu"
+        );
     }
 
     #[test]

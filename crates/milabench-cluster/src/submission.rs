@@ -1,15 +1,19 @@
 //! A suite run submitted to Slurm (`milabench slurm submit`): planned as a batch script (one
 //! job running the whole suite, or a job array of one task per benchmark, whose report a last
 //! job writes), submitted with `sbatch`, and followed to its end with the verdict of how Slurm
-//! ended it. Nothing here prints: a followed job's states and output reach a [`JobObserver`].
+//! ended it. Nothing here prints: a followed job's states, its place in the queue while it
+//! waits, and its output reach a [`JobObserver`].
 
 use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use milabench_exec::ExitCode;
 
-use crate::slurm::{BatchScript, JobStatus, SlurmCommandError, job_status, job_statuses, submit};
+use crate::slurm::{
+    BatchScript, JobStatus, QueuePlace, SlurmCommandError, job_status, job_statuses, queue_place,
+    submit,
+};
 
 /// The batch script's name in the run folder.
 pub const SCRIPT_FILE: &str = "slurm-job.sh";
@@ -19,6 +23,11 @@ pub const REPORT_SCRIPT_FILE: &str = "slurm-report.sh";
 
 /// How often a followed job's state is asked.
 const POLL: Duration = Duration::from_millis(500);
+
+/// How often, at most, the queue is asked where a pending job stands (`squeue` lists every
+/// pending job of the partition: heavier than one job's state), unless its state or reason
+/// changes.
+const QUEUE_POLL: Duration = Duration::from_secs(5);
 
 /// What to submit: a suite run, the words its jobs run and the options Slurm gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,10 +166,12 @@ pub enum SubmitError {
 
 /// What a followed job does, as it happens.
 pub trait JobObserver {
-    /// Job `label` (`job 12`, or `job 12_3 (resnet50)` for a task of an array) is in a state
-    /// other than the last one seen. The end of a single job comes back from [`follow`]
-    /// instead; the tasks of an array are said ending too.
-    fn on_state(&mut self, label: &str, status: &JobStatus);
+    /// Job `label` (`job 12`, `job 12_3 (resnet50)` for a task of an array, `job 12_[2-3%1]`
+    /// for the tasks of an array not started yet) is in a state, with a reason, other than the
+    /// last seen, or, while it waits (`PENDING`), has moved in the queue: `queue` is its place
+    /// there, when Slurm's `squeue` says it. The end of a single job comes back from
+    /// [`follow`] instead; the tasks of an array are said ending too.
+    fn on_state(&mut self, label: &str, status: &JobStatus, queue: Option<&QueuePlace>);
 
     /// `bytes` were added to the followed job's output file (not for a job array, whose tasks
     /// write one file each).
@@ -396,8 +407,57 @@ fn task_label(job: &str, task: usize, bench: &str) -> String {
     format!("job {job}_{task} ({bench})")
 }
 
+/// What was last said of one followed job: its state, reason and place in the queue.
+type Said = (String, Option<String>, Option<QueuePlace>);
+
+/// Says `status` of job `label` to `observer` unless it is what was said last (`said`).
+fn say(
+    observer: &mut dyn JobObserver,
+    said: &mut Option<Said>,
+    label: &str,
+    status: &JobStatus,
+    queue: Option<QueuePlace>,
+) {
+    let now = (status.state.clone(), status.reason.clone(), queue);
+    if said.as_ref() != Some(&now) {
+        observer.on_state(label, status, now.2.as_ref());
+        *said = Some(now);
+    }
+}
+
+/// Where a pending job stands in the queue: asked of `squeue` when the job's state or reason
+/// changes, else at most every [`QUEUE_POLL`].
+#[derive(Default)]
+struct QueueWatch {
+    asked: Option<(Instant, String, Option<String>)>,
+    place: Option<QueuePlace>,
+}
+
+impl QueueWatch {
+    /// The place of job `job` (an id, or an array's id for its pending tasks) in state
+    /// `status`: `None` unless it is pending in a known partition. A queue that cannot be asked
+    /// (no `squeue`, a refusal) gives no place: the place helps the person waiting, the job is
+    /// followed all the same.
+    fn place(&mut self, job: &str, status: &JobStatus) -> Option<QueuePlace> {
+        let partition = status.partition.as_deref().filter(|_| status.pending());
+        let Some(partition) = partition else {
+            *self = QueueWatch::default();
+            return None;
+        };
+        let due = self.asked.as_ref().is_none_or(|(at, state, reason)| {
+            *state != status.state || *reason != status.reason || at.elapsed() >= QUEUE_POLL
+        });
+        if due {
+            self.place = queue_place(job, partition).ok().flatten();
+            self.asked = Some((Instant::now(), status.state.clone(), status.reason.clone()));
+        }
+        self.place.clone()
+    }
+}
+
 /// Follows job `job` until it ends, passing what lands in its output file `output` to
-/// `observer` as it lands; its last known state (`None` when Slurm forgot it first).
+/// `observer` as it lands, and each change of its state (with its place in the queue while it
+/// waits); its last known state (`None` when Slurm forgot it first).
 pub fn follow(
     job: &str,
     output: &Path,
@@ -406,14 +466,15 @@ pub fn follow(
     let label = format!("job {job}");
     let mut shown = 0u64;
     let mut last: Option<JobStatus> = None;
+    let mut said = None;
+    let mut queue = QueueWatch::default();
     loop {
         let status = job_status(job)?;
         shown = pass_on_new(output, shown, observer)?;
         match status {
             Some(status) if !status.ended() => {
-                if last.as_ref().is_none_or(|l| l.state != status.state) {
-                    observer.on_state(&label, &status);
-                }
+                let place = queue.place(job, &status);
+                say(observer, &mut said, &label, &status, place);
                 last = Some(status);
             }
             ended => {
@@ -428,23 +489,38 @@ pub fn follow(
 }
 
 /// Follows every task of job array `job` (task `i` runs `benches[i]`) until all have ended,
-/// saying each change of state to `observer`; the last known state of each task (`None` for
-/// one never seen started).
+/// saying each change of state to `observer`, and where the tasks not started yet stand in the
+/// queue; the last known state of each task (`None` for one never seen started).
 pub fn follow_array(
     job: &str,
     benches: &[String],
     observer: &mut dyn JobObserver,
 ) -> Result<Vec<Option<JobStatus>>, SubmitError> {
     let mut last: Vec<Option<JobStatus>> = vec![None; benches.len()];
+    let mut said: Vec<Option<Said>> = vec![None; benches.len()];
+    let mut queues: Vec<QueueWatch> = benches.iter().map(|_| QueueWatch::default()).collect();
+    let mut waiting_said = None;
+    let mut waiting_queue = QueueWatch::default();
     loop {
         let statuses = job_statuses(job)?;
         for status in &statuses {
             let Some(task) = status.task_index().filter(|&t| t < benches.len()) else {
+                // The tasks not started yet, as one line (`ArrayTaskId=2-3%1`).
+                if let Some(tasks) = status.array_task.as_deref().filter(|_| !status.ended()) {
+                    let place = waiting_queue.place(job, status);
+                    let label = format!("job {job}_[{tasks}]");
+                    say(observer, &mut waiting_said, &label, status, place);
+                }
                 continue;
             };
-            if last[task].as_ref().is_none_or(|l| l.state != status.state) {
-                observer.on_state(&task_label(job, task, &benches[task]), status);
-            }
+            let place = queues[task].place(&format!("{job}_{task}"), status);
+            say(
+                observer,
+                &mut said[task],
+                &task_label(job, task, &benches[task]),
+                status,
+                place,
+            );
             last[task] = Some(status.clone());
         }
         if statuses.iter().all(JobStatus::ended) {
@@ -716,8 +792,13 @@ exec /bin/milabench \
     }
 
     impl JobObserver for Recorder {
-        fn on_state(&mut self, label: &str, status: &JobStatus) {
-            self.states.push(format!("{label}: {}", status.describe()));
+        fn on_state(&mut self, label: &str, status: &JobStatus, queue: Option<&QueuePlace>) {
+            let place = queue.map(|q| format!(", {}", q.describe()));
+            self.states.push(format!(
+                "{label}: {}{}",
+                status.describe(),
+                place.unwrap_or_default()
+            ));
         }
 
         fn on_output(&mut self, bytes: &[u8]) -> std::io::Result<()> {
@@ -741,6 +822,42 @@ exec /bin/milabench \
         let shown = pass_on_new(&path, shown, &mut recorder).expect("read");
         assert_eq!((shown, recorder.output.as_slice()), (8, &b"one\ntwo\n"[..]));
         assert!(recorder.states.is_empty());
+    }
+
+    #[test]
+    fn a_state_is_said_once_until_its_reason_or_place_changes() {
+        let status = |line: &str| JobStatus::parse(line).expect("parses");
+        let priority = status("JobId=4 JobState=PENDING Reason=Priority Partition=gpu");
+        let resources = status("JobId=4 JobState=PENDING Reason=Resources Partition=gpu");
+        let running = status("JobId=4 JobState=RUNNING Reason=None Partition=gpu NodeList=cn1");
+        let place = |position| QueuePlace {
+            position,
+            pending: 3,
+            partition: "gpu".into(),
+        };
+        let mut recorder = Recorder::default();
+        let mut said = None;
+        for (status, queue) in [
+            (&priority, Some(place(3))),
+            (&priority, Some(place(3))),
+            (&priority, Some(place(2))),
+            (&resources, Some(place(2))),
+            (&running, None),
+            (&running, None),
+        ] {
+            say(&mut recorder, &mut said, "job 4", status, queue);
+        }
+        assert_eq!(
+            recorder.states,
+            [
+                "job 4: PENDING (Priority), queue position 3 of 3 in partition gpu",
+                "job 4: PENDING (Priority), queue position 2 of 3 in partition gpu",
+                "job 4: PENDING (Resources), queue position 2 of 3 in partition gpu",
+                "job 4: RUNNING",
+            ]
+        );
+        // Not waiting, the queue is not asked.
+        assert_eq!(QueueWatch::default().place("4", &running), None);
     }
 
     #[test]

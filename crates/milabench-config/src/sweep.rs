@@ -14,6 +14,9 @@
 //! [`SweepRun::key`] is the same name with `{time}` left unfilled, so that a record of the
 //! finished runs recognises a run on a later day.
 //!
+//! Every run also carries the name of its sweep ([`SweepRun::sweep`]), the same on every day
+//! it runs, and its point ([`SweepRun::point`]): what the results store groups runs by.
+//!
 //! ```
 //! use milabench_config::sweep::{Axis, expand_axes};
 //!
@@ -25,7 +28,11 @@
 //!                    "sweep-batch-size32-n_workers8", "sweep-batch-size64-n_workers8"]);
 //! assert_eq!(runs[0].overrides, ["resnet50.argv.--batch-size=32"]);
 //! assert_eq!(runs[0].options[0].0, "cpu.n_workers");
+//! assert_eq!(runs[0].sweep, "sweep");
+//! assert_eq!(runs[0].point(), ["resnet50.argv.--batch-size=32", "cpu.n_workers=4"]);
 //! ```
+
+use std::path::Path;
 
 use serde_json::Value as Json;
 
@@ -33,6 +40,14 @@ use crate::value::Node;
 
 /// The first key segments that name a system option rather than a benchmark.
 pub const OPTION_GROUPS: &[&str] = &["cpu", "sizer"];
+
+/// The file of a run folder that says which run of a sweep it holds (a [`SweepRun`] as JSON):
+/// what `report --sweep` and the results store read.
+pub const SWEEP_FILE: &str = "sweep.json";
+
+/// The name of a sweep whose `--run-name` gives none (and of a [`SWEEP_FILE`] written before
+/// sweeps had names).
+pub const DEFAULT_SWEEP_NAME: &str = "sweep";
 
 /// A sweep that cannot be expanded; each message says what to fix.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -84,12 +99,39 @@ pub struct SweepRun {
     pub name: String,
     /// The name without its time: what the record of finished runs keeps.
     pub key: String,
+    /// The name of the sweep, the same every time it runs: the `--run-name` of `--sweep` axes
+    /// without its `{time}` ([`DEFAULT_SWEEP_NAME`] without one), the system file's name
+    /// without its extension for a `multirun` block.
+    #[serde(default = "default_sweep_name")]
+    pub sweep: String,
     /// The system options it sets (`sizer.mult`, `cpu.n_workers`), in matrix order.
     pub options: Vec<(String, Json)>,
     /// Suite overrides it adds (`resnet50.argv.--batch-size=64`).
     pub overrides: Vec<String>,
     /// Every key with its value, options and overrides alike: what a sweep report plots.
     pub values: Vec<(String, Json)>,
+}
+
+fn default_sweep_name() -> String {
+    DEFAULT_SWEEP_NAME.to_string()
+}
+
+impl SweepRun {
+    /// The run's point in its sweep: `key=value` of every setting, in matrix order, the value as
+    /// the Python tool writes it (`sizer.mult=0.5`, `resnet50.argv.--batch-size=64`).
+    pub fn point(&self) -> Vec<String> {
+        self.values
+            .iter()
+            .map(|(key, value)| format!("{key}={}", python_str(value)))
+            .collect()
+    }
+}
+
+/// Reads the [`SWEEP_FILE`] of the run folder `dir`; `None` when it has none (or not one this
+/// build can read).
+pub fn read_sweep_file(dir: &Path) -> Option<SweepRun> {
+    let text = std::fs::read_to_string(dir.join(SWEEP_FILE)).ok()?;
+    serde_json::from_str(&text).ok()
 }
 
 /// One `--sweep` axis: a key and its values.
@@ -212,7 +254,12 @@ fn fill(
     Ok(out)
 }
 
-fn named(template: &str, values: Vec<(String, Json)>, now: i64) -> Result<SweepRun, SweepError> {
+fn named(
+    sweep: &str,
+    template: &str,
+    values: Vec<(String, Json)>,
+    now: i64,
+) -> Result<SweepRun, SweepError> {
     let name = fill(template, &values, Some(now))?;
     let key = fill(template, &values, None)?;
     let (options, overrides): (Vec<_>, Vec<_>) =
@@ -220,6 +267,7 @@ fn named(template: &str, values: Vec<(String, Json)>, now: i64) -> Result<SweepR
     Ok(SweepRun {
         name,
         key,
+        sweep: sweep.to_string(),
         overrides: overrides
             .into_iter()
             .map(|(k, v)| format!("{k}={}", python_str(&v)))
@@ -241,10 +289,15 @@ fn check_unique(runs: &[SweepRun]) -> Result<(), SweepError> {
     Ok(())
 }
 
-/// The runs of a system file's `multirun` block, in order; `now` fills `{time}`. Every matrix
-/// key is a system option (the Python tool's `apply_system`), a list gives one value per run and
-/// any other value is the same in every run.
-pub fn expand_multirun(multirun: &Node, now: i64) -> Result<Vec<SweepRun>, SweepError> {
+/// The runs of a system file's `multirun` block, in order, as runs of the sweep named `sweep`;
+/// `now` fills `{time}`. Every matrix key is a system option (the Python tool's
+/// `apply_system`), a list gives one value per run and any other value is the same in every
+/// run.
+pub fn expand_multirun(
+    multirun: &Node,
+    sweep: &str,
+    now: i64,
+) -> Result<Vec<SweepRun>, SweepError> {
     let shape = |problem: String| SweepError::Shape { problem };
     let json = multirun.to_json();
     let Some(runs) = json.get("runs") else {
@@ -276,7 +329,7 @@ pub fn expand_multirun(multirun: &Node, now: i64) -> Result<Vec<SweepRun>, Sweep
             })
             .collect();
         for combo in combinations(&axes) {
-            out.push(named(name, combo, now)?);
+            out.push(named(sweep, name, combo, now)?);
         }
     }
     check_unique(&out)?;
@@ -285,8 +338,9 @@ pub fn expand_multirun(multirun: &Node, now: i64) -> Result<Vec<SweepRun>, Sweep
 
 /// The runs of `--sweep` axes: their product, the first axis varying fastest, each named
 /// `<prefix>-<name><value>...` (the last segment of each key without its leading dashes).
-/// `now` fills a `{time}` in `prefix`.
+/// `now` fills a `{time}` in `prefix`; the sweep is named by `prefix` without it.
 pub fn expand_axes(axes: &[Axis], prefix: &str, now: i64) -> Result<Vec<SweepRun>, SweepError> {
+    let sweep = sweep_name(prefix);
     // The values in the name: a `{key}` placeholder per axis, before the `.{time}` if any.
     let mut suffix = String::new();
     for axis in axes {
@@ -314,10 +368,24 @@ pub fn expand_axes(axes: &[Axis], prefix: &str, now: i64) -> Result<Vec<SweepRun
         .collect();
     let runs = combinations(&pairs)
         .into_iter()
-        .map(|combo| named(&template, combo, now))
+        .map(|combo| named(&sweep, &template, combo, now))
         .collect::<Result<Vec<_>, _>>()?;
     check_unique(&runs)?;
     Ok(runs)
+}
+
+/// The name of the sweep of a run-name prefix: the prefix without `{time}` and the separators
+/// around it (`nightly.{time}` is `nightly`); [`DEFAULT_SWEEP_NAME`] when nothing is left.
+fn sweep_name(prefix: &str) -> String {
+    let name = prefix
+        .replace("{time}", "")
+        .trim_matches(|c: char| matches!(c, '.' | '-' | '_') || c.is_whitespace())
+        .to_string();
+    if name.is_empty() {
+        DEFAULT_SWEEP_NAME.to_string()
+    } else {
+        name
+    }
 }
 
 #[cfg(test)]
@@ -347,7 +415,7 @@ runs:
       sizer.auto: 1
 "#,
         );
-        let runs = expand_multirun(&block, 1700).unwrap();
+        let runs = expand_multirun(&block, "sizing", 1700).unwrap();
         let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(
             names,
@@ -364,6 +432,8 @@ runs:
             ]
         );
         assert_eq!(runs[0].key, "bs0.5.{time}");
+        assert!(runs.iter().all(|r| r.sweep == "sizing"));
+        assert_eq!(runs[2].point(), ["cpu.n_workers=8", "sizer.capacity=64Go"]);
         assert_eq!(
             runs[1].options,
             [
@@ -376,23 +446,25 @@ runs:
 
     #[test]
     fn bad_blocks_say_what_to_fix() {
-        let err = expand_multirun(&multirun("runs: 3"), 0).unwrap_err();
+        let err = expand_multirun(&multirun("runs: 3"), "s", 0).unwrap_err();
         assert!(err.to_string().contains("not a list"), "{err}");
-        let err = expand_multirun(&multirun("runs: [{matrix: {a.b: 1}}]"), 0).unwrap_err();
+        let err = expand_multirun(&multirun("runs: [{matrix: {a.b: 1}}]"), "s", 0).unwrap_err();
         assert!(err.to_string().contains("no `name`"), "{err}");
         let err = expand_multirun(
             &multirun("runs: [{name: 'x{sizer.add}', matrix: {sizer.mult: [1, 2]}}]"),
+            "s",
             0,
         )
         .unwrap_err();
         assert!(err.to_string().contains("{sizer.add}"), "{err}");
         let err = expand_multirun(
             &multirun("runs: [{name: 'same', matrix: {sizer.mult: [1, 2]}}]"),
+            "s",
             0,
         )
         .unwrap_err();
         assert!(matches!(err, SweepError::Duplicate { .. }), "{err}");
-        assert!(expand_multirun(&multirun("{}"), 0).unwrap().is_empty());
+        assert!(expand_multirun(&multirun("{}"), "s", 0).unwrap().is_empty());
     }
 
     #[test]
@@ -404,8 +476,30 @@ runs:
         let runs = expand_axes(&axes, "nightly.{time}", 99).unwrap();
         assert_eq!(runs[0].name, "nightly-mult0.5.99");
         assert_eq!(runs[1].key, "nightly-mult2.{time}");
+        assert_eq!(runs[1].sweep, "nightly", "the same name every day");
+        assert_eq!(runs[1].point(), ["sizer.mult=2"]);
+        assert_eq!(
+            expand_axes(&axes, "sweep.{time}", 99).unwrap()[0].sweep,
+            "sweep"
+        );
+        assert_eq!(expand_axes(&axes, "{time}", 99).unwrap()[0].sweep, "sweep");
         assert!(axes[0].is_option());
         assert!(!Axis::parse("resnet50.argv.--bs=[1]").unwrap().is_option());
+    }
+
+    #[test]
+    fn a_sweep_file_without_a_sweep_name_is_read_as_the_default_sweep() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_sweep_file(dir.path()), None);
+        std::fs::write(
+            dir.path().join(SWEEP_FILE),
+            r#"{"name": "bs2.9", "key": "bs2.{time}", "options": [], "overrides": [],
+                "values": [["sizer.mult", 2]]}"#,
+        )
+        .unwrap();
+        let run = read_sweep_file(dir.path()).unwrap();
+        assert_eq!(run.sweep, DEFAULT_SWEEP_NAME);
+        assert_eq!(run.point(), ["sizer.mult=2"]);
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! The `.data` files of run folders stay the source of truth: everything here can be rebuilt by
 //! importing the folders again ([`Store::import_folder`], idempotent). Statistics are those of
 //! `milabench-report`, computed by it, never here. A live run records itself as it goes through
-//! a [`RunRecorder`] ([`Store::begin_run`]).
+//! a [`RunRecorder`] ([`Store::begin_run`]). A run of a sweep is stored with its sweep and its
+//! point ([`SweepPoint`]), so the runs of a sweep stay grouped ([`Store::sweep_runs`]) and one
+//! point can be followed across the days it ran ([`HistoryQuery::point`]).
 //!
 //! SQLite runs in write-ahead-log mode with a busy timeout, and every writer takes the write
 //! lock when its transaction starts, so two runs can record into one file at once. A database
@@ -21,6 +23,7 @@ mod location;
 mod query;
 pub mod schema;
 mod store;
+mod sweep;
 mod write;
 
 #[cfg(test)]
@@ -32,4 +35,5 @@ pub use folder::{MetricRow, PackRecord, PackStatus, SystemFacts, read_pack};
 pub use location::{DEFAULT_FILE, StoreLocation};
 pub use query::{HistoryQuery, HistoryRow, RunSummary};
 pub use store::{BenchEnd, ImportOptions, ImportOutcome, RunEnd, RunRecorder, RunStart, Store};
+pub use sweep::SweepPoint;
 pub use write::RunStatus;

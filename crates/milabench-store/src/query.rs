@@ -1,5 +1,5 @@
-//! Reading the store: the list of runs, one benchmark's history across runs, and a run exported
-//! row by row.
+//! Reading the store: the list of runs (all, or a sweep's), one benchmark's history across runs,
+//! and a run exported row by row.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -9,6 +9,7 @@ use milabench_report::{Estimate, Interval, Verdict, judge};
 use crate::backend::{Cell, Param, Row};
 use crate::error::StoreError;
 use crate::store::Store;
+use crate::sweep::SweepPoint;
 
 /// One run, as `milabench db list` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -37,6 +38,9 @@ pub struct RunSummary {
     pub benchmarks: i64,
     /// The run folder.
     pub folder: Option<String>,
+    /// The sweep the run is a point of, when it is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepPoint>,
 }
 
 impl RunSummary {
@@ -59,12 +63,17 @@ pub struct HistoryQuery {
     pub gpu: Option<String>,
     /// Only runs started at or after this time (seconds since the epoch).
     pub since: Option<f64>,
+    /// Only runs of this sweep.
+    pub sweep: Option<String>,
+    /// Only runs of a sweep whose point has each of these settings (`key=value`, see
+    /// [`SweepPoint::has`]).
+    pub point: Vec<String>,
     /// The smallest change that counts, percent (see [`HistoryRow::verdict`]).
     pub threshold_pct: f64,
 }
 
 /// One benchmark in one run, with the change against the previous comparable run (same
-/// benchmark, same GPU model and count).
+/// benchmark, same GPU model and count, same sweep and point).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HistoryRow {
     /// Benchmark name.
@@ -79,6 +88,9 @@ pub struct HistoryRow {
     pub gpu_count: i64,
     /// Host name.
     pub host: Option<String>,
+    /// The sweep the run is a point of, when it is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepPoint>,
     /// Mean training rate.
     pub perf: Option<f64>,
     /// Standard error over the mean, as a fraction of it.
@@ -103,12 +115,34 @@ pub struct HistoryRow {
 impl Store {
     /// Every run, oldest first.
     pub fn runs(&mut self) -> Result<Vec<RunSummary>, StoreError> {
+        self.runs_of(None)
+    }
+
+    /// The runs of sweep `sweep`, oldest first: each with its point.
+    pub fn sweep_runs(&mut self, sweep: &str) -> Result<Vec<RunSummary>, StoreError> {
+        self.runs_of(Some(sweep))
+    }
+
+    /// The names of the sweeps the store holds runs of, sorted.
+    pub fn sweeps(&mut self) -> Result<Vec<String>, StoreError> {
+        let rows = self.conn.query(
+            "SELECT DISTINCT sweep FROM execs WHERE sweep IS NOT NULL ORDER BY sweep",
+            &[],
+        )?;
+        Ok(rows.iter().filter_map(|r| r.text(0)).collect())
+    }
+
+    /// Every run (`sweep: None`) or the runs of one sweep, oldest first.
+    fn runs_of(&mut self, sweep: Option<&str>) -> Result<Vec<RunSummary>, StoreError> {
         let rows = self.conn.query(
             "SELECT e.name, e.namespace, e.created_time, e.status, e.host, e.cpu, e.gpu_model,
                     e.gpu_count, e.score, e.failure_rate, e.folder,
-                    (SELECT COUNT(*) FROM bench_stats s WHERE s.exec_id = e.id)
-             FROM execs e ORDER BY e.created_ts, e.id",
-            &[],
+                    (SELECT COUNT(*) FROM bench_stats s WHERE s.exec_id = e.id),
+                    e.sweep, e.sweep_point
+             FROM execs e
+             WHERE (CAST($1 AS TEXT) IS NULL OR e.sweep = $1)
+             ORDER BY e.created_ts, e.id",
+            &[Param::from(sweep)],
         )?;
         Ok(rows
             .iter()
@@ -125,12 +159,14 @@ impl Store {
                 failure_rate: r.real(9),
                 folder: r.text(10),
                 benchmarks: r.int(11).unwrap_or(0),
+                sweep: SweepPoint::from_columns(r.text(12), r.text(13)),
             })
             .collect())
     }
 
     /// The history of each benchmark matching `query`: ordered by benchmark then time, each row
-    /// compared with the previous run of the same benchmark on the same GPU model and count.
+    /// compared with the previous run of the same benchmark on the same GPU model and count,
+    /// and of the same sweep at the same point (a run outside sweeps with runs outside sweeps).
     pub fn history(&mut self, query: &HistoryQuery) -> Result<Vec<HistoryRow>, StoreError> {
         let gpu = query
             .gpu
@@ -138,18 +174,33 @@ impl Store {
             .map(|g| format!("%{}%", escape_like(&g.to_lowercase())));
         let rows = self.conn.query(
             "SELECT s.bench, e.name, e.created_time, e.created_ts, e.gpu_model, e.gpu_count,
-                    e.host, s.perf, s.sem_pct, s.n, s.fail, s.score, s.perf_low, s.perf_high
+                    e.host, s.perf, s.sem_pct, s.n, s.fail, s.score, s.perf_low, s.perf_high,
+                    e.sweep, e.sweep_point
              FROM bench_stats s JOIN execs e ON e.id = s.exec_id
              WHERE (CAST($1 AS TEXT) IS NULL OR s.bench = $1)
                AND (CAST($2 AS TEXT) IS NULL OR LOWER(e.gpu_model) LIKE $2 ESCAPE '!')
+               AND (CAST($3 AS TEXT) IS NULL OR e.sweep = $3)
              ORDER BY s.bench, e.created_ts, e.id",
-            &[Param::from(query.bench.as_deref()), Param::from(gpu)],
+            &[
+                Param::from(query.bench.as_deref()),
+                Param::from(gpu),
+                Param::from(query.sweep.as_deref()),
+            ],
         )?;
         // The previous run is looked for among all runs, also those before `since`.
         let mut out = Vec::new();
-        let mut last: std::collections::HashMap<(String, Option<String>, i64), (String, Estimate)> =
+        type Comparable = (String, Option<String>, i64, Option<SweepPoint>);
+        let mut last: std::collections::HashMap<Comparable, (String, Estimate)> =
             std::collections::HashMap::new();
         for r in &rows {
+            let sweep = SweepPoint::from_columns(r.text(14), r.text(15));
+            let at_point = query
+                .point
+                .iter()
+                .all(|setting| sweep.as_ref().is_some_and(|s| s.has(setting)));
+            if !at_point {
+                continue;
+            }
             let mut row = HistoryRow {
                 bench: r.text(0).unwrap_or_default(),
                 run: r.text(1).unwrap_or_default(),
@@ -157,6 +208,7 @@ impl Store {
                 gpu_model: r.text(4),
                 gpu_count: r.int(5).unwrap_or(0),
                 host: r.text(6),
+                sweep,
                 perf: r.real(7),
                 sem_pct: r.real(8),
                 n: r.int(9),
@@ -175,7 +227,12 @@ impl Store {
                 };
                 Estimate::from_interval(perf, half_width)
             });
-            let key = (row.bench.clone(), row.gpu_model.clone(), row.gpu_count);
+            let key = (
+                row.bench.clone(),
+                row.gpu_model.clone(),
+                row.gpu_count,
+                row.sweep.clone(),
+            );
             if let Some((run, previous)) = last.get(&key) {
                 row.previous_run = Some(run.clone());
                 if let Some(this) = estimate.filter(|_| previous.mean != 0.0) {
@@ -223,7 +280,7 @@ impl Store {
                 "exec",
                 "SELECT name, namespace, folder, created_time, status, host, cpu, gpu_arch,
                         gpu_model, gpu_count, driver, torch, milabench, weights_profile, score,
-                        failure_rate, meta
+                        failure_rate, meta, sweep, sweep_point
                  FROM execs WHERE id = $1",
                 &[
                     "name",
@@ -243,6 +300,8 @@ impl Store {
                     "score",
                     "failure_rate",
                     "meta",
+                    "sweep",
+                    "sweep_point",
                 ],
                 id.clone(),
             ),
@@ -324,7 +383,7 @@ impl Store {
 }
 
 /// The columns that hold JSON as text.
-const JSON_COLUMNS: &[&str] = &["meta", "config", "command"];
+const JSON_COLUMNS: &[&str] = &["meta", "config", "command", "sweep_point"];
 
 fn row_object(kind: &str, columns: &[&str], row: &Row) -> Value {
     let mut map = Map::new();

@@ -4,6 +4,9 @@
 //! The tables map the Python tool's dashboard one to one: `execs` (a run), `packs` (one process
 //! of a benchmark), `metrics` (a narrow name/value table), `weights` (a named weight profile);
 //! `bench_stats` adds the per-benchmark statistics of the report (perf, sem, std, n, score).
+//! Version 2 adds to a run the sweep it belongs to and its point in it (`execs.sweep`,
+//! `execs.sweep_point`: the point's `key=value` settings as a JSON list); runs stored before
+//! keep null there (not part of a sweep) and read as they did.
 //! The text is shared by both databases; the one spelling they disagree on, an auto-numbered key,
 //! is the `ID_KEY` token, replaced per database by [`Migration::text`] (constants only: no
 //! value ever goes into a statement's text).
@@ -32,9 +35,10 @@ impl Migration {
 }
 
 /// Every migration, oldest first; the last one's version is [`SCHEMA_VERSION`].
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    sql: "
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: "
 CREATE TABLE store_meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -124,7 +128,16 @@ CREATE TABLE bench_stats (
 );
 CREATE INDEX bench_stats_by_bench ON bench_stats (bench);
 ",
-}];
+    },
+    Migration {
+        version: 2,
+        sql: "
+ALTER TABLE execs ADD COLUMN sweep TEXT;
+ALTER TABLE execs ADD COLUMN sweep_point TEXT;
+CREATE INDEX execs_by_sweep ON execs (sweep, created_ts);
+",
+    },
+];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;

@@ -10,6 +10,7 @@ use crate::error::StoreError;
 use crate::folder::{Growth, PackStatus, fingerprint, growth};
 use crate::location::StoreLocation;
 use crate::schema;
+use crate::sweep::SweepPoint;
 use crate::write::{self, NewExec, RunStatus, StoredExec};
 
 /// An open results database, at the current schema version.
@@ -79,9 +80,11 @@ impl Store {
         self.conn.dialect()
     }
 
-    /// Imports the run folder `folder`: its system facts, every process with its metrics, and
-    /// the statistics `milabench report` computes on it, in one transaction. A run already
-    /// imported with the same `.data` files is left as it is; one whose files grew is replaced.
+    /// Imports the run folder `folder`: its system facts, every process with its metrics, the
+    /// statistics `milabench report` computes on it, and the sweep it belongs to (its
+    /// `sweep.json`), in one transaction. A run already imported with the same `.data` files is
+    /// left as it is (but for its sweep, taken when the store lacks it); one whose files grew
+    /// is replaced.
     /// A run whose files did not all grow or stay (one cut short or gone) is refused
     /// ([`StoreError::Shrank`]), and so is a run of the same name from another folder that
     /// still exists ([`StoreError::OtherFolder`]): the stored run is kept in both cases. Two
@@ -112,6 +115,7 @@ impl Store {
             .map(crate::folder::read_pack)
             .collect::<Result<Vec<_>, _>>()?;
         let name = run_name(folder, &packs);
+        let sweep = SweepPoint::of_folder(folder);
         let existing = write::find_exec(&mut self.conn, &options.namespace, &name)?;
         if let Some(stored) = &existing {
             if let Some(other) = stored.folder.as_deref().map(Path::new)
@@ -129,7 +133,13 @@ impl Store {
                 .as_deref()
                 .map(|was| growth(was, &digest))
             {
-                Some(Growth::Same) => return Ok(ImportOutcome::Unchanged { name }),
+                Some(Growth::Same) => {
+                    if let Some(sweep) = sweep.as_ref().filter(|s| stored.sweep.as_ref() != Some(s))
+                    {
+                        write::set_sweep(&mut self.conn, stored.id, sweep)?;
+                    }
+                    return Ok(ImportOutcome::Unchanged { name });
+                }
                 Some(Growth::Shrank { file, was, now }) => {
                     return Err(StoreError::Shrank {
                         name,
@@ -158,6 +168,7 @@ impl Store {
                     created_ts,
                     meta,
                     fingerprint: Some(&digest),
+                    sweep: sweep.as_ref(),
                 },
             )?;
             for pack in &packs {
@@ -201,6 +212,9 @@ impl Store {
                     if let Some(meta) = &start.meta {
                         write::set_facts(conn, id, meta)?;
                     }
+                    if let Some(sweep) = &start.sweep {
+                        write::set_sweep(conn, id, sweep)?;
+                    }
                     id
                 }
                 None => write::insert_exec(
@@ -212,6 +226,7 @@ impl Store {
                         created_ts: Some(start.started),
                         meta: start.meta.as_ref(),
                         fingerprint: None,
+                        sweep: start.sweep.as_ref(),
                     },
                 )?,
             };
@@ -274,6 +289,8 @@ pub struct RunStart {
     pub meta: Option<Value>,
     /// Start time, seconds since the epoch.
     pub started: f64,
+    /// The sweep the run is a point of, when it is one.
+    pub sweep: Option<SweepPoint>,
 }
 
 /// How one benchmark of a live run ended, as the run loop saw it. The benchmark's `.data` files

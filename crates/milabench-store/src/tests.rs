@@ -66,6 +66,9 @@ on_both_backends!(
     history_compares_with_the_previous_comparable_run,
     history_judges_each_change_against_its_interval,
     export_gives_every_row_of_a_run,
+    a_sweeps_runs_stay_grouped_and_history_follows_a_point,
+    the_recorder_records_the_sweep_of_a_live_run,
+    a_store_of_the_first_schema_is_migrated_and_reads_as_before,
 );
 
 fn fixture(name: &str) -> PathBuf {
@@ -277,6 +280,7 @@ fn run_start(folder: &Path) -> RunStart {
         folder: folder.to_owned(),
         meta: None,
         started: 1_679_680_655.0,
+        sweep: None,
     }
 }
 
@@ -532,6 +536,238 @@ fn export_gives_every_row_of_a_run(t: &Target) {
         store.export_run("nope"),
         Err(StoreError::UnknownRun { .. })
     ));
+}
+
+/// A run of sweep `sweep` at batch size `bs`, as the sweep engine names and describes it.
+fn sweep_run(sweep: &str, bs: i64, day: i64) -> milabench_config::sweep::SweepRun {
+    let values = vec![("a.argv.--batch-size".to_owned(), serde_json::json!(bs))];
+    milabench_config::sweep::SweepRun {
+        name: format!("{sweep}-batch-size{bs}.{day}"),
+        key: format!("{sweep}-batch-size{bs}.{{time}}"),
+        sweep: sweep.to_owned(),
+        options: Vec::new(),
+        overrides: vec![format!("a.argv.--batch-size={bs}")],
+        values,
+    }
+}
+
+/// Writes the run folder of `run` under `root` with one benchmark `a` at `rate`, its
+/// `sweep.json` beside its `.data` files.
+fn write_sweep_run(
+    root: &Path,
+    run: &milabench_config::sweep::SweepRun,
+    date: f64,
+    rate: f64,
+) -> PathBuf {
+    let folder = root.join(&run.name);
+    write_run(&folder, &system(Some("H100"), 1, date), &[bench("a", rate)]).unwrap();
+    std::fs::write(
+        folder.join(milabench_config::sweep::SWEEP_FILE),
+        serde_json::to_string(run).unwrap(),
+    )
+    .unwrap();
+    folder
+}
+
+fn a_sweeps_runs_stay_grouped_and_history_follows_a_point(t: &Target) {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut store = t.open();
+    let day = 86_400.0;
+    // The sweep on two days, a run outside it in between.
+    for (d, bs, rate) in [
+        (1, 32, 100.0),
+        (1, 64, 180.0),
+        (3, 32, 110.0),
+        (3, 64, 200.0),
+    ] {
+        let folder = write_sweep_run(
+            scratch.path(),
+            &sweep_run("bs", bs, d),
+            d as f64 * day + bs as f64,
+            rate,
+        );
+        store
+            .import_folder(&folder, &ImportOptions::default())
+            .unwrap();
+    }
+    let alone = scratch.path().join("alone");
+    write_run(
+        &alone,
+        &system(Some("H100"), 1, 2.0 * day),
+        &[bench("a", 150.0)],
+    )
+    .unwrap();
+    store
+        .import_folder(&alone, &ImportOptions::default())
+        .unwrap();
+
+    assert_eq!(store.sweeps().unwrap(), ["bs"]);
+    let runs = store.sweep_runs("bs").unwrap();
+    let listed: Vec<_> = runs
+        .iter()
+        .map(|r| (r.name.as_str(), r.sweep.as_ref().unwrap().shown()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("bs-batch-size32.1", "a.argv.--batch-size=32".to_owned()),
+            ("bs-batch-size64.1", "a.argv.--batch-size=64".to_owned()),
+            ("bs-batch-size32.3", "a.argv.--batch-size=32".to_owned()),
+            ("bs-batch-size64.3", "a.argv.--batch-size=64".to_owned()),
+        ]
+    );
+    assert!(store.sweep_runs("nope").unwrap().is_empty());
+    let all = store.runs().unwrap();
+    assert_eq!(all.len(), 5);
+    assert_eq!(all[2].name, "alone");
+    assert_eq!(all[2].sweep, None);
+
+    // One point followed across the days: compared with itself, never with another point.
+    let followed = store
+        .history(&HistoryQuery {
+            sweep: Some("bs".into()),
+            point: vec!["a.argv.--batch-size=64".into()],
+            ..HistoryQuery::default()
+        })
+        .unwrap();
+    let rows: Vec<_> = followed
+        .iter()
+        .map(|r| (r.run.as_str(), r.previous_run.as_deref()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("bs-batch-size64.1", None),
+            ("bs-batch-size64.3", Some("bs-batch-size64.1"))
+        ]
+    );
+    assert!((followed[1].change_pct.unwrap() - 100.0 * (200.0 / 180.0 - 1.0)).abs() < 1e-9);
+    // Every run: each sweep point and the run outside the sweep are compared with their own.
+    let previous: Vec<_> = store
+        .history(&HistoryQuery::default())
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.run, r.previous_run))
+        .collect();
+    assert_eq!(
+        previous,
+        [
+            ("bs-batch-size32.1".to_owned(), None),
+            ("bs-batch-size64.1".to_owned(), None),
+            ("alone".to_owned(), None),
+            (
+                "bs-batch-size32.3".to_owned(),
+                Some("bs-batch-size32.1".to_owned())
+            ),
+            (
+                "bs-batch-size64.3".to_owned(),
+                Some("bs-batch-size64.1".to_owned())
+            ),
+        ]
+    );
+    // A point no run has, another sweep: nothing.
+    for query in [
+        HistoryQuery {
+            point: vec!["a.argv.--batch-size=16".into()],
+            ..HistoryQuery::default()
+        },
+        HistoryQuery {
+            sweep: Some("other".into()),
+            ..HistoryQuery::default()
+        },
+    ] {
+        assert!(store.history(&query).unwrap().is_empty(), "{query:?}");
+    }
+    // The export says it too.
+    let exported = store.export_run("bs-batch-size32.3").unwrap();
+    assert_eq!(exported[0]["sweep"], "bs");
+    assert_eq!(
+        exported[0]["sweep_point"],
+        serde_json::json!(["a.argv.--batch-size=32"])
+    );
+}
+
+fn the_recorder_records_the_sweep_of_a_live_run(t: &Target) {
+    let scratch = tempfile::tempdir().unwrap();
+    let run = sweep_run("nightly", 8, 1);
+    let folder = scratch.path().join(&run.name);
+    write_run(&folder, &system(None, 0, 1000.0), &[bench("a", 10.0)]).unwrap();
+    let start = RunStart {
+        sweep: Some(SweepPoint::of(&run)),
+        ..run_start(&folder)
+    };
+    let recorder = t.open().begin_run(&start).unwrap();
+    let runs = t.open().sweep_runs("nightly").unwrap();
+    assert_eq!(runs.len(), 1, "grouped from the start");
+    let mut store = recorder.finish(&RunEnd::default()).unwrap();
+    let point = store.sweep_runs("nightly").unwrap()[0]
+        .sweep
+        .clone()
+        .unwrap();
+    assert_eq!(point.point, ["a.argv.--batch-size=8"]);
+    // The folder imported into another store (it has no sweep.json: the live run knew).
+    let other = Target::Sqlite(tempfile::tempdir().unwrap());
+    let mut imported = other.open();
+    imported
+        .import_folder(&folder, &ImportOptions::default())
+        .unwrap();
+    assert!(imported.sweeps().unwrap().is_empty());
+    // Its sweep.json written later: importing the unchanged folder again groups it.
+    std::fs::write(
+        folder.join(milabench_config::sweep::SWEEP_FILE),
+        serde_json::to_string(&run).unwrap(),
+    )
+    .unwrap();
+    let again = imported
+        .import_folder(&folder, &ImportOptions::default())
+        .unwrap();
+    assert!(
+        matches!(again, ImportOutcome::Unchanged { .. }),
+        "{again:?}"
+    );
+    assert_eq!(imported.sweep_runs("nightly").unwrap().len(), 1);
+}
+
+/// A database written by the first schema (before sweeps) opens, is brought up to date, and
+/// shows its runs as before: outside any sweep.
+fn a_store_of_the_first_schema_is_migrated_and_reads_as_before(t: &Target) {
+    let location = t.location();
+    let mut conn = match &location {
+        StoreLocation::Sqlite(path) => crate::backend::Conn::open_sqlite(path).unwrap(),
+        StoreLocation::Postgres(url) => {
+            crate::backend::Conn::connect_postgres(url, "test").unwrap()
+        }
+    };
+    let first = &schema::MIGRATIONS[0];
+    conn.batch(&first.text(conn.dialect())).unwrap();
+    conn.execute(
+        "INSERT INTO store_meta (key, value) VALUES ('schema_version', '1')",
+        &[],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO execs (name, created_ts, status, gpu_count) VALUES ('old', 1.0, 'done', 0)",
+        &[],
+    )
+    .unwrap();
+    drop(conn);
+    let mut store = Store::open(&location).unwrap();
+    assert_eq!(
+        crate::schema::current_version(&mut store.conn).unwrap(),
+        schema::SCHEMA_VERSION
+    );
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(
+        (runs[0].name.as_str(), runs[0].sweep.as_ref()),
+        ("old", None)
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    let folder = write_sweep_run(scratch.path(), &sweep_run("bs", 32, 1), 2.0, 100.0);
+    store
+        .import_folder(&folder, &ImportOptions::default())
+        .unwrap();
+    assert_eq!(store.sweep_runs("bs").unwrap().len(), 1);
 }
 
 #[test]

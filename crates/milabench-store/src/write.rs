@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use crate::backend::{Conn, Param};
 use crate::error::StoreError;
 use crate::folder::{PackRecord, PackStatus, SystemFacts};
+use crate::sweep::SweepPoint;
 
 /// The status of a run in `execs.status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +46,7 @@ pub(crate) struct NewExec<'a> {
     pub created_ts: Option<f64>,
     pub meta: Option<&'a Value>,
     pub fingerprint: Option<&'a str>,
+    pub sweep: Option<&'a SweepPoint>,
 }
 
 /// RFC 3339 (UTC) of seconds since the epoch.
@@ -63,6 +65,8 @@ pub(crate) struct StoredExec {
     pub fingerprint: Option<String>,
     /// Its run folder, as recorded.
     pub folder: Option<String>,
+    /// The sweep it belongs to, as recorded.
+    pub sweep: Option<SweepPoint>,
 }
 
 /// The run `name` in `namespace`, when there is one.
@@ -72,7 +76,8 @@ pub(crate) fn find_exec(
     name: &str,
 ) -> Result<Option<StoredExec>, StoreError> {
     let rows = conn.query(
-        "SELECT id, fingerprint, folder FROM execs WHERE namespace = $1 AND name = $2",
+        "SELECT id, fingerprint, folder, sweep, sweep_point FROM execs
+         WHERE namespace = $1 AND name = $2",
         &[Param::from(namespace), Param::from(name)],
     )?;
     Ok(rows.first().and_then(|r| {
@@ -80,6 +85,7 @@ pub(crate) fn find_exec(
             id,
             fingerprint: r.text(1),
             folder: r.text(2),
+            sweep: SweepPoint::from_columns(r.text(3), r.text(4)),
         })
     }))
 }
@@ -116,7 +122,23 @@ pub(crate) fn insert_exec(conn: &mut Conn, exec: &NewExec<'_>) -> Result<i64, St
     if let Some(meta) = exec.meta {
         set_facts(conn, id, meta)?;
     }
+    if let Some(sweep) = exec.sweep {
+        set_sweep(conn, id, sweep)?;
+    }
     Ok(id)
+}
+
+/// Records that run `id` is the point `sweep` of its sweep.
+pub(crate) fn set_sweep(conn: &mut Conn, id: i64, sweep: &SweepPoint) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE execs SET sweep = $1, sweep_point = $2 WHERE id = $3",
+        &[
+            Param::from(sweep.sweep.as_str()),
+            Param::from(sweep.point_column()),
+            Param::from(id),
+        ],
+    )?;
+    Ok(())
 }
 
 /// Records the system facts of `meta` on run `id`.

@@ -26,7 +26,9 @@ use milabench_env::{
 use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec, error_line};
 use milabench_metrics::Record;
 use milabench_report::{Report, ReportOptions, RunSet, report_runs};
-use milabench_store::{BenchEnd, PackStatus, RunEnd, RunRecorder, RunStart, Store, StoreLocation};
+use milabench_store::{
+    BenchEnd, PackStatus, RunEnd, RunRecorder, RunStart, Store, StoreLocation, SweepPoint,
+};
 use milabench_validate::{LayerName, Validation, ValidationContext, ValidationReport};
 
 use crate::error::Error;
@@ -390,6 +392,11 @@ impl Session {
         let context = ValidationContext {
             gpu_count: self.resolved.gpu_count(),
         };
+        // Written first, so that a run stopped half-way still says which point of its sweep
+        // it is (`db import` groups it).
+        if let Some(run) = &self.sweep {
+            crate::sweep::write_sweep_file(folder.path(), run)?;
+        }
         let location = &self.store;
         let import_later = format!(
             "the run folder keeps everything; import it later with `milabench db import {}`",
@@ -405,6 +412,7 @@ impl Session {
             folder: folder.path().to_path_buf(),
             meta: None,
             started,
+            sweep: self.sweep.as_ref().map(SweepPoint::of),
         };
         let recorder = match Store::open(location).and_then(|store| store.begin_run(&start)) {
             Ok(recorder) => Some(recorder),
@@ -448,9 +456,6 @@ impl Session {
             }
         }
         let summary = summary?;
-        if let Some(run) = &self.sweep {
-            crate::sweep::write_sweep_file(folder.path(), run)?;
-        }
         let sizer_saved = crate::sizer::save_observations(self, folder.path())?;
         let file = folder.path().join(VALIDATION_FILE);
         write_validation(&file, &validation.text, folder.is_shared())

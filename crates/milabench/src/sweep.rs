@@ -15,14 +15,10 @@ use std::path::{Path, PathBuf};
 use milabench_config::settings::options::OptionSource;
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_config::sweep::{Axis, expand_axes, expand_multirun};
-pub use milabench_config::sweep::{SweepError, SweepRun};
+pub use milabench_config::sweep::{SWEEP_FILE, SweepError, SweepRun, read_sweep_file};
 use serde_json::Value as Json;
 
 use crate::error::Error;
-
-/// The file of a run folder that says which run of a sweep it holds (a [`SweepRun`] as JSON):
-/// what `report --sweep` reads.
-pub const SWEEP_FILE: &str = "sweep.json";
 
 /// The record's file when no option names one, under the base.
 pub const DEFAULT_RECORD: &str = "multirun.cache";
@@ -52,9 +48,14 @@ pub fn sweep_of(
         None => Json::Null,
     };
     let runs = if axes.is_empty() {
-        match file.get("multirun") {
-            Some(block) => expand_multirun(&milabench_config::Node::from_json(block), now)?,
-            None => Vec::new(),
+        match (file.get("multirun"), &settings.system) {
+            // The sweep of a system file is named by the file.
+            (Some(block), Some(path)) => expand_multirun(
+                &milabench_config::Node::from_json(block),
+                path.file_stem().unwrap_or("multirun"),
+                now,
+            )?,
+            _ => Vec::new(),
         }
     } else {
         let axes = axes
@@ -162,12 +163,6 @@ pub fn write_sweep_file(dir: &Path, run: &SweepRun) -> Result<(), Error> {
     std::fs::write(&path, text).map_err(|source| Error::Write { path, source })
 }
 
-/// Reads the [`SWEEP_FILE`] of a run folder, if it has one.
-pub fn read_sweep_file(dir: &Path) -> Option<SweepRun> {
-    let text = std::fs::read_to_string(dir.join(SWEEP_FILE)).ok()?;
-    serde_json::from_str(&text).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +171,7 @@ mod tests {
         SweepRun {
             name: name.into(),
             key: key.into(),
+            sweep: "bs".into(),
             options: vec![("sizer.mult".into(), Json::from(2))],
             overrides: Vec::new(),
             values: vec![("sizer.mult".into(), Json::from(2))],

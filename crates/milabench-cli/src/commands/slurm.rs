@@ -2,12 +2,14 @@
 //! submitted as a batch job (followed to its end with `--wait`): flags -> a
 //! [`SubmissionRequest`] -> [`Submission`] -> what a person sees.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
 use milabench::{ExitCode, ReportFiles, Session};
-use milabench_cluster::slurm::JobStatus;
+use milabench_cluster::slurm::{JobStatus, QueuePlace};
 use milabench_cluster::submission::{
     JobObserver, PerBench, ReportOutput, Submission, SubmissionRequest, SuiteWords,
 };
@@ -197,7 +199,7 @@ fn suite_words(settings: &Settings, suite: &SuiteArgs) -> SuiteWords {
 /// states and output as they come, then what to change about those Slurm ended early; the
 /// exit status.
 fn follow(submission: &Submission, job: &str) -> anyhow::Result<ExitCode> {
-    let outcome = submission.wait(job, &mut Printer)?;
+    let outcome = submission.wait(job, &mut Printer::default())?;
     for problem in &outcome.problems {
         warn(problem);
     }
@@ -224,17 +226,72 @@ fn report(session: &Session, run_dir: &Path) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Says a followed job's states on stderr and copies its output to stdout.
-struct Printer;
+/// Says a followed job's states on stderr, one line per change, and copies its output to
+/// stdout. On a terminal, the line of a job waiting in the queue is updated in place (its
+/// reason, its place, how long it has waited) and stays, with the time waited, when it starts.
+#[derive(Default)]
+struct Printer {
+    /// The job waiting on a terminal: its label and its line.
+    waiting: Option<(String, ProgressBar)>,
+}
+
+impl Printer {
+    /// Leaves the waiting job's line as it last was, with the time it waited.
+    fn stop_waiting(&mut self) {
+        if let Some((_, bar)) = self.waiting.take() {
+            bar.set_style(
+                ProgressStyle::with_template("{msg} (waited {elapsed})").expect("a valid template"),
+            );
+            bar.finish();
+        }
+    }
+}
 
 impl JobObserver for Printer {
-    fn on_state(&mut self, label: &str, status: &JobStatus) {
-        note(&format!("{label}: {}", status.describe()));
+    fn on_state(&mut self, label: &str, status: &JobStatus, queue: Option<&QueuePlace>) {
+        let mut line = format!("{label}: {}", status.describe());
+        if let Some(queue) = queue {
+            line.push_str(&format!(", {}", queue.describe()));
+        }
+        if status.pending() && std::io::stderr().is_terminal() {
+            match &self.waiting {
+                Some((waiting, bar)) if waiting == label => bar.set_message(line),
+                _ => {
+                    self.stop_waiting();
+                    let bar = ProgressBar::new_spinner().with_style(
+                        ProgressStyle::with_template("{msg} {spinner} {elapsed}")
+                            .expect("a valid template"),
+                    );
+                    bar.set_message(line);
+                    bar.enable_steady_tick(Duration::from_millis(200));
+                    self.waiting = Some((label.to_owned(), bar));
+                }
+            }
+            return;
+        }
+        if self
+            .waiting
+            .as_ref()
+            .is_some_and(|(waiting, _)| waiting == label)
+        {
+            self.stop_waiting();
+        }
+        match &self.waiting {
+            // Another job (a task of the same array) still waits: its line stays below.
+            Some((_, bar)) => bar.suspend(|| note(&line)),
+            None => note(&line),
+        }
     }
 
     fn on_output(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         let mut out = std::io::stdout().lock();
         out.write_all(bytes)?;
         out.flush()
+    }
+}
+
+impl Drop for Printer {
+    fn drop(&mut self) {
+        self.stop_waiting();
     }
 }

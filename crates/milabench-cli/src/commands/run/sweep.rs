@@ -6,7 +6,6 @@ use std::io::Write;
 
 use milabench::{ExitCode, Sweep, SweepRecord, SweepRun};
 use milabench_config::settings::{EnvVars, Settings};
-use milabench_config::sweep::python_str;
 use milabench_validate::LayerName;
 
 use crate::args::RunArgs;
@@ -105,11 +104,7 @@ fn one_run(
 
 /// `key=value` of every setting of a run, space-separated.
 fn settings_line(run: &SweepRun) -> String {
-    run.values
-        .iter()
-        .map(|(key, value)| format!("{key}={}", python_str(value)))
-        .collect::<Vec<_>>()
-        .join(" ")
+    run.point().join(" ")
 }
 
 /// Lists the runs of the sweep, their settings, and those already done.
