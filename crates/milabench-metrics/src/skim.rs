@@ -534,7 +534,13 @@ impl<'a> Cursor<'a> {
     fn skip_value(&mut self, depth: usize) -> Skim<()> {
         match self.next_token().ok_or(Declined)? {
             b'"' => self.skip_string(),
-            b'-' | b'0'..=b'9' => self.number_token().map(drop),
+            b'-' | b'0'..=b'9' => {
+                // serde refuses a whole line for one number out of range, even one skipped.
+                let token = self.number_token()?;
+                let finite = short_decimal(token).is_some()
+                    || text(token)?.parse::<f64>().is_ok_and(f64::is_finite);
+                if finite { Ok(()) } else { Err(Declined) }
+            }
             _ if depth > MAX_DEPTH => Err(Declined),
             b'{' => self.object(|c, _| c.skip_value(depth + 1)),
             b'[' => self.array(|c| c.skip_value(depth + 1)),
