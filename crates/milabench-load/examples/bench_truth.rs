@@ -7,25 +7,27 @@
 //!   and serves until its standard input closes;
 //! - `bench_truth client URL RATE SECONDS`: one `server` run against the mock server at URL;
 //! - `bench_truth guidellm REPORT`: the same figures read from GuideLLM's JSON report of one
-//!   Poisson run against the mock server, so that both clients are judged by the same code.
+//!   Poisson run against the mock server, so that both clients are judged by the same code;
+//! - `bench_truth floor RATE SECONDS`: no client, a bare thread sleeping to the same Poisson
+//!   schedule: the lateness this machine's timer and scheduler give, which no client can beat.
 //!
 //! Each run prints one JSON line: the requests, each median's distance from the truth, the
-//! p99 lateness of the sends against the schedule, the Kolmogorov–Smirnov test of the
+//! p50 and p99 lateness of the sends against the schedule, the Kolmogorov–Smirnov test of the
 //! inter-arrival times against the exponential (p-value and statistic), when the schedule started (Unix seconds) and
 //! for how long it ran, and (our client only) its own CPU per request.
 
 use std::io::{BufRead as _, Write as _};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use milabench_load::mock::{MockConfig, MockServer};
-use milabench_load::schedule::{gaps, ks_exponential};
+use milabench_load::schedule::{gaps, ks_exponential, poisson};
 use milabench_load::summary::quantile;
 use milabench_load::{
     Api, Endpoint, LengthDist, LoadSpec, RequestOptions, Scenario, Workload, run,
 };
 use serde_json::Value;
 
-const USAGE: &str = "usage: bench_truth truth [SECONDS] | bench_truth serve | bench_truth client URL RATE SECONDS | bench_truth guidellm REPORT";
+const USAGE: &str = "usage: bench_truth truth [SECONDS] | bench_truth serve | bench_truth client URL RATE SECONDS | bench_truth guidellm REPORT | bench_truth floor RATE SECONDS";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -36,6 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ["serve"] => serve(config),
         ["client", url, rate, seconds] => client(config, url, rate.parse()?, seconds.parse()?),
         ["guidellm", report] => guidellm(config, report),
+        ["floor", rate, seconds] => floor(rate.parse()?, seconds.parse()?),
         _ => Err(USAGE.into()),
     }
 }
@@ -101,6 +104,7 @@ fn client(
         "tpot_median_off_ms": off_ms(s.tpot.p50.value, config.gap),
         "itl_median_off_ms": off_ms(s.itl.p50.value, config.gap),
         "e2e_median_off_ms": off_ms(s.e2e.p50.value, config.e2e()),
+        "lateness_p50_ms": s.lateness.p50 * 1e3,
         "lateness_p99_ms": s.lateness.p99 * 1e3,
         "ks_p_value": s.arrivals.map(|k| k.p_value),
         "ks_statistic": s.arrivals.map(|k| k.statistic),
@@ -154,6 +158,7 @@ fn guidellm(config: MockConfig, report: &str) -> Result<(), Box<dyn std::error::
         "achieved": successful.len() as f64 / seconds,
         "ttft_median_off_ms": median_ms("time_to_first_token_ms") - config.ttft.as_secs_f64() * 1e3,
         "tpot_median_off_ms": median_ms("inter_token_latency_ms") - config.gap.as_secs_f64() * 1e3,
+        "lateness_p50_ms": quantile(&late, 0.5).value * 1e3,
         "lateness_p99_ms": quantile(&late, 0.99).value * 1e3,
         "ks_p_value": ks.p_value,
         "ks_statistic": ks.statistic,
@@ -161,6 +166,31 @@ fn guidellm(config: MockConfig, report: &str) -> Result<(), Box<dyn std::error::
         "seconds": seconds,
     });
     print_line(&line);
+    Ok(())
+}
+
+/// A thread sleeping to the Poisson schedule of `client` at `rate` for `seconds`, with the
+/// operating system's sleep as our dispatcher does: how late it wakes.
+fn floor(rate: f64, seconds: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let schedule = poisson(rate, Duration::from_secs(seconds), usize::MAX, 1);
+    let start = Instant::now() + Duration::from_millis(20);
+    let mut late: Vec<f64> = schedule
+        .iter()
+        .map(|at| {
+            let due = start + *at;
+            while let Some(left) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(left);
+            }
+            due.elapsed().as_secs_f64()
+        })
+        .collect();
+    late.sort_by(f64::total_cmp);
+    print_line(&serde_json::json!({
+        "rate": rate,
+        "requests": late.len(),
+        "lateness_p50_ms": quantile(&late, 0.5).value * 1e3,
+        "lateness_p99_ms": quantile(&late, 0.99).value * 1e3,
+    }));
     Ok(())
 }
 
