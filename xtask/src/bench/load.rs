@@ -199,20 +199,22 @@ fn best(trials: &[Trial]) -> Option<&Trial> {
         .max_by(|a, b| a.rate.total_cmp(&b.rate))
 }
 
-/// What a client sustains, for the side-by-side line: the best run, or the lowest rate tried
-/// when none held.
+/// The run a client is shown by: its best, or its lowest rate when none held.
+fn shown(trials: &[Trial]) -> Option<&Trial> {
+    best(trials).or_else(|| trials.iter().min_by(|a, b| a.rate.total_cmp(&b.rate)))
+}
+
+/// What a client sustains, for the side-by-side line.
 fn sustains(trials: &[Trial]) -> String {
-    match best(trials) {
-        Some(t) => format!("{:.0} req/s ({})", t.rate, t.figures()),
-        None => match trials.iter().min_by(|a, b| a.rate.total_cmp(&b.rate)) {
-            Some(t) => format!(
-                "under {:.0} req/s (no rate tried held; at {:.0} req/s: {})",
-                t.rate,
-                t.rate,
-                t.figures()
-            ),
-            None => "nothing (no run)".into(),
-        },
+    match (best(trials), shown(trials)) {
+        (Some(t), _) => format!("{:.0} req/s ({})", t.rate, t.figures()),
+        (None, Some(t)) => format!(
+            "under {:.0} req/s (no rate tried held; at {:.0} req/s: {})",
+            t.rate,
+            t.rate,
+            t.figures()
+        ),
+        (None, None) => "nothing (no run)".into(),
     }
 }
 
@@ -347,21 +349,14 @@ fn side_by_side(program: &Path, seconds: u64) -> anyhow::Result<()> {
     let theirs = search(&name, GUIDELLM_START, GUIDELLM_RUNS, |rate| {
         theirs(&guidellm, program, &server.url, rate, seconds)
     })?;
-    let ours_rate = best(&ours).map_or(0.0, |t| t.rate);
-    // With no rate held, GuideLLM sustains less than the lowest tried: the ratio is at least
-    // ours over that.
-    let (theirs_rate, bound) = match best(&theirs) {
-        Some(t) => (t.rate, ""),
-        None => (
-            theirs.iter().map(|t| t.rate).fold(f64::INFINITY, f64::min),
-            "> ",
-        ),
-    };
-    let ratio = ours_rate / theirs_rate;
-    let shown = |trials: &[Trial]| {
-        best(trials)
-            .or_else(|| trials.iter().min_by(|a, b| a.rate.total_cmp(&b.rate)))
-            .cloned()
+    let (ratio, ratio_text) = match (best(&ours), best(&theirs)) {
+        (None, _) => (0.0, "none (milabench-load held no rate)".to_owned()),
+        (Some(o), Some(t)) => (o.rate / t.rate, format!("{:.1}", o.rate / t.rate)),
+        // GuideLLM sustains less than the lowest rate tried: the ratio is above ours over that.
+        (Some(o), None) => {
+            let ratio = o.rate / shown(&theirs).map_or(f64::NAN, |t| t.rate);
+            (ratio, format!("> {ratio:.1}"))
+        }
     };
     let closer = match (shown(&ours), shown(&theirs)) {
         (Some(o), Some(t)) => {
@@ -370,7 +365,7 @@ fn side_by_side(program: &Path, seconds: u64) -> anyhow::Result<()> {
         _ => false,
     };
     println!(
-        "{:<40} milabench-load sustains {}; {name} sustains {}; ratio {bound}{ratio:.1}, timings {} close to the truth (load average {load} at the start; a bare thread's p99 late {:.3} ms before the first search, {:.3} ms before the second): target >= 5 with timings at least as close: {}",
+        "{:<40} milabench-load sustains {}; {name} sustains {}; ratio {ratio_text}, timings {} close to the truth (load average {load} at the start; a bare thread's p99 late {:.3} ms before the first search, {:.3} ms before the second): target >= 5 with timings at least as close: {}",
         "load side by side",
         sustains(&ours),
         sustains(&theirs),
