@@ -1,9 +1,12 @@
 //! `cargo xtask bench`: performance figures, each measured against a baseline in the same run.
 
+use std::path::PathBuf;
+
 use clap::Args;
 
 mod benchit;
 mod exec;
+mod guidellm;
 mod install;
 mod load;
 mod multinode;
@@ -14,6 +17,7 @@ mod resolve;
 mod store;
 mod suite;
 mod system;
+mod tree_cpu;
 
 /// Options of `cargo xtask bench`.
 #[derive(Debug, Args)]
@@ -143,20 +147,11 @@ fn release_example_output(
     what: &str,
 ) -> anyhow::Result<String> {
     use anyhow::{Context, bail};
-    let output = std::process::Command::new(env!("CARGO"))
-        .args([
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            package,
-            "--example",
-            example,
-            "--",
-        ])
+    let program = release_example(package, example, what)?;
+    let output = std::process::Command::new(&program)
         .args(args)
         .output()
-        .with_context(|| format!("could not start cargo for the {what} measurement"))?;
+        .with_context(|| format!("could not start {}", program.display()))?;
     if !output.status.success() {
         bail!(
             "the {what} measurement failed:\n{}",
@@ -164,6 +159,35 @@ fn release_example_output(
         );
     }
     String::from_utf8(output.stdout).context("measurement output is not UTF-8")
+}
+
+/// Builds `example` of `package` in release and returns the path of its program; `what` names
+/// the measurement in errors.
+fn release_example(package: &str, example: &str, what: &str) -> anyhow::Result<PathBuf> {
+    use anyhow::{Context, bail};
+    let status = std::process::Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "--package",
+            package,
+            "--example",
+            example,
+        ])
+        .status()
+        .with_context(|| format!("could not start cargo for the {what} measurement"))?;
+    if !status.success() {
+        bail!("building the {what} measurement ({package}'s example {example}) failed");
+    }
+    Ok(target_dir().join("release/examples").join(example))
+}
+
+/// Cargo's target folder: `CARGO_TARGET_DIR`, else `target` in the workspace.
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::e2e::repo_root().join("target"))
 }
 
 /// The geometric mean of `ratios` (not empty) and the 95% Student-t interval of the mean of their

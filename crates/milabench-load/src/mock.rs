@@ -1,6 +1,7 @@
 //! A streaming OpenAI-compatible server with known timing, on loopback, for tests and
 //! benchmarks of the client: the first token a fixed time after the request is read, then one
-//! token per fixed gap, a fixed number of tokens; faults on demand.
+//! token per fixed gap, a fixed number of tokens; faults on demand. `GET /health` and
+//! `GET /v1/models` (model `mock`) answer at once, as other clients (GuideLLM) ask them first.
 //!
 //! One thread per connection, each timing its stream by absolute deadlines with the operating
 //! system's sleep, so its own error is the sleep's overshoot (tens of microseconds on an idle
@@ -197,12 +198,18 @@ fn serve(stream: TcpStream, shared: &Shared) {
     };
     let mut reader = BufReader::new(stream);
     while !shared.stop.load(Ordering::SeqCst) {
-        let path = match read_request(&mut reader, shared) {
-            Ok(Some(path)) => path,
+        let (method, path) = match read_request(&mut reader, shared) {
+            Ok(Some(request)) => request,
             Ok(None) => return,
             Err(e) if is_timeout(&e) => continue,
             Err(_) => return,
         };
+        if method == "GET" {
+            if describe(&mut writer, &path).is_err() {
+                return;
+            }
+            continue;
+        }
         shared.enter();
         let read_at = Instant::now();
         let number = shared.begun.fetch_add(1, Ordering::SeqCst);
@@ -232,17 +239,19 @@ fn is_timeout(e: &std::io::Error) -> bool {
     )
 }
 
-/// Reads one request (headers and `Content-Length` body); its path, or `None` at the end of
-/// the connection. A read timeout before the first byte is returned as the error.
+/// Reads one request (headers and `Content-Length` body); its method and path, or `None` at
+/// the end of the connection. A read timeout before the first byte is returned as the error.
 fn read_request(
     reader: &mut BufReader<TcpStream>,
     shared: &Shared,
-) -> std::io::Result<Option<String>> {
+) -> std::io::Result<Option<(String, String)>> {
     let mut line = String::new();
     if reader.read_line(&mut line)? == 0 {
         return Ok(None);
     }
-    let path = line.split(' ').nth(1).unwrap_or("/").to_owned();
+    let mut words = line.split(' ');
+    let method = words.next().unwrap_or("").to_owned();
+    let path = words.next().unwrap_or("/").to_owned();
     let mut length = 0;
     loop {
         line.clear();
@@ -265,7 +274,23 @@ fn read_request(
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
-    Ok(Some(path))
+    Ok(Some((method, path)))
+}
+
+/// Answers a `GET`: the model list at `/v1/models`, an empty object elsewhere (`/health`).
+fn describe(out: &mut TcpStream, path: &str) -> std::io::Result<()> {
+    let body = if path.ends_with("/models") {
+        r#"{"object": "list", "data": [{"id": "mock", "object": "model", "owned_by": "milabench"}]}"#
+    } else {
+        "{}"
+    };
+    out.write_all(
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
 }
 
 fn chunk(out: &mut TcpStream, payload: &str) -> std::io::Result<()> {

@@ -325,3 +325,42 @@ fn a_stopped_run_keeps_what_it_measured() {
         assert!(failure.contains("ended early: interrupted"), "{failure}");
     }
 }
+
+#[test]
+fn health_and_model_list_answer_at_once_and_are_not_counted_as_requests() {
+    use std::io::{Read as _, Write as _};
+    let server = MockServer::start(MockConfig::default()).unwrap();
+    let address = server.url().trim_start_matches("http://").to_owned();
+    let get = |path: &str| {
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: mock\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        // The server keeps the connection open: read the headers and the announced body.
+        let mut answer = Vec::new();
+        let mut byte = [0; 1];
+        while !answer.ends_with(b"\r\n\r\n") {
+            stream.read_exact(&mut byte).unwrap();
+            answer.push(byte[0]);
+        }
+        let head = String::from_utf8(answer).unwrap();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mut body = vec![0; length];
+        stream.read_exact(&mut body).unwrap();
+        (head, String::from_utf8(body).unwrap())
+    };
+    let (head, body) = get("/health");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(body, "{}");
+    let (_, models) = get("/v1/models");
+    let models: serde_json::Value = serde_json::from_str(&models).unwrap();
+    assert_eq!(models["data"][0]["id"], "mock");
+    assert_eq!(server.requests(), 0);
+}

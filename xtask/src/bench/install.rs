@@ -6,7 +6,7 @@
 //!   with pip (each with an empty cache of its own), and uv again with its cache warm (a second
 //!   environment needing torch). These download gigabytes; they are opt-in.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -24,10 +24,7 @@ pub fn run(torch: bool) -> anyhow::Result<()> {
     if !status.success() {
         bail!("building milabench failed");
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    let bin = target.join("debug/milabench");
+    let bin = super::target_dir().join("debug/milabench");
     let work = tempfile::tempdir()?;
 
     // Second install of an unchanged suite.
@@ -129,7 +126,8 @@ fn install(bin: &Path, dir: &Path, base: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-fn check(cmd: &mut Command) -> anyhow::Result<()> {
+/// Runs `cmd`, which must succeed; its output is in the error when it does not.
+pub(super) fn check(cmd: &mut Command) -> anyhow::Result<()> {
     let out = cmd
         .output()
         .with_context(|| format!("could not start {cmd:?}"))?;

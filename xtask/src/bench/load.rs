@@ -1,22 +1,74 @@
-//! The load generator's measurement truth: the release build of `milabench-load`'s
-//! `bench_truth` example drives the mock server (known TTFT, gap and token count) at 10, 200
-//! and 1,000 requests/s; targets: medians within 0.5 ms of the truth at 10 requests/s and within
-//! 2 ms at 1,000.
+//! The load generator against a server of known timing, with the release build of
+//! `milabench-load`'s `bench_truth` example.
+//!
+//! Truth: our client drives the mock server (known TTFT, gap and token count) at 10, 200 and
+//! 1,000 requests/s; targets: medians within 0.5 ms of the truth at 10 requests/s and within
+//! 2 ms at 1,000. Each line also gives the p99 lateness of the sends and the
+//! Kolmogorov–Smirnov p-value of the inter-arrival times against the exponential of the rate.
+//!
+//! Side by side: one mock server (`bench_truth serve`, a process of its own) is driven by our
+//! client (`bench_truth client`, a process per run) and by GuideLLM (see `guidellm`) with the
+//! same scenario: Poisson arrivals, streamed completions, prompts of 32 tokens, answers of 16.
+//! For each client the highest rate it sustains (no failed request, p99 lateness under 1 ms) is
+//! searched: from a start rate, doubling while runs hold (halving while they do not, down to
+//! 1 request/s), then bisecting between the highest rate that held and the lowest that did not,
+//! in a bounded number of runs. A run's CPU is its process tree's over the schedule's window
+//! (start-up and report left out), per request sent. Both clients' reports are read by the same
+//! code (`bench_truth client` and `bench_truth guidellm`). Before each search, the machine's own
+//! lateness is measured as the baseline: a bare thread sleeping to a Poisson schedule
+//! (`bench_truth floor`); on a machine busy with other work it is often above 1 ms by itself.
+//! Target: ours sustains at least 5x GuideLLM's rate, with TTFT and TPOT medians at least as
+//! close to the truth.
 
-use anyhow::Context;
+use std::io::{BufRead as _, BufReader, Read as _};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
 
-/// Runs the measurement and prints a line per rate.
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use super::guidellm;
+use super::tree_cpu::{CpuTrace, wait_traced};
+
+/// A run holds when the 99th percentile of its lateness is below this, in milliseconds.
+const LATENESS_MS: f64 = 1.0;
+
+/// The first rate of our client's search, requests/s, and its most runs.
+const OURS_START: f64 = 250.0;
+const OURS_RUNS: usize = 8;
+
+/// The same for GuideLLM, whose runs take a minute each here (its ten worker processes import
+/// torch before the first request).
+const GUIDELLM_START: f64 = 1.0;
+const GUIDELLM_RUNS: usize = 4;
+
+/// The lowest rate either search tries, requests/s.
+const FLOOR: f64 = 1.0;
+
+/// The rate of the machine's own lateness, measured before each search, requests/s.
+const BARE_RATE: f64 = 100.0;
+
+/// Runs the measurements and prints their lines: `seconds` per rate.
 pub fn run(seconds: u64) -> anyhow::Result<()> {
     eprintln!("==> bench: load (building the release measurement program)");
-    let out = super::release_example_output(
-        "milabench-load",
-        "bench_truth",
-        &[seconds.to_string()],
-        "load",
-    )?;
-    for line in out.lines() {
-        let f: serde_json::Value =
-            serde_json::from_str(line).context("measurement output is not JSON")?;
+    let program = super::release_example("milabench-load", "bench_truth", "load")?;
+    truth(&program, seconds)?;
+    side_by_side(&program, seconds)
+}
+
+fn truth(program: &Path, seconds: u64) -> anyhow::Result<()> {
+    let out = Command::new(program)
+        .args(["truth", &seconds.to_string()])
+        .output()
+        .with_context(|| format!("could not start {}", program.display()))?;
+    if !out.status.success() {
+        bail!(
+            "the load truth measurement failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for line in String::from_utf8(out.stdout)?.lines() {
+        let f: Value = serde_json::from_str(line).context("measurement output is not JSON")?;
         let num = |k: &str| f[k].as_f64().unwrap_or(f64::NAN);
         let rate = num("rate");
         let tolerance = if rate <= 10.0 { 0.5 } else { 2.0 };
@@ -29,7 +81,7 @@ pub fn run(seconds: u64) -> anyhow::Result<()> {
         .map(|k| num(k).abs())
         .fold(0.0, f64::max);
         println!(
-            "{:<40} {:>8.1} req/s achieved, {} failed; median off truth: ttft {:+.3} tpot {:+.3} e2e {:+.3} ms; p99 late {:.3} ms; KS p {:.3}; CPU {:.0} us/request; target |off| < {tolerance} ms: {}",
+            "{:<40} {:>8.1} req/s achieved, {} failed; median off truth: ttft {:+.3} tpot {:+.3} e2e {:+.3} ms; p99 late {:.3} ms; KS p {:.3} (D {:.3}); CPU {:.0} us/request; target |off| < {tolerance} ms: {}",
             format!("load truth at {rate} req/s"),
             num("achieved"),
             f["failed"],
@@ -38,9 +90,302 @@ pub fn run(seconds: u64) -> anyhow::Result<()> {
             num("e2e_median_off_ms"),
             num("lateness_p99_ms"),
             num("ks_p_value"),
+            num("ks_statistic"),
             num("cpu_per_request_us"),
             if worst < tolerance { "met" } else { "NOT met" },
         );
     }
     Ok(())
+}
+
+/// One client's run at one rate, as `bench_truth` reports it, with its CPU.
+#[derive(Debug, Clone)]
+struct Trial {
+    rate: f64,
+    requests: f64,
+    failed: f64,
+    late_p50_ms: f64,
+    late_p99_ms: f64,
+    ttft_off_ms: f64,
+    tpot_off_ms: f64,
+    ks_p: f64,
+    ks_statistic: f64,
+    cpu_us_per_request: f64,
+}
+
+impl Trial {
+    /// Reads a `bench_truth` JSON line; `trace` is the CPU of the client's processes.
+    fn read(line: &str, trace: &CpuTrace) -> anyhow::Result<Trial> {
+        let f: Value = serde_json::from_str(line.trim())
+            .with_context(|| format!("measurement output is not a JSON line: {line:?}"))?;
+        let num = |k: &str| f[k].as_f64().unwrap_or(f64::NAN);
+        let (started, seconds, requests) = (num("started"), num("seconds"), num("requests"));
+        Ok(Trial {
+            rate: num("rate"),
+            requests,
+            failed: num("failed"),
+            late_p50_ms: num("lateness_p50_ms"),
+            late_p99_ms: num("lateness_p99_ms"),
+            ttft_off_ms: num("ttft_median_off_ms"),
+            tpot_off_ms: num("tpot_median_off_ms"),
+            ks_p: num("ks_p_value"),
+            ks_statistic: num("ks_statistic"),
+            cpu_us_per_request: trace.between(started, started + seconds) / requests * 1e6,
+        })
+    }
+
+    fn held(&self) -> bool {
+        self.failed == 0.0 && self.requests > 0.0 && self.late_p99_ms < LATENESS_MS
+    }
+
+    fn figures(&self) -> String {
+        format!(
+            "late p50 {:.3} ms, p99 {:.3} ms, CPU {:.0} us/request, median off truth: ttft {:+.3} ms, tpot {:+.3} ms",
+            self.late_p50_ms,
+            self.late_p99_ms,
+            self.cpu_us_per_request,
+            self.ttft_off_ms,
+            self.tpot_off_ms
+        )
+    }
+}
+
+/// Runs `probe` from `start` requests/s: doubling while runs hold, halving while none has (down
+/// to `FLOOR`), then bisecting between the highest rate that held and the lowest that did not
+/// until they are within 20%, `most` runs in all; prints a line per run.
+fn search(
+    client: &str,
+    start: f64,
+    most: usize,
+    mut probe: impl FnMut(f64) -> anyhow::Result<Trial>,
+) -> anyhow::Result<Vec<Trial>> {
+    let mut trials = Vec::new();
+    let (mut held, mut broke): (Option<f64>, Option<f64>) = (None, None);
+    let mut rate = start;
+    while trials.len() < most {
+        let load = load_average();
+        let trial = probe(rate)?;
+        println!(
+            "{:<40} {} requests, {} failed, KS p {:.3} (D {:.3}); {}; load average {load} at its start: {}",
+            format!("load search: {client} at {rate:.0} req/s"),
+            trial.requests,
+            trial.failed,
+            trial.ks_p,
+            trial.ks_statistic,
+            trial.figures(),
+            if trial.held() { "held" } else { "did not hold" },
+        );
+        if trial.held() {
+            held = Some(held.map_or(rate, |h: f64| h.max(rate)));
+        } else {
+            broke = Some(broke.map_or(rate, |b: f64| b.min(rate)));
+        }
+        trials.push(trial);
+        rate = match (held, broke) {
+            (Some(h), None) => h * 2.0,
+            (None, Some(b)) if b / 2.0 >= FLOOR => b / 2.0,
+            (Some(h), Some(b)) if b / h > 1.2 => (h * b).sqrt(),
+            _ => break,
+        };
+    }
+    Ok(trials)
+}
+
+/// The highest-rate run that held, if any.
+fn best(trials: &[Trial]) -> Option<&Trial> {
+    trials
+        .iter()
+        .filter(|t| t.held())
+        .max_by(|a, b| a.rate.total_cmp(&b.rate))
+}
+
+/// The run a client is shown by: its best, or its lowest rate when none held.
+fn shown(trials: &[Trial]) -> Option<&Trial> {
+    best(trials).or_else(|| trials.iter().min_by(|a, b| a.rate.total_cmp(&b.rate)))
+}
+
+/// What a client sustains, for the side-by-side line.
+fn sustains(trials: &[Trial]) -> String {
+    match (best(trials), shown(trials)) {
+        (Some(t), _) => format!("{:.0} req/s ({})", t.rate, t.figures()),
+        (None, Some(t)) => format!(
+            "under {:.0} req/s (no rate tried held; at {:.0} req/s: {})",
+            t.rate,
+            t.rate,
+            t.figures()
+        ),
+        (None, None) => "nothing (no run)".into(),
+    }
+}
+
+/// The mock server in a process of its own, serving until its standard input closes.
+struct MockProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    url: String,
+}
+
+impl MockProcess {
+    fn start(program: &Path) -> anyhow::Result<MockProcess> {
+        let mut child = Command::new(program)
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("could not start {}", program.display()))?;
+        let stdin = child.stdin.take();
+        let mut url = String::new();
+        if let Some(out) = child.stdout.take() {
+            BufReader::new(out).read_line(&mut url)?;
+        }
+        let url = url.trim().to_owned();
+        if url.is_empty() {
+            bail!("the mock server did not say its address");
+        }
+        Ok(MockProcess { child, stdin, url })
+    }
+}
+
+impl Drop for MockProcess {
+    fn drop(&mut self) {
+        // Closing its input stops it.
+        self.stdin.take();
+        let _ = self.child.wait();
+    }
+}
+
+/// The machine's own lateness: a bare thread sleeping to a Poisson schedule at `BARE_RATE` for
+/// `seconds` (`bench_truth floor`), no client can be on time more than it; prints its line and
+/// returns its p99, milliseconds.
+fn bare(program: &Path, seconds: u64) -> anyhow::Result<f64> {
+    let out = Command::new(program)
+        .args(["floor", &BARE_RATE.to_string(), &seconds.to_string()])
+        .output()
+        .with_context(|| format!("could not start {}", program.display()))?;
+    if !out.status.success() {
+        bail!(
+            "the bare thread's lateness measurement failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let f: Value = serde_json::from_slice(&out.stdout).context("measurement output is not JSON")?;
+    let num = |k: &str| f[k].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "{:<40} late p50 {:.3} ms, p99 {:.3} ms (a thread sleeping to the schedule, no client); load average {}",
+        format!("load floor: bare thread at {BARE_RATE:.0} req/s"),
+        num("lateness_p50_ms"),
+        num("lateness_p99_ms"),
+        load_average(),
+    );
+    Ok(num("lateness_p99_ms"))
+}
+
+/// Our client at `rate` for `seconds` against `url`, a process of its own.
+fn ours(program: &Path, url: &str, rate: f64, seconds: u64) -> anyhow::Result<Trial> {
+    let mut child = Command::new(program)
+        .args(["client", url, &rate.to_string(), &seconds.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("could not start {}", program.display()))?;
+    let (status, trace) = wait_traced(&mut child)?;
+    let mut line = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        out.read_to_string(&mut line)?;
+    }
+    if !status.success() {
+        bail!("our client failed at {rate} requests/s ({status})");
+    }
+    Trial::read(&line, &trace)
+}
+
+/// GuideLLM's run at `rate`, its report read by `bench_truth guidellm`.
+fn theirs(
+    guidellm: &guidellm::GuideLlm,
+    program: &Path,
+    url: &str,
+    rate: f64,
+    seconds: u64,
+) -> anyhow::Result<Trial> {
+    let (report, trace) = guidellm.run(url, rate, seconds)?;
+    let out = Command::new(program)
+        .arg("guidellm")
+        .arg(&report)
+        .output()
+        .with_context(|| format!("could not start {}", program.display()))?;
+    if !out.status.success() {
+        bail!(
+            "reading GuideLLM's report {} failed:\n{}",
+            report.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Trial::read(&String::from_utf8(out.stdout)?, &trace)
+}
+
+fn side_by_side(program: &Path, seconds: u64) -> anyhow::Result<()> {
+    let name = format!("guidellm {}", guidellm::VERSION);
+    eprintln!("==> bench: load side by side with {name} (installing it unless it is there)");
+    let installed = guidellm::install(&super::target_dir().join("bench-guidellm"));
+    let load = load_average();
+    let server = MockProcess::start(program)?;
+    eprintln!("==> bench: load side by side: milabench-load's rate search");
+    let bare_before = bare(program, seconds)?;
+    let ours = search("milabench-load", OURS_START, OURS_RUNS, |rate| {
+        ours(program, &server.url, rate, seconds)
+    })?;
+    let guidellm = match installed {
+        Ok(guidellm) => guidellm,
+        Err(e) => {
+            println!(
+                "{:<40} milabench-load sustains {} (load average {load} at the start); {name} skipped: it could not be installed: {e:#}",
+                "load side by side",
+                sustains(&ours)
+            );
+            return Ok(());
+        }
+    };
+    eprintln!("==> bench: load side by side: {name}'s rate search (about a minute a run)");
+    let bare_between = bare(program, seconds)?;
+    let theirs = search(&name, GUIDELLM_START, GUIDELLM_RUNS, |rate| {
+        theirs(&guidellm, program, &server.url, rate, seconds)
+    })?;
+    let (ratio, ratio_text) = match (best(&ours), best(&theirs)) {
+        (None, _) => (0.0, "none (milabench-load held no rate)".to_owned()),
+        (Some(o), Some(t)) => (o.rate / t.rate, format!("{:.1}", o.rate / t.rate)),
+        // GuideLLM sustains less than the lowest rate tried: the ratio is above ours over that.
+        (Some(o), None) => {
+            let ratio = o.rate / shown(&theirs).map_or(f64::NAN, |t| t.rate);
+            (ratio, format!("> {ratio:.1}"))
+        }
+    };
+    let closer = match (shown(&ours), shown(&theirs)) {
+        (Some(o), Some(t)) => {
+            o.ttft_off_ms.abs() <= t.ttft_off_ms.abs() && o.tpot_off_ms.abs() <= t.tpot_off_ms.abs()
+        }
+        _ => false,
+    };
+    println!(
+        "{:<40} milabench-load sustains {}; {name} sustains {}; ratio {ratio_text}, timings {} close to the truth (load average {load} at the start; a bare thread's p99 late {:.3} ms before the first search, {:.3} ms before the second): target >= 5 with timings at least as close: {}",
+        "load side by side",
+        sustains(&ours),
+        sustains(&theirs),
+        if closer { "at least as" } else { "not as" },
+        bare_before,
+        bare_between,
+        if ratio >= 5.0 && closer {
+            "met"
+        } else {
+            "NOT met"
+        },
+    );
+    Ok(())
+}
+
+/// The machine's load average over the last minute (`/proc/loadavg`), as written there: other
+/// work on the machine delays the clients' sends.
+fn load_average() -> String {
+    fs_err::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into())
 }
