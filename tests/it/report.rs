@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common::{fixtures, milabench, redact, run};
 
@@ -795,4 +795,37 @@ fn outputs_never_land_on_the_runs_they_are_made_from() {
         assert_eq!(out.code, 0, "{}", out.stderr);
         assert!(tmp.join(output).exists());
     }
+}
+
+/// Issue 39: a run of serving benchmarks (made with the load generator's mock server) gets the
+/// serving table after the Python layout: scenario, requests, latency percentiles, throughputs,
+/// goodput and the SLO verdict; JSON carries the same cells and every step of the sweep.
+#[test]
+fn serving_benchmarks_get_their_table() {
+    let serving = fixtures().join("serving");
+    let report = |format: &str| {
+        let out =
+            run(milabench(&serving).args(["report", "--runs", "mock-run", "--format", format]));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.stdout
+    };
+    insta::assert_snapshot!(report("text"));
+    let json: Value = serde_json::from_str(&report("json")).unwrap();
+    let sweep = &json["serving"][1];
+    assert_eq!(sweep["scenario"], "sweep: highest held 20 req/s");
+    let steps: Vec<(f64, &Value)> = sweep["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["rate"].as_f64().unwrap(), &s["slo"]))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (10.0, &json!("held")),
+            (20.0, &json!("held")),
+            (40.0, &json!("not held"))
+        ]
+    );
+    assert!(report("md").contains("\n## Serving\n"));
 }
