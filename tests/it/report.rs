@@ -829,3 +829,82 @@ fn serving_benchmarks_get_their_table() {
     );
     assert!(report("md").contains("\n## Serving\n"));
 }
+
+/// Issue 39: the serving table of a folder `milabench load` wrote holds the numbers `load`
+/// printed: the report reads the load generator's events as it wrote them.
+#[test]
+fn serving_rows_carry_the_numbers_load_measured() {
+    use milabench_load::mock::{MockConfig, MockServer};
+    let server = MockServer::start(MockConfig {
+        ttft: std::time::Duration::from_millis(5),
+        gap: std::time::Duration::from_millis(1),
+        output_tokens: 4,
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("run");
+    let runs = runs.to_str().unwrap();
+    let load = run(milabench(dir.path()).args([
+        "load",
+        "--endpoint",
+        &server.url(),
+        "--model",
+        "mock",
+        "--scenario",
+        "sweep",
+        "--rate",
+        "20",
+        "--sweep-steps",
+        "2",
+        "--duration",
+        "1s",
+        "--slo",
+        "ttft=5s",
+        "--format",
+        "json",
+        "--run-dir",
+        runs,
+        "--name",
+        "llm",
+    ]));
+    assert_eq!(load.code, 0, "{}", load.stderr);
+    let load: Value = serde_json::from_str(&load.stdout).unwrap();
+    let report = run(milabench(dir.path()).args(["report", "--runs", runs, "--format", "json"]));
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let report: Value = serde_json::from_str(&report.stdout).unwrap();
+    let row = &report["serving"][0];
+    assert_eq!(row["scenario"], "sweep: highest held 30 req/s");
+    // Both rates held: the last stands for the run.
+    let summary = &load["steps"][1]["summary"];
+    let ms = |pointer: &str| json!(summary.pointer(pointer).unwrap().as_f64().unwrap() * 1e3);
+    for (key, want) in [
+        ("ok", json!(summary["succeeded"].as_f64().unwrap())),
+        ("failed", json!(0.0)),
+        ("ttft_p50_ms", ms("/ttft/p50/value")),
+        ("ttft_p99_ms", ms("/ttft/p99/value")),
+        ("tpot_p50_ms", ms("/tpot/p50/value")),
+        ("tpot_p99_ms", ms("/tpot/p99/value")),
+        ("e2e_p99_ms", ms("/e2e/p99/value")),
+        (
+            "request_throughput",
+            summary["request_throughput"]["value"].clone(),
+        ),
+        (
+            "output_throughput",
+            summary["output_throughput"]["value"].clone(),
+        ),
+        ("goodput", summary["goodput"]["value"].clone()),
+        ("slo_attainment", summary["slo_attainment"].clone()),
+        ("slo", json!("held")),
+    ] {
+        assert_eq!(row[key], want, "{key}");
+    }
+    let rates: Vec<&Value> = row["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["rate"])
+        .collect();
+    assert_eq!(rates, [&json!(20.0), &json!(30.0)]);
+}

@@ -1,14 +1,8 @@
 //! The serving table: made-up `load` events with known percentiles give known cells in every
-//! format, and the events the load generator writes (`milabench_load::events::records`) read
-//! back with its own numbers.
+//! format. (That the events `milabench load` writes read back with its own numbers is a CLI
+//! test: `tests/it/report.rs`.)
 
-use std::time::{Duration, SystemTime};
-
-use milabench_load::{
-    ErrorKind, LoadResult, RequestError, RequestRecord, Scenario, Slo, Step, Summary,
-};
-use milabench_metrics::DataFileWriter;
-use milabench_report::{Format, ReportOptions, SloVerdict, render, report_runs};
+use milabench_report::{Format, ReportOptions, render, report_runs};
 use serde_json::{Value, json};
 
 /// A latency summary whose every statistic is `p50` but the tail ones, `p99`.
@@ -172,92 +166,4 @@ fn a_run_without_serving_benchmarks_has_no_serving_table() {
     assert!(!report(&dir, Format::Markdown).contains("Serving"));
     let json: Value = serde_json::from_str(&report(&dir, Format::Json)).unwrap();
     assert!(json.get("serving").is_none());
-}
-
-/// A request of `step` sent at `sent` seconds, answered in `latency` with `tokens`.
-fn record(index: usize, sent: f64, ttft: f64, latency: f64, tokens: u32) -> RequestRecord {
-    RequestRecord {
-        index,
-        scheduled: sent,
-        sent,
-        ttft: Some(ttft),
-        itl: vec![(latency - ttft) / f64::from(tokens - 1); tokens as usize - 1],
-        latency,
-        input_tokens: Some(32),
-        output_tokens: tokens,
-        status: Some(200),
-        error: None,
-    }
-}
-
-/// A step of `count` requests at `rate`, the TTFT growing with the index.
-fn step(rate: f64, count: usize, slo: &Slo, started: SystemTime) -> Step {
-    let mut records: Vec<RequestRecord> = (0..count)
-        .map(|i| record(i, i as f64 / rate, 0.01 + i as f64 * 1e-4, 0.1, 16))
-        .collect();
-    records[3].error = Some(RequestError {
-        kind: ErrorKind::Http,
-        text: "HTTP 500".into(),
-    });
-    let summary = Summary::of(&records, Some(slo), 0.1);
-    let held = summary.failed == 0;
-    Step {
-        scenario: Scenario::Server { rate },
-        started,
-        records,
-        summary,
-        held,
-    }
-}
-
-/// The events `milabench load` writes read back with the load generator's own numbers.
-#[test]
-fn the_load_generators_events_read_back_as_it_summed_them() {
-    let slo = Slo::parse("ttft=500ms,tpot=50ms").unwrap();
-    let started = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-    let result = LoadResult {
-        sweep: true,
-        steps: vec![step(10.0, 50, &slo, started), step(20.0, 80, &slo, started)],
-        highest_held_rate: None,
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let command = ["milabench".to_owned(), "load".to_owned()];
-    let records = milabench_load::events::records(&result, "llm", &command, Default::default());
-    DataFileWriter::open(dir.path().join("llm.data"))
-        .unwrap()
-        .append_all(&records)
-        .unwrap();
-    let path = dir.path().to_string_lossy().into_owned();
-    let (report, set) = report_runs(&[path], None, &ReportOptions::default()).unwrap();
-    let [row] = report.serving.as_slice() else {
-        panic!("{:?}", report.serving)
-    };
-    assert!(row.run.sweep);
-    assert_eq!(row.run.steps.len(), 2);
-    for (read, written) in row.run.steps.iter().zip(&result.steps) {
-        let s = &written.summary;
-        let Scenario::Server { rate } = written.scenario else {
-            unreachable!("a sweep's steps are server runs")
-        };
-        assert_eq!(read.scenario.rate(), Some(rate));
-        assert_eq!(read.held, written.held);
-        assert_eq!(
-            (read.requests, read.succeeded, read.failed),
-            (s.requests as u64, s.succeeded as u64, s.failed as u64)
-        );
-        assert_eq!(read.ttft.p50, s.ttft.p50.value);
-        assert_eq!(read.ttft.p99, s.ttft.p99.value);
-        assert_eq!(read.tpot.p50, s.tpot.p50.value);
-        assert_eq!(read.tpot.p99, s.tpot.p99.value);
-        assert_eq!(read.e2e.p99, s.e2e.p99.value);
-        assert_eq!(read.request_throughput, s.request_throughput.value);
-        assert_eq!(read.output_throughput, s.output_throughput.value);
-        assert_eq!(read.goodput, s.goodput.map(|g| g.value));
-        assert_eq!(read.slo_attainment, s.slo_attainment);
-    }
-    // Both steps failed a request: none held, so the first stands for the run.
-    assert_eq!(row.step, row.run.steps[0]);
-    assert_eq!(row.run.verdict(), SloVerdict::NotHeld);
-    assert_eq!(row.run.scenario(), "sweep: none held from 10 req/s");
-    assert!(set.runs[0].serving.is_some());
 }
