@@ -1,5 +1,7 @@
 //! The HTML renderings: one self-contained page for a report (headline, the table with the
-//! report's own numbers, a plot per benchmark, failures, validation) and one for a comparison.
+//! report's own numbers, the serving table, plots per benchmark (for serving benchmarks their
+//! latency distributions and, for a sweep of rates, throughput against the offered rate),
+//! failures, validation) and one for a comparison.
 //! The page pieces come from `milabench-html`; the numbers from [`Report`] and
 //! [`Comparison`], never recomputed here.
 
