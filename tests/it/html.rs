@@ -179,3 +179,37 @@ fn the_headline_names_the_driver_without_empty_entries() {
     );
     assert!(!page.contains("HIC_VERSION"));
 }
+
+/// Issue 39: the page of a run of serving benchmarks has the serving table with the JSON and
+/// text reports' numbers, each benchmark's TTFT and TPOT distributions, and for the sweep its
+/// throughput against the offered rate with the break marked and a table of its steps.
+#[test]
+fn html_serving_panel_holds_the_reports_numbers_and_plots() {
+    let runs = fixtures().join("serving/mock-run");
+    let runs = runs.to_str().unwrap();
+    let json: Value = serde_json::from_str(&report(runs, "json", &[])).unwrap();
+    let text = report(runs, "text", &[]);
+    let html = report(runs, "html", &[]);
+    assert_eq!(
+        xtask::browser::report_problems(&html, &json),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        xtask::browser::serving_problems(&html, &json, &text),
+        Vec::<String>::new()
+    );
+    for caption in [
+        "llm-server: time to first token distribution",
+        "llm-server: time per output token distribution",
+        "llm-sweep: requests/s against the offered rate",
+        "llm-sweep: output tokens/s against the offered rate",
+        "llm-sweep: the steps of the sweep",
+    ] {
+        assert!(html.contains(caption), "{caption}");
+    }
+    // The server run's rate, two distributions; the sweep's rate, two distributions (a line per
+    // step) and two plots against the offered rate, where the SLO broke marked.
+    assert_eq!(html.matches("<svg").count(), 3 + 5);
+    assert!(html.contains("SLO broken"));
+    insta::assert_snapshot!("html_serving", structure(&html).replace(runs, "[RUNS]"));
+}

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common::{fixtures, milabench, redact, run};
 
@@ -795,4 +795,116 @@ fn outputs_never_land_on_the_runs_they_are_made_from() {
         assert_eq!(out.code, 0, "{}", out.stderr);
         assert!(tmp.join(output).exists());
     }
+}
+
+/// Issue 39: a run of serving benchmarks (made with the load generator's mock server) gets the
+/// serving table after the Python layout: scenario, requests, latency percentiles, throughputs,
+/// goodput and the SLO verdict; JSON carries the same cells and every step of the sweep.
+#[test]
+fn serving_benchmarks_get_their_table() {
+    let serving = fixtures().join("serving");
+    let report = |format: &str| {
+        let out =
+            run(milabench(&serving).args(["report", "--runs", "mock-run", "--format", format]));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.stdout
+    };
+    insta::assert_snapshot!(report("text"));
+    let json: Value = serde_json::from_str(&report("json")).unwrap();
+    let sweep = &json["serving"][1];
+    assert_eq!(sweep["scenario"], "sweep: highest held 20 req/s");
+    let steps: Vec<(f64, &Value)> = sweep["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["rate"].as_f64().unwrap(), &s["slo"]))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (10.0, &json!("held")),
+            (20.0, &json!("held")),
+            (40.0, &json!("not held"))
+        ]
+    );
+    assert!(report("md").contains("\n## Serving\n"));
+}
+
+/// Issue 39: the serving table of a folder `milabench load` wrote holds the numbers `load`
+/// printed: the report reads the load generator's events as it wrote them.
+#[test]
+fn serving_rows_carry_the_numbers_load_measured() {
+    use milabench_load::mock::{MockConfig, MockServer};
+    let server = MockServer::start(MockConfig {
+        ttft: std::time::Duration::from_millis(5),
+        gap: std::time::Duration::from_millis(1),
+        output_tokens: 4,
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("run");
+    let runs = runs.to_str().unwrap();
+    let load = run(milabench(dir.path()).args([
+        "load",
+        "--endpoint",
+        &server.url(),
+        "--model",
+        "mock",
+        "--scenario",
+        "sweep",
+        "--rate",
+        "20",
+        "--sweep-steps",
+        "2",
+        "--duration",
+        "1s",
+        "--slo",
+        "ttft=5s",
+        "--format",
+        "json",
+        "--run-dir",
+        runs,
+        "--name",
+        "llm",
+    ]));
+    assert_eq!(load.code, 0, "{}", load.stderr);
+    let load: Value = serde_json::from_str(&load.stdout).unwrap();
+    let report = run(milabench(dir.path()).args(["report", "--runs", runs, "--format", "json"]));
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let report: Value = serde_json::from_str(&report.stdout).unwrap();
+    let row = &report["serving"][0];
+    assert_eq!(row["scenario"], "sweep: highest held 30 req/s");
+    // Both rates held: the last stands for the run.
+    let summary = &load["steps"][1]["summary"];
+    let ms = |pointer: &str| json!(summary.pointer(pointer).unwrap().as_f64().unwrap() * 1e3);
+    for (key, want) in [
+        ("ok", json!(summary["succeeded"].as_f64().unwrap())),
+        ("failed", json!(0.0)),
+        ("ttft_p50_ms", ms("/ttft/p50/value")),
+        ("ttft_p99_ms", ms("/ttft/p99/value")),
+        ("tpot_p50_ms", ms("/tpot/p50/value")),
+        ("tpot_p99_ms", ms("/tpot/p99/value")),
+        ("e2e_p99_ms", ms("/e2e/p99/value")),
+        (
+            "request_throughput",
+            summary["request_throughput"]["value"].clone(),
+        ),
+        (
+            "output_throughput",
+            summary["output_throughput"]["value"].clone(),
+        ),
+        ("goodput", summary["goodput"]["value"].clone()),
+        ("slo_attainment", summary["slo_attainment"].clone()),
+        ("slo", json!("held")),
+    ] {
+        assert_eq!(row[key], want, "{key}");
+    }
+    let rates: Vec<&Value> = row["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["rate"])
+        .collect();
+    assert_eq!(rates, [&json!(20.0), &json!(30.0)]);
 }

@@ -1,8 +1,9 @@
 //! The browser harness of the HTML report: Debian's `chromium`, headless (installed with apt
 //! when missing), loads a page with `--dump-dom` and takes a `--screenshot`; the checks say
 //! whether the page logged anything on the console, whether its table holds the JSON report's
-//! numbers, and whether every benchmark that ran has its plot. `cargo xtask browser` runs them
-//! on the fixture run folders and on a generated 150-file run; `cargo xtask ci` runs that, and
+//! numbers, and whether every benchmark that ran has its plot (serving benchmarks: their table
+//! and latency plots too). `cargo xtask browser` runs them on the fixture run folders (a run of
+//! serving benchmarks among them) and on a generated 150-file run; `cargo xtask ci` runs that, and
 //! `cargo xtask e2e` checks the e2e run's `report.html` with [`check_page`].
 //!
 //! Also here, for the tests: [`table_numbers`] (the numbers of a page's tables) and
@@ -242,9 +243,16 @@ pub fn table_cells(html: &str, table_id: &str) -> Vec<(String, String, String)> 
 /// The cells of the text report's `Breakdown` table: row (benchmark), column (the header as the
 /// page's `data-col` names it) and text.
 pub fn text_report_cells(text: &str) -> Vec<(String, String, String)> {
+    text_table_cells(text, "Breakdown")
+}
+
+/// The cells of the table of the text report's section `title` (the table follows the title's
+/// underline): row, column (the header as the page's `data-col` names it) and text.
+fn text_table_cells(text: &str, title: &str) -> Vec<(String, String, String)> {
     let mut lines = text
         .lines()
-        .skip_while(|l| !l.starts_with("index "))
+        .skip_while(|l| *l != title)
+        .skip(2)
         .take_while(|l| !l.trim().is_empty());
     let Some(header) = lines.next() else {
         return Vec::new();
@@ -272,14 +280,21 @@ pub fn text_report_cells(text: &str) -> Vec<(String, String, String)> {
 /// Problems of the cells a page shows against the text report of the same runs: a cell of a
 /// column both have whose text differs (the page and the text report round alike).
 pub fn visible_cell_problems(html: &str, text: &str) -> Vec<String> {
-    let shown = table_cells(html, "results");
     let expected = text_report_cells(text);
     if expected.is_empty() {
         return vec!["the text report has no Breakdown table".to_owned()];
     }
+    cells_against(&table_cells(html, "results"), &expected)
+}
+
+/// Each cell of `expected` (row, column, text) that `shown` has with another text.
+fn cells_against(
+    shown: &[(String, String, String)],
+    expected: &[(String, String, String)],
+) -> Vec<String> {
     let mut problems = Vec::new();
     let mut compared = 0;
-    for (row, column, want) in &expected {
+    for (row, column, want) in expected {
         if let Some((_, _, seen)) = shown.iter().find(|(r, c, _)| r == row && c == column) {
             compared += 1;
             if seen != want {
@@ -295,16 +310,80 @@ pub fn visible_cell_problems(html: &str, text: &str) -> Vec<String> {
     problems
 }
 
+/// The number columns of the serving table (the text report's headers, the page's `data-col`)
+/// and the JSON report's keys they show.
+const SERVING_COLUMNS: [(&str, &str); 10] = [
+    ("ok", "ok"),
+    ("failed", "failed"),
+    ("ttft_p50", "ttft_p50_ms"),
+    ("ttft_p99", "ttft_p99_ms"),
+    ("tpot_p50", "tpot_p50_ms"),
+    ("tpot_p99", "tpot_p99_ms"),
+    ("e2e_p99", "e2e_p99_ms"),
+    ("req/s", "request_throughput"),
+    ("tokens/s", "output_throughput"),
+    ("goodput", "goodput"),
+];
+
+/// Problems of a page's serving panel against the JSON and text reports of the same runs: a
+/// serving row of the JSON report without its row in the page's `serving` table, a number that
+/// differs (exactly), a cell that reads otherwise than in the text report's `Serving` table, a
+/// serving benchmark whose section lacks its latency distribution plots. Empty for runs
+/// without serving benchmarks.
+pub fn serving_problems(html: &str, json: &Value, text: &str) -> Vec<String> {
+    let Some(rows) = json["serving"].as_array() else {
+        return Vec::new();
+    };
+    let numbers = table_numbers(html, "serving");
+    let mut problems = Vec::new();
+    for row in rows {
+        let name = row["name"].as_str().unwrap_or_default();
+        let shown: Vec<&TableNumber> = numbers.iter().filter(|(r, _, _)| r == name).collect();
+        if shown.is_empty() {
+            problems.push(format!("{name}: no row in the page's serving table"));
+            continue;
+        }
+        for (column, key) in SERVING_COLUMNS {
+            match shown.iter().find(|(_, c, _)| c == column) {
+                None => problems.push(format!("{name}: no `{column}` cell in the serving table")),
+                Some((_, _, value)) if *value != row[key].as_f64() => problems.push(format!(
+                    "{name}: serving `{column}` is {value:?} in the page, {} in the JSON report",
+                    row[key]
+                )),
+                Some(_) => {}
+            }
+        }
+        let bench = row["bench"].as_str().unwrap_or_default();
+        if section_plots(html, bench) < 3 {
+            problems.push(format!(
+                "{bench}: no latency distribution plots in its section"
+            ));
+        }
+    }
+    let expected = text_table_cells(text, "Serving");
+    if expected.is_empty() {
+        problems.push("the text report has no Serving table".to_owned());
+    } else {
+        problems.extend(cells_against(&table_cells(html, "serving"), &expected));
+    }
+    problems
+}
+
 /// Whether the section of benchmark `name` holds an `<svg>`.
 fn section_has_plot(html: &str, name: &str) -> bool {
+    section_plots(html, name) > 0
+}
+
+/// How many `<svg>` plots the section of benchmark `name` holds.
+fn section_plots(html: &str, name: &str) -> usize {
     let id = milabench_html::anchor(&format!("bench-{name}"));
     let Some(start) = html.find(&format!("<section id=\"{id}\">")) else {
-        return false;
+        return 0;
     };
     let end = html[start..]
         .find("</section>")
         .map_or(html.len(), |e| e + start);
-    html[start..end].contains("<svg")
+    html[start..end].matches("<svg").count()
 }
 
 /// What [`check_page`] measured.
@@ -340,8 +419,9 @@ pub struct Reports {
 
 /// Loads `page` (a report of the runs whose reports are `reports`) in headless chromium: no
 /// console message, the DOM's table holds the JSON report's numbers and shows the text
-/// report's cells as they read there, every benchmark that ran has a plot; a screenshot is kept
-/// in `png`. `blank` is [`blank_seconds`].
+/// report's cells as they read there, every benchmark that ran has a plot, and so for the
+/// serving table and plots ([`serving_problems`]); a screenshot is kept in `png`. `blank` is
+/// [`blank_seconds`].
 pub fn check_page(
     browser: &Path,
     page: &Path,
@@ -357,6 +437,7 @@ pub fn check_page(
         .collect();
     problems.extend(report_problems(&loaded.dom, &reports.json));
     problems.extend(visible_cell_problems(&loaded.dom, &reports.text));
+    problems.extend(serving_problems(&loaded.dom, &reports.json, &reports.text));
     if !problems.is_empty() {
         bail!(
             "{} in chromium:\n  {}",
@@ -591,9 +672,13 @@ fn report_json(cmd: &mut Command) -> anyhow::Result<Value> {
     })
 }
 
-/// The fixture run folders (the Python tool's) and a generated 150-file run, each reported
-/// in HTML and checked in chromium; pages and screenshots kept under `target/browser/`. Prints each page's
-/// size and load time.
+/// The run folder of serving benchmarks made with the load generator's mock server (a server
+/// run and a sweep of rates), relative to the workspace.
+pub const SERVING_FIXTURE: &str = "tests/fixtures/serving/mock-run";
+
+/// The fixture run folders (the Python tool's, and [`SERVING_FIXTURE`]) and a generated
+/// 150-file run, each reported in HTML and checked in chromium; pages and screenshots kept under
+/// `target/browser/`. Prints each page's size and load time.
 pub fn check_fixture_pages(root: &Path, bin: &Path) -> anyhow::Result<()> {
     let browser = ensure_chromium()?;
     let scratch = tempfile::tempdir().context("could not make a scratch folder")?;
@@ -615,6 +700,7 @@ pub fn check_fixture_pages(root: &Path, bin: &Path) -> anyhow::Result<()> {
         .collect();
     runs.sort();
     runs.push(("tests-runs".to_owned(), fixtures));
+    runs.push(("serving".to_owned(), root.join(SERVING_FIXTURE)));
     let large = scratch.path().join("large-run");
     write_synthetic_run(&large, 25, 6, 600)?;
     runs.push(("large-150-files".to_owned(), large));
@@ -696,6 +782,45 @@ mod tests {
             visible_cell_problems(html, "no table"),
             ["the text report has no Breakdown table"]
         );
+    }
+
+    #[test]
+    fn a_serving_panel_that_differs_from_the_reports_is_caught() {
+        let cells: String = SERVING_COLUMNS
+            .iter()
+            .map(|(column, _)| format!(r#"<td data-col="{column}" data-v="1">1</td>"#))
+            .collect();
+        let plots = "<svg></svg>".repeat(3);
+        let html = format!(
+            r#"<table id="serving"><tr data-row="llm"><td data-col="name">llm</td>{cells}<td data-col="slo">held</td></tr></table><section id="bench-llm">{plots}</section>"#
+        );
+        let mut row = serde_json::json!({"name": "llm", "bench": "llm"});
+        for (_, key) in SERVING_COLUMNS {
+            row[key] = serde_json::json!(1.0);
+        }
+        let json = serde_json::json!({ "serving": [row] });
+        let text = "Serving\n-------\nbench | ok | slo\nllm   |  1 | held\n\n";
+        assert_eq!(serving_problems(&html, &json, text), Vec::<String>::new());
+        let mut wrong = json.clone();
+        wrong["serving"][0]["goodput"] = serde_json::json!(2.0);
+        assert_eq!(
+            serving_problems(&html, &wrong, text),
+            ["llm: serving `goodput` is Some(1.0) in the page, 2.0 in the JSON report"]
+        );
+        assert_eq!(
+            serving_problems(&html, &json, &text.replace("held", "NOT held")),
+            ["llm: `slo` shows `held` in the page, `NOT held` in the text report"]
+        );
+        assert_eq!(
+            serving_problems(&html.replace(&plots, ""), &json, text),
+            ["llm: no latency distribution plots in its section"]
+        );
+        assert_eq!(
+            serving_problems(&html, &json, "no table"),
+            ["the text report has no Serving table"]
+        );
+        // A run without serving benchmarks has nothing to check.
+        assert!(serving_problems("", &serde_json::json!({}), "").is_empty());
     }
 
     #[test]

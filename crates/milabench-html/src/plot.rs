@@ -91,6 +91,27 @@ pub fn downsample(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     out
 }
 
+/// The empirical distribution of `samples` as plot points `(value, share of the samples at or
+/// below it)` in value order: every sample when there are at most [`MAX_POINTS`], else
+/// [`MAX_POINTS`] order statistics evenly spaced in rank, the smallest and the largest among
+/// them. NaN samples are left out.
+pub fn cdf(samples: &[f64]) -> Vec<(f64, f64)> {
+    let mut sorted: Vec<f64> = samples.iter().copied().filter(|x| !x.is_nan()).collect();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let points = n.min(MAX_POINTS);
+    (0..points)
+        .map(|i| {
+            let rank = if points == n {
+                i
+            } else {
+                i * (n - 1) / (points - 1)
+            };
+            (sorted[rank], (rank + 1) as f64 / n as f64)
+        })
+        .collect()
+}
+
 /// The range of `values` with a margin, never empty.
 fn padded_range(values: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
     let (mut lo, mut hi) = values
@@ -380,6 +401,25 @@ mod tests {
         for colour in ["#0072B2", "#E69F00", "#009E73"] {
             assert!(figure.contains(colour), "{colour}");
         }
+    }
+
+    #[test]
+    fn a_distribution_keeps_its_ends_within_the_limit() {
+        assert_eq!(
+            cdf(&[3.0, f64::NAN, 1.0, 2.0, 2.0]),
+            [(1.0, 0.25), (2.0, 0.5), (2.0, 0.75), (3.0, 1.0)]
+        );
+        assert!(cdf(&[]).is_empty());
+        let many: Vec<f64> = (0..10_000).rev().map(f64::from).collect();
+        let points = cdf(&many);
+        assert_eq!(points.len(), MAX_POINTS);
+        assert_eq!(points[0], (0.0, 1e-4));
+        assert_eq!(points[MAX_POINTS - 1], (9999.0, 1.0));
+        assert!(
+            points
+                .windows(2)
+                .all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1)
+        );
     }
 
     #[test]

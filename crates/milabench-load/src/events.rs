@@ -7,10 +7,12 @@
 //!   shorter in short runs) of the step measured, each token counted when it arrived, so the report's perf is the output-token
 //!   throughput; for a sweep, the highest step that held (else the first);
 //! - `data` with `task: "request"`: one per request (`ttft`, `tpot`, `itl` mean, `latency`,
-//!   tokens, `status`, `error`), and `task: "load"`: each step's summary.
+//!   tokens, `status`, `error`), and `task: "load"`: each step's summary, its `scenario`,
+//!   whether it `held` and whether it is a step of a `sweep`.
 
 use std::time::SystemTime;
 
+use milabench_metrics::format::{LOAD_TASK, REQUEST_TASK, TRAIN_TASK};
 use milabench_metrics::{
     DataPayload, EndInfo, ErrorInfo, Event, Pipe, Record, ReturnCode, StartInfo,
 };
@@ -89,7 +91,7 @@ fn data(map: Value) -> Record {
 fn request_payload(step: usize, start: f64, r: &RequestRecord) -> Value {
     let itl_mean = (!r.itl.is_empty()).then(|| r.itl.iter().sum::<f64>() / r.itl.len() as f64);
     let mut m = Map::new();
-    m.insert("task".into(), json!("request"));
+    m.insert("task".into(), json!(REQUEST_TASK));
     m.insert("time".into(), json!(start + r.sent + r.latency));
     m.insert("step".into(), json!(step));
     m.insert("index".into(), json!(r.index));
@@ -142,7 +144,7 @@ pub fn records(
         if let Some((width, rates)) = windows(&times, &tokens, step.summary.duration) {
             for (i, rate) in rates.iter().enumerate() {
                 out.push(data(json!({
-                    "task": "train",
+                    "task": TRAIN_TASK,
                     "rate": rate,
                     "units": UNITS,
                     "time": start + width * (i + 1) as f64,
@@ -158,10 +160,11 @@ pub fn records(
         }
         last = start + step.summary.duration;
         let mut summary = json!({
-            "task": "load",
+            "task": LOAD_TASK,
             "time": last,
             "step": i,
             "scenario": step.scenario,
+            "sweep": result.sweep,
             "held": step.held,
         });
         if let (Value::Object(m), Ok(Value::Object(s))) =

@@ -227,6 +227,14 @@ spellings! {
 /// The task of training samples, whose `rate` and `loss` are the benchmark's figures.
 pub const TRAIN_TASK: &str = "train";
 
+/// The task of a serving benchmark's step summaries (`milabench-load`): one per step, with the
+/// step's latency percentiles, throughputs, goodput and verdict.
+pub const LOAD_TASK: &str = "load";
+
+/// The task of a serving benchmark's requests (`milabench-load`): one per request, with its
+/// latencies, tokens and error.
+pub const REQUEST_TASK: &str = "request";
+
 /// The part of a process tag (`config.tag`) that keeps the process out of reports: the remote
 /// ranks of a multi-node job.
 pub const NOLOG_TAG: &str = "nolog";

@@ -1,5 +1,7 @@
 //! The HTML renderings: one self-contained page for a report (headline, the table with the
-//! report's own numbers, a plot per benchmark, failures, validation) and one for a comparison.
+//! report's own numbers, the serving table, plots per benchmark (for serving benchmarks their
+//! latency distributions and, for a sweep of rates, throughput against the offered rate),
+//! failures, validation) and one for a comparison.
 //! The page pieces come from `milabench-html`; the numbers from [`Report`] and
 //! [`Comparison`], never recomputed here.
 
@@ -7,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use milabench_html::{Cell, LinePlot, MAX_POINTS, Page, Series, Table, VerticalMark, details};
-use milabench_html::{escape, headline, section};
+use milabench_html::{cdf, escape, headline, section};
 use serde_json::Value;
 
 use crate::compare::{Comparison, Verdict};
@@ -16,6 +18,9 @@ use crate::ingest::{RunFile, RunSet};
 use crate::pyfmt::percent;
 use crate::render::warm_up_notes;
 use crate::report::{Report, ReportRow, python_str};
+use crate::serving::{
+    SERVING_COLUMNS, SERVING_NOTE, ServingRow, SloVerdict, StepLatencies, StepSummary, read_serving,
+};
 use crate::timeline::{GpuSeries, STDERR_TAIL, Timeline, read_timeline};
 
 /// The validation layers' report in a run folder (written by `milabench run`).
@@ -37,14 +42,20 @@ fn downsampling_note() -> String {
 }
 
 /// The report as one self-contained HTML page. Reads each process's `.data` file of `runs`
-/// once more for the time lines of the plots (the numbers are `report`'s) and each run
-/// folder's `validation.txt`.
+/// once more for the time lines of the plots (the numbers are `report`'s), those of serving
+/// benchmarks once more again for their requests' latencies, and each run folder's
+/// `validation.txt`.
 pub fn render_html(report: &Report, runs: &RunSet) -> Result<String, ReportError> {
     let timelines: Vec<Timeline> = runs
         .runs
         .iter()
         .map(read_timeline)
         .collect::<Result<_, _>>()?;
+    let latencies: Vec<Vec<StepLatencies>> = report
+        .serving
+        .iter()
+        .map(|row| Ok(read_serving(&row.path)?.map_or_else(Vec::new, |(_, l)| l)))
+        .collect::<Result<_, ReportError>>()?;
     let mut page = Page::new("Benchmark results");
     page.push(&report_headline(report, runs));
     if let Some(problem) = report.score_problem() {
@@ -55,6 +66,9 @@ pub fn render_html(report: &Report, runs: &RunSet) -> Result<String, ReportError
         "Benchmarks",
         &benchmark_table(report),
     ));
+    if !report.serving.is_empty() {
+        page.push(&section("serving", "Serving", &serving_table(report)));
+    }
     for row in &report.rows {
         let own: Vec<(&RunFile, &Timeline)> = runs
             .runs
@@ -62,10 +76,17 @@ pub fn render_html(report: &Report, runs: &RunSet) -> Result<String, ReportError
             .zip(&timelines)
             .filter(|(_, t)| t.bench == row.name)
             .collect();
+        let serving: Vec<ServingPart> = report
+            .serving
+            .iter()
+            .zip(&latencies)
+            .filter(|(serving, _)| serving.bench == row.name)
+            .map(|(row, latencies)| ServingPart { row, latencies })
+            .collect();
         page.push(&section(
             &format!("bench-{}", row.name),
             &row.name,
-            &benchmark_block(row, &own),
+            &benchmark_block(row, &own, &serving),
         ));
     }
     let validation = validation_block(&report.sources);
@@ -268,8 +289,13 @@ fn benchmark_table(report: &Report) -> String {
     out
 }
 
-/// A benchmark's plots and failure notes.
-fn benchmark_block(row: &ReportRow, own: &[(&RunFile, &Timeline)]) -> String {
+/// A benchmark's plots (with those of its serving processes), the steps of its sweeps of
+/// rates, and its failure notes.
+fn benchmark_block(
+    row: &ReportRow,
+    own: &[(&RunFile, &Timeline)],
+    serving: &[ServingPart],
+) -> String {
     if own.is_empty() {
         return "<p class=\"note\">No data: the benchmark did not run.</p>\n".to_owned();
     }
@@ -325,11 +351,15 @@ fn benchmark_block(row: &ReportRow, own: &[(&RunFile, &Timeline)]) -> String {
             }
         }
     }
+    plots.extend(serving.iter().flat_map(serving_plots));
     let mut out = String::from("<div class=\"plots\">\n");
     for plot in &plots {
         out.push_str(&plot.figure());
     }
     out.push_str("</div>\n");
+    for part in serving.iter().filter(|p| p.row.run.sweep) {
+        out.push_str(&sweep_steps_table(part));
+    }
     if own.iter().any(|(_, t)| t.stopped_early) {
         out.push_str("<p class=\"note\">Stopped early on purpose (the dashed line): the run counts as a success.</p>\n");
     }
@@ -367,6 +397,159 @@ fn rate_plot(row: &ReportRow, own: &[(&RunFile, &Timeline)]) -> LinePlot {
         series,
         marks: if timed { early_stops(own) } else { Vec::new() },
     }
+}
+
+/// The serving table: the numbers of the text and JSON reports' `serving` rows.
+fn serving_table(report: &Report) -> String {
+    let mut table = serving_columns_table("serving", "bench");
+    for row in &report.serving {
+        let verdict = row.run.verdict();
+        let failed = row.step.failed > 0 || verdict == SloVerdict::NotHeld;
+        table.row(
+            &row.name,
+            serving_cells(row.name.clone(), row.run.scenario(), &row.step, verdict),
+            if failed { vec!["failed"] } else { Vec::new() },
+        );
+    }
+    format!(
+        "{}<p class=\"note\">{}</p>\n",
+        table.render(),
+        escape(&SERVING_NOTE.join(" "))
+    )
+}
+
+/// A table with the serving table's columns, its first one headed `first`.
+fn serving_columns_table(id: &str, first: &str) -> Table {
+    let mut columns = vec![("name", first), ("scenario", "scenario")];
+    columns.extend(SERVING_COLUMNS.iter().map(|c| (c.header, c.label)));
+    columns.push(("slo", "SLO"));
+    Table::new(id, &columns)
+}
+
+/// The cells of a row of the serving table: its name, its scenario, `step`'s numbers (exact
+/// values, shown as in the text report) and the verdict.
+fn serving_cells(
+    name: String,
+    scenario: String,
+    step: &StepSummary,
+    verdict: SloVerdict,
+) -> Vec<Cell> {
+    let mut cells = vec![Cell::Text(name), Cell::Text(scenario)];
+    cells.extend(SERVING_COLUMNS.iter().map(|c| Cell::Number {
+        value: (c.value)(step),
+        shown: c.text(step),
+    }));
+    cells.push(Cell::Text(verdict.as_str().to_owned()));
+    cells
+}
+
+/// A process of a serving benchmark, for its plots: its row of the serving table and its
+/// steps' latencies.
+struct ServingPart<'r> {
+    row: &'r ServingRow,
+    latencies: &'r [StepLatencies],
+}
+
+/// The plots of a serving process: the distributions of its TTFT and TPOT (one line per step),
+/// and for a sweep its throughput against the offered rate, the rate where it broke marked.
+fn serving_plots(part: &ServingPart) -> Vec<LinePlot> {
+    let name = &part.row.name;
+    let run = &part.row.run;
+    let distribution = |pick: fn(&StepLatencies) -> &Vec<f64>, what: &str| LinePlot {
+        title: format!("{name}: {what} distribution"),
+        x_label: "ms".into(),
+        y_label: "share of requests at or below".into(),
+        series: run
+            .steps
+            .iter()
+            .zip(part.latencies)
+            .map(|(step, latencies)| Series {
+                label: step.scenario.label(),
+                points: cdf(pick(latencies))
+                    .into_iter()
+                    .map(|(seconds, share)| (seconds * 1e3, share))
+                    .collect(),
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect(),
+        marks: Vec::new(),
+    };
+    let mut plots = vec![
+        distribution(|l| &l.ttft, "time to first token"),
+        distribution(|l| &l.tpot, "time per output token"),
+    ];
+    plots.retain(|p| !p.series.is_empty());
+    if !run.sweep {
+        return plots;
+    }
+    let has_slo = run.steps.iter().any(StepSummary::has_slo);
+    let marks: Vec<VerticalMark> = run
+        .break_rate()
+        .map(|x| VerticalMark {
+            x,
+            label: if has_slo {
+                "SLO broken"
+            } else {
+                "did not hold"
+            }
+            .into(),
+        })
+        .into_iter()
+        .collect();
+    let against_rate = |label: &str, pick: &dyn Fn(&StepSummary) -> Option<f64>| Series {
+        label: label.into(),
+        points: run
+            .steps
+            .iter()
+            .filter_map(|s| Some((s.scenario.rate()?, pick(s)?)))
+            .filter(|(_, y)| y.is_finite())
+            .collect(),
+    };
+    let mut requests = vec![
+        against_rate("achieved", &|s| Some(s.request_throughput)),
+        against_rate("offered", &|s| s.scenario.rate()),
+    ];
+    if has_slo {
+        requests.push(against_rate("goodput", &|s| s.goodput));
+    }
+    plots.push(LinePlot {
+        title: format!("{name}: requests/s against the offered rate"),
+        x_label: "offered requests/s".into(),
+        y_label: "requests/s".into(),
+        series: requests,
+        marks: marks.clone(),
+    });
+    plots.push(LinePlot {
+        title: format!("{name}: output tokens/s against the offered rate"),
+        x_label: "offered requests/s".into(),
+        y_label: "tokens/s".into(),
+        series: vec![against_rate("output tokens/s", &|s| {
+            Some(s.output_throughput)
+        })],
+        marks,
+    });
+    plots
+}
+
+/// Each step of a sweep of rates with the serving table's numbers.
+fn sweep_steps_table(part: &ServingPart) -> String {
+    let name = &part.row.name;
+    let mut table = serving_columns_table(&format!("steps-{name}"), "step");
+    for (i, step) in part.row.run.steps.iter().enumerate() {
+        let verdict = step.verdict();
+        let failed = step.failed > 0 || verdict == SloVerdict::NotHeld;
+        let number = (i + 1).to_string();
+        table.row(
+            &number,
+            serving_cells(number.clone(), step.scenario.label(), step, verdict),
+            if failed { vec!["failed"] } else { Vec::new() },
+        );
+    }
+    format!(
+        "<h3>{}: the steps of the sweep</h3>\n{}",
+        escape(name),
+        table.render()
+    )
 }
 
 fn early_stops(own: &[(&RunFile, &Timeline)]) -> Vec<VerticalMark> {

@@ -2,7 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use milabench_metrics::format::{DataKey, EventName, SampleKey, TRAIN_TASK, skipped_bench};
+use milabench_metrics::format::{
+    DataKey, EventName, LOAD_TASK, SampleKey, TRAIN_TASK, skipped_bench,
+};
 use milabench_metrics::{
     DataFile, Event, Failure, Fields, MAX_RATE, ProblemTally, ProcessJudge, ProcessVerdict,
     RateFault, ReadItem, discover_data_files,
@@ -10,6 +12,7 @@ use milabench_metrics::{
 use serde_json::Value;
 
 use crate::error::ReportError;
+use crate::serving::{ServingRun, read_serving};
 
 /// The parts of a `.data` line the report reads: what its figures use, and what the verdict on
 /// the process reads.
@@ -71,6 +74,8 @@ pub struct RunFile {
     /// Why the process counts as failed for a fault of its file (it did not finish, or
     /// recorded rates that are not measurements); empty otherwise.
     pub faults: Vec<String>,
+    /// What its `load` events hold, for a process of a serving benchmark.
+    pub serving: Option<Box<ServingRun>>,
 }
 
 impl RunFile {
@@ -80,6 +85,11 @@ impl RunFile {
             .get("name")
             .and_then(Value::as_str)
             .unwrap_or("")
+    }
+
+    /// The process tag: the file's name without `.data`.
+    pub fn tag(&self) -> String {
+        DataFile::new(self.path.clone()).tag.as_str().to_owned()
     }
 }
 
@@ -240,6 +250,8 @@ struct Pending {
     cpudata_peak: Option<f64>,
     /// The benchmark a skip `message` names.
     skip: Option<String>,
+    /// Whether a `load` event (a serving benchmark's step) was seen.
+    serving: bool,
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -286,6 +298,8 @@ pub fn read_run_file(
                     && RateFault::of(rate).is_none()
                 {
                     p.train_rates.push(rate);
+                } else if d.task.as_deref() == Some(LOAD_TASK) {
+                    p.serving = true;
                 }
                 raise(
                     &mut p.cpudata_peak,
@@ -333,7 +347,13 @@ pub fn read_run_file(
             _ => {}
         }
     }
-    Ok(finish(file, p))
+    // Only the files of serving benchmarks are read again, for the figures of their steps.
+    let serving = if p.serving {
+        read_serving(&file.path)?.map(|(run, _)| Box::new(run))
+    } else {
+        None
+    };
+    Ok(finish(file, p, serving))
 }
 
 /// The index of device `id` in the file's table, added when new.
@@ -347,7 +367,7 @@ fn device_index(devices: &mut Vec<String>, id: &str) -> usize {
     }
 }
 
-fn finish(file: &DataFile, p: Pending) -> FileOutcome {
+fn finish(file: &DataFile, p: Pending, serving: Option<Box<ServingRun>>) -> FileOutcome {
     let config = match p.config {
         Some(c) if c.as_object().is_some_and(|m| !m.is_empty()) => c,
         found => {
@@ -454,6 +474,7 @@ fn finish(file: &DataFile, p: Pending) -> FileOutcome {
         device,
         success: verdict.is_success(),
         faults,
+        serving,
     }))
 }
 

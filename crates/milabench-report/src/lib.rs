@@ -1,7 +1,9 @@
 //! Reports over milabench run folders: reads every `.data` file, pools each benchmark's
 //! measurements across files and folders, computes their statistics with polars, and renders
 //! the Python tool's report (same numbers, same text layout), its summary object, JSON, CSV and
-//! Markdown, and run-to-run comparisons.
+//! Markdown, and run-to-run comparisons. Serving benchmarks (files with `load` events, the
+//! steps of an LLM load run) get a table of their own: latency percentiles, throughputs,
+//! goodput and the SLO verdict (`serving`).
 //!
 //! Beyond the Python tool: every rate and the score carry a 95% interval that respects the
 //! correlation of successive rates (batch means, `milabench-stats`), the warm-up left after the
@@ -29,6 +31,7 @@ mod json;
 mod pyfmt;
 mod render;
 mod report;
+mod serving;
 mod stats;
 mod summary;
 mod sweep;
@@ -46,6 +49,9 @@ pub use render::{
 pub use report::{
     Enabled, FAILURE_RATE_GATE, Report, ReportOptions, ReportRow, SuiteEntry, build_report,
     suite_score, weights_from_summary,
+};
+pub use serving::{
+    LoadScenario, Percentiles, ServingRow, ServingRun, SloVerdict, StepLatencies, StepSummary,
 };
 pub use stats::{GroupId, Stats, StatsQuery};
 pub use summary::{
@@ -83,6 +89,7 @@ pub fn report_runs<S: AsRef<str>>(
             options.excused.push(bench.clone());
         }
     }
-    let report = build_report(&set.sources, &summary, suite, failed, &options);
+    let mut report = build_report(&set.sources, &summary, suite, failed, &options);
+    report.serving = serving::serving_rows(report.rows.iter().map(|r| r.name.as_str()), &set);
     Ok((report, set))
 }

@@ -3,7 +3,9 @@
 //! The 95% intervals and the warm-up are added, never swapped in: JSON and CSV get fields and
 //! columns, Markdown gets `value ± half-width` columns, and the text layout, the Python tool's
 //! byte for byte, is followed by a section of its own (a column added to the Python table would
-//! change every one of its lines for the tools that read them).
+//! change every one of its lines for the tools that read them). The serving table, when the run
+//! has serving benchmarks, follows the Python layout in the text, the breakdown in Markdown, and
+//! is the `serving` list in JSON; CSV, one row per benchmark, leaves it out.
 
 use std::fmt::Write as _;
 
@@ -12,6 +14,7 @@ use serde_json::{Value, json};
 use crate::interval::Interval;
 use crate::pyfmt::{fixed, percent};
 use crate::report::{Report, ReportRow, python_str};
+use crate::serving::{SERVING_COLUMNS, SERVING_NOTE, ServingRow, SloVerdict};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,47 +110,85 @@ pub(crate) fn warm_up_notes(report: &Report) -> Vec<String> {
 
 /// A table of `report`'s rows in the Python tool's style: the benchmark name, then `cols`.
 fn table(report: &Report, cols: &[(&'static str, Option<Cell>)]) -> String {
-    let cells: Vec<Vec<String>> = report
+    let rows: Vec<(&str, Vec<String>)> = report
         .rows
         .iter()
         .map(|r| {
-            cols.iter()
+            let cells = cols
+                .iter()
                 .map(|(_, f)| f.map_or_else(|| r.enabled.python_str(), |f| f(r)))
-                .collect()
+                .collect();
+            (r.name.as_str(), cells)
         })
         .collect();
-    let index_width = report
-        .rows
+    let headers: Vec<(&str, bool)> = cols.iter().map(|(n, f)| (*n, f.is_some())).collect();
+    grid("index", &headers, &rows)
+}
+
+/// Lines of a table in the Python tool's style: the first column (headed `index_header`, the
+/// rows' names) left-aligned and at least 5 wide, then one column per header, right-aligned to
+/// its widest cell or written as is when it is not `padded`, joined by ` | `.
+fn grid(index_header: &str, headers: &[(&str, bool)], rows: &[(&str, Vec<String>)]) -> String {
+    let index_width = rows
         .iter()
-        .map(|r| r.name.chars().count().max(5))
+        .map(|(name, _)| name.chars().count().max(5))
         .max()
         .unwrap_or(0);
-    let widths: Vec<usize> = cols
+    let widths: Vec<usize> = headers
         .iter()
         .enumerate()
-        .map(|(i, (name, f))| match f {
-            None => 0,
-            Some(_) => cells
-                .iter()
-                .map(|c| c[i].chars().count().max(name.len()))
+        .map(|(i, (name, padded))| {
+            if !padded {
+                return 0;
+            }
+            rows.iter()
+                .map(|(_, c)| c[i].chars().count().max(name.len()))
                 .max()
-                .unwrap_or(0),
+                .unwrap_or(0)
         })
         .collect();
     let mut lines = Vec::new();
-    let mut header = vec![format!("{:<index_width$}", "index")];
+    let mut header = vec![format!("{index_header:<index_width$}")];
     header.extend(
-        cols.iter()
+        headers
+            .iter()
             .zip(&widths)
             .map(|((n, _), w)| format!("{n:>w$}")),
     );
     lines.push(header.join(" | "));
-    for (row, cells) in report.rows.iter().zip(&cells) {
-        let mut line = vec![format!("{:<index_width$}", row.name)];
+    for (name, cells) in rows {
+        let mut line = vec![format!("{name:<index_width$}")];
         line.extend(cells.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}")));
         lines.push(line.join(" | "));
     }
     lines.join("\n")
+}
+
+/// The cells of a serving row after its name: the scenario, the numbers, the SLO verdict.
+fn serving_cells(row: &ServingRow) -> Vec<String> {
+    let mut cells = vec![row.run.scenario()];
+    cells.extend(SERVING_COLUMNS.iter().map(|c| c.text(&row.step)));
+    cells.push(row.run.verdict().as_str().to_owned());
+    cells
+}
+
+/// The headers of the serving table after `bench`.
+fn serving_headers() -> Vec<&'static str> {
+    let mut headers = vec!["scenario"];
+    headers.extend(SERVING_COLUMNS.iter().map(|c| c.header));
+    headers.push("slo");
+    headers
+}
+
+/// The serving table in the text report's style.
+fn serving_table(report: &Report) -> String {
+    let rows: Vec<(&str, Vec<String>)> = report
+        .serving
+        .iter()
+        .map(|r| (r.name.as_str(), serving_cells(r)))
+        .collect();
+    let headers: Vec<(&str, bool)> = serving_headers().into_iter().map(|h| (h, true)).collect();
+    grid("bench", &headers, &rows)
 }
 
 /// `key:` padded to the longest key + 2, a space, the value (floats as `{:10.2f}`).
@@ -229,6 +270,14 @@ pub fn render_text(report: &Report) -> String {
         ));
     }
     // Not in the Python tool's report: everything above is its layout, unchanged.
+    if !report.serving.is_empty() {
+        section(&mut line, "Serving");
+        line(&serving_table(report));
+        line("");
+        for note in SERVING_NOTE {
+            line(note);
+        }
+    }
     section(
         &mut line,
         "95% intervals (batch means) and warm-up after skip",
@@ -283,7 +332,7 @@ pub fn render_json(report: &Report) -> String {
         })
         .collect();
     let system: serde_json::Map<String, Value> = report.system.iter().cloned().collect();
-    let value = json!({
+    let mut value = json!({
         "sources": report.sources,
         "system": system,
         "benchmarks": rows,
@@ -295,9 +344,57 @@ pub fn render_json(report: &Report) -> String {
         "rpp": report.price.map_or(Value::Null, |p| num(p / report.score)),
         "failed_processes": report.failed_files,
     });
+    if let Value::Object(map) = &mut value
+        && !report.serving.is_empty()
+    {
+        map.insert(
+            "serving".to_owned(),
+            report.serving.iter().map(serving_json).collect(),
+        );
+    }
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// A serving row as JSON: the table's cells as numbers (`null` for none), the SLO attainment,
+/// and every step of the run.
+fn serving_json(row: &ServingRow) -> Value {
+    let mut map = serde_json::Map::new();
+    map.insert("name".into(), json!(row.name));
+    map.insert("bench".into(), json!(row.bench));
+    map.insert("scenario".into(), json!(row.run.scenario()));
+    for column in &SERVING_COLUMNS {
+        map.insert(column.key.into(), num((column.value)(&row.step)));
+    }
+    map.insert(
+        "slo_attainment".into(),
+        row.step.slo_attainment.map_or(Value::Null, num),
+    );
+    let verdict = |v: SloVerdict| match v {
+        SloVerdict::Held => json!("held"),
+        SloVerdict::NotHeld => json!("not held"),
+        SloVerdict::NoSlo => Value::Null,
+    };
+    map.insert("slo".into(), verdict(row.run.verdict()));
+    let steps = row
+        .run
+        .steps
+        .iter()
+        .map(|s| {
+            json!({
+                "scenario": s.scenario.label(),
+                "rate": s.scenario.rate().map_or(Value::Null, num),
+                "held": s.held,
+                "request_throughput": num(s.request_throughput),
+                "output_throughput": num(s.output_throughput),
+                "goodput": s.goodput.map_or(Value::Null, num),
+                "slo": verdict(s.verdict()),
+            })
+        })
+        .collect();
+    map.insert("steps".into(), Value::Array(steps));
+    Value::Object(map)
 }
 
 pub(crate) fn csv_num(x: f64) -> String {
@@ -446,6 +543,23 @@ pub fn render_markdown(report: &Report) -> String {
             cells.insert(i, fixed(r.host_peak_memory, 0, 0));
         }
         let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    if !report.serving.is_empty() {
+        out.push_str("\n## Serving\n\n");
+        let headers = serving_headers();
+        let _ = writeln!(out, "| bench | {} |", headers.join(" | "));
+        // The scenario and the verdict are text; the numbers between them right-aligned.
+        let _ = writeln!(
+            out,
+            "|---|---|{}---|",
+            "---:|".repeat(SERVING_COLUMNS.len())
+        );
+        for r in &report.serving {
+            let mut cells = vec![markdown_text(&r.name)];
+            cells.extend(serving_cells(r).iter().map(|c| markdown_text(c)));
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+        let _ = writeln!(out, "\n{}", SERVING_NOTE.join(" "));
     }
     out.push_str("\n## Scores\n\n");
     for (k, v) in score_entries(report) {

@@ -6,6 +6,7 @@ use serde_json::Value;
 use milabench_stats::Estimate;
 
 use crate::interval::{Interval, WarmUp};
+use crate::serving::ServingRow;
 use crate::summary::{BenchSummary, Summary};
 
 /// A benchmark the suite expects, with the weight it counts for (from a suite file, or from the
@@ -130,6 +131,9 @@ pub struct Report {
     pub price: Option<f64>,
     /// Number of processes that failed.
     pub failed_files: usize,
+    /// The serving table: one row per process of a serving benchmark (empty from
+    /// [`build_report`], which sees no process; [`crate::report_runs`] fills it).
+    pub serving: Vec<ServingRow>,
 }
 
 /// The failure rate above which a report says FAIL.
@@ -248,6 +252,7 @@ pub fn build_report(
         score_ci,
         price: options.price,
         failed_files,
+        serving: Vec::new(),
     }
 }
 

@@ -540,6 +540,7 @@ mod tests {
             score_ci: Interval::NAN,
             price: None,
             failed_files: 0,
+            serving: Vec::new(),
         }
     }
 
