@@ -3,16 +3,15 @@
 //! `requires_capabilities` entry must be a valid expression. A typo is then reported by
 //! `milabench resolve` with its file:line:column, not in the middle of a run.
 
-use camino::Utf8PathBuf;
-
 use crate::error::{At, ConfigError, did_you_mean};
 use crate::placeholders::expr::Program;
-use crate::placeholders::{ArgResolver, LaunchContext, PackDirs, PlaceholderError};
-use crate::suite::Bench;
+use crate::placeholders::{ArgResolver, LaunchContext, PlaceholderError};
+use crate::suite::ResolvedBench;
+use crate::system::ResolvedSystem;
 use crate::value::{Node, Value};
 
 /// Checks `bench`'s launch-time values against the resolved `system`.
-pub fn check_bench(bench: &Bench, system: &Node) -> Result<(), ConfigError> {
+pub fn check_bench(bench: &ResolvedBench, system: &ResolvedSystem) -> Result<(), ConfigError> {
     let resolver = ArgResolver::new(context(bench, system));
     if let Some(argv) = bench.config.get("argv") {
         let values: Vec<&Node> = match &argv.value {
@@ -67,35 +66,15 @@ pub fn check_bench(bench: &Bench, system: &Node) -> Result<(), ConfigError> {
 
 /// A launch context good enough to check names: this host's CPU count, the system's GPU count
 /// and the benchmark's folders.
-fn context(bench: &Bench, system: &Node) -> LaunchContext {
-    let dir = |key: &str| Utf8PathBuf::from(bench.dir(key).unwrap_or_default());
-    let definition = Utf8PathBuf::from(bench.definition().unwrap_or_default());
-    let gpu_count = match system
-        .get("gpu")
-        .and_then(|g| g.get("count"))
-        .map(|c| &c.value)
-    {
-        Some(Value::Int(n)) => usize::try_from(*n).unwrap_or(0),
-        _ => 0,
-    };
+fn context(bench: &ResolvedBench, system: &ResolvedSystem) -> LaunchContext {
     LaunchContext {
-        system: system.to_json(),
+        system: system.tree.to_json(),
         host_cpu_count: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        gpu_count,
-        milabench_base: system
-            .get("base")
-            .map(|b| Utf8PathBuf::from(b.python_str()))
-            .unwrap_or_default(),
-        dirs: PackDirs {
-            venv: dir("venv"),
-            code: definition.clone(),
-            extra: dir("extra"),
-            data: dir("data"),
-            runs: dir("runs"),
-            cache: dir("cache"),
-        },
+        gpu_count: system.gpu_count,
+        milabench_base: system.base.clone(),
+        dirs: bench.folders.clone(),
         bench_name: bench.name.clone(),
-        benchmark_folder: definition,
+        benchmark_folder: bench.folders.code.clone(),
         ..LaunchContext::default()
     }
 }

@@ -35,8 +35,9 @@ pub mod value;
 pub mod yaml;
 
 pub use error::ConfigError;
-pub use suite::{Bench, PlanMethod, Suite, SuiteRequest, resolve_suite};
+pub use suite::{PlanMethod, ResolvedBench, Suite, SuiteRequest, resolve_suite};
 pub use system::{
-    DetectedGpus, NodeSpec, SystemConfig, SystemInputs, SystemSource, load_system, load_system_str,
+    DetectedGpus, LaunchMode, NodeSpec, ResolvedSystem, SystemConfig, SystemDirs, SystemInputs,
+    SystemSource, load_system, load_system_str,
 };
 pub use value::{Location, Map, Node, Value};

@@ -11,6 +11,8 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use camino::Utf8PathBuf;
+
 use crate::error::ConfigError;
 use crate::merge::merge;
 use crate::value::{Map, Node, Value};
@@ -85,14 +87,6 @@ pub struct SystemConfig {
 }
 
 impl SystemConfig {
-    /// The nodes, main node first.
-    pub fn nodes(&self) -> Vec<NodeSpec> {
-        let Some(Value::Seq(items)) = self.tree.get("nodes").map(|n| &n.value) else {
-            return Vec::new();
-        };
-        items.iter().filter_map(node_spec).collect()
-    }
-
     /// The node this process runs on, if it is part of the system.
     pub fn self_node(&self) -> Option<NodeSpec> {
         self.tree.get("self").and_then(node_spec)
@@ -120,6 +114,115 @@ impl SystemConfig {
             .get("arch")
             .and_then(Node::as_str)
             .unwrap_or("cpu")
+    }
+}
+
+/// How ranks on other nodes start (`launch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LaunchMode {
+    /// Over ssh (the default).
+    #[default]
+    Ssh,
+    /// With `srun`, inside a Slurm allocation.
+    Srun,
+}
+
+/// The folders of a system (`dirs`), each benchmark's defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SystemDirs {
+    /// Environments.
+    pub venv: Utf8PathBuf,
+    /// Datasets.
+    pub data: Utf8PathBuf,
+    /// Run folders.
+    pub runs: Utf8PathBuf,
+    /// Scratch files.
+    pub extra: Utf8PathBuf,
+    /// Caches.
+    pub cache: Utf8PathBuf,
+}
+
+/// The system a suite was resolved for: its `system` mapping, interpolated, read once into
+/// typed fields.
+#[derive(Debug, Clone)]
+pub struct ResolvedSystem {
+    /// The accelerator family the file states (`arch`; `cpu` when absent).
+    pub arch: String,
+    /// The base folder.
+    pub base: Utf8PathBuf,
+    /// Its folders: empty where unset.
+    pub dirs: SystemDirs,
+    /// The nodes, main node first.
+    pub nodes: Vec<NodeSpec>,
+    /// The ssh key to reach the other nodes with (`sshkey`), if any.
+    pub ssh_key: Option<String>,
+    /// How ranks on other nodes start.
+    pub launch: LaunchMode,
+    /// The GPUs of a node (`gpu.count`: what the file states, else what was detected; 0
+    /// when neither says).
+    pub gpu_count: usize,
+    /// The whole mapping: what the typed fields do not cover (`options`, `gpu.capacity`,
+    /// `self`, ...), as placeholders, capabilities and `MILABENCH_CONFIG` see it.
+    pub tree: Node,
+}
+
+impl ResolvedSystem {
+    /// Reads the resolved `system` mapping `tree` into typed fields.
+    pub fn new(tree: Node) -> Result<ResolvedSystem, ConfigError> {
+        let text = |key: &str| tree.get(key).and_then(Node::as_str).map(str::to_string);
+        let folder = |key: &str| {
+            Utf8PathBuf::from(
+                tree.get("dirs")
+                    .and_then(|d| d.get(key))
+                    .map(Node::python_str)
+                    .unwrap_or_default(),
+            )
+        };
+        let gpu_count = match tree.get("gpu").and_then(|g| g.get("count")) {
+            None
+            | Some(Node {
+                value: Value::Null, ..
+            }) => 0,
+            Some(Node {
+                value: Value::Int(n),
+                ..
+            }) if *n >= 0 => usize::try_from(*n).unwrap_or(usize::MAX),
+            Some(other) => {
+                return Err(ConfigError::shape(
+                    other.location.clone(),
+                    format!(
+                        "`gpu.count` of the system is {} (`{}`), not a number of GPUs",
+                        other.kind(),
+                        other.python_str()
+                    ),
+                    "write the GPUs of a node as an integer, such as `gpu: {count: 8}`, or leave it out to use those detected",
+                ));
+            }
+        };
+        let nodes = match tree.get("nodes").map(|n| &n.value) {
+            Some(Value::Seq(items)) => items.iter().filter_map(node_spec).collect(),
+            _ => Vec::new(),
+        };
+        Ok(ResolvedSystem {
+            arch: text("arch").unwrap_or_else(|| "cpu".into()),
+            base: Utf8PathBuf::from(tree.get("base").map(Node::python_str).unwrap_or_default()),
+            dirs: SystemDirs {
+                venv: folder("venv"),
+                data: folder("data"),
+                runs: folder("runs"),
+                extra: folder("extra"),
+                cache: folder("cache"),
+            },
+            nodes,
+            ssh_key: text("sshkey"),
+            launch: if text("launch").as_deref() == Some("srun") {
+                LaunchMode::Srun
+            } else {
+                LaunchMode::Ssh
+            },
+            gpu_count,
+            tree,
+        })
     }
 }
 
@@ -497,7 +600,9 @@ mod tests {
     #[test]
     fn defaults_have_one_local_main_node() {
         let system = load_system(None, &inputs()).expect("loads");
-        let nodes = system.nodes();
+        let nodes = ResolvedSystem::new(system.tree.clone())
+            .expect("typed")
+            .nodes;
         assert_eq!(nodes.len(), 1);
         assert!(nodes[0].main && nodes[0].local);
         assert_eq!(system.self_node().expect("self").name, "local");
@@ -513,7 +618,9 @@ mod tests {
             "system:\n  arch: cuda\n  gpu: {capacity: 40000 MiB}\n  nodes:\n    - {name: w1, ip: 10.255.0.2, user: u}\n    - {name: m, ip: 127.0.0.1, user: u, main: true, port: 2222}\n",
         )
         .expect("loads");
-        let nodes = system.nodes();
+        let nodes = ResolvedSystem::new(system.tree.clone())
+            .expect("typed")
+            .nodes;
         assert_eq!(nodes[0].name, "m");
         assert_eq!(nodes[0].sshport, 2222);
         assert_eq!(nodes[1].sshport, 22);
@@ -524,6 +631,30 @@ mod tests {
             system.tree.get("gpu").expect("gpu").to_json()["capacity"],
             "40000 MiB"
         );
+    }
+
+    #[test]
+    fn the_resolved_system_is_typed_and_a_bad_gpu_count_located() {
+        let system = load(
+            "system:\n  sshkey: /keys/id\n  launch: srun\n  gpu: {count: 4}\n  nodes:\n    - {name: m, ip: 127.0.0.1, user: u}\n",
+        )
+        .expect("loads");
+        let typed = ResolvedSystem::new(system.tree).expect("typed");
+        assert_eq!(typed.arch, "cpu");
+        assert_eq!(typed.base, "/b");
+        assert_eq!(
+            typed.dirs.runs, "${system.base}/runs",
+            "not interpolated here"
+        );
+        assert_eq!(typed.ssh_key.as_deref(), Some("/keys/id"));
+        assert_eq!(typed.launch, LaunchMode::Srun);
+        assert_eq!(typed.gpu_count, 4);
+        assert_eq!(typed.nodes[0].name, "m");
+        let bad = load("system:\n  gpu: {count: many}\n").expect("loads");
+        let err = ResolvedSystem::new(bad.tree)
+            .expect_err("refused")
+            .to_string();
+        assert!(err.contains(":2:16: `gpu.count` of the system is"), "{err}");
     }
 
     #[test]

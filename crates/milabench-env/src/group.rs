@@ -3,7 +3,7 @@
 //! least Python version the group accepts.
 
 use camino::{Utf8Path, Utf8PathBuf};
-use milabench_config::{Bench, Node, Value};
+use milabench_config::{Node, ResolvedBench, Value};
 
 use crate::error::EnvError;
 use crate::project::ProjectTree;
@@ -87,14 +87,14 @@ impl InstallGroup {
 /// `arch`. A benchmark's pinned `requirements.<variant>.txt` is used when present, else its
 /// `requirements.in`.
 pub fn install_groups<'a>(
-    benches: impl IntoIterator<Item = &'a Bench>,
+    benches: impl IntoIterator<Item = &'a ResolvedBench>,
     project: &ProjectTree,
     arch: &str,
     variant: Option<&str>,
 ) -> Result<Vec<InstallGroup>, EnvError> {
     let mut groups: Vec<InstallGroup> = Vec::new();
     for bench in benches {
-        let name = bench.install_group();
+        let name = bench.install_group.clone();
         let bench_variant = variant
             .map(str::to_string)
             .or_else(|| bench.str_setting("install_variant"))
@@ -130,12 +130,7 @@ pub fn install_groups<'a>(
                     extra_constraints: Vec::new(),
                     installer_args: Vec::new(),
                     min_python: MIN_PYTHON,
-                    venv: bench
-                        .config
-                        .get("dirs")
-                        .and_then(|d| d.get("venv"))
-                        .and_then(Node::as_str)
-                        .map(Utf8PathBuf::from),
+                    venv: Some(bench.folders.venv.clone()).filter(|venv| !venv.as_str().is_empty()),
                     python: bench.str_setting("python").map(Utf8PathBuf::from),
                 });
                 groups.len() - 1
@@ -159,13 +154,15 @@ pub fn install_groups<'a>(
                 hint: "give every benchmark of an install group the same `python` (or none)".into(),
             });
         }
-        let definition = bench.definition().ok_or_else(|| EnvError::Requirements {
-            bench: bench.name.clone(),
-            group: name.clone(),
-            problem: "has no `definition` folder".into(),
-            hint: "set `definition:` to the benchmark's folder".into(),
-        })?;
-        let definition = Utf8PathBuf::from(definition);
+        let definition = bench
+            .definition
+            .clone()
+            .ok_or_else(|| EnvError::Requirements {
+                bench: bench.name.clone(),
+                group: name.clone(),
+                problem: "has no `definition` folder".into(),
+                hint: "set `definition:` to the benchmark's folder".into(),
+            })?;
         group.benches.push(bench.name.clone());
         if !group.definitions.contains(&definition) {
             group.definitions.push(definition.clone());
@@ -200,7 +197,7 @@ pub fn install_groups<'a>(
 
 /// The requirement file of one benchmark for `variant`.
 fn requirement_file(
-    bench: &Bench,
+    bench: &ResolvedBench,
     group: &str,
     definition: &Utf8Path,
     variant: &str,
@@ -244,7 +241,7 @@ fn strings(node: Option<&Node>) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn bench(name: &str, definition: &Utf8Path, extra: serde_json::Value) -> Bench {
+    fn bench(name: &str, definition: &Utf8Path, extra: serde_json::Value) -> ResolvedBench {
         let mut config = serde_json::json!({
             "install_group": "g", "definition": definition.as_str(),
         });
@@ -252,11 +249,7 @@ mod tests {
             .as_object_mut()
             .expect("object")
             .extend(extra.as_object().expect("object").clone());
-        Bench {
-            name: name.into(),
-            config: Node::from_json(&config),
-            matches_selection: true,
-        }
+        ResolvedBench::new(name.into(), Node::from_json(&config)).expect("a benchmark")
     }
 
     #[test]

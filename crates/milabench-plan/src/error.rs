@@ -1,6 +1,6 @@
 //! Errors of planning.
 
-use milabench_config::ConfigError;
+use milabench_config::suite::FieldError;
 
 /// Why a benchmark cannot be planned.
 #[derive(Debug, thiserror::Error)]
@@ -12,6 +12,18 @@ pub enum PlanError {
         /// The benchmark.
         bench: String,
     },
+    /// The benchmark does not run (disabled or not selected), so the resolution did not read
+    /// its folder's benchfile.
+    #[error(
+        "`{bench}` is disabled or not selected, so it has no plan\n  fix: enable it (`enabled: true`) and select it"
+    )]
+    NotRunnable {
+        /// The benchmark.
+        bench: String,
+    },
+    /// A setting of the benchmark cannot be used (its `max_duration`).
+    #[error(transparent)]
+    Field(#[from] FieldError),
     /// An argument's placeholder or expression cannot be resolved.
     #[error("`{bench}`: {message}")]
     Placeholder {
@@ -28,7 +40,4 @@ pub enum PlanError {
         /// What is wrong.
         message: String,
     },
-    /// The suite configuration is invalid.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
 }

@@ -14,14 +14,14 @@
 
 use camino::Utf8PathBuf;
 use indexmap::IndexMap;
-use milabench_config::Bench;
+use milabench_config::ResolvedBench;
 use milabench_config::placeholders::ArgResolver;
 use serde::{Deserialize, Serialize};
 
 use crate::error::PlanError;
 use crate::planner::{
-    FinishedProcess, Job, PlanContext, arg_resolver, base_tag, bench_dirs, finish_process,
-    visibility_value, visibility_variable, voir_config_file,
+    FinishedProcess, Job, PlanContext, arg_resolver, base_tag, finish_process, visibility_value,
+    visibility_variable, voir_config_file,
 };
 use crate::spec::{BenchPlan, PlannedFile, ProcessSpec};
 
@@ -158,34 +158,35 @@ pub enum HostPhase {
 }
 
 /// The argument resolver of a benchmark, as the planner uses it.
-fn resolver(bench: &Bench, ctx: &PlanContext) -> Result<ArgResolver, PlanError> {
-    let code = Utf8PathBuf::from(bench.definition().ok_or_else(|| PlanError::NoDefinition {
-        bench: bench.name.clone(),
-    })?);
-    Ok(arg_resolver(bench, ctx, &bench_dirs(bench, &code)))
+fn resolver(bench: &ResolvedBench, ctx: &PlanContext) -> Result<ArgResolver, PlanError> {
+    if bench.definition.is_none() {
+        return Err(PlanError::NoDefinition {
+            bench: bench.name.clone(),
+        });
+    }
+    Ok(arg_resolver(bench, ctx))
 }
 
 /// The request that asks the pack host for `bench`'s plans.
-pub fn host_request(bench: &Bench, ctx: &PlanContext) -> Result<HostRequest, PlanError> {
+pub fn host_request(bench: &ResolvedBench, ctx: &PlanContext) -> Result<HostRequest, PlanError> {
     let resolver = resolver(bench, ctx)?;
-    let code = Utf8PathBuf::from(bench.definition().unwrap_or_default());
-    let dirs = bench_dirs(bench, &code);
+    let dirs = &bench.folders;
     let mut config = bench.config.to_json();
     if let Some(map) = config.as_object_mut() {
-        map.insert("system".into(), ctx.system.to_json());
+        map.insert("system".into(), ctx.system.tree.to_json());
         map.insert("tag".into(), serde_json::json!(base_tag(bench, ctx)));
         map.insert(
             "dirs".into(),
             serde_json::json!({
-                "base": ctx.base, "venv": dirs.venv, "data": dirs.data, "runs": dirs.runs,
+                "base": ctx.system.base, "venv": dirs.venv, "data": dirs.data, "runs": dirs.runs,
                 "extra": dirs.extra, "cache": dirs.cache,
             }),
         );
     }
     let mut placeholders = IndexMap::new();
-    for arg in bench.argv()? {
-        if let Ok(value) = resolver.resolve(&arg) {
-            placeholders.insert(arg, value);
+    for arg in &bench.argv {
+        if let Ok(value) = resolver.resolve(arg) {
+            placeholders.insert(arg.clone(), value);
         }
     }
     let selection_variable = visibility_variable(&ctx.arch).to_string();
@@ -207,15 +208,11 @@ pub fn host_request(bench: &Bench, ctx: &PlanContext) -> Result<HostRequest, Pla
 
 /// Our processes for one of a benchfile's plans.
 pub fn plan_from_host(
-    bench: &Bench,
+    bench: &ResolvedBench,
     plan: &HostPlan,
     phase: HostPhase,
     ctx: &PlanContext,
 ) -> Result<BenchPlan, PlanError> {
-    let code = Utf8PathBuf::from(bench.definition().ok_or_else(|| PlanError::NoDefinition {
-        bench: bench.name.clone(),
-    })?);
-    let dirs = bench_dirs(bench, &code);
     let resolver = resolver(bench, ctx)?;
     let resolve = |arg: &str| {
         resolver.resolve(arg).map_err(|e| PlanError::Placeholder {
@@ -230,12 +227,12 @@ pub fn plan_from_host(
     let mut specs = Vec::new();
     let mut files = Vec::new();
     for process in processes {
-        let (spec, file) = host_process(bench, process, ctx, &dirs, &resolve)?;
+        let (spec, file) = host_process(bench, process, ctx, &resolve)?;
         specs.push(spec);
         files.extend(file);
     }
     let max_duration = match phase {
-        HostPhase::Run => crate::planner::max_duration(bench)?,
+        HostPhase::Run => bench.max_duration.clone()?,
         HostPhase::Prepare => None,
     };
     Ok(BenchPlan {
@@ -248,10 +245,9 @@ pub fn plan_from_host(
 
 /// One of our processes from one of the pack host's.
 fn host_process(
-    bench: &Bench,
+    bench: &ResolvedBench,
     process: &HostProcess,
     ctx: &PlanContext,
-    dirs: &milabench_config::placeholders::PackDirs,
     resolve: &dyn Fn(&str) -> Result<String, PlanError>,
 ) -> Result<(ProcessSpec, Option<PlannedFile>), PlanError> {
     let tag_name = process.tag.join(".");
@@ -265,9 +261,9 @@ fn host_process(
                 argv.push(if voir.module {
                     "voir".to_string()
                 } else {
-                    dirs.venv.join("bin").join("voir").to_string()
+                    bench.folders.venv.join("bin").join("voir").to_string()
                 });
-                if let Some(file) = voir_config_file(bench, dirs, &tag_name) {
+                if let Some(file) = voir_config_file(bench, &tag_name) {
                     argv.push("--config".into());
                     argv.push(file.path.to_string());
                     voir_file = Some(file);
@@ -293,10 +289,11 @@ fn host_process(
     }
     let node = match remote {
         Some(ssh) => Some(
-            ctx.nodes
+            ctx.system
+                .nodes
                 .iter()
                 .find(|node| ssh.node.as_deref() == Some(node.name.as_str()))
-                .or_else(|| ctx.nodes.iter().find(|node| node.ip == ssh.host))
+                .or_else(|| ctx.system.nodes.iter().find(|node| node.ip == ssh.host))
                 .ok_or_else(|| PlanError::Invalid {
                     bench: bench.name.clone(),
                     message: format!(
@@ -330,7 +327,6 @@ fn host_process(
         FinishedProcess {
             bench,
             ctx,
-            dirs,
             job: &job,
             tag: process.tag.clone(),
             argv,

@@ -15,14 +15,13 @@ use milabench_config::settings::env_vars::{
     MILABENCH_BASE, MILABENCH_CONFIG, MILABENCH_DATA_DIR, MILABENCH_DIR_PREFIX, MILABENCH_NAME,
     MILABENCH_USE_STDOUT,
 };
-use std::time::Duration;
 
-use camino::{Utf8Path, Utf8PathBuf};
+use camino::Utf8PathBuf;
 use indexmap::IndexMap;
 use milabench_config::benchfile::{BenchFile, Launcher};
-use milabench_config::placeholders::{ArgResolver, LaunchContext, PackDirs};
+use milabench_config::placeholders::{ArgResolver, LaunchContext};
 use milabench_config::settings::options::{CpuOptions, SizerOptions};
-use milabench_config::{Bench, Node, NodeSpec, PlanMethod};
+use milabench_config::{LaunchMode, Node, NodeSpec, PlanMethod, ResolvedBench, ResolvedSystem};
 
 use crate::error::PlanError;
 use crate::launch::{Launch, SrunTarget, SshTarget};
@@ -56,8 +55,8 @@ impl PlanGpu {
 /// Facts about the machine and the run that planning depends on.
 #[derive(Debug, Clone)]
 pub struct PlanContext {
-    /// The resolved `system` mapping.
-    pub system: Node,
+    /// The resolved system: its base folder, nodes, ssh key, how remote ranks start.
+    pub system: ResolvedSystem,
     /// Accelerator family (`cuda`, `rocm`, `xpu`, `hpu`, `cpu`).
     pub arch: String,
     /// The GPUs visible to milabench (empty on a machine without GPUs).
@@ -74,15 +73,6 @@ pub struct PlanContext {
     pub repeat: Option<(usize, usize)>,
     /// `PATH` of the orchestrator, to which each environment's `bin/` is prepended.
     pub path: String,
-    /// The base folder.
-    pub base: Utf8PathBuf,
-    /// Nodes of the system, main first.
-    pub nodes: Vec<NodeSpec>,
-    /// ssh key of the system file, if any.
-    pub ssh_key: Option<String>,
-    /// Remote ranks start with `srun` inside the Slurm allocation (the system's `launch:
-    /// srun`) instead of ssh.
-    pub srun: bool,
     /// The `milabench` program, which serving benchmarks (launcher `load`) run as their load
     /// generator; `None` when it was not found.
     pub milabench_program: Option<Utf8PathBuf>,
@@ -108,18 +98,10 @@ pub(crate) struct Job {
 }
 
 /// Plans one benchmark.
-pub fn plan_bench(
-    bench: &Bench,
-    benchfile: &BenchFile,
-    ctx: &PlanContext,
-) -> Result<BenchPlan, PlanError> {
-    let definition = bench.definition().ok_or_else(|| PlanError::NoDefinition {
-        bench: bench.name.clone(),
-    })?;
-    let code = Utf8PathBuf::from(definition);
-    let dirs = bench_dirs(bench, &code);
+pub fn plan_bench(bench: &ResolvedBench, ctx: &PlanContext) -> Result<BenchPlan, PlanError> {
+    let benchfile = runnable_benchfile(bench)?;
     let base_tag = base_tag(bench, ctx);
-    let jobs = match bench.plan()? {
+    let jobs = match bench.plan {
         PlanMethod::PerGpu if ctx.gpus.is_empty() => vec![Job {
             tag: [base_tag.clone(), vec!["D0".into()]].concat(),
             devices: Vec::new(),
@@ -145,12 +127,9 @@ pub fn plan_bench(
             })
             .collect(),
     };
-    let num_machines = match bench.config.get("num_machines").map(|n| &n.value) {
-        Some(milabench_config::Value::Int(n)) if *n > 1 => *n as usize,
-        _ => 1,
-    };
-    let ranks: Vec<NodeSpec> = if num_machines > 1 && ctx.nodes.len() > 1 {
-        ctx.nodes.iter().take(num_machines).cloned().collect()
+    let nodes = &ctx.system.nodes;
+    let ranks: Vec<NodeSpec> = if bench.num_machines > 1 && nodes.len() > 1 {
+        nodes.iter().take(bench.num_machines).cloned().collect()
     } else {
         Vec::new()
     };
@@ -158,65 +137,51 @@ pub fn plan_bench(
     let mut files = Vec::new();
     for job in &jobs {
         if ranks.is_empty() {
-            let (spec, file) = process(bench, benchfile, ctx, &dirs, job, None)?;
+            let (spec, file) = process(bench, benchfile, ctx, job, None)?;
             processes.push(spec);
             files.extend(file);
         } else {
             for (rank, node) in ranks.iter().enumerate() {
-                let (spec, file) = process(
-                    bench,
-                    benchfile,
-                    ctx,
-                    &dirs,
-                    job,
-                    Some((rank, node, &ranks)),
-                )?;
+                let (spec, file) = process(bench, benchfile, ctx, job, Some((rank, node, &ranks)))?;
                 processes.push(spec);
                 files.extend(file);
             }
         }
     }
-    let max_duration = max_duration(bench)?;
     Ok(BenchPlan {
         bench: bench.name.clone(),
         processes,
         files,
-        max_duration,
+        max_duration: bench.max_duration.clone()?,
     })
 }
 
-/// The benchmark's `max_duration`: `None` when unset.
-pub(crate) fn max_duration(bench: &Bench) -> Result<Option<Duration>, PlanError> {
-    Ok(match bench.config.get("max_duration").map(|n| &n.value) {
-        Some(milabench_config::Value::Int(s)) if *s > 0 => Some(Duration::from_secs(*s as u64)),
-        Some(milabench_config::Value::Float(s)) if *s > 0.0 => Some(Duration::from_secs_f64(*s)),
-        None | Some(milabench_config::Value::Null) => None,
-        Some(other) => {
-            return Err(PlanError::Invalid {
-                bench: bench.name.clone(),
-                message: format!(
-                    "`max_duration` is {}, not a positive number of seconds",
-                    other.kind()
-                ),
-            });
-        }
-    })
+/// The benchfile of a benchmark that runs: refused for one without a definition, and for one
+/// the resolution did not read a benchfile for (disabled or not selected).
+pub(crate) fn runnable_benchfile(bench: &ResolvedBench) -> Result<&BenchFile, PlanError> {
+    if bench.definition.is_none() {
+        return Err(PlanError::NoDefinition {
+            bench: bench.name.clone(),
+        });
+    }
+    bench
+        .benchfile
+        .as_deref()
+        .ok_or_else(|| PlanError::NotRunnable {
+            bench: bench.name.clone(),
+        })
 }
 
 /// Plans the prepare step of a benchmark: one process, in its environment, that receives the
 /// same arguments as the run (`benchfile.prepare`, else `prepare.py` when `has_prepare_script`).
 /// `None` when there is nothing to prepare.
 pub fn plan_prepare(
-    bench: &Bench,
-    benchfile: &BenchFile,
+    bench: &ResolvedBench,
     ctx: &PlanContext,
     has_prepare_script: bool,
 ) -> Result<Option<BenchPlan>, PlanError> {
-    let definition = bench.definition().ok_or_else(|| PlanError::NoDefinition {
-        bench: bench.name.clone(),
-    })?;
-    let code = Utf8PathBuf::from(definition);
-    let dirs = bench_dirs(bench, &code);
+    let benchfile = runnable_benchfile(bench)?;
+    let dirs = &bench.folders;
     let python = dirs.venv.join("bin").join("python").to_string();
     let command: Vec<String> = match &benchfile.prepare {
         Some(command) if command.is_empty() => return Ok(None),
@@ -227,7 +192,7 @@ pub fn plan_prepare(
             }
             command
         }
-        None if has_prepare_script => vec![python, code.join("prepare.py").to_string()],
+        None if has_prepare_script => vec![python, dirs.code.join("prepare.py").to_string()],
         None => return Ok(None),
     };
     let job = Job {
@@ -245,7 +210,6 @@ pub fn plan_prepare(
             ..benchfile.clone()
         },
         ctx,
-        &dirs,
         &job,
         None,
     )?;
@@ -269,27 +233,15 @@ pub(crate) fn visibility_value(arch: &str, gpu: &str) -> String {
     }
 }
 
-pub(crate) fn bench_dirs(bench: &Bench, code: &Utf8Path) -> PackDirs {
-    let dir = |key: &str| Utf8PathBuf::from(bench.dir(key).unwrap_or_default());
-    PackDirs {
-        venv: dir("venv"),
-        code: code.to_path_buf(),
-        extra: dir("extra"),
-        data: dir("data"),
-        runs: dir("runs"),
-        cache: dir("cache"),
-    }
-}
-
 /// Builds one process: the launcher around the script and its resolved arguments.
 fn process(
-    bench: &Bench,
+    bench: &ResolvedBench,
     benchfile: &BenchFile,
     ctx: &PlanContext,
-    dirs: &PackDirs,
     job: &Job,
     rank: Option<(usize, &NodeSpec, &[NodeSpec])>,
 ) -> Result<(ProcessSpec, Option<PlannedFile>), PlanError> {
+    let dirs = &bench.folders;
     let mut tag = job.tag.clone();
     if let Some((r, node, _)) = rank {
         tag.push(node.name.clone());
@@ -297,7 +249,7 @@ fn process(
             tag.push("nolog".into());
         }
     }
-    let resolver = arg_resolver(bench, ctx, dirs);
+    let resolver = arg_resolver(bench, ctx);
     let resolve = |arg: &str| {
         resolver.resolve(arg).map_err(|e| PlanError::Placeholder {
             bench: bench.name.clone(),
@@ -305,7 +257,7 @@ fn process(
         })
     };
     let script_args: Vec<String> = bench
-        .argv()?
+        .argv
         .iter()
         .map(|a| resolve(a))
         .collect::<Result<_, _>>()?;
@@ -326,7 +278,7 @@ fn process(
     match benchfile.launcher {
         Launcher::Voir => {
             argv.push(venv_bin.join("voir").to_string());
-            if let Some(file) = voir_config_file(bench, dirs, &tag_name) {
+            if let Some(file) = voir_config_file(bench, &tag_name) {
                 argv.push("--config".into());
                 argv.push(file.path.to_string());
                 voir_file = Some(file);
@@ -402,14 +354,13 @@ fn process(
     }
     argv.extend(script_args);
     if benchfile.launcher == Launcher::Load {
-        argv.extend(serving_parts(bench, benchfile, dirs, &resolve)?);
+        argv.extend(serving_parts(bench, benchfile, &resolve)?);
     }
     let node = rank.map(|(_, node, _)| node);
     let spec = finish_process(
         FinishedProcess {
             bench,
             ctx,
-            dirs,
             job,
             tag,
             argv,
@@ -427,11 +378,11 @@ fn process(
 /// What a serving benchmark's `milabench load` gets after the benchmark's own arguments: the
 /// `client.argv` flags, then `--` and the server's command with its `server.argv`.
 fn serving_parts(
-    bench: &Bench,
+    bench: &ResolvedBench,
     benchfile: &BenchFile,
-    dirs: &PackDirs,
     resolve: &dyn Fn(&str) -> Result<String, PlanError>,
 ) -> Result<Vec<String>, PlanError> {
+    let dirs = &bench.folders;
     let Some((program, args)) = benchfile
         .server
         .as_deref()
@@ -446,7 +397,7 @@ fn serving_parts(
     };
     let venv_bin = dirs.venv.join("bin");
     let mut out: Vec<String> = bench
-        .part_argv("client")?
+        .client_argv
         .iter()
         .map(|a| resolve(a))
         .collect::<Result<_, _>>()?;
@@ -460,15 +411,15 @@ fn serving_parts(
         out.push(venv_bin.join(program).to_string());
     }
     out.extend(args.iter().cloned());
-    for arg in bench.part_argv("server")? {
-        out.push(resolve(&arg)?);
+    for arg in &bench.server_argv {
+        out.push(resolve(arg)?);
     }
     Ok(out)
 }
 
 /// The tag of a benchmark's processes before a plan spreads them: its name, then `R<i>` in a
 /// repeated suite.
-pub(crate) fn base_tag(bench: &Bench, ctx: &PlanContext) -> Vec<String> {
+pub(crate) fn base_tag(bench: &ResolvedBench, ctx: &PlanContext) -> Vec<String> {
     let mut tag = vec![bench.name.clone()];
     if let Some((index, total)) = ctx.repeat
         && total > 1
@@ -479,15 +430,15 @@ pub(crate) fn base_tag(bench: &Bench, ctx: &PlanContext) -> Vec<String> {
 }
 
 /// The resolver of a benchmark's launch-time placeholders (`{n_worker}`, `auto_batch(...)`).
-pub(crate) fn arg_resolver(bench: &Bench, ctx: &PlanContext, dirs: &PackDirs) -> ArgResolver {
+pub(crate) fn arg_resolver(bench: &ResolvedBench, ctx: &PlanContext) -> ArgResolver {
     ArgResolver::new(LaunchContext {
-        system: ctx.system.to_json(),
+        system: ctx.system.tree.to_json(),
         host_cpu_count: ctx.host_cpu_count,
         gpu_count: ctx.gpus.len(),
-        milabench_base: ctx.base.clone(),
-        dirs: dirs.clone(),
+        milabench_base: ctx.system.base.clone(),
+        dirs: bench.folders.clone(),
         bench_name: bench.name.clone(),
-        benchmark_folder: dirs.code.clone(),
+        benchmark_folder: bench.folders.code.clone(),
         cpu: ctx.cpu.clone(),
         sizer: ctx.sizer.clone(),
         scaling: ctx
@@ -501,14 +452,10 @@ pub(crate) fn arg_resolver(bench: &Bench, ctx: &PlanContext, dirs: &PackDirs) ->
 
 /// The voir configuration file of a process tagged `tag_name`, when the benchmark has a
 /// `voir` setting: `<extra>/voirconf-<tag>-<hash>.json`.
-pub(crate) fn voir_config_file(
-    bench: &Bench,
-    dirs: &PackDirs,
-    tag_name: &str,
-) -> Option<PlannedFile> {
+pub(crate) fn voir_config_file(bench: &ResolvedBench, tag_name: &str) -> Option<PlannedFile> {
     let voir = bench.config.get("voir")?;
     let content = serde_json::to_string(&voir.to_json()).unwrap_or_default();
-    let path = dirs.extra.join(format!(
+    let path = bench.folders.extra.join(format!(
         "voirconf-{tag_name}-{:016x}.json",
         fnv1a(content.as_bytes())
     ));
@@ -517,9 +464,8 @@ pub(crate) fn voir_config_file(
 
 /// What [`finish_process`] needs of a process whose argv is built.
 pub(crate) struct FinishedProcess<'a> {
-    pub bench: &'a Bench,
+    pub bench: &'a ResolvedBench,
     pub ctx: &'a PlanContext,
-    pub dirs: &'a PackDirs,
     pub job: &'a Job,
     pub tag: Vec<String>,
     pub argv: Vec<String>,
@@ -540,7 +486,7 @@ pub(crate) fn finish_process(
 ) -> Result<ProcessSpec, PlanError> {
     let mut config = p.bench.config.to_json();
     if let Some(map) = config.as_object_mut() {
-        map.insert("system".into(), p.ctx.system.to_json());
+        map.insert("system".into(), p.ctx.system.tree.to_json());
         map.insert("tag".into(), serde_json::json!(p.tag));
         map.insert(
             "device".into(),
@@ -555,22 +501,23 @@ pub(crate) fn finish_process(
         p.bench,
         p.extra_env,
         p.ctx,
-        p.dirs,
         p.job,
         p.resolve,
         p.use_stdout,
         &config,
     )?;
     let launch = match p.node {
-        Some(node) if !node.local && p.ctx.srun => Launch::Srun(SrunTarget {
-            node: node.name.clone(),
-        }),
+        Some(node) if !node.local && p.ctx.system.launch == LaunchMode::Srun => {
+            Launch::Srun(SrunTarget {
+                node: node.name.clone(),
+            })
+        }
         Some(node) if !node.local => Launch::Ssh(SshTarget {
             node: node.name.clone(),
             user: node.user.clone(),
             host: node.ip.clone(),
             port: node.sshport,
-            key: p.ctx.ssh_key.clone(),
+            key: p.ctx.system.ssh_key.clone(),
         }),
         _ => Launch::Local,
     };
@@ -607,15 +554,15 @@ pub(crate) fn finish_process(
 /// The variables a benchmark process gets on top of the orchestrator's environment.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn process_env(
-    bench: &Bench,
+    bench: &ResolvedBench,
     extra_env: &IndexMap<String, String>,
     ctx: &PlanContext,
-    dirs: &PackDirs,
     job: &Job,
     resolve: &dyn Fn(&str) -> Result<String, PlanError>,
     use_stdout: bool,
     config: &serde_json::Value,
 ) -> Result<IndexMap<String, String>, PlanError> {
+    let dirs = &bench.folders;
     let mut env = IndexMap::new();
     env.insert("VIRTUAL_ENV".to_string(), dirs.venv.to_string());
     env.insert(
@@ -633,7 +580,7 @@ pub(crate) fn process_env(
         env.insert(format!("{MILABENCH_DIR_PREFIX}{key}"), value.to_string());
     }
     env.insert(MILABENCH_DATA_DIR.into(), dirs.data.to_string());
-    env.insert(MILABENCH_BASE.into(), ctx.base.to_string());
+    env.insert(MILABENCH_BASE.into(), ctx.system.base.to_string());
     env.insert(MILABENCH_NAME.into(), bench.name.clone());
     env.insert("OMP_NUM_THREADS".into(), resolve("{cpu_per_gpu}")?);
     env.insert("XDG_CACHE_HOME".into(), dirs.cache.to_string());
@@ -683,7 +630,8 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 mod tests {
     use super::*;
     use milabench_config::suite::{Suite, SuiteRequest, resolve_suite};
-    use milabench_config::system::{SystemConfig, SystemInputs, load_system};
+    use milabench_config::system::{SystemInputs, load_system};
+    use std::time::Duration;
 
     const SUITE: &str = r#"
 _defaults:
@@ -715,7 +663,7 @@ ddp-nodes:
     const SYSTEM: &str = "system:\n  arch: cuda\n  sshkey: /keys/id\n  nodes:\n    - {name: n0, ip: 127.0.0.1, user: me, main: true}\n    - {name: n1, ip: 10.254.0.2, user: me, sshport: 2222}\n";
 
     /// The test suite resolved for `arch`, with an optional system file.
-    fn resolved(arch: &str, system_text: Option<&str>) -> (tempfile::TempDir, SystemConfig, Suite) {
+    fn resolved(arch: &str, system_text: Option<&str>) -> (tempfile::TempDir, Suite) {
         resolved_suite(arch, system_text, SUITE)
     }
 
@@ -724,7 +672,7 @@ ddp-nodes:
         arch: &str,
         system_text: Option<&str>,
         suite_text: &str,
-    ) -> (tempfile::TempDir, SystemConfig, Suite) {
+    ) -> (tempfile::TempDir, Suite) {
         let dir = tempfile::tempdir().expect("tempdir");
         let suite_path = dir.path().join("suite.yaml");
         std::fs::write(&suite_path, suite_text).expect("write");
@@ -737,17 +685,11 @@ ddp-nodes:
             load_system(system_text.map(|_| system_path.as_path()), &inputs).expect("system");
         let env = |_: &str| None;
         let suite = resolve_suite(&SuiteRequest::whole(&suite_path, &system, &env)).expect("suite");
-        (dir, system, suite)
+        (dir, suite)
     }
 
     /// A planning context for the resolved suite.
-    fn context(
-        suite: &Suite,
-        system: &SystemConfig,
-        arch: &str,
-        gpus: &[&str],
-        cpus: usize,
-    ) -> PlanContext {
+    fn context(suite: &Suite, arch: &str, gpus: &[&str], cpus: usize) -> PlanContext {
         PlanContext {
             system: suite.system.clone(),
             arch: arch.into(),
@@ -758,27 +700,30 @@ ddp-nodes:
             scaling: None,
             repeat: None,
             path: "/usr/bin".into(),
-            base: "/base".into(),
-            nodes: system.nodes(),
-            ssh_key: None,
-            srun: false,
             milabench_program: None,
         }
     }
 
+    /// `bench` as if its folder held `benchfile`.
+    fn with_benchfile(bench: &ResolvedBench, benchfile: &BenchFile) -> ResolvedBench {
+        ResolvedBench {
+            benchfile: Some(std::sync::Arc::new(benchfile.clone())),
+            ..bench.clone()
+        }
+    }
+
     fn plans(gpus: &[&str], benchfile: &BenchFile, system_text: Option<&str>) -> Vec<BenchPlan> {
-        let (dir, system, suite) = resolved("cuda", system_text);
+        let (dir, suite) = resolved("cuda", system_text);
         let ctx = PlanContext {
             repeat: Some((1, 2)),
-            ssh_key: Some("/keys/id".into()),
-            ..context(&suite, &system, "cuda", gpus, 16)
+            ..context(&suite, "cuda", gpus, 16)
         };
         let root = dir.path().display().to_string();
         suite
             .benches
             .iter()
             .map(|b| {
-                let mut plan = plan_bench(b, benchfile, &ctx).expect("plans");
+                let mut plan = plan_bench(&with_benchfile(b, benchfile), &ctx).expect("plans");
                 // Make the snapshot independent of the temporary folder.
                 for p in &mut plan.processes {
                     for a in &mut p.argv {
@@ -869,18 +814,15 @@ ddp-nodes:
     /// on its node, its environment (the data channel on stdout included) on `srun` itself.
     #[test]
     fn remote_ranks_start_with_srun_in_an_allocation() {
-        let (_dir, system, suite) = resolved("cuda", Some(SYSTEM));
-        let ctx = PlanContext {
-            srun: true,
-            milabench_program: None,
-            ..context(&suite, &system, "cuda", &["0", "1"], 16)
-        };
+        let (_dir, mut suite) = resolved("cuda", Some(SYSTEM));
+        suite.system.launch = LaunchMode::Srun;
+        let ctx = context(&suite, "cuda", &["0", "1"], 16);
         let bench = suite
             .benches
             .iter()
             .find(|b| b.name == "ddp-nodes")
             .expect("ddp-nodes");
-        let plan = plan_bench(bench, &BenchFile::default(), &ctx).expect("plans");
+        let plan = plan_bench(bench, &ctx).expect("plans");
         let remote = &plan.processes[1];
         assert_eq!(
             remote.launch,
@@ -895,10 +837,10 @@ ddp-nodes:
 
     #[test]
     fn prepare_runs_the_script_with_the_run_arguments() {
-        let (_dir, system, suite) = resolved("cpu", None);
-        let ctx = context(&suite, &system, "cpu", &[], 2);
+        let (_dir, suite) = resolved("cpu", None);
+        let ctx = context(&suite, "cpu", &[], 2);
         let bench = &suite.benches[0];
-        let plan = plan_prepare(bench, &BenchFile::default(), &ctx, true)
+        let plan = plan_prepare(bench, &ctx, true)
             .expect("plans")
             .expect("has a prepare step");
         let argv = &plan.processes[0].argv;
@@ -907,11 +849,7 @@ ddp-nodes:
         assert_eq!(argv[2..4], ["--workers", "4"]);
         assert_eq!(plan.processes[0].tag, ["mono"]);
         assert!(plan.max_duration.is_none());
-        assert!(
-            plan_prepare(bench, &BenchFile::default(), &ctx, false)
-                .expect("ok")
-                .is_none()
-        );
+        assert!(plan_prepare(bench, &ctx, false).expect("ok").is_none());
     }
 
     #[test]
@@ -969,24 +907,23 @@ serve:
   client: {argv: {--slo: "ttft=2s"}}
   server: {argv: {--device: cpu, --model-dir: "{milabench_data}/tiny"}}
 "#;
-        let (_dir, system, suite) = resolved_suite("cpu", None, suite_text);
+        let (_dir, suite) = resolved_suite("cpu", None, suite_text);
         let benchfile = BenchFile {
             launcher: Launcher::Load,
             server: Some(vec!["transformers".into(), "serve".into()]),
             ..BenchFile::default()
         };
-        let bench = &suite.benches[0];
-        let mut ctx = context(&suite, &system, "cpu", &[], 2);
-        let missing = plan_bench(bench, &benchfile, &ctx).expect_err("no milabench program");
+        let bench = &with_benchfile(&suite.benches[0], &benchfile);
+        let mut ctx = context(&suite, "cpu", &[], 2);
+        let missing = plan_bench(bench, &ctx).expect_err("no milabench program");
         assert!(
             missing.to_string().contains("put `milabench` on PATH"),
             "{missing}"
         );
         ctx.milabench_program = Some("/opt/bin/milabench".into());
-        let plan = plan_bench(bench, &benchfile, &ctx).expect("plan");
+        let plan = plan_bench(bench, &ctx).expect("plan");
         let argv = &plan.processes[0].argv;
-        let server =
-            Utf8PathBuf::from(bench.dir("venv").unwrap_or_default()).join("bin/transformers");
+        let server = bench.folders.venv.join("bin/transformers");
         assert_eq!(
             argv[..],
             [
@@ -1011,11 +948,13 @@ serve:
             ]
         );
         let no_server = plan_bench(
-            bench,
-            &BenchFile {
-                server: None,
-                ..benchfile
-            },
+            &with_benchfile(
+                bench,
+                &BenchFile {
+                    server: None,
+                    ..benchfile
+                },
+            ),
             &ctx,
         )
         .expect_err("no server");

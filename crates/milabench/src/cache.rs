@@ -1,13 +1,11 @@
-//! [`ResolutionCache`]: what planning a resolved suite reads, kept with the resolution so that
-//! planning it again (the preflight, the prepare steps, each repeat of the run, `--dry-run`)
-//! reads nothing twice: each benchmark folder's `benchfile.yaml` is parsed, and each planning
-//! context made, once per resolution.
+//! [`ResolutionCache`]: the planning contexts of a resolved suite, kept with the resolution so
+//! that planning it again (the preflight, the prepare steps, each repeat of the run,
+//! `--dry-run`) makes each once per resolution. (Each benchmark folder's `benchfile.yaml` is
+//! read once by the resolution itself: see `ResolvedBench::benchfile`.)
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use milabench_config::benchfile::BenchFile;
 use milabench_plan::PlanContext;
 
 use crate::error::Error;
@@ -18,22 +16,10 @@ pub(crate) struct ResolutionCache(Arc<Inner>);
 
 #[derive(Debug, Default)]
 struct Inner {
-    benchfiles: Mutex<BTreeMap<PathBuf, Arc<BenchFile>>>,
     contexts: Mutex<BTreeMap<Option<(usize, usize)>, PlanContext>>,
 }
 
 impl ResolutionCache {
-    /// The `benchfile.yaml` of `folder`, parsed on its first use.
-    pub(crate) fn benchfile(&self, folder: &Path) -> Result<Arc<BenchFile>, Error> {
-        let mut files = lock(&self.0.benchfiles);
-        if let Some(file) = files.get(folder) {
-            return Ok(Arc::clone(file));
-        }
-        let file = Arc::new(BenchFile::load(folder)?);
-        files.insert(folder.to_owned(), Arc::clone(&file));
-        Ok(file)
-    }
-
     /// The planning context of repeat `repeat`, made by `make` on its first use.
     pub(crate) fn plan_context(
         &self,
@@ -50,7 +36,7 @@ impl ResolutionCache {
     }
 }
 
-/// A lock whose holder panicked still holds valid data (a cache of parsed files).
+/// A lock whose holder panicked still holds valid data (a cache of planning contexts).
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()

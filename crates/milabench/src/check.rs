@@ -35,23 +35,17 @@ pub struct CheckOptions {
 
 /// Runs the checks of `resolved` on this machine and its nodes, in display order.
 pub fn preflight(resolved: &Resolved, options: &CheckOptions) -> Result<Vec<Check>, Error> {
-    let system = resolved.suite.system.to_json();
-    let base = PathBuf::from(system["base"].as_str().unwrap_or("."));
+    let base = resolved.suite.system.base.clone().into_std_path_buf();
     let mut checks = vec![tools_check("python", "python3"), uv_check(&base)];
     // Install groups of the selected benchmarks and whether each is made.
     let mut groups: Vec<(String, PathBuf)> = Vec::new();
     for bench in resolved.suite.runnable() {
-        let venv = bench
-            .config
-            .get("dirs")
-            .and_then(|d| d.get("venv"))
-            .map(|v| PathBuf::from(v.python_str()));
-        // The same fallback as the install's (the `group`, then the name).
-        let group = bench.install_group();
-        if let Some(venv) = venv
-            && !groups.iter().any(|(g, _)| *g == group)
-        {
-            groups.push((group, venv));
+        let venv = &bench.folders.venv;
+        if !venv.as_str().is_empty() && !groups.iter().any(|(g, _)| *g == bench.install_group) {
+            groups.push((
+                bench.install_group.clone(),
+                venv.clone().into_std_path_buf(),
+            ));
         }
     }
     let unfinished = |venv: &Path| {
@@ -172,8 +166,7 @@ fn memory_check() -> Check {
 
 /// The accelerators found against the arch, and the benchmarks the system cannot run.
 fn accelerator_checks(resolved: &Resolved) -> Result<Vec<Check>, Error> {
-    let system = resolved.suite.system.to_json();
-    let count = system["gpu"]["count"].as_u64().unwrap_or(0);
+    let count = resolved.suite.system.gpu_count;
     let mut checks = vec![if resolved.arch != "cpu" && count == 0 {
         Check::problem(
             Status::Fail,
@@ -208,7 +201,7 @@ fn prepared_check(resolved: &Resolved) -> Result<Option<Check>, Error> {
     let benches: Vec<_> = resolved.suite.runnable().collect();
     crate::planning::prefetch_pack_host(&benches, std::slice::from_ref(&ctx));
     for bench in benches {
-        let Ok(Some(plan)) = crate::planning::prepare_plan(resolved, bench, &ctx) else {
+        let Ok(Some(plan)) = crate::planning::prepare_plan(bench, &ctx) else {
             continue;
         };
         let argv = plan.processes.first().map(|p| p.argv.as_slice());
@@ -272,19 +265,17 @@ fn index_check() -> Check {
 
 /// Every other node over ssh: reachable, the same milabench at the same path, the base folder.
 fn node_checks(resolved: &Resolved, base: &Path, program: &Path) -> Vec<Check> {
-    let system = resolved.suite.system.to_json();
-    let key = system["sshkey"].as_str().map(str::to_string);
-    let targets: Vec<SshTarget> = resolved
-        .system
-        .nodes()
-        .into_iter()
+    let system = &resolved.suite.system;
+    let targets: Vec<SshTarget> = system
+        .nodes
+        .iter()
         .filter(|n| !n.local)
         .map(|n| SshTarget {
-            node: n.name,
-            user: n.user,
-            host: n.ip,
+            node: n.name.clone(),
+            user: n.user.clone(),
+            host: n.ip.clone(),
             port: n.sshport,
-            key: key.clone(),
+            key: system.ssh_key.clone(),
         })
         .collect();
     if targets.is_empty() {

@@ -10,7 +10,7 @@
 //! let settings = Settings::load(&SettingsFlags::default(), &env)?;
 //! let resolved = milabench::resolve(&settings, &milabench::Selection::default(), &env)?;
 //! for bench in resolved.suite.runnable() {
-//!     println!("{} {:?}", bench.name, bench.argv()?);
+//!     println!("{} {:?}", bench.name, bench.argv);
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

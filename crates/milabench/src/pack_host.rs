@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use camino::Utf8PathBuf;
 use indexmap::IndexMap;
-use milabench_config::Bench;
+use milabench_config::ResolvedBench;
 use milabench_exec::{HelperCommand, HelperError};
 use milabench_plan::{
     BenchPlan, HostAnswer, HostPlan, HostRequest, PlanContext, PlannedFile, ProcessSpec,
@@ -87,7 +87,7 @@ impl PackHost {
 
     /// The plans of `bench`, asked of the host unless an earlier question of this process
     /// (see [`PackHost::prefetch`]) already has them.
-    pub fn plan(&self, bench: &Bench, request: &HostRequest) -> Result<HostPlan, Error> {
+    pub fn plan(&self, bench: &ResolvedBench, request: &HostRequest) -> Result<HostPlan, Error> {
         let key = memo_key(request);
         if let Some(plan) = memo().lock().ok().and_then(|m| m.get(&key).cloned()) {
             return Ok(plan);
@@ -210,26 +210,20 @@ impl PackHost {
     /// in the host, its request written first beside the benchmark's other extra files.
     pub fn method_plan(
         &self,
-        bench: &Bench,
+        bench: &ResolvedBench,
         request: &HostRequest,
         method: &str,
         ctx: &PlanContext,
     ) -> Result<BenchPlan, Error> {
-        let extra = bench
-            .dir("extra")
-            .map(Utf8PathBuf::from)
-            .unwrap_or_default();
-        let file = extra.join(format!("packhost-{}-{method}.json", bench.name));
+        let folders = &bench.folders;
+        let file = folders
+            .extra
+            .join(format!("packhost-{}-{method}.json", bench.name));
         let content = serde_json::to_string(request).unwrap_or_default();
-        let code = Utf8PathBuf::from(bench.definition().unwrap_or_default());
         let mut env = self.env();
         env.insert(
             "PATH".into(),
-            format!(
-                "{}:{}",
-                Utf8PathBuf::from(bench.dir("venv").unwrap_or_default()).join("bin"),
-                ctx.path
-            ),
+            format!("{}:{}", folders.venv.join("bin"), ctx.path),
         );
         env.insert("PYTHONUNBUFFERED".into(), "1".into());
         let mut argv = self.argv(method);
@@ -244,7 +238,7 @@ impl PackHost {
                 },
                 argv,
                 env,
-                cwd: code,
+                cwd: folders.code.clone(),
                 node: None,
                 devices: Vec::new(),
                 use_stdout: false,
@@ -288,6 +282,6 @@ fn last_lines(text: &str, n: usize) -> String {
 }
 
 /// The folder of a benchmark.
-pub fn folder_of(bench: &Bench) -> PathBuf {
-    PathBuf::from(bench.definition().unwrap_or_default())
+pub fn folder_of(bench: &ResolvedBench) -> PathBuf {
+    bench.folders.code.clone().into_std_path_buf()
 }

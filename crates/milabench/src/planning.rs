@@ -1,8 +1,7 @@
 //! Planning a whole suite: which benchmarks run (capabilities checked, with the reason when one
 //! is skipped) and the processes of each.
 
-use camino::Utf8PathBuf;
-use milabench_config::Bench;
+use milabench_config::ResolvedBench;
 use milabench_config::placeholders::unmet_capabilities;
 use milabench_config::scaling::ScalingFile;
 use milabench_config::settings::options::{CpuOptions, OptionSource, SizerOptions};
@@ -120,8 +119,12 @@ fn make_plan_context(
 ) -> Result<PlanContext, Error> {
     PLAN_CONTEXTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let host = &resolved.host;
-    let system_json = resolved.suite.system.to_json();
-    let source = OptionSource::new(&host.env, system_json.get("options"));
+    let system = &resolved.suite.system;
+    let options = system
+        .tree
+        .get("options")
+        .map(milabench_config::Node::to_json);
+    let source = OptionSource::new(&host.env, options.as_ref());
     let cpu = CpuOptions::read(&source)?;
     let sizer = SizerOptions::read(&source)?;
     let scaling = match &sizer.config {
@@ -131,7 +134,7 @@ fn make_plan_context(
         None => None,
     };
     Ok(PlanContext {
-        system: resolved.suite.system.clone(),
+        system: system.clone(),
         arch: resolved.arch.clone(),
         gpus: resolved.plan_gpus(),
         host_cpu_count: host.cpu_count,
@@ -140,41 +143,19 @@ fn make_plan_context(
         scaling,
         repeat,
         path: host.path.clone(),
-        base: Utf8PathBuf::from(
-            system_json
-                .get("base")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or_default(),
-        ),
-        nodes: resolved.system.nodes(),
-        ssh_key: system_json
-            .get("sshkey")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_string),
-        srun: system_json
-            .get("launch")
-            .and_then(serde_json::Value::as_str)
-            == Some("srun"),
         milabench_program: host.milabench_program.clone(),
     })
 }
 
-/// Plans one benchmark of `resolved`, or says why it is skipped.
-pub fn plan_one(
-    resolved: &Resolved,
-    bench: &Bench,
-    ctx: &PlanContext,
-) -> Result<PlannedBench, Error> {
-    let expressions: Vec<String> = match bench.config.get("requires_capabilities").map(|n| &n.value)
-    {
-        Some(milabench_config::Value::Seq(items)) => items.iter().map(|n| n.python_str()).collect(),
-        _ => Vec::new(),
-    };
-    let system_json = ctx.system.to_json();
+/// Plans one benchmark, or says why it is skipped.
+pub fn plan_one(bench: &ResolvedBench, ctx: &PlanContext) -> Result<PlannedBench, Error> {
+    let system_json = ctx.system.tree.to_json();
     let unmet =
-        unmet_capabilities(&expressions, &system_json).map_err(|source| Error::Capability {
-            bench: bench.name.clone(),
-            source,
+        unmet_capabilities(&bench.requires_capabilities, &system_json).map_err(|source| {
+            Error::Capability {
+                bench: bench.name.clone(),
+                source,
+            }
         })?;
     if !unmet.is_empty() {
         return Ok(PlannedBench::Skipped {
@@ -182,8 +163,7 @@ pub fn plan_one(
             unmet: unmet.into_iter().map(str::to_string).collect(),
         });
     }
-    let folder = folder_of(bench);
-    if defined_in_python(&folder) {
+    if defined_in_python(&folder_of(bench)) {
         let (_, _, plan) = ask_pack_host(bench, ctx)?;
         return Ok(PlannedBench::Run(plan_from_host(
             bench,
@@ -192,14 +172,12 @@ pub fn plan_one(
             ctx,
         )?));
     }
-    let benchfile = resolved.cache.benchfile(&folder)?;
-    let plan = plan_bench(bench, &benchfile, ctx)?;
-    Ok(PlannedBench::Run(plan))
+    Ok(PlannedBench::Run(plan_bench(bench, ctx)?))
 }
 
 /// The pack host of a benchmark defined by a `benchfile.py`, its request, and its answer.
 fn ask_pack_host(
-    bench: &Bench,
+    bench: &ResolvedBench,
     ctx: &PlanContext,
 ) -> Result<(PackHost, HostRequest, HostPlan), Error> {
     let host = PackHost::locate(&folder_of(bench), &ctx.path)?;
@@ -210,8 +188,8 @@ fn ask_pack_host(
 
 /// Asks the pack host once for every benchmark of `benches` defined by a `benchfile.py`, in
 /// each of `contexts`, so that planning them one by one starts Python once.
-pub fn prefetch_pack_host(benches: &[&Bench], contexts: &[PlanContext]) {
-    let python_defined: Vec<&Bench> = benches
+pub fn prefetch_pack_host(benches: &[&ResolvedBench], contexts: &[PlanContext]) {
+    let python_defined: Vec<&ResolvedBench> = benches
         .iter()
         .copied()
         .filter(|bench| defined_in_python(&folder_of(bench)))
@@ -241,16 +219,22 @@ pub fn prefetch_pack_host(benches: &[&Bench], contexts: &[PlanContext]) {
 const INSTALLED_RECORDS: &str = ".milabench-benchfile-install";
 
 /// The record of `bench`'s benchfile `install` in its environment.
-fn installed_record(bench: &Bench) -> std::path::PathBuf {
-    std::path::PathBuf::from(bench.dir("venv").unwrap_or_default())
+fn installed_record(bench: &ResolvedBench) -> std::path::PathBuf {
+    bench
+        .folders
+        .venv
         .join(INSTALLED_RECORDS)
+        .into_std_path_buf()
         .join(&bench.name)
 }
 
 /// The benchfile's own `install` method of `bench`, when its class defines one that has not
 /// run to success in the benchmark's environment yet: run by the pack host at the start of the
 /// benchmark's prepare step, after milabench installed the group's requirements.
-pub fn install_override_plan(bench: &Bench, ctx: &PlanContext) -> Result<Option<BenchPlan>, Error> {
+pub fn install_override_plan(
+    bench: &ResolvedBench,
+    ctx: &PlanContext,
+) -> Result<Option<BenchPlan>, Error> {
     if !defined_in_python(&folder_of(bench)) || installed_record(bench).is_file() {
         return Ok(None);
     }
@@ -262,7 +246,7 @@ pub fn install_override_plan(bench: &Bench, ctx: &PlanContext) -> Result<Option<
 }
 
 /// Records that `bench`'s benchfile `install` ran to success (see [`install_override_plan`]).
-pub fn record_install_override(bench: &Bench) -> Result<(), Error> {
+pub fn record_install_override(bench: &ResolvedBench) -> Result<(), Error> {
     let path = installed_record(bench);
     path.parent()
         .map_or(Ok(()), std::fs::create_dir_all)
@@ -274,11 +258,7 @@ pub fn record_install_override(bench: &Bench) -> Result<(), Error> {
 /// whose class defines `prepare` itself has it run by the pack host; otherwise its
 /// `build_prepare_plan` runs here. Other folders run their `benchfile.yaml`'s `prepare`, else
 /// `prepare.py` when there is one.
-pub fn prepare_plan(
-    resolved: &Resolved,
-    bench: &Bench,
-    ctx: &PlanContext,
-) -> Result<Option<BenchPlan>, Error> {
+pub fn prepare_plan(bench: &ResolvedBench, ctx: &PlanContext) -> Result<Option<BenchPlan>, Error> {
     let folder = folder_of(bench);
     if defined_in_python(&folder) {
         let (host, request, plan) = ask_pack_host(bench, ctx)?;
@@ -290,11 +270,8 @@ pub fn prepare_plan(
         }
         return Ok(Some(plan_from_host(bench, &plan, HostPhase::Prepare, ctx)?));
     }
-    let benchfile = resolved.cache.benchfile(&folder)?;
     let has_script = folder.join("prepare.py").is_file();
-    Ok(milabench_plan::plan_prepare(
-        bench, &benchfile, ctx, has_script,
-    )?)
+    Ok(milabench_plan::plan_prepare(bench, ctx, has_script)?)
 }
 
 /// The planning context of each repeat of a suite run `repeat` times (tags `R<i>` when
@@ -308,12 +285,9 @@ pub fn repeat_contexts(resolved: &Resolved, repeat: usize) -> Result<Vec<PlanCon
 /// Plans every runnable benchmark of the suite, in suite order.
 pub fn plan_suite(resolved: &Resolved) -> Result<Vec<PlannedBench>, Error> {
     let ctx = plan_context(resolved, None)?;
-    let benches: Vec<&Bench> = resolved.suite.runnable().collect();
+    let benches: Vec<&ResolvedBench> = resolved.suite.runnable().collect();
     prefetch_pack_host(&benches, std::slice::from_ref(&ctx));
-    benches
-        .iter()
-        .map(|bench| plan_one(resolved, bench, &ctx))
-        .collect()
+    benches.iter().map(|bench| plan_one(bench, &ctx)).collect()
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use milabench_config::Bench;
+use milabench_config::ResolvedBench;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
@@ -25,17 +25,17 @@ pub(crate) struct PreparedRecord {
 }
 
 /// Where `bench`'s record lives; `None` when it has no data folder.
-fn record_path(bench: &Bench) -> Option<PathBuf> {
-    let data = bench.config.get("dirs")?.get("data")?.python_str();
-    Some(
-        PathBuf::from(data)
-            .join(RECORDS)
-            .join(format!("{}.json", bench.name)),
-    )
+fn record_path(bench: &ResolvedBench) -> Option<PathBuf> {
+    let data = &bench.folders.data;
+    (!data.as_str().is_empty()).then(|| {
+        data.join(RECORDS)
+            .join(format!("{}.json", bench.name))
+            .into_std_path_buf()
+    })
 }
 
 /// Records that `bench`'s prepare step ran `argv` to success just now.
-pub(crate) fn record(bench: &Bench, argv: &[String]) -> Result<(), Error> {
+pub(crate) fn record(bench: &ResolvedBench, argv: &[String]) -> Result<(), Error> {
     let Some(path) = record_path(bench) else {
         return Ok(());
     };
@@ -54,7 +54,7 @@ pub(crate) fn record(bench: &Bench, argv: &[String]) -> Result<(), Error> {
 }
 
 /// `bench`'s record, when one exists and reads.
-pub(crate) fn recorded(bench: &Bench) -> Option<PreparedRecord> {
+pub(crate) fn recorded(bench: &ResolvedBench) -> Option<PreparedRecord> {
     let text = std::fs::read_to_string(record_path(bench)?).ok()?;
     serde_json::from_str(&text).ok()
 }

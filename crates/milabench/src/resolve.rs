@@ -4,7 +4,7 @@
 use milabench_cluster::slurm::Allocation;
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_config::suite::{Suite, SuiteRequest, resolve_suite};
-use milabench_config::system::{DetectedGpus, SystemConfig, SystemInputs, SystemSource};
+use milabench_config::system::{DetectedGpus, SystemInputs, SystemSource};
 
 use milabench_plan::PlanGpu;
 
@@ -85,13 +85,11 @@ pub struct Resolved {
     pub run_name: String,
     /// The accelerator family.
     pub arch: String,
-    /// The system file, resolved.
-    pub system: SystemConfig,
-    /// The suite.
+    /// The suite, and the system it was resolved for (`suite.system`).
     pub suite: Suite,
     /// This machine as the resolution found it: environment, `PATH`, GPUs.
     pub host: Host,
-    /// The benchfiles and planning contexts of the suite, each made once.
+    /// The planning contexts of the suite, each made once.
     pub(crate) cache: ResolutionCache,
 }
 
@@ -162,14 +160,13 @@ pub fn resolve(
         exclude: &selection.exclude,
         env: &lookup,
     })?;
-    for bench in suite.benches.iter().filter(|b| b.matches_selection) {
+    for bench in &suite.benches {
         milabench_config::launch_check::check_bench(bench, &suite.system)?;
     }
     suite.warnings.extend(host.gpus.problems.iter().cloned());
     Ok(Resolved {
         run_name,
         arch,
-        system,
         suite,
         host,
         cache: ResolutionCache::default(),
@@ -177,21 +174,10 @@ pub fn resolve(
 }
 
 impl Resolved {
-    /// The number of GPUs of the system the suite was resolved for (`system.gpu.count`).
-    pub fn gpu_count(&self) -> usize {
-        self.suite
-            .system
-            .to_json()
-            .get("gpu")
-            .and_then(|g| g.get("count"))
-            .and_then(serde_json::Value::as_u64)
-            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
-    }
-
     /// The GPUs the plans use: this machine's visible ones when the system's `gpu.count` is
     /// their number, else indices `0..count` (a system file that states another count).
     pub fn plan_gpus(&self) -> Vec<PlanGpu> {
-        let count = self.gpu_count();
+        let count = self.suite.system.gpu_count;
         if count == self.host.gpus.gpus.len() {
             self.host.gpus.gpus.clone()
         } else {
@@ -208,9 +194,8 @@ impl Resolved {
                 .suite
                 .benches
                 .iter()
-                .filter(|b| b.matches_selection)
                 .map(|b| {
-                    let why = if b.enabled() {
+                    let why = if b.enabled {
                         "no definition"
                     } else {
                         "disabled"
@@ -228,7 +213,7 @@ impl Resolved {
             });
         }
         for bench in self.suite.runnable() {
-            if bench.dir("venv").is_none() {
+            if bench.folders.venv.as_str().is_empty() {
                 return Err(Error::NotRunnable {
                     problem: format!(
                         "`{}` has no folders (`dirs.venv`, `dirs.data`, ...): it does not inherit `_defaults`",
@@ -240,8 +225,8 @@ impl Resolved {
                     ),
                 });
             }
-            let definition = bench.definition().unwrap_or_default();
-            if !std::path::Path::new(&definition).is_dir() {
+            let definition = &bench.folders.code;
+            if !definition.is_dir() {
                 let written = bench
                     .config
                     .get("definition")
@@ -267,9 +252,9 @@ impl Resolved {
             .runnable()
             .map(|bench| milabench_report::SuiteEntry {
                 name: bench.name.clone(),
-                weight: Some(bench.weight()),
-                enabled: Some(bench.enabled()),
-                group: Some(bench.group()),
+                weight: Some(bench.weight),
+                enabled: Some(bench.enabled),
+                group: Some(bench.group.clone()),
             })
             .collect()
     }

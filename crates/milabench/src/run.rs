@@ -281,24 +281,24 @@ impl RunSummary {
 /// [`milabench_config::run_name`]).
 pub fn run_dir(resolved: &Resolved) -> PathBuf {
     let name = &resolved.run_name;
-    let runs = resolved
-        .suite
-        .system
-        .get("dirs")
-        .and_then(|d| d.get("runs"))
-        .map(|r| PathBuf::from(r.python_str()))
-        .unwrap_or_else(|| PathBuf::from("runs"));
-    runs.join(name)
+    let runs = &resolved.suite.system.dirs.runs;
+    if runs.as_str().is_empty() {
+        PathBuf::from("runs").join(name)
+    } else {
+        runs.join(name).into_std_path_buf()
+    }
 }
 
 /// Creates the data, cache and scratch folders of every runnable benchmark.
 fn make_bench_folders(resolved: &Resolved) -> Result<(), Error> {
     for bench in resolved.suite.runnable() {
-        for key in ["data", "cache", "extra", "runs"] {
-            if let Some(dir) = bench.config.get("dirs").and_then(|d| d.get(key)) {
-                let dir = PathBuf::from(dir.python_str());
-                std::fs::create_dir_all(&dir)
-                    .map_err(|source| Error::Write { path: dir, source })?;
+        let folders = &bench.folders;
+        for dir in [&folders.data, &folders.cache, &folders.extra, &folders.runs] {
+            if !dir.as_str().is_empty() {
+                std::fs::create_dir_all(dir).map_err(|source| Error::Write {
+                    path: dir.clone().into_std_path_buf(),
+                    source,
+                })?;
             }
         }
     }
@@ -405,7 +405,7 @@ pub fn run_suite(
             summary.failed_setup.push(failure.clone());
             continue;
         }
-        let plan = match plan_one(resolved, bench, &contexts[index])? {
+        let plan = match plan_one(bench, &contexts[index])? {
             PlannedBench::Skipped { bench, unmet } => {
                 record_skip(&run_dir, &bench, &unmet)?;
                 observer.on_run_event(RunEvent::Skipped {
@@ -425,11 +425,9 @@ pub fn run_suite(
             continue;
         }
         set_aside_partial_files(&plan, &run_dir)?;
-        let python = bench
-            .config
-            .get("dirs")
-            .and_then(|d| d.get("venv"))
-            .map(|v| PathBuf::from(v.python_str()).join("bin/python"));
+        let venv = &bench.folders.venv;
+        let python =
+            (!venv.as_str().is_empty()).then(|| venv.join("bin/python").into_std_path_buf());
         let versions = python.and_then(|p| {
             python_cache
                 .entry(p.clone())
@@ -572,7 +570,7 @@ pub fn prepare_suite(
                 continue;
             }
         }
-        let Some(plan) = crate::planning::prepare_plan(resolved, bench, &ctx)? else {
+        let Some(plan) = crate::planning::prepare_plan(bench, &ctx)? else {
             continue;
         };
         observer.on_run_event(RunEvent::BenchStart { plan: &plan });

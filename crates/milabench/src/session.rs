@@ -243,7 +243,7 @@ impl Session {
         order
             .schedule(repeat, benches.len())
             .into_iter()
-            .map(|(index, bench)| plan_one(&self.resolved, benches[bench], &contexts[index]))
+            .map(|(index, bench)| plan_one(benches[bench], &contexts[index]))
             .collect()
     }
 
@@ -390,7 +390,7 @@ impl Session {
         observer: &mut dyn RunObserver,
     ) -> Result<RunRecord, Error> {
         let context = ValidationContext {
-            gpu_count: self.resolved.gpu_count(),
+            gpu_count: self.resolved.suite.system.gpu_count,
         };
         // Written first, so that a run stopped half-way still says which point of its sweep
         // it is (`db import` groups it).

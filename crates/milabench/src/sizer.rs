@@ -42,7 +42,7 @@ pub fn save_observations(
     run_dir: &Path,
 ) -> Result<Option<(PathBuf, Vec<String>)>, Error> {
     let resolved = session.resolved();
-    let system = resolved.suite.system.to_json();
+    let system = resolved.suite.system.tree.to_json();
     let source = OptionSource::new(session.env(), system.get("options"));
     let Some(save) = SizerOptions::read(&source)?.save else {
         return Ok(None);
@@ -51,7 +51,7 @@ pub fn save_observations(
     let n_worker = ArgResolver::new(LaunchContext {
         system: system.clone(),
         host_cpu_count: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        gpu_count: resolved.gpu_count(),
+        gpu_count: resolved.suite.system.gpu_count,
         cpu: CpuOptions::read(&source)?,
         ..LaunchContext::default()
     })

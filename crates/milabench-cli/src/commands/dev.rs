@@ -20,12 +20,7 @@ pub fn run(global: &GlobalArgs, args: &DevArgs) -> anyhow::Result<ExitCode> {
     let session = suite_session(global, &args.suite, Default::default(), None, env)?;
     let resolved = session.resolved();
     let settings = session.settings();
-    let Some(bench) = resolved
-        .suite
-        .benches
-        .iter()
-        .find(|b| b.name == args.bench && b.matches_selection)
-    else {
+    let Some(bench) = resolved.suite.benches.iter().find(|b| b.name == args.bench) else {
         let known: Vec<&str> = resolved.suite.runnable().map(|b| b.name.as_str()).collect();
         bail!(
             "no benchmark `{}` in the suite; known: {}",
@@ -33,24 +28,20 @@ pub fn run(global: &GlobalArgs, args: &DevArgs) -> anyhow::Result<ExitCode> {
             known.join(", ")
         );
     };
-    let venv = bench
-        .config
-        .get("dirs")
-        .and_then(|d| d.get("venv"))
-        .and_then(|v| v.as_str())
-        .map(camino::Utf8PathBuf::from)
-        .unwrap_or_else(|| settings.layout().venv.join(bench.install_group()));
+    let venv = Some(bench.folders.venv.clone())
+        .filter(|venv| !venv.as_str().is_empty())
+        .unwrap_or_else(|| settings.layout().venv.join(&bench.install_group));
     if read_fingerprint(&venv).is_none() {
         return Err(EnvError::NotInstalled {
             bench: bench.name.clone(),
-            group: bench.install_group(),
+            group: bench.install_group.clone(),
             venv,
             state: "not installed".into(),
         }
         .into());
     }
     let ctx = plan_context(resolved, None)?;
-    let plan = match plan_one(resolved, bench, &ctx)? {
+    let plan = match plan_one(bench, &ctx)? {
         PlannedBench::Run(plan) => plan,
         PlannedBench::Skipped { bench, unmet } => {
             bail!(

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use milabench::ExitCode;
-use milabench_config::Bench;
+use milabench_config::ResolvedBench;
 use milabench_config::settings::EnvVars;
 use serde_json::{Map, Value};
 
@@ -41,13 +41,10 @@ pub fn run(global: &GlobalArgs, args: &ResolveArgs) -> anyhow::Result<ExitCode> 
     }
     let mut out = Map::new();
     for bench in &resolved.suite.benches {
-        let shown = if args.enabled_only {
-            bench.is_runnable()
-        } else {
-            bench.matches_selection
-        };
-        if shown {
-            let system = args.with_system.then(|| resolved.suite.system.to_json());
+        if !args.enabled_only || bench.is_runnable() {
+            let system = args
+                .with_system
+                .then(|| resolved.suite.system.tree.to_json());
             out.insert(bench.name.clone(), bench_json(bench, system)?);
         }
     }
@@ -67,7 +64,7 @@ pub fn run(global: &GlobalArgs, args: &ResolveArgs) -> anyhow::Result<ExitCode> 
 }
 
 /// One benchmark's settings, leading keys first, plus the rendered argv.
-fn bench_json(bench: &Bench, system: Option<Value>) -> anyhow::Result<Value> {
+fn bench_json(bench: &ResolvedBench, system: Option<Value>) -> anyhow::Result<Value> {
     let Value::Object(mut all) = bench.config.to_json() else {
         anyhow::bail!("benchmark `{}` is not a mapping", bench.name);
     };
@@ -80,10 +77,9 @@ fn bench_json(bench: &Bench, system: Option<Value>) -> anyhow::Result<Value> {
             ordered.insert(key.to_string(), value);
         }
         if key == "argv" {
-            let rendered = bench.argv()?;
             ordered.insert(
                 "argv_rendered".into(),
-                Value::Array(rendered.into_iter().map(Value::String).collect()),
+                Value::Array(bench.argv.iter().cloned().map(Value::String).collect()),
             );
         }
     }

@@ -8,7 +8,10 @@
 //! 3. `inherits` chains (tags accumulate), then the `*` entry on top of every benchmark;
 //! 4. finalisation (`name`, absolute `definition`, `tag`), private `_names` and `*` dropped;
 //! 5. `${...}` interpolation over `{system, multirun, packs}`;
-//! 6. selection (`enabled`, `definition`, `--select`, `--exclude`).
+//! 6. selection (`--select`, `--exclude`), each benchmark kept read into a [`ResolvedBench`]
+//!    (typed fields, a malformed one reported with its location);
+//! 7. the `benchfile.yaml` of each benchmark that runs (enabled, with a `definition`), read
+//!    once per folder.
 //!
 //! Deliberate differences from the Python tool (its defects): a relative `definition` is
 //! resolved against the folder of the file that wrote it; the `*` entry does not carry its
@@ -16,14 +19,15 @@
 //! argv values mix matrix and launch-time placeholders; include and inheritance cycles are
 //! errors instead of endless loops; keys with dashes work in dotted overrides; a benchmark
 //! without `group`/`install_group` gets its name rather than crashing selection. The resolved
-//! `system` is kept once in [`Suite::system`] instead of being copied into every benchmark (the
-//! Python tool's `system: ${system}` default); the `config` event of a process and
-//! `milabench resolve --with-system` put it back in.
+//! `system` is kept once in [`Suite::system`] (a [`ResolvedSystem`]) instead of being copied
+//! into every benchmark (the Python tool's `system: ${system}` default); the `config` event of a
+//! process and `milabench resolve --with-system` put it back in.
 //!
 //! Each stage has its file: `layers` (1, with the parsing of `--override`), `matrix` (2),
-//! `inheritance` (3), `finalize` (4), `interpolation` (5) and `selection` (6);
+//! `inheritance` (3), `finalize` (4), `interpolation` (5), `selection` (6) and `bench` (7);
 //! [`resolve_suite`] runs them in order.
 
+mod bench;
 mod finalize;
 mod inheritance;
 mod interpolation;
@@ -33,12 +37,12 @@ mod selection;
 
 use std::path::Path;
 
-use crate::argv;
 use crate::error::ConfigError;
 use crate::limits::MAX_SUITE_VALUES;
-use crate::system::SystemConfig;
-use crate::value::{Map, Node, Value};
+use crate::system::{ResolvedSystem, SystemConfig};
+use crate::value::{Map, Node};
 
+pub use bench::{FieldError, PlanMethod, ResolvedBench};
 pub use layers::parse_override;
 
 /// What to resolve.
@@ -78,10 +82,11 @@ impl<'a> SuiteRequest<'a> {
 /// A resolved suite.
 #[derive(Debug, Clone)]
 pub struct Suite {
-    /// Every public benchmark, enabled or not, in suite order.
-    pub benches: Vec<Bench>,
-    /// The resolved `system` mapping.
-    pub system: Node,
+    /// The public benchmarks the selection (`--select`, `--exclude`) keeps, enabled or not, in
+    /// suite order.
+    pub benches: Vec<ResolvedBench>,
+    /// The resolved system.
+    pub system: ResolvedSystem,
     /// Every entry after inheritance, private ones included, before interpolation (report
     /// weights are read from here).
     pub raw: Map,
@@ -90,159 +95,9 @@ pub struct Suite {
 }
 
 impl Suite {
-    /// The benchmarks that would run: enabled, with a definition, and selected.
-    pub fn runnable(&self) -> impl Iterator<Item = &Bench> {
+    /// The benchmarks that would run: enabled, and with a definition.
+    pub fn runnable(&self) -> impl Iterator<Item = &ResolvedBench> {
         self.benches.iter().filter(|b| b.is_runnable())
-    }
-}
-
-/// One resolved benchmark.
-#[derive(Debug, Clone)]
-pub struct Bench {
-    /// Its name (the suite key).
-    pub name: String,
-    /// Its resolved settings.
-    pub config: Node,
-    /// Whether `--select`/`--exclude` keep it.
-    pub matches_selection: bool,
-}
-
-/// The way a benchmark is spread over devices.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PlanMethod {
-    /// One process per visible GPU (one on the CPU when there is none).
-    PerGpu,
-    /// `n` identical processes, each seeing every device.
-    Njobs {
-        /// Number of processes.
-        n: u32,
-    },
-}
-
-impl Bench {
-    /// `enabled`, as Python's truthiness.
-    pub fn enabled(&self) -> bool {
-        self.config.get("enabled").is_some_and(Node::is_truthy)
-    }
-
-    /// Enabled, has a definition, and kept by the selection.
-    pub fn is_runnable(&self) -> bool {
-        self.enabled() && self.config.get("definition").is_some() && self.matches_selection
-    }
-
-    /// Score weight (0 when absent).
-    pub fn weight(&self) -> f64 {
-        match self.config.get("weight").map(|w| &w.value) {
-            Some(Value::Int(i)) => *i as f64,
-            Some(Value::Float(x)) => *x,
-            _ => 0.0,
-        }
-    }
-
-    /// Free-form selection tags.
-    pub fn tags(&self) -> Vec<String> {
-        match self.config.get("tags").map(|t| &t.value) {
-            Some(Value::Seq(items)) => items.iter().map(Node::python_str).collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// A string setting, if present.
-    pub fn str_setting(&self, key: &str) -> Option<String> {
-        self.config.get(key).map(Node::python_str)
-    }
-
-    /// The group (defaults to the name).
-    pub fn group(&self) -> String {
-        self.str_setting("group")
-            .unwrap_or_else(|| self.name.clone())
-    }
-
-    /// The install group: benchmarks sharing one Python environment.
-    pub fn install_group(&self) -> String {
-        self.str_setting("install_group")
-            .unwrap_or_else(|| self.group())
-    }
-
-    /// One of the benchmark's folders (`dirs.<key>`: venv, data, runs, extra, cache), if set.
-    pub fn dir(&self, key: &str) -> Option<String> {
-        self.config
-            .get("dirs")
-            .and_then(|d| d.get(key))
-            .map(Node::python_str)
-    }
-
-    /// The definition folder, if any.
-    pub fn definition(&self) -> Option<String> {
-        self.config
-            .get("definition")
-            .and_then(Node::as_str)
-            .map(str::to_string)
-    }
-
-    /// The rendered command-line arguments.
-    pub fn argv(&self) -> Result<Vec<String>, ConfigError> {
-        match self.config.get("argv") {
-            Some(node) => argv::render(&self.name, node),
-            None => Ok(Vec::new()),
-        }
-    }
-
-    /// The rendered `argv` of one part of a serving benchmark, `client` or `server` (empty
-    /// when the part or its `argv` is absent).
-    pub fn part_argv(&self, part: &str) -> Result<Vec<String>, ConfigError> {
-        match self.config.get(part).and_then(|p| p.get("argv")) {
-            Some(node) => argv::render(&self.name, node),
-            None => Ok(Vec::new()),
-        }
-    }
-
-    /// The plan method.
-    pub fn plan(&self) -> Result<PlanMethod, ConfigError> {
-        let Some(plan) = self.config.get("plan") else {
-            return Ok(PlanMethod::PerGpu);
-        };
-        let method = plan
-            .get("method")
-            .map(Node::python_str)
-            .unwrap_or_else(|| "per_gpu".into())
-            .replace('-', "_");
-        match method.as_str() {
-            "per_gpu" => Ok(PlanMethod::PerGpu),
-            "njobs" => match plan.get("n").map(|n| &n.value) {
-                Some(Value::Int(n)) if *n >= 1 && *n <= u32::MAX as i64 => {
-                    Ok(PlanMethod::Njobs { n: *n as u32 })
-                }
-                None => Ok(PlanMethod::Njobs { n: 1 }),
-                _ => Err(ConfigError::shape(
-                    plan.get("n").and_then(|n| n.location.clone()),
-                    format!("`plan.n` of `{}` is not a positive integer", self.name),
-                    "write `plan: {method: njobs, n: 2}`",
-                )),
-            },
-            other => Err(ConfigError::shape(
-                plan.location.clone(),
-                format!("`{}` has unknown plan method `{other}`", self.name),
-                "use `per_gpu` or `njobs`",
-            )),
-        }
-    }
-
-    /// The keys that `--select`/`--exclude` match against.
-    pub fn selection_keys(&self) -> Vec<String> {
-        let mut keys = vec![
-            "*".to_string(),
-            self.name.clone(),
-            self.group(),
-            self.install_group(),
-        ];
-        keys.extend(self.tags());
-        if let Some(def) = self.definition()
-            && let Some(base) = Path::new(&def).file_name()
-        {
-            keys.push(base.to_string_lossy().into_owned());
-        }
-        keys
     }
 }
 
@@ -254,7 +109,9 @@ pub fn resolve_suite(request: &SuiteRequest<'_>) -> Result<Suite, ConfigError> {
     let entries = inheritance::resolve_inheritance(entries)?;
     let packs = finalize::finalize_all(&entries, &loaded, &mut warnings)?;
     let (system, packs) = interpolation::interpolate_packs(request, packs)?;
-    let benches = selection::select(request, packs, &mut warnings)?;
+    let system = ResolvedSystem::new(system)?;
+    let mut benches = selection::select(request, packs, &mut warnings)?;
+    bench::read_benchfiles(&mut benches)?;
     Ok(Suite {
         benches,
         system,
@@ -317,9 +174,9 @@ mod tests {
         )
         .expect("resolves");
         let c = &suite.benches[0];
-        assert_eq!(c.tags(), ["a", "b", "c"]);
-        assert_eq!(c.argv().expect("argv"), ["--x", "1", "--y", "3"]);
-        assert_eq!(c.group(), "c");
+        assert_eq!(c.tags, ["a", "b", "c"]);
+        assert_eq!(c.argv, ["--x", "1", "--y", "3"]);
+        assert_eq!(c.group, "c");
         assert!(c.is_runnable());
     }
 
@@ -334,8 +191,8 @@ mod tests {
         )
         .expect("resolves");
         let b = &suite.benches[0];
-        assert_eq!(b.argv().expect("argv"), ["--batch-size", "64"]);
-        assert_eq!(b.weight(), 3.0);
+        assert_eq!(b.argv, ["--batch-size", "64"]);
+        assert_eq!(b.weight, 3.0);
     }
 
     /// Resolves `files[0]` of `files` (name, text), all written to one folder.
@@ -422,8 +279,8 @@ mod tests {
         text.push_str("leaf: {inherits: _p0, definition: d}\n");
         let suite = resolve_text(&text, &[]).expect("resolves");
         let leaf = &suite.benches[0];
-        assert_eq!(leaf.weight(), 7.0);
-        assert_eq!(leaf.tags(), ["monogpu"]);
+        assert_eq!(leaf.weight, 7.0);
+        assert_eq!(leaf.tags, ["monogpu"]);
     }
 
     #[test]

@@ -1,97 +1,83 @@
 //! Stage 6, selection: every resolved benchmark gets its `group` and `install_group` defaults
-//! and is checked, then kept or not by `enabled`, `definition`, `--select` and `--exclude`.
+//! and is kept or not by `--select` and `--exclude`; those kept are typed (see
+//! [`ResolvedBench::new`]), so a malformed setting of a benchmark left out does not stop the
+//! others.
 
 use std::collections::HashSet;
+use std::path::Path;
 
 use crate::error::{ConfigError, did_you_mean};
-use crate::value::{Map, Node, Value};
+use crate::value::{Map, Node};
 
-use super::{Bench, SuiteRequest};
+use super::bench::fill_groups;
+use super::inheritance::tag_list;
+use super::{ResolvedBench, SuiteRequest};
 
-/// The benchmarks of the resolved `packs`, in suite order, each marked with whether the
-/// selection of `request` keeps it.
+/// The benchmarks of the resolved `packs` that the selection of `request` keeps, in suite
+/// order.
 pub(super) fn select(
     request: &SuiteRequest<'_>,
     packs: Map,
     warnings: &mut Vec<String>,
-) -> Result<Vec<Bench>, ConfigError> {
+) -> Result<Vec<ResolvedBench>, ConfigError> {
     let select: HashSet<&str> = request.select.iter().map(String::as_str).collect();
     let exclude: HashSet<&str> = request.exclude.iter().map(String::as_str).collect();
+    let mut known = HashSet::new();
     let mut benches = Vec::with_capacity(packs.len());
     for (name, mut config) in packs {
-        if let Some(map) = config.as_map_mut() {
-            if !map.contains_key("group") {
-                map.insert("group".into(), Node::str(name.clone()));
-            }
-            if !map.contains_key("install_group") {
-                let group = map
-                    .get("group")
-                    .cloned()
-                    .unwrap_or_else(|| Node::str(name.clone()));
-                map.insert("install_group".into(), group);
-            }
-        }
-        let mut bench = Bench {
-            name,
-            config,
-            matches_selection: true,
-        };
-        check_weight(&bench)?;
-        if bench.enabled() && bench.definition().is_none() {
+        fill_groups(&name, &mut config);
+        let definition = config.get("definition").and_then(Node::as_str);
+        if config.get("enabled").is_some_and(Node::is_truthy) && definition.is_none() {
             warnings.push(format!(
-                "`{}` is enabled but has no `definition`, so it never runs\n  fix: give it `definition: <benchmark folder>` (or inherit one), or set `enabled: false`",
-                bench.name
+                "`{name}` is enabled but has no `definition`, so it never runs\n  fix: give it `definition: <benchmark folder>` (or inherit one), or set `enabled: false`"
             ));
         }
-        let keys = bench.selection_keys();
+        let keys = selection_keys(&name, &config)?;
         let selected = select.is_empty() || keys.iter().any(|k| select.contains(k.as_str()));
         let excluded = keys.iter().any(|k| exclude.contains(k.as_str()));
-        bench.matches_selection = selected && !excluded;
-        benches.push(bench);
+        known.extend(keys);
+        if selected && !excluded {
+            benches.push(ResolvedBench::new(name, config)?);
+        }
     }
-    check_selection_names("--select", request.select, &benches)?;
-    check_selection_names("--exclude", request.exclude, &benches)?;
+    check_selection_names("--select", request.select, &known)?;
+    check_selection_names("--exclude", request.exclude, &known)?;
     Ok(benches)
 }
 
-/// Refuses a `weight` that is not a number: the report would count it as 0 without a word.
-fn check_weight(bench: &Bench) -> Result<(), ConfigError> {
-    match bench.config.get("weight") {
-        Some(Node {
-            value: Value::Int(_) | Value::Float(_) | Value::Null,
-            ..
-        })
-        | None => Ok(()),
-        Some(other) => Err(ConfigError::shape(
-            other.location.clone(),
-            format!(
-                "`weight` of `{}` is {} (`{}`), not a number",
-                bench.name,
-                other.kind(),
-                other.python_str()
-            ),
-            "write a number, such as `weight: 1` (`weight: 0` leaves the benchmark out of the score)",
-        )),
+/// The keys that `--select`/`--exclude` match against: `*`, the name, the group, the install
+/// group, the tags and the definition folder's name.
+fn selection_keys(name: &str, config: &Node) -> Result<Vec<String>, ConfigError> {
+    let mut keys = vec!["*".to_string(), name.to_string()];
+    keys.extend(["group", "install_group"].map(|k| {
+        config
+            .get(k)
+            .map_or_else(|| name.to_string(), Node::python_str)
+    }));
+    keys.extend(tag_list(config, name)?);
+    if let Some(base) = config
+        .get("definition")
+        .and_then(Node::as_str)
+        .and_then(|d| Path::new(d).file_name())
+    {
+        keys.push(base.to_string_lossy().into_owned());
     }
+    Ok(keys)
 }
 
 /// Refuses a `--select`/`--exclude` name that matches no selection key of any benchmark
-/// (enabled or not), with the nearest key.
+/// (enabled or not, kept or not), with the nearest key.
 fn check_selection_names(
     flag: &'static str,
     names: &[String],
-    benches: &[Bench],
+    known: &HashSet<String>,
 ) -> Result<(), ConfigError> {
-    if names.is_empty() {
-        return Ok(());
-    }
-    let keys: HashSet<String> = benches.iter().flat_map(Bench::selection_keys).collect();
     for name in names {
-        if !keys.contains(name) {
+        if !known.contains(name) {
             return Err(ConfigError::UnknownSelection {
                 flag,
                 name: name.clone(),
-                suggestion: did_you_mean(name, keys.iter().map(String::as_str)),
+                suggestion: did_you_mean(name, known.iter().map(String::as_str)),
             });
         }
     }
