@@ -5,7 +5,7 @@ use milabench::{ExitCode, GroupSurvey, InstallOptions, InstallSummary, Session};
 use milabench_env::Verdict;
 
 use crate::args::{GlobalArgs, InstallArgs};
-use crate::render::install::{InstallView, Progress, say, summarize};
+use crate::render::install::{InstallView, Progress, say, show_surveys, summarize};
 use crate::settings::{install_session, installer};
 
 /// Builds the environments (or, with `--dry-run`, says what that would do).
@@ -41,74 +41,4 @@ fn install_stoppably(session: &Session, options: InstallOptions) -> anyhow::Resu
     let summary = session.install(&options, &mut InstallView::new());
     ctrl_c.uninstall();
     Ok(summary?)
-}
-
-/// Prints what an install would do per group; returns the exit code of the first group that
-/// could not be surveyed.
-fn show_surveys(surveys: &[GroupSurvey]) -> ExitCode {
-    let mut exit = ExitCode::Success;
-    for (group, survey) in surveys {
-        let survey = match survey {
-            Ok(survey) => survey,
-            Err(e) => {
-                say(&format!("{}: FAILED", group.name));
-                crate::errors::show(e);
-                if exit == ExitCode::Success {
-                    exit = e.exit_code();
-                }
-                continue;
-            }
-        };
-        let python = &survey.base.python;
-        let made = if survey.base.existing {
-            format!(
-                "overlay venv (--system-site-packages) over the existing {} (Python {}, torch {})",
-                python.executable,
-                python.version,
-                python.torch.as_deref().unwrap_or("absent")
-            )
-        } else {
-            format!(
-                "new venv from {} (Python {})",
-                python.executable, python.version
-            )
-        };
-        let state = if survey.up_to_date {
-            "up to date"
-        } else {
-            "would be built"
-        };
-        say(&format!(
-            "{}: {state}: {} ({made})",
-            group.name, survey.venv
-        ));
-        let (mut present, mut added, mut replaced) = (0, 0, 0);
-        for req in &survey.requirements {
-            let have = req.installed.as_deref().unwrap_or("");
-            let line = match req.verdict {
-                Verdict::Present => {
-                    present += 1;
-                    format!("  present  {} ({} {have})", req.requirement, req.name)
-                }
-                Verdict::Replaced => {
-                    replaced += 1;
-                    format!(
-                        "  replace  {} ({} {have} present)",
-                        req.requirement, req.name
-                    )
-                }
-                Verdict::Added => {
-                    added += 1;
-                    format!("  add      {}", req.requirement)
-                }
-            };
-            say(&line);
-        }
-        say(&format!(
-            "{}: {present} present, {added} to add, {replaced} to replace",
-            group.name
-        ));
-    }
-    say("install --dry-run: nothing was changed");
-    exit
 }

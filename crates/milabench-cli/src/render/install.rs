@@ -5,8 +5,8 @@ use std::io::IsTerminal as _;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use milabench::{InstallObserver, InstallPlan, InstallSummary};
-use milabench_env::{EnvError, Event, InstallGroup, Outcome};
+use milabench::{ExitCode, GroupSurvey, InstallObserver, InstallPlan, InstallSummary};
+use milabench_env::{EnvError, Event, InstallGroup, Outcome, Survey, Verdict};
 
 use crate::output::warn;
 
@@ -293,4 +293,76 @@ mod tests {
         assert_eq!(bytes("512B"), Some(512.0));
         assert_eq!(bytes("12 parsecs"), None);
     }
+}
+
+/// Prints what an install would do per group (`install --dry-run`); returns the exit code of
+/// the first group that could not be surveyed.
+pub(crate) fn show_surveys(surveys: &[GroupSurvey]) -> ExitCode {
+    let mut exit = ExitCode::Success;
+    for (group, survey) in surveys {
+        match survey {
+            Ok(survey) => survey_lines(&group.name, survey)
+                .iter()
+                .for_each(|line| say(line)),
+            Err(e) => {
+                say(&format!("{}: FAILED", group.name));
+                crate::errors::show(e);
+                if exit == ExitCode::Success {
+                    exit = e.exit_code();
+                }
+            }
+        }
+    }
+    say("install --dry-run: nothing was changed");
+    exit
+}
+
+/// What one group's survey says: the environment it would build or keep, a line per
+/// requirement (present, to replace, to add), and their counts.
+fn survey_lines(group: &str, survey: &Survey) -> Vec<String> {
+    let python = &survey.base.python;
+    let made = if survey.base.existing {
+        format!(
+            "overlay venv (--system-site-packages) over the existing {} (Python {}, torch {})",
+            python.executable,
+            python.version,
+            python.torch.as_deref().unwrap_or("absent")
+        )
+    } else {
+        format!(
+            "new venv from {} (Python {})",
+            python.executable, python.version
+        )
+    };
+    let state = if survey.up_to_date {
+        "up to date"
+    } else {
+        "would be built"
+    };
+    let mut lines = vec![format!("{group}: {state}: {} ({made})", survey.venv)];
+    let (mut present, mut added, mut replaced) = (0, 0, 0);
+    for req in &survey.requirements {
+        let have = req.installed.as_deref().unwrap_or("");
+        lines.push(match req.verdict {
+            Verdict::Present => {
+                present += 1;
+                format!("  present  {} ({} {have})", req.requirement, req.name)
+            }
+            Verdict::Replaced => {
+                replaced += 1;
+                format!(
+                    "  replace  {} ({} {have} present)",
+                    req.requirement, req.name
+                )
+            }
+            Verdict::Added => {
+                added += 1;
+                format!("  add      {}", req.requirement)
+            }
+        });
+    }
+    lines.push(format!(
+        "{group}: {present} present, {added} to add, {replaced} to replace"
+    ));
+    lines
 }
