@@ -413,3 +413,56 @@ fn a_panic_gives_the_terminal_back() {
         "no frame drawn over it:\n{screen}"
     );
 }
+
+/// The `milabench` process of `project`'s run: the one whose working folder is the project's.
+fn run_process(project: &Project) -> Option<String> {
+    let dir = std::fs::canonicalize(project.path()).ok()?;
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid = entry.file_name().into_string().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let is_run = cmdline.split(|b| *b == 0).any(|w| w == b"--dash");
+            let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
+            (is_run && cwd == dir).then_some(pid)
+        })
+}
+
+/// Whether process `pid` still runs (a zombie awaiting its reaper does not).
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(") ")
+                .map(|(_, rest)| !rest.starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn a_terminal_that_goes_away_ends_the_run_instead_of_a_spinning_orphan() {
+    let project = project(400);
+    let tmux = Tmux::new("dash-hangup");
+    start(&tmux, &project, 120, 36);
+    tmux.wait_for("steady.D0  rate");
+    let pid = run_process(&project).expect("the run's process");
+    /// Kills the run should the test fail, so that no orphan outlives it.
+    struct Reaper<'a>(&'a str);
+    impl Drop for Reaper<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("kill").args(["-9", self.0]).output();
+        }
+    }
+    let _reaper = Reaper(&pid);
+    // The window closes (as when an ssh connection drops): the terminal hangs up.
+    tmux.command(&["kill-server"]);
+    wait_for_within(
+        "the run to end after its terminal hung up",
+        Duration::from_secs(30),
+        || !alive(&pid),
+    );
+    let data = fs_err::read_to_string(project.path().join("base/runs/dash/steady.D0.data"))
+        .expect("what was measured is kept");
+    assert!(data.contains("\"rate\""), "{data}");
+}

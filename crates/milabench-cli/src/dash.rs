@@ -321,40 +321,90 @@ fn view_thread<W: Write>(
             std::thread::sleep(nap);
             continue;
         }
-        match event::poll(nap) {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(_) => return,
+        if terminal_gone_after(nap) {
+            // Its window closed or its ssh connection dropped: nobody is watching, and the run
+            // goes on (the hangup signal decides its fate, as Ctrl-C would).
+            return;
         }
-        match event::read() {
-            Ok(TermEvent::Key(key)) if key.kind != KeyEventKind::Release => {
-                let mut model = shared.model();
-                match key.code {
-                    KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                        drop(model);
-                        raise_interrupt();
+        // What came: keys crossterm reads from the terminal (it may hold several), resizes
+        // from its signal handler.
+        for _ in 0..64 {
+            match event::poll(Duration::ZERO) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(_) => return,
+            }
+            match event::read() {
+                Ok(event) => {
+                    if on_key(shared, &mut terminal, &event) == Key::Close {
+                        return;
                     }
-                    KeyCode::Char('q') | KeyCode::Esc => return,
-                    KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') => model.select(true),
-                    KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') => {
-                        model.select(false);
-                    }
-                    KeyCode::Up | KeyCode::Char('k') => model.scroll_by(1),
-                    KeyCode::Down | KeyCode::Char('j') => model.scroll_by(-1),
-                    KeyCode::PageUp => model.scroll_by(10),
-                    KeyCode::PageDown => model.scroll_by(-10),
-                    KeyCode::End => model.scroll = 0,
-                    _ => {}
+                    wanted = true;
                 }
-                wanted = true;
+                Err(_) => return,
             }
-            Ok(TermEvent::Resize(..)) => {
-                let _ = terminal.autoresize();
-                wanted = true;
-            }
-            Ok(_) => {}
-            Err(_) => return,
         }
+    }
+}
+
+/// What a terminal event asks of the view.
+#[derive(PartialEq, Eq)]
+enum Key {
+    /// Close the view (the run goes on).
+    Close,
+    /// Keep it open.
+    Stay,
+}
+
+/// Acts on one terminal event: a key (switch process, scroll, Ctrl-C, quit) or a resize.
+fn on_key<W: Write>(
+    shared: &Shared,
+    terminal: &mut Terminal<CrosstermBackend<W>>,
+    event: &TermEvent,
+) -> Key {
+    match event {
+        TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
+            let mut model = shared.model();
+            match key.code {
+                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    drop(model);
+                    raise_interrupt();
+                }
+                KeyCode::Char('q') | KeyCode::Esc => return Key::Close,
+                KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') => model.select(true),
+                KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') => model.select(false),
+                KeyCode::Up | KeyCode::Char('k') => model.scroll_by(1),
+                KeyCode::Down | KeyCode::Char('j') => model.scroll_by(-1),
+                KeyCode::PageUp => model.scroll_by(10),
+                KeyCode::PageDown => model.scroll_by(-10),
+                KeyCode::End => model.scroll = 0,
+                _ => {}
+            }
+        }
+        TermEvent::Resize(..) => {
+            let _ = terminal.autoresize();
+        }
+        _ => {}
+    }
+    Key::Stay
+}
+
+/// Waits up to `nap` for input on the keys' terminal (stdin); `true` when it hung up (or
+/// cannot be read). Waited here rather than in crossterm: a hung-up terminal reads as always
+/// ready with nothing in it, and crossterm's own wait then reads it again and again, a core
+/// spinning in a process nobody watches.
+fn terminal_gone_after(nap: Duration) -> bool {
+    use nix::errno::Errno;
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd as _;
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    let timeout = PollTimeout::try_from(nap).unwrap_or(PollTimeout::MAX);
+    let gone = PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL;
+    match poll(&mut fds, timeout) {
+        Ok(0) | Err(Errno::EINTR) => false,
+        Ok(_) => fds[0].revents().is_some_and(|r| r.intersects(gone)),
+        Err(_) => true,
     }
 }
 

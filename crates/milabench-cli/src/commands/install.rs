@@ -1,11 +1,10 @@
 //! `milabench install`: build each install group's environment, with a progress display, a
 //! one-line result per group and a summary (see [`crate::render::install`]).
 
-use milabench::{ExitCode, GroupSurvey, InstallOptions, InstallSummary, Session};
-use milabench_env::Verdict;
+use milabench::{ExitCode, InstallOptions, InstallSummary, Session};
 
 use crate::args::{GlobalArgs, InstallArgs};
-use crate::render::install::{InstallView, Progress, say, show_surveys, summarize};
+use crate::render::install::{InstallView, Progress, show_surveys, summarize};
 use crate::settings::{install_session, installer};
 
 /// Builds the environments (or, with `--dry-run`, says what that would do).

@@ -272,29 +272,6 @@ fn bytes(size: &str) -> Option<f64> {
     Some(number * scale)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn downloads_are_counted_in_packages_and_bytes() {
-        let mut downloads = Downloads::default();
-        assert!(!downloads.read("Resolved 12 packages in 80ms"));
-        assert_eq!(downloads.summary(), None);
-        assert!(downloads.read("Downloading torch (766.4MiB)"));
-        assert!(downloads.read("Downloading numpy (16.0MiB)"));
-        assert!(downloads.read("Downloading tiny"));
-        assert!(!downloads.read(" Downloaded numpy"));
-        assert_eq!(
-            downloads.summary().as_deref(),
-            Some("downloaded 1/3 packages, 16.0 of 782.4 MiB")
-        );
-        assert_eq!(bytes("1.5GiB"), Some(1.5 * 1024.0 * 1024.0 * 1024.0));
-        assert_eq!(bytes("512B"), Some(512.0));
-        assert_eq!(bytes("12 parsecs"), None);
-    }
-}
-
 /// Prints what an install would do per group (`install --dry-run`); returns the exit code of
 /// the first group that could not be surveyed.
 pub(crate) fn show_surveys(surveys: &[GroupSurvey]) -> ExitCode {
@@ -365,4 +342,27 @@ fn survey_lines(group: &str, survey: &Survey) -> Vec<String> {
         "{group}: {present} present, {added} to add, {replaced} to replace"
     ));
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn downloads_are_counted_in_packages_and_bytes() {
+        let mut downloads = Downloads::default();
+        assert!(!downloads.read("Resolved 12 packages in 80ms"));
+        assert_eq!(downloads.summary(), None);
+        assert!(downloads.read("Downloading torch (766.4MiB)"));
+        assert!(downloads.read("Downloading numpy (16.0MiB)"));
+        assert!(downloads.read("Downloading tiny"));
+        assert!(!downloads.read(" Downloaded numpy"));
+        assert_eq!(
+            downloads.summary().as_deref(),
+            Some("downloaded 1/3 packages, 16.0 of 782.4 MiB")
+        );
+        assert_eq!(bytes("1.5GiB"), Some(1.5 * 1024.0 * 1024.0 * 1024.0));
+        assert_eq!(bytes("512B"), Some(512.0));
+        assert_eq!(bytes("12 parsecs"), None);
+    }
 }
