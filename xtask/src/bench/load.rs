@@ -138,10 +138,12 @@ impl Trial {
         })
     }
 
+    /// No failed request and the p99 lateness under `LATENESS_MS`.
     fn held(&self) -> bool {
         self.failed == 0.0 && self.requests > 0.0 && self.late_p99_ms < LATENESS_MS
     }
 
+    /// Lateness, CPU and medians, for the lines of the table.
     fn figures(&self) -> String {
         format!(
             "late p50 {:.3} ms, p99 {:.3} ms, CPU {:.0} us/request, median off truth: ttft {:+.3} ms, tpot {:+.3} ms",
@@ -394,4 +396,44 @@ fn load_average() -> String {
         .ok()
         .and_then(|text| text.split_whitespace().next().map(str::to_owned))
         .unwrap_or_else(|| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Trial, best, search};
+
+    /// A run at `rate` that holds below `limit` requests/s.
+    fn run_below(limit: f64) -> impl FnMut(f64) -> anyhow::Result<Trial> {
+        move |rate| {
+            Ok(Trial {
+                rate,
+                requests: 100.0,
+                failed: 0.0,
+                late_p50_ms: 0.1,
+                late_p99_ms: if rate < limit { 0.5 } else { 2.0 },
+                ttft_off_ms: 0.1,
+                tpot_off_ms: 0.0,
+                ks_p: 0.5,
+                ks_statistic: 0.01,
+                cpu_us_per_request: 100.0,
+            })
+        }
+    }
+
+    #[test]
+    fn the_search_doubles_then_bisects_to_within_a_fifth() {
+        let trials = search("test", 250.0, 8, run_below(600.0)).unwrap();
+        let rates: Vec<f64> = trials.iter().map(|t| t.rate.round()).collect();
+        assert_eq!(rates, [250.0, 500.0, 1000.0, 707.0, 595.0]);
+        assert_eq!(best(&trials).unwrap().rate.round(), 595.0);
+    }
+
+    #[test]
+    fn the_search_halves_to_the_floor_within_its_runs() {
+        let trials = search("test", 8.0, 8, run_below(0.5)).unwrap();
+        let rates: Vec<f64> = trials.iter().map(|t| t.rate).collect();
+        assert_eq!(rates, [8.0, 4.0, 2.0, 1.0]);
+        assert!(best(&trials).is_none());
+        assert_eq!(search("test", 250.0, 3, run_below(0.5)).unwrap().len(), 3);
+    }
 }
