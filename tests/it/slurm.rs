@@ -745,7 +745,8 @@ fn a_waiting_job_says_its_place_in_the_queue() {
             .any(|l| l.contains(": PENDING (") && l.ends_with(&place)),
         "{stderr}"
     );
-    assert!(said.iter().any(|l| l.ends_with(": RUNNING")), "{stderr}");
+    // That it ran is the success above: its RUNNING state can come and go between two looks
+    // at the queue, the job being short.
 }
 
 /// A folder of stand-ins for Slurm's clients, on `PATH` in front: `sbatch` gives job 42;
