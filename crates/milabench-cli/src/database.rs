@@ -5,10 +5,11 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use milabench_config::settings::EnvVars;
-use milabench_store::{Store, StoreLocation};
+use milabench_store::{RunSummary, Store, StoreLocation};
 
 use crate::args::GlobalArgs;
 use crate::settings::load_settings;
+use crate::table::{number, short_time, system};
 
 /// Where the results database of this invocation is.
 pub fn location(global: &GlobalArgs) -> anyhow::Result<StoreLocation> {
@@ -81,4 +82,20 @@ pub fn resolve_runs(global: &GlobalArgs, runs: &[String]) -> anyhow::Result<Vec<
         }
     }
     Ok(out)
+}
+
+/// The columns of a list of stored runs (`db list`, `history --sweep`).
+pub(crate) const RUN_COLUMNS: [&str; 6] =
+    ["run", "date", "system", "benchmarks", "score", "status"];
+
+/// A stored run's cells under [`RUN_COLUMNS`].
+pub(crate) fn run_cells(r: &RunSummary) -> Vec<String> {
+    vec![
+        r.name.clone(),
+        short_time(r.date.as_deref()),
+        system(r.gpu_model.as_deref(), r.gpu_count, r.cpu.as_deref()),
+        r.benchmarks.to_string(),
+        number(r.score, 2),
+        r.shown_status().to_owned(),
+    ]
 }

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::args::{DbCommand, DbExportArgs, DbImportArgs, DbListArgs, GlobalArgs};
 use crate::output::write_output;
-use crate::table::{Table, number, short_time, system};
+use crate::table::Table;
 
 /// Runs a `db` command.
 pub fn run(global: &GlobalArgs, command: &DbCommand) -> anyhow::Result<ExitCode> {
@@ -94,20 +94,8 @@ fn list(global: &GlobalArgs, args: &DbListArgs) -> anyhow::Result<ExitCode> {
     let mut store = crate::database::open_existing(global)?;
     let runs = store.runs()?;
     let table = Table {
-        columns: &["run", "date", "system", "benchmarks", "score", "status"],
-        rows: runs
-            .iter()
-            .map(|r| {
-                vec![
-                    r.name.clone(),
-                    short_time(r.date.as_deref()),
-                    system(r.gpu_model.as_deref(), r.gpu_count, r.cpu.as_deref()),
-                    r.benchmarks.to_string(),
-                    number(r.score, 2),
-                    r.shown_status().to_owned(),
-                ]
-            })
-            .collect(),
+        columns: &crate::database::RUN_COLUMNS,
+        rows: runs.iter().map(crate::database::run_cells).collect(),
         items: &runs,
     };
     write_output(None, &table.render(args.format)?)?;

@@ -106,28 +106,16 @@ fn sweep_runs(store: &mut Store, sweep: &str, args: &HistoryArgs) -> anyhow::Res
     if runs.is_empty() {
         nothing_in_sweep(store, sweep)?;
     }
+    let mut columns = crate::database::RUN_COLUMNS.to_vec();
+    columns.insert(1, "point");
     let table = Table {
-        columns: &[
-            "run",
-            "point",
-            "date",
-            "system",
-            "benchmarks",
-            "score",
-            "status",
-        ],
+        columns: &columns,
         rows: runs
             .iter()
             .map(|r| {
-                vec![
-                    r.name.clone(),
-                    point(r.sweep.as_ref()),
-                    short_time(r.date.as_deref()),
-                    system(r.gpu_model.as_deref(), r.gpu_count, r.cpu.as_deref()),
-                    r.benchmarks.to_string(),
-                    number(r.score, 2),
-                    r.shown_status().to_owned(),
-                ]
+                let mut cells = crate::database::run_cells(r);
+                cells.insert(1, point(r.sweep.as_ref()));
+                cells
             })
             .collect(),
         items: &runs,
