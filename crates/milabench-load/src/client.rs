@@ -2,6 +2,7 @@
 //! and one streamed request measured from the first byte written to the last event read.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -244,6 +245,18 @@ pub fn request_body(options: &RequestOptions, prompt: &Prompt) -> Value {
 
 type Sender = SendRequest<Full<Bytes>>;
 
+/// An HTTP/1.1 connection over `io` (plain TCP or TLS), its driver spawned on the runtime.
+async fn http1_over<T>(io: T) -> std::io::Result<Sender>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(std::io::Error::other)?;
+    tokio::spawn(connection);
+    Ok(sender)
+}
+
 /// A pool of HTTP/1.1 keep-alive connections to one server, at most `max` open at once.
 pub struct Pool {
     endpoint: Endpoint,
@@ -254,21 +267,22 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// A pool for `endpoint` (already resolved to `addrs`) of at most `max` connections, over
-    /// TLS with `tls` (which an `https` endpoint needs).
+    /// A pool for `endpoint` (already resolved to `addrs`) of at most `max` connections; those
+    /// of an `https` endpoint are TLS, trusting the authorities of `ca_cert` beside the system's.
     pub fn new(
         endpoint: Endpoint,
         addrs: Vec<SocketAddr>,
         max: usize,
-        tls: Option<TlsClient>,
-    ) -> Pool {
-        Pool {
+        ca_cert: Option<&Path>,
+    ) -> Result<Pool, LoadError> {
+        let tls = endpoint.tls.then(|| TlsClient::new(ca_cert)).transpose()?;
+        Ok(Pool {
             endpoint,
             addrs,
             tls,
             idle: Mutex::new(Vec::new()),
             slots: Arc::new(Semaphore::new(max.max(1))),
-        }
+        })
     }
 
     /// Opens one connection, to see the server is there.
@@ -299,23 +313,10 @@ impl Pool {
     async fn connect(&self) -> std::io::Result<Sender> {
         let stream = TcpStream::connect(&self.addrs[..]).await?;
         stream.set_nodelay(true)?;
-        use hyper::client::conn::http1::handshake;
-        if !self.endpoint.tls {
-            let (sender, connection) = handshake(TokioIo::new(stream))
-                .await
-                .map_err(std::io::Error::other)?;
-            tokio::spawn(connection);
-            return Ok(sender);
+        match &self.tls {
+            None => http1_over(stream).await,
+            Some(tls) => http1_over(tls.connect(self.endpoint.host(), stream).await?).await,
         }
-        let tls = self.tls.as_ref().ok_or_else(|| {
-            std::io::Error::other("an https endpoint needs a TLS client (none was set up)")
-        })?;
-        let stream = tls.connect(self.endpoint.host(), stream).await?;
-        let (sender, connection) = handshake(TokioIo::new(stream))
-            .await
-            .map_err(std::io::Error::other)?;
-        tokio::spawn(connection);
-        Ok(sender)
     }
 
     fn take_idle(&self) -> Option<Sender> {

@@ -15,7 +15,6 @@ use crate::error::LoadError;
 use crate::schedule::{gaps, ks_exponential, poisson};
 use crate::stop::{IN_FLIGHT_GRACE, Stop};
 use crate::summary::{Slo, Summary};
-use crate::tls::TlsClient;
 use crate::workload::{Prompt, Workload};
 
 /// How requests are released.
@@ -146,17 +145,12 @@ pub fn run(spec: &LoadSpec, stop: &Stop) -> Result<LoadResult, LoadError> {
         .build()
         .map_err(LoadError::Runtime)?;
     let addrs = runtime.block_on(spec.endpoint.resolve())?;
-    let tls = spec
-        .endpoint
-        .tls
-        .then(|| TlsClient::new(spec.ca_cert.as_deref()))
-        .transpose()?;
     let pool = Arc::new(Pool::new(
         spec.endpoint.clone(),
         addrs,
         spec.max_connections,
-        tls,
-    ));
+        spec.ca_cert.as_deref(),
+    )?);
     runtime.block_on(pool.probe())?;
     let mut steps = Vec::new();
     let mut highest_held_rate = None;

@@ -148,8 +148,7 @@ impl ManagedServer {
             .build()
             .map_err(LoadError::Runtime)?;
         let addrs = runtime.block_on(endpoint.resolve())?;
-        // A server started here listens on loopback in plain HTTP.
-        let pool = Pool::new(endpoint.clone(), addrs, 1, None);
+        let pool = Pool::new(endpoint.clone(), addrs, 1, None)?;
         loop {
             if let Some(status) = *lock(&self.exited) {
                 return Err(LoadError::ServerExited {
@@ -181,11 +180,6 @@ impl ManagedServer {
     /// The server's process group (its leader's process id).
     pub fn process_group(&self) -> i32 {
         lock(&self.child).id() as i32
-    }
-
-    /// The server's exit status, if it exited on its own.
-    pub fn exit_status(&self) -> Option<ExitStatus> {
-        *lock(&self.exited)
     }
 
     /// Stops the server's process group: SIGTERM, then SIGKILL after `grace`. Returns its exit

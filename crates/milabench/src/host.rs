@@ -3,7 +3,7 @@
 //! are looked up in, the GPUs, the CPU count. Nothing later reads the process environment or
 //! looks for GPUs again.
 
-use camino::{Utf8Path, Utf8PathBuf};
+use camino::Utf8PathBuf;
 use milabench_config::settings::EnvVars;
 use milabench_system::GpuDiscovery;
 
@@ -60,13 +60,8 @@ fn milabench_program(path: &str) -> Option<Utf8PathBuf> {
     let this = std::env::current_exe()
         .ok()
         .and_then(|p| Utf8PathBuf::try_from(p).ok());
-    if let Some(this) = this
-        && this.file_name() == Some("milabench")
-    {
-        return Some(this);
+    match this {
+        Some(this) if this.file_name() == Some("milabench") => Some(this),
+        _ => milabench_env::find_on_path("milabench", Some(path)),
     }
-    path.split(':')
-        .filter(|dir| !dir.is_empty())
-        .map(|dir| Utf8Path::new(dir).join("milabench"))
-        .find(|candidate| candidate.is_file())
 }
