@@ -192,7 +192,8 @@ pub struct RequestRecord {
     pub index: usize,
     /// When the schedule wanted it sent (offline and concurrency runs: when it became due).
     pub scheduled: f64,
-    /// When its first byte was handed to the connection.
+    /// When the client took it up (in a schedule: when its time came, found by the runtime's
+    /// thread watching the clock; the write follows in that thread's next turn).
     pub sent: f64,
     /// Time to the first token, from `sent`.
     pub ttft: Option<f64>,
@@ -338,8 +339,8 @@ impl Pool {
         }
     }
 
-    /// Sends `prompt` and measures it; `scheduled` and `start` place it in the run. Never fails:
-    /// a failure is in the record.
+    /// Sends `prompt` and measures it from `taken` (when the client took it up); `scheduled`
+    /// and `start` place it in the run. Never fails: a failure is in the record.
     pub async fn send(
         &self,
         options: &RequestOptions,
@@ -347,12 +348,13 @@ impl Pool {
         index: usize,
         scheduled: f64,
         start: Instant,
+        taken: Instant,
     ) -> RequestRecord {
         let body = Bytes::from(request_body(options, prompt).to_string());
         let mut record = RequestRecord {
             index,
             scheduled,
-            sent: start.elapsed().as_secs_f64(),
+            sent: taken.saturating_duration_since(start).as_secs_f64(),
             ttft: None,
             itl: Vec::new(),
             latency: 0.0,
@@ -362,7 +364,7 @@ impl Pool {
             error: None,
         };
         // Latencies count from here: waiting for a pooled connection is part of them.
-        let begin = Instant::now();
+        let begin = taken;
         let deadline = tokio::time::Instant::from_std(begin + options.timeout);
         let outcome =
             tokio::time::timeout_at(deadline, self.exchange(options, body, &mut record, begin))

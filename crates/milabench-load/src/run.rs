@@ -1,7 +1,9 @@
 //! Scenarios and the run: a current-thread runtime on the calling thread drives every request;
-//! a second thread releases the requests of a schedule at their times, sleeping with the
-//! operating system's timer (a runtime's timer ticks in whole milliseconds, too coarse for
-//! sub-millisecond arrival accuracy).
+//! a second thread hands it the requests of a schedule shortly before their times, sleeping
+//! with the operating system's timer (a runtime's timer ticks in whole milliseconds, too coarse
+//! for sub-millisecond arrival accuracy). The runtime's thread, already awake, watches the clock
+//! for the last stretch while it serves the streams, so a request starts at its time rather
+//! than after a wake-up whose delay varies: the gaps between sends stay those of the schedule.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -115,6 +117,10 @@ pub const HELD_ATTAINMENT: f64 = 0.99;
 /// and the first connection are set up meanwhile.
 const LEAD: Duration = Duration::from_millis(20);
 
+/// How long before its time the dispatching thread hands a request to the runtime's thread,
+/// which then waits out the rest on the clock while it goes on serving the streams.
+const HAND_OVER: Duration = Duration::from_micros(200);
+
 /// Sleeps until `deadline` with the operating system's timer.
 pub(crate) fn sleep_until(deadline: Instant) {
     loop {
@@ -223,10 +229,11 @@ struct Shared {
 }
 
 impl Shared {
-    async fn send(&self, index: usize, scheduled: f64) -> RequestRecord {
+    /// Sends request `index`, due at `scheduled` seconds into the run and taken up at `taken`.
+    async fn send(&self, index: usize, scheduled: f64, taken: Instant) -> RequestRecord {
         let prompt = &self.prompts[index % self.prompts.len()];
         self.pool
-            .send(&self.options, prompt, index, scheduled, self.start)
+            .send(&self.options, prompt, index, scheduled, self.start, taken)
             .await
     }
 }
@@ -301,7 +308,8 @@ async fn scheduled(
         .spawn(move || {
             let before = thread_cpu();
             for (i, at) in times.into_iter().enumerate() {
-                if !stop.sleep_until(start + at) || tx.send(i).is_err() {
+                let early = (start + at).checked_sub(HAND_OVER).unwrap_or(start);
+                if !stop.sleep_until(early) || tx.send(i).is_err() {
                     break;
                 }
             }
@@ -310,9 +318,14 @@ async fn scheduled(
         .map_err(LoadError::Runtime)?;
     let mut tasks = JoinSet::new();
     while let Some(i) = rx.recv().await {
+        let due = start + schedule[i];
+        while Instant::now() < due {
+            tokio::task::yield_now().await;
+        }
+        let taken = Instant::now();
         let shared = shared.clone();
         let at = schedule[i].as_secs_f64();
-        tasks.spawn(async move { shared.send(i, at).await });
+        tasks.spawn(async move { shared.send(i, at, taken).await });
     }
     let records = collect(tasks, &shared.stop).await;
     let cpu = dispatcher.join().unwrap_or(0.0);
@@ -325,7 +338,7 @@ async fn offline(shared: &Arc<Shared>, count: usize) -> Vec<RequestRecord> {
     let mut tasks = JoinSet::new();
     for i in 0..count {
         let shared = shared.clone();
-        tasks.spawn(async move { shared.send(i, 0.0).await });
+        tasks.spawn(async move { shared.send(i, 0.0, Instant::now()).await });
     }
     collect(tasks, &shared.stop).await
 }
@@ -351,8 +364,9 @@ async fn closed_loop(shared: &Arc<Shared>, n: usize, spec: &LoadSpec) -> Vec<Req
                 if i >= most || Instant::now() >= end || shared.stop.is_set() {
                     break;
                 }
-                let due = shared.start.elapsed().as_secs_f64();
-                if tx.send(shared.send(i, due).await).is_err() {
+                let now = Instant::now();
+                let due = now.saturating_duration_since(shared.start).as_secs_f64();
+                if tx.send(shared.send(i, due, now).await).is_err() {
                     break;
                 }
             }

@@ -93,6 +93,11 @@ fn medians_are_within_two_milliseconds_at_200_requests_per_second() {
 }
 
 #[test]
+fn medians_are_within_two_milliseconds_at_1000_requests_per_second() {
+    medians_within(1000.0, 3, 2.0);
+}
+
+#[test]
 fn offline_and_concurrency_runs_complete_every_request() {
     let server = MockServer::start(MockConfig {
         ttft: Duration::from_millis(5),
