@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use milabench_config::{ResolvedBench, Value};
 use milabench_metrics::{Event, Pipe, Record};
 
 /// How far back the rate sparkline looks.
@@ -26,18 +27,22 @@ pub struct BenchBudget {
 }
 
 impl BenchBudget {
-    /// The budget of a benchmark from its resolved settings (`max_duration` in seconds,
-    /// `voir.options.stop`).
-    pub fn from_config(name: &str, config: &serde_json::Value) -> BenchBudget {
-        let positive = |value: Option<&serde_json::Value>| {
-            value
-                .and_then(serde_json::Value::as_f64)
-                .filter(|v| v.is_finite() && *v > 0.0)
-        };
+    /// The budget of a resolved benchmark: its `max_duration` (none when unset or malformed: the
+    /// plan reports those) and its `voir.options.stop`.
+    pub fn of(bench: &ResolvedBench) -> BenchBudget {
+        let stop = ["voir", "options", "stop"]
+            .iter()
+            .try_fold(&bench.config, |node, key| node.get(key))
+            .and_then(|node| match node.value {
+                Value::Int(n) => u64::try_from(n).ok(),
+                Value::Float(x) if x.is_finite() && x >= 1.0 => Some(x as u64),
+                _ => None,
+            })
+            .filter(|&n| n > 0);
         BenchBudget {
-            name: name.to_owned(),
-            max_duration: positive(config.get("max_duration")).map(Duration::from_secs_f64),
-            stop: positive(config.pointer("/voir/options/stop")).map(|v| v as u64),
+            name: bench.name.clone(),
+            max_duration: bench.max_duration.clone().ok().flatten(),
+            stop,
         }
     }
 }
@@ -526,13 +531,20 @@ mod tests {
 
     #[test]
     fn budgets_come_from_the_settings() {
-        let config = serde_json::json!({"max_duration": 600, "voir": {"options": {"stop": 60}}});
-        assert_eq!(
-            BenchBudget::from_config("a", &config),
-            budget("a", Some(600), Some(60))
+        let bench = |name: &str, config| {
+            let config = milabench_config::Node::from_json(&config);
+            ResolvedBench::new(name.into(), config).expect("a benchmark")
+        };
+        let a = bench(
+            "a",
+            serde_json::json!({"max_duration": 600, "voir": {"options": {"stop": 60}}}),
         );
-        let none = BenchBudget::from_config("b", &serde_json::json!({"max_duration": "x"}));
-        assert_eq!(none, budget("b", None, None));
+        assert_eq!(BenchBudget::of(&a), budget("a", Some(600), Some(60)));
+        let b = bench(
+            "b",
+            serde_json::json!({"max_duration": "x", "voir": {"options": {"stop": -1}}}),
+        );
+        assert_eq!(BenchBudget::of(&b), budget("b", None, None));
     }
 
     #[test]

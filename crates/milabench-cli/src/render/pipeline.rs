@@ -44,7 +44,7 @@ fn bench_budgets(session: &Session, request: &RunRequest) -> Vec<BenchBudget> {
         .order
         .schedule(repeats.repeat, benches.len())
         .into_iter()
-        .map(|(_, i)| BenchBudget::from_config(&benches[i].name, &benches[i].config.to_json()))
+        .map(|(_, i)| BenchBudget::of(benches[i]))
         .collect()
 }
 
