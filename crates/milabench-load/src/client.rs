@@ -417,18 +417,15 @@ impl Pool {
         };
         // A pooled connection the server closed meanwhile fails before any answer: one retry on
         // a fresh connection, after which the failure is the server's.
-        let (mut sender, response) = match self.take_idle() {
+        let pooled = match self.take_idle() {
             Some(mut sender) => match sender.send_request(request(body.clone())?).await {
-                Ok(response) => (sender, response),
-                Err(_) => {
-                    let mut sender = self.connect().await.map_err(|e| connect_error(&e))?;
-                    let response = sender
-                        .send_request(request(body)?)
-                        .await
-                        .map_err(|e| connect_error(&e))?;
-                    (sender, response)
-                }
+                Ok(response) => Some((sender, response)),
+                Err(_) => None,
             },
+            None => None,
+        };
+        let (mut sender, response) = match pooled {
+            Some(answered) => answered,
             None => {
                 let mut sender = self.connect().await.map_err(|e| connect_error(&e))?;
                 let response = sender
