@@ -232,3 +232,80 @@ fn the_system_files_arch_comes_before_the_driver_files() {
         out.stderr
     );
 }
+
+/// The standard suite's vLLM serving benchmarks, switched on, on the fake four-GPU machine: one
+/// `milabench load` around its own vLLM server per GPU, and one over every GPU with tensor
+/// parallelism across them; each serves the model from the data folder.
+#[test]
+fn the_standard_suites_serving_benchmarks_plan_a_vllm_server_per_gpu_and_one_over_all() {
+    if skipped_for_a_real_nvidia_driver() {
+        return;
+    }
+    let project = project();
+    let smi = fake_smi(FOUR_H100, 0);
+    let standard = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/standard.yaml");
+    let out = run(project
+        .milabench()
+        .args(["run", "--no-setup", "--dry-run=json", "--config"])
+        .arg(&standard)
+        .args([
+            "--select",
+            "vllm-dense-single",
+            "--select",
+            "vllm-dense-all",
+        ])
+        .args(["--override", "vllm-dense-single.enabled=true"])
+        .args(["--override", "vllm-dense-all.enabled=true"])
+        .env("MILABENCH_GPU_ARCH", "cuda")
+        .env("PATH", with_path(smi.path())));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let plans: Vec<Value> = serde_json::from_str(&out.stdout).expect("JSON plans");
+    let argv = |p: &Value| -> Vec<String> {
+        p["argv"]
+            .as_array()
+            .expect("argv")
+            .iter()
+            .map(|a| a.as_str().expect("a word").to_owned())
+            .collect()
+    };
+    let base = project.path().join("base");
+    let server = |tail: &[&str]| {
+        let mut words = vec![
+            base.join("venv/vllm/bin/vllm").display().to_string(),
+            "serve".into(),
+            "meta-llama/Llama-3.1-8B-Instruct".into(),
+            "--download-dir".into(),
+            base.join("data/vllm").display().to_string(),
+        ];
+        words.extend(tail.iter().map(|w| (*w).to_owned()));
+        words
+    };
+    let single = processes(&plans, "vllm-dense-single");
+    assert_eq!(visible_of(single), ["0", "1", "2", "3"], "{}", out.stderr);
+    for process in single {
+        let words = argv(process);
+        assert_eq!(words[1..3], ["load", "--emit-events"], "{words:?}");
+        assert!(
+            words.windows(2).any(|w| w == ["--scenario", "sweep"]),
+            "{words:?}"
+        );
+        let after = words
+            .iter()
+            .position(|w| w == "--")
+            .expect("a server command");
+        assert_eq!(words[after + 1..], server(&[]), "{words:?}");
+    }
+    let all = processes(&plans, "vllm-dense-all");
+    assert_eq!(all.len(), 1, "{}", out.stderr);
+    assert_eq!(visible_of(all), ["unset"], "the server sees every GPU");
+    let words = argv(&all[0]);
+    let after = words
+        .iter()
+        .position(|w| w == "--")
+        .expect("a server command");
+    assert_eq!(
+        words[after + 1..],
+        server(&["--tensor-parallel-size", "4"]),
+        "{words:?}"
+    );
+}
