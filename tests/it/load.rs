@@ -138,6 +138,28 @@ fn load_rejects_bad_flags_with_their_name() {
     ]));
     assert_eq!(out.code, 2);
     insta::assert_snapshot!(out.stderr, @"error: invalid --slo: `ttfb` is not a bound of the SLO: use ttft, tpot or e2e");
+    for (flag, value) in [
+        ("--rate", "0"),
+        ("--sweep-factor", "1"),
+        ("--concurrency", "0"),
+    ] {
+        let out = run(milabench(dir.path()).args([
+            "load",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            flag,
+            value,
+        ]));
+        assert_eq!(out.code, 2, "{flag}");
+        assert!(
+            out.stderr
+                .contains(&format!("invalid value '{value}' for '{flag} ")),
+            "{}",
+            out.stderr
+        );
+    }
 }
 
 /// The stand-in streaming server of `tests/fixtures/serving` and `python3 SCRIPT` to start it.

@@ -760,8 +760,6 @@ pub struct SysinfoArgs {
     pub format: SysinfoFormat,
 }
 
-/// A number of 0 or more (a price, a percentage): NaN, infinities and negative numbers are
-/// refused.
 /// A share in percent above 0, written `1%` or `1`.
 fn positive_percentage(text: &str) -> Result<f64, String> {
     match percentage(text) {
@@ -779,6 +777,8 @@ fn percentage(text: &str) -> Result<f64, String> {
         .map_err(|_| format!("`{text}` is not a percentage of 0 or more; give e.g. 2% or 0.5%"))
 }
 
+/// A number of 0 or more (a price, a percentage): NaN, infinities and negative numbers are
+/// refused.
 fn zero_or_more(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
@@ -833,22 +833,22 @@ pub struct LoadArgs {
     #[arg(long, value_enum, default_value_t = LoadScenario::Server)]
     pub scenario: LoadScenario,
     /// Requests per second (server), the first rate (sweep).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = above_zero)]
     pub rate: f64,
     /// Requests in flight (concurrency).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = at_least_one)]
     pub concurrency: usize,
     /// Ratio of successive sweep rates.
-    #[arg(long, default_value_t = 1.5)]
+    #[arg(long, default_value_t = 1.5, value_parser = above_one)]
     pub sweep_factor: f64,
     /// Most rates a sweep tries.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = at_least_one)]
     pub sweep_steps: usize,
     /// How long requests are released (each sweep step): `60s`, `2m`, ...
     #[arg(long, default_value = "60s", value_parser = load_duration)]
     pub duration: std::time::Duration,
     /// Most requests (per sweep step); offline sends exactly this many [default: 100 offline].
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     pub requests: Option<usize>,
     /// Input tokens of synthetic prompts: `N`, `uniform:LOW:HIGH` or `normal:MEAN:STD`.
     #[arg(long, default_value = "128", value_name = "DIST")]
@@ -874,7 +874,7 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Most connections open at once.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024, value_parser = at_least_one)]
     pub max_connections: usize,
     /// Latency bounds for goodput and for the sweep's verdict: `ttft=500ms,tpot=50ms[,e2e=10s]`.
     #[arg(long, value_name = "BOUNDS")]
@@ -919,6 +919,36 @@ pub enum LoadFormat {
     Text,
     /// The summaries (every figure with its interval), the failure and the sweep's verdict.
     Json,
+}
+
+/// A number above 0 (a request rate).
+fn above_zero(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!(
+            "`{text}` is not a number above 0; give e.g. 20 or 0.5"
+        )),
+    }
+}
+
+/// A number above 1 (the ratio of a sweep's successive rates).
+fn above_one(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 1.0 => Ok(x),
+        _ => Err(format!(
+            "`{text}` is not a number above 1; give e.g. 2 or 1.5"
+        )),
+    }
+}
+
+/// A whole number of 1 or more (requests, connections, steps).
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "`{text}` is not a whole number of 1 or more; give e.g. 8"
+        )),
+    }
 }
 
 /// A duration of `milabench load`: `500ms`, `60s`, `2m`.
