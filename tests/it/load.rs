@@ -127,15 +127,12 @@ fn load_rejects_bad_flags_with_their_name() {
         run(milabench(dir.path()).args(["load", "--endpoint", "localhost:8000", "--model", "m"]));
     assert_eq!(out.code, 2);
     insta::assert_snapshot!(out.stderr, @"error: invalid endpoint `localhost:8000`: write it as http://HOST:PORT");
-    let out = run(milabench(dir.path()).args([
-        "load",
-        "--endpoint",
-        "http://127.0.0.1:9",
-        "--model",
-        "m",
-        "--slo",
-        "ttfb=1s",
-    ]));
+    let with_server_flags = |flags: &[&str]| {
+        run(milabench(dir.path())
+            .args(["load", "--endpoint", "http://127.0.0.1:9", "--model", "m"])
+            .args(flags))
+    };
+    let out = with_server_flags(&["--slo", "ttfb=1s"]);
     assert_eq!(out.code, 2);
     insta::assert_snapshot!(out.stderr, @"error: invalid --slo: `ttfb` is not a bound of the SLO: use ttft, tpot or e2e");
     for (flag, value) in [
@@ -143,15 +140,7 @@ fn load_rejects_bad_flags_with_their_name() {
         ("--sweep-factor", "1"),
         ("--concurrency", "0"),
     ] {
-        let out = run(milabench(dir.path()).args([
-            "load",
-            "--endpoint",
-            "http://127.0.0.1:9",
-            "--model",
-            "m",
-            flag,
-            value,
-        ]));
+        let out = with_server_flags(&[flag, value]);
         assert_eq!(out.code, 2, "{flag}");
         assert!(
             out.stderr
