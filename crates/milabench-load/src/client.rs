@@ -448,10 +448,13 @@ impl Pool {
                     break;
                 }
             }
-            let text: String = String::from_utf8_lossy(&text).chars().take(500).collect();
+            // One line (an HTML error page spans dozens), at most 500 characters.
+            let text = String::from_utf8_lossy(&text);
+            let words: Vec<&str> = text.split_whitespace().collect();
+            let line: String = words.join(" ").chars().take(500).collect();
             return Err(RequestError {
                 kind: ErrorKind::Http,
-                text: format!("HTTP {status}: {}", text.trim()),
+                text: format!("HTTP {status}: {line}"),
             });
         }
         let mut reader = SseReader::default();

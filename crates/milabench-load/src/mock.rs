@@ -310,7 +310,9 @@ fn answer(
     if let Some(Fault::Status { code, every }) = config.fault
         && chosen(every)
     {
-        let body = format!("{{\"error\": {{\"message\": \"mock fault {code}\"}}}}");
+        // Indented over lines, as many servers write their errors.
+        let body =
+            format!("{{\n  \"error\": {{\n    \"message\": \"mock fault {code}\"\n  }}\n}}\n");
         return out.write_all(
             format!(
                 "HTTP/1.1 {code} Mock\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",

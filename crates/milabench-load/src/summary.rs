@@ -316,7 +316,8 @@ fn windowed_rate(ends: &[f64], weights: &[f64], duration: f64) -> Interval {
     let Some((_, rates)) = windows(ends, weights, duration) else {
         return Interval::NAN;
     };
-    let total: f64 = weights.iter().sum();
+    // A sum of no floats is -0.0; adding 0.0 makes "no request" a plain 0.
+    let total: f64 = weights.iter().sum::<f64>() + 0.0;
     Interval::around(total / duration, Estimate::of_series(&rates).half_width())
 }
 
@@ -430,6 +431,24 @@ mod tests {
         assert!((s.request_throughput.value - 39.0 / d).abs() < 1e-9);
         assert!((s.goodput.unwrap().value - 38.0 / d).abs() < 1e-9);
         assert!(s.request_throughput.low <= s.request_throughput.value);
+    }
+
+    #[test]
+    fn a_run_where_every_request_failed_has_a_throughput_of_plain_zero() {
+        let mut records: Vec<RequestRecord> = (0..3).map(|i| record(i, 0.02, 0.1, 9)).collect();
+        for r in &mut records {
+            r.error = Some(RequestError {
+                kind: ErrorKind::Http,
+                text: "HTTP 501: no".into(),
+            });
+        }
+        let s = Summary::of(&records, None, 0.0);
+        for rate in [&s.request_throughput, &s.output_throughput] {
+            assert!(
+                rate.value == 0.0 && rate.value.is_sign_positive(),
+                "{rate:?}"
+            );
+        }
     }
 
     #[test]

@@ -149,7 +149,14 @@ fn http_errors_are_counted_with_their_text_and_not_as_latencies() {
         let http = &s.errors[&ErrorKind::Http];
         assert_eq!(http.count, 4);
         assert!(http.example.contains(&code.to_string()), "{}", http.example);
-        assert!(http.example.contains("mock fault"), "{}", http.example);
+        // The server's text, on one line.
+        assert!(
+            http.example.ends_with(&format!(
+                ": {{ \"error\": {{ \"message\": \"mock fault {code}\" }} }}"
+            )),
+            "{}",
+            http.example
+        );
         assert_eq!(s.e2e.count, 8);
         let failure = result.failure().unwrap();
         assert!(failure.contains("4 of 12 requests failed"), "{failure}");
