@@ -437,6 +437,11 @@ impl Pool {
         };
         let status = response.status();
         record.status = Some(status.as_u16());
+        let content_type = response
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|t| t.to_str().ok())
+            .map(str::to_owned);
         let mut body = response.into_body();
         if !status.is_success() {
             let mut text = Vec::new();
@@ -484,6 +489,19 @@ impl Pool {
         }
         if let Some(rest) = reader.finish() {
             stream.event(&rest, options.api, record);
+        }
+        let streamed = content_type
+            .as_deref()
+            .is_some_and(|t| t.starts_with("text/event-stream"));
+        if stream.saw_nothing() && !streamed {
+            return Err(RequestError {
+                kind: ErrorKind::Malformed,
+                text: format!(
+                    "the answer is {}, not a stream of events (text/event-stream): the server \
+                     does not stream this route, or ignored `stream: true`",
+                    content_type.as_deref().unwrap_or("without a content type")
+                ),
+            });
         }
         stream.finish(record)?;
         // The body was read to its end: the connection can serve another request.
@@ -568,13 +586,18 @@ impl StreamState {
         }
     }
 
+    /// Whether the stream has shown no token, no usage and no end.
+    fn saw_nothing(&self) -> bool {
+        !self.done && self.usage.is_none() && self.counted == 0
+    }
+
     fn finish(&self, record: &mut RequestRecord) -> Result<(), RequestError> {
         record.output_tokens = self.counted;
         if let Some((input, output)) = self.usage {
             record.input_tokens = input.or(record.input_tokens);
             record.output_tokens = output.unwrap_or(self.counted);
         }
-        if !self.done && self.usage.is_none() && self.counted == 0 {
+        if self.saw_nothing() {
             return Err(self.disconnected(record, &"the body ended without an event"));
         }
         if record.ttft.is_none() {

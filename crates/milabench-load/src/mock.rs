@@ -40,6 +40,12 @@ pub enum Fault {
         /// Which requests.
         every: usize,
     },
+    /// Answer every `every`-th request with one JSON completion, not a stream, as a server that
+    /// ignores `stream: true` does.
+    Unstreamed {
+        /// Which requests.
+        every: usize,
+    },
     /// After this many requests have begun, stop listening and drop every connection,
     /// mid-stream included: the server died.
     DieAfter {
@@ -307,19 +313,28 @@ fn answer(
 ) -> std::io::Result<()> {
     let config = &shared.config;
     let chosen = |every: usize| every > 0 && number.is_multiple_of(every);
-    if let Some(Fault::Status { code, every }) = config.fault
-        && chosen(every)
-    {
-        // Indented over lines, as many servers write their errors.
-        let body =
-            format!("{{\n  \"error\": {{\n    \"message\": \"mock fault {code}\"\n  }}\n}}\n");
-        return out.write_all(
+    let json_answer = |out: &mut TcpStream, status: &str, body: &str| {
+        out.write_all(
             format!(
-                "HTTP/1.1 {code} Mock\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
                 body.len()
             )
             .as_bytes(),
-        );
+        )
+    };
+    match config.fault {
+        Some(Fault::Status { code, every }) if chosen(every) => {
+            // Indented over lines, as many servers write their errors.
+            let body =
+                format!("{{\n  \"error\": {{\n    \"message\": \"mock fault {code}\"\n  }}\n}}\n");
+            return json_answer(out, &format!("{code} Mock"), &body);
+        }
+        Some(Fault::Unstreamed { every }) if chosen(every) => {
+            let body =
+                r#"{"choices": [{"text": "whole answer"}], "usage": {"completion_tokens": 2}}"#;
+            return json_answer(out, "200 OK", body);
+        }
+        _ => {}
     }
     out.write_all(
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",

@@ -228,6 +228,33 @@ fn malformed_events_are_counted() {
 }
 
 #[test]
+fn an_answer_that_is_not_a_stream_is_counted_as_malformed_and_says_why() {
+    let server = MockServer::start(MockConfig {
+        ttft: Duration::from_millis(2),
+        gap: Duration::from_millis(1),
+        output_tokens: 4,
+        fault: Some(Fault::Unstreamed { every: 2 }),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let result = run(
+        &spec(&server.url(), Scenario::Offline, Duration::ZERO, 6),
+        &Stop::new(),
+    )
+    .unwrap();
+    let s = &result.steps[0].summary;
+    assert_eq!((s.succeeded, s.failed), (3, 3), "{:?}", s.errors);
+    let malformed = &s.errors[&ErrorKind::Malformed];
+    assert!(
+        malformed
+            .example
+            .starts_with("the answer is application/json, not a stream of events"),
+        "{}",
+        malformed.example
+    );
+}
+
+#[test]
 fn a_server_that_dies_mid_run_keeps_what_was_measured() {
     let server = MockServer::start(MockConfig {
         ttft: Duration::from_millis(5),
