@@ -290,9 +290,14 @@ fn describe(out: &mut TcpStream, path: &str) -> std::io::Result<()> {
     } else {
         "{}"
     };
+    json_answer(out, "200 OK", body)
+}
+
+/// Writes a whole JSON answer with `status` (`200 OK`, `429 Mock`, ...).
+fn json_answer(out: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
     out.write_all(
         format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         )
         .as_bytes(),
@@ -313,15 +318,6 @@ fn answer(
 ) -> std::io::Result<()> {
     let config = &shared.config;
     let chosen = |every: usize| every > 0 && number.is_multiple_of(every);
-    let json_answer = |out: &mut TcpStream, status: &str, body: &str| {
-        out.write_all(
-            format!(
-                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-                body.len()
-            )
-            .as_bytes(),
-        )
-    };
     match config.fault {
         Some(Fault::Status { code, every }) if chosen(every) => {
             // Indented over lines, as many servers write their errors.
