@@ -19,12 +19,10 @@
 use std::io::{BufRead as _, Write as _};
 use std::time::{Duration, Instant};
 
-use milabench_load::mock::{MockConfig, MockServer};
+use milabench_load::mock::{self, MockConfig, MockServer};
 use milabench_load::schedule::{gaps, ks_exponential, poisson};
 use milabench_load::summary::quantile;
-use milabench_load::{
-    Api, Endpoint, LengthDist, LoadSpec, RequestOptions, Scenario, Stop, Workload, run,
-};
+use milabench_load::{LengthDist, Scenario, Stop, Workload, run};
 use serde_json::Value;
 
 const USAGE: &str = "usage: bench_truth truth [SECONDS] | bench_truth serve | bench_truth client URL RATE SECONDS | bench_truth guidellm REPORT | bench_truth floor RATE SECONDS";
@@ -72,26 +70,10 @@ fn client(
     rate: f64,
     seconds: u64,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let spec = LoadSpec {
-        endpoint: Endpoint::parse(url)?,
-        options: RequestOptions {
-            api: Api::Completions,
-            model: "mock".into(),
-            ignore_eos: true,
-            timeout: Duration::from_secs(10),
-        },
-        workload: Workload::Synthetic {
-            input: LengthDist::Fixed(32),
-            output: LengthDist::Fixed(config.output_tokens),
-        },
-        scenario: Scenario::Server { rate },
-        duration: Duration::from_secs(seconds),
-        max_requests: usize::MAX,
-        seed: 1,
-        default_max_tokens: 16,
-        max_connections: 4096,
-        slo: None,
-        ca_cert: None,
+    let mut spec = mock::load_spec(url, Scenario::Server { rate }, Duration::from_secs(seconds))?;
+    spec.workload = Workload::Synthetic {
+        input: LengthDist::Fixed(32),
+        output: LengthDist::Fixed(config.output_tokens),
     };
     let result = run(&spec, &Stop::new())?;
     let step = &result.steps[0];

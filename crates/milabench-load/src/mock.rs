@@ -14,7 +14,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::run::sleep_until;
+use crate::client::{Api, Endpoint, RequestOptions};
+use crate::error::LoadError;
+use crate::run::{LoadSpec, Scenario, sleep_until};
+use crate::workload::{LengthDist, Workload};
 
 /// What goes wrong, and for which requests.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -176,6 +179,33 @@ impl MockServer {
     pub fn requests(&self) -> usize {
         self.shared.begun.load(Ordering::SeqCst)
     }
+}
+
+/// A run against the mock server at `url` in `scenario` for `duration`: its model, prompts of
+/// 32 tokens asking for the default answer length with `ignore_eos`, a 10 s timeout, seed 1,
+/// up to 4,096 connections, no request limit and no SLO (change the fields for others).
+pub fn load_spec(url: &str, scenario: Scenario, duration: Duration) -> Result<LoadSpec, LoadError> {
+    Ok(LoadSpec {
+        endpoint: Endpoint::parse(url)?,
+        options: RequestOptions {
+            api: Api::Completions,
+            model: "mock".into(),
+            ignore_eos: true,
+            timeout: Duration::from_secs(10),
+        },
+        workload: Workload::Synthetic {
+            input: LengthDist::Fixed(32),
+            output: LengthDist::Fixed(MockConfig::default().output_tokens),
+        },
+        scenario,
+        duration,
+        max_requests: usize::MAX,
+        seed: 1,
+        default_max_tokens: 16,
+        max_connections: 4096,
+        slo: None,
+        ca_cert: None,
+    })
 }
 
 impl Drop for MockServer {

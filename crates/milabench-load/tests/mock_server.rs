@@ -4,33 +4,14 @@
 
 use std::time::Duration;
 
-use milabench_load::mock::{Fault, MockConfig, MockServer};
-use milabench_load::{
-    Api, Endpoint, ErrorKind, LengthDist, LoadError, LoadSpec, RequestOptions, Scenario, Slo, Stop,
-    Workload, run,
-};
+use milabench_load::mock::{self, Fault, MockConfig, MockServer};
+use milabench_load::{Api, ErrorKind, LoadError, LoadSpec, Scenario, Slo, Stop, run};
 
+/// The mock server's run, with at most `max_requests`.
 fn spec(url: &str, scenario: Scenario, duration: Duration, max_requests: usize) -> LoadSpec {
     LoadSpec {
-        endpoint: Endpoint::parse(url).unwrap(),
-        options: RequestOptions {
-            api: Api::Completions,
-            model: "mock".into(),
-            ignore_eos: true,
-            timeout: Duration::from_secs(10),
-        },
-        workload: Workload::Synthetic {
-            input: LengthDist::Fixed(32),
-            output: LengthDist::Fixed(16),
-        },
-        scenario,
-        duration,
         max_requests,
-        seed: 1,
-        default_max_tokens: 16,
-        max_connections: 256,
-        slo: None,
-        ca_cert: None,
+        ..mock::load_spec(url, scenario, duration).unwrap()
     }
 }
 
