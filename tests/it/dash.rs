@@ -110,6 +110,21 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Opens the session the other methods look at, `columns` x `rows`, running `command`.
+    pub(crate) fn start(&self, columns: u16, rows: u16, command: &str) {
+        self.command(&[
+            "new-session",
+            "-d",
+            "-s",
+            "dash",
+            "-x",
+            &columns.to_string(),
+            "-y",
+            &rows.to_string(),
+            command,
+        ]);
+    }
+
     pub(crate) fn screen(&self) -> String {
         self.command(&["capture-pane", "-p", "-t", "dash"])
     }
@@ -221,17 +236,7 @@ fn the_dashboard_shows_the_run_and_q_leaves_it_going() {
 
 /// Starts `milabench run --dash` of `project` in a new tmux session of `columns` x `rows`.
 fn start(tmux: &Tmux, project: &Project, columns: u16, rows: u16) {
-    tmux.command(&[
-        "new-session",
-        "-d",
-        "-s",
-        "dash",
-        "-x",
-        &columns.to_string(),
-        "-y",
-        &rows.to_string(),
-        &dash_command(project.path()),
-    ]);
+    tmux.start(columns, rows, &dash_command(project.path()));
 }
 
 #[test]
@@ -369,17 +374,7 @@ fn a_panic_gives_the_terminal_back() {
         quoted(dir.path().to_str().expect("UTF-8")),
         quoted(test_binary.to_str().expect("UTF-8")),
     );
-    tmux.command(&[
-        "new-session",
-        "-d",
-        "-s",
-        "dash",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &command,
-    ]);
+    tmux.start(100, 30, &command);
     let pane = |format: &str| tmux.command(&["display-message", "-p", "-t", "dash", format]);
     tmux.wait_for("doomed");
     assert_eq!(

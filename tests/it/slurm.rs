@@ -839,17 +839,7 @@ fn on_a_terminal_the_waiting_jobs_line_is_updated_in_place() {
         quoted(&project.path().join("base").display().to_string()),
         quoted(env!("CARGO_BIN_EXE_milabench")),
     );
-    tmux.command(&[
-        "new-session",
-        "-d",
-        "-s",
-        "dash",
-        "-x",
-        "120",
-        "-y",
-        "20",
-        &command,
-    ]);
+    tmux.start(120, 20, &command);
     let code = project.path().join("code.txt");
     wait_for("the submission to end", || code.is_file());
     let screen = tmux.screen();

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use milabench_load::mock::{self, MockConfig, MockServer};
 use milabench_load::schedule::{gaps, ks_exponential, poisson};
 use milabench_load::summary::quantile;
-use milabench_load::{LengthDist, Scenario, Stop, Workload, run};
+use milabench_load::{Scenario, Stop, run};
 use serde_json::Value;
 
 const USAGE: &str = "usage: bench_truth truth [SECONDS] | bench_truth serve | bench_truth client URL RATE SECONDS | bench_truth guidellm REPORT | bench_truth floor RATE SECONDS";
@@ -70,11 +70,7 @@ fn client(
     rate: f64,
     seconds: u64,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let mut spec = mock::load_spec(url, Scenario::Server { rate }, Duration::from_secs(seconds))?;
-    spec.workload = Workload::Synthetic {
-        input: LengthDist::Fixed(32),
-        output: LengthDist::Fixed(config.output_tokens),
-    };
+    let spec = mock::load_spec(url, Scenario::Server { rate }, Duration::from_secs(seconds))?;
     let result = run(&spec, &Stop::new())?;
     let step = &result.steps[0];
     let s = &step.summary;
