@@ -3,6 +3,13 @@
 use camino::Utf8PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod python;
+
+pub use python::{
+    AnalysisCommand, ArchiveArgs, CiArgs, DataCommand, FolderCompareArgs, SharedSetupArgs,
+    ToolsCommand, ToolsPinArgs, with_python_spellings,
+};
+
 /// Run machine-learning benchmark suites and report their results.
 ///
 /// A suite is a YAML file naming real PyTorch benchmarks. `resolve` shows what a suite means
@@ -172,6 +179,19 @@ pub enum Command {
     /// Read the batch-size sizer's scaling files (docs/sweeps.md).
     #[command(subcommand)]
     Sizer(SizerCommand),
+    /// The Python milabench's names for `summary`, `report` (`generate`), `compare` and
+    /// `replay` (docs/compatibility.md).
+    #[command(subcommand)]
+    Analysis(AnalysisCommand),
+    /// The Python milabench's names for `pin`, `new`, `resolve`, `dev` (`shell`), `sysinfo`
+    /// (`machine`), and its `ci`, `env` and `patch` (docs/compatibility.md).
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+    /// The Python milabench's data commands: `sharedsetup` and `archive` (copy the prepared
+    /// data of a shared base folder to a local one and back), `prepare_run`
+    /// (docs/compatibility.md).
+    #[command(subcommand)]
+    Data(DataCommand),
 }
 
 /// `milabench sizer` commands.
@@ -214,6 +234,9 @@ pub enum SlurmCommand {
     /// With --per-bench, a job array of one task per benchmark writes into the same folder
     /// (outputs `slurm-<array id>_<task>.out`), then `slurm-report.sh` reports it.
     Submit(Box<SlurmSubmitArgs>),
+    /// Not here: the Python tool's sbatch wrapper; `milabench slurm submit` submits a run
+    /// (`--wait` follows it, sbatch options after `--`).
+    Schedule(python::PythonOnlyArgs),
 }
 
 /// Arguments of `milabench slurm submit`.
@@ -293,6 +316,21 @@ pub struct PrepareArgs {
     /// Which suite and which benchmarks.
     #[command(flatten)]
     pub suite: SuiteArgs,
+    /// Python-tool flags of how errors are shown.
+    #[command(flatten)]
+    pub traces: TraceArgs,
+}
+
+/// The Python tool's flags of how errors are shown, accepted by `install` and `prepare`.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// Accepted for the Python tool's scripts: errors are one paragraph here, installer and
+    /// benchmark output goes to the logs.
+    #[arg(long, alias = "shortrace")]
+    pub shorttrace: bool,
+    /// Not here: links to open GitHub issues for failures; refused with that message.
+    #[arg(long, hide = true)]
+    pub github_issues: bool,
 }
 
 /// Arguments of `milabench new`.
@@ -350,9 +388,14 @@ pub struct InstallArgs {
     /// Interpreter and arch.
     #[command(flatten)]
     pub env: EnvArgs,
-    /// Rebuild every environment, even those whose inputs did not change.
-    #[arg(long)]
+    /// Rebuild every environment, even those whose inputs did not change (`--update`, the
+    /// Python tool's flag to update the packages, does the same here: the pinned files say
+    /// which versions).
+    #[arg(long, alias = "update")]
     pub force: bool,
+    /// Python-tool flags of how errors are shown.
+    #[command(flatten)]
+    pub traces: TraceArgs,
     /// Requirements variant: `cpu`, `cuda`, `rocm`, `xpu`, `hpu` (pinned files) or `unpinned`
     /// (`requirements.in`) [default: each benchmark's `install_variant`, i.e. the arch].
     #[arg(long, value_name = "VARIANT")]
@@ -531,11 +574,37 @@ pub struct RunArgs {
     /// Show the live dashboard while the suite runs (progress, ETA, each process's rate, loss
     /// and GPUs, its stderr; `q` closes it and the run goes on) [default: on an interactive
     /// terminal of at least 80x20, plain lines in CI or when stderr is not a terminal].
-    #[arg(long, overrides_with = "no_dash")]
-    pub dash: bool,
+    /// The Python tool's `--dash long|short|no` is accepted: `no` is `--no-dash`.
+    #[arg(long, value_name = "STYLE", value_enum, num_args = 0..=1, default_missing_value = "long",
+          overrides_with = "no_dash")]
+    pub dash: Option<DashStyle>,
     /// Plain progress lines instead of the dashboard.
     #[arg(long, overrides_with = "dash")]
     pub no_dash: bool,
+    /// The Python tool's flag for no terminal display: `--no-dash` [env: MILABENCH_NOTERM].
+    #[arg(long)]
+    pub noterm: bool,
+    /// Accepted for the Python tool's scripts: tracebacks are always shown whole here.
+    #[arg(long)]
+    pub fulltrace: bool,
+    /// Not here: the Python tool's logger plugins (its run folder, validation layers and
+    /// dashboard cover what they did); refused with that message.
+    #[arg(long, num_args = 1.., hide = true)]
+    pub plugin: Vec<String>,
+    /// Not here: links to open GitHub issues for failures; refused with that message.
+    #[arg(long, hide = true)]
+    pub github_issues: bool,
+}
+
+/// `--dash` styles (the Python tool's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DashStyle {
+    /// The live dashboard.
+    Long,
+    /// The live dashboard (one style here).
+    Short,
+    /// No dashboard: plain lines.
+    No,
 }
 
 /// Output formats of `run --dry-run`.
@@ -589,19 +658,51 @@ pub struct ReportArgs {
     /// Write the report to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<Utf8PathBuf>,
+    /// Also write the HTML page to FILE (the Python tool's flag; `--format html -o FILE` writes
+    /// only the page).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<Utf8PathBuf>,
+    /// Per benchmark, keep only its most recent run (by the start time of its processes) when
+    /// the folders hold several.
+    #[arg(long)]
+    pub latest: bool,
+    /// Per benchmark, leave out its runs where a process failed (a benchmark failed in every
+    /// run keeps them, so it still shows).
+    #[arg(long)]
+    pub filter_failures: bool,
+    /// Gather every run folder under each `--runs` folder into one run folder,
+    /// `<folder>/<--run-name>` (default: the newest run's name), and report that: the `.data`
+    /// files are hard-linked (copied across file systems), the newest run's file winning when
+    /// two have one name; `install*` and `prepare*` folders are left out. Unlike the Python
+    /// tool, nothing is moved or deleted.
+    #[arg(long)]
+    pub consolidate: bool,
+    /// With `--consolidate`: the name of the gathered run folder.
+    #[arg(long, value_name = "NAME", requires = "consolidate")]
+    pub run_name: Option<String>,
+    /// Not here: the Python tool's comparison with a summary file; `milabench compare` compares
+    /// run folders. Refused with that message.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub compare: Option<String>,
+    /// Not here: the Python tool's GPU comparison table. Refused with that message.
+    #[arg(long, hide = true)]
+    pub compare_gpus: bool,
 }
 
 /// Arguments of `milabench summary`.
 #[derive(Debug, Args)]
 pub struct SummaryArgs {
     /// Run folders (or `.data` files); several are pooled.
-    #[arg(long, num_args = 1.., required = true, value_name = "DIR")]
+    #[arg(long, num_args = 1.., required_unless_present = "folders", value_name = "DIR")]
     pub runs: Vec<String>,
+    /// Run folders given without `--runs` (the Python tool's `analysis summary DIR`).
+    #[arg(value_name = "DIR", conflicts_with = "runs", hide = true)]
+    pub folders: Vec<String>,
     /// Output format (JSON only).
     #[arg(long, value_enum, default_value_t = SummaryFormat::Json)]
     pub format: SummaryFormat,
     /// Write the summary to this file instead of stdout.
-    #[arg(long, short = 'o', value_name = "FILE")]
+    #[arg(long, short = 'o', alias = "out", value_name = "FILE")]
     pub output: Option<Utf8PathBuf>,
 }
 
@@ -656,9 +757,13 @@ pub struct CompareArgs {
 /// Arguments of `milabench replay`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// An event file (`.data`) or a folder of them.
-    #[arg(value_name = "PATH")]
-    pub path: Utf8PathBuf,
+    /// An event file (`.data`) or a folder of them (`--folder PATH`, the Python tool's
+    /// spelling, is the same).
+    #[arg(value_name = "PATH", required_unless_present = "folder")]
+    pub path: Option<Utf8PathBuf>,
+    /// The same as PATH.
+    #[arg(long, value_name = "PATH", conflicts_with = "path", hide = true)]
+    pub folder: Option<Utf8PathBuf>,
     /// Extra validation layers (comma-separated: loss, planning, usage, ... or `all`);
     /// error, ensure_rate and version always run.
     #[arg(long, value_delimiter = ',', value_name = "LAYERS")]
@@ -689,13 +794,29 @@ pub struct SuiteArgs {
     /// Repeatable.
     #[arg(long = "override", value_name = "OVERRIDE")]
     pub overrides: Vec<String>,
+    /// Values the suite's `requires_capabilities` can test, `KEY=VALUE` (comma-separated):
+    /// `nodes=2` is `--override '*.capabilities.nodes=2'`.
+    #[arg(long, value_delimiter = ',', value_name = "KEY=VALUE")]
+    pub capabilities: Vec<String>,
+    /// Run the benchmarks with the activated Python environment (`$CONDA_PREFIX`, else
+    /// `$VIRTUAL_ENV`): `--python` of its interpreter, so each install group's venv is an
+    /// overlay over it that uses what it has (docs/gpu.md).
+    #[arg(long)]
+    pub use_current_env: bool,
 }
 
 impl SuiteArgs {
-    /// The selection and overrides these flags ask for.
+    /// The selection and overrides these flags ask for: the `--override`s, then one per
+    /// `--capabilities` entry.
     pub fn selection(&self) -> milabench::Selection {
+        let mut overrides = self.overrides.clone();
+        overrides.extend(
+            self.capabilities
+                .iter()
+                .map(|entry| format!("*.capabilities.{entry}")),
+        );
         milabench::Selection {
-            overrides: self.overrides.clone(),
+            overrides,
             select: self.select.clone(),
             exclude: self.exclude.clone(),
             ..milabench::Selection::default()

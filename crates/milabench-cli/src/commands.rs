@@ -12,6 +12,7 @@ mod load;
 mod new;
 mod pin;
 mod prepare;
+mod python;
 mod replay;
 mod report;
 mod resolve;
@@ -49,12 +50,17 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Slurm(command) => slurm::run(&cli.global, &command),
         Command::Load(args) => load::run(&args),
         Command::Sizer(command) => sizer::run(&command),
+        Command::Analysis(command) => python::analysis(&cli.global, command),
+        Command::Tools(command) => python::tools(&cli.global, command),
+        Command::Data(command) => python::data(&cli.global, command),
         Command::Watchdog => {
             milabench_exec::serve_watchdog(std::io::stdin().lock());
             Ok(ExitCode::Success)
         }
     }
 }
+
+pub(crate) use python::refuse_github_issues;
 
 /// The watchdog of `run` and `prepare`: this program's hidden `__watchdog` command.
 pub(crate) fn watchdog() -> anyhow::Result<WatchdogCommand> {

@@ -14,13 +14,18 @@ mod settings;
 mod steps;
 mod table;
 
-use clap::Parser;
+use clap::{CommandFactory as _, FromArgMatches as _};
 
 pub use args::Cli;
 
-/// Parses the command line, runs the command and returns the process exit code.
+/// Parses the command line (ours, or the Python milabench's spellings of the same flags), runs
+/// the command and returns the process exit code.
 pub fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let matches = args::with_python_spellings(Cli::command()).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(err) => err.exit(),
+    };
     match commands::dispatch(cli) {
         Ok(code) => code.into(),
         Err(err) => errors::report(&err).into(),

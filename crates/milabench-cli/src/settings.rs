@@ -23,18 +23,39 @@ pub fn load_settings_with(
     more: SettingsFlags,
     env: &EnvVars,
 ) -> anyhow::Result<Settings> {
+    let current_env = match suite {
+        Some(suite) if suite.use_current_env => Some(current_env_python()?),
+        _ => None,
+    };
     let flags = SettingsFlags {
         settings: global.settings.clone(),
         base: global.base.clone(),
         config: suite.and_then(|s| s.config.clone()),
         system: suite.and_then(|s| s.system.clone()),
         db: global.db.clone(),
+        python: more.python.clone().or(current_env),
         ..more
     };
     let settings = Settings::load(&flags, env)?;
     let cwd = Utf8PathBuf::try_from(std::env::current_dir()?)
         .map_err(|e| anyhow::anyhow!("the current folder is not valid UTF-8: {e}"))?;
     Ok(settings.absolutize(&cwd))
+}
+
+/// The interpreter of the activated environment (`$CONDA_PREFIX`, else `$VIRTUAL_ENV`), for
+/// `--use-current-env`.
+fn current_env_python() -> anyhow::Result<Utf8PathBuf> {
+    let prefix = ["CONDA_PREFIX", "VIRTUAL_ENV"]
+        .into_iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--use-current-env: no Python environment is activated (neither CONDA_PREFIX \
+                 nor VIRTUAL_ENV is set)\n  fix: activate the environment first, or name its \
+                 interpreter with --python"
+            )
+        })?;
+    Ok(Utf8PathBuf::from(prefix).join("bin").join("python"))
 }
 
 /// Like [`load_settings_with`], for the commands that work on a suite (`resolve`, `install`,

@@ -115,6 +115,22 @@ pub enum EnvError {
         /// `not installed` or `out of date`.
         state: String,
     },
+    /// `tools patch --venv` named a folder that is not a virtual environment.
+    #[error(
+        "{path} is not a Python virtual environment (no lib/python*/site-packages in it)\n  fix: give the folder of a venv, e.g. <base>/venv/<install group>"
+    )]
+    NotAVenv {
+        /// The folder.
+        path: Utf8PathBuf,
+    },
+    /// `tools patch` would overwrite a `sitecustomize.py` it did not write.
+    #[error(
+        "{path} exists and was not written by milabench\n  fix: remove it (or merge it by hand) and patch again"
+    )]
+    ForeignSitecustomize {
+        /// The file.
+        path: Utf8PathBuf,
+    },
     /// A file or folder could not be read, written or created.
     #[error("{action} {path}; check the folder exists, is writable and the disk is not full")]
     Io {
@@ -170,7 +186,9 @@ impl EnvError {
             | EnvError::NoProjectTree { .. }
             | EnvError::PinNeedsUv
             | EnvError::PinUnpinned
-            | EnvError::NotInstalled { .. } => ExitCode::BadInput,
+            | EnvError::NotInstalled { .. }
+            | EnvError::NotAVenv { .. }
+            | EnvError::ForeignSitecustomize { .. } => ExitCode::BadInput,
             EnvError::UvBootstrap { .. } | EnvError::StepFailed { .. } => {
                 ExitCode::BenchmarkFailures
             }

@@ -45,6 +45,7 @@ mod group;
 mod install;
 mod pin;
 mod process;
+mod progress_patch;
 mod project;
 mod python;
 mod survey;
@@ -58,6 +59,7 @@ pub use install::{
     BaseInterpreter, EnvOptions, Environments, Event, Outcome, Sources, Stage, VOIR, is_finished,
 };
 pub use pin::Pinned;
+pub use progress_patch::patch_progress_bars;
 pub use project::ProjectTree;
 pub use python::{MIN_PYTHON, Python, PythonVersion, find_on_path};
 pub use survey::{RequirementState, Survey, Verdict};

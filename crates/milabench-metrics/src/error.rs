@@ -14,6 +14,24 @@ pub enum MetricsError {
         /// The path as given.
         path: PathBuf,
     },
+    /// `report --consolidate` found no run folder to gather.
+    #[error(
+        "{} holds no run folder to consolidate; give the folder that holds the run folders (<base>/runs)",
+        path.display()
+    )]
+    NoRunFolders {
+        /// The folder searched.
+        path: PathBuf,
+    },
+    /// `report --consolidate` would replace a folder it did not make.
+    #[error(
+        "{} exists and was not made by --consolidate; choose another --run-name",
+        path.display()
+    )]
+    ConsolidateTarget {
+        /// The folder.
+        path: PathBuf,
+    },
     /// A folder or file could not be read.
     #[error("could not read {}", path.display())]
     Read {
@@ -42,7 +60,9 @@ impl MetricsError {
     /// machine failing to read or write a file.
     pub fn is_bad_input(&self) -> bool {
         match self {
-            MetricsError::MissingFolder { .. } => true,
+            MetricsError::MissingFolder { .. }
+            | MetricsError::NoRunFolders { .. }
+            | MetricsError::ConsolidateTarget { .. } => true,
             MetricsError::Read { .. } | MetricsError::Write { .. } => false,
         }
     }

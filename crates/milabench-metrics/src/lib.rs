@@ -15,6 +15,7 @@
 //! [`FolderLock`] keeps a second process out of a folder in use (a run folder; `milabench-env`
 //! uses it for install groups too).
 
+mod consolidate;
 mod decode;
 mod error;
 mod event;
@@ -32,6 +33,7 @@ mod tag;
 mod verdict;
 mod writer;
 
+pub use consolidate::{Consolidated, consolidate_runs};
 pub use decode::{ChannelDecoder, LineSplitter, SmuggleDecoder, SmuggledLines, smuggle_encode};
 pub use error::MetricsError;
 pub use event::{

@@ -31,6 +31,7 @@ mod json;
 mod pyfmt;
 mod render;
 mod report;
+mod selection;
 mod serving;
 mod stats;
 mod summary;
@@ -50,6 +51,7 @@ pub use report::{
     Enabled, FAILURE_RATE_GATE, Report, ReportOptions, ReportRow, SuiteEntry, build_report,
     suite_score, weights_from_summary,
 };
+pub use selection::RunSelection;
 pub use serving::{
     LoadScenario, Percentiles, ServingRow, ServingRun, SloVerdict, StepLatencies, StepSummary,
 };
@@ -71,7 +73,8 @@ pub fn report_runs<S: AsRef<str>>(
     suite: Option<&[SuiteEntry]>,
     options: &ReportOptions,
 ) -> Result<(Report, RunSet), ReportError> {
-    let set = load_runs(sources)?;
+    let mut set = load_runs(sources)?;
+    set.runs = options.selection.apply(std::mem::take(&mut set.runs));
     let summary = summarize(&set)?;
     let weights;
     let suite = match suite {

@@ -21,6 +21,9 @@ use crate::serving::{SERVING_COLUMNS, SERVING_NOTE, ServingRow, SloVerdict};
 pub enum Format {
     /// The Python tool's layout, byte for byte, then the intervals.
     Text,
+    /// The Python tool's layout alone (`MILABENCH_REPORT_LEAN=1`): no serving table, intervals
+    /// or warm-up section after it.
+    LeanText,
     /// Markdown tables.
     Markdown,
     /// CSV, one row per benchmark and a last `(suite)` row.
@@ -33,6 +36,7 @@ pub enum Format {
 pub fn render(report: &Report, format: Format) -> String {
     match format {
         Format::Text => render_text(report),
+        Format::LeanText => text(report, true),
         Format::Markdown => render_markdown(report),
         Format::Csv => render_csv(report),
         Format::Json => render_json(report),
@@ -236,6 +240,11 @@ fn system_entries(report: &Report) -> Vec<(String, String)> {
 
 /// The Python tool's text report.
 pub fn render_text(report: &Report) -> String {
+    text(report, false)
+}
+
+/// The text report; `lean`, the Python tool's layout alone.
+fn text(report: &Report, lean: bool) -> String {
     let mut out = String::new();
     let mut line = |s: &str| {
         out.push_str(s);
@@ -270,6 +279,9 @@ pub fn render_text(report: &Report) -> String {
         ));
     }
     // Not in the Python tool's report: everything above is its layout, unchanged.
+    if lean {
+        return out;
+    }
     if !report.serving.is_empty() {
         section(&mut line, "Serving");
         line(&serving_table(report));

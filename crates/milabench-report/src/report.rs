@@ -166,6 +166,8 @@ pub struct ReportOptions {
     /// Expected benchmarks that are absent for a reason (skipped for unmet capabilities): their
     /// rows stay `nan` instead of counting as failures.
     pub excused: Vec<String>,
+    /// Which of each benchmark's runs to keep (`--latest`, `--filter-failures`).
+    pub selection: crate::RunSelection,
 }
 
 /// Weights taken from the `config` events of the data, when no suite file is given.

@@ -47,6 +47,7 @@ pub mod results {
 pub mod arch;
 mod cache;
 pub mod check;
+pub mod ci_matrix;
 pub mod error;
 pub mod host;
 pub mod local_gpus;
@@ -58,6 +59,7 @@ pub mod resolve;
 pub mod run;
 pub mod scaffold;
 pub mod session;
+pub mod shared_data;
 pub mod sizer;
 pub mod sweep;
 

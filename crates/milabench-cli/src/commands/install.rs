@@ -9,6 +9,7 @@ use crate::settings::{install_session, installer};
 
 /// Builds the environments (or, with `--dry-run`, says what that would do).
 pub fn run(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> {
+    super::refuse_github_issues(args.traces.github_issues)?;
     let session = install_session(global, &args.suite, &args.env, installer(args.installer))?;
     let options = InstallOptions {
         force: args.force,

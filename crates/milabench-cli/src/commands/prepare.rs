@@ -10,6 +10,7 @@ use crate::settings::suite_session;
 
 /// Runs the prepare steps with a live display; says where their logs are and which failed.
 pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> {
+    super::refuse_github_issues(args.traces.github_issues)?;
     let session = suite_session(
         global,
         &args.suite,

@@ -9,7 +9,12 @@ use crate::output::{warn, write_output};
 /// Replays the stream through the layers and prints their report.
 pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let names = LayerName::selection(&args.validations)?;
-    let replay = replay_entries(args.path.as_std_path())?;
+    let path = args
+        .path
+        .as_ref()
+        .or(args.folder.as_ref())
+        .ok_or_else(|| anyhow::anyhow!("replay needs the event file or run folder to read"))?;
+    let replay = replay_entries(path.as_std_path())?;
     for warning in replay.problems.warnings() {
         warn(&warning);
     }
@@ -21,7 +26,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     );
     validation.observe_replay(&replay.entries);
     let report = validation.finish();
-    write_output(None, &format!("{}\n{}", args.path, report.text))?;
+    write_output(None, &format!("{path}\n{}", report.text))?;
     Ok(if report.passed() {
         ExitCode::Success
     } else {

@@ -2,19 +2,22 @@
 
 use milabench::ExitCode;
 use milabench_config::settings::EnvVars;
+use milabench_config::settings::env_vars::MILABENCH_REPORT_LEAN;
 use milabench_report::{
-    Format, ReportOptions, SuiteEntry, SweepInput, render, render_html, render_sweep_csv,
-    render_sweep_html, render_sweep_json, render_sweep_markdown, render_sweep_text, report_runs,
-    report_sweep,
+    Format, ReportOptions, RunSelection, SuiteEntry, SweepInput, render, render_html,
+    render_sweep_csv, render_sweep_html, render_sweep_json, render_sweep_markdown,
+    render_sweep_text, report_runs, report_sweep,
 };
 
 use crate::args::{GlobalArgs, ReportArgs, ReportFormat};
-use crate::output::{warn, write_report_output};
+use crate::output::{note, warn, write_report_output};
 use crate::settings::load_settings;
 
 /// Builds and prints the report.
 pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    refuse_python_only(args)?;
     let env = EnvVars::from_process();
+    let lean = env.bool(MILABENCH_REPORT_LEAN)?.unwrap_or(false);
     let settings = load_settings(global, Some(&args.suite), &env)?;
     // Without a suite, the runs alone: every benchmark they hold, none expected.
     let suite: Option<Vec<SuiteEntry>> = match settings.config {
@@ -33,6 +36,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         return sweep(global, args, suite.as_deref());
     }
     let format = match args.format {
+        ReportFormat::Text if lean => Some(Format::LeanText),
         ReportFormat::Text => Some(Format::Text),
         ReportFormat::Md => Some(Format::Markdown),
         ReportFormat::Csv => Some(Format::Csv),
@@ -41,9 +45,16 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let options = ReportOptions {
         price: args.price,
+        selection: RunSelection {
+            latest: args.latest,
+            filter_failures: args.filter_failures,
+        },
         ..ReportOptions::default()
     };
-    let runs = crate::database::resolve_runs(global, &args.runs)?;
+    let mut runs = crate::database::resolve_runs(global, &args.runs)?;
+    if args.consolidate {
+        runs = consolidate(&runs, args.run_name.as_deref())?;
+    }
     let (report, set) = report_runs(&runs, suite.as_deref(), &options)?;
     for warning in set.warnings().into_iter().chain(report.score_problem()) {
         warn(&warning);
@@ -53,6 +64,10 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         None => render_html(&report, &set)?,
     };
     write_report_output(args.output.as_deref(), &text, &runs)?;
+    if let Some(page) = &args.html {
+        write_report_output(Some(page), &render_html(&report, &set)?, &runs)?;
+        note(&format!("HTML report: {page}"));
+    }
     Ok(if report.passes() {
         ExitCode::Success
     } else {
@@ -86,4 +101,42 @@ fn sweep(
     };
     write_report_output(args.output.as_deref(), &text, &runs)?;
     Ok(ExitCode::Success)
+}
+
+/// The Python tool's report flags that have no meaning here: each refused in one line.
+fn refuse_python_only(args: &ReportArgs) -> anyhow::Result<()> {
+    if args.compare.is_some() {
+        anyhow::bail!(
+            "report --compare: comparing with a summary file is the Python tool's; here `milabench compare BASELINE RUN...` compares run folders, each change with its interval and verdict"
+        );
+    }
+    if args.compare_gpus {
+        anyhow::bail!(
+            "report --compare-gpus: the Python tool's GPU comparison table is not built here; `milabench compare` compares runs made on different GPUs"
+        );
+    }
+    Ok(())
+}
+
+/// `--consolidate`: each folder of run folders gathered into one run folder, said on stderr;
+/// the gathered folders are what is reported.
+fn consolidate(runs: &[String], run_name: Option<&str>) -> anyhow::Result<Vec<String>> {
+    let mut gathered = Vec::with_capacity(runs.len());
+    for parent in runs {
+        let made = milabench_metrics::consolidate_runs(std::path::Path::new(parent), run_name)?;
+        note(&format!(
+            "consolidated {} run folders ({} files) into {}",
+            made.sources.len(),
+            made.files,
+            made.folder.display()
+        ));
+        for shadowed in &made.shadowed {
+            warn(&format!(
+                "{}: left out, a newer run has a file of the same name",
+                shadowed.display()
+            ));
+        }
+        gathered.push(made.folder.display().to_string());
+    }
+    Ok(gathered)
 }

@@ -9,19 +9,27 @@ use milabench_validate::LayerName;
 
 mod sweep;
 
-use crate::args::{DryRunFormat, GlobalArgs, RunArgs};
+use crate::args::{DashStyle, DryRunFormat, GlobalArgs, RunArgs};
 use crate::output::warn;
 use crate::settings::{load_suite_settings, session};
 
 /// Runs the command.
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
+    if !args.plugin.is_empty() {
+        anyhow::bail!(
+            "run --plugin: the Python tool's logger plugins are not here; the run folder records every event, `--validations` adds checks and `--dash` the live view"
+        );
+    }
+    crate::commands::refuse_github_issues(args.github_issues)?;
     let validations = LayerName::selection(&args.validations)?;
     let more = SettingsFlags {
         run_name: args.run_name.clone(),
+        noterm: args.noterm.then_some(true),
         ..SettingsFlags::default()
     };
     let env = EnvVars::from_process();
     let settings = load_suite_settings(global, &args.suite, more, &env)?;
+    let noterm = settings.noterm;
     if let Some(sweep) = milabench::sweep_of(&settings, &env, &args.sweep)? {
         return sweep::run(args, settings, env, sweep, &validations);
     }
@@ -30,7 +38,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(format) = args.dry_run {
         return dry_run(&session, &request, format);
     }
-    crate::render::pipeline::execute(&session, request, dash(args))
+    crate::render::pipeline::execute(&session, request, dash(args, noterm))
 }
 
 /// The request of `args` (`validations` already parsed), resuming or not.
@@ -61,9 +69,13 @@ fn request(
     })
 }
 
-/// `--dash` and `--no-dash`: `None` when neither is given.
-fn dash(args: &RunArgs) -> Option<bool> {
-    (args.dash || args.no_dash).then_some(args.dash)
+/// `--dash[=STYLE]`, `--no-dash` and `--noterm` (or `MILABENCH_NOTERM`, in `noterm`): `None`
+/// when none is given.
+fn dash(args: &RunArgs, noterm: bool) -> Option<bool> {
+    match args.dash {
+        Some(style) => Some(style != DashStyle::No),
+        None => (args.no_dash || noterm).then_some(false),
+    }
 }
 
 /// Prints the plans (`--dry-run`): a shell script, or their JSON; on resume, those a resume

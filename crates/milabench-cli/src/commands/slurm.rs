@@ -26,6 +26,7 @@ pub fn run(global: &GlobalArgs, command: &SlurmCommand) -> anyhow::Result<ExitCo
     match command {
         SlurmCommand::System => system(),
         SlurmCommand::Submit(args) => submit_run(global, args),
+        SlurmCommand::Schedule(_) => super::python::slurm_schedule(),
     }
 }
 

@@ -8,12 +8,17 @@ use crate::output::{warn, write_report_output};
 
 /// Summarises the runs and prints the JSON.
 pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
-    let set = load_runs(&args.runs)?;
+    let runs = if args.runs.is_empty() {
+        &args.folders
+    } else {
+        &args.runs
+    };
+    let set = load_runs(runs)?;
     for warning in set.warnings() {
         warn(&warning);
     }
     let mut text = summary_json(&summarize(&set)?);
     text.push('\n');
-    write_report_output(args.output.as_deref(), &text, &args.runs)?;
+    write_report_output(args.output.as_deref(), &text, runs)?;
     Ok(ExitCode::Success)
 }

@@ -97,6 +97,10 @@ pub const MILABENCH_EXEC_TOKEN: &str = "MILABENCH_EXEC_TOKEN";
 /// (not a file, for them: the Python tool's convention).
 pub const MILABENCH_DIR_PREFIX: &str = "MILABENCH_DIR_";
 
+/// `1`: `report` prints the Python tool's text layout alone, without the sections this tool
+/// adds after it (the Python tool's CI sets it).
+pub const MILABENCH_REPORT_LEAN: &str = "MILABENCH_REPORT_LEAN";
+
 /// Every constant of this module, for listings and documentation.
 pub const ALL: &[&str] = &[
     MILABENCH_BASE,
@@ -134,6 +138,7 @@ pub const ALL: &[&str] = &[
     MILABENCH_NAME,
     MILABENCH_USE_STDOUT,
     MILABENCH_EXEC_TOKEN,
+    MILABENCH_REPORT_LEAN,
 ];
 
 /// Environment variable of a dotted option name: `cpu.n_workers` -> `MILABENCH_CPU_N_WORKERS`.

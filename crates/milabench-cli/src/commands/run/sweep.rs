@@ -99,7 +99,7 @@ fn one_run(
     // A run stopped before its end (its folder there, the run not recorded) goes on.
     let resume = session.run_dir().is_dir();
     let request = super::request(args, validations.to_vec(), resume)?;
-    crate::render::pipeline::execute(&session, request, super::dash(args))
+    crate::render::pipeline::execute(&session, request, super::dash(args, settings.noterm))
 }
 
 /// `key=value` of every setting of a run, space-separated.
