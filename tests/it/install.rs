@@ -54,7 +54,7 @@ impl Project {
     }
 }
 
-fn make_wheel(dir: &Path, name: &str, version: &str) {
+pub(crate) fn make_wheel(dir: &Path, name: &str, version: &str) {
     let status = Command::new("python3")
         .arg(fixtures().join("install/make_wheel.py"))
         .arg(dir)

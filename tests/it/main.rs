@@ -4,6 +4,7 @@ mod benchit;
 mod benchit_ops;
 mod check;
 mod common;
+mod compat;
 mod dash;
 mod errors;
 mod gpu;

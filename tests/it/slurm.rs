@@ -913,3 +913,51 @@ fn inside_an_allocation_the_system_comes_from_slurm() {
         outside.stderr
     );
 }
+
+/// The Python tool's Slurm script's lines that need the allocation, as the script writes them
+/// (`tests/fixtures/upstream/scripts/scripts/slurm/run_cuda.sh`), run by `srun` in a job of the
+/// real Slurm: `slurm system` writes the allocation's system file, `run --system` runs the suite
+/// on it (its `MILABENCH_ARGS` hook skips the set-up: the environment is this interpreter) and
+/// `report` reports the folder.
+#[test]
+#[ignore = "needs root and a Slurm: cargo xtask ci runs it"]
+fn the_python_tools_slurm_script_runs_in_a_job() {
+    let slurm = TestSlurm::get();
+    let project = Project::new();
+    let lines: Vec<String> = crate::compat::milabench_lines("scripts/slurm/run_cuda.sh")
+        .into_iter()
+        .filter(|l| {
+            ["slurm system", "milabench run", "milabench report"]
+                .iter()
+                .any(|w| l.contains(w))
+        })
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    let wordir = project.path().join("wordir");
+    fs_err::create_dir_all(wordir.join("results")).expect("wordir");
+    std::os::unix::fs::symlink(
+        project.path().join("base/venv"),
+        wordir.join("results/venv"),
+    )
+    .expect("venv link");
+    let bin = project.path().join("bin");
+    fs_err::create_dir_all(&bin).expect("bin");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_milabench"), bin.join("milabench"))
+        .expect("link");
+    let suite = project.path().join("good.yaml");
+    fs_err::write(&suite, SUITE.split("gate:").next().expect("the suite")).expect("suite");
+    let mut srun = slurm.command("srun");
+    crate::common::hermetic(&mut srun, project.path());
+    srun.env("PATH", crate::common::with_path(&bin))
+        .env("MILABENCH_WORDIR", &wordir)
+        .env("MILABENCH_BASE", wordir.join("results"))
+        .env("MILABENCH_CONFIG", &suite)
+        .env("MILABENCH_ARGS", "--no-setup")
+        .env("MILABENCH_RUN_NAME", "job.{time}")
+        .args(["--time=5", "bash", "-ec", &lines.join("\n")]);
+    let out = run(&mut srun);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let system = fs_err::read_to_string(wordir.join("system.yaml")).expect("system file");
+    assert!(system.contains(&slurm.node()), "{system}");
+    assert_eq!(report_rows(&out.stdout), ["good"], "{}", out.stdout);
+}

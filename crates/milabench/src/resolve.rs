@@ -2,6 +2,8 @@
 //! before touching an environment.
 
 use milabench_cluster::slurm::Allocation;
+use milabench_config::settings::env_vars::MILABENCH_SIZER_AUTO;
+use milabench_config::settings::options::{OptionSource, SizerOptions};
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_config::suite::{Suite, SuiteRequest, resolve_suite};
 use milabench_config::system::{DetectedGpus, SystemInputs, SystemSource};
@@ -164,6 +166,7 @@ pub fn resolve(
         milabench_config::launch_check::check_bench(bench, &suite.system)?;
     }
     suite.warnings.extend(host.gpus.problems.iter().cloned());
+    suite.warnings.extend(sizer_warning(&suite.system, &host)?);
     Ok(Resolved {
         run_name,
         arch,
@@ -258,6 +261,32 @@ impl Resolved {
             })
             .collect()
     }
+}
+
+/// The warning for sizer settings that have no effect because `sizer.auto` is off: the
+/// Python tool ignores them silently (its own `config/sizing.yaml` sweeps `sizer.batch_size`
+/// so), which makes a sweep of identical runs.
+fn sizer_warning(
+    system: &milabench_config::ResolvedSystem,
+    host: &Host,
+) -> Result<Option<String>, Error> {
+    let options = system
+        .tree
+        .get("options")
+        .map(milabench_config::Node::to_json);
+    let source = OptionSource::new(&host.env, options.as_ref());
+    let ignored = SizerOptions::read(&source)?.without_effect();
+    Ok((!ignored.is_empty()).then(|| {
+        let (verb, pronoun) = if ignored.len() == 1 {
+            ("has", "it")
+        } else {
+            ("have", "them")
+        };
+        format!(
+            "{} {verb} no effect: the sizer is off, so `auto_batch(n)` gives n (as in the Python tool); set sizer.auto=1 (in the system's options, {MILABENCH_SIZER_AUTO}=1 or --sweep 'sizer.auto=[1]') to apply {pronoun}",
+            ignored.join(", "),
+        )
+    }))
 }
 
 #[cfg(test)]

@@ -254,12 +254,51 @@ impl SizerOptions {
             config: src.string("sizer.config")?,
         })
     }
+
+    /// The settings given that do nothing because `sizer.auto` is off (the Python tool's
+    /// semantics: `auto_batch(n)` then gives `n` whatever they say), as `name=value`; empty
+    /// when the sizer is on.
+    pub fn without_effect(&self) -> Vec<String> {
+        if self.auto {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let mut note = |name: &str, value: Option<String>| {
+            if let Some(value) = value {
+                out.push(format!("sizer.{name}={value}"));
+            }
+        };
+        note("batch_size", self.batch_size.map(|v| v.to_string()));
+        note("add", self.add.map(|v| v.to_string()));
+        note("mult", self.mult.map(|v| v.to_string()));
+        note("power", self.power.map(|v| v.to_string()));
+        note("optimized", self.optimized.then(|| "true".to_owned()));
+        note("capacity", self.capacity.clone());
+        note("config", self.config.clone());
+        out
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn sizer_settings_without_auto_are_named() {
+        let mut sizer = SizerOptions {
+            batch_size: Some(64),
+            mult: Some(2.0),
+            ..SizerOptions::default()
+        };
+        assert_eq!(
+            sizer.without_effect(),
+            ["sizer.batch_size=64", "sizer.mult=2"]
+        );
+        sizer.auto = true;
+        assert!(sizer.without_effect().is_empty());
+        assert!(SizerOptions::default().without_effect().is_empty());
+    }
 
     #[test]
     fn defaults_without_sources() {

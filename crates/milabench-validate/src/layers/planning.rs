@@ -79,10 +79,12 @@ impl PlanningLayer {
                     ));
                     failed += 1;
                 }
-                if plan.method == "per_gpu" && count != self.gpus {
+                // Without GPUs, a per-GPU plan runs one process, on the CPU.
+                let per_gpu = self.gpus.max(1);
+                if plan.method == "per_gpu" && count != per_gpu {
                     summary.add(format!(
                         "* Wrong number of configs; expected (ngpus: {}) but got (config: {count})",
-                        self.gpus
+                        per_gpu
                     ));
                     failed += 1;
                 }
