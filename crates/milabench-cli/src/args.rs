@@ -845,7 +845,7 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 8, value_parser = at_least_one)]
     pub sweep_steps: usize,
     /// How long requests are released (each sweep step): `60s`, `2m`, ...
-    #[arg(long, default_value = "60s", value_parser = load_duration)]
+    #[arg(long, default_value = "60s", value_parser = load_duration, allow_hyphen_values = true)]
     pub duration: std::time::Duration,
     /// Most requests (per sweep step); offline sends exactly this many [default: 100 offline].
     #[arg(long, value_parser = at_least_one)]
@@ -868,7 +868,7 @@ pub struct LoadArgs {
     #[arg(long)]
     pub ignore_eos: bool,
     /// Longest a request may take, streaming included; a stalled stream fails after it.
-    #[arg(long, default_value = "120s", value_parser = load_duration)]
+    #[arg(long, default_value = "120s", value_parser = load_duration, allow_hyphen_values = true)]
     pub timeout: std::time::Duration,
     /// Seed of the prompts and of the arrival schedule.
     #[arg(long, default_value_t = 0)]
@@ -877,7 +877,7 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 1024, value_parser = at_least_one)]
     pub max_connections: usize,
     /// Latency bounds for goodput and for the sweep's verdict: `ttft=500ms,tpot=50ms[,e2e=10s]`.
-    #[arg(long, value_name = "BOUNDS")]
+    #[arg(long, value_name = "BOUNDS", allow_hyphen_values = true)]
     pub slo: Option<String>,
     /// Write the results as `<DIR>/<NAME>.data` (the events of a run folder).
     #[arg(long, value_name = "DIR")]
@@ -902,7 +902,13 @@ pub struct LoadArgs {
     pub health: String,
     /// How long the started server may take to become ready (loading a model can take
     /// minutes).
-    #[arg(long, default_value = "600s", value_parser = load_duration, requires = "serve")]
+    #[arg(
+        long,
+        default_value = "600s",
+        value_parser = load_duration,
+        requires = "serve",
+        allow_hyphen_values = true
+    )]
     pub ready_timeout: std::time::Duration,
     /// Append the started server's output to this file [default: this command's own output].
     #[arg(long, value_name = "FILE", requires = "serve")]
@@ -951,7 +957,8 @@ fn at_least_one(text: &str) -> Result<usize, String> {
     }
 }
 
-/// A duration of `milabench load`: `500ms`, `60s`, `2m`.
+/// A duration of `milabench load`: `500ms`, `60s`, `2m`; its flags take values that start with
+/// `-` so that `-1s` is said to be negative rather than taken for a flag.
 fn load_duration(text: &str) -> Result<std::time::Duration, String> {
     milabench_load::parse_duration(text)
 }
