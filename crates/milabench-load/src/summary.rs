@@ -173,6 +173,10 @@ pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, unit) = text.split_at(text.trim_end_matches(char::is_alphabetic).len());
+    let not_a_duration = || format!("`{text}` is not a duration (e.g. 500ms, 60s)");
+    if number.trim().is_empty() {
+        return Err(not_a_duration());
+    }
     let scale = match unit {
         "" | "s" => 1.0,
         "ms" => 1e-3,
@@ -186,7 +190,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .parse::<f64>()
         .ok()
         .filter(|x| x.is_finite())
-        .ok_or_else(|| format!("`{text}` is not a duration (e.g. 500ms, 60s)"))?
+        .ok_or_else(not_a_duration)?
         * scale;
     if seconds < 0.0 {
         return Err(format!("`{text}`: a duration cannot be negative"));
