@@ -513,13 +513,17 @@ fn load_checks_its_run_dir_before_sending_and_never_appends_a_second_run() {
     let out = offline(&runs, "10");
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
-        out.stderr.contains("load.data already holds the results of a run")
+        out.stderr
+            .contains("load.data already holds the results of a run")
             && out.stderr.contains("another --run-dir or --name"),
         "{}",
         out.stderr
     );
     assert_eq!(server.requests(), sent);
-    assert_eq!(std::fs::read_to_string(runs.join("load.data")).unwrap(), first);
+    assert_eq!(
+        std::fs::read_to_string(runs.join("load.data")).unwrap(),
+        first
+    );
     let report = run(milabench(dir.path()).args(["report", "--runs", runs.to_str().unwrap()]));
     assert_eq!(report.code, 0, "{}", report.stderr);
     // A run that fails before measuring leaves no empty results file behind.
@@ -575,8 +579,14 @@ fn load_refuses_durations_and_slos_it_cannot_use_with_the_flag_named() {
             &["--slo", "ttft=500ms,ttft=1s"][..],
             "invalid --slo: `ttft` is bounded twice",
         ),
-        (&["--slo", "ttft=0"], "invalid --slo: `ttft=0`: no request can meet a bound of 0"),
-        (&["--slo", "ttft=fast"], "invalid --slo: `fast` is not a duration"),
+        (
+            &["--slo", "ttft=0"],
+            "invalid --slo: `ttft=0`: no request can meet a bound of 0",
+        ),
+        (
+            &["--slo", "ttft=fast"],
+            "invalid --slo: `fast` is not a duration",
+        ),
         (&["--slo", "ttft=-5ms"], "a duration cannot be negative"),
         (
             &["--slo", "e2e=99999999999999999999h"],
@@ -598,12 +608,18 @@ fn load_refuses_durations_and_slos_it_cannot_use_with_the_flag_named() {
             &["--duration", "-1s"],
             "for '--duration <DURATION>': `-1s`: a duration cannot be negative",
         ),
-        (&["--prompts", "/no/such/prompts.jsonl"], "prompts file /no/such/prompts.jsonl"),
+        (
+            &["--prompts", "/no/such/prompts.jsonl"],
+            "prompts file /no/such/prompts.jsonl",
+        ),
         (
             &["--input-tokens", "uniform:10:5"],
             "invalid --input-tokens: `uniform:10:5`: the low end is above the high end",
         ),
-        (&["--server-log", "/dev/null/log"], "cannot open --server-log /dev/null/log: "),
+        (
+            &["--server-log", "/dev/null/log"],
+            "cannot open --server-log /dev/null/log: ",
+        ),
     ] {
         let out = run(&mut load_with_server(
             dir.path(),
@@ -624,7 +640,14 @@ fn load_asks_a_server_on_the_port_its_command_names() {
     let begin = std::time::Instant::now();
     let out = run(&mut load_with_server(
         dir.path(),
-        &["--scenario", "offline", "--requests", "2", "--format", "json"],
+        &[
+            "--scenario",
+            "offline",
+            "--requests",
+            "2",
+            "--format",
+            "json",
+        ],
         &["--port", &port],
     ));
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -666,7 +689,10 @@ fn load_keeps_stdout_json_when_its_server_logs_there_and_stops_its_detached_chil
         out.stderr
     );
     let child = std::fs::read_to_string(&child_file).unwrap();
-    assert!(!running(&child), "the detached child {child} was left running");
+    assert!(
+        !running(&child),
+        "the detached child {child} was left running"
+    );
 }
 
 #[test]
@@ -680,7 +706,9 @@ fn load_says_a_server_up_but_not_ready_with_its_last_status() {
     assert_eq!(out.code, 3, "{}", out.stderr);
     assert!(
         out.stderr.contains("the server is up but not ready")
-            && out.stderr.contains("/health still answered HTTP 503 after 1 s"),
+            && out
+                .stderr
+                .contains("/health still answered HTTP 503 after 1 s"),
         "{}",
         out.stderr
     );
@@ -693,7 +721,12 @@ fn ctrl_c_while_the_server_starts_exits_130() {
     let child = load_with_server(
         dir.path(),
         &[],
-        &["--start-delay", "60", "--pid-file", pid_file.to_str().unwrap()],
+        &[
+            "--start-delay",
+            "60",
+            "--pid-file",
+            pid_file.to_str().unwrap(),
+        ],
     )
     .stdout(std::process::Stdio::null())
     .stderr(std::process::Stdio::piped())

@@ -153,21 +153,24 @@ pub enum Command {
     /// throughput and goodput under `--slo`, each with its 95% interval.
     ///
     /// Scenarios: `offline` (`--requests` sent at once), `server` (Poisson arrivals at `--rate`
-    /// for `--duration`, the seeded schedule fixed before the start), `concurrency`
+    /// for `--duration`, the same seeded schedule whatever the server does), `concurrency`
     /// (`--concurrency` requests in flight), `sweep` (server runs at `--rate`, then times
     /// `--sweep-factor`, until one breaks the SLO: 99% of requests within it and none failed;
     /// the highest rate that held is reported). `--run-dir` writes the results as the data
-    /// events of a run folder, for `report`, `compare` and the results database.
+    /// events of a run folder (`<--name>.data`, made before the first request; an existing one
+    /// is refused), for `report`, `compare` and the results database.
     ///
     /// With a server command after `--` (`milabench load --model M -- vllm serve M`), the
-    /// server is started first on a free loopback port (`--host 127.0.0.1 --port N` added
-    /// unless the command names a port), waited for until `--health` answers, and stopped
-    /// with its process group at the end; this is how suites run serving benchmarks.
+    /// server is started first, once every flag is checked, on the port the command names or
+    /// else a free loopback port (`--host 127.0.0.1 --port N` added), waited for until
+    /// `--health` answers, and stopped with its process group and every process it started at
+    /// the end; this is how suites run serving benchmarks.
     /// Ctrl-C ends the run early, keeping and showing what was measured (exit status 130).
     ///
     /// Exit status 1 when requests failed (HTTP errors, timeouts, malformed streams, a server
-    /// that went away; counted and shown, never as latency samples) or no sweep rate held;
-    /// 2 when the server cannot be reached at the start.
+    /// that went away; counted and shown, never as latency samples), none was sent, or no
+    /// sweep rate held; 2 for flags or files that cannot work; 3 when the server cannot be
+    /// reached at the start.
     Load(LoadArgs),
     /// Read the batch-size sizer's scaling files (docs/sweeps.md).
     #[command(subcommand)]

@@ -1,5 +1,6 @@
 //! Scenarios and the run: a current-thread runtime on the calling thread drives every request;
-//! a second thread hands it the requests of a schedule shortly before their times, sleeping
+//! a second thread draws the requests of a schedule (arrival and prompt, one at a time, so a
+//! long run holds none of those to come) and hands them over shortly before their times, sleeping
 //! with the operating system's timer (a runtime's timer ticks in whole milliseconds, too coarse
 //! for sub-millisecond arrival accuracy). The runtime's thread, already awake, watches the clock
 //! for the last stretch while it serves the streams, so a request starts at its time rather
@@ -24,8 +25,8 @@ use crate::workload::{Prompt, PromptStream, Workload};
 pub enum Scenario {
     /// Every request queued at once (MLPerf's Offline): throughput.
     Offline,
-    /// Poisson arrivals at `rate` requests per second, the schedule fixed before the start
-    /// (MLPerf's Server).
+    /// Poisson arrivals at `rate` requests per second, the same seeded schedule whatever the
+    /// server does, drawn as the run goes (MLPerf's Server).
     Server {
         /// Requests per second.
         rate: f64,
@@ -385,7 +386,9 @@ async fn closed_loop(
                     break;
                 }
                 let (i, prompt) = {
-                    let mut next = next.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut next = next
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
                     let i = next.0;
                     if i >= most {
                         break;
@@ -477,7 +480,11 @@ mod tests {
         .expect("spec");
         let begin = Instant::now();
         let result = run_stopped_after(&spec, Duration::from_millis(300));
-        assert!(begin.elapsed() < Duration::from_secs(5), "{:?}", begin.elapsed());
+        assert!(
+            begin.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            begin.elapsed()
+        );
         let step = &result.steps[0];
         assert!(step.summary.requests > 50, "{}", step.summary.requests);
         assert!(step.interrupted && !step.held);

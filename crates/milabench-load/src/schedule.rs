@@ -1,5 +1,5 @@
-//! Arrival schedules and how well actual arrivals follow them: seeded Poisson arrivals fixed
-//! before a run starts, and a Kolmogorov–Smirnov test of inter-arrival times against the
+//! Arrival schedules and how well actual arrivals follow them: seeded Poisson arrivals (the
+//! same for the same seed, drawn one at a time as a run goes), and a Kolmogorov–Smirnov test of inter-arrival times against the
 //! exponential distribution they were drawn from.
 
 use std::time::Duration;

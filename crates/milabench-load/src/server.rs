@@ -454,9 +454,15 @@ mod tests {
         for (named, expected) in [
             (&["serve", "--port=9000"][..], "http://127.0.0.1:9000"),
             (&["serve", "--port", "18130"], "http://127.0.0.1:18130"),
-            (&["serve", "--host", "0.0.0.0", "--port", "80"], "http://127.0.0.1:80"),
+            (
+                &["serve", "--host", "0.0.0.0", "--port", "80"],
+                "http://127.0.0.1:80",
+            ),
             (&["serve", "--host=::", "--port=81"], "http://[::1]:81"),
-            (&["serve", "--host", "10.0.0.2", "--port", "82"], "http://10.0.0.2:82"),
+            (
+                &["serve", "--host", "10.0.0.2", "--port", "82"],
+                "http://10.0.0.2:82",
+            ),
         ] {
             let (argv, url) = command_and_url(&strings(named)).unwrap();
             assert_eq!(argv, strings(named));
@@ -464,7 +470,10 @@ mod tests {
         }
         let err = command_and_url(&strings(&["serve", "--port", "http"])).unwrap_err();
         assert!(err.is_bad_input());
-        assert!(err.to_string().contains("`http` is not a port number"), "{err}");
+        assert!(
+            err.to_string().contains("`http` is not a port number"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -473,7 +482,8 @@ mod tests {
         let stop = Stop::new();
         // A stand-in process group: the "server" and a child it started.
         let server =
-            ManagedServer::start(&sh("sleep 300 & sleep 300"), ServerOutput::Inherit, &stop).expect("start");
+            ManagedServer::start(&sh("sleep 300 & sleep 300"), ServerOutput::Inherit, &stop)
+                .expect("start");
         let endpoint = Endpoint::parse(&mock.url()).expect("url");
         let took = server
             .wait_ready(&endpoint, "/v1/models", Duration::from_secs(10), &stop)
@@ -496,7 +506,8 @@ mod tests {
     #[test]
     fn a_server_that_exits_while_starting_is_said_and_stops_the_run() {
         let stop = Stop::new();
-        let server = ManagedServer::start(&sh("exit 3"), ServerOutput::Inherit, &stop).expect("start");
+        let server =
+            ManagedServer::start(&sh("exit 3"), ServerOutput::Inherit, &stop).expect("start");
         let endpoint = Endpoint::parse(&format!("http://127.0.0.1:{}", free_port().expect("port")))
             .expect("url");
         let err = server
@@ -513,7 +524,8 @@ mod tests {
     #[test]
     fn a_server_that_never_answers_times_out() {
         let stop = Stop::new();
-        let server = ManagedServer::start(&sh("sleep 300"), ServerOutput::Inherit, &stop).expect("start");
+        let server =
+            ManagedServer::start(&sh("sleep 300"), ServerOutput::Inherit, &stop).expect("start");
         let endpoint = Endpoint::parse(&format!("http://127.0.0.1:{}", free_port().expect("port")))
             .expect("url");
         let err = server
@@ -525,8 +537,12 @@ mod tests {
 
     #[test]
     fn a_missing_program_is_bad_input() {
-        let err = ManagedServer::start(&["/no/such/server".into()], ServerOutput::Inherit, &Stop::new())
-            .expect_err("missing");
+        let err = ManagedServer::start(
+            &["/no/such/server".into()],
+            ServerOutput::Inherit,
+            &Stop::new(),
+        )
+        .expect_err("missing");
         assert!(err.is_bad_input());
         assert!(err.to_string().contains("/no/such/server"), "{err}");
     }
@@ -555,7 +571,12 @@ mod tests {
         let server =
             ManagedServer::start(&sh("sleep 300"), ServerOutput::Inherit, &stop).expect("start");
         let err = server
-            .wait_ready(&answering(503), "/health", Duration::from_millis(600), &stop)
+            .wait_ready(
+                &answering(503),
+                "/health",
+                Duration::from_millis(600),
+                &stop,
+            )
             .expect_err("not ready");
         let text = err.to_string();
         assert!(
@@ -591,21 +612,26 @@ mod tests {
             orphan = orphan.display()
         );
         let stop = Stop::new();
-        let server = ManagedServer::start(&sh(&script), ServerOutput::Inherit, &stop).expect("start");
+        let server =
+            ManagedServer::start(&sh(&script), ServerOutput::Inherit, &stop).expect("start");
         let (child, orphan) = (pid_in(&child), pid_in(&orphan));
         assert!(is_running(child) && is_running(orphan));
         let stopped = server.stop(Duration::from_secs(5), |_| {});
         assert_eq!(stopped.left_running, Vec::<i32>::new());
-        assert!(!is_running(child), "the detached child {child} was left running");
+        assert!(
+            !is_running(child),
+            "the detached child {child} was left running"
+        );
         assert!(!is_running(orphan), "the orphan {orphan} was left running");
     }
 
     #[test]
     fn a_server_that_ignores_sigterm_is_said_to_be_slow_then_killed() {
         let stop = Stop::new();
-        let server = ManagedServer::start(&sh("trap '' TERM; sleep 300"), ServerOutput::Inherit, &stop)
-            .expect("start");
-        // The shell has set its trap once it answers nothing yet runs: give it a moment.
+        let server =
+            ManagedServer::start(&sh("trap '' TERM; sleep 300"), ServerOutput::Inherit, &stop)
+                .expect("start");
+        // Give the shell a moment to set its trap.
         std::thread::sleep(Duration::from_millis(200));
         let group = server.process_group() as u32;
         let mut said = None;

@@ -426,7 +426,12 @@ mod tests {
         assert_eq!(parse_duration("1e3ms"), Ok(Duration::from_secs(1)));
         assert_eq!(parse_duration("250µs"), Ok(Duration::from_micros(250)));
         assert_eq!(parse_duration("8760h"), Ok(MAX_DURATION));
-        for huge in ["99999999999999999999h", "10000000000000000000s", "8761h", "1e999s"] {
+        for huge in [
+            "99999999999999999999h",
+            "10000000000000000000s",
+            "8761h",
+            "1e999s",
+        ] {
             assert!(parse_duration(huge).is_err(), "{huge}");
         }
         let negative = parse_duration("-5ms").unwrap_err();

@@ -4,9 +4,9 @@
 use std::io::Write as _;
 
 use anyhow::Context as _;
+use camino::Utf8Path;
 use milabench::ExitCode;
 use milabench_exec::Interrupt;
-use camino::Utf8Path;
 use milabench_load::server::{self, ManagedServer, ServerOutput};
 use milabench_load::workload::Workload;
 use milabench_load::{
@@ -51,7 +51,7 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
         Some((argv, _)) => match start_server(args, &argv, &spec.endpoint, output, &stop) {
             Ok(server) => Some(server),
             Err(err) if interrupt.is_set() => {
-                note(&format!("interrupted: {err:#}"));
+                note(&format!("{err:#}"));
                 return Ok(ExitCode::Interrupted);
             }
             Err(err) => return Err(err),
