@@ -504,3 +504,44 @@ fn text(spec: &LoadSpec, result: &LoadResult) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interrupted_sweep_step_is_listed_as_such_not_as_held() {
+        let step = |held, interrupted| Step {
+            scenario: Scenario::Server { rate: 10.0 },
+            started: std::time::SystemTime::UNIX_EPOCH,
+            records: Vec::new(),
+            summary: milabench_load::Summary::of(&[], None, 0.0),
+            held,
+            interrupted,
+        };
+        let spec = spec_for_test();
+        let result = LoadResult {
+            sweep: true,
+            steps: vec![step(true, false), step(false, false), step(false, true)],
+            highest_held_rate: Some(10.0),
+            stopped: Some("interrupted".into()),
+        };
+        let table = text(&spec, &result);
+        let verdicts: Vec<&str> = table
+            .lines()
+            .skip(1)
+            .take(3)
+            .filter_map(|line| line.split_whitespace().last())
+            .collect();
+        assert_eq!(verdicts, ["yes", "no", "interrupted"], "{table}");
+    }
+
+    fn spec_for_test() -> LoadSpec {
+        milabench_load::mock::load_spec(
+            "http://127.0.0.1:9",
+            Scenario::Server { rate: 10.0 },
+            std::time::Duration::from_secs(1),
+        )
+        .expect("spec")
+    }
+}
