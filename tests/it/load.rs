@@ -1,5 +1,6 @@
 //! `milabench load` against the load generator's mock server on loopback.
 
+use std::process::Command;
 use std::time::Duration;
 
 use milabench_load::mock::{Fault, MockConfig, MockServer};
@@ -462,4 +463,285 @@ fn load_measures_an_https_endpoint_and_verifies_its_certificate() {
         "{}",
         untrusted.stderr
     );
+}
+
+/// `milabench load --model m` with `flags`, then the fake server with `server_flags` after `--`.
+fn load_with_server(dir: &std::path::Path, flags: &[&str], server_flags: &[&str]) -> Command {
+    let mut cmd = milabench(dir);
+    cmd.args(["load", "--model", "m"])
+        .args(flags)
+        .arg("--")
+        .args(fake_server(server_flags));
+    cmd
+}
+
+#[test]
+fn load_checks_its_run_dir_before_sending_and_never_appends_a_second_run() {
+    let server = quick_server(None);
+    let dir = tempfile::tempdir().unwrap();
+    let offline = |run_dir: &std::path::Path, requests: &str| {
+        run(milabench(dir.path()).args([
+            "load",
+            "--endpoint",
+            &server.url(),
+            "--model",
+            "m",
+            "--scenario",
+            "offline",
+            "--requests",
+            requests,
+            "--run-dir",
+            run_dir.to_str().unwrap(),
+        ]))
+    };
+    // A folder that cannot be made is found before any request, not after the run.
+    let regular = dir.path().join("regular");
+    std::fs::write(&regular, "").unwrap();
+    let out = offline(&regular.join("run"), "5");
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("cannot create --run-dir") && out.stderr.contains("run"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.requests(), 0, "requests were sent into a lost run");
+    // A second run into the same folder is refused: the first run's file stays readable.
+    let runs = dir.path().join("runs");
+    assert_eq!(offline(&runs, "5").code, 0);
+    let first = std::fs::read_to_string(runs.join("load.data")).unwrap();
+    let sent = server.requests();
+    let out = offline(&runs, "10");
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("load.data already holds the results of a run")
+            && out.stderr.contains("another --run-dir or --name"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.requests(), sent);
+    assert_eq!(
+        std::fs::read_to_string(runs.join("load.data")).unwrap(),
+        first
+    );
+    let report = run(milabench(dir.path()).args(["report", "--runs", runs.to_str().unwrap()]));
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    // A run that fails before measuring leaves no empty results file behind.
+    let refused = dir.path().join("refused");
+    let port = milabench_load::server::free_port().unwrap();
+    let out = run(milabench(dir.path()).args([
+        "load",
+        "--endpoint",
+        &format!("http://127.0.0.1:{port}"),
+        "--model",
+        "m",
+        "--run-dir",
+        refused.to_str().unwrap(),
+    ]));
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(!refused.join("load.data").exists());
+}
+
+#[test]
+fn load_fails_a_schedule_without_arrival_in_its_window() {
+    let server = quick_server(None);
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(milabench(dir.path()).args([
+        "load",
+        "--endpoint",
+        &server.url(),
+        "--model",
+        "m",
+        "--rate",
+        "0.1",
+        "--duration",
+        "1s",
+        "--seed",
+        "1",
+    ]));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stdout.contains("requests: 0 sent"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("FAILED: no request was sent: the schedule had no arrival in the window"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn load_refuses_durations_and_slos_it_cannot_use_with_the_flag_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("server.pid");
+    // Every flag is checked before the server is started.
+    for (flags, says) in [
+        (
+            &["--slo", "ttft=500ms,ttft=1s"][..],
+            "invalid --slo: `ttft` is bounded twice",
+        ),
+        (
+            &["--slo", "ttft=0"],
+            "invalid --slo: `ttft=0`: no request can meet a bound of 0",
+        ),
+        (
+            &["--slo", "ttft=fast"],
+            "invalid --slo: `fast` is not a duration",
+        ),
+        (&["--slo", "ttft=-5ms"], "a duration cannot be negative"),
+        (
+            &["--slo", "e2e=99999999999999999999h"],
+            "longer than the longest duration accepted",
+        ),
+        (
+            &["--duration", "99999999999999999999h"],
+            "for '--duration <DURATION>': `99999999999999999999h` is longer than",
+        ),
+        (
+            &["--timeout", "10000000000000000000s"],
+            "for '--timeout <TIMEOUT>': `10000000000000000000s` is longer than",
+        ),
+        (
+            &["--scenario", "concurrency", "--duration", "1e19s"],
+            "for '--duration <DURATION>'",
+        ),
+        (
+            &["--duration", "-1s"],
+            "for '--duration <DURATION>': `-1s`: a duration cannot be negative",
+        ),
+        (
+            &["--prompts", "/no/such/prompts.jsonl"],
+            "prompts file /no/such/prompts.jsonl",
+        ),
+        (
+            &["--input-tokens", "uniform:10:5"],
+            "invalid --input-tokens: `uniform:10:5`: the low end is above the high end",
+        ),
+        (
+            &["--server-log", "/dev/null/log"],
+            "cannot open --server-log /dev/null/log: ",
+        ),
+    ] {
+        let out = run(&mut load_with_server(
+            dir.path(),
+            flags,
+            &["--pid-file", pid_file.to_str().unwrap()],
+        ));
+        assert_eq!(out.code, 2, "{flags:?}: {}", out.stderr);
+        assert!(out.stderr.contains(says), "{flags:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+        assert!(!pid_file.exists(), "{flags:?}: the server was started");
+    }
+}
+
+#[test]
+fn load_asks_a_server_on_the_port_its_command_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = milabench_load::server::free_port().unwrap().to_string();
+    let begin = std::time::Instant::now();
+    let out = run(&mut load_with_server(
+        dir.path(),
+        &[
+            "--scenario",
+            "offline",
+            "--requests",
+            "2",
+            "--format",
+            "json",
+        ],
+        &["--port", &port],
+    ));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(begin.elapsed() < Duration::from_secs(20));
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["endpoint"], format!("http://127.0.0.1:{port}"));
+    assert_eq!(json["steps"][0]["summary"]["succeeded"], 2, "{json}");
+}
+
+#[test]
+fn load_keeps_stdout_json_when_its_server_logs_there_and_stops_its_detached_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let child_file = dir.path().join("child.pid");
+    let out = run(&mut load_with_server(
+        dir.path(),
+        &[
+            "--scenario",
+            "offline",
+            "--requests",
+            "3",
+            "--output-tokens",
+            "4",
+            "--format",
+            "json",
+        ],
+        &[
+            "--log-stdout",
+            "--detached-child",
+            child_file.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let json: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", out.stdout));
+    assert_eq!(json["steps"][0]["summary"]["succeeded"], 3);
+    assert!(
+        out.stderr.contains("INFO fake server: ready on"),
+        "the server's stdout goes to stderr: {}",
+        out.stderr
+    );
+    let child = std::fs::read_to_string(&child_file).unwrap();
+    assert!(
+        !running(&child),
+        "the detached child {child} was left running"
+    );
+}
+
+#[test]
+fn load_says_a_server_up_but_not_ready_with_its_last_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&mut load_with_server(
+        dir.path(),
+        &["--ready-timeout", "1s"],
+        &["--start-delay", "60"],
+    ));
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the server is up but not ready")
+            && out
+                .stderr
+                .contains("/health still answered HTTP 503 after 1 s"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn ctrl_c_while_the_server_starts_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("server.pid");
+    let child = load_with_server(
+        dir.path(),
+        &[],
+        &[
+            "--start-delay",
+            "60",
+            "--pid-file",
+            pid_file.to_str().unwrap(),
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    crate::common::wait_for("the server's pid file", || pid_file.exists());
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(!running(&pid), "the server {pid} was left running");
 }

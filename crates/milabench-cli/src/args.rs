@@ -160,21 +160,24 @@ pub enum Command {
     /// throughput and goodput under `--slo`, each with its 95% interval.
     ///
     /// Scenarios: `offline` (`--requests` sent at once), `server` (Poisson arrivals at `--rate`
-    /// for `--duration`, the seeded schedule fixed before the start), `concurrency`
+    /// for `--duration`, the same seeded schedule whatever the server does), `concurrency`
     /// (`--concurrency` requests in flight), `sweep` (server runs at `--rate`, then times
     /// `--sweep-factor`, until one breaks the SLO: 99% of requests within it and none failed;
     /// the highest rate that held is reported). `--run-dir` writes the results as the data
-    /// events of a run folder, for `report`, `compare` and the results database.
+    /// events of a run folder (`<--name>.data`, made before the first request; an existing one
+    /// is refused), for `report`, `compare` and the results database.
     ///
     /// With a server command after `--` (`milabench load --model M -- vllm serve M`), the
-    /// server is started first on a free loopback port (`--host 127.0.0.1 --port N` added
-    /// unless the command names a port), waited for until `--health` answers, and stopped
-    /// with its process group at the end; this is how suites run serving benchmarks.
+    /// server is started first, once every flag is checked, on the port the command names or
+    /// else a free loopback port (`--host 127.0.0.1 --port N` added), waited for until
+    /// `--health` answers, and stopped with its process group and every process it started at
+    /// the end; this is how suites run serving benchmarks.
     /// Ctrl-C ends the run early, keeping and showing what was measured (exit status 130).
     ///
     /// Exit status 1 when requests failed (HTTP errors, timeouts, malformed streams, a server
-    /// that went away; counted and shown, never as latency samples) or no sweep rate held;
-    /// 2 when the server cannot be reached at the start.
+    /// that went away; counted and shown, never as latency samples), none was sent, or no
+    /// sweep rate held; 2 for flags or files that cannot work; 3 when the server cannot be
+    /// reached at the start.
     Load(LoadArgs),
     /// Read the batch-size sizer's scaling files (docs/sweeps.md).
     #[command(subcommand)]
@@ -966,7 +969,7 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 8, value_parser = at_least_one)]
     pub sweep_steps: usize,
     /// How long requests are released (each sweep step): `60s`, `2m`, ...
-    #[arg(long, default_value = "60s", value_parser = load_duration)]
+    #[arg(long, default_value = "60s", value_parser = load_duration, allow_hyphen_values = true)]
     pub duration: std::time::Duration,
     /// Most requests (per sweep step); offline sends exactly this many [default: 100 offline].
     #[arg(long, value_parser = at_least_one)]
@@ -989,7 +992,7 @@ pub struct LoadArgs {
     #[arg(long)]
     pub ignore_eos: bool,
     /// Longest a request may take, streaming included; a stalled stream fails after it.
-    #[arg(long, default_value = "120s", value_parser = load_duration)]
+    #[arg(long, default_value = "120s", value_parser = load_duration, allow_hyphen_values = true)]
     pub timeout: std::time::Duration,
     /// Seed of the prompts and of the arrival schedule.
     #[arg(long, default_value_t = 0)]
@@ -998,7 +1001,7 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 1024, value_parser = at_least_one)]
     pub max_connections: usize,
     /// Latency bounds for goodput and for the sweep's verdict: `ttft=500ms,tpot=50ms[,e2e=10s]`.
-    #[arg(long, value_name = "BOUNDS")]
+    #[arg(long, value_name = "BOUNDS", allow_hyphen_values = true)]
     pub slo: Option<String>,
     /// Write the results as `<DIR>/<NAME>.data` (the events of a run folder).
     #[arg(long, value_name = "DIR")]
@@ -1023,7 +1026,13 @@ pub struct LoadArgs {
     pub health: String,
     /// How long the started server may take to become ready (loading a model can take
     /// minutes).
-    #[arg(long, default_value = "600s", value_parser = load_duration, requires = "serve")]
+    #[arg(
+        long,
+        default_value = "600s",
+        value_parser = load_duration,
+        requires = "serve",
+        allow_hyphen_values = true
+    )]
     pub ready_timeout: std::time::Duration,
     /// Append the started server's output to this file [default: this command's own output].
     #[arg(long, value_name = "FILE", requires = "serve")]
@@ -1072,7 +1081,8 @@ fn at_least_one(text: &str) -> Result<usize, String> {
     }
 }
 
-/// A duration of `milabench load`: `500ms`, `60s`, `2m`.
+/// A duration of `milabench load`: `500ms`, `60s`, `2m`; its flags take values that start with
+/// `-` so that `-1s` is said to be negative rather than taken for a flag.
 fn load_duration(text: &str) -> Result<std::time::Duration, String> {
     milabench_load::parse_duration(text)
 }

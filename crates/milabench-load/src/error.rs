@@ -75,15 +75,14 @@ pub enum LoadError {
         waited: f64,
     },
     /// The server started for the run did not answer its health check in time.
-    #[error(
-        "the server did not answer {url} with success within {} s: give it longer with --ready-timeout, or check its output",
-        timeout.as_secs()
-    )]
+    #[error("{}", not_ready(url, *timeout, *last_status))]
     ServerNotReady {
         /// The health URL.
         url: String,
         /// How long it was given.
         timeout: std::time::Duration,
+        /// The last status the health URL answered, when it answered at all.
+        last_status: Option<u16>,
     },
     /// The run was asked to end while it waited for its server.
     #[error("stopped before the server was ready: {0}")]
@@ -110,6 +109,19 @@ impl LoadError {
             | LoadError::StoppedWaiting(_)
             | LoadError::Runtime(_) => false,
         }
+    }
+}
+
+/// Why a started server was not ready: nothing answered, or what it answered instead.
+fn not_ready(url: &str, timeout: std::time::Duration, last_status: Option<u16>) -> String {
+    let seconds = timeout.as_secs_f64();
+    match last_status {
+        None => format!(
+            "the server did not answer {url} with success within {seconds} s: give it longer with --ready-timeout, or check its output"
+        ),
+        Some(code) => format!(
+            "the server is up but not ready: {url} still answered HTTP {code} after {seconds} s; give it longer with --ready-timeout, check its output, or name the path that answers once it is ready with --health"
+        ),
     }
 }
 

@@ -8,7 +8,8 @@
 //!   throughput; for a sweep, the highest step that held (else the first);
 //! - `data` with `task: "request"`: one per request (`ttft`, `tpot`, `itl` mean, `latency`,
 //!   tokens, `status`, `error`), and `task: "load"`: each step's summary, its `scenario`,
-//!   whether it `held` and whether it is a step of a `sweep`.
+//!   whether it `held`, whether it was `interrupted` (the run stopped before the step ended) and
+//!   whether it is a step of a `sweep`.
 
 use std::time::SystemTime;
 
@@ -26,8 +27,9 @@ use crate::summary::{output_arrivals, windows};
 pub const UNITS: &str = "tokens/s";
 
 impl LoadResult {
-    /// Why the run counts as failed, if it does: failed requests in a single run; in a sweep,
-    /// no step that held or a server that went away (refused or dropped connections).
+    /// Why the run counts as failed, if it does: failed requests in a single run; a step that
+    /// sent no request; in a sweep, no step that held or a server that went away (refused or
+    /// dropped connections).
     pub fn failure(&self) -> Option<String> {
         let is_sweep = self.sweep;
         let mut reasons = Vec::new();
@@ -51,6 +53,14 @@ impl LoadResult {
                     s.requests,
                     kinds.join("; ")
                 ));
+            }
+            if s.requests == 0 && !step.interrupted {
+                reasons.push(match step.scenario {
+                    Scenario::Server { rate } => format!(
+                        "no request was sent: the schedule had no arrival in the window (Poisson arrivals at {rate} requests/s within --duration; where they fall depends on --seed); give a longer --duration or a higher --rate"
+                    ),
+                    _ => "no request was sent within --duration; give a longer one".to_owned(),
+                });
             }
         }
         if let Some(reason) = &self.stopped {
@@ -166,6 +176,7 @@ pub fn records(
             "scenario": step.scenario,
             "sweep": result.sweep,
             "held": step.held,
+            "interrupted": step.interrupted,
         });
         if let (Value::Object(m), Ok(Value::Object(s))) =
             (&mut summary, serde_json::to_value(&step.summary))

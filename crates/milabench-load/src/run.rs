@@ -1,12 +1,12 @@
 //! Scenarios and the run: a current-thread runtime on the calling thread drives every request;
-//! a second thread hands it the requests of a schedule shortly before their times, sleeping
+//! a second thread draws the requests of a schedule (arrival and prompt, one at a time, so a
+//! long run holds none of those to come) and hands them over shortly before their times, sleeping
 //! with the operating system's timer (a runtime's timer ticks in whole milliseconds, too coarse
 //! for sub-millisecond arrival accuracy). The runtime's thread, already awake, watches the clock
 //! for the last stretch while it serves the streams, so a request starts at its time rather
 //! than after a wake-up whose delay varies: the gaps between sends stay those of the schedule.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
@@ -14,10 +14,10 @@ use tokio::task::JoinSet;
 
 use crate::client::{Endpoint, Pool, RequestOptions, RequestRecord};
 use crate::error::LoadError;
-use crate::schedule::{gaps, ks_exponential, poisson};
+use crate::schedule::{PoissonArrivals, gaps, ks_exponential};
 use crate::stop::{IN_FLIGHT_GRACE, Stop};
 use crate::summary::{Slo, Summary};
-use crate::workload::{Prompt, Workload};
+use crate::workload::{Prompt, PromptStream, Workload};
 
 /// How requests are released.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -25,8 +25,8 @@ use crate::workload::{Prompt, Workload};
 pub enum Scenario {
     /// Every request queued at once (MLPerf's Offline): throughput.
     Offline,
-    /// Poisson arrivals at `rate` requests per second, the schedule fixed before the start
-    /// (MLPerf's Server).
+    /// Poisson arrivals at `rate` requests per second, the same seeded schedule whatever the
+    /// server does, drawn as the run goes (MLPerf's Server).
     Server {
         /// Requests per second.
         rate: f64,
@@ -86,8 +86,12 @@ pub struct Step {
     pub records: Vec<RequestRecord>,
     /// The aggregates.
     pub summary: Summary,
-    /// Whether the step held: no failed request and, with an SLO, 99% of requests within it.
+    /// Whether the step held: no failed request and, with an SLO, 99% of requests within it;
+    /// never when it was interrupted.
     pub held: bool,
+    /// Whether the run was stopped (Ctrl-C, the server gone) before this step's scenario
+    /// ended: its figures cover only part of it.
+    pub interrupted: bool,
 }
 
 /// What a load run measured.
@@ -145,7 +149,7 @@ fn thread_cpu() -> f64 {
 /// scenario, until it ends or `stop` is triggered (then with what was measured so far). Failed
 /// requests are in the result, not an error.
 pub fn run(spec: &LoadSpec, stop: &Stop) -> Result<LoadResult, LoadError> {
-    validate(spec)?;
+    spec.check()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -188,7 +192,15 @@ pub fn run(spec: &LoadSpec, stop: &Stop) -> Result<LoadResult, LoadError> {
     })
 }
 
-fn validate(spec: &LoadSpec) -> Result<(), LoadError> {
+impl LoadSpec {
+    /// Checks the settings can work (a rate above 0, a request at least, ...); [`run`] does
+    /// too, this finds out before a server is started for the run.
+    pub fn check(&self) -> Result<(), LoadError> {
+        check(self)
+    }
+}
+
+fn check(spec: &LoadSpec) -> Result<(), LoadError> {
     let bad = |m: &str| Err(LoadError::Settings(m.to_owned()));
     let rate_ok = |r: f64| r.is_finite() && r > 0.0;
     match spec.scenario {
@@ -223,17 +235,22 @@ fn validate(spec: &LoadSpec) -> Result<(), LoadError> {
 struct Shared {
     pool: Arc<Pool>,
     options: RequestOptions,
-    prompts: Vec<Prompt>,
     start: Instant,
     stop: Stop,
 }
 
 impl Shared {
-    /// Sends request `index`, due at `scheduled` seconds into the run and taken up at `taken`.
-    async fn send(&self, index: usize, scheduled: f64, taken: Instant) -> RequestRecord {
-        let prompt = &self.prompts[index % self.prompts.len()];
+    /// Sends request `index` with `prompt`, due at `scheduled` seconds into the run and taken
+    /// up at `taken`.
+    async fn send(
+        &self,
+        index: usize,
+        prompt: Prompt,
+        scheduled: f64,
+        taken: Instant,
+    ) -> RequestRecord {
         self.pool
-            .send(&self.options, prompt, index, scheduled, self.start, taken)
+            .send(&self.options, &prompt, index, scheduled, self.start, taken)
             .await
     }
 }
@@ -245,43 +262,41 @@ fn one_step(
     pool: &Arc<Pool>,
     stop: &Stop,
 ) -> Result<Step, LoadError> {
-    let schedule = match scenario {
-        Scenario::Server { rate } => {
-            Some(poisson(rate, spec.duration, spec.max_requests, spec.seed))
-        }
-        _ => None,
-    };
-    let count = match (&schedule, scenario) {
-        (Some(s), _) => s.len(),
-        (None, Scenario::Concurrency { .. }) => spec.max_requests.min(100_000),
-        (None, _) => spec.max_requests,
-    };
     let shared = Arc::new(Shared {
         pool: pool.clone(),
         options: spec.options.clone(),
-        prompts: spec
-            .workload
-            .prompts(count.max(1), spec.seed, spec.default_max_tokens),
         start: Instant::now() + LEAD,
         stop: stop.clone(),
     });
+    // Prompts (and arrivals) are drawn as they are sent: a long run holds none of those to come.
+    let prompts = spec.workload.stream(spec.seed, spec.default_max_tokens);
     let started = SystemTime::now() + LEAD;
     let cpu_before = thread_cpu();
-    let (mut records, dispatcher_cpu) = match (schedule.as_deref(), scenario) {
-        (Some(schedule), _) => runtime.block_on(scheduled(&shared, schedule))?,
-        (None, Scenario::Concurrency { n }) => {
-            (runtime.block_on(closed_loop(&shared, n, spec)), 0.0)
+    let (mut records, dispatcher_cpu) = match scenario {
+        Scenario::Server { rate } => {
+            let arrivals = PoissonArrivals::new(rate, spec.duration, spec.max_requests, spec.seed);
+            runtime.block_on(scheduled(&shared, arrivals, prompts))?
         }
-        (None, _) => (runtime.block_on(offline(&shared, count)), 0.0),
+        Scenario::Concurrency { n } => (
+            runtime.block_on(closed_loop(&shared, n, spec, prompts)),
+            0.0,
+        ),
+        _ => {
+            // Every prompt is needed at once: drawn before the start.
+            let prompts: Vec<Prompt> = prompts.take(spec.max_requests).collect();
+            (runtime.block_on(offline(&shared, prompts)), 0.0)
+        }
     };
+    let interrupted = stop.is_set();
     let cpu = thread_cpu() - cpu_before + dispatcher_cpu;
     records.sort_by_key(|r| r.index);
     let mut summary = Summary::of(&records, spec.slo.as_ref(), cpu);
-    if let (Some(_), Scenario::Server { rate }) = (&schedule, scenario) {
+    if let Scenario::Server { rate } = scenario {
         let sends: Vec<f64> = records.iter().map(|r| r.sent).collect();
         summary.arrivals = Some(ks_exponential(&gaps(&sends), rate));
     }
-    let held = summary.failed == 0
+    let held = !interrupted
+        && summary.failed == 0
         && summary.requests > 0
         && summary.slo_attainment.is_none_or(|a| a >= HELD_ATTAINMENT);
     Ok(Step {
@@ -290,26 +305,28 @@ fn one_step(
         records,
         summary,
         held,
+        interrupted,
     })
 }
 
-/// Releases request `i` at `schedule[i]` from a thread of its own; returns the records and
+/// Releases each arrival of `arrivals`, with the next prompt of `prompts`, at its time: a
+/// thread of its own draws both and hands them over shortly before. Returns the records and
 /// that thread's CPU time.
 async fn scheduled(
     shared: &Arc<Shared>,
-    schedule: &[Duration],
+    arrivals: PoissonArrivals,
+    prompts: PromptStream,
 ) -> Result<(Vec<RequestRecord>, f64), LoadError> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let times = schedule.to_vec();
     let start = shared.start;
     let stop = shared.stop.clone();
     let dispatcher = std::thread::Builder::new()
         .name("load-dispatch".into())
         .spawn(move || {
             let before = thread_cpu();
-            for (i, at) in times.into_iter().enumerate() {
+            for (i, (at, prompt)) in arrivals.zip(prompts).enumerate() {
                 let early = (start + at).checked_sub(HAND_OVER).unwrap_or(start);
-                if !stop.sleep_until(early) || tx.send(i).is_err() {
+                if !stop.sleep_until(early) || tx.send((i, at, prompt)).is_err() {
                     break;
                 }
             }
@@ -317,37 +334,42 @@ async fn scheduled(
         })
         .map_err(LoadError::Runtime)?;
     let mut tasks = JoinSet::new();
-    while let Some(i) = rx.recv().await {
-        let due = start + schedule[i];
+    while let Some((i, at, prompt)) = rx.recv().await {
+        let due = start + at;
         while Instant::now() < due {
             tokio::task::yield_now().await;
         }
         let taken = Instant::now();
         let shared = shared.clone();
-        let at = schedule[i].as_secs_f64();
-        tasks.spawn(async move { shared.send(i, at, taken).await });
+        tasks.spawn(async move { shared.send(i, prompt, at.as_secs_f64(), taken).await });
     }
     let records = collect(tasks, &shared.stop).await;
     let cpu = dispatcher.join().unwrap_or(0.0);
     Ok((records, cpu))
 }
 
-/// Every request at once.
-async fn offline(shared: &Arc<Shared>, count: usize) -> Vec<RequestRecord> {
+/// Every request at once, request `i` with `prompts[i]`.
+async fn offline(shared: &Arc<Shared>, prompts: Vec<Prompt>) -> Vec<RequestRecord> {
     tokio::time::sleep_until(tokio::time::Instant::from_std(shared.start)).await;
     let mut tasks = JoinSet::new();
-    for i in 0..count {
+    for (i, prompt) in prompts.into_iter().enumerate() {
         let shared = shared.clone();
-        tasks.spawn(async move { shared.send(i, 0.0, Instant::now()).await });
+        tasks.spawn(async move { shared.send(i, prompt, 0.0, Instant::now()).await });
     }
     collect(tasks, &shared.stop).await
 }
 
 /// `n` workers, each sending its next request when the last ends, until the duration is over,
-/// the requests run out or the run is stopped.
-async fn closed_loop(shared: &Arc<Shared>, n: usize, spec: &LoadSpec) -> Vec<RequestRecord> {
+/// the requests run out or the run is stopped; request `i` gets the `i`-th prompt of `prompts`.
+async fn closed_loop(
+    shared: &Arc<Shared>,
+    n: usize,
+    spec: &LoadSpec,
+    prompts: PromptStream,
+) -> Vec<RequestRecord> {
     tokio::time::sleep_until(tokio::time::Instant::from_std(shared.start)).await;
-    let next = Arc::new(AtomicUsize::new(0));
+    // The index and its prompt are taken together, so prompt `i` goes with request `i`.
+    let next = Arc::new(std::sync::Mutex::new((0usize, prompts)));
     let end = shared.start + spec.duration;
     let most = spec.max_requests;
     // Each record is handed over as it completes, so a worker dropped after a stop loses only
@@ -360,13 +382,24 @@ async fn closed_loop(shared: &Arc<Shared>, n: usize, spec: &LoadSpec) -> Vec<Req
         let tx = tx.clone();
         tasks.spawn(async move {
             loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= most || Instant::now() >= end || shared.stop.is_set() {
+                if Instant::now() >= end || shared.stop.is_set() {
                     break;
                 }
+                let (i, prompt) = {
+                    let mut next = next
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let i = next.0;
+                    if i >= most {
+                        break;
+                    }
+                    next.0 += 1;
+                    (i, next.1.next())
+                };
+                let Some(prompt) = prompt else { break };
                 let now = Instant::now();
                 let due = now.saturating_duration_since(shared.start).as_secs_f64();
-                if tx.send(shared.send(i, due, now).await).is_err() {
+                if tx.send(shared.send(i, prompt, due, now).await).is_err() {
                     break;
                 }
             }
@@ -413,4 +446,90 @@ async fn collect(mut tasks: JoinSet<RequestRecord>, stop: &Stop) -> Vec<RequestR
     let mut records = Vec::with_capacity(tasks.len());
     join_all(&mut tasks, stop, |record| records.push(record)).await;
     records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock::{MockConfig, MockServer, load_spec};
+    use crate::schedule::poisson;
+
+    /// Runs `spec` with a stop triggered after `after`.
+    fn run_stopped_after(spec: &LoadSpec, after: Duration) -> LoadResult {
+        let stop = Stop::new();
+        let trigger = stop.clone();
+        let stopper = std::thread::spawn(move || {
+            std::thread::sleep(after);
+            trigger.trigger("interrupted");
+        });
+        let result = run(spec, &stop).expect("run");
+        stopper.join().expect("stopper");
+        result
+    }
+
+    #[test]
+    fn a_day_long_schedule_starts_at_once_and_holds_nothing_to_come() {
+        // 86 million arrivals: drawn all before the start, with their prompts, they took tens
+        // of gigabytes and minutes; drawn as they are sent, the run starts at once.
+        let server = MockServer::start(MockConfig::default()).expect("mock");
+        let spec = load_spec(
+            &server.url(),
+            Scenario::Server { rate: 1000.0 },
+            Duration::from_secs(24 * 3600),
+        )
+        .expect("spec");
+        let begin = Instant::now();
+        let result = run_stopped_after(&spec, Duration::from_millis(300));
+        assert!(
+            begin.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            begin.elapsed()
+        );
+        let step = &result.steps[0];
+        assert!(step.summary.requests > 50, "{}", step.summary.requests);
+        assert!(step.interrupted && !step.held);
+    }
+
+    #[test]
+    fn an_interrupted_sweep_step_is_marked_so_and_does_not_hold() {
+        let server = MockServer::start(MockConfig::default()).expect("mock");
+        let mut spec = load_spec(
+            &server.url(),
+            Scenario::Sweep {
+                start: 20.0,
+                factor: 2.0,
+                steps: 5,
+            },
+            Duration::from_millis(500),
+        )
+        .expect("spec");
+        spec.slo = Some(Slo::parse("ttft=1s").expect("slo"));
+        // The first step (0.5 s from 20 ms after the start) ends; the second is cut short.
+        let result = run_stopped_after(&spec, Duration::from_millis(800));
+        assert_eq!(result.steps.len(), 2);
+        let (first, second) = (&result.steps[0], &result.steps[1]);
+        assert!(first.held && !first.interrupted);
+        assert!(second.interrupted && !second.held, "{second:?}");
+        assert_eq!(result.highest_held_rate, Some(20.0));
+    }
+
+    #[test]
+    fn a_schedule_without_arrival_in_the_window_is_a_failure_saying_so() {
+        let server = MockServer::start(MockConfig::default()).expect("mock");
+        let spec = load_spec(
+            &server.url(),
+            Scenario::Server { rate: 0.1 },
+            Duration::from_secs(1),
+        )
+        .expect("spec");
+        assert!(poisson(0.1, spec.duration, usize::MAX, spec.seed).is_empty());
+        let result = run(&spec, &Stop::new()).expect("run");
+        assert_eq!(result.steps[0].summary.requests, 0);
+        assert!(!result.steps[0].held);
+        let failure = result.failure().expect("a run that sent nothing fails");
+        assert!(
+            failure.contains("the schedule had no arrival in the window"),
+            "{failure}"
+        );
+    }
 }

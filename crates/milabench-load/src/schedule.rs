@@ -1,5 +1,5 @@
-//! Arrival schedules and how well actual arrivals follow them: seeded Poisson arrivals fixed
-//! before a run starts, and a Kolmogorov–Smirnov test of inter-arrival times against the
+//! Arrival schedules and how well actual arrivals follow them: seeded Poisson arrivals (the
+//! same for the same seed, drawn one at a time as a run goes), and a Kolmogorov–Smirnov test of inter-arrival times against the
 //! exponential distribution they were drawn from.
 
 use std::time::Duration;
@@ -7,19 +7,50 @@ use std::time::Duration;
 /// Arrival offsets from the start of a run of a Poisson process at `rate` requests per second,
 /// for `duration`, at most `max` of them; the same seed gives the same schedule.
 pub fn poisson(rate: f64, duration: Duration, max: usize, seed: u64) -> Vec<Duration> {
-    let mut rng = fastrand::Rng::with_seed(seed);
-    let end = duration.as_secs_f64();
-    let mut t = 0.0;
-    let mut out = Vec::new();
-    while out.len() < max {
-        // Inverse transform: -ln(U) / rate with U in (0, 1].
-        t += -(1.0 - rng.f64()).ln() / rate;
-        if t >= end {
-            break;
+    PoissonArrivals::new(rate, duration, max, seed).collect()
+}
+
+/// The arrivals [`poisson`] gives, in the same order, drawn one at a time as they are asked
+/// for (a long run holds none of those to come).
+#[derive(Debug, Clone)]
+pub struct PoissonArrivals {
+    rng: fastrand::Rng,
+    rate: f64,
+    end: f64,
+    t: f64,
+    left: usize,
+}
+
+impl PoissonArrivals {
+    /// The arrivals at `rate` requests per second within `duration`, at most `max`, drawn with
+    /// `seed`.
+    pub fn new(rate: f64, duration: Duration, max: usize, seed: u64) -> PoissonArrivals {
+        PoissonArrivals {
+            rng: fastrand::Rng::with_seed(seed),
+            rate,
+            end: duration.as_secs_f64(),
+            t: 0.0,
+            left: max,
         }
-        out.push(Duration::from_secs_f64(t));
     }
-    out
+}
+
+impl Iterator for PoissonArrivals {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        if self.left == 0 {
+            return None;
+        }
+        // Inverse transform: -ln(U) / rate with U in (0, 1].
+        self.t += -(1.0 - self.rng.f64()).ln() / self.rate;
+        if self.t >= self.end {
+            self.left = 0;
+            return None;
+        }
+        self.left -= 1;
+        Some(Duration::from_secs_f64(self.t))
+    }
 }
 
 /// The result of a one-sample Kolmogorov–Smirnov test.
@@ -93,6 +124,10 @@ pub fn gaps(times: &[f64]) -> Vec<f64> {
 mod tests {
     use super::*;
 
+    /// The first arrivals (ns) of seed 7 at 200 requests/s, as drawn all at once before the
+    /// schedule was streamed.
+    const PINNED_ARRIVALS_NS: [u128; 3] = [7_422_443, 8_680_711, 15_015_104];
+
     #[test]
     fn poisson_schedule_is_seeded_bounded_and_at_its_rate() {
         let a = poisson(200.0, Duration::from_secs(10), usize::MAX, 7);
@@ -102,6 +137,12 @@ mod tests {
         assert!(a.windows(2).all(|w| w[0] <= w[1]));
         assert!(*a.last().unwrap() < Duration::from_secs(10));
         assert_eq!(poisson(200.0, Duration::from_secs(10), 5, 7).len(), 5);
+        // The schedule as drawn before arrivals were made lazily (seed 7), and streamed alike.
+        let first: Vec<u128> = a.iter().take(3).map(Duration::as_nanos).collect();
+        assert_eq!(first, PINNED_ARRIVALS_NS);
+        let streamed: Vec<Duration> =
+            PoissonArrivals::new(200.0, Duration::from_secs(10), usize::MAX, 7).collect();
+        assert_eq!(streamed, a);
     }
 
     #[test]

@@ -114,24 +114,34 @@ pub struct Slo {
 }
 
 impl Slo {
-    /// Parses `ttft=500ms,tpot=50ms[,e2e=10s]`.
+    /// Parses `ttft=500ms,tpot=50ms[,e2e=10s]`: each bound once, each above 0.
     pub fn parse(text: &str) -> Result<Slo, String> {
         let mut slo = Slo::default();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (key, value) = part
                 .split_once('=')
                 .ok_or_else(|| format!("`{part}` is not KEY=DURATION (e.g. ttft=500ms)"))?;
-            let value = Some(parse_duration(value)?);
-            match key.trim() {
-                "ttft" => slo.ttft = value,
-                "tpot" => slo.tpot = value,
-                "e2e" => slo.e2e = value,
+            let key = key.trim();
+            let bound = match key {
+                "ttft" => &mut slo.ttft,
+                "tpot" => &mut slo.tpot,
+                "e2e" => &mut slo.e2e,
                 other => {
                     return Err(format!(
                         "`{other}` is not a bound of the SLO: use ttft, tpot or e2e"
                     ));
                 }
+            };
+            if bound.is_some() {
+                return Err(format!("`{key}` is bounded twice: give each bound once"));
             }
+            let value = parse_duration(value)?;
+            if value.is_zero() {
+                return Err(format!(
+                    "`{part}`: no request can meet a bound of 0; give a duration above 0 (e.g. {key}=500ms)"
+                ));
+            }
+            *bound = Some(value);
         }
         if slo == Slo::default() {
             return Err(format!("`{text}` sets no bound"));
@@ -154,14 +164,20 @@ impl Slo {
     }
 }
 
-/// Parses `500ms`, `2s`, `1.5s`, `250us`, `3m`, `1h` (a bare number is seconds).
+/// The longest duration [`parse_duration`] accepts: a year, longer than any load run, and far
+/// from where the clock's arithmetic overflows.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Parses `500ms`, `2s`, `1.5s`, `1e3ms`, `250us`, `3m`, `1h` (a bare number is seconds), from
+/// 0 to [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let scale = match unit.trim() {
+    let (number, unit) = text.split_at(text.trim_end_matches(char::is_alphabetic).len());
+    let not_a_duration = || format!("`{text}` is not a duration (e.g. 500ms, 60s)");
+    if number.trim().is_empty() {
+        return Err(not_a_duration());
+    }
+    let scale = match unit {
         "" | "s" => 1.0,
         "ms" => 1e-3,
         "us" | "µs" => 1e-6,
@@ -169,12 +185,22 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "h" => 3600.0,
         _ => return Err(format!("`{text}`: the unit must be us, ms, s, m or h")),
     };
-    number
+    let seconds = number
+        .trim()
         .parse::<f64>()
         .ok()
         .filter(|x| x.is_finite())
-        .map(|x| Duration::from_secs_f64(x * scale))
-        .ok_or_else(|| format!("`{text}` is not a duration (e.g. 500ms, 60s)"))
+        .ok_or_else(not_a_duration)?
+        * scale;
+    if seconds < 0.0 {
+        return Err(format!("`{text}`: a duration cannot be negative"));
+    }
+    if seconds > MAX_DURATION.as_secs_f64() {
+        return Err(format!(
+            "`{text}` is longer than the longest duration accepted, 365 days (8760h)"
+        ));
+    }
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// How many requests failed one way, with the first one's text.
@@ -397,11 +423,29 @@ mod tests {
         assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
         assert!(parse_duration("fast").is_err());
         assert!(parse_duration("3 weeks").is_err());
+        assert_eq!(parse_duration("1e3ms"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration("250µs"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("8760h"), Ok(MAX_DURATION));
+        for huge in [
+            "99999999999999999999h",
+            "10000000000000000000s",
+            "8761h",
+            "1e999s",
+        ] {
+            assert!(parse_duration(huge).is_err(), "{huge}");
+        }
+        let negative = parse_duration("-5ms").unwrap_err();
+        assert!(negative.contains("cannot be negative"), "{negative}");
         let slo = Slo::parse("ttft=500ms, tpot=50ms").unwrap();
         assert_eq!(slo.ttft, Some(Duration::from_millis(500)));
         assert_eq!(slo.tpot, Some(Duration::from_millis(50)));
         assert!(Slo::parse("ttfb=1s").is_err());
         assert!(Slo::parse("").is_err());
+        let twice = Slo::parse("ttft=500ms,ttft=1s").unwrap_err();
+        assert!(twice.contains("`ttft` is bounded twice"), "{twice}");
+        let zero = Slo::parse("ttft=0").unwrap_err();
+        assert!(zero.contains("a bound of 0"), "{zero}");
+        assert!(Slo::parse("e2e=99999999999999999999h").is_err());
     }
 
     #[test]

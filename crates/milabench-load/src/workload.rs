@@ -158,32 +158,60 @@ impl Workload {
 
     /// `count` prompts drawn with `seed`; `default_max_tokens` serves file prompts without one.
     pub fn prompts(&self, count: usize, seed: u64, default_max_tokens: u32) -> Vec<Prompt> {
-        let mut rng = fastrand::Rng::with_seed(seed);
-        (0..count)
-            .map(|i| match self {
-                Workload::Synthetic { input, output } => {
-                    let n = input.draw(&mut rng);
-                    let max_tokens = output.draw(&mut rng);
-                    let text = (0..n)
-                        .map(|_| WORDS[rng.usize(..WORDS.len())])
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    Prompt {
-                        text,
-                        input_tokens: Some(n),
-                        max_tokens,
-                    }
+        self.stream(seed, default_max_tokens).take(count).collect()
+    }
+
+    /// The prompts [`Workload::prompts`] gives, in the same order, drawn one at a time as they
+    /// are asked for (a long run holds none of those to come).
+    pub fn stream(&self, seed: u64, default_max_tokens: u32) -> PromptStream {
+        PromptStream {
+            workload: self.clone(),
+            rng: fastrand::Rng::with_seed(seed),
+            next: 0,
+            default_max_tokens,
+        }
+    }
+}
+
+/// The endless seeded sequence of a workload's prompts ([`Workload::stream`]).
+#[derive(Debug, Clone)]
+pub struct PromptStream {
+    workload: Workload,
+    rng: fastrand::Rng,
+    next: usize,
+    default_max_tokens: u32,
+}
+
+impl Iterator for PromptStream {
+    type Item = Prompt;
+
+    fn next(&mut self) -> Option<Prompt> {
+        let i = self.next;
+        self.next += 1;
+        Some(match &self.workload {
+            Workload::Synthetic { input, output } => {
+                let rng = &mut self.rng;
+                let n = input.draw(rng);
+                let max_tokens = output.draw(rng);
+                let text = (0..n)
+                    .map(|_| WORDS[rng.usize(..WORDS.len())])
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                Prompt {
+                    text,
+                    input_tokens: Some(n),
+                    max_tokens,
                 }
-                Workload::File(prompts) => {
-                    let p = &prompts[i % prompts.len()];
-                    Prompt {
-                        text: p.prompt.clone(),
-                        input_tokens: None,
-                        max_tokens: p.max_tokens.unwrap_or(default_max_tokens),
-                    }
+            }
+            Workload::File(prompts) => {
+                let p = &prompts[i % prompts.len()];
+                Prompt {
+                    text: p.prompt.clone(),
+                    input_tokens: None,
+                    max_tokens: p.max_tokens.unwrap_or(self.default_max_tokens),
                 }
-            })
-            .collect()
+            }
+        })
     }
 }
 
@@ -212,6 +240,11 @@ mod tests {
         assert!((var.sqrt() - 10.0).abs() < 1.0, "{var}");
     }
 
+    /// Input lengths of the first synthetic prompts of seed 42 (uniform 3 to 30), and the start
+    /// of the first, as drawn all at once before prompts were streamed.
+    const PINNED_LENGTHS: [u32; 5] = [15, 26, 28, 21, 9];
+    const PINNED_START: &str = "for on the it ";
+
     #[test]
     fn synthetic_prompts_are_seeded_and_have_their_lengths() {
         let w = Workload::Synthetic {
@@ -225,6 +258,12 @@ mod tests {
             assert_eq!(p.text.split(' ').count() as u32, p.input_tokens.unwrap());
             assert_eq!(p.max_tokens, 7);
         }
+        // The sequence as drawn before prompts were made lazily (seed 42).
+        let lengths: Vec<u32> = a.iter().take(5).map(|p| p.input_tokens.unwrap()).collect();
+        assert_eq!(lengths, PINNED_LENGTHS);
+        assert!(a[0].text.starts_with(PINNED_START), "{}", a[0].text);
+        // Streamed, the same prompts one at a time.
+        assert_eq!(w.stream(42, 16).take(20).collect::<Vec<_>>(), a);
     }
 
     #[test]

@@ -4,9 +4,10 @@
 use std::io::Write as _;
 
 use anyhow::Context as _;
+use camino::Utf8Path;
 use milabench::ExitCode;
 use milabench_exec::Interrupt;
-use milabench_load::server::{self, ManagedServer};
+use milabench_load::server::{self, ManagedServer, ServerOutput};
 use milabench_load::workload::Workload;
 use milabench_load::{
     Api, Endpoint, LatencySummary, LoadResult, LoadSpec, RequestOptions, Scenario, Slo, Step, Stop,
@@ -18,6 +19,8 @@ use crate::args::{LoadApi, LoadArgs, LoadFormat, LoadScenario};
 use crate::output::{note, write_output};
 
 /// Runs the load (starting its server first when one is given) and shows what it measured.
+/// Every flag is checked, the server log and the results file opened, before the server is
+/// started or a request sent.
 pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
     let interrupt = Interrupt::new();
     let _ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
@@ -26,26 +29,46 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
         let stop = stop.clone();
         interrupt.on_trigger(move || stop.trigger("interrupted"))
     };
-    let (endpoint, server) = match (&args.endpoint, args.serve.is_empty()) {
-        (Some(url), true) => (Endpoint::parse(url)?, None),
-        _ => {
-            let (endpoint, server) = start_server(args, &stop)?;
-            (endpoint, Some(server))
-        }
+    let launch = if args.serve.is_empty() {
+        None
+    } else {
+        Some(server::command_and_url(&args.serve)?)
+    };
+    let url = match (&launch, &args.endpoint) {
+        (Some((_, url)), _) | (None, Some(url)) => url.clone(),
+        (None, None) => anyhow::bail!("give the server's --endpoint URL, or its command after --"),
+    };
+    let spec = spec(args, Endpoint::parse(&url)?)?;
+    spec.check()?;
+    let output = server_output(args)?;
+    let mut results = args
+        .run_dir
+        .as_ref()
+        .map(|dir| ResultsFile::create(dir, &args.name))
+        .transpose()?;
+    let server = match launch {
+        None => None,
+        Some((argv, _)) => match start_server(args, &argv, &spec.endpoint, output, &stop) {
+            Ok(server) => Some(server),
+            Err(err) if interrupt.is_set() => {
+                note(&format!("{err:#}"));
+                return Ok(ExitCode::Interrupted);
+            }
+            Err(err) => return Err(err),
+        },
     };
     // A second Ctrl-C kills the server at once, with this process.
     let _watched = server
         .as_ref()
         .map(|s| interrupt.watch_group(s.process_group()));
-    let spec = spec(args, endpoint)?;
     let result = milabench_load::run(&spec, &stop);
     // What was measured is written before the server is stopped (which may take a while).
     let shown = match &result {
-        Ok(result) => show(args, &spec, result),
+        Ok(result) => show(args, &spec, result, results.as_mut()),
         Err(_) => Ok(()),
     };
     if let Some(server) = server {
-        server.stop(server::STOP_GRACE);
+        stop_server(server);
     }
     let result = result?;
     shown?;
@@ -58,21 +81,93 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Starts the server after `--` on a free loopback port and waits until it is ready.
-fn start_server(args: &LoadArgs, stop: &Stop) -> anyhow::Result<(Endpoint, ManagedServer)> {
-    let port = server::free_port().context("no free port on the loopback interface")?;
-    let argv = server::with_port(&args.serve, port);
-    let endpoint = Endpoint::parse(&format!("http://127.0.0.1:{port}"))?;
+/// Where the started server's output goes: `--server-log`, else stderr when stdout carries
+/// JSON (servers such as vLLM log on stdout), else this command's own output.
+fn server_output(args: &LoadArgs) -> anyhow::Result<ServerOutput> {
+    if args.serve.is_empty() {
+        return Ok(ServerOutput::Inherit);
+    }
+    if let Some(path) = &args.server_log {
+        let file = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| anyhow::anyhow!("cannot open --server-log {path}: {e}"))?;
+        return Ok(ServerOutput::File(file));
+    }
+    Ok(if args.format == LoadFormat::Json && !args.emit_events {
+        ServerOutput::Stderr
+    } else {
+        ServerOutput::Inherit
+    })
+}
+
+/// `<--run-dir>/<--name>.data`, created before the run (a folder that cannot be written is
+/// found before anything is measured) and removed again if the run ends without results.
+struct ResultsFile {
+    writer: DataFileWriter,
+    written: bool,
+}
+
+impl ResultsFile {
+    /// Creates `dir` and a new `<name>.data` in it; an existing one is refused (the records of
+    /// a second run appended to it would make a file `report` rejects).
+    fn create(dir: &Utf8Path, name: &str) -> anyhow::Result<ResultsFile> {
+        let path = dir.join(format!("{name}.data"));
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot create --run-dir {dir}: {e}"))?;
+        match std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => anyhow::bail!(
+                "{path} already holds the results of a run: give another --run-dir or --name, or remove the file"
+            ),
+            Err(e) => anyhow::bail!("cannot write the results file {path} in --run-dir: {e}"),
+        }
+        Ok(ResultsFile {
+            writer: DataFileWriter::open(path.as_std_path())?,
+            written: false,
+        })
+    }
+
+    /// Writes `records` and says where.
+    fn write(&mut self, records: &[Record]) -> anyhow::Result<()> {
+        self.written = true;
+        self.writer.append_all(records)?;
+        note(&format!(
+            "results written to {}",
+            self.writer.path().display()
+        ));
+        Ok(())
+    }
+}
+
+impl Drop for ResultsFile {
+    fn drop(&mut self) {
+        if !self.written {
+            // Nothing was measured: no empty file is left for `report` to trip on.
+            let _ = std::fs::remove_file(self.writer.path());
+        }
+    }
+}
+
+/// Starts `argv`, the server command, and waits until it answers at `endpoint`.
+fn start_server(
+    args: &LoadArgs,
+    argv: &[String],
+    endpoint: &Endpoint,
+    output: ServerOutput,
+    stop: &Stop,
+) -> anyhow::Result<ManagedServer> {
     let quiet = args.emit_events || args.format == LoadFormat::Json;
     if !quiet {
         note(&format!("starting the server: {}", argv.join(" ")));
     }
-    let server = ManagedServer::start(
-        &argv,
-        args.server_log.as_deref().map(|p| p.as_std_path()),
-        stop,
-    )?;
-    let took = server.wait_ready(&endpoint, &args.health, args.ready_timeout, stop)?;
+    let server = ManagedServer::start(argv, output, stop)?;
+    let took = server.wait_ready(endpoint, &args.health, args.ready_timeout, stop)?;
     if !quiet {
         note(&format!(
             "the server answered {} after {:.1} s",
@@ -80,21 +175,38 @@ fn start_server(args: &LoadArgs, stop: &Stop) -> anyhow::Result<(Endpoint, Manag
             took.as_secs_f64()
         ));
     }
-    Ok((endpoint, server))
+    Ok(server)
 }
 
-/// Writes the results where the flags say.
-fn show(args: &LoadArgs, spec: &LoadSpec, result: &LoadResult) -> anyhow::Result<()> {
+/// Stops the server and what it started, saying when it is slow to go and what outlived it.
+fn stop_server(server: ManagedServer) {
+    let stopped = server.stop(server::STOP_GRACE, |left| {
+        note(&format!(
+            "the server is still running after SIGTERM: waiting up to {:.0} s for the server to stop before killing it",
+            left.as_secs_f64().ceil()
+        ));
+    });
+    if !stopped.left_running.is_empty() {
+        let pids: Vec<String> = stopped.left_running.iter().map(i32::to_string).collect();
+        note(&format!(
+            "warning: processes the server started still run after SIGKILL: {}",
+            pids.join(", ")
+        ));
+    }
+}
+
+/// Writes the results where the flags say: stdout first, then the results file (so a file that
+/// cannot be written loses nothing shown).
+fn show(
+    args: &LoadArgs,
+    spec: &LoadSpec,
+    result: &LoadResult,
+    results: Option<&mut ResultsFile>,
+) -> anyhow::Result<()> {
     let command: Vec<String> = std::env::args().collect();
     let records = milabench_load::events::records(result, &args.name, &command, config(args, spec));
     if args.emit_events {
         return emit(&records);
-    }
-    if let Some(dir) = &args.run_dir {
-        let path = dir.join(format!("{}.data", args.name));
-        std::fs::create_dir_all(dir).with_context(|| format!("could not create {dir}"))?;
-        write_records(&path, &records)?;
-        note(&format!("results written to {path}"));
     }
     let text = match args.format {
         LoadFormat::Text => text(spec, result),
@@ -102,7 +214,14 @@ fn show(args: &LoadArgs, spec: &LoadSpec, result: &LoadResult) -> anyhow::Result
             let steps: Vec<Value> = result
                 .steps
                 .iter()
-                .map(|s| json!({"scenario": s.scenario, "held": s.held, "summary": s.summary}))
+                .map(|s| {
+                    json!({
+                        "scenario": s.scenario,
+                        "held": s.held,
+                        "interrupted": s.interrupted,
+                        "summary": s.summary,
+                    })
+                })
                 .collect();
             let out = json!({
                 "endpoint": spec.endpoint.url,
@@ -115,7 +234,11 @@ fn show(args: &LoadArgs, spec: &LoadSpec, result: &LoadResult) -> anyhow::Result
             serde_json::to_string_pretty(&out)? + "\n"
         }
     };
-    write_output(None, &text)
+    write_output(None, &text)?;
+    match results {
+        Some(results) => results.write(&records),
+        None => Ok(()),
+    }
 }
 
 /// Sends the data and error events of `records` on the benchmark data channel: the pipe
@@ -149,12 +272,6 @@ fn emit(records: &[Record]) -> anyhow::Result<()> {
             channel.write_all(line.as_bytes())?;
         }
     }
-    Ok(())
-}
-
-fn write_records(path: &camino::Utf8Path, records: &[Record]) -> anyhow::Result<()> {
-    let mut writer = DataFileWriter::open(path.as_std_path())?;
-    writer.append_all(records)?;
     Ok(())
 }
 
@@ -305,7 +422,11 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
             "goodput: {} requests/s within the SLO ({:.1}% of requests); {}\n",
             with_interval(g.value, g.low, g.high, 2),
             share * 100.0,
-            if step.held { "held" } else { "NOT held" }
+            match (step.interrupted, step.held) {
+                (true, _) => "interrupted",
+                (false, true) => "held",
+                (false, false) => "NOT held",
+            }
         );
     }
     out += &format!("tokens: {} in, {} out\n", s.input_tokens, s.output_tokens);
@@ -337,11 +458,21 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
     out
 }
 
+/// A sweep step's `held` column: `yes`, `no`, or `interrupted` for a step the run did not
+/// finish (its verdict would judge part of it).
+fn held_word(step: &Step) -> &'static str {
+    match (step.interrupted, step.held) {
+        (true, _) => "interrupted",
+        (false, true) => "yes",
+        (false, false) => "no",
+    }
+}
+
 fn text(spec: &LoadSpec, result: &LoadResult) -> String {
     let mut out = String::new();
     if result.sweep {
         out += &format!(
-            "{:>12} {:>12} {:>10} {:>10} {:>8} {:>6}\n",
+            "{:>12} {:>12} {:>10} {:>10} {:>8} {:>11}\n",
             "rate", "achieved", "ttft p99", "tpot p99", "in SLO", "held"
         );
         for step in &result.steps {
@@ -350,14 +481,14 @@ fn text(spec: &LoadSpec, result: &LoadResult) -> String {
                 continue;
             };
             out += &format!(
-                "{:>12.2} {:>12.2} {:>10} {:>10} {:>8} {:>6}\n",
+                "{:>12.2} {:>12.2} {:>10} {:>10} {:>8} {:>11}\n",
                 rate,
                 s.request_throughput.value,
                 ms(s.ttft.p99.value),
                 ms(s.tpot.p99.value),
                 s.slo_attainment
                     .map_or("-".into(), |a| format!("{:.1}%", a * 100.0)),
-                if step.held { "yes" } else { "no" }
+                held_word(step)
             );
         }
         out += &match result.highest_held_rate {
@@ -372,4 +503,45 @@ fn text(spec: &LoadSpec, result: &LoadResult) -> String {
         out += &format!("FAILED: {failure}\n");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interrupted_sweep_step_is_listed_as_such_not_as_held() {
+        let step = |held, interrupted| Step {
+            scenario: Scenario::Server { rate: 10.0 },
+            started: std::time::SystemTime::UNIX_EPOCH,
+            records: Vec::new(),
+            summary: milabench_load::Summary::of(&[], None, 0.0),
+            held,
+            interrupted,
+        };
+        let spec = spec_for_test();
+        let result = LoadResult {
+            sweep: true,
+            steps: vec![step(true, false), step(false, false), step(false, true)],
+            highest_held_rate: Some(10.0),
+            stopped: Some("interrupted".into()),
+        };
+        let table = text(&spec, &result);
+        let verdicts: Vec<&str> = table
+            .lines()
+            .skip(1)
+            .take(3)
+            .filter_map(|line| line.split_whitespace().last())
+            .collect();
+        assert_eq!(verdicts, ["yes", "no", "interrupted"], "{table}");
+    }
+
+    fn spec_for_test() -> LoadSpec {
+        milabench_load::mock::load_spec(
+            "http://127.0.0.1:9",
+            Scenario::Server { rate: 10.0 },
+            std::time::Duration::from_secs(1),
+        )
+        .expect("spec")
+    }
 }
