@@ -384,3 +384,205 @@ fn health_and_model_list_answer_at_once_and_are_not_counted_as_requests() {
     assert_eq!(models["data"][0]["id"], "mock");
     assert_eq!(server.requests(), 0);
 }
+
+/// A server whose answers are `events`, one per `gap` after `ttft`; the run sends `requests`
+/// chat requests at once and asks for the default 16 tokens.
+fn scripted_run(events: &'static [&'static str], requests: usize) -> milabench_load::Step {
+    let server = MockServer::start(MockConfig {
+        ttft: Duration::from_millis(2),
+        gap: Duration::from_millis(2),
+        fault: Some(Fault::Events(events)),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let mut spec = spec(&server.url(), Scenario::Offline, Duration::ZERO, requests);
+    spec.options.api = Api::Chat;
+    let mut result = run(&spec, &Stop::new()).unwrap();
+    result.steps.remove(0)
+}
+
+#[test]
+fn a_body_closed_short_of_its_end_counts_as_disconnected() {
+    // HTTP/1.0: the body ends with the connection, after 3 of the 16 tokens asked for.
+    let server = MockServer::start(MockConfig {
+        ttft: Duration::from_millis(2),
+        gap: Duration::from_millis(1),
+        fault: Some(Fault::CloseAfter { tokens: 3 }),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let result = run(
+        &spec(&server.url(), Scenario::Offline, Duration::ZERO, 3),
+        &Stop::new(),
+    )
+    .unwrap();
+    let s = &result.steps[0].summary;
+    assert_eq!((s.succeeded, s.failed), (0, 3), "{:?}", s.errors);
+    let cut = &s.errors[&ErrorKind::Disconnected];
+    assert!(
+        cut.example
+            .contains("after 3 tokens: the body ended without `[DONE]`"),
+        "{}",
+        cut.example
+    );
+    // Every token asked for came: the answer is whole without its `[DONE]`.
+    let server = MockServer::start(MockConfig {
+        ttft: Duration::from_millis(2),
+        gap: Duration::from_millis(1),
+        fault: Some(Fault::CloseAfter { tokens: 16 }),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let result = run(
+        &spec(&server.url(), Scenario::Offline, Duration::ZERO, 2),
+        &Stop::new(),
+    )
+    .unwrap();
+    let s = &result.steps[0].summary;
+    assert_eq!((s.succeeded, s.output_tokens), (2, 32), "{:?}", s.errors);
+}
+
+const TOKEN: &str = "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"t\"}}]}\n\n";
+const DONE: &str = "data: [DONE]\n\n";
+
+#[test]
+fn a_usage_the_token_events_contradict_is_warned_about_once() {
+    const INFLATED: &[&str] = &[
+        TOKEN,
+        TOKEN,
+        TOKEN,
+        TOKEN,
+        "data: {\"choices\": [], \"usage\": {\"completion_tokens\": 1000}}\n\n",
+        DONE,
+    ];
+    let step = scripted_run(INFLATED, 2);
+    let s = &step.summary;
+    assert_eq!((s.succeeded, s.output_tokens), (2, 2000), "{:?}", s.errors);
+    assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+    assert!(
+        s.warnings[0].starts_with("2 requests: the server's usage counted more than 16")
+            && s.warnings[0].contains("(first: 1000 tokens in 4 events)"),
+        "{}",
+        s.warnings[0]
+    );
+    // Fewer tokens than events cannot be: the events are counted.
+    const SHORT: &[&str] = &[
+        TOKEN,
+        TOKEN,
+        TOKEN,
+        "data: {\"choices\": [], \"usage\": {\"completion_tokens\": 1}}\n\n",
+        DONE,
+    ];
+    let s = scripted_run(SHORT, 2).summary;
+    assert_eq!(s.output_tokens, 6);
+    assert!(
+        s.warnings.len() == 1 && s.warnings[0].contains("fewer completion tokens"),
+        "{:?}",
+        s.warnings
+    );
+    // A count past 2^32 saturates rather than wraps (to 5, here).
+    const HUGE: &[&str] = &[
+        TOKEN,
+        TOKEN,
+        "data: {\"choices\": [], \"usage\": {\"prompt_tokens\": 4294967297, \"completion_tokens\": 4294967301}}\n\n",
+        DONE,
+    ];
+    let step = scripted_run(HUGE, 1);
+    let r = &step.records[0];
+    assert_eq!(
+        (r.output_tokens, r.input_tokens),
+        (u32::MAX, Some(u32::MAX))
+    );
+    assert_eq!(step.summary.warnings.len(), 1);
+}
+
+#[test]
+fn reasoning_deltas_are_generated_tokens_and_the_text_has_its_own_ttft() {
+    const REASONING: &str =
+        "data: {\"choices\": [{\"index\": 0, \"delta\": {\"reasoning_content\": \"hm\"}}]}\n\n";
+    const EVENTS: &[&str] = &[
+        REASONING,
+        REASONING,
+        REASONING,
+        TOKEN,
+        TOKEN,
+        "data: {\"choices\": [], \"usage\": {\"completion_tokens\": 5}}\n\n",
+        DONE,
+    ];
+    let step = scripted_run(EVENTS, 1);
+    let r = &step.records[0];
+    assert!(r.ok(), "{:?}", r.error);
+    assert_eq!((r.output_tokens, r.itl.len()), (5, 4));
+    assert!(r.usage_mismatch.is_none());
+    let (ttft, text) = (r.ttft.unwrap(), r.content_ttft.unwrap());
+    // The text came three gaps of 2 ms after the first reasoning token.
+    assert!(text - ttft > 0.005, "ttft {ttft}, text {text}");
+    let s = &step.summary;
+    assert_eq!(s.content_ttft.as_ref().map(|l| l.count), Some(1));
+    // TPOT spreads the time after the first generated token over the tokens after it.
+    let tpot = r.tpot().unwrap();
+    assert!((tpot - (r.latency - ttft) / 4.0).abs() < 1e-12);
+}
+
+#[test]
+fn a_byte_order_mark_cr_line_ends_and_other_event_types_are_read_as_the_spec_says() {
+    const EVENTS: &[&str] = &[
+        "\u{feff}data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"t\"}}]}\n\n",
+        "event: ping\ndata: {\"type\": \"ping\"}\n\n",
+        "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"t\"}}]}\r\r",
+        "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"t\"}}]}\r",
+        "\rdata: [DONE]\r\r",
+    ];
+    let step = scripted_run(EVENTS, 2);
+    let s = &step.summary;
+    assert_eq!(s.failed, 0, "{:?}", s.errors);
+    for r in &step.records {
+        // Three tokens: the first, behind the byte order mark, is not lost.
+        assert_eq!((r.output_tokens, r.itl.len()), (3, 2));
+    }
+    assert!(s.content_ttft.is_none());
+}
+
+#[test]
+fn a_line_that_never_ends_fails_its_request_at_the_cap() {
+    let server = MockServer::start(MockConfig {
+        fault: Some(Fault::EndlessLine),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let result = run(
+        &spec(&server.url(), Scenario::Offline, Duration::ZERO, 2),
+        &Stop::new(),
+    )
+    .unwrap();
+    let s = &result.steps[0].summary;
+    assert_eq!(s.failed, 2, "{:?}", s.errors);
+    let malformed = &s.errors[&ErrorKind::Malformed];
+    assert!(
+        malformed.example.contains("longer than 16 MiB"),
+        "{}",
+        malformed.example
+    );
+}
+
+#[test]
+fn a_timeout_past_what_the_clock_counts_waits_without_end() {
+    let server = MockServer::start(MockConfig {
+        ttft: Duration::from_millis(2),
+        gap: Duration::from_millis(1),
+        output_tokens: 4,
+        ..MockConfig::default()
+    })
+    .unwrap();
+    for timeout in [
+        Duration::from_secs(10_000_000_000_000_000_000),
+        Duration::from_secs(1 << 40),
+        Duration::MAX,
+    ] {
+        let mut spec = spec(&server.url(), Scenario::Offline, Duration::ZERO, 2);
+        spec.options.timeout = timeout;
+        let result = run(&spec, &Stop::new()).unwrap();
+        let s = &result.steps[0].summary;
+        assert_eq!((s.requests, s.succeeded), (2, 2), "{timeout:?}: {:?}", s.errors);
+    }
+}
