@@ -126,8 +126,13 @@ impl Endpoint {
     pub fn unreachable(&self, source: std::io::Error) -> LoadError {
         let tls = source
             .get_ref()
-            .is_some_and(|inner| inner.is::<rustls::Error>());
-        if tls {
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+        if let Some(rustls::Error::InvalidMessage(_)) = tls {
+            // What came back was no TLS record: an HTTP answer to the handshake, likely.
+            LoadError::NotTls {
+                endpoint: self.url.clone(),
+            }
+        } else if tls.is_some() {
             LoadError::Tls {
                 endpoint: self.url.clone(),
                 source,
@@ -279,6 +284,29 @@ pub fn request_body(options: &RequestOptions, prompt: &Prompt) -> Value {
 
 type Sender = SendRequest<Full<Bytes>>;
 
+/// How long the probe of a plain HTTP endpoint waits for each answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The HTTP status of `GET PATH` (under `endpoint`'s prefix) on `sender`, its body read to the
+/// end so that the connection can serve another request.
+async fn get(endpoint: &Endpoint, sender: &mut Sender, path: &str) -> std::io::Result<u16> {
+    let request = hyper::Request::get(format!("{}{path}", endpoint.base_path))
+        .header(hyper::header::HOST, &endpoint.authority)
+        .body(Full::new(Bytes::new()))
+        .map_err(std::io::Error::other)?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(std::io::Error::other)?;
+    let status = response.status().as_u16();
+    response
+        .into_body()
+        .collect()
+        .await
+        .map_err(std::io::Error::other)?;
+    Ok(status)
+}
+
 /// An HTTP/1.1 connection over `io` (plain TCP or TLS), its driver spawned on the runtime.
 async fn http1_over<T>(io: T) -> std::io::Result<Sender>
 where
@@ -319,29 +347,62 @@ impl Pool {
         })
     }
 
-    /// Opens one connection, to see the server is there.
+    /// Opens one connection, to see the server is there. Over plain HTTP it also asks for the
+    /// model list, so that a server that speaks TLS is told apart from one that answers
+    /// nothing HTTP can read.
     pub async fn probe(&self) -> Result<(), LoadError> {
-        let sender = self
+        let mut sender = self
             .connect()
             .await
             .map_err(|e| self.endpoint.unreachable(e))?;
+        if !self.endpoint.tls {
+            let asked = tokio::time::timeout(
+                PROBE_TIMEOUT,
+                get(&self.endpoint, &mut sender, "/v1/models"),
+            );
+            // A server that answers slowly, or not, is left to the requests to find out.
+            if let Ok(Err(_)) = asked.await {
+                if self.speaks_tls().await {
+                    return Err(LoadError::SpeaksTls {
+                        endpoint: self.endpoint.url.clone(),
+                    });
+                }
+                return Ok(());
+            }
+        }
         self.put_back(sender);
         Ok(())
+    }
+
+    /// Whether the server completes, or at least answers, a TLS handshake.
+    async fn speaks_tls(&self) -> bool {
+        let Ok(tls) = TlsClient::new(None) else {
+            return false;
+        };
+        let Ok(Ok(stream)) =
+            tokio::time::timeout(PROBE_TIMEOUT, TcpStream::connect(&self.addrs[..])).await
+        else {
+            return false;
+        };
+        let handshake =
+            tokio::time::timeout(PROBE_TIMEOUT, tls.connect(self.endpoint.host(), stream));
+        match handshake.await {
+            Ok(Ok(_)) => true,
+            // A certificate this machine does not trust, an alert: TLS all the same.
+            Ok(Err(e)) => e.get_ref().is_some_and(|inner| {
+                inner
+                    .downcast_ref::<rustls::Error>()
+                    .is_some_and(|e| !matches!(e, rustls::Error::InvalidMessage(_)))
+            }),
+            Err(_) => false,
+        }
     }
 
     /// The HTTP status of `GET PATH` (under the endpoint's prefix) on a fresh connection: a
     /// readiness check.
     pub async fn get_status(&self, path: &str) -> std::io::Result<u16> {
         let mut sender = self.connect().await?;
-        let request = hyper::Request::get(format!("{}{path}", self.endpoint.base_path))
-            .header(hyper::header::HOST, &self.endpoint.authority)
-            .body(Full::new(Bytes::new()))
-            .map_err(std::io::Error::other)?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(std::io::Error::other)?;
-        Ok(response.status().as_u16())
+        get(&self.endpoint, &mut sender, path).await
     }
 
     async fn connect(&self) -> std::io::Result<Sender> {
@@ -700,8 +761,7 @@ impl StreamState {
                     record.usage_mismatch = Some(mismatch);
                 } else {
                     record.output_tokens = usage;
-                    if u64::from(usage)
-                        > u64::from(MAX_TOKENS_PER_EVENT) * u64::from(self.counted)
+                    if u64::from(usage) > u64::from(MAX_TOKENS_PER_EVENT) * u64::from(self.counted)
                     {
                         record.usage_mismatch = Some(mismatch);
                     }

@@ -180,7 +180,10 @@ mod tests {
             assert_eq!(events(&[a, b]), ["one", "two"], "cut at {cut}");
         }
         // Only before the first line: later it is part of a field's name.
-        assert_eq!(events(&[b"data: one\n\n\xEF\xBB\xBFdata: two\n\n"]), ["one"]);
+        assert_eq!(
+            events(&[b"data: one\n\n\xEF\xBB\xBFdata: two\n\n"]),
+            ["one"]
+        );
     }
 
     #[test]

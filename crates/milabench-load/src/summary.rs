@@ -304,12 +304,9 @@ impl Summary {
             goodput,
             slo_attainment,
             ttft: LatencySummary::of(&ok.iter().filter_map(|r| r.ttft).collect::<Vec<_>>()),
-            content_ttft: ok
-                .iter()
-                .any(|r| r.content_ttft != r.ttft)
-                .then(|| {
-                    LatencySummary::of(&ok.iter().filter_map(|r| r.content_ttft).collect::<Vec<_>>())
-                }),
+            content_ttft: ok.iter().any(|r| r.content_ttft != r.ttft).then(|| {
+                LatencySummary::of(&ok.iter().filter_map(|r| r.content_ttft).collect::<Vec<_>>())
+            }),
             tpot: LatencySummary::of(&ok.iter().filter_map(|r| r.tpot()).collect::<Vec<_>>()),
             itl: LatencySummary::of(
                 &ok.iter()

@@ -2,6 +2,7 @@
 //! known ones, arrivals against their schedule, and every fault counted as it should be.
 //! Every run is bounded by its duration, request count and per-request timeout.
 
+use std::io::{Read as _, Write as _};
 use std::time::Duration;
 
 use milabench_load::mock::{self, Fault, MockConfig, MockServer};
@@ -583,6 +584,64 @@ fn a_timeout_past_what_the_clock_counts_waits_without_end() {
         spec.options.timeout = timeout;
         let result = run(&spec, &Stop::new()).unwrap();
         let s = &result.steps[0].summary;
-        assert_eq!((s.requests, s.succeeded), (2, 2), "{timeout:?}: {:?}", s.errors);
+        assert_eq!(
+            (s.requests, s.succeeded),
+            (2, 2),
+            "{timeout:?}: {:?}",
+            s.errors
+        );
     }
+}
+
+/// A server on loopback that answers the first bytes of every connection with `answer` and
+/// closes it; its `HOST:PORT`.
+fn canned_server(answer: &'static [u8]) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let authority = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0; 4096];
+            let _ = stream.read(&mut request);
+            let _ = stream.write_all(answer);
+        }
+    });
+    authority
+}
+
+#[test]
+fn the_wrong_scheme_is_named_rather_than_certificates() {
+    // A plain HTTP server answers the TLS handshake with an HTTP error.
+    let plain = canned_server(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+    let spec = spec(
+        &format!("https://{plain}"),
+        Scenario::Offline,
+        Duration::ZERO,
+        1,
+    );
+    let error = run(&spec, &Stop::new()).unwrap_err();
+    assert!(matches!(error, LoadError::NotTls { .. }), "{error:?}");
+    assert!(error.is_bad_input());
+    assert!(
+        error
+            .to_string()
+            .ends_with("the server does not speak TLS: use http://"),
+        "{error}"
+    );
+    // A TLS server answers a plain request, and a handshake, with a TLS alert.
+    let tls = canned_server(b"\x15\x03\x03\x00\x02\x02\x28");
+    let spec = self::spec(
+        &format!("http://{tls}"),
+        Scenario::Offline,
+        Duration::ZERO,
+        1,
+    );
+    let error = run(&spec, &Stop::new()).unwrap_err();
+    assert!(matches!(error, LoadError::SpeaksTls { .. }), "{error:?}");
+    assert!(
+        error
+            .to_string()
+            .ends_with("the server speaks TLS: use https://"),
+        "{error}"
+    );
 }

@@ -15,7 +15,7 @@ use milabench_metrics::{DataFileWriter, Event, Record};
 use serde_json::{Map, Value, json};
 
 use crate::args::{LoadApi, LoadArgs, LoadFormat, LoadScenario};
-use crate::output::{note, write_output};
+use crate::output::{note, warn, write_output};
 
 /// Runs the load (starting its server first when one is given) and shows what it measured.
 pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
@@ -37,6 +37,9 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
     let _watched = server
         .as_ref()
         .map(|s| interrupt.watch_group(s.process_group()));
+    if args.ca_cert.is_some() && !endpoint.tls {
+        warn("--ca-cert is not used: the endpoint is http://, without TLS");
+    }
     let spec = spec(args, endpoint)?;
     let result = milabench_load::run(&spec, &stop);
     // What was measured is written before the server is stopped (which may take a while).
@@ -290,6 +293,9 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
         )
     };
     out += &row("ttft", &s.ttft);
+    if let Some(text_ttft) = &s.content_ttft {
+        out += &row("ttft text", text_ttft);
+    }
     out += &row("tpot", &s.tpot);
     out += &row("itl", &s.itl);
     out += &row("e2e", &s.e2e);
@@ -326,6 +332,9 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
         "\nclient CPU: {:.1} µs per request\n",
         s.cpu_per_request * 1e6
     );
+    for warning in &s.warnings {
+        out += &format!("warning: {warning}\n");
+    }
     for (kind, e) in &s.errors {
         out += &format!(
             "errors: {} {} (first: {})\n",
