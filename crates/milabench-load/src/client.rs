@@ -761,8 +761,9 @@ impl StreamState {
                     record.usage_mismatch = Some(mismatch);
                 } else {
                     record.output_tokens = usage;
-                    if u64::from(usage) > u64::from(MAX_TOKENS_PER_EVENT) * u64::from(self.counted)
-                    {
+                    // Without any token event the request fails, and says why.
+                    let per_event = u64::from(MAX_TOKENS_PER_EVENT) * u64::from(self.counted);
+                    if self.counted > 0 && u64::from(usage) > per_event {
                         record.usage_mismatch = Some(mismatch);
                     }
                 }

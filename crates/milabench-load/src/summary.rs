@@ -327,14 +327,15 @@ impl Summary {
             },
             arrivals: None,
             cpu_per_request: cpu_seconds / records.len().max(1) as f64,
-            warnings: usage_warnings(records),
+            warnings: usage_warnings(&ok),
         }
     }
 }
 
-/// One warning per way the servers' usage disagreed with the token events of `records`.
-fn usage_warnings(records: &[RequestRecord]) -> Vec<String> {
-    let (below, above): (Vec<UsageMismatch>, Vec<UsageMismatch>) = records
+/// One warning per way the servers' usage disagreed with the token events of the successful
+/// requests `ok`.
+fn usage_warnings(ok: &[&RequestRecord]) -> Vec<String> {
+    let (below, above): (Vec<UsageMismatch>, Vec<UsageMismatch>) = ok
         .iter()
         .filter_map(|r| r.usage_mismatch)
         .partition(|m| m.usage < m.events);
