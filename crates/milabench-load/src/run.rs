@@ -348,7 +348,8 @@ async fn offline(shared: &Arc<Shared>, count: usize) -> Vec<RequestRecord> {
 async fn closed_loop(shared: &Arc<Shared>, n: usize, spec: &LoadSpec) -> Vec<RequestRecord> {
     tokio::time::sleep_until(tokio::time::Instant::from_std(shared.start)).await;
     let next = Arc::new(AtomicUsize::new(0));
-    let end = shared.start + spec.duration;
+    // A duration past what the clock can count has no end.
+    let end = shared.start.checked_add(spec.duration);
     let most = spec.max_requests;
     // Each record is handed over as it completes, so a worker dropped after a stop loses only
     // the request it had in flight.
@@ -361,7 +362,8 @@ async fn closed_loop(shared: &Arc<Shared>, n: usize, spec: &LoadSpec) -> Vec<Req
         tasks.spawn(async move {
             loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= most || Instant::now() >= end || shared.stop.is_set() {
+                let over = end.is_some_and(|end| Instant::now() >= end);
+                if i >= most || over || shared.stop.is_set() {
                     break;
                 }
                 let now = Instant::now();

@@ -567,7 +567,7 @@ fn a_line_that_never_ends_fails_its_request_at_the_cap() {
 }
 
 #[test]
-fn a_timeout_past_what_the_clock_counts_waits_without_end() {
+fn a_timeout_or_duration_past_what_the_clock_counts_has_no_end() {
     let server = MockServer::start(MockConfig {
         ttft: Duration::from_millis(2),
         gap: Duration::from_millis(1),
@@ -591,6 +591,15 @@ fn a_timeout_past_what_the_clock_counts_waits_without_end() {
             s.errors
         );
     }
+    // So is a concurrency run's duration: the requests end it.
+    let spec = spec(
+        &server.url(),
+        Scenario::Concurrency { n: 2 },
+        Duration::MAX,
+        4,
+    );
+    let result = run(&spec, &Stop::new()).unwrap();
+    assert_eq!(result.steps[0].summary.succeeded, 4);
 }
 
 /// A server on loopback that answers the first bytes of every connection with `answer` and
