@@ -360,15 +360,18 @@ impl Pool {
                 PROBE_TIMEOUT,
                 get(&self.endpoint, &mut sender, "/v1/models"),
             );
-            // A server that answers slowly, or not, is left to the requests to find out.
-            if let Ok(Err(_)) = asked.await {
-                if self.speaks_tls().await {
+            match asked.await {
+                Ok(Ok(_)) => self.put_back(sender),
+                Ok(Err(_)) if self.speaks_tls().await => {
                     return Err(LoadError::SpeaksTls {
                         endpoint: self.endpoint.url.clone(),
                     });
                 }
-                return Ok(());
+                // An answer HTTP cannot read, or none in time: left to the requests to find
+                // out, on connections of their own.
+                Ok(Err(_)) | Err(_) => {}
             }
+            return Ok(());
         }
         self.put_back(sender);
         Ok(())
