@@ -745,3 +745,56 @@ fn ctrl_c_while_the_server_starts_exits_130() {
     let pid = std::fs::read_to_string(&pid_file).unwrap();
     assert!(!running(&pid), "the server {pid} was left running");
 }
+
+#[test]
+fn load_reads_the_endpoint_as_written_and_says_what_is_wrong_with_it() {
+    let server = quick_server(None);
+    let dir = tempfile::tempdir().unwrap();
+    let load = |endpoint: &str, flags: &[&str]| {
+        run(milabench(dir.path())
+            .args(["load", "--endpoint", endpoint, "--model", "mock"])
+            .args(["--scenario", "offline", "--requests", "2"])
+            .args(flags))
+    };
+    let out = load("http://127.0.0.1:99999", &[]);
+    assert_eq!(out.code, 2);
+    insta::assert_snapshot!(out.stderr, @"error: invalid endpoint `http://127.0.0.1:99999`: the port must be 1 to 65535");
+    let out = load("http://127.0.0.1:9", &["--output-tokens", "0"]);
+    assert_eq!(out.code, 2);
+    insta::assert_snapshot!(out.stderr, @"error: invalid --output-tokens: `0`: a length is at least 1 token");
+    // Schemes are case-insensitive; a CA file has no use without TLS.
+    let url = server.url().replacen("http", "HTTP", 1);
+    let out = load(&url, &["--ca-cert", "/missing/ca.pem", "--format", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    insta::assert_snapshot!(out.stderr, @"warning: --ca-cert is not used: the endpoint is http://, without TLS");
+}
+
+#[test]
+fn load_warns_once_when_the_usage_contradicts_the_stream() {
+    const TOKEN: &str = "data: {\"choices\": [{\"index\": 0, \"text\": \"t\"}]}\n\n";
+    let server = quick_server(Some(Fault::Events(&[
+        TOKEN,
+        TOKEN,
+        "data: {\"choices\": [], \"usage\": {\"completion_tokens\": 1000}}\n\n",
+        "data: [DONE]\n\n",
+    ])));
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(milabench(dir.path()).args([
+        "load",
+        "--endpoint",
+        &server.url(),
+        "--model",
+        "mock",
+        "--scenario",
+        "offline",
+        "--requests",
+        "3",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let warnings: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    insta::assert_snapshot!(warnings.join("\n"), @"warning: 3 requests: the server's usage counted more than 16 completion tokens per token event of the stream (first: 1000 tokens in 2 events): token counts and TPOT rest on that usage; check the server");
+}

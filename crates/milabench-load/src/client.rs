@@ -2,8 +2,11 @@
 //! and one streamed request measured from the first byte written to the last event read.
 
 use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -61,9 +64,10 @@ impl Endpoint {
             endpoint: url.to_owned(),
             reason: reason.to_owned(),
         };
+        // Schemes are case-insensitive (RFC 3986).
         let (tls, rest) = match url.split_once("://") {
-            Some(("http", rest)) => (false, rest),
-            Some(("https", rest)) => (true, rest),
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (false, rest),
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (true, rest),
             Some(_) => return Err(fail("the scheme must be http:// or https://")),
             None => return Err(fail("write it as http://HOST:PORT")),
         };
@@ -79,8 +83,11 @@ impl Endpoint {
             .is_some_and(|(_, p)| !p.contains(']'))
         {
             let port = authority.rsplit_once(':').map_or("", |(_, p)| p);
-            if port.parse::<u16>().is_err() {
+            if port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(fail("the port is not a number"));
+            }
+            if !port.parse::<u16>().is_ok_and(|p| p > 0) {
+                return Err(fail("the port must be 1 to 65535"));
             }
             authority.to_owned()
         } else {
@@ -119,8 +126,13 @@ impl Endpoint {
     pub fn unreachable(&self, source: std::io::Error) -> LoadError {
         let tls = source
             .get_ref()
-            .is_some_and(|inner| inner.is::<rustls::Error>());
-        if tls {
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+        if let Some(rustls::Error::InvalidMessage(_)) = tls {
+            // What came back was no TLS record: an HTTP answer to the handshake, likely.
+            LoadError::NotTls {
+                endpoint: self.url.clone(),
+            }
+        } else if tls.is_some() {
             LoadError::Tls {
                 endpoint: self.url.clone(),
                 source,
@@ -159,8 +171,11 @@ pub enum ErrorKind {
     Timeout,
     /// An event was not the JSON of a completion chunk, or carried an `error`.
     Malformed,
-    /// The connection ended before the stream's end (`[DONE]` or the end of the body).
+    /// The connection ended before the stream's end: the body was cut, or it ended without
+    /// `[DONE]`, a finish reason or usage after fewer tokens than asked for.
     Disconnected,
+    /// The load generator itself failed on the request (a bug to report).
+    Client,
 }
 
 impl ErrorKind {
@@ -172,8 +187,24 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::Malformed => "malformed",
             ErrorKind::Disconnected => "disconnected",
+            ErrorKind::Client => "client",
         }
     }
+}
+
+/// The most tokens one streamed event plausibly carries (several with speculative decoding or
+/// a server that batches its output): a `usage` above this many per token event is suspect.
+pub const MAX_TOKENS_PER_EVENT: u32 = 16;
+
+/// A `usage` count of completion tokens that the stream's token events contradict: below the
+/// events counted (impossible: the events are used), or above [`MAX_TOKENS_PER_EVENT`] per
+/// event (implausible: the usage is kept, with a warning).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct UsageMismatch {
+    /// `completion_tokens` of the server's usage.
+    pub usage: u32,
+    /// Token events counted in the stream.
+    pub events: u32,
 }
 
 /// A failed request's reason.
@@ -195,16 +226,23 @@ pub struct RequestRecord {
     /// When the client took it up (in a schedule: when its time came, found by the runtime's
     /// thread watching the clock; the write follows in that thread's next turn).
     pub sent: f64,
-    /// Time to the first token, from `sent`.
+    /// Time to the first generated token, from `sent`: answer text or, in chat, reasoning
+    /// (`reasoning_content`), which counts as generated tokens.
     pub ttft: Option<f64>,
+    /// Time to the first token of the answer's text, from `sent`: later than `ttft` when the
+    /// model reasoned first.
+    pub content_ttft: Option<f64>,
     /// Gaps between successive token events.
     pub itl: Vec<f64>,
     /// End-to-end latency, from `sent` to the end of the stream.
     pub latency: f64,
     /// Prompt tokens: the server's `usage`, else the synthetic prompt's length.
     pub input_tokens: Option<u32>,
-    /// Completion tokens: the server's `usage`, else the token events counted.
+    /// Completion tokens: the server's `usage`, else the token events counted (also when the
+    /// usage is below them, which cannot be).
     pub output_tokens: u32,
+    /// The server's usage disagreed with the token events counted, if it did.
+    pub usage_mismatch: Option<UsageMismatch>,
     /// The HTTP status, when a response came.
     pub status: Option<u16>,
     /// Why it failed; `None` for a success.
@@ -246,6 +284,29 @@ pub fn request_body(options: &RequestOptions, prompt: &Prompt) -> Value {
 
 type Sender = SendRequest<Full<Bytes>>;
 
+/// How long the probe of a plain HTTP endpoint waits for each answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The HTTP status of `GET PATH` (under `endpoint`'s prefix) on `sender`, its body read to the
+/// end so that the connection can serve another request.
+async fn get(endpoint: &Endpoint, sender: &mut Sender, path: &str) -> std::io::Result<u16> {
+    let request = hyper::Request::get(format!("{}{path}", endpoint.base_path))
+        .header(hyper::header::HOST, &endpoint.authority)
+        .body(Full::new(Bytes::new()))
+        .map_err(std::io::Error::other)?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(std::io::Error::other)?;
+    let status = response.status().as_u16();
+    response
+        .into_body()
+        .collect()
+        .await
+        .map_err(std::io::Error::other)?;
+    Ok(status)
+}
+
 /// An HTTP/1.1 connection over `io` (plain TCP or TLS), its driver spawned on the runtime.
 async fn http1_over<T>(io: T) -> std::io::Result<Sender>
 where
@@ -286,29 +347,65 @@ impl Pool {
         })
     }
 
-    /// Opens one connection, to see the server is there.
+    /// Opens one connection, to see the server is there. Over plain HTTP it also asks for the
+    /// model list, so that a server that speaks TLS is told apart from one that answers
+    /// nothing HTTP can read.
     pub async fn probe(&self) -> Result<(), LoadError> {
-        let sender = self
+        let mut sender = self
             .connect()
             .await
             .map_err(|e| self.endpoint.unreachable(e))?;
+        if !self.endpoint.tls {
+            let asked = tokio::time::timeout(
+                PROBE_TIMEOUT,
+                get(&self.endpoint, &mut sender, "/v1/models"),
+            );
+            match asked.await {
+                Ok(Ok(_)) => self.put_back(sender),
+                Ok(Err(_)) if self.speaks_tls().await => {
+                    return Err(LoadError::SpeaksTls {
+                        endpoint: self.endpoint.url.clone(),
+                    });
+                }
+                // An answer HTTP cannot read, or none in time: left to the requests to find
+                // out, on connections of their own.
+                Ok(Err(_)) | Err(_) => {}
+            }
+            return Ok(());
+        }
         self.put_back(sender);
         Ok(())
+    }
+
+    /// Whether the server completes, or at least answers, a TLS handshake.
+    async fn speaks_tls(&self) -> bool {
+        let Ok(tls) = TlsClient::new(None) else {
+            return false;
+        };
+        let Ok(Ok(stream)) =
+            tokio::time::timeout(PROBE_TIMEOUT, TcpStream::connect(&self.addrs[..])).await
+        else {
+            return false;
+        };
+        let handshake =
+            tokio::time::timeout(PROBE_TIMEOUT, tls.connect(self.endpoint.host(), stream));
+        match handshake.await {
+            Ok(Ok(_)) => true,
+            // A certificate this machine does not trust, an alert: TLS all the same.
+            Ok(Err(e)) => e.get_ref().is_some_and(|inner| {
+                inner
+                    .downcast_ref::<rustls::Error>()
+                    .is_some_and(|e| !matches!(e, rustls::Error::InvalidMessage(_)))
+            }),
+            Err(_) => false,
+        }
     }
 
     /// The HTTP status of `GET PATH` (under the endpoint's prefix) on a fresh connection: a
     /// readiness check.
     pub async fn get_status(&self, path: &str) -> std::io::Result<u16> {
         let mut sender = self.connect().await?;
-        let request = hyper::Request::get(format!("{}{path}", self.endpoint.base_path))
-            .header(hyper::header::HOST, &self.endpoint.authority)
-            .body(Full::new(Bytes::new()))
-            .map_err(std::io::Error::other)?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(std::io::Error::other)?;
-        Ok(response.status().as_u16())
+        get(&self.endpoint, &mut sender, path).await
     }
 
     async fn connect(&self) -> std::io::Result<Sender> {
@@ -356,24 +453,40 @@ impl Pool {
             scheduled,
             sent: taken.saturating_duration_since(start).as_secs_f64(),
             ttft: None,
+            content_ttft: None,
             itl: Vec::new(),
             latency: 0.0,
             input_tokens: prompt.input_tokens,
             output_tokens: 0,
+            usage_mismatch: None,
             status: None,
             error: None,
         };
         // Latencies count from here: waiting for a pooled connection is part of them.
         let begin = taken;
-        let deadline = tokio::time::Instant::from_std(begin + options.timeout);
-        let outcome =
-            tokio::time::timeout_at(deadline, self.exchange(options, body, &mut record, begin))
-                .await;
+        let exchange = self.exchange(options, prompt.max_tokens, body, &mut record, begin);
+        // A timeout past what the clock can count is no timeout.
+        let outcome = match begin.checked_add(options.timeout) {
+            Some(deadline) => {
+                let deadline = tokio::time::Instant::from_std(deadline);
+                CaughtPanic::of(tokio::time::timeout_at(deadline, exchange)).await
+            }
+            None => CaughtPanic::of(async { Ok(exchange.await) }).await,
+        };
         record.latency = begin.elapsed().as_secs_f64();
         match outcome {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => record.error = Some(error),
-            Err(_) => {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(error))) => record.error = Some(error),
+            Err(panic) => {
+                record.error = Some(RequestError {
+                    kind: ErrorKind::Client,
+                    text: format!(
+                        "the load generator failed on this request ({panic}): a bug, please \
+                         report it"
+                    ),
+                });
+            }
+            Ok(Err(_)) => {
                 record.error = Some(RequestError {
                     kind: ErrorKind::Timeout,
                     text: format!(
@@ -389,6 +502,7 @@ impl Pool {
     async fn exchange(
         &self,
         options: &RequestOptions,
+        asked: u32,
         body: Bytes,
         record: &mut RequestRecord,
         begin: Instant,
@@ -465,8 +579,10 @@ impl Pool {
         let mut reader = SseReader::default();
         let mut stream = StreamState {
             begin,
+            asked,
             last: None,
             done: false,
+            finished: false,
             counted: 0,
             usage: None,
             problem: None,
@@ -478,8 +594,14 @@ impl Pool {
                     return Err(stream.disconnected(record, &e));
                 }
                 Some(Ok(frame)) => {
-                    if let Ok(data) = frame.into_data() {
-                        reader.feed(&data, |event| stream.event(&event, options.api, record));
+                    if let Ok(data) = frame.into_data()
+                        && let Err(e) =
+                            reader.feed(&data, |event| stream.event(&event, options.api, record))
+                    {
+                        return Err(RequestError {
+                            kind: ErrorKind::Malformed,
+                            text: e.to_string(),
+                        });
                     }
                 }
             }
@@ -515,11 +637,27 @@ impl Pool {
 /// What one stream has shown so far.
 struct StreamState {
     begin: Instant,
+    /// `max_tokens` of the request.
+    asked: u32,
     last: Option<Instant>,
+    /// `[DONE]` was read.
     done: bool,
+    /// A choice carried a `finish_reason`: the answer is complete.
+    finished: bool,
     counted: u32,
     usage: Option<(Option<u32>, Option<u32>)>,
     problem: Option<RequestError>,
+}
+
+/// A token count of the server's usage; one past `u32::MAX` saturates rather than wraps.
+fn usage_count(usage: &Value, key: &str) -> Option<u32> {
+    let n = usage.get(key)?.as_u64()?;
+    Some(u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// Whether `value` is a string with text.
+fn has_text(value: Option<&Value>) -> bool {
+    value.and_then(Value::as_str).is_some_and(|t| !t.is_empty())
 }
 
 impl StreamState {
@@ -550,8 +688,10 @@ impl StreamState {
             return;
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            let count = |key: &str| usage.get(key).and_then(Value::as_u64).map(|n| n as u32);
-            self.usage = Some((count("prompt_tokens"), count("completion_tokens")));
+            self.usage = Some((
+                usage_count(usage, "prompt_tokens"),
+                usage_count(usage, "completion_tokens"),
+            ));
         }
         let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
             if self.usage.is_none() {
@@ -562,20 +702,40 @@ impl StreamState {
             }
             return;
         };
-        let text = choices.first().and_then(|c| match api {
-            Api::Completions => c.get("text"),
-            Api::Chat => c.get("delta").and_then(|d| d.get("content")),
-        });
-        if text.and_then(Value::as_str).is_some_and(|t| !t.is_empty()) {
-            match self.last {
-                None => record.ttft = Some((now - self.begin).as_secs_f64()),
-                Some(last) => record.itl.push((now - last).as_secs_f64()),
-            }
-            self.last = Some(now);
-            self.counted += 1;
-            // Kept current, so a request that times out says how far it got.
-            record.output_tokens = self.counted;
+        let Some(choice) = choices.first() else {
+            return;
+        };
+        if choice.get("finish_reason").is_some_and(Value::is_string) {
+            self.finished = true;
         }
+        // Reasoning (`reasoning_content`, or `reasoning` in some servers) is generated tokens
+        // as much as the answer's text is.
+        let (content, reasoning) = match api {
+            Api::Completions => (has_text(choice.get("text")), false),
+            Api::Chat => {
+                let delta = choice.get("delta");
+                let field = |key: &str| delta.and_then(|d| d.get(key));
+                (
+                    has_text(field("content")),
+                    has_text(field("reasoning_content")) || has_text(field("reasoning")),
+                )
+            }
+        };
+        if !(content || reasoning) {
+            return;
+        }
+        let since_begin = (now - self.begin).as_secs_f64();
+        match self.last {
+            None => record.ttft = Some(since_begin),
+            Some(last) => record.itl.push((now - last).as_secs_f64()),
+        }
+        if content && record.content_ttft.is_none() {
+            record.content_ttft = Some(since_begin);
+        }
+        self.last = Some(now);
+        self.counted = self.counted.saturating_add(1);
+        // Kept current, so a request that times out says how far it got.
+        record.output_tokens = self.counted;
     }
 
     fn disconnected(&self, record: &mut RequestRecord, e: &dyn std::fmt::Display) -> RequestError {
@@ -595,10 +755,38 @@ impl StreamState {
         record.output_tokens = self.counted;
         if let Some((input, output)) = self.usage {
             record.input_tokens = input.or(record.input_tokens);
-            record.output_tokens = output.unwrap_or(self.counted);
+            if let Some(usage) = output {
+                let mismatch = UsageMismatch {
+                    usage,
+                    events: self.counted,
+                };
+                if usage < self.counted {
+                    record.usage_mismatch = Some(mismatch);
+                } else {
+                    record.output_tokens = usage;
+                    // Without any token event the request fails, and says why.
+                    let per_event = u64::from(MAX_TOKENS_PER_EVENT) * u64::from(self.counted);
+                    if self.counted > 0 && u64::from(usage) > per_event {
+                        record.usage_mismatch = Some(mismatch);
+                    }
+                }
+            }
         }
         if self.saw_nothing() {
             return Err(self.disconnected(record, &"the body ended without an event"));
+        }
+        // A body that simply ends (HTTP/1.0, or a connection closed without a length) is only
+        // complete with a sign of its end: `[DONE]`, a finish reason, usage, or every token.
+        if !self.done && !self.finished && self.usage.is_none() && self.counted < self.asked {
+            return Err(self.disconnected(
+                record,
+                &format_args!(
+                    "the body ended without `[DONE]`, a finish reason or usage, {} tokens short \
+                     of the {} asked for",
+                    self.asked - self.counted,
+                    self.asked
+                ),
+            ));
         }
         if record.ttft.is_none() {
             return Err(RequestError {
@@ -607,6 +795,33 @@ impl StreamState {
             });
         }
         Ok(())
+    }
+}
+
+/// A future whose panic is caught and returned as its message, so that a request the client
+/// fails on is counted as a failure rather than lost with its task.
+struct CaughtPanic<F>(Pin<Box<F>>);
+
+impl<F: Future> CaughtPanic<F> {
+    fn of(future: F) -> CaughtPanic<F> {
+        CaughtPanic(Box::pin(future))
+    }
+}
+
+impl<F: Future> Future for CaughtPanic<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Err(payload) => Poll::Ready(Err(payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_owned()))),
+        }
     }
 }
 
@@ -649,6 +864,35 @@ mod tests {
         for bad in ["localhost:8000", "http://:8000x", "http:///v1", "ftp://x"] {
             assert!(Endpoint::parse(bad).is_err(), "{bad}");
         }
+        // Schemes are case-insensitive.
+        let e = Endpoint::parse("HTTP://127.0.0.1:8000").unwrap();
+        assert!(!e.tls);
+        assert!(Endpoint::parse("Https://h").unwrap().tls);
+        let reason = |url: &str| Endpoint::parse(url).unwrap_err().to_string();
+        for out_of_range in ["http://127.0.0.1:99999", "http://127.0.0.1:0"] {
+            assert!(
+                reason(out_of_range).ends_with("the port must be 1 to 65535"),
+                "{}",
+                reason(out_of_range)
+            );
+        }
+        assert!(reason("http://h:80x").ends_with("the port is not a number"));
+    }
+
+    #[test]
+    fn a_panic_in_a_request_is_caught_with_its_message() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let caught = runtime.block_on(CaughtPanic::of(async {
+            tokio::task::yield_now().await;
+            panic!("overflow when adding a duration to an instant")
+        }));
+        assert_eq!(
+            caught,
+            Err("overflow when adding a duration to an instant".into())
+        );
+        assert_eq!(runtime.block_on(CaughtPanic::of(async { 7 })), Ok(7));
     }
 
     #[test]
@@ -683,10 +927,12 @@ mod tests {
             scheduled: 0.0,
             sent: 0.0,
             ttft: Some(0.1),
+            content_ttft: Some(0.1),
             itl: vec![0.02; 4],
             latency: 0.18,
             input_tokens: Some(3),
             output_tokens: 5,
+            usage_mismatch: None,
             status: Some(200),
             error: None,
         };

@@ -44,6 +44,18 @@ pub enum LoadError {
         #[source]
         source: std::io::Error,
     },
+    /// An https endpoint whose server answered the TLS handshake with something else.
+    #[error("TLS with {endpoint} failed: the server does not speak TLS: use http://")]
+    NotTls {
+        /// The endpoint as given.
+        endpoint: String,
+    },
+    /// An http endpoint whose server speaks TLS.
+    #[error("{endpoint} answered nothing HTTP can read: the server speaks TLS: use https://")]
+    SpeaksTls {
+        /// The endpoint as given.
+        endpoint: String,
+    },
     /// The `--ca-cert` file of an https endpoint cannot be used.
     #[error("CA certificate file {}: {reason}", path.display())]
     CaFile {
@@ -93,14 +105,16 @@ pub enum LoadError {
 }
 
 impl LoadError {
-    /// Whether the error is the user's input (an endpoint, a prompts file or settings that
-    /// cannot work) rather than the machine or the server (nothing answering, no thread).
+    /// Whether the error is the user's input (an endpoint, its scheme included, a prompts file
+    /// or settings that cannot work) rather than the machine or the server (nothing answering, no thread).
     pub fn is_bad_input(&self) -> bool {
         match self {
             LoadError::Endpoint { .. }
             | LoadError::PromptsFile { .. }
             | LoadError::Settings(_)
             | LoadError::CaFile { .. }
+            | LoadError::NotTls { .. }
+            | LoadError::SpeaksTls { .. }
             | LoadError::ServerStart { .. } => true,
             LoadError::Unreachable { .. }
             | LoadError::Tls { .. }

@@ -55,6 +55,18 @@ pub enum Fault {
         /// Requests begun before the end.
         requests: usize,
     },
+    /// Answer in HTTP/1.0 (no length: the body ends when the connection closes) and close it
+    /// after this many tokens, without usage or `[DONE]`, on every request.
+    CloseAfter {
+        /// Tokens written before the close.
+        tokens: u32,
+    },
+    /// Answer every request with these bytes of event stream instead of tokens, each item
+    /// written as one chunk at the time its token would have been (the first at `ttft`, then
+    /// one per `gap`); nothing is added (no usage, no `[DONE]`).
+    Events(&'static [&'static str]),
+    /// Answer every request with a `data:` line that never ends, until the client goes away.
+    EndlessLine,
 }
 
 /// The timing and answers of the mock server.
@@ -334,6 +346,17 @@ fn json_answer(out: &mut TcpStream, status: &str, body: &str) -> std::io::Result
     )
 }
 
+/// The event of token number `token` for the route `path` (chat or completions).
+fn token_event(path: &str, token: u32) -> String {
+    if path.contains("/chat/") {
+        format!(
+            "data: {{\"choices\": [{{\"index\": 0, \"delta\": {{\"content\": \" tok{token}\"}}}}]}}\n\n"
+        )
+    } else {
+        format!("data: {{\"choices\": [{{\"index\": 0, \"text\": \" tok{token}\"}}]}}\n\n")
+    }
+}
+
 fn chunk(out: &mut TcpStream, payload: &str) -> std::io::Result<()> {
     out.write_all(format!("{:x}\r\n{payload}\r\n", payload.len()).as_bytes())
 }
@@ -362,10 +385,36 @@ fn answer(
         }
         _ => {}
     }
+    if let Some(Fault::CloseAfter { tokens }) = config.fault {
+        out.write_all(b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")?;
+        for token in 0..tokens {
+            sleep_until(read_at + config.ttft + config.gap * token);
+            out.write_all(token_event(path, token).as_bytes())?;
+        }
+        out.shutdown(std::net::Shutdown::Both)?;
+        return Err(std::io::Error::other("closed as HTTP/1.0 does"));
+    }
     out.write_all(
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
     )?;
-    let chat = path.contains("/chat/");
+    match config.fault {
+        Some(Fault::Events(events)) => {
+            for (i, event) in (0..).zip(events) {
+                sleep_until(read_at + config.ttft + config.gap * i);
+                chunk(out, event)?;
+            }
+            return out.write_all(b"0\r\n\r\n");
+        }
+        Some(Fault::EndlessLine) => {
+            chunk(out, "data: ")?;
+            let block = "x".repeat(1 << 16);
+            while !shared.stop.load(Ordering::SeqCst) {
+                chunk(out, &block)?;
+            }
+            return Err(std::io::Error::other("stopped"));
+        }
+        _ => {}
+    }
     for token in 0..config.output_tokens {
         match config.fault {
             Some(Fault::Stall {
@@ -391,14 +440,7 @@ fn answer(
             let _ = out.shutdown(std::net::Shutdown::Both);
             return Err(std::io::Error::other("stopped"));
         }
-        let event = if chat {
-            format!(
-                "data: {{\"choices\": [{{\"index\": 0, \"delta\": {{\"content\": \" tok{token}\"}}}}]}}\n\n"
-            )
-        } else {
-            format!("data: {{\"choices\": [{{\"index\": 0, \"text\": \" tok{token}\"}}]}}\n\n")
-        };
-        chunk(out, &event)?;
+        chunk(out, &token_event(path, token))?;
     }
     if config.usage {
         chunk(

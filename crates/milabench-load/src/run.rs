@@ -370,7 +370,8 @@ async fn closed_loop(
     tokio::time::sleep_until(tokio::time::Instant::from_std(shared.start)).await;
     // The index and its prompt are taken together, so prompt `i` goes with request `i`.
     let next = Arc::new(std::sync::Mutex::new((0usize, prompts)));
-    let end = shared.start + spec.duration;
+    // A duration past what the clock can count has no end.
+    let end = shared.start.checked_add(spec.duration);
     let most = spec.max_requests;
     // Each record is handed over as it completes, so a worker dropped after a stop loses only
     // the request it had in flight.
@@ -382,7 +383,8 @@ async fn closed_loop(
         let tx = tx.clone();
         tasks.spawn(async move {
             loop {
-                if Instant::now() >= end || shared.stop.is_set() {
+                let over = end.is_some_and(|end| Instant::now() >= end);
+                if over || shared.stop.is_set() {
                     break;
                 }
                 let (i, prompt) = {

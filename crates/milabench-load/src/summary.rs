@@ -8,8 +8,12 @@ use std::time::Duration;
 use milabench_stats::Estimate;
 use serde::Serialize;
 
-use crate::client::{ErrorKind, RequestRecord};
+use crate::client::{ErrorKind, MAX_TOKENS_PER_EVENT, RequestRecord, UsageMismatch};
 use crate::schedule::KsTest;
+
+/// The fewest batch means an interval of a mean is drawn from: two or three batches are too few
+/// to tell their spread (two equal ones would give an interval of zero width).
+pub const MIN_BATCHES: usize = 4;
 
 /// A value with its 95% interval (NaN bounds when too few samples give one).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -30,13 +34,24 @@ impl Interval {
         high: f64::NAN,
     };
 
-    /// `value ± half`, for a quantity that is never negative (a latency, a rate): the
-    /// symmetric interval of a short or skewed series is cut at 0.
-    fn around(value: f64, half: f64) -> Interval {
+    /// The mean of `series` (in time order) with its batch-means interval, for a quantity that
+    /// is never negative (a latency, a rate): the symmetric interval of a short or skewed series
+    /// is cut at 0. No interval (NaN bounds) from fewer than [`MIN_BATCHES`] batches, or of zero
+    /// width: batches that all agree exactly say too little about the spread.
+    fn batch_mean(series: &[f64]) -> Interval {
+        let e = Estimate::of_series(series);
+        let half = e.half_width();
+        if !(e.dof + 1.0 >= MIN_BATCHES as f64 && half > 0.0) {
+            return Interval {
+                value: e.mean,
+                low: f64::NAN,
+                high: f64::NAN,
+            };
+        }
         Interval {
-            value,
-            low: (value - half).max(0.0),
-            high: value + half,
+            value: e.mean,
+            low: (e.mean - half).max(0.0),
+            high: e.mean + half,
         }
     }
 }
@@ -65,10 +80,7 @@ impl LatencySummary {
         sorted.sort_by(f64::total_cmp);
         LatencySummary {
             count: samples.len(),
-            mean: {
-                let e = Estimate::of_series(samples);
-                Interval::around(e.mean, e.half_width())
-            },
+            mean: Interval::batch_mean(samples),
             p50: quantile(&sorted, 0.50),
             p90: quantile(&sorted, 0.90),
             p95: quantile(&sorted, 0.95),
@@ -244,8 +256,11 @@ pub struct Summary {
     pub goodput: Option<Interval>,
     /// Share of sent requests that met the SLO (when one is given).
     pub slo_attainment: Option<f64>,
-    /// Time to first token.
+    /// Time to the first generated token (reasoning included).
     pub ttft: LatencySummary,
+    /// Time to the first token of the answer's text, when some answers began with reasoning
+    /// (then later than `ttft`); `None` when every answer began with its text.
+    pub content_ttft: Option<LatencySummary>,
     /// Time per output token.
     pub tpot: LatencySummary,
     /// Inter-token latency: every gap between token events.
@@ -262,6 +277,9 @@ pub struct Summary {
     pub arrivals: Option<KsTest>,
     /// The client's CPU time (user and system, every thread of the load generator) per request.
     pub cpu_per_request: f64,
+    /// What makes numbers of the run doubtful, each said once (a server's usage that the
+    /// stream contradicts).
+    pub warnings: Vec<String>,
 }
 
 impl Summary {
@@ -312,6 +330,9 @@ impl Summary {
             goodput,
             slo_attainment,
             ttft: LatencySummary::of(&ok.iter().filter_map(|r| r.ttft).collect::<Vec<_>>()),
+            content_ttft: ok.iter().any(|r| r.content_ttft != r.ttft).then(|| {
+                LatencySummary::of(&ok.iter().filter_map(|r| r.content_ttft).collect::<Vec<_>>())
+            }),
             tpot: LatencySummary::of(&ok.iter().filter_map(|r| r.tpot()).collect::<Vec<_>>()),
             itl: LatencySummary::of(
                 &ok.iter()
@@ -332,8 +353,40 @@ impl Summary {
             },
             arrivals: None,
             cpu_per_request: cpu_seconds / records.len().max(1) as f64,
+            warnings: usage_warnings(&ok),
         }
     }
+}
+
+/// One warning per way the servers' usage disagreed with the token events of the successful
+/// requests `ok`.
+fn usage_warnings(ok: &[&RequestRecord]) -> Vec<String> {
+    let (below, above): (Vec<UsageMismatch>, Vec<UsageMismatch>) = ok
+        .iter()
+        .filter_map(|r| r.usage_mismatch)
+        .partition(|m| m.usage < m.events);
+    let mut warnings = Vec::new();
+    if let Some(first) = below.first() {
+        warnings.push(format!(
+            "{} requests: the server's usage counted fewer completion tokens than the stream \
+             had token events (first: {} against {}), which cannot be: the events were counted \
+             instead",
+            below.len(),
+            first.usage,
+            first.events
+        ));
+    }
+    if let Some(first) = above.first() {
+        warnings.push(format!(
+            "{} requests: the server's usage counted more than {MAX_TOKENS_PER_EVENT} completion \
+             tokens per token event of the stream (first: {} tokens in {} events): token counts \
+             and TPOT rest on that usage; check the server",
+            above.len(),
+            first.usage,
+            first.events
+        ));
+    }
+    warnings
 }
 
 /// Events per second over `[0, duration]`, each event at `ends[i]` weighing `weights[i]`: the
@@ -344,7 +397,10 @@ fn windowed_rate(ends: &[f64], weights: &[f64], duration: f64) -> Interval {
     };
     // A sum of no floats is -0.0; adding 0.0 makes "no request" a plain 0.
     let total: f64 = weights.iter().sum::<f64>() + 0.0;
-    Interval::around(total / duration, Estimate::of_series(&rates).half_width())
+    Interval {
+        value: total / duration,
+        ..Interval::batch_mean(&rates)
+    }
 }
 
 /// When the output of successful requests `ok` arrived: each streamed chunk's time since the
@@ -368,13 +424,17 @@ pub(crate) fn output_arrivals(ok: &[&RequestRecord]) -> (Vec<f64>, Vec<f64>) {
     (times, weights)
 }
 
-/// The width of the windows cutting `[0, duration]` (one second, shorter for runs under eight
-/// seconds so there are at least eight) and the weighted rate of events in each.
+/// Fewest windows a run is cut into, so that a short run's rate still has [`MIN_BATCHES`]
+/// batches of windows for its interval.
+const MIN_WINDOWS: f64 = (MIN_BATCHES * MIN_BATCHES) as f64;
+
+/// The width of the windows cutting `[0, duration]` (one second, shorter for runs under
+/// [`MIN_WINDOWS`] seconds so there are that many) and the weighted rate of events in each.
 pub(crate) fn windows(ends: &[f64], weights: &[f64], duration: f64) -> Option<(f64, Vec<f64>)> {
     if duration <= 0.0 || !duration.is_finite() {
         return None;
     }
-    let width = (duration / 8.0).min(1.0);
+    let width = (duration / MIN_WINDOWS).min(1.0);
     let count = (duration / width).floor().max(1.0) as usize;
     let mut sums = vec![0.0; count];
     for (&end, &w) in ends.iter().zip(weights) {
@@ -395,10 +455,12 @@ mod tests {
             scheduled: i as f64 * 0.1,
             sent: i as f64 * 0.1 + 0.001,
             ttft: Some(ttft),
+            content_ttft: Some(ttft),
             itl: vec![(latency - ttft) / f64::from(tokens - 1); tokens as usize - 1],
             latency,
             input_tokens: Some(10),
             output_tokens: tokens,
+            usage_mismatch: None,
             status: Some(200),
             error: None,
         }
@@ -510,5 +572,36 @@ mod tests {
         let mut failed = record(1, 0.1, 0.16, 4);
         failed.ttft = None;
         assert_eq!(output_arrivals(&[&failed]), (vec![], vec![]));
+    }
+
+    #[test]
+    fn too_few_batches_or_batches_that_all_agree_give_no_interval() {
+        // Two batches of four whose means agree: once an interval of zero width.
+        let two_batches = [1.0, 2.0, 1.0, 2.0, 2.0, 1.0, 2.0, 1.0];
+        let mean = LatencySummary::of(&two_batches).mean;
+        assert_eq!(mean.value, 1.5);
+        assert!(mean.low.is_nan() && mean.high.is_nan(), "{mean:?}");
+        // Two or three batches that differ are still too few.
+        let three_batches = [1.0, 2.0, 3.0, 2.0, 3.0, 4.0, 1.0, 1.0, 5.0];
+        assert!(LatencySummary::of(&three_batches).mean.low.is_nan());
+        // Four batches that agree exactly say nothing of the spread either.
+        assert!(LatencySummary::of(&[3.0; 16]).mean.high.is_nan());
+        let four: Vec<f64> = (0..16).map(|i| f64::from(i % 5)).collect();
+        let mean = LatencySummary::of(&four).mean;
+        assert!(mean.low < mean.value && mean.value < mean.high, "{mean:?}");
+    }
+
+    #[test]
+    fn a_two_second_run_has_enough_windows_for_an_interval() {
+        // One request every 0.1 s for 2 s, alike in every window.
+        let ends: Vec<f64> = (1..=20).map(|i| f64::from(i) * 0.1 - 0.05).collect();
+        let (width, rates) = windows(&ends, &[1.0; 20], 2.0).unwrap();
+        assert_eq!((width, rates.len()), (0.125, 16));
+        let rate = windowed_rate(&ends, &[1.0; 20], 2.0);
+        assert_eq!(rate.value, 10.0);
+        assert!(
+            rate.low.is_nan() || rate.low < rate.high,
+            "a zero-width interval: {rate:?}"
+        );
     }
 }

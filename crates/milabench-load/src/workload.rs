@@ -52,10 +52,10 @@ impl FromStr for LengthDist {
     /// `128` or `fixed:128`, `uniform:64:256`, `normal:128:32`.
     fn from_str(text: &str) -> Result<LengthDist, String> {
         let parts: Vec<&str> = text.split(':').collect();
-        let int = |s: &str| {
-            s.trim()
-                .parse::<u32>()
-                .map_err(|_| format!("`{s}` is not a whole number of tokens in `{text}`"))
+        let int = |s: &str| match s.trim().parse::<u32>() {
+            Ok(0) => Err(format!("`{text}`: a length is at least 1 token")),
+            Ok(n) => Ok(n),
+            Err(_) => Err(format!("`{s}` is not a whole number of tokens in `{text}`")),
         };
         let real = |s: &str| {
             s.trim()
@@ -228,6 +228,12 @@ mod tests {
             Ok(LengthDist::Uniform { low: 4, high: 9 })
         );
         assert!("uniform:9:4".parse::<LengthDist>().is_err());
+        for zero in ["0", "fixed:0", "uniform:0:4"] {
+            assert_eq!(
+                zero.parse::<LengthDist>(),
+                Err(format!("`{zero}`: a length is at least 1 token"))
+            );
+        }
         assert!("poisson:3".parse::<LengthDist>().is_err());
         let mut rng = fastrand::Rng::with_seed(1);
         let uniform = LengthDist::Uniform { low: 4, high: 9 };

@@ -2,6 +2,7 @@
 //! known ones, arrivals against their schedule, and every fault counted as it should be.
 //! Every run is bounded by its duration, request count and per-request timeout.
 
+use std::io::{Read as _, Write as _};
 use std::time::Duration;
 
 use milabench_load::mock::{self, Fault, MockConfig, MockServer};
@@ -383,4 +384,279 @@ fn health_and_model_list_answer_at_once_and_are_not_counted_as_requests() {
     let models: serde_json::Value = serde_json::from_str(&models).unwrap();
     assert_eq!(models["data"][0]["id"], "mock");
     assert_eq!(server.requests(), 0);
+}
+
+/// A server whose answers are `events`, one per `gap` after `ttft`; the run sends `requests`
+/// chat requests at once and asks for the default 16 tokens.
+fn scripted_run(events: &'static [&'static str], requests: usize) -> milabench_load::Step {
+    let server = MockServer::start(MockConfig {
+        ttft: Duration::from_millis(2),
+        gap: Duration::from_millis(2),
+        fault: Some(Fault::Events(events)),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let mut spec = spec(&server.url(), Scenario::Offline, Duration::ZERO, requests);
+    spec.options.api = Api::Chat;
+    let mut result = run(&spec, &Stop::new()).unwrap();
+    result.steps.remove(0)
+}
+
+#[test]
+fn a_body_closed_short_of_its_end_counts_as_disconnected() {
+    // HTTP/1.0: the body ends with the connection, after 3 of the 16 tokens asked for.
+    let server = MockServer::start(MockConfig {
+        ttft: Duration::from_millis(2),
+        gap: Duration::from_millis(1),
+        fault: Some(Fault::CloseAfter { tokens: 3 }),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let result = run(
+        &spec(&server.url(), Scenario::Offline, Duration::ZERO, 3),
+        &Stop::new(),
+    )
+    .unwrap();
+    let s = &result.steps[0].summary;
+    assert_eq!((s.succeeded, s.failed), (0, 3), "{:?}", s.errors);
+    let cut = &s.errors[&ErrorKind::Disconnected];
+    assert!(
+        cut.example
+            .contains("after 3 tokens: the body ended without `[DONE]`"),
+        "{}",
+        cut.example
+    );
+    // Every token asked for came: the answer is whole without its `[DONE]`.
+    let server = MockServer::start(MockConfig {
+        ttft: Duration::from_millis(2),
+        gap: Duration::from_millis(1),
+        fault: Some(Fault::CloseAfter { tokens: 16 }),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let result = run(
+        &spec(&server.url(), Scenario::Offline, Duration::ZERO, 2),
+        &Stop::new(),
+    )
+    .unwrap();
+    let s = &result.steps[0].summary;
+    assert_eq!((s.succeeded, s.output_tokens), (2, 32), "{:?}", s.errors);
+}
+
+const TOKEN: &str = "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"t\"}}]}\n\n";
+const DONE: &str = "data: [DONE]\n\n";
+
+#[test]
+fn a_usage_the_token_events_contradict_is_warned_about_once() {
+    const INFLATED: &[&str] = &[
+        TOKEN,
+        TOKEN,
+        TOKEN,
+        TOKEN,
+        "data: {\"choices\": [], \"usage\": {\"completion_tokens\": 1000}}\n\n",
+        DONE,
+    ];
+    let step = scripted_run(INFLATED, 2);
+    let s = &step.summary;
+    assert_eq!((s.succeeded, s.output_tokens), (2, 2000), "{:?}", s.errors);
+    assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+    assert!(
+        s.warnings[0].starts_with("2 requests: the server's usage counted more than 16")
+            && s.warnings[0].contains("(first: 1000 tokens in 4 events)"),
+        "{}",
+        s.warnings[0]
+    );
+    // Fewer tokens than events cannot be: the events are counted.
+    const SHORT: &[&str] = &[
+        TOKEN,
+        TOKEN,
+        TOKEN,
+        "data: {\"choices\": [], \"usage\": {\"completion_tokens\": 1}}\n\n",
+        DONE,
+    ];
+    let s = scripted_run(SHORT, 2).summary;
+    assert_eq!(s.output_tokens, 6);
+    assert!(
+        s.warnings.len() == 1 && s.warnings[0].contains("fewer completion tokens"),
+        "{:?}",
+        s.warnings
+    );
+    // A count past 2^32 saturates rather than wraps (to 5, here).
+    const HUGE: &[&str] = &[
+        TOKEN,
+        TOKEN,
+        "data: {\"choices\": [], \"usage\": {\"prompt_tokens\": 4294967297, \"completion_tokens\": 4294967301}}\n\n",
+        DONE,
+    ];
+    let step = scripted_run(HUGE, 1);
+    let r = &step.records[0];
+    assert_eq!(
+        (r.output_tokens, r.input_tokens),
+        (u32::MAX, Some(u32::MAX))
+    );
+    assert_eq!(step.summary.warnings.len(), 1);
+}
+
+#[test]
+fn reasoning_deltas_are_generated_tokens_and_the_text_has_its_own_ttft() {
+    const REASONING: &str =
+        "data: {\"choices\": [{\"index\": 0, \"delta\": {\"reasoning_content\": \"hm\"}}]}\n\n";
+    const EVENTS: &[&str] = &[
+        REASONING,
+        REASONING,
+        REASONING,
+        TOKEN,
+        TOKEN,
+        "data: {\"choices\": [], \"usage\": {\"completion_tokens\": 5}}\n\n",
+        DONE,
+    ];
+    let step = scripted_run(EVENTS, 1);
+    let r = &step.records[0];
+    assert!(r.ok(), "{:?}", r.error);
+    assert_eq!((r.output_tokens, r.itl.len()), (5, 4));
+    assert!(r.usage_mismatch.is_none());
+    let (ttft, text) = (r.ttft.unwrap(), r.content_ttft.unwrap());
+    // The text's first token is the fourth token event.
+    let fourth = ttft + r.itl[..3].iter().sum::<f64>();
+    assert!(
+        (text - fourth).abs() < 1e-6,
+        "ttft {ttft}, text {text}, {:?}",
+        r.itl
+    );
+    assert!(text > ttft);
+    let s = &step.summary;
+    assert_eq!(s.content_ttft.as_ref().map(|l| l.count), Some(1));
+    // TPOT spreads the time after the first generated token over the tokens after it.
+    let tpot = r.tpot().unwrap();
+    assert!((tpot - (r.latency - ttft) / 4.0).abs() < 1e-12);
+}
+
+#[test]
+fn a_byte_order_mark_cr_line_ends_and_other_event_types_are_read_as_the_spec_says() {
+    const EVENTS: &[&str] = &[
+        "\u{feff}data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"t\"}}]}\n\n",
+        "event: ping\ndata: {\"type\": \"ping\"}\n\n",
+        "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"t\"}}]}\r\r",
+        "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"t\"}}]}\r",
+        "\rdata: [DONE]\r\r",
+    ];
+    let step = scripted_run(EVENTS, 2);
+    let s = &step.summary;
+    assert_eq!(s.failed, 0, "{:?}", s.errors);
+    for r in &step.records {
+        // Three tokens: the first, behind the byte order mark, is not lost.
+        assert_eq!((r.output_tokens, r.itl.len()), (3, 2));
+    }
+    assert!(s.content_ttft.is_none());
+}
+
+#[test]
+fn a_line_that_never_ends_fails_its_request_at_the_cap() {
+    let server = MockServer::start(MockConfig {
+        fault: Some(Fault::EndlessLine),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let result = run(
+        &spec(&server.url(), Scenario::Offline, Duration::ZERO, 2),
+        &Stop::new(),
+    )
+    .unwrap();
+    let s = &result.steps[0].summary;
+    assert_eq!(s.failed, 2, "{:?}", s.errors);
+    let malformed = &s.errors[&ErrorKind::Malformed];
+    assert!(
+        malformed.example.contains("longer than 16 MiB"),
+        "{}",
+        malformed.example
+    );
+}
+
+#[test]
+fn a_timeout_or_duration_past_what_the_clock_counts_has_no_end() {
+    let server = MockServer::start(MockConfig {
+        ttft: Duration::from_millis(2),
+        gap: Duration::from_millis(1),
+        output_tokens: 4,
+        ..MockConfig::default()
+    })
+    .unwrap();
+    for timeout in [
+        Duration::from_secs(10_000_000_000_000_000_000),
+        Duration::from_secs(1 << 40),
+        Duration::MAX,
+    ] {
+        let mut spec = spec(&server.url(), Scenario::Offline, Duration::ZERO, 2);
+        spec.options.timeout = timeout;
+        let result = run(&spec, &Stop::new()).unwrap();
+        let s = &result.steps[0].summary;
+        assert_eq!(
+            (s.requests, s.succeeded),
+            (2, 2),
+            "{timeout:?}: {:?}",
+            s.errors
+        );
+    }
+    // So is a concurrency run's duration: the requests end it.
+    let spec = spec(
+        &server.url(),
+        Scenario::Concurrency { n: 2 },
+        Duration::MAX,
+        4,
+    );
+    let result = run(&spec, &Stop::new()).unwrap();
+    assert_eq!(result.steps[0].summary.succeeded, 4);
+}
+
+/// A server on loopback that answers the first bytes of every connection with `answer` and
+/// closes it; its `HOST:PORT`.
+fn canned_server(answer: &'static [u8]) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let authority = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0; 4096];
+            let _ = stream.read(&mut request);
+            let _ = stream.write_all(answer);
+        }
+    });
+    authority
+}
+
+#[test]
+fn the_wrong_scheme_is_named_rather_than_certificates() {
+    // A plain HTTP server answers the TLS handshake with an HTTP error.
+    let plain = canned_server(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+    let spec = spec(
+        &format!("https://{plain}"),
+        Scenario::Offline,
+        Duration::ZERO,
+        1,
+    );
+    let error = run(&spec, &Stop::new()).unwrap_err();
+    assert!(matches!(error, LoadError::NotTls { .. }), "{error:?}");
+    assert!(error.is_bad_input());
+    assert!(
+        error
+            .to_string()
+            .ends_with("the server does not speak TLS: use http://"),
+        "{error}"
+    );
+    // A TLS server answers a plain request, and a handshake, with a TLS alert.
+    let tls = canned_server(b"\x15\x03\x03\x00\x02\x02\x28");
+    let spec = self::spec(
+        &format!("http://{tls}"),
+        Scenario::Offline,
+        Duration::ZERO,
+        1,
+    );
+    let error = run(&spec, &Stop::new()).unwrap_err();
+    assert!(matches!(error, LoadError::SpeaksTls { .. }), "{error:?}");
+    assert!(
+        error
+            .to_string()
+            .ends_with("the server speaks TLS: use https://"),
+        "{error}"
+    );
 }

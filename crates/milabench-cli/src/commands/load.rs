@@ -16,7 +16,7 @@ use milabench_metrics::{DataFileWriter, Event, Record};
 use serde_json::{Map, Value, json};
 
 use crate::args::{LoadApi, LoadArgs, LoadFormat, LoadScenario};
-use crate::output::{note, write_output};
+use crate::output::{note, warn, write_output};
 
 /// Runs the load (starting its server first when one is given) and shows what it measured.
 /// Every flag is checked, the server log and the results file opened, before the server is
@@ -40,6 +40,9 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
     };
     let spec = spec(args, Endpoint::parse(&url)?)?;
     spec.check()?;
+    if args.ca_cert.is_some() && !spec.endpoint.tls {
+        warn("--ca-cert is not used: the endpoint is http://, without TLS");
+    }
     let output = server_output(args)?;
     let mut results = args
         .run_dir
@@ -407,6 +410,9 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
         )
     };
     out += &row("ttft", &s.ttft);
+    if let Some(text_ttft) = &s.content_ttft {
+        out += &row("ttft text", text_ttft);
+    }
     out += &row("tpot", &s.tpot);
     out += &row("itl", &s.itl);
     out += &row("e2e", &s.e2e);
@@ -447,6 +453,9 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
         "\nclient CPU: {:.1} µs per request\n",
         s.cpu_per_request * 1e6
     );
+    for warning in &s.warnings {
+        out += &format!("warning: {warning}\n");
+    }
     for (kind, e) in &s.errors {
         out += &format!(
             "errors: {} {} (first: {})\n",
