@@ -176,10 +176,12 @@ impl RunResult {
 }
 
 impl RunSummary {
-    /// The benchmarks whose prepare step (in this summary of prepare steps) failed, each with
-    /// the status of its first failed process and where its log is.
+    /// The benchmarks whose set-up (in this summary of prepare steps) failed: those whose
+    /// benchfile gave no plan, and those whose prepare step failed, each with the status of its
+    /// first failed process and where its log is.
     pub fn setup_failures(&self) -> Vec<SetupFailure> {
-        self.outcomes
+        let failed_steps = self
+            .outcomes
             .iter()
             .filter_map(|outcome| {
                 let failed = outcome.processes.iter().find(|p| !p.exited_cleanly())?;
@@ -195,8 +197,8 @@ impl RunSummary {
                         failed.data_file.display()
                     ),
                 })
-            })
-            .collect()
+            });
+        self.failed_setup.iter().cloned().chain(failed_steps).collect()
     }
 
     /// The exit code of prepare steps: 130 when interrupted, 1 when one failed.
