@@ -222,8 +222,7 @@ fn a_cpu_runs_load_and_memory_plots_name_the_process_tree_and_the_machine() {
     let mut lines = vec![
         r#"{"event": "config", "data": {"name": "sized", "tag": ["sized", "D0"]}, "pipe": null}"#
             .to_owned(),
-        r#"{"event": "start", "data": {"command": ["x"], "time": 100.0}, "pipe": null}"#
-            .to_owned(),
+        r#"{"event": "start", "data": {"command": ["x"], "time": 100.0}, "pipe": null}"#.to_owned(),
     ];
     for (i, at) in [101.0, 104.0, 107.0].into_iter().enumerate() {
         lines.push(format!(
@@ -244,11 +243,16 @@ fn a_cpu_runs_load_and_memory_plots_name_the_process_tree_and_the_machine() {
     let html = report(dir.path().to_str().unwrap(), "html", &[]);
     for plot in ["CPU load", "memory"] {
         let caption = format!("<figcaption>sized: {plot} (no timed GPU readings)");
-        let caption_at = html.find(&caption).unwrap_or_else(|| panic!("{plot}: {html}"));
+        let caption_at = html
+            .find(&caption)
+            .unwrap_or_else(|| panic!("{plot}: {html}"));
         let at = html[..caption_at].rfind("<figure").unwrap();
         let figure = &html[at..caption_at];
         for series in ["sized.D0: process tree", "sized.D0: machine"] {
-            assert!(figure.contains(series), "{plot}: no series {series}: {figure}");
+            assert!(
+                figure.contains(series),
+                "{plot}: no series {series}: {figure}"
+            );
         }
     }
 }

@@ -1228,7 +1228,11 @@ fn a_broken_benchfile_fails_its_own_benchmark_and_the_others_run() {
             dry.stderr
         );
     }
-    assert!(dry.stdout.contains("benchmarks/good/main.py"), "{}", dry.stdout);
+    assert!(
+        dry.stdout.contains("benchmarks/good/main.py"),
+        "{}",
+        dry.stdout
+    );
 
     let out = run(&mut project.run_command(&["--run-name", "broken"]));
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
@@ -1240,7 +1244,11 @@ fn a_broken_benchfile_fails_its_own_benchmark_and_the_others_run() {
         "{}",
         out.stderr
     );
-    assert!(project.data_file("broken", "raises").contains("BenchfileFailed"));
+    assert!(
+        project
+            .data_file("broken", "raises")
+            .contains("BenchfileFailed")
+    );
     // The `fail` column of the breakdown.
     let fails: Vec<(&str, &str)> = out
         .stdout
@@ -1254,7 +1262,12 @@ fn a_broken_benchfile_fails_its_own_benchmark_and_the_others_run() {
         .collect();
     assert_eq!(
         fails,
-        [("badplan", "1"), ("exits", "1"), ("good", "0"), ("raises", "1")],
+        [
+            ("badplan", "1"),
+            ("exits", "1"),
+            ("good", "0"),
+            ("raises", "1")
+        ],
         "{}",
         out.stdout
     );

@@ -467,7 +467,12 @@ fn a_folder_of_runs_is_imported_run_by_run() {
         "{}",
         import.stderr
     );
-    assert_eq!(import.stdout.matches("added").count(), 3, "{}", import.stdout);
+    assert_eq!(
+        import.stdout.matches("added").count(),
+        3,
+        "{}",
+        import.stdout
+    );
     let json = run(milabench_in(base.path()).args(["db", "list", "--format", "json"]));
     let listed: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     let names: Vec<&str> = listed
@@ -499,10 +504,14 @@ fn history_names_the_system_of_a_cpu_run_as_the_run_list_does() {
         }],
     )
     .unwrap();
-    let import = run(milabench_in(base.path()).args(["db", "import"]).arg(&folder));
+    let import = run(milabench_in(base.path())
+        .args(["db", "import"])
+        .arg(&folder));
     assert_eq!(import.code, 0, "{}", import.stderr);
     let system = |args: &[&str]| {
-        let csv = run(milabench_in(base.path()).args(args).args(["--format", "csv"]));
+        let csv = run(milabench_in(base.path())
+            .args(args)
+            .args(["--format", "csv"]));
         assert_eq!(csv.code, 0, "{}", csv.stderr);
         let header: Vec<&str> = csv.stdout.lines().next().unwrap().split(',').collect();
         let row: Vec<&str> = csv.stdout.lines().nth(1).unwrap().split(',').collect();

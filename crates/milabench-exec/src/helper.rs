@@ -601,11 +601,13 @@ mod tests {
     }
 
     #[test]
-    #[test]
     fn up_to_its_limit_what_it_printed_before_the_kill_is_kept() {
-        let out = sh("echo first; echo err >&2; sleep 300", Duration::from_millis(300))
-            .run_to_limit()
-            .expect("an answer, cut short");
+        let out = sh(
+            "echo first; echo err >&2; sleep 300",
+            Duration::from_millis(300),
+        )
+        .run_to_limit()
+        .expect("an answer, cut short");
         assert!(out.timed_out);
         assert_eq!(out.stdout, "first\n");
         assert_eq!(out.stderr, "err\n");
@@ -615,6 +617,7 @@ mod tests {
         assert!(!whole.timed_out && whole.success());
     }
 
+    #[test]
     fn lines_come_merged_and_in_order() {
         let mut lines = Vec::new();
         let status = sh(

@@ -354,7 +354,12 @@ fn benchmark_block(
         };
         for plot in [
             by_process(|t| &t.process_load, |t| &t.machine_load, "CPU load", "%"),
-            by_process(|t| &t.process_memory, |t| &t.machine_memory, "memory", "MiB"),
+            by_process(
+                |t| &t.process_memory,
+                |t| &t.machine_memory,
+                "memory",
+                "MiB",
+            ),
         ] {
             if !plot.series.is_empty() {
                 plots.push(plot);

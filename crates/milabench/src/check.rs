@@ -194,7 +194,11 @@ fn accelerator_checks(resolved: &Resolved) -> Result<Vec<Check>, Error> {
                     Status::Warn,
                     format!("benchfile of {bench}"),
                     format!("{problem}; `run` records it as failed and runs the others"),
-                    if fix.is_empty() { "fix its benchfile.py" } else { fix },
+                    if fix.is_empty() {
+                        "fix its benchfile.py"
+                    } else {
+                        fix
+                    },
                 ));
             }
             PlannedBench::Run(_) => {}

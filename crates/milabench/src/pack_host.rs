@@ -356,7 +356,10 @@ mod tests {
 
     /// The pack host of this checkout, with a time limit of `limit`.
     fn host(limit: Duration) -> PackHost {
-        let root = Utf8PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../benchmarks/_packhost"));
+        let root = Utf8PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../benchmarks/_packhost"
+        ));
         let path = std::env::var("PATH").unwrap_or_default();
         let python = milabench_env::find_on_path("python3", Some(&path)).expect("python3 on PATH");
         PackHost {
@@ -409,11 +412,17 @@ mod tests {
                 "import os, subprocess, sys\nos.write(1, b'{not an answer\\n')\n\
                  subprocess.run([sys.executable, '-c', 'print(\"{\\\\\"ok\\\\\": true}\")'])",
             ),
-            request(dir.path(), "exits", "print('exits now')\nimport os\nos._exit(3)"),
+            request(
+                dir.path(),
+                "exits",
+                "print('exits now')\nimport os\nos._exit(3)",
+            ),
             request(dir.path(), "sysexit", "import sys\nsys.exit(0)"),
             request(dir.path(), "good2", ""),
         ];
-        let answers = host(Duration::from_secs(1)).ask(&requests).expect("answers");
+        let answers = host(Duration::from_secs(1))
+            .ask(&requests)
+            .expect("answers");
         let said: Vec<String> = answers
             .iter()
             .map(|a| match a {
@@ -423,16 +432,25 @@ mod tests {
             .collect();
         assert_eq!(said.len(), 7, "{said:#?}");
         assert_eq!(said[0], "plan of B");
-        assert!(said[1].starts_with("RuntimeError: at import (at "), "{}", said[1]);
+        assert!(
+            said[1].starts_with("RuntimeError: at import (at "),
+            "{}",
+            said[1]
+        );
         assert!(said[2].contains("did not finish within 1 s"), "{}", said[2]);
         assert_eq!(said[3], "plan of B");
         assert!(
-            said[4].starts_with("the pack host exited with status 3 while reading its benchfile.py")
+            said[4]
+                .starts_with("the pack host exited with status 3 while reading its benchfile.py")
                 && said[4].ends_with("its last words: exits now"),
             "{}",
             said[4]
         );
-        assert!(said[5].starts_with("the benchfile called sys.exit(0) (at "), "{}", said[5]);
+        assert!(
+            said[5].starts_with("the benchfile called sys.exit(0) (at "),
+            "{}",
+            said[5]
+        );
         assert_eq!(said[6], "plan of B");
     }
 }

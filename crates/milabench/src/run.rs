@@ -411,7 +411,10 @@ pub fn run_suite(
                 summary.skipped.push(bench);
                 continue;
             }
-            PlannedBench::BrokenBenchfile { bench: name, reason } => {
+            PlannedBench::BrokenBenchfile {
+                bench: name,
+                reason,
+            } => {
                 let failure = SetupFailure {
                     bench: name,
                     reason: format!("its benchfile.py gives no plan: {reason}"),
@@ -572,10 +575,13 @@ pub fn prepare_suite(
             .as_ref()
             .ok()
             .map(|_| crate::planning::prepare_plan(bench, &ctx));
-        let broken = [install.as_ref().err(), prepare.as_ref().and_then(|p| p.as_ref().err())]
-            .into_iter()
-            .flatten()
-            .find_map(|error| crate::planning::benchfile_failure(bench, error));
+        let broken = [
+            install.as_ref().err(),
+            prepare.as_ref().and_then(|p| p.as_ref().err()),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(|error| crate::planning::benchfile_failure(bench, error));
         if let Some(reason) = broken {
             // Its failure is this benchmark's: the run records it, the others go on.
             summary.failed_setup.push(SetupFailure {

@@ -48,7 +48,8 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
     // A folder that cannot be imported is said and the others are imported all the same; a
     // line per folder when there are several: one alone is the whole command.
     let mut failed = 0;
-    let mut steps = (folders.len() > 1).then(|| crate::steps::Steps::new("importing", folders.len()));
+    let mut steps =
+        (folders.len() > 1).then(|| crate::steps::Steps::new("importing", folders.len()));
     for folder in &folders {
         if let Some(steps) = &mut steps {
             steps.start(folder);
