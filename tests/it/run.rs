@@ -1234,6 +1234,18 @@ fn a_broken_benchfile_fails_its_own_benchmark_and_the_others_run() {
         dry.stdout
     );
 
+    let prepare = run(project
+        .milabench()
+        .args(["prepare", "--config", "suite.yaml"]));
+    assert_eq!(prepare.code, 1, "{}", prepare.stderr);
+    assert!(
+        prepare
+            .stderr
+            .contains("raises: FAILED before it ran: its benchfile.py gives no plan: RuntimeError"),
+        "{}",
+        prepare.stderr
+    );
+
     let out = run(&mut project.run_command(&["--run-name", "broken"]));
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert!(

@@ -4,8 +4,11 @@
 //! It has no dependency beyond the standard library, so it runs on the orchestrator's own
 //! Python (`python3` on `PATH`) with its folder on `PYTHONPATH`: a virtual environment of its
 //! own would cost a second of uv and hold nothing. Each question starts it once (a whole suite
-//! is one question, see [`PackHost::prefetch`]); a benchfile that does not answer within
-//! [`ANSWER_LIMIT`] is stopped with its process group and named.
+//! is one question, see [`PackHost::prefetch`]), and it answers each benchmark on a channel of
+//! its own as soon as it has read its benchfile. A benchfile that does not answer within
+//! [`ANSWER_LIMIT`] is stopped and named, one that ends the host is named with its exit status
+//! (the host starts again for the benchmarks after it), and either answer is kept for the rest
+//! of the process: a broken benchfile costs its own benchmark, once.
 
 use std::collections::HashMap;
 use std::os::unix::process::ExitStatusExt;

@@ -215,7 +215,8 @@ pub enum RunEvent<'a> {
         /// The unmet `requires_capabilities` expressions.
         unmet: &'a [String],
     },
-    /// A benchmark was not run because its set-up failed.
+    /// A benchmark was not run (or prepared) because its set-up failed, or its benchfile gave
+    /// no plan.
     SetupFailed {
         /// The benchmark and why.
         failure: &'a SetupFailure,
@@ -584,10 +585,12 @@ pub fn prepare_suite(
         .find_map(|error| crate::planning::benchfile_failure(bench, error));
         if let Some(reason) = broken {
             // Its failure is this benchmark's: the run records it, the others go on.
-            summary.failed_setup.push(SetupFailure {
+            let failure = SetupFailure {
                 bench: bench.name.clone(),
                 reason: format!("its benchfile.py gives no plan: {reason}"),
-            });
+            };
+            observer.on_run_event(RunEvent::SetupFailed { failure: &failure });
+            summary.failed_setup.push(failure);
             continue;
         }
         if let Some(install) = install? {
