@@ -183,10 +183,10 @@ impl PackHost {
             )
         })?;
         let argv = self.argv("plan");
-        // The host stops a benchfile past `limit` itself; this bounds one that blocks it where
-        // Python cannot stop it (a call into native code).
-        let whole = self.limit * u32::try_from(requests.len()).unwrap_or(u32::MAX)
-            + Duration::from_secs(10);
+        // The host stops a benchfile past `limit` itself; this bounds one that keeps Python from
+        // stopping it (a wait in native code, its own SIGALRM handler), one limit more than all
+        // the answers may take.
+        let whole = self.limit * u32::try_from(requests.len() + 1).unwrap_or(u32::MAX);
         let mut command = HelperCommand::new(&argv[0], &argv[1..], whole);
         command.env = self.env().into_iter().collect();
         command.env.push((
@@ -234,7 +234,7 @@ impl PackHost {
             format!(
                 "its benchfile.py did not finish within {} s and the pack host was killed with \
                  it (a loop, or a wait in native code?)",
-                self.limit.as_secs()
+                self.limit.as_secs_f64()
             )
         } else {
             let ended = match (output.status.code(), output.status.signal()) {
@@ -455,5 +455,33 @@ mod tests {
             said[5]
         );
         assert_eq!(said[6], "plan of B");
+    }
+
+    /// A benchfile that keeps the host from stopping it is killed with the host at the limit of
+    /// the whole question; the answers given before are kept and it alone is named.
+    #[test]
+    fn a_benchfile_the_host_cannot_stop_is_killed_with_it_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let requests = [
+            request(dir.path(), "good", ""),
+            request(
+                dir.path(),
+                "deaf",
+                "import signal, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\ntime.sleep(600)",
+            ),
+        ];
+        let answers = host(Duration::from_secs(1))
+            .ask(&requests)
+            .expect("answers");
+        assert!(answers[0].is_ok(), "{:?}", answers[0]);
+        let Err(said) = &answers[1] else {
+            panic!("{:?}", answers[1])
+        };
+        assert!(
+            said.starts_with(
+                "its benchfile.py did not finish within 1 s and the pack host was killed"
+            ),
+            "{said}"
+        );
     }
 }
