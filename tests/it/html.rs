@@ -213,3 +213,46 @@ fn html_serving_panel_holds_the_reports_numbers_and_plots() {
     assert!(html.contains("SLO broken"));
     insta::assert_snapshot!("html_serving", structure(&html).replace(runs, "[RUNS]"));
 }
+
+/// Issue 53, K8: on the page of a CPU run, the process tree's samples and the machine's (taken
+/// at the same instants) are two named series of the CPU load and memory plots.
+#[test]
+fn a_cpu_runs_load_and_memory_plots_name_the_process_tree_and_the_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = vec![
+        r#"{"event": "config", "data": {"name": "sized", "tag": ["sized", "D0"]}, "pipe": null}"#
+            .to_owned(),
+        r#"{"event": "start", "data": {"command": ["x"], "time": 100.0}, "pipe": null}"#.to_owned(),
+    ];
+    for (i, at) in [101.0, 104.0, 107.0].into_iter().enumerate() {
+        lines.push(format!(
+            r#"{{"event": "data", "data": {{"task": "train", "rate": {}, "time": {at}}}, "pipe": "data"}}"#,
+            100 + i
+        ));
+        lines.push(format!(
+            r#"{{"event": "data", "data": {{"task": "main", "time": {at}, "cpudata": {{"memory": [2097152000, 4194304000], "load": 90.0}}}}, "pipe": null}}"#
+        ));
+        lines.push(format!(
+            r#"{{"event": "data", "data": {{"task": "main", "time": {at}, "process": {{"load": 5.0, "memory": [10485760, 4194304000]}}}}, "pipe": null}}"#
+        ));
+    }
+    lines.push(
+        r#"{"event": "end", "data": {"return_code": 0, "time": 108.0}, "pipe": null}"#.to_owned(),
+    );
+    fs_err::write(dir.path().join("sized.D0.data"), lines.join("\n") + "\n").unwrap();
+    let html = report(dir.path().to_str().unwrap(), "html", &[]);
+    for plot in ["CPU load", "memory"] {
+        let caption = format!("<figcaption>sized: {plot} (no timed GPU readings)");
+        let caption_at = html
+            .find(&caption)
+            .unwrap_or_else(|| panic!("{plot}: {html}"));
+        let at = html[..caption_at].rfind("<figure").unwrap();
+        let figure = &html[at..caption_at];
+        for series in ["sized.D0: process tree", "sized.D0: machine"] {
+            assert!(
+                figure.contains(series),
+                "{plot}: no series {series}: {figure}"
+            );
+        }
+    }
+}

@@ -1180,3 +1180,107 @@ fn a_repeat_count_beyond_the_bound_is_refused_before_planning() {
     let out = run(&mut project.run_command(&["--repeat", "1000", "--dry-run=json"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
+
+/// A benchfile that cannot be planned (it raises, ends the pack host, or returns no command) is
+/// its benchmark's failure, recorded in the run and counted in the report; the others run.
+/// `--dry-run` names every broken benchfile.
+#[test]
+fn a_broken_benchfile_fails_its_own_benchmark_and_the_others_run() {
+    let suite = "_base:\n  inherits: _defaults\n  install_group: tiny\n  tags: [monogpu]\n  \
+                 weight: 1\n  max_duration: 30\n"
+        .to_string()
+        + &["good", "raises", "exits", "badplan"]
+            .map(|b| format!("{b}:\n  inherits: _base\n  definition: benchmarks/{b}\n"))
+            .concat();
+    let project = Project::new(&suite);
+    project.bench("good", &reporting(3, 0));
+    let benchfile = |name: &str, top: &str, plan: &str| {
+        let folder = project.path().join("benchmarks").join(name);
+        fs_err::create_dir_all(&folder).expect("bench folder");
+        fs_err::write(folder.join("main.py"), reporting(3, 0)).expect("main.py");
+        fs_err::write(
+            folder.join("benchfile.py"),
+            format!(
+                "{top}\nfrom milabench.pack import Package\nimport milabench.commands as cmd\n\
+                 class B(Package):\n    main_script = 'main.py'\n\
+                 \n    def build_run_plan(self):\n        return {plan}\n__pack__ = B\n"
+            ),
+        )
+        .expect("benchfile.py");
+    };
+    let command = "cmd.PackCommand(self, *self.argv, lazy=True)";
+    benchfile("raises", "raise RuntimeError('blew up at import')", command);
+    benchfile("exits", "import os\nos._exit(3)", command);
+    benchfile("badplan", "", "42");
+
+    let dry = run(&mut project.run_command(&["--dry-run"]));
+    assert_eq!(dry.code, 2, "{}", dry.stderr);
+    for (bench, said) in [
+        ("raises", "RuntimeError: blew up at import"),
+        ("exits", "the pack host exited with status 3"),
+        ("badplan", "B.build_run_plan returned 42, not a command"),
+    ] {
+        assert!(
+            dry.stderr.contains(&format!(
+                "error: benchmark `{bench}`: its benchfile.py gives no plan: {said}"
+            )),
+            "{bench}: {}",
+            dry.stderr
+        );
+    }
+    assert!(
+        dry.stdout.contains("benchmarks/good/main.py"),
+        "{}",
+        dry.stdout
+    );
+
+    let prepare = run(project
+        .milabench()
+        .args(["prepare", "--config", "suite.yaml"]));
+    assert_eq!(prepare.code, 1, "{}", prepare.stderr);
+    assert!(
+        prepare
+            .stderr
+            .contains("raises: FAILED before it ran: its benchfile.py gives no plan: RuntimeError"),
+        "{}",
+        prepare.stderr
+    );
+
+    let out = run(&mut project.run_command(&["--run-name", "broken"]));
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(
+            "exits: FAILED before it ran: its benchfile.py gives no plan: \
+             the pack host exited with status 3"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        project
+            .data_file("broken", "raises")
+            .contains("BenchfileFailed")
+    );
+    // The `fail` column of the breakdown.
+    let fails: Vec<(&str, &str)> = out
+        .stdout
+        .lines()
+        .filter_map(|line| {
+            let mut cells = line.split('|').map(str::trim);
+            Some((cells.next()?, cells.next()?))
+        })
+        .filter(|(bench, _)| ["good", "raises", "exits", "badplan"].contains(bench))
+        .take(4)
+        .collect();
+    assert_eq!(
+        fails,
+        [
+            ("badplan", "1"),
+            ("exits", "1"),
+            ("good", "0"),
+            ("raises", "1")
+        ],
+        "{}",
+        out.stdout
+    );
+}

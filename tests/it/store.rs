@@ -449,3 +449,75 @@ fn history_lists_a_sweeps_runs_and_follows_one_point() {
     assert_eq!(bad.code, 2);
     assert!(bad.stderr.contains("give KEY=VALUE"), "{}", bad.stderr);
 }
+
+/// Issue 53, W2: `db import <base>/runs` (a folder of runs, as `report` takes one) imports each
+/// run folder under it as its own run, never one run of their pooled numbers.
+#[test]
+fn a_folder_of_runs_is_imported_run_by_run() {
+    let base = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let runs = scratch.path().join("runs");
+    generated_runs(&runs, "night", 3);
+    let import = run(milabench_in(base.path()).args(["db", "import"]).arg(&runs));
+    assert_eq!(import.code, 0, "{}", import.stderr);
+    assert!(
+        import
+            .stderr
+            .contains("is a folder of 3 runs: each is imported as its own run"),
+        "{}",
+        import.stderr
+    );
+    assert_eq!(
+        import.stdout.matches("added").count(),
+        3,
+        "{}",
+        import.stdout
+    );
+    let json = run(milabench_in(base.path()).args(["db", "list", "--format", "json"]));
+    let listed: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["night0", "night1", "night2"]);
+}
+
+/// Issue 53, K5: a run without GPUs is named by its CPU in `history` as in `db list` and
+/// `history --sweep` (the system column had the CPU in one and nothing in the other).
+#[test]
+fn history_names_the_system_of_a_cpu_run_as_the_run_list_does() {
+    let base = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let folder = scratch.path().join("cpu-run");
+    write_run(
+        &folder,
+        &GeneratedSystem {
+            gpu_model: None,
+            gpu_count: 0,
+            date: 1_700_000_000.0,
+        },
+        &[GeneratedBench {
+            name: "sized".into(),
+            processes: vec![vec![80.0; 8]],
+        }],
+    )
+    .unwrap();
+    let import = run(milabench_in(base.path())
+        .args(["db", "import"])
+        .arg(&folder));
+    assert_eq!(import.code, 0, "{}", import.stderr);
+    let system = |args: &[&str]| {
+        let csv = run(milabench_in(base.path())
+            .args(args)
+            .args(["--format", "csv"]));
+        assert_eq!(csv.code, 0, "{}", csv.stderr);
+        let header: Vec<&str> = csv.stdout.lines().next().unwrap().split(',').collect();
+        let row: Vec<&str> = csv.stdout.lines().nth(1).unwrap().split(',').collect();
+        let at = header.iter().position(|c| *c == "system").unwrap();
+        row[at].to_owned()
+    };
+    assert_eq!(system(&["db", "list"]), "Generated CPU");
+    assert_eq!(system(&["history", "--bench", "sized"]), "Generated CPU");
+}

@@ -30,6 +30,11 @@ def load_package(config):
     try:
         namespace = runpy.run_path(str(benchfile), run_name="benchfile")
     except ImportError as error:
+        if not (error.name or "milabench").startswith("milabench"):
+            raise BenchfileError(
+                f"{benchfile}: {error}. The pack host runs on the orchestrator's Python, without "
+                "the benchmark's environment: import such modules inside the methods that use them"
+            ) from error
         raise BenchfileError(
             f"{benchfile}: {error}. The pack host provides milabench.pack, milabench.commands, "
             "milabench.fs, milabench.utils and milabench.merge; a benchfile importing anything "
@@ -63,12 +68,23 @@ def execution_plan(pack, gpus):
     (``per_gpu``) or ``n`` copies (``njobs``)."""
     plan = dict(pack.config.get("plan") or {"method": "per_gpu"})
     method = str(plan.pop("method", "per_gpu")).replace("-", "_")
-    tree = pack.build_run_plan()
+    tree = command_of(pack, "build_run_plan")
     if method == "per_gpu":
         return cmd.PerGPU(tree, gpus)
     if method == "njobs":
         return cmd.NJobs(tree, int(plan.get("n", 1)), gpus)
     raise BenchfileError(f"plan method {method!r} is neither per_gpu nor njobs")
+
+
+def command_of(pack, method):
+    """What ``pack.METHOD()`` returns, which must be a command (``milabench.commands``)."""
+    tree = getattr(pack, method)()
+    if not isinstance(tree, cmd.Command):
+        raise BenchfileError(
+            f"{type(pack).__name__}.{method} returned {tree!r}, not a command: return one of "
+            "milabench.commands (for example cmd.PackCommand(self, *self.argv))"
+        )
+    return tree
 
 
 def _json_arg(arg):
@@ -118,7 +134,7 @@ def plan(config, gpus):
     # A second instance of the class, not a second run of the benchfile.
     prepare_pack = type(pack)(config)
     prepare_pack.phase = "prepare"
-    prepare_tree = prepare_pack.build_prepare_plan()
+    prepare_tree = command_of(prepare_pack, "build_prepare_plan")
     prepare = flatten(prepare_tree, "prepare")
     return {
         "class": type(pack).__name__,

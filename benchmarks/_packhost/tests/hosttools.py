@@ -32,9 +32,10 @@ def config_for(folder, name="bench", plan=None, nodes=1, argv=None, **extra):
     return config
 
 
-def run_host(method, request, cwd=None):
-    """Runs ``python -m packhost METHOD`` with ``request`` on standard input."""
-    env = {**os.environ, "PYTHONPATH": str(HOST)}
+def run_host(method, request, cwd=None, env=None):
+    """Runs ``python -m packhost METHOD`` with ``request`` on standard input (and the variables
+    ``env`` added)."""
+    env = {**os.environ, "PYTHONPATH": str(HOST), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "packhost", method],
         input=json.dumps(request),

@@ -158,3 +158,38 @@ def test_an_install_method_runs_its_commands_and_fails_with_their_status(bench_f
     failed = run_host("install", {"config": config_for(folder, fail=True)})
     assert failed.returncode == 1
     assert "install failed" in failed.stderr and "exited with status 3" in failed.stderr
+
+
+def test_output_on_fd_1_an_exit_and_a_bad_plan_leave_the_answers_whole(bench_folder, tmp_path):
+    def folder(name, source):
+        path = tmp_path / name
+        path.mkdir()
+        (path / "benchfile.py").write_text(source)
+        (path / "main.py").write_text("print('hello')\n")
+        return path
+
+    prints = folder("prints", "import os, subprocess, sys\n"
+                              "os.write(1, b'{not an answer\\n')\n"
+                              "subprocess.run([sys.executable, '-c', 'print(\"{}\")'])\n" + DEFAULT)
+    exits = folder("exits", "import sys\nsys.exit(0)\n" + DEFAULT)
+    badplan = folder("badplan", DEFAULT.replace(
+        "    pass", "    def build_run_plan(self):\n        return 42"))
+    answer = run_host("plan", [{"config": config_for(path, name=path.name), "gpus": []}
+                               for path in (prints, exits, badplan)])
+    lines = [json.loads(line) for line in answer.stdout.splitlines()]
+    assert [line["ok"] for line in lines] == [True, False, False], answer.stdout
+    assert lines[1]["error"].startswith("the benchfile called sys.exit(0) (at ")
+    assert "Bench.build_run_plan returned 42, not a command" in lines[2]["error"]
+    assert "{not an answer" in answer.stderr
+
+
+def test_a_benchfile_past_the_time_limit_is_answered_and_the_next_one_read(bench_folder, tmp_path):
+    loops = tmp_path / "loops"
+    loops.mkdir()
+    (loops / "benchfile.py").write_text("while True:\n    pass\n")
+    good = bench_folder(DEFAULT)
+    env_limit = {"PACKHOST_ANSWER_LIMIT": "0.5"}
+    answer = run_host("plan", [{"config": config_for(loops, name="loops"), "gpus": []},
+                               {"config": config_for(good), "gpus": []}], env=env_limit)
+    lines = [json.loads(line) for line in answer.stdout.splitlines()]
+    assert "did not finish within 0.5 s" in lines[0]["error"] and lines[1]["ok"]

@@ -59,7 +59,7 @@ pub struct HelperCommand {
     pub interrupt: Option<Interrupt>,
 }
 
-/// What a helper program that ran to its end printed, and how it ended.
+/// What a helper program printed, and how it ended.
 #[derive(Debug, Clone)]
 pub struct HelperOutput {
     /// How it ended.
@@ -68,6 +68,10 @@ pub struct HelperOutput {
     pub stdout: String,
     /// Its standard error (invalid UTF-8 replaced).
     pub stderr: String,
+    /// Whether its time limit killed it, and this is what it printed before
+    /// ([`HelperCommand::run_to_limit`]; [`HelperCommand::run`] answers
+    /// [`HelperError::TimedOut`] instead).
+    pub timed_out: bool,
 }
 
 /// Why a helper program gave no answer.
@@ -153,6 +157,17 @@ impl HelperCommand {
     /// Runs the program to its end, its standard output and standard error captured apart.
     /// A program that ends with a failure status is an answer too: see [`HelperOutput::status`].
     pub fn run(&self) -> Result<HelperOutput, HelperError> {
+        let output = self.run_to_limit()?;
+        if output.timed_out {
+            return Err(self.timed_out());
+        }
+        Ok(output)
+    }
+
+    /// Runs the program as [`HelperCommand::run`] does, but a program killed by its time limit
+    /// still gives what it printed before ([`HelperOutput::timed_out`] set): for a helper that
+    /// answers several questions in turn, the answers it gave are kept.
+    pub fn run_to_limit(&self) -> Result<HelperOutput, HelperError> {
         let mut running = self.start(Stdio::piped(), Stdio::piped())?;
         let stderr_pipe = running.child.stderr.take();
         let stderr_reader = std::thread::spawn(move || read_all(stderr_pipe));
@@ -163,7 +178,7 @@ impl HelperCommand {
         if stdout.is_err() || stderr.is_err() {
             running.kill();
         }
-        let status = running.finish()?;
+        let (status, timed_out) = running.finish_or_time_out()?;
         let text = |read: std::io::Result<Vec<u8>>| {
             read.map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
                 .map_err(|source| self.read_error(source))
@@ -172,6 +187,7 @@ impl HelperCommand {
             status,
             stdout: text(stdout)?,
             stderr: text(stderr)?,
+            timed_out,
         })
     }
 
@@ -285,6 +301,13 @@ impl HelperCommand {
         }
     }
 
+    fn timed_out(&self) -> HelperError {
+        HelperError::TimedOut {
+            program: self.program_name(),
+            limit: self.time_limit.unwrap_or_default(),
+        }
+    }
+
     fn read_error(&self, source: std::io::Error) -> HelperError {
         HelperError::Read {
             program: self.program_name(),
@@ -394,9 +417,19 @@ impl Running<'_> {
         }
     }
 
+    /// Waits for its end as [`Running::finish_or_time_out`] does; how it ended, or
+    /// [`HelperError::TimedOut`] when the time limit killed it.
+    fn finish(self) -> Result<ExitStatus, HelperError> {
+        let command = self.command;
+        match self.finish_or_time_out()? {
+            (_, true) => Err(command.timed_out()),
+            (status, false) => Ok(status),
+        }
+    }
+
     /// Waits for its end (its time limit still running), disarms the stoppers, reaps it; how
-    /// it ended, or [`HelperError::TimedOut`] when the time limit killed it.
-    fn finish(mut self) -> Result<ExitStatus, HelperError> {
+    /// it ended, and whether the time limit killed it.
+    fn finish_or_time_out(mut self) -> Result<(ExitStatus, bool), HelperError> {
         let ended = loop {
             match waitid(
                 Id::Pid(Pid::from_raw(self.pid)),
@@ -418,13 +451,8 @@ impl Running<'_> {
         let status = self.child.wait();
         ended.map_err(|errno| self.command.read_error(errno.into()))?;
         let status = status.map_err(|source| self.command.read_error(source))?;
-        if lock(&self.state).timed_out {
-            return Err(HelperError::TimedOut {
-                program: self.command.program_name(),
-                limit: self.command.time_limit.unwrap_or_default(),
-            });
-        }
-        Ok(status)
+        let timed_out = lock(&self.state).timed_out;
+        Ok((status, timed_out))
     }
 }
 
@@ -570,6 +598,23 @@ mod tests {
             "`sh` gave no answer within 0.5 s and was killed with everything it started"
         );
         assert!(eventually(|| !alive_with(&marker)), "a child outlived it");
+    }
+
+    #[test]
+    fn up_to_its_limit_what_it_printed_before_the_kill_is_kept() {
+        let out = sh(
+            "echo first; echo err >&2; sleep 300",
+            Duration::from_millis(300),
+        )
+        .run_to_limit()
+        .expect("an answer, cut short");
+        assert!(out.timed_out);
+        assert_eq!(out.stdout, "first\n");
+        assert_eq!(out.stderr, "err\n");
+        let whole = sh("echo all", Duration::from_secs(10))
+            .run_to_limit()
+            .expect("runs");
+        assert!(!whole.timed_out && whole.success());
     }
 
     #[test]

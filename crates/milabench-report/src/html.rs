@@ -327,24 +327,39 @@ fn benchmark_block(
         plots.push(by_gpu(|s| &s.power, "GPU power", "W"));
         plots.retain(|p| !p.series.is_empty() || p.title.ends_with("rate"));
     } else {
-        let by_process =
-            |pick: fn(&Timeline) -> &Vec<(f64, f64)>, title: &str, unit: &str| LinePlot {
-                title: format!("{}: {title} (no timed GPU readings)", row.name),
-                x_label: "seconds since the start".into(),
-                y_label: unit.into(),
-                series: own
-                    .iter()
-                    .map(|(_, t)| Series {
-                        label: t.tag.clone(),
-                        points: pick(t).clone(),
-                    })
-                    .filter(|s| !s.points.is_empty())
-                    .collect(),
-                marks: marks.clone(),
-            };
+        // The process tree's samples and the machine's are taken at the same instants but are
+        // two quantities: a series each, never one line through both.
+        type Pick = fn(&Timeline) -> &Vec<(f64, f64)>;
+        let by_process = |process: Pick, machine: Pick, title: &str, unit: &str| LinePlot {
+            title: format!("{}: {title} (no timed GPU readings)", row.name),
+            x_label: "seconds since the start".into(),
+            y_label: unit.into(),
+            series: own
+                .iter()
+                .flat_map(|(_, t)| {
+                    [
+                        Series {
+                            label: format!("{}: process tree", t.tag),
+                            points: process(t).clone(),
+                        },
+                        Series {
+                            label: format!("{}: machine", t.tag),
+                            points: machine(t).clone(),
+                        },
+                    ]
+                })
+                .filter(|s| !s.points.is_empty())
+                .collect(),
+            marks: marks.clone(),
+        };
         for plot in [
-            by_process(|t| &t.cpu_load, "process CPU load", "%"),
-            by_process(|t| &t.memory, "process memory", "MiB"),
+            by_process(|t| &t.process_load, |t| &t.machine_load, "CPU load", "%"),
+            by_process(
+                |t| &t.process_memory,
+                |t| &t.machine_memory,
+                "memory",
+                "MiB",
+            ),
         ] {
             if !plot.series.is_empty() {
                 plots.push(plot);

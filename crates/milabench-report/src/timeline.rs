@@ -1,7 +1,8 @@
 //! What each process of a run did over time, for the HTML report's plots and failure notes:
-//! its rates, its GPUs' load, memory and power, its CPU load and memory, when it stopped early,
-//! how it ended and the last lines of its standard error. The report's numbers do not come from
-//! here (they come from [`crate::build_report`]); this only draws them out in time.
+//! its rates, its GPUs' load, memory and power, the CPU load and memory of its process tree and
+//! of the machine, when it stopped early, how it ended and the last lines of its standard error.
+//! The report's numbers do not come from here (they come from [`crate::build_report`]); this
+//! only draws them out in time.
 
 use std::collections::VecDeque;
 
@@ -38,10 +39,15 @@ pub struct Timeline {
     pub rates: Vec<(Option<f64>, f64)>,
     /// Readings of the GPUs, by device id.
     pub gpus: IndexMap<String, GpuSeries>,
-    /// CPU load of the process tree (else the machine's), percent of one core's worth per core.
-    pub cpu_load: Vec<(f64, f64)>,
-    /// Resident memory of the process tree (else the machine's used memory), MiB.
-    pub memory: Vec<(f64, f64)>,
+    /// CPU load of the process tree (`process` samples), percent.
+    pub process_load: Vec<(f64, f64)>,
+    /// Resident memory of the process tree (`process` samples), MiB.
+    pub process_memory: Vec<(f64, f64)>,
+    /// CPU load of the whole machine (`cpudata` samples, taken at the same instants as the
+    /// process tree's but another quantity: never joined with them into one series), percent.
+    pub machine_load: Vec<(f64, f64)>,
+    /// Used memory of the whole machine (`cpudata` samples), MiB.
+    pub machine_memory: Vec<(f64, f64)>,
     /// When the benchmark asked to stop early (seconds since the start; the time of the last
     /// record before it), if it did.
     pub early_stop: Option<f64>,
@@ -122,17 +128,18 @@ pub fn read_timeline(run: &RunFile) -> Result<Timeline, ReportError> {
                 }
                 if let Some(process) = d.extra.get(DataKey::Process.as_str()) {
                     if let Some(load) = process.get("load").and_then(Value::as_f64) {
-                        t.cpu_load.push((at, load));
+                        t.process_load.push((at, load));
                     }
                     if let Some(bytes) = used(process.get("memory")) {
-                        t.memory.push((at, bytes / MIB));
+                        t.process_memory.push((at, bytes / MIB));
                     }
-                } else if let Some(cpu) = &d.cpudata {
+                }
+                if let Some(cpu) = &d.cpudata {
                     if let Some(load) = cpu.load {
-                        t.cpu_load.push((at, load));
+                        t.machine_load.push((at, load));
                     }
                     if let Some([bytes, _]) = cpu.memory {
-                        t.memory.push((at, bytes / MIB));
+                        t.machine_memory.push((at, bytes / MIB));
                     }
                 }
             }
@@ -197,11 +204,43 @@ mod tests {
         assert_eq!(t.gpus["0"].load, [(1.5, 50.0)]);
         assert_eq!(t.gpus["0"].memory, [(1.5, 500.0)]);
         assert_eq!(t.gpus["0"].power, [(1.5, 200.0)]);
-        assert_eq!(t.cpu_load, [(2.0, 1.5)]);
-        assert_eq!(t.memory, [(2.0, 1.0)]);
+        assert_eq!(t.process_load, [(2.0, 1.5)]);
+        assert_eq!(t.process_memory, [(2.0, 1.0)]);
         assert_eq!(t.early_stop, Some(2.0));
         assert_eq!(t.return_code.as_deref(), Some("1"));
         assert_eq!(t.stderr_tail, ["Traceback"]);
         assert_eq!(t.errors, ["RuntimeError: boom"]);
+    }
+
+    /// Issue 53, K8: the sampler writes the machine's `cpudata` and the process tree's
+    /// `process` as two lines of one instant; they are two series, never one line through
+    /// both (which drew a vertical stroke at every instant).
+    #[test]
+    fn machine_and_process_samples_of_one_instant_are_two_series() {
+        let sample = |at: f64| {
+            [
+                format!(
+                    r#"{{"event": "data", "data": {{"task": "main", "time": {at}, "cpudata": {{"memory": [2097152, 4194304], "load": 90.0}}}}, "pipe": null}}"#
+                ),
+                format!(
+                    r#"{{"event": "data", "data": {{"task": "main", "time": {at}, "process": {{"load": 5.0, "memory": [1048576, 4194304]}}}}, "pipe": null}}"#
+                ),
+            ]
+        };
+        let mut lines = vec![
+            r#"{"event": "config", "data": {"name": "bench"}, "pipe": null}"#.to_owned(),
+            r#"{"event": "start", "data": {"command": ["x"], "time": 100.0}, "pipe": null}"#
+                .to_owned(),
+        ];
+        lines.extend(sample(101.0));
+        lines.extend(sample(104.0));
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let dir = folder(&lines);
+        let set = load_runs(&[dir.path().to_str().unwrap()]).unwrap();
+        let t = read_timeline(&set.runs[0]).unwrap();
+        assert_eq!(t.process_load, [(1.0, 5.0), (4.0, 5.0)]);
+        assert_eq!(t.machine_load, [(1.0, 90.0), (4.0, 90.0)]);
+        assert_eq!(t.process_memory, [(1.0, 1.0), (4.0, 1.0)]);
+        assert_eq!(t.machine_memory, [(1.0, 2.0), (4.0, 2.0)]);
     }
 }

@@ -1,7 +1,7 @@
 //! What the store keeps of a run folder, read with `milabench-metrics`: the system facts of a
 //! `meta` event, and per `.data` file one pack (config, command, outcome) with its metrics.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use milabench_metrics::format::{DataKey, EventName};
 use milabench_metrics::{
@@ -299,6 +299,27 @@ fn data_metrics(data: &milabench_metrics::DataPayload, out: &mut Vec<MetricRow>)
             out.push(row("cpu.memory", used, Some("B"), None));
         }
     }
+}
+
+/// The run folders `folder` stands for: itself when it holds `.data` files of its own (a run
+/// folder, or a folder without any, which the import then refuses), else each folder under it
+/// that does (a folder of runs, such as `<base>/runs`), sorted. Install and prepare logs are not
+/// runs ([`milabench_metrics::discover_data_files`] leaves them out).
+pub fn run_folders(folder: &Path) -> Vec<PathBuf> {
+    let Ok(found) = milabench_metrics::discover_data_files(&[folder]) else {
+        return vec![folder.to_owned()];
+    };
+    let mut runs: Vec<PathBuf> = found
+        .files
+        .iter()
+        .filter_map(|file| file.path.parent().map(Path::to_path_buf))
+        .collect();
+    runs.sort();
+    runs.dedup();
+    if runs.is_empty() || runs.iter().any(|run| run == folder) {
+        return vec![folder.to_owned()];
+    }
+    runs
 }
 
 /// The listing of a run folder's `.data` files recorded with an imported run: one

@@ -31,7 +31,7 @@ mod tests;
 
 pub use backend::{BUSY_TIMEOUT, CONNECT_TIMEOUT, Dialect};
 pub use error::StoreError;
-pub use folder::{MetricRow, PackRecord, PackStatus, SystemFacts, read_pack};
+pub use folder::{MetricRow, PackRecord, PackStatus, SystemFacts, read_pack, run_folders};
 pub use location::{DEFAULT_FILE, StoreLocation};
 pub use query::{HistoryQuery, HistoryRow, RunSummary};
 pub use store::{BenchEnd, ImportOptions, ImportOutcome, RunEnd, RunRecorder, RunStart, Store};

@@ -88,6 +88,8 @@ pub struct HistoryRow {
     pub gpu_count: i64,
     /// Host name.
     pub host: Option<String>,
+    /// CPU model (what names the system of a run without GPUs, as in [`RunSummary`]).
+    pub cpu: Option<String>,
     /// The sweep the run is a point of, when it is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepPoint>,
@@ -175,7 +177,7 @@ impl Store {
         let rows = self.conn.query(
             "SELECT s.bench, e.name, e.created_time, e.created_ts, e.gpu_model, e.gpu_count,
                     e.host, s.perf, s.sem_pct, s.n, s.fail, s.score, s.perf_low, s.perf_high,
-                    e.sweep, e.sweep_point
+                    e.sweep, e.sweep_point, e.cpu
              FROM bench_stats s JOIN execs e ON e.id = s.exec_id
              WHERE (CAST($1 AS TEXT) IS NULL OR s.bench = $1)
                AND (CAST($2 AS TEXT) IS NULL OR LOWER(e.gpu_model) LIKE $2 ESCAPE '!')
@@ -208,6 +210,7 @@ impl Store {
                 gpu_model: r.text(4),
                 gpu_count: r.int(5).unwrap_or(0),
                 host: r.text(6),
+                cpu: r.text(16),
                 sweep,
                 perf: r.real(7),
                 sem_pct: r.real(8),

@@ -154,6 +154,8 @@ impl Store {
         let (report, weights) = write::folder_report(folder, options.suite.as_deref(), &[])?;
         let profile = write::profile_name(options.profile.as_deref(), &weights);
         let meta = packs.iter().find_map(|p| p.meta.as_ref());
+        // The earliest start of its processes, as a live run is dated once they ran
+        // (`write::date_by_first_start`).
         let created_ts = packs.iter().filter_map(|p| p.start_ts).reduce(f64::min);
         self.conn.in_transaction(|conn| {
             if let Some(stored) = &existing {
@@ -287,7 +289,8 @@ pub struct RunStart {
     pub folder: PathBuf,
     /// The `meta` event of the machine (system facts), when known at the start.
     pub meta: Option<Value>,
-    /// Start time, seconds since the epoch.
+    /// Start time, seconds since the epoch: the run's date until one of its processes has
+    /// started (then dated as an import dates it, by its earliest process start).
     pub started: f64,
     /// The sweep the run is a point of, when it is one.
     pub sweep: Option<SweepPoint>,
@@ -363,7 +366,7 @@ impl RunRecorder {
             for pack in &packs {
                 write::insert_pack(conn, exec, pack)?;
             }
-            Ok(())
+            write::date_by_first_start(conn, exec)
         })
     }
 

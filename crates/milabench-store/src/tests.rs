@@ -344,6 +344,14 @@ fn the_recorder_records_a_run_as_it_goes(t: &Target) {
         metrics(&recorded),
         metrics(&imported.export_run(SEDUMOJE).unwrap())
     );
+    // One date rule (issue 53, K7): the earliest start of the run's processes, not the time the
+    // recorder began (`run_start`'s), live as imported.
+    let date = imported.export_run(SEDUMOJE).unwrap()[0]["created_time"].clone();
+    assert_eq!(recorded[0]["created_time"], date);
+    assert_ne!(
+        date,
+        serde_json::json!(crate::write::rfc3339(run_start(&folder).started))
+    );
 }
 
 fn a_killed_run_stays_visible_as_incomplete(t: &Target) {

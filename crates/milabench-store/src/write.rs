@@ -167,6 +167,27 @@ pub(crate) fn set_facts(conn: &mut Conn, id: i64, meta: &Value) -> Result<(), St
     Ok(())
 }
 
+/// Dates run `id` as every run is dated, live or imported: by the earliest `start` of its
+/// processes recorded so far (left as it is while none has one).
+pub(crate) fn date_by_first_start(conn: &mut Conn, id: i64) -> Result<(), StoreError> {
+    let rows = conn.query(
+        "SELECT MIN(start_ts) FROM packs WHERE exec_id = $1",
+        &[Param::from(id)],
+    )?;
+    let Some(first) = rows.first().and_then(|r| r.real(0)) else {
+        return Ok(());
+    };
+    conn.execute(
+        "UPDATE execs SET created_ts = $1, created_time = $2 WHERE id = $3",
+        &[
+            Param::real(first),
+            Param::from(rfc3339(first)),
+            Param::from(id),
+        ],
+    )?;
+    Ok(())
+}
+
 /// Whether run `id` has its system facts yet.
 pub(crate) fn has_facts(conn: &mut Conn, id: i64) -> Result<bool, StoreError> {
     let rows = conn.query(

@@ -181,13 +181,27 @@ fn accelerator_checks(resolved: &Resolved) -> Result<Vec<Check>, Error> {
         )
     }];
     for planned in plan_suite(resolved)? {
-        if let PlannedBench::Skipped { bench, unmet } = planned {
-            checks.push(Check::problem(
+        match planned {
+            PlannedBench::Skipped { bench, unmet } => checks.push(Check::problem(
                 Status::Warn,
                 format!("requirements of {bench}"),
                 format!("not met here: {}; `run` skips it", unmet.join(", ")),
                 "run it on a system that meets them (more GPUs, more nodes in --system)",
-            ));
+            )),
+            PlannedBench::BrokenBenchfile { bench, reason } => {
+                let (problem, fix) = reason.split_once("\n  fix: ").unwrap_or((&reason, ""));
+                checks.push(Check::problem(
+                    Status::Warn,
+                    format!("benchfile of {bench}"),
+                    format!("{problem}; `run` records it as failed and runs the others"),
+                    if fix.is_empty() {
+                        "fix its benchfile.py"
+                    } else {
+                        fix
+                    },
+                ));
+            }
+            PlannedBench::Run(_) => {}
         }
     }
     Ok(checks)

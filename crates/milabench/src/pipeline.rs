@@ -176,26 +176,29 @@ impl RunResult {
 }
 
 impl RunSummary {
-    /// The benchmarks whose prepare step (in this summary of prepare steps) failed, each with
-    /// the status of its first failed process and where its log is.
+    /// The benchmarks whose set-up (in this summary of prepare steps) failed: those whose
+    /// benchfile gave no plan, and those whose prepare step failed, each with the status of its
+    /// first failed process and where its log is.
     pub fn setup_failures(&self) -> Vec<SetupFailure> {
-        self.outcomes
-            .iter()
-            .filter_map(|outcome| {
-                let failed = outcome.processes.iter().find(|p| !p.exited_cleanly())?;
-                let status = match (&failed.return_code, failed.errors.first()) {
-                    (_, Some(error)) => error.clone(),
-                    (ReturnCode::Code(code), None) => format!("exit status {code}"),
-                    (other, None) => format!("ended with {other:?}"),
-                };
-                Some(SetupFailure {
-                    bench: outcome.bench.clone(),
-                    reason: format!(
-                        "its prepare step failed ({status}); its log: {}",
-                        failed.data_file.display()
-                    ),
-                })
+        let failed_steps = self.outcomes.iter().filter_map(|outcome| {
+            let failed = outcome.processes.iter().find(|p| !p.exited_cleanly())?;
+            let status = match (&failed.return_code, failed.errors.first()) {
+                (_, Some(error)) => error.clone(),
+                (ReturnCode::Code(code), None) => format!("exit status {code}"),
+                (other, None) => format!("ended with {other:?}"),
+            };
+            Some(SetupFailure {
+                bench: outcome.bench.clone(),
+                reason: format!(
+                    "its prepare step failed ({status}); its log: {}",
+                    failed.data_file.display()
+                ),
             })
+        });
+        self.failed_setup
+            .iter()
+            .cloned()
+            .chain(failed_steps)
             .collect()
     }
 

@@ -26,6 +26,14 @@ pub enum PlannedBench {
         /// The expressions that are false.
         unmet: Vec<String>,
     },
+    /// Its `benchfile.py` gives no plan (it raises, exits, runs past the pack host's time
+    /// limit, or returns no command): a run records it as failed and runs the others.
+    BrokenBenchfile {
+        /// The benchmark.
+        bench: String,
+        /// What is wrong, with the fix.
+        reason: String,
+    },
 }
 
 /// In which order the repeats of a suite (`run --repeat N`) run.
@@ -164,15 +172,35 @@ pub fn plan_one(bench: &ResolvedBench, ctx: &PlanContext) -> Result<PlannedBench
         });
     }
     if defined_in_python(&folder_of(bench)) {
-        let (_, _, plan) = ask_pack_host(bench, ctx)?;
-        return Ok(PlannedBench::Run(plan_from_host(
-            bench,
-            &plan,
-            HostPhase::Run,
-            ctx,
-        )?));
+        let planned = ask_pack_host(bench, ctx)
+            .and_then(|(_, _, plan)| Ok(plan_from_host(bench, &plan, HostPhase::Run, ctx)?));
+        return match planned {
+            Ok(plan) => Ok(PlannedBench::Run(plan)),
+            Err(error) => match benchfile_failure(bench, &error) {
+                Some(reason) => Ok(PlannedBench::BrokenBenchfile {
+                    bench: bench.name.clone(),
+                    reason,
+                }),
+                None => Err(error),
+            },
+        };
     }
     Ok(PlannedBench::Run(plan_bench(bench, ctx)?))
+}
+
+/// What is wrong with `bench`'s `benchfile.py` when `error`, met while planning it, is that
+/// benchmark's own failure: the pack host gave no plan of it, or one that cannot be mapped onto
+/// processes. `None` for other errors (and benchmarks not defined by a `benchfile.py`), which
+/// stop the whole run.
+pub fn benchfile_failure(bench: &ResolvedBench, error: &Error) -> Option<String> {
+    if !defined_in_python(&folder_of(bench)) {
+        return None;
+    }
+    match error {
+        Error::PackHost { message, fix, .. } => Some(format!("{message}\n  fix: {fix}")),
+        Error::Plan(error) => Some(error.to_string()),
+        _ => None,
+    }
 }
 
 /// The pack host of a benchmark defined by a `benchfile.py`, its request, and its answer.

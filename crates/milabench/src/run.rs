@@ -215,7 +215,8 @@ pub enum RunEvent<'a> {
         /// The unmet `requires_capabilities` expressions.
         unmet: &'a [String],
     },
-    /// A benchmark was not run because its set-up failed.
+    /// A benchmark was not run (or prepared) because its set-up failed, or its benchfile gave
+    /// no plan.
     SetupFailed {
         /// The benchmark and why.
         failure: &'a SetupFailure,
@@ -396,11 +397,7 @@ pub fn run_suite(
             return Ok(summary);
         }
         if let Some(failure) = options.failed_setup.iter().find(|f| f.bench == bench.name) {
-            let mut config = bench.config.to_json();
-            if let Some(map) = config.as_object_mut() {
-                map.insert("tag".into(), serde_json::json!([bench.name]));
-            }
-            record_setup_failure(&run_dir, failure, config)?;
+            record_not_run(&run_dir, bench, failure, "SetupFailed")?;
             observer.on_run_event(RunEvent::SetupFailed { failure });
             summary.failed_setup.push(failure.clone());
             continue;
@@ -413,6 +410,19 @@ pub fn run_suite(
                     unmet: &unmet,
                 });
                 summary.skipped.push(bench);
+                continue;
+            }
+            PlannedBench::BrokenBenchfile {
+                bench: name,
+                reason,
+            } => {
+                let failure = SetupFailure {
+                    bench: name,
+                    reason: format!("its benchfile.py gives no plan: {reason}"),
+                };
+                record_not_run(&run_dir, bench, &failure, "BenchfileFailed")?;
+                observer.on_run_event(RunEvent::SetupFailed { failure: &failure });
+                summary.failed_setup.push(failure);
                 continue;
             }
             PlannedBench::Run(plan) => plan,
@@ -463,16 +473,21 @@ pub fn run_suite(
     Ok(summary)
 }
 
-/// Records in `<run_dir>/<bench>.data` that `bench` failed its set-up: its `config`, an `error`
-/// event with the reason and an `end` with status 1, so that every report of the folder counts
-/// it as failed and says why.
-fn record_setup_failure(
+/// Records in `<run_dir>/<bench>.data` that `bench` failed before it ran (`kind`: its set-up,
+/// its benchfile): its `config`, an `error` event of that kind with the reason and an `end`
+/// with status 1, so that every report of the folder counts it as failed and says why.
+fn record_not_run(
     run_dir: &Path,
+    bench: &milabench_config::ResolvedBench,
     failure: &SetupFailure,
-    config: serde_json::Value,
+    kind: &str,
 ) -> Result<(), Error> {
+    let mut config = bench.config.to_json();
+    if let Some(map) = config.as_object_mut() {
+        map.insert("tag".into(), serde_json::json!([bench.name]));
+    }
     let error = milabench_metrics::ErrorInfo {
-        kind: Some("SetupFailed".into()),
+        kind: Some(kind.into()),
         message: Some(failure.reason.clone()),
         trace: None,
         extra: Default::default(),
@@ -556,7 +571,29 @@ pub fn prepare_suite(
             watchdog: options.watchdog.clone(),
             ..ExecOptions::default()
         };
-        if let Some(install) = crate::planning::install_override_plan(bench, &ctx)? {
+        let install = crate::planning::install_override_plan(bench, &ctx);
+        let prepare = install
+            .as_ref()
+            .ok()
+            .map(|_| crate::planning::prepare_plan(bench, &ctx));
+        let broken = [
+            install.as_ref().err(),
+            prepare.as_ref().and_then(|p| p.as_ref().err()),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(|error| crate::planning::benchfile_failure(bench, error));
+        if let Some(reason) = broken {
+            // Its failure is this benchmark's: the run records it, the others go on.
+            let failure = SetupFailure {
+                bench: bench.name.clone(),
+                reason: format!("its benchfile.py gives no plan: {reason}"),
+            };
+            observer.on_run_event(RunEvent::SetupFailed { failure: &failure });
+            summary.failed_setup.push(failure);
+            continue;
+        }
+        if let Some(install) = install? {
             observer.on_run_event(RunEvent::BenchStart { plan: &install });
             let outcome = run_plan(&install, &prepare_dir, &exec_options, observer)?;
             observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });
@@ -570,7 +607,7 @@ pub fn prepare_suite(
                 continue;
             }
         }
-        let Some(plan) = crate::planning::prepare_plan(bench, &ctx)? else {
+        let Some(plan) = prepare.transpose()?.flatten() else {
             continue;
         };
         observer.on_run_event(RunEvent::BenchStart { plan: &plan });

@@ -70,7 +70,7 @@ pub fn save_observations(
                     .and_then(|p| batch_size_of(&p.argv))?;
                 Some((plan.bench, size))
             }
-            PlannedBench::Skipped { .. } => None,
+            PlannedBench::Skipped { .. } | PlannedBench::BrokenBenchfile { .. } => None,
         })
         .collect();
     let runs = [run_dir.display().to_string()];

@@ -5,7 +5,7 @@ use milabench_store::{ImportOptions, ImportOutcome};
 use serde::Serialize;
 
 use crate::args::{DbCommand, DbExportArgs, DbImportArgs, DbListArgs, GlobalArgs};
-use crate::output::write_output;
+use crate::output::{note, write_output};
 use crate::table::Table;
 
 /// Runs a `db` command.
@@ -33,16 +33,28 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
         ..ImportOptions::default()
     };
     let mut done = Vec::new();
+    // A folder of runs (`<base>/runs`) is each of its runs, as `report` reads one.
+    let mut folders = Vec::new();
+    for folder in &args.folders {
+        let runs = milabench_store::run_folders(folder.as_std_path());
+        if runs.len() > 1 {
+            note(&format!(
+                "{folder} is a folder of {} runs: each is imported as its own run",
+                runs.len()
+            ));
+        }
+        folders.extend(runs.into_iter().map(|run| run.display().to_string()));
+    }
     // A folder that cannot be imported is said and the others are imported all the same; a
     // line per folder when there are several: one alone is the whole command.
     let mut failed = 0;
     let mut steps =
-        (args.folders.len() > 1).then(|| crate::steps::Steps::new("importing", args.folders.len()));
-    for folder in &args.folders {
+        (folders.len() > 1).then(|| crate::steps::Steps::new("importing", folders.len()));
+    for folder in &folders {
         if let Some(steps) = &mut steps {
-            steps.start(folder.as_str());
+            steps.start(folder);
         }
-        let outcome = match store.import_folder(folder.as_std_path(), &options) {
+        let outcome = match store.import_folder(std::path::Path::new(folder), &options) {
             Ok(outcome) => outcome,
             Err(e) => {
                 failed += 1;
@@ -60,7 +72,7 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
             steps.done();
         }
         done.push(Imported {
-            folder: folder.to_string(),
+            folder: folder.clone(),
             run,
             outcome,
             processes,

@@ -49,6 +49,9 @@ pub fn run(global: &GlobalArgs, args: &DevArgs) -> anyhow::Result<ExitCode> {
                 unmet.join(", ")
             )
         }
+        PlannedBench::BrokenBenchfile { bench, reason } => {
+            bail!("benchmark `{bench}`: its benchfile.py gives no plan: {reason}")
+        }
     };
     let process = plan
         .processes

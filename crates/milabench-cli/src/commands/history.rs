@@ -58,7 +58,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                 }
                 cells.extend([
                     short_time(r.date.as_deref()),
-                    system(r.gpu_model.as_deref(), r.gpu_count, None),
+                    system(r.gpu_model.as_deref(), r.gpu_count, r.cpu.as_deref()),
                     number(r.perf, 2),
                     number(r.sem_pct.map(|x| x * 100.0), 1),
                     r.n.map_or_else(String::new, |n| n.to_string()),

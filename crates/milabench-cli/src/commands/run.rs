@@ -10,7 +10,7 @@ use milabench_validate::LayerName;
 mod sweep;
 
 use crate::args::{DashStyle, DryRunFormat, GlobalArgs, RunArgs};
-use crate::output::warn;
+use crate::output::{note, warn};
 use crate::settings::{load_suite_settings, session};
 
 /// Runs the command.
@@ -88,6 +88,7 @@ fn dry_run(
     let run_dir = session.run_dir();
     let repeats = milabench::run::repeat_plan(&run_dir, request.resume, request.repeat)?;
     let mut plans = Vec::new();
+    let mut broken = Vec::new();
     for planned in session.plan(repeats.repeat, repeats.order)? {
         match planned {
             PlannedBench::Run(plan)
@@ -97,6 +98,7 @@ fn dry_run(
                 "skipping `{bench}`: this system does not meet {}",
                 unmet.join(", ")
             )),
+            PlannedBench::BrokenBenchfile { bench, reason } => broken.push((bench, reason)),
         }
     }
     let text = match format {
@@ -104,5 +106,17 @@ fn dry_run(
         DryRunFormat::Json => serde_json::to_string_pretty(&plans)? + "\n",
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
-    Ok(ExitCode::Success)
+    // Every broken benchfile is named (a run would record each as failed), after the others'
+    // plans.
+    broken.dedup();
+    for (bench, reason) in &broken {
+        note(&format!(
+            "error: benchmark `{bench}`: its benchfile.py gives no plan: {reason}"
+        ));
+    }
+    Ok(if broken.is_empty() {
+        ExitCode::Success
+    } else {
+        ExitCode::BadInput
+    })
 }
