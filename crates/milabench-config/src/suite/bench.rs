@@ -204,28 +204,25 @@ fn definition(name: &str, config: &Node) -> Result<Option<Utf8PathBuf>, ConfigEr
     }
 }
 
-/// `weight`: a number, 0 when absent. Refused otherwise: the report would count it as 0
-/// without a word.
+/// `weight`: a finite number at least 0, 0 when absent. Refused otherwise: the report would
+/// count a word as 0 without a word, and a negative or NaN weight would turn the score around
+/// or make it NaN.
 fn weight(name: &str, config: &Node) -> Result<f64, ConfigError> {
-    match config.get("weight") {
-        Some(Node {
-            value: Value::Int(i),
-            ..
-        }) => Ok(*i as f64),
-        Some(Node {
-            value: Value::Float(x),
-            ..
-        }) => Ok(*x),
-        Some(Node {
-            value: Value::Null, ..
-        })
-        | None => Ok(0.0),
-        Some(other) => Err(ConfigError::shape(
-            other.location.clone(),
+    let Some(node) = config
+        .get("weight")
+        .filter(|node| !matches!(node.value, Value::Null))
+    else {
+        return Ok(0.0);
+    };
+    match node.value {
+        Value::Int(i) if i >= 0 => Ok(i as f64),
+        Value::Float(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(ConfigError::shape(
+            node.location.clone(),
             format!(
-                "`weight` of `{name}` is {} (`{}`), not a number",
-                other.kind(),
-                other.python_str()
+                "`weight` of `{name}` is {} (`{}`), not a number at least 0",
+                node.kind(),
+                node.python_str()
             ),
             "write a number, such as `weight: 1` (`weight: 0` leaves the benchmark out of the score)",
         )),
@@ -373,6 +370,12 @@ mod tests {
     fn a_malformed_field_is_reported_with_its_location() {
         for (text, expected) in [
             ("{weight: heavy}", "suite.yaml:1:10: `weight` of `b` is"),
+            (
+                "{weight: -1}",
+                "suite.yaml:1:10: `weight` of `b` is an integer (`-1`), not a number at least 0",
+            ),
+            ("{weight: .nan}", "suite.yaml:1:10: `weight` of `b` is a float"),
+            ("{weight: -.inf}", "suite.yaml:1:10: `weight` of `b` is a float"),
             (
                 "{plan: {method: spread}}",
                 "suite.yaml:1:8: `b` has unknown plan method `spread`",
