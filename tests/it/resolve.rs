@@ -323,7 +323,8 @@ fn matrix_fills_matrix_keys_and_keeps_launch_placeholders() {
     assert_eq!(bench["argv"]["--mixed"], "16-{n_worker}");
     assert_eq!(bench["argv"]["--gpus"], "{gpu_count}");
     assert_eq!(bench["argv"]["--json"], r#"{"image": 10}"#);
-    assert_eq!(bench["max_duration"], "{bs}");
+    assert_eq!(bench["url"], "{bs}");
+    assert_eq!(bench["max_duration"], 300);
 }
 
 fn snapshot_resolve(name: &str, cwd: &Path, args: &[&str]) {
@@ -444,6 +445,39 @@ fn every_bad_input_is_explained() {
         ),
         ("heavy_weight", &["--config", "errors/heavy_weight.yaml"]),
         (
+            "negative_weight",
+            &["--config", "errors/negative_weight.yaml"],
+        ),
+        ("nan_weight", &["--config", "errors/nan_weight.yaml"]),
+        (
+            "word_max_duration",
+            &["--config", "errors/word_max_duration.yaml"],
+        ),
+        ("string_plan", &["--config", "errors/string_plan.yaml"]),
+        ("maybe_enabled", &["--config", "errors/maybe_enabled.yaml"]),
+        (
+            "quoted_false_enabled",
+            &["--config", "errors/quoted_false_enabled.yaml"],
+        ),
+        (
+            "gpu_capacity_lots",
+            &[
+                "--config",
+                "basic.yaml",
+                "--system",
+                "errors/capacity_lots_system.yaml",
+            ],
+        ),
+        (
+            "sizer_capacity_negative",
+            &[
+                "--config",
+                "basic.yaml",
+                "--system",
+                "errors/sizer_capacity_system.yaml",
+            ],
+        ),
+        (
             "select_unknown",
             &["--config", "basic.yaml", "--select", "alpha-smal"],
         ),
@@ -507,4 +541,18 @@ fn a_multirun_block_resolves_the_suite_without_a_warning() {
     ]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("multirun"), "{}", out.stderr);
+}
+
+#[test]
+fn a_sizer_capacity_from_the_environment_is_checked_naming_the_variable() {
+    let out = run(milabench(&fixtures().join("suites"))
+        .args(["resolve", "--config", "basic.yaml"])
+        .env("MILABENCH_SIZER_CAPACITY", "lots"));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("environment variable MILABENCH_SIZER_CAPACITY=\"lots\" is invalid: expected a memory size"),
+        "{}",
+        out.stderr
+    );
 }

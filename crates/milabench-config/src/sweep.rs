@@ -36,7 +36,7 @@ use std::path::Path;
 
 use serde_json::Value as Json;
 
-use crate::error::did_you_mean;
+use crate::error::{At, ConfigError, did_you_mean};
 use crate::limits::MAX_SWEEP_RUNS;
 use crate::settings::options::known_options;
 use crate::value::Node;
@@ -186,7 +186,24 @@ impl Axis {
         if key.is_empty() || key.split('.').any(str::is_empty) {
             return Err(bad("the key is empty or has an empty segment"));
         }
-        let node = crate::yaml::parse_str(values, "--sweep").map_err(|e| bad(&e.to_string()))?;
+        let node = crate::yaml::parse_str(values, "--sweep").map_err(|e| match e {
+            ConfigError::Syntax {
+                at: At(Some(at)),
+                message,
+            } => {
+                let place = if at.line <= 1 {
+                    format!("at column {} of the values", at.column)
+                } else if !values.contains('\n') {
+                    "at the end of the values".to_string()
+                } else {
+                    format!("at line {}, column {} of the values", at.line, at.column)
+                };
+                bad(&format!(
+                    "the values `{values}` are not valid YAML {place}: {message}"
+                ))
+            }
+            other => bad(&other.to_string()),
+        })?;
         let values = match node.to_json() {
             Json::Array(items) => items,
             Json::Null => return Err(bad("no value after `=`")),
@@ -559,6 +576,16 @@ runs:
     fn axes_parse_and_name_their_runs() {
         assert!(Axis::parse("novalue").is_err());
         assert!(Axis::parse("a=[]").is_err());
+        let unclosed = Axis::parse("b.argv.--bs=[1,2").unwrap_err().to_string();
+        assert_eq!(
+            unclosed,
+            "`--sweep b.argv.--bs=[1,2`: the values `[1,2` are not valid YAML at the end of the values: \
+             while parsing a flow sequence, expected ',' or ']'\n  \
+             fix: write KEY=[V1,V2,...], e.g. 'resnet50.argv.--batch-size=[32,64]' or 'cpu.n_workers=[4,8]'"
+        );
+        let stray = Axis::parse("b.argv.--bs=[1,]2]").unwrap_err().to_string();
+        assert!(stray.contains("at column "), "{stray}");
+        assert_eq!(stray.matches("fix:").count(), 1, "{stray}");
         assert_eq!(Axis::parse("cpu.n_workers=4").unwrap().values, [json!(4)]);
         let axes = [Axis::parse("sizer.mult=[0.5, 2]").unwrap()];
         let runs = expand_axes(&axes, "nightly.{time}", 99).unwrap();
