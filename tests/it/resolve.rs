@@ -556,3 +556,34 @@ fn a_sizer_capacity_from_the_environment_is_checked_naming_the_variable() {
         out.stderr
     );
 }
+
+/// A suite of `count` benchmarks, written to `dir/big.yaml`: its resolution is far over 64 KiB.
+fn big_suite(dir: &Path, count: usize) {
+    let mut text = String::new();
+    for i in 0..count {
+        text.push_str(&format!(
+            "b{i}:\n  inherits: _defaults\n  install_group: tiny\n  tags: [monogpu]\n  weight: 1\n  definition: {}\n  argv: {{--batch-size: {}}}\n",
+            dir.display(),
+            i + 1
+        ));
+    }
+    fs_err::write(dir.join("big.yaml"), text).expect("suite");
+}
+
+/// Output piped into `head -1` (issue 53, U12): a closed pipe ends the command quietly with exit
+/// code 0, for `resolve` and for `run --dry-run` in both forms.
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    big_suite(dir.path(), 1500);
+    for args in [
+        &["resolve", "--config", "big.yaml"][..],
+        &["run", "--dry-run", "--config", "big.yaml"],
+        &["run", "--dry-run=json", "--config", "big.yaml"],
+    ] {
+        let (first, out) = crate::common::first_line_then_close(milabench(dir.path()).args(args));
+        assert!(!first.is_empty(), "{args:?}");
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("error"), "{args:?}: {}", out.stderr);
+    }
+}
