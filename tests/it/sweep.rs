@@ -335,3 +335,88 @@ fn an_interrupted_sweep_goes_on_where_it_stopped() {
         listed.stdout
     );
 }
+
+/// Sweeps refused before any run starts, each with exit code 2 and a message naming the problem
+/// (issue 53: a key given twice, an unknown option key, a product past the bound, a point whose
+/// name or setting is refused, values that are not YAML); the dry run refuses them alike.
+#[test]
+fn bad_sweeps_are_refused_before_any_run() {
+    let project = Project::new(SUITE);
+    project.bench("sized", &sized(None));
+    let hundred = format!(
+        "[{}]",
+        (1..=100).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+    );
+    let huge: Vec<String> = ["batch-size", "a", "b", "c"]
+        .iter()
+        .flat_map(|k| ["--sweep".to_string(), format!("sized.argv.--{k}={hundred}")])
+        .collect();
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        (
+            "a key given twice",
+            [
+                "--sweep",
+                "sized.argv.--batch-size=[8,16]",
+                "--sweep",
+                "sized.argv.--batch-size=[32]",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ),
+        (
+            "an unknown sizer key",
+            ["--sweep", "sizer.mult1=[1,2]"].map(String::from).to_vec(),
+        ),
+        ("10^8 runs", huge),
+        (
+            "a run name with a slash",
+            ["--run-name", "a/b", "--sweep", "sized.argv.--batch-size=[8,16]"]
+                .map(String::from)
+                .to_vec(),
+        ),
+        (
+            "a value making a path",
+            ["--sweep", "sized.argv.--batch-size=[16,../../x]"]
+                .map(String::from)
+                .to_vec(),
+        ),
+        (
+            "an unknown benchmark",
+            ["--sweep", "nosuchbench.argv.--x=[1,2]"]
+                .map(String::from)
+                .to_vec(),
+        ),
+        (
+            "a bad value of the second run",
+            ["--sweep", "sizer.capacity=[All,lots]"]
+                .map(String::from)
+                .to_vec(),
+        ),
+        (
+            "an unclosed list",
+            ["--sweep", "sized.argv.--batch-size=[1,2"]
+                .map(String::from)
+                .to_vec(),
+        ),
+    ];
+    let mut report = String::new();
+    for (what, args) in &cases {
+        for dry_run in [true, false] {
+            let mut cmd = project.run_command(&["--no-check"]);
+            if dry_run {
+                cmd.arg("--dry-run");
+            }
+            if !args.iter().any(|a| a == "--run-name") {
+                cmd.args(["--run-name", "rs"]);
+            }
+            let out = run(cmd.args(args));
+            assert_eq!(out.code, 2, "{what}: {}", out.stderr);
+            assert!(out.stdout.is_empty(), "{what}: {}", out.stdout);
+            assert!(run_folders(&project).is_empty(), "{what}: a run started");
+            if dry_run {
+                report.push_str(&format!("## {what}\n{}\n", out.stderr));
+            }
+        }
+    }
+    insta::assert_snapshot!(report);
+}

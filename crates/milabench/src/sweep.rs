@@ -19,6 +19,7 @@ pub use milabench_config::sweep::{SWEEP_FILE, SweepError, SweepRun, read_sweep_f
 use serde_json::Value as Json;
 
 use crate::error::Error;
+use crate::resolve::Selection;
 
 /// The record's file when no option names one, under the base.
 pub const DEFAULT_RECORD: &str = "multirun.cache";
@@ -76,6 +77,50 @@ pub fn sweep_of(
             PathBuf::from,
         );
     Ok(Some(Sweep { runs, record }))
+}
+
+/// Checks every run of `runs` before the first one starts (and for `--dry-run`): its name is
+/// a run folder's name, and the suite resolves with each of its settings over `selection`,
+/// with the typed checks a run applies. Each distinct setting (`key=value`) is resolved once,
+/// not each run: a setting's problem does not depend on the others.
+pub fn check_runs(
+    settings: &Settings,
+    env: &EnvVars,
+    selection: &Selection,
+    runs: &[SweepRun],
+) -> Result<(), Error> {
+    let now = jiff::Zoned::now().datetime();
+    let mut rng = fastrand::Rng::new();
+    let refused = |run: &SweepRun, source: Error| Error::SweepRun {
+        run: run.name.clone(),
+        source: Box::new(source),
+    };
+    for run in runs {
+        milabench_config::run_name::resolve(Some(&run.name), &now, &mut rng)
+            .map_err(|e| refused(run, e.into()))?;
+    }
+    let mut checked: HashSet<String> = HashSet::new();
+    for run in runs {
+        let overrides = run.overrides.iter().map(|o| (o.clone(), None));
+        let options = run
+            .options
+            .iter()
+            .map(|(key, value)| (format!("{key}={value}"), Some((key, value))));
+        for (setting, option) in overrides.chain(options) {
+            if !checked.insert(setting.clone()) {
+                continue;
+            }
+            let mut one = selection.clone();
+            match option {
+                Some((key, value)) => one.options.push((key.clone(), value.clone())),
+                None => one.overrides.push(setting),
+            }
+            crate::resolve::resolve(settings, &one, env)
+                .and_then(|resolved| resolved.check_settings())
+                .map_err(|e| refused(run, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// The finished runs of a sweep, read from its record and added to as runs end.

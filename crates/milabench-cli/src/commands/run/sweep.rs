@@ -27,6 +27,7 @@ pub fn run(
             sweep.record.display()
         );
     }
+    milabench::sweep::check_runs(&settings, &env, &args.suite.selection(), &sweep.runs)?;
     let mut record = SweepRecord::open(&sweep.record)?;
     if args.dry_run.is_some() {
         return dry_run(&sweep, &record);
