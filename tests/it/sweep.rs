@@ -283,6 +283,15 @@ fn an_interrupted_sweep_goes_on_where_it_stopped() {
             "swept-batch-size8"
         ]
     );
+    // The closing hint names every folder of the sweep, the one finished before too.
+    let runs = project.path().join("base/runs");
+    let hint = format!(
+        "sweep done; its curves: milabench report --sweep {} {} {}",
+        runs.join("swept-batch-size8").display(),
+        runs.join("swept-batch-size16").display(),
+        runs.join("swept-batch-size32").display()
+    );
+    assert!(out.stderr.contains(&hint), "{}", out.stderr);
     // The interrupted run went on in its folder (its first attempt set aside).
     assert!(
         project

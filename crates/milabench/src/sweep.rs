@@ -8,7 +8,7 @@
 //! `<base>/multirun.cache`. A run is finished when it ended, failed or not; an interrupted
 //! run is not.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -201,6 +201,47 @@ fn first_part(name: &str) -> &str {
     name.split('.').next().unwrap_or(name)
 }
 
+/// The folder of each run of `runs` under `runs_dir`, in the sweep's order, leaving out the
+/// runs that have none: the folder of its name, else one whose [`SWEEP_FILE`] says it holds
+/// that run of that sweep (a run finished by an earlier invocation, whose name may hold
+/// another `{time}`; the latest written when there are several).
+pub fn run_folders(runs_dir: &Path, runs: &[SweepRun]) -> Vec<PathBuf> {
+    let mut earlier: HashMap<(&str, &str), (std::time::SystemTime, PathBuf)> = HashMap::new();
+    let keys: HashMap<(&str, &str), &SweepRun> = runs
+        .iter()
+        .map(|r| ((r.sweep.as_str(), r.key.as_str()), r))
+        .collect();
+    for entry in std::fs::read_dir(runs_dir).into_iter().flatten().flatten() {
+        let dir = entry.path();
+        let Some(found) = read_sweep_file(&dir) else {
+            continue;
+        };
+        let Some(run) = keys.get(&(found.sweep.as_str(), found.key.as_str())) else {
+            continue;
+        };
+        let written = std::fs::metadata(dir.join(SWEEP_FILE))
+            .and_then(|m| m.modified())
+            .unwrap_or(std::time::UNIX_EPOCH);
+        let slot = earlier
+            .entry((run.sweep.as_str(), run.key.as_str()))
+            .or_insert((written, dir.clone()));
+        if written > slot.0 {
+            *slot = (written, dir);
+        }
+    }
+    runs.iter()
+        .filter_map(|run| {
+            let own = runs_dir.join(&run.name);
+            if own.is_dir() {
+                return Some(own);
+            }
+            earlier
+                .get(&(run.sweep.as_str(), run.key.as_str()))
+                .map(|(_, dir)| dir.clone())
+        })
+        .collect()
+}
+
 /// Writes `run` to [`SWEEP_FILE`] in the run folder `dir`.
 pub fn write_sweep_file(dir: &Path, run: &SweepRun) -> Result<(), Error> {
     let path = dir.join(SWEEP_FILE);
@@ -240,6 +281,32 @@ mod tests {
         assert_eq!(
             line,
             "{\"name\":\"bs2.100\",\"key\":\"bs2.{time}\",\"run\":{\"sizer.mult\":2}}\n"
+        );
+    }
+
+    #[test]
+    fn the_folders_of_a_sweep_include_those_of_earlier_invocations() {
+        let dir = tempfile::tempdir().unwrap();
+        // Yesterday's runs of `bs` at points 2 and 4, and a run of another sweep.
+        let yesterday = [run("bs2.100", "bs2.{time}"), run("bs4.100", "bs4.{time}")];
+        for old in &yesterday {
+            std::fs::create_dir(dir.path().join(&old.name)).unwrap();
+            write_sweep_file(&dir.path().join(&old.name), old).unwrap();
+        }
+        let mut other = run("bs8.100", "bs8.{time}");
+        other.sweep = "other".into();
+        std::fs::create_dir(dir.path().join("bs8.100")).unwrap();
+        write_sweep_file(&dir.path().join("bs8.100"), &other).unwrap();
+        // Today point 4 ran again, point 8 did not run.
+        let today = [
+            run("bs2.200", "bs2.{time}"),
+            run("bs4.200", "bs4.{time}"),
+            run("bs8.200", "bs8.{time}"),
+        ];
+        std::fs::create_dir(dir.path().join("bs4.200")).unwrap();
+        assert_eq!(
+            run_folders(dir.path(), &today),
+            [dir.path().join("bs2.100"), dir.path().join("bs4.200")]
         );
     }
 

@@ -34,7 +34,6 @@ pub fn run(
     }
     let total = sweep.runs.len();
     let mut worst = ExitCode::Success;
-    let mut folders = Vec::new();
     for (index, run) in sweep.runs.iter().enumerate() {
         if record.is_done(run) {
             note(&format!(
@@ -65,16 +64,17 @@ pub fn run(
         }
         if ran {
             record.mark_done(run)?;
-            folders.push(settings.layout().runs.join(&run.name));
         }
         worst = worst.worst(code);
     }
+    // Every folder of the sweep, those of runs finished by earlier invocations too.
+    let folders = milabench::sweep::run_folders(settings.layout().runs.as_std_path(), &sweep.runs);
     if !folders.is_empty() {
         note(&format!(
             "sweep done; its curves: milabench report --sweep {}",
             folders
                 .iter()
-                .map(|f| f.as_str())
+                .map(|f| f.display().to_string())
                 .collect::<Vec<_>>()
                 .join(" ")
         ));
