@@ -161,8 +161,21 @@ impl SweepRun {
 /// Reads the [`SWEEP_FILE`] of the run folder `dir`; `None` when it has none (or not one this
 /// build can read).
 pub fn read_sweep_file(dir: &Path) -> Option<SweepRun> {
-    let text = std::fs::read_to_string(dir.join(SWEEP_FILE)).ok()?;
-    serde_json::from_str(&text).ok()
+    load_sweep_file(dir).ok().flatten()
+}
+
+/// Reads the [`SWEEP_FILE`] of the run folder `dir`: `Ok(None)` when it has none, an error
+/// saying why when it has one that cannot be read or is not a run of a sweep.
+pub fn load_sweep_file(dir: &Path) -> Result<Option<SweepRun>, String> {
+    let path = dir.join(SWEEP_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{} cannot be read: {e}", path.display())),
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| format!("{} is not a run of a sweep: {e}", path.display()))
 }
 
 /// One `--sweep` axis: a key and its values.
@@ -673,6 +686,10 @@ runs:
         )
         .unwrap();
         let run = read_sweep_file(dir.path()).unwrap();
+        std::fs::write(dir.path().join(SWEEP_FILE), "{\"name\": ").unwrap();
+        assert_eq!(read_sweep_file(dir.path()), None);
+        let err = load_sweep_file(dir.path()).unwrap_err();
+        assert!(err.contains("sweep.json is not a run of a sweep"), "{err}");
         assert_eq!(run.sweep, DEFAULT_SWEEP_NAME);
         assert_eq!(run.point(), ["sizer.mult=2"]);
     }

@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use milabench_config::settings::options::OptionSource;
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_config::sweep::{Axis, expand_axes, expand_multirun};
-pub use milabench_config::sweep::{SWEEP_FILE, SweepError, SweepRun, read_sweep_file};
+pub use milabench_config::sweep::{
+    SWEEP_FILE, SweepError, SweepRun, load_sweep_file, read_sweep_file,
+};
 use serde_json::Value as Json;
 
 use crate::error::Error;
