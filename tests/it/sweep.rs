@@ -354,7 +354,10 @@ fn bad_sweeps_are_refused_before_any_run() {
     project.bench("sized", &sized(None));
     let hundred = format!(
         "[{}]",
-        (1..=100).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+        (1..=100)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
     );
     let huge: Vec<String> = ["batch-size", "a", "b", "c"]
         .iter()
@@ -379,9 +382,14 @@ fn bad_sweeps_are_refused_before_any_run() {
         ("10^8 runs", huge),
         (
             "a run name with a slash",
-            ["--run-name", "a/b", "--sweep", "sized.argv.--batch-size=[8,16]"]
-                .map(String::from)
-                .to_vec(),
+            [
+                "--run-name",
+                "a/b",
+                "--sweep",
+                "sized.argv.--batch-size=[8,16]",
+            ]
+            .map(String::from)
+            .to_vec(),
         ),
         (
             "a value making a path",
@@ -467,8 +475,9 @@ fn a_sweep_report_orders_its_points_and_warns_about_mixed_folders() {
         .collect();
     assert_eq!(points, ["8", "16", "32"], "{}", out.stdout);
     assert!(
-        out.stdout
-            .starts_with("Sweep of sized.argv.--batch-size over 3 runs, in order of sized.argv.--batch-size\n"),
+        out.stdout.starts_with(
+            "Sweep of sized.argv.--batch-size over 3 runs, in order of sized.argv.--batch-size\n"
+        ),
         "{}",
         out.stdout
     );
@@ -498,15 +507,12 @@ fn a_sweep_report_orders_its_points_and_warns_about_mixed_folders() {
     let out = report(&globbed);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
-        out.stderr.contains("rs-batch-size16/sweep.json is not a run of a sweep"),
+        out.stderr
+            .contains("rs-batch-size16/sweep.json is not a run of a sweep"),
         "{}",
         out.stderr
     );
-    assert!(
-        out.stdout.contains("in the order given"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.contains("in the order given"), "{}", out.stdout);
     // A plain run: one point, named by its folder.
     let plain = run(&mut project.run_command(&["--no-check", "--run-name", "plain"]));
     assert_eq!(plain.code, 0, "{}", plain.stderr);

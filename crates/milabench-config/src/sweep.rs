@@ -628,14 +628,22 @@ runs:
                 key: "b.argv.--batch-size".into()
             }
         );
-        assert!(err.to_string().contains("'b.argv.--batch-size=[V1,V2,...]'"));
+        assert!(
+            err.to_string()
+                .contains("'b.argv.--batch-size=[V1,V2,...]'")
+        );
     }
 
     #[test]
     fn an_unknown_option_key_lists_the_known_ones() {
         let axes = [Axis::parse("sizer.mult1=[1,2]").unwrap()];
         let err = expand_axes(&axes, "sn", 0).unwrap_err().to_string();
-        assert!(err.contains("`sizer.mult1` is not an option milabench reads (did you mean `sizer.mult`?)"), "{err}");
+        assert!(
+            err.contains(
+                "`sizer.mult1` is not an option milabench reads (did you mean `sizer.mult`?)"
+            ),
+            "{err}"
+        );
         assert!(err.contains("sizer.auto, sizer.batch_size"), "{err}");
         let block = multirun("runs: [{name: 'w{cpu.workers}', matrix: {cpu.workers: [1, 2]}}]");
         let err = expand_multirun(&block, "s", 0).unwrap_err().to_string();
@@ -648,14 +656,29 @@ runs:
 
     #[test]
     fn a_sweep_past_the_bound_is_refused_before_its_runs_are_built() {
-        let values = format!("[{}]", (1..=100).map(|i| i.to_string()).collect::<Vec<_>>().join(","));
+        let values = format!(
+            "[{}]",
+            (1..=100)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
         let axes: Vec<Axis> = ["a", "b", "c", "d"]
             .iter()
             .map(|k| Axis::parse(&format!("x.argv.--{k}={values}")).unwrap())
             .collect();
         let err = expand_axes(&axes, "huge", 0).unwrap_err();
-        assert_eq!(err, SweepError::TooLarge { count: "100000000".into() });
-        assert!(err.to_string().contains("more than the 10000 one sweep may have"), "{err}");
+        assert_eq!(
+            err,
+            SweepError::TooLarge {
+                count: "100000000".into()
+            }
+        );
+        assert!(
+            err.to_string()
+                .contains("more than the 10000 one sweep may have"),
+            "{err}"
+        );
         assert_eq!(expand_axes(&axes[..2], "ok", 0).unwrap().len(), 10_000);
         // 64 axes of 2 values: more runs than a number holds.
         let axes: Vec<Axis> = (0..64)
@@ -671,7 +694,9 @@ runs:
         ));
         assert_eq!(
             expand_multirun(&block, "s", 0).unwrap_err(),
-            SweepError::TooLarge { count: "10001".into() }
+            SweepError::TooLarge {
+                count: "10001".into()
+            }
         );
     }
 

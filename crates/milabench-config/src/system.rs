@@ -690,7 +690,9 @@ mod tests {
                 .expect_err("refused")
                 .to_string();
             assert!(
-                err.contains(&format!(":2:19: `gpu.capacity` of the system is {kind}, not a memory size")),
+                err.contains(&format!(
+                    ":2:19: `gpu.capacity` of the system is {kind}, not a memory size"
+                )),
                 "{err}"
             );
         }

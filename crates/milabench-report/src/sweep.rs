@@ -648,10 +648,9 @@ mod tests {
         let rates: Vec<f64> = sweep.curves[0].cells.iter().map(|c| c.rate).collect();
         assert_eq!(rates, [100.0, 180.0, 320.0]);
         assert!((sweep.curves[0].cells[2].efficiency - 0.8).abs() < 1e-12);
-        assert!(
-            render_sweep_text(&sweep)
-                .starts_with("Sweep of resnet50.num_gpus over 3 runs, in order of resnet50.num_gpus\n")
-        );
+        assert!(render_sweep_text(&sweep).starts_with(
+            "Sweep of resnet50.num_gpus over 3 runs, in order of resnet50.num_gpus\n"
+        ));
     }
 
     #[test]

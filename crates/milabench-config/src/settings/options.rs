@@ -400,10 +400,19 @@ mod tests {
             "{err}"
         );
         let env = EnvVars::default();
-        for bad in [json!("-5 GiB"), json!("0"), json!("lots"), json!(0), json!("5 parsecs")] {
+        for bad in [
+            json!("-5 GiB"),
+            json!("0"),
+            json!("lots"),
+            json!(0),
+            json!("5 parsecs"),
+        ] {
             let opts = json!({"sizer": {"capacity": bad}});
             let err = SizerOptions::read(&OptionSource::new(&env, Some(&opts))).unwrap_err();
-            assert!(err.to_string().contains("system.options.sizer.capacity"), "{err}");
+            assert!(
+                err.to_string().contains("system.options.sizer.capacity"),
+                "{err}"
+            );
         }
         for good in ["All", "80 GiB", "64Go", "40000 MiB"] {
             let opts = json!({"sizer": {"capacity": good}});

@@ -260,10 +260,12 @@ fn plan(name: &str, config: &Node) -> Result<PlanMethod, ConfigError> {
         | Some(Node {
             value: Value::Null, ..
         }) => return Ok(PlanMethod::PerGpu),
-        Some(plan @ Node {
-            value: Value::Map(_),
-            ..
-        }) => plan,
+        Some(
+            plan @ Node {
+                value: Value::Map(_),
+                ..
+            },
+        ) => plan,
         Some(other) => {
             return Err(ConfigError::shape(
                 other.location.clone(),
@@ -428,8 +430,14 @@ mod tests {
                 "{weight: -1}",
                 "suite.yaml:1:10: `weight` of `b` is an integer (`-1`), not a number at least 0",
             ),
-            ("{weight: .nan}", "suite.yaml:1:10: `weight` of `b` is a float"),
-            ("{weight: -.inf}", "suite.yaml:1:10: `weight` of `b` is a float"),
+            (
+                "{weight: .nan}",
+                "suite.yaml:1:10: `weight` of `b` is a float",
+            ),
+            (
+                "{weight: -.inf}",
+                "suite.yaml:1:10: `weight` of `b` is a float",
+            ),
             (
                 "{plan: {method: spread}}",
                 "suite.yaml:1:8: `b` has unknown plan method `spread`",
