@@ -20,7 +20,8 @@ def data_channel():
         return lambda record: None
     if fd == "1":
         def send(record):
-            payload = json.dumps(record).encode().hex()
+            # One JSON line per record, newline included, as voir smuggles them.
+            payload = (json.dumps(record) + "\n").encode().hex()
             smuggled = payload.translate(str.maketrans("abcdef", ":;<=>?"))
             sys.stdout.write(f"\x1b[{smuggled}z")
             sys.stdout.flush()

@@ -461,6 +461,30 @@ fn list_streams_its_ids_in_bounded_memory() {
     );
 }
 
+/// `--list | head -1` (issue 53, U12): the closed pipe ends the listing quietly with exit code 0.
+#[test]
+fn a_list_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    fs_err::write(
+        dir.path().join("big.json"),
+        r#"{"torch.add": {"input_data_generator": "PyTorch:DefaultDataGenerator",
+            "input_iterator": "RangeConfigIterator",
+            "config": [{"input": [{"args": [
+                {"type": "tensor", "dtype": "float", "shape": [[1, 50000, 1], 8], "__range__": ["shape"]},
+                {"type": "tensor", "dtype": "float", "shape": [1, 8]}]}]}]}}"#,
+    )
+    .unwrap();
+    for format in ["text", "json"] {
+        let (first, out) = crate::common::first_line_then_close(&mut ops(
+            dir.path(),
+            &["-c", "big.json", "--list", "--format", format],
+        ));
+        assert!(!first.is_empty(), "{format}");
+        assert_eq!(out.code, 0, "{format}: {}", out.stderr);
+        assert!(out.stderr.is_empty(), "{format}: {}", out.stderr);
+    }
+}
+
 /// The streamed JSON list is one JSON array holding every id of the text list, in order.
 #[test]
 fn json_list_is_one_array_of_every_id() {

@@ -52,6 +52,31 @@ pub fn run(cmd: &mut Command) -> Output {
     }
 }
 
+/// Runs `cmd` as `cmd | head -1` does: reads its first line of stdout, then closes the pipe
+/// while the command still writes (its output must be well over a pipe's 64 KiB); returns that
+/// line and how the command ended.
+pub fn first_line_then_close(cmd: &mut Command) -> (String, Output) {
+    use std::io::BufRead as _;
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("piped stdout");
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("a first line");
+    // The reader is dropped here: the pipe is closed, as `head` closes it.
+    let out = child.wait_with_output().expect("the binary ends");
+    let output = Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::new(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    (line, output)
+}
+
 /// Replaces machine-specific paths with stable markers for snapshots.
 pub fn redact(text: &str) -> String {
     let fixtures = fixtures();

@@ -323,7 +323,8 @@ fn matrix_fills_matrix_keys_and_keeps_launch_placeholders() {
     assert_eq!(bench["argv"]["--mixed"], "16-{n_worker}");
     assert_eq!(bench["argv"]["--gpus"], "{gpu_count}");
     assert_eq!(bench["argv"]["--json"], r#"{"image": 10}"#);
-    assert_eq!(bench["max_duration"], "{bs}");
+    assert_eq!(bench["url"], "{bs}");
+    assert_eq!(bench["max_duration"], 300);
 }
 
 fn snapshot_resolve(name: &str, cwd: &Path, args: &[&str]) {
@@ -444,6 +445,39 @@ fn every_bad_input_is_explained() {
         ),
         ("heavy_weight", &["--config", "errors/heavy_weight.yaml"]),
         (
+            "negative_weight",
+            &["--config", "errors/negative_weight.yaml"],
+        ),
+        ("nan_weight", &["--config", "errors/nan_weight.yaml"]),
+        (
+            "word_max_duration",
+            &["--config", "errors/word_max_duration.yaml"],
+        ),
+        ("string_plan", &["--config", "errors/string_plan.yaml"]),
+        ("maybe_enabled", &["--config", "errors/maybe_enabled.yaml"]),
+        (
+            "quoted_false_enabled",
+            &["--config", "errors/quoted_false_enabled.yaml"],
+        ),
+        (
+            "gpu_capacity_lots",
+            &[
+                "--config",
+                "basic.yaml",
+                "--system",
+                "errors/capacity_lots_system.yaml",
+            ],
+        ),
+        (
+            "sizer_capacity_negative",
+            &[
+                "--config",
+                "basic.yaml",
+                "--system",
+                "errors/sizer_capacity_system.yaml",
+            ],
+        ),
+        (
             "select_unknown",
             &["--config", "basic.yaml", "--select", "alpha-smal"],
         ),
@@ -507,4 +541,49 @@ fn a_multirun_block_resolves_the_suite_without_a_warning() {
     ]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("multirun"), "{}", out.stderr);
+}
+
+#[test]
+fn a_sizer_capacity_from_the_environment_is_checked_naming_the_variable() {
+    let out = run(milabench(&fixtures().join("suites"))
+        .args(["resolve", "--config", "basic.yaml"])
+        .env("MILABENCH_SIZER_CAPACITY", "lots"));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("environment variable MILABENCH_SIZER_CAPACITY=\"lots\" is invalid: expected a memory size"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A suite of `count` benchmarks, written to `dir/big.yaml`: its resolution is far over 64 KiB.
+fn big_suite(dir: &Path, count: usize) {
+    let mut text = String::new();
+    for i in 0..count {
+        text.push_str(&format!(
+            "b{i}:\n  inherits: _defaults\n  install_group: tiny\n  tags: [monogpu]\n  weight: 1\n  definition: {}\n  argv: {{--batch-size: {}}}\n",
+            dir.display(),
+            i + 1
+        ));
+    }
+    fs_err::write(dir.join("big.yaml"), text).expect("suite");
+}
+
+/// Output piped into `head -1` (issue 53, U12): a closed pipe ends the command quietly with exit
+/// code 0, for `resolve` and for `run --dry-run` in both forms.
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    big_suite(dir.path(), 1500);
+    for args in [
+        &["resolve", "--config", "big.yaml"][..],
+        &["run", "--dry-run", "--config", "big.yaml"],
+        &["run", "--dry-run=json", "--config", "big.yaml"],
+    ] {
+        let (first, out) = crate::common::first_line_then_close(milabench(dir.path()).args(args));
+        assert!(!first.is_empty(), "{args:?}");
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("error"), "{args:?}: {}", out.stderr);
+    }
 }

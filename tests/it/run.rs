@@ -1284,3 +1284,28 @@ fn a_broken_benchfile_fails_its_own_benchmark_and_the_others_run() {
         out.stdout
     );
 }
+
+/// `milabench new`'s benchmark with its records smuggled through stdout (`use_stdout: true`,
+/// `DATA_FD=1`, as under torchrun or on a remote rank; issue 53, W9): each record ends in a
+/// newline, as voir writes them, so that every one is read and the benchmark succeeds.
+#[test]
+fn the_templated_benchmark_smuggles_its_records_through_stdout() {
+    let project = Project::new(
+        "tpl:\n  inherits: _defaults\n  install_group: tiny\n  tags: [monogpu]\n  weight: 1\n  definition: benchmarks/tpl\n  argv: {--observations: 3, --interval: 0.05}\n",
+    );
+    let made = run(project
+        .milabench()
+        .args(["new", "tpl", "--dest"])
+        .arg(project.path().join("benchmarks")));
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    fs_err::write(
+        project.path().join("benchmarks/tpl/benchfile.yaml"),
+        "launcher: python\nuse_stdout: true\n",
+    )
+    .expect("benchfile");
+    let out = run(&mut project.run_command(&["--no-check", "--run-name", "t1"]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let data = project.data_file("t1", "tpl.D0");
+    assert!(!data.contains("format_error"), "{data}");
+    assert_eq!(data.matches("\"rate\"").count(), 3, "{data}");
+}

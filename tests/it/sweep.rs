@@ -283,6 +283,15 @@ fn an_interrupted_sweep_goes_on_where_it_stopped() {
             "swept-batch-size8"
         ]
     );
+    // The closing hint names every folder of the sweep, the one finished before too.
+    let runs = project.path().join("base/runs");
+    let hint = format!(
+        "sweep done; its curves: milabench report --sweep {} {} {}",
+        runs.join("swept-batch-size8").display(),
+        runs.join("swept-batch-size16").display(),
+        runs.join("swept-batch-size32").display()
+    );
+    assert!(out.stderr.contains(&hint), "{}", out.stderr);
     // The interrupted run went on in its folder (its first attempt set aside).
     assert!(
         project
@@ -333,5 +342,187 @@ fn an_interrupted_sweep_goes_on_where_it_stopped() {
         ],
         "{}",
         listed.stdout
+    );
+}
+
+/// Sweeps refused before any run starts, each with exit code 2 and a message naming the problem
+/// (issue 53: a key given twice, an unknown option key, a product past the bound, a point whose
+/// name or setting is refused, values that are not YAML); the dry run refuses them alike.
+#[test]
+fn bad_sweeps_are_refused_before_any_run() {
+    let project = Project::new(SUITE);
+    project.bench("sized", &sized(None));
+    let hundred = format!(
+        "[{}]",
+        (1..=100)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let huge: Vec<String> = ["batch-size", "a", "b", "c"]
+        .iter()
+        .flat_map(|k| ["--sweep".to_string(), format!("sized.argv.--{k}={hundred}")])
+        .collect();
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        (
+            "a key given twice",
+            [
+                "--sweep",
+                "sized.argv.--batch-size=[8,16]",
+                "--sweep",
+                "sized.argv.--batch-size=[32]",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ),
+        (
+            "an unknown sizer key",
+            ["--sweep", "sizer.mult1=[1,2]"].map(String::from).to_vec(),
+        ),
+        ("10^8 runs", huge),
+        (
+            "a run name with a slash",
+            [
+                "--run-name",
+                "a/b",
+                "--sweep",
+                "sized.argv.--batch-size=[8,16]",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ),
+        (
+            "a value making a path",
+            ["--sweep", "sized.argv.--batch-size=[16,../../x]"]
+                .map(String::from)
+                .to_vec(),
+        ),
+        (
+            "an unknown benchmark",
+            ["--sweep", "nosuchbench.argv.--x=[1,2]"]
+                .map(String::from)
+                .to_vec(),
+        ),
+        (
+            "a bad value of the second run",
+            ["--sweep", "sizer.capacity=[All,lots]"]
+                .map(String::from)
+                .to_vec(),
+        ),
+        (
+            "an unclosed list",
+            ["--sweep", "sized.argv.--batch-size=[1,2"]
+                .map(String::from)
+                .to_vec(),
+        ),
+    ];
+    let mut report = String::new();
+    for (what, args) in &cases {
+        for dry_run in [true, false] {
+            let mut cmd = project.run_command(&["--no-check"]);
+            if dry_run {
+                cmd.arg("--dry-run");
+            }
+            if !args.iter().any(|a| a == "--run-name") {
+                cmd.args(["--run-name", "rs"]);
+            }
+            let out = run(cmd.args(args));
+            assert_eq!(out.code, 2, "{what}: {}", out.stderr);
+            assert!(out.stdout.is_empty(), "{what}: {}", out.stdout);
+            assert!(run_folders(&project).is_empty(), "{what}: a run started");
+            if dry_run {
+                report.push_str(&format!("## {what}\n{}\n", out.stderr));
+            }
+        }
+    }
+    insta::assert_snapshot!(report);
+}
+
+/// `report --sweep` of folders as a shell glob lists them (issue 53, U4 and K1): the points in
+/// order of the swept value; a warning for the folders of different sweeps and for a corrupt
+/// `sweep.json`; a plain run is one point named by its folder.
+#[test]
+fn a_sweep_report_orders_its_points_and_warns_about_mixed_folders() {
+    let project = Project::new(SUITE);
+    project.bench("sized", &sized(None));
+    let swept = run(&mut project.run_command(&[
+        "--no-check",
+        "--run-name",
+        "rs",
+        "--sweep",
+        "sized.argv.--batch-size=[8,16,32]",
+    ]));
+    assert_eq!(swept.code, 0, "{}", swept.stderr);
+    let runs = project.path().join("base/runs");
+    // `base/runs/rs-*` in a shell's order.
+    let globbed: Vec<String> = run_folders(&project)
+        .iter()
+        .map(|f| runs.join(f).display().to_string())
+        .collect();
+    let report = |folders: &[String]| {
+        run(project
+            .milabench()
+            .args(["report", "--sweep"])
+            .args(folders))
+    };
+    let out = report(&globbed);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let points: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("sized.argv.--batch-size="))
+        .map(|l| l.split_whitespace().next().unwrap_or_default())
+        .collect();
+    assert_eq!(points, ["8", "16", "32"], "{}", out.stdout);
+    assert!(
+        out.stdout.starts_with(
+            "Sweep of sized.argv.--batch-size over 3 runs, in order of sized.argv.--batch-size\n"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    // A point of another sweep among them.
+    let other = run(&mut project.run_command(&[
+        "--no-check",
+        "--run-name",
+        "other",
+        "--sweep",
+        "sized.argv.--batch-size=[4]",
+    ]));
+    assert_eq!(other.code, 0, "{}", other.stderr);
+    let mut mixed = globbed.clone();
+    mixed.push(runs.join("other-batch-size4").display().to_string());
+    let out = report(&mixed);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "warning: the runs are points of 2 different sweeps (rs, other): their points are compared as one sweep's"
+        ),
+        "{}",
+        out.stderr
+    );
+    // A corrupt sweep.json.
+    fs_err::write(runs.join("rs-batch-size16/sweep.json"), "{\"name\": ").expect("corrupt");
+    let out = report(&globbed);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("rs-batch-size16/sweep.json is not a run of a sweep"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("in the order given"), "{}", out.stdout);
+    // A plain run: one point, named by its folder.
+    let plain = run(&mut project.run_command(&["--no-check", "--run-name", "plain"]));
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    let out = report(&[runs.join("plain").display().to_string()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with(
+            "Sweep over 1 run, each point named by its run folder (`run`): no setting the runs recorded differs between them\n"
+        ),
+        "{}",
+        out.stdout
     );
 }

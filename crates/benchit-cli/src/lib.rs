@@ -108,6 +108,8 @@ pub fn main() -> std::process::ExitCode {
 fn exit(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
+        // The reader of stdout went away (`| head`): a quiet end, once for every command.
+        Err(err) if milabench_exec::is_broken_pipe(err.as_ref()) => ExitCode::Success,
         Err(err) => {
             eprintln!("{}", error_report(err.as_ref()));
             exit_code(&err)

@@ -228,29 +228,27 @@ fn print_list(runs: impl Iterator<Item = ExpandedRun>, format: Format) -> anyhow
     if format == Format::Json {
         writeln!(out, "{}]", if first { "" } else { "\n" })?;
     }
-    match out.flush() {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
+    Ok(out.flush()?)
 }
 
-#[allow(clippy::print_stdout)]
 fn print_summary(summary: &ops::RunSummary, format: Format) -> anyhow::Result<()> {
+    use std::io::Write as _;
     let rows = summarize(&summary.records);
-    match format {
-        Format::Text => print!("{}", table(&rows)),
-        Format::Json => println!(
-            "{}",
+    let text = match format {
+        Format::Text => table(&rows),
+        Format::Json => {
             serde_json::to_string_pretty(&serde_json::json!({
                 "output": summary.output,
                 "trace_file": summary.trace_file,
                 "interrupted": summary.interrupted,
                 "error": summary.error,
                 "runs": rows,
-            }))?
-        ),
-    }
-    Ok(())
+            }))? + "\n"
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    Ok(out.flush()?)
 }
 
 /// The text table: one line per run and pass, with median and p90 in milliseconds; failures

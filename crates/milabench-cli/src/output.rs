@@ -17,11 +17,9 @@ pub fn write_output(path: Option<&camino::Utf8Path>, text: &str) -> anyhow::Resu
         }),
         None => {
             let mut out = std::io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-                // A closed pipe (`| head`) is not an error.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                other => other.context("could not write to stdout"),
-            }
+            out.write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .context("could not write to stdout")
         }
     }
 }

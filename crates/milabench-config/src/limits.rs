@@ -27,3 +27,7 @@ pub const MAX_MATRIX_BENCHMARKS: usize = 10_000;
 /// The most values all entries of a suite may hold together after matrix expansion and
 /// inheritance (each benchmark holds its own copy of what it inherits).
 pub const MAX_SUITE_VALUES: usize = 2_000_000;
+
+/// The most runs one sweep (`--sweep` axes, or a system file's `multirun` block) may have:
+/// each is a whole suite run, so even this many would take weeks.
+pub const MAX_SWEEP_RUNS: usize = 10_000;

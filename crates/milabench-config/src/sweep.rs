@@ -36,6 +36,9 @@ use std::path::Path;
 
 use serde_json::Value as Json;
 
+use crate::error::{At, ConfigError, did_you_mean};
+use crate::limits::MAX_SWEEP_RUNS;
+use crate::settings::options::known_options;
 use crate::value::Node;
 
 /// The first key segments that name a system option rather than a benchmark.
@@ -81,6 +84,34 @@ pub enum SweepError {
         text: String,
         /// What is wrong.
         problem: String,
+    },
+    /// A `--sweep` key is given twice: the runs would be named by one value and run another.
+    #[error(
+        "`--sweep {key}=...` is given twice\n  fix: give each key once, with every value in its one list: '{key}=[V1,V2,...]'"
+    )]
+    DuplicateKey {
+        /// The key.
+        key: String,
+    },
+    /// A `sizer.`/`cpu.` key names no option milabench reads: its runs would all be the same.
+    #[error(
+        "the sweep key `{key}` is not an option milabench reads{suggestion}, so its runs would not differ\n  fix: use one of {known}"
+    )]
+    UnknownOption {
+        /// The key.
+        key: String,
+        /// ` (did you mean ...?)`, or empty.
+        suggestion: String,
+        /// The options of its group.
+        known: String,
+    },
+    /// The sweep has more runs than [`MAX_SWEEP_RUNS`].
+    #[error(
+        "the sweep has {count} runs, more than the {MAX_SWEEP_RUNS} one sweep may have\n  fix: sweep fewer values per key, or split the sweep into several sweeps"
+    )]
+    TooLarge {
+        /// The number of runs, in words when it does not fit a number.
+        count: String,
     },
     /// Two runs of the sweep would have the same name.
     #[error(
@@ -130,8 +161,21 @@ impl SweepRun {
 /// Reads the [`SWEEP_FILE`] of the run folder `dir`; `None` when it has none (or not one this
 /// build can read).
 pub fn read_sweep_file(dir: &Path) -> Option<SweepRun> {
-    let text = std::fs::read_to_string(dir.join(SWEEP_FILE)).ok()?;
-    serde_json::from_str(&text).ok()
+    load_sweep_file(dir).ok().flatten()
+}
+
+/// Reads the [`SWEEP_FILE`] of the run folder `dir`: `Ok(None)` when it has none, an error
+/// saying why when it has one that cannot be read or is not a run of a sweep.
+pub fn load_sweep_file(dir: &Path) -> Result<Option<SweepRun>, String> {
+    let path = dir.join(SWEEP_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{} cannot be read: {e}", path.display())),
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| format!("{} is not a run of a sweep: {e}", path.display()))
 }
 
 /// One `--sweep` axis: a key and its values.
@@ -155,7 +199,24 @@ impl Axis {
         if key.is_empty() || key.split('.').any(str::is_empty) {
             return Err(bad("the key is empty or has an empty segment"));
         }
-        let node = crate::yaml::parse_str(values, "--sweep").map_err(|e| bad(&e.to_string()))?;
+        let node = crate::yaml::parse_str(values, "--sweep").map_err(|e| match e {
+            ConfigError::Syntax {
+                at: At(Some(at)),
+                message,
+            } => {
+                let place = if at.line <= 1 {
+                    format!("at column {} of the values", at.column)
+                } else if !values.contains('\n') {
+                    "at the end of the values".to_string()
+                } else {
+                    format!("at line {}, column {} of the values", at.line, at.column)
+                };
+                bad(&format!(
+                    "the values `{values}` are not valid YAML {place}: {message}"
+                ))
+            }
+            other => bad(&other.to_string()),
+        })?;
         let values = match node.to_json() {
             Json::Array(items) => items,
             Json::Null => return Err(bad("no value after `=`")),
@@ -194,6 +255,44 @@ pub fn python_str(value: &Json) -> String {
             _ => n.to_string(),
         },
         other => other.to_string(),
+    }
+}
+
+/// Refuses a key of a known option group (`sizer.mult1`) that names none of its options.
+fn check_option_key(key: &str) -> Result<(), SweepError> {
+    let Some((group, name)) = key.split_once('.') else {
+        return Ok(());
+    };
+    let Some(known) = known_options(group) else {
+        return Ok(());
+    };
+    if known.contains(&name) {
+        return Ok(());
+    }
+    let known: Vec<String> = known.iter().map(|k| format!("{group}.{k}")).collect();
+    Err(SweepError::UnknownOption {
+        key: key.to_string(),
+        suggestion: did_you_mean(key, known.iter().map(String::as_str)),
+        known: known.join(", "),
+    })
+}
+
+/// The number of combinations of axes of `lengths` values; `None` past `usize`.
+fn product(lengths: impl IntoIterator<Item = usize>) -> Option<usize> {
+    lengths.into_iter().try_fold(1usize, usize::checked_mul)
+}
+
+/// Refuses `count` runs (`None`: too many to count) above [`MAX_SWEEP_RUNS`], before any run
+/// is built.
+fn check_run_count(count: Option<usize>) -> Result<(), SweepError> {
+    match count {
+        Some(count) if count <= MAX_SWEEP_RUNS => Ok(()),
+        Some(count) => Err(SweepError::TooLarge {
+            count: count.to_string(),
+        }),
+        None => Err(SweepError::TooLarge {
+            count: format!("more than {}", usize::MAX),
+        }),
     }
 }
 
@@ -306,7 +405,7 @@ pub fn expand_multirun(
     let runs = runs
         .as_array()
         .ok_or_else(|| shape(format!("has `runs: {runs}`, not a list")))?;
-    let mut out = Vec::new();
+    let mut entries = Vec::with_capacity(runs.len());
     for (index, entry) in runs.iter().enumerate() {
         let name = entry
             .get("name")
@@ -328,6 +427,16 @@ pub fn expand_multirun(
                 one => (k, vec![one]),
             })
             .collect();
+        for (key, _) in &axes {
+            check_option_key(key)?;
+        }
+        entries.push((name, axes));
+    }
+    check_run_count(entries.iter().try_fold(0usize, |total, (_, axes)| {
+        total.checked_add(product(axes.iter().map(|(_, values)| values.len()))?)
+    }))?;
+    let mut out = Vec::new();
+    for (name, axes) in entries {
         for combo in combinations(&axes) {
             out.push(named(sweep, name, combo, now)?);
         }
@@ -341,6 +450,15 @@ pub fn expand_multirun(
 /// `now` fills a `{time}` in `prefix`; the sweep is named by `prefix` without it.
 pub fn expand_axes(axes: &[Axis], prefix: &str, now: i64) -> Result<Vec<SweepRun>, SweepError> {
     let sweep = sweep_name(prefix);
+    for (index, axis) in axes.iter().enumerate() {
+        if axes[..index].iter().any(|earlier| earlier.key == axis.key) {
+            return Err(SweepError::DuplicateKey {
+                key: axis.key.clone(),
+            });
+        }
+        check_option_key(&axis.key)?;
+    }
+    check_run_count(product(axes.iter().map(|axis| axis.values.len())))?;
     // The values in the name: a `{key}` placeholder per axis, before the `.{time}` if any.
     let mut suffix = String::new();
     for axis in axes {
@@ -471,6 +589,16 @@ runs:
     fn axes_parse_and_name_their_runs() {
         assert!(Axis::parse("novalue").is_err());
         assert!(Axis::parse("a=[]").is_err());
+        let unclosed = Axis::parse("b.argv.--bs=[1,2").unwrap_err().to_string();
+        assert_eq!(
+            unclosed,
+            "`--sweep b.argv.--bs=[1,2`: the values `[1,2` are not valid YAML at the end of the values: \
+             while parsing a flow sequence, expected ',' or ']'\n  \
+             fix: write KEY=[V1,V2,...], e.g. 'resnet50.argv.--batch-size=[32,64]' or 'cpu.n_workers=[4,8]'"
+        );
+        let stray = Axis::parse("b.argv.--bs=[1,]2]").unwrap_err().to_string();
+        assert!(stray.contains("at column "), "{stray}");
+        assert_eq!(stray.matches("fix:").count(), 1, "{stray}");
         assert_eq!(Axis::parse("cpu.n_workers=4").unwrap().values, [json!(4)]);
         let axes = [Axis::parse("sizer.mult=[0.5, 2]").unwrap()];
         let runs = expand_axes(&axes, "nightly.{time}", 99).unwrap();
@@ -488,6 +616,91 @@ runs:
     }
 
     #[test]
+    fn a_key_given_twice_is_refused_by_name() {
+        let axes = [
+            Axis::parse("b.argv.--batch-size=[8,16]").unwrap(),
+            Axis::parse("b.argv.--batch-size=[32]").unwrap(),
+        ];
+        let err = expand_axes(&axes, "dup", 0).unwrap_err();
+        assert_eq!(
+            err,
+            SweepError::DuplicateKey {
+                key: "b.argv.--batch-size".into()
+            }
+        );
+        assert!(
+            err.to_string()
+                .contains("'b.argv.--batch-size=[V1,V2,...]'")
+        );
+    }
+
+    #[test]
+    fn an_unknown_option_key_lists_the_known_ones() {
+        let axes = [Axis::parse("sizer.mult1=[1,2]").unwrap()];
+        let err = expand_axes(&axes, "sn", 0).unwrap_err().to_string();
+        assert!(
+            err.contains(
+                "`sizer.mult1` is not an option milabench reads (did you mean `sizer.mult`?)"
+            ),
+            "{err}"
+        );
+        assert!(err.contains("sizer.auto, sizer.batch_size"), "{err}");
+        let block = multirun("runs: [{name: 'w{cpu.workers}', matrix: {cpu.workers: [1, 2]}}]");
+        let err = expand_multirun(&block, "s", 0).unwrap_err().to_string();
+        assert!(err.contains("`cpu.workers`"), "{err}");
+        assert!(err.contains("cpu.n_workers"), "{err}");
+        // Other groups are set as written (the Python tool's `apply_system`).
+        let block = multirun("runs: [{name: 'x{other.key}', matrix: {other.key: [1, 2]}}]");
+        assert_eq!(expand_multirun(&block, "s", 0).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_sweep_past_the_bound_is_refused_before_its_runs_are_built() {
+        let values = format!(
+            "[{}]",
+            (1..=100)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let axes: Vec<Axis> = ["a", "b", "c", "d"]
+            .iter()
+            .map(|k| Axis::parse(&format!("x.argv.--{k}={values}")).unwrap())
+            .collect();
+        let err = expand_axes(&axes, "huge", 0).unwrap_err();
+        assert_eq!(
+            err,
+            SweepError::TooLarge {
+                count: "100000000".into()
+            }
+        );
+        assert!(
+            err.to_string()
+                .contains("more than the 10000 one sweep may have"),
+            "{err}"
+        );
+        assert_eq!(expand_axes(&axes[..2], "ok", 0).unwrap().len(), 10_000);
+        // 64 axes of 2 values: more runs than a number holds.
+        let axes: Vec<Axis> = (0..64)
+            .map(|k| Axis::parse(&format!("x.argv.--k{k}=[1,2]")).unwrap())
+            .collect();
+        assert!(matches!(
+            expand_axes(&axes, "huge", 0),
+            Err(SweepError::TooLarge { .. })
+        ));
+        let block = multirun(&format!(
+            "runs: [{{name: 'a{{sizer.add}}{{sizer.mult}}', matrix: {{sizer.add: {values}, sizer.mult: {values}}}}}, \
+             {{name: 'b{{sizer.add}}', matrix: {{sizer.add: [1]}}}}]"
+        ));
+        assert_eq!(
+            expand_multirun(&block, "s", 0).unwrap_err(),
+            SweepError::TooLarge {
+                count: "10001".into()
+            }
+        );
+    }
+
+    #[test]
     fn a_sweep_file_without_a_sweep_name_is_read_as_the_default_sweep() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(read_sweep_file(dir.path()), None);
@@ -498,6 +711,10 @@ runs:
         )
         .unwrap();
         let run = read_sweep_file(dir.path()).unwrap();
+        std::fs::write(dir.path().join(SWEEP_FILE), "{\"name\": ").unwrap();
+        assert_eq!(read_sweep_file(dir.path()), None);
+        let err = load_sweep_file(dir.path()).unwrap_err();
+        assert!(err.contains("sweep.json is not a run of a sweep"), "{err}");
         assert_eq!(run.sweep, DEFAULT_SWEEP_NAME);
         assert_eq!(run.point(), ["sizer.mult=2"]);
     }

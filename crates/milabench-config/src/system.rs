@@ -15,6 +15,7 @@ use camino::Utf8PathBuf;
 
 use crate::error::ConfigError;
 use crate::merge::merge;
+use crate::settings::options::is_memory_size;
 use crate::value::{Map, Node, Value};
 use crate::yaml;
 
@@ -199,6 +200,24 @@ impl ResolvedSystem {
                 ));
             }
         };
+        if let Some(capacity) = tree
+            .get("gpu")
+            .and_then(|g| g.get("capacity"))
+            .filter(|c| !matches!(c.value, Value::Null))
+        {
+            let valid = matches!(&capacity.value, Value::Str(text) if is_memory_size(text));
+            if !valid {
+                return Err(ConfigError::shape(
+                    capacity.location.clone(),
+                    format!(
+                        "`gpu.capacity` of the system is {} (`{}`), not a memory size above 0",
+                        capacity.kind(),
+                        capacity.python_str()
+                    ),
+                    "write the memory of one GPU with its unit, such as `gpu: {capacity: 81920 MiB}`, or leave it out to use what is detected",
+                ));
+            }
+        }
         let nodes = match tree.get("nodes").map(|n| &n.value) {
             Some(Value::Seq(items)) => items.iter().filter_map(node_spec).collect(),
             _ => Vec::new(),
@@ -410,8 +429,10 @@ fn finish(tree: &mut Node, inputs: &SystemInputs) -> Result<(), ConfigError> {
             if g.get("count").is_none_or(|c| c.location.is_none()) {
                 g.insert("count".into(), Node::new(Value::Int(gpus.count as i64)));
             }
-            g.entry("capacity".into())
-                .or_insert_with(|| Node::str(format!("{} MiB", gpus.capacity_mib)));
+            if gpus.capacity_mib > 0 {
+                g.entry("capacity".into())
+                    .or_insert_with(|| Node::str(format!("{} MiB", gpus.capacity_mib)));
+            }
         }
     }
     if let Some(launch) = map.get("launch") {
@@ -655,6 +676,28 @@ mod tests {
             .expect_err("refused")
             .to_string();
         assert!(err.contains(":2:16: `gpu.count` of the system is"), "{err}");
+    }
+
+    #[test]
+    fn a_gpu_capacity_is_a_memory_size_located_when_it_is_not() {
+        for (capacity, kind) in [
+            ("lots", "a string (`lots`)"),
+            ("\"-5 GiB\"", "a string (`-5 GiB`)"),
+            ("0", "an integer (`0`)"),
+        ] {
+            let bad = load(&format!("system:\n  gpu: {{capacity: {capacity}}}\n")).expect("loads");
+            let err = ResolvedSystem::new(bad.tree)
+                .expect_err("refused")
+                .to_string();
+            assert!(
+                err.contains(&format!(
+                    ":2:19: `gpu.capacity` of the system is {kind}, not a memory size"
+                )),
+                "{err}"
+            );
+        }
+        let good = load("system:\n  gpu: {capacity: 40000 MiB}\n").expect("loads");
+        assert!(ResolvedSystem::new(good.tree).is_ok());
     }
 
     #[test]

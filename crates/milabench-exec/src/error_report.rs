@@ -25,6 +25,16 @@ pub fn error_line(err: &(dyn Error + 'static)) -> String {
     chain(err).collect::<Vec<_>>().join(": ")
 }
 
+/// Whether `err` or one of its causes is a closed pipe (`EPIPE`): whoever read this program's
+/// output stopped reading (`milabench resolve | head -1`). Both front ends end quietly with
+/// exit code 0 then, as `head`-friendly tools (ripgrep, ls) do: the output is not wanted.
+pub fn is_broken_pipe(err: &(dyn Error + 'static)) -> bool {
+    std::iter::successors(Some(err), |&e| e.source()).any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// The texts of `err` and of each of its causes, in order; a cause whose text is the same as
 /// the one before it (an error that shows its wrapped error as its own message) is left out.
 fn chain(err: &(dyn Error + 'static)) -> impl Iterator<Item = String> {
@@ -57,6 +67,16 @@ mod tests {
             message: message.to_string(),
             source,
         })
+    }
+
+    #[test]
+    fn a_closed_pipe_is_found_among_the_causes() {
+        let pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        let err = wrapped("could not write to stdout", Some(Box::new(pipe)));
+        assert!(is_broken_pipe(err.as_ref()));
+        let disk = std::io::Error::other("No space left on device");
+        let err = wrapped("could not write to stdout", Some(Box::new(disk)));
+        assert!(!is_broken_pipe(err.as_ref()));
     }
 
     #[test]

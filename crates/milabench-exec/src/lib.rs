@@ -67,7 +67,7 @@ mod tree;
 mod watchdog;
 
 pub use error::ExecError;
-pub use error_report::{error_line, error_report};
+pub use error_report::{error_line, error_report, is_broken_pipe};
 pub use exit_code::ExitCode;
 pub use helper::{HelperCommand, HelperError, HelperOutput};
 pub use interrupt::{CtrlC, Interrupt, TriggerHook, WatchedGroup, install_ctrl_c};

@@ -93,12 +93,8 @@ fn ratio(a: f64, a_ci: &Interval, b: f64, b_ci: &Interval) -> (f64, Interval) {
     (value, Interval::around(value, half))
 }
 
-/// Builds the sweep's report from the report of each of its runs (in order).
-pub fn build_sweep(inputs: &[SweepInput], reports: &[Report]) -> SweepReport {
-    let text = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
+/// The keys whose values differ between the runs of `inputs`, in the order first met.
+fn varying_keys(inputs: &[SweepInput]) -> Vec<&str> {
     let mut varying: Vec<&str> = Vec::new();
     for input in inputs {
         for (key, value) in &input.values {
@@ -110,6 +106,41 @@ pub fn build_sweep(inputs: &[SweepInput], reports: &[Report]) -> SweepReport {
             }
         }
     }
+    varying
+}
+
+/// What the points are and in which order, in words: the first line of the text report.
+fn description(sweep: &SweepReport) -> String {
+    let runs = match sweep.runs.len() {
+        1 => "1 run".to_string(),
+        n => format!("{n} runs"),
+    };
+    if sweep.axis == "run" {
+        format!(
+            "Sweep over {runs}, each point named by its run folder (`run`): no setting the runs recorded differs between them"
+        )
+    } else if sweep.numeric {
+        format!(
+            "Sweep of {} over {runs}, in order of {}",
+            sweep.axis, sweep.axis
+        )
+    } else {
+        format!(
+            "Sweep of {} over {runs}, in the order given (the points are ordered by value only when one numeric key varies)",
+            sweep.axis
+        )
+    }
+}
+
+/// Builds the sweep's report from the report of each of its runs (`reports[i]` of
+/// `inputs[i]`): the points in order of the swept value when one numeric key varies (a shell
+/// glob gives `bs16, bs32, bs8`), else in the order given.
+pub fn build_sweep(inputs: &[SweepInput], reports: &[Report]) -> SweepReport {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let varying = varying_keys(inputs);
     let value_of = |input: &SweepInput, key: &str| {
         input
             .values
@@ -117,6 +148,24 @@ pub fn build_sweep(inputs: &[SweepInput], reports: &[Report]) -> SweepReport {
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.clone())
     };
+    let numbers: Option<Vec<f64>> = match varying.as_slice() {
+        [key] => inputs
+            .iter()
+            .map(|input| value_of(input, key).and_then(|v| v.as_f64()))
+            .collect(),
+        _ => None,
+    };
+    let mut order: Vec<usize> = (0..inputs.len()).collect();
+    if let Some(numbers) = &numbers {
+        order.sort_by(|&a, &b| numbers[a].total_cmp(&numbers[b]));
+    }
+    let numeric = numbers.is_some();
+    let x: Vec<f64> = match &numbers {
+        Some(numbers) => order.iter().map(|&i| numbers[i]).collect(),
+        None => (1..=inputs.len()).map(|i| i as f64).collect(),
+    };
+    let inputs: Vec<&SweepInput> = order.iter().map(|&i| &inputs[i]).collect();
+    let reports: Vec<&Report> = order.iter().map(|&i| &reports[i]).collect();
     let labels: Vec<String> = inputs
         .iter()
         .map(|input| {
@@ -135,17 +184,8 @@ pub fn build_sweep(inputs: &[SweepInput], reports: &[Report]) -> SweepReport {
                 .join(" ")
         })
         .collect();
-    let numbers: Option<Vec<f64>> = match varying.as_slice() {
-        [key] => inputs
-            .iter()
-            .map(|input| value_of(input, key).and_then(|v| v.as_f64()))
-            .collect(),
-        _ => None,
-    };
-    let numeric = numbers.is_some();
-    let x = numbers.unwrap_or_else(|| (1..=inputs.len()).map(|i| i as f64).collect());
     let mut benches: Vec<&str> = Vec::new();
-    for report in reports {
+    for report in &reports {
         for row in &report.rows {
             if !benches.contains(&row.name.as_str()) {
                 benches.push(&row.name);
@@ -263,7 +303,7 @@ fn with_ci(value: f64, ci: &Interval, decimals: usize) -> String {
 
 /// The sweep's report as text: a table per benchmark.
 pub fn render_sweep_text(sweep: &SweepReport) -> String {
-    let mut out = format!("Sweep of {} over {} runs\n", sweep.axis, sweep.runs.len());
+    let mut out = description(sweep) + "\n";
     for curve in &sweep.curves {
         let _ = writeln!(out, "\n{}", curve.bench);
         let header = [
@@ -344,9 +384,8 @@ pub fn render_sweep_csv(sweep: &SweepReport) -> String {
 /// The sweep's report as Markdown: a table per benchmark, the best point in bold.
 pub fn render_sweep_markdown(sweep: &SweepReport) -> String {
     let mut out = format!(
-        "# Sweep of {}\n\n{} runs, {} benchmarks; ± is the half-width of the 95% interval; speed-up and efficiency are against the first point.\n",
-        markdown_text(&sweep.axis),
-        sweep.runs.len(),
+        "# Sweep results\n\n{}; {} benchmarks; ± is the half-width of the 95% interval; speed-up and efficiency are against the first point.\n",
+        markdown_text(&description(sweep)),
         sweep.curves.len()
     );
     for curve in &sweep.curves {
@@ -386,12 +425,8 @@ pub fn render_sweep_json(sweep: &SweepReport) -> String {
 pub fn render_sweep_html(sweep: &SweepReport) -> String {
     let mut page = Page::new("Sweep results");
     page.push(&headline(
-        &format!("Sweep of {}", sweep.axis),
-        &format!(
-            "{} runs, {} benchmarks",
-            sweep.runs.len(),
-            sweep.curves.len()
-        ),
+        "Sweep results",
+        &format!("{}; {} benchmarks", description(sweep), sweep.curves.len()),
         &sweep
             .labels
             .iter()
@@ -599,6 +634,42 @@ mod tests {
     }
 
     #[test]
+    fn points_given_out_of_order_are_ordered_by_the_swept_value() {
+        // A shell glob's order: rs-batch-size16, rs-batch-size32, rs-batch-size8.
+        let inputs = [input("g2", 2), input("g4", 4), input("g1", 1)];
+        let reports = [
+            report(&[("resnet50", 180.0, 0.0)]),
+            report(&[("resnet50", 320.0, 0.0)]),
+            report(&[("resnet50", 100.0, 0.0)]),
+        ];
+        let sweep = build_sweep(&inputs, &reports);
+        assert_eq!(sweep.runs, ["g1", "g2", "g4"]);
+        assert_eq!(sweep.x, [1.0, 2.0, 4.0]);
+        let rates: Vec<f64> = sweep.curves[0].cells.iter().map(|c| c.rate).collect();
+        assert_eq!(rates, [100.0, 180.0, 320.0]);
+        assert!((sweep.curves[0].cells[2].efficiency - 0.8).abs() < 1e-12);
+        assert!(render_sweep_text(&sweep).starts_with(
+            "Sweep of resnet50.num_gpus over 3 runs, in order of resnet50.num_gpus\n"
+        ));
+    }
+
+    #[test]
+    fn one_run_without_settings_is_one_point_named_by_its_folder() {
+        let inputs = [SweepInput {
+            run: "base/runs/plain".into(),
+            values: Vec::new(),
+        }];
+        let sweep = build_sweep(&inputs, &[report(&[("x", 10.0, 1.0)])]);
+        assert_eq!(sweep.axis, "run");
+        let text = render_sweep_text(&sweep);
+        assert!(
+            text.starts_with("Sweep over 1 run, each point named by its run folder (`run`): no setting the runs recorded differs between them\n"),
+            "{text}"
+        );
+        assert!(text.contains("base/runs/plain *"), "{text}");
+    }
+
+    #[test]
     fn a_missing_benchmark_and_a_non_numeric_axis() {
         let inputs = [
             SweepInput {
@@ -623,5 +694,10 @@ mod tests {
         assert_eq!(sweep.curves[1].best, Some(0));
         let json = render_sweep_json(&sweep);
         assert!(json.contains("\"rate\": null"), "{json}");
+        assert!(
+            render_sweep_text(&sweep).starts_with(
+                "Sweep of sizer.capacity over 2 runs, in the order given (the points are ordered by value only when one numeric key varies)\n"
+            )
+        );
     }
 }

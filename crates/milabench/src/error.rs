@@ -56,6 +56,15 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// A run of a sweep cannot start: its name or one of its settings is refused. Found before
+    /// the sweep's first run, for every run.
+    #[error("sweep run `{run}` cannot start; nothing of the sweep ran")]
+    SweepRun {
+        /// The run's name.
+        run: String,
+        /// Why.
+        source: Box<Error>,
+    },
     /// A benchmark cannot be planned.
     #[error(transparent)]
     Plan(#[from] milabench_plan::PlanError),
@@ -220,6 +229,7 @@ impl Error {
             | Error::Read { .. }
             | Error::Write { .. }
             | Error::System(_) => ExitCode::Internal,
+            Error::SweepRun { source, .. } => source.exit_code(),
             Error::Env(e) => e.exit_code(),
             Error::Exec(e) => e.exit_code(),
             Error::Scaling(e) => ExitCode::bad_input_or_internal(e.is_bad_input()),

@@ -3,7 +3,7 @@
 
 use milabench_cluster::slurm::Allocation;
 use milabench_config::settings::env_vars::MILABENCH_SIZER_AUTO;
-use milabench_config::settings::options::{OptionSource, SizerOptions};
+use milabench_config::settings::options::{CpuOptions, OptionSource, SizerOptions};
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_config::suite::{Suite, SuiteRequest, resolve_suite};
 use milabench_config::system::{DetectedGpus, SystemInputs, SystemSource};
@@ -186,6 +186,28 @@ impl Resolved {
         } else {
             (0..count).map(|i| PlanGpu::index(i.to_string())).collect()
         }
+    }
+
+    /// Checks the settings that planning reads, without planning: the time limit of every
+    /// benchmark that runs and the system's `cpu.*` and `sizer.*` options, so that `milabench
+    /// resolve` refuses what `milabench run` would.
+    pub fn check_settings(&self) -> Result<(), Error> {
+        for bench in self.suite.runnable() {
+            bench
+                .max_duration
+                .clone()
+                .map_err(milabench_plan::PlanError::from)?;
+        }
+        let options = self
+            .suite
+            .system
+            .tree
+            .get("options")
+            .map(milabench_config::Node::to_json);
+        let source = OptionSource::new(&self.host.env, options.as_ref());
+        CpuOptions::read(&source)?;
+        SizerOptions::read(&source)?;
+        Ok(())
     }
 
     /// Checks, before anything is installed, prepared or run, that the selection keeps at

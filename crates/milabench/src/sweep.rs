@@ -8,17 +8,20 @@
 //! `<base>/multirun.cache`. A run is finished when it ended, failed or not; an interrupted
 //! run is not.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use milabench_config::settings::options::OptionSource;
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_config::sweep::{Axis, expand_axes, expand_multirun};
-pub use milabench_config::sweep::{SWEEP_FILE, SweepError, SweepRun, read_sweep_file};
+pub use milabench_config::sweep::{
+    SWEEP_FILE, SweepError, SweepRun, load_sweep_file, read_sweep_file,
+};
 use serde_json::Value as Json;
 
 use crate::error::Error;
+use crate::resolve::Selection;
 
 /// The record's file when no option names one, under the base.
 pub const DEFAULT_RECORD: &str = "multirun.cache";
@@ -76,6 +79,50 @@ pub fn sweep_of(
             PathBuf::from,
         );
     Ok(Some(Sweep { runs, record }))
+}
+
+/// Checks every run of `runs` before the first one starts (and for `--dry-run`): its name is
+/// a run folder's name, and the suite resolves with each of its settings over `selection`,
+/// with the typed checks a run applies. Each distinct setting (`key=value`) is resolved once,
+/// not each run: a setting's problem does not depend on the others.
+pub fn check_runs(
+    settings: &Settings,
+    env: &EnvVars,
+    selection: &Selection,
+    runs: &[SweepRun],
+) -> Result<(), Error> {
+    let now = jiff::Zoned::now().datetime();
+    let mut rng = fastrand::Rng::new();
+    let refused = |run: &SweepRun, source: Error| Error::SweepRun {
+        run: run.name.clone(),
+        source: Box::new(source),
+    };
+    for run in runs {
+        milabench_config::run_name::resolve(Some(&run.name), &now, &mut rng)
+            .map_err(|e| refused(run, e.into()))?;
+    }
+    let mut checked: HashSet<String> = HashSet::new();
+    for run in runs {
+        let overrides = run.overrides.iter().map(|o| (o.clone(), None));
+        let options = run
+            .options
+            .iter()
+            .map(|(key, value)| (format!("{key}={value}"), Some((key, value))));
+        for (setting, option) in overrides.chain(options) {
+            if !checked.insert(setting.clone()) {
+                continue;
+            }
+            let mut one = selection.clone();
+            match option {
+                Some((key, value)) => one.options.push((key.clone(), value.clone())),
+                None => one.overrides.push(setting),
+            }
+            crate::resolve::resolve(settings, &one, env)
+                .and_then(|resolved| resolved.check_settings())
+                .map_err(|e| refused(run, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// The finished runs of a sweep, read from its record and added to as runs end.
@@ -156,6 +203,47 @@ fn first_part(name: &str) -> &str {
     name.split('.').next().unwrap_or(name)
 }
 
+/// The folder of each run of `runs` under `runs_dir`, in the sweep's order, leaving out the
+/// runs that have none: the folder of its name, else one whose [`SWEEP_FILE`] says it holds
+/// that run of that sweep (a run finished by an earlier invocation, whose name may hold
+/// another `{time}`; the latest written when there are several).
+pub fn run_folders(runs_dir: &Path, runs: &[SweepRun]) -> Vec<PathBuf> {
+    let mut earlier: HashMap<(&str, &str), (std::time::SystemTime, PathBuf)> = HashMap::new();
+    let keys: HashMap<(&str, &str), &SweepRun> = runs
+        .iter()
+        .map(|r| ((r.sweep.as_str(), r.key.as_str()), r))
+        .collect();
+    for entry in std::fs::read_dir(runs_dir).into_iter().flatten().flatten() {
+        let dir = entry.path();
+        let Some(found) = read_sweep_file(&dir) else {
+            continue;
+        };
+        let Some(run) = keys.get(&(found.sweep.as_str(), found.key.as_str())) else {
+            continue;
+        };
+        let written = std::fs::metadata(dir.join(SWEEP_FILE))
+            .and_then(|m| m.modified())
+            .unwrap_or(std::time::UNIX_EPOCH);
+        let slot = earlier
+            .entry((run.sweep.as_str(), run.key.as_str()))
+            .or_insert((written, dir.clone()));
+        if written > slot.0 {
+            *slot = (written, dir);
+        }
+    }
+    runs.iter()
+        .filter_map(|run| {
+            let own = runs_dir.join(&run.name);
+            if own.is_dir() {
+                return Some(own);
+            }
+            earlier
+                .get(&(run.sweep.as_str(), run.key.as_str()))
+                .map(|(_, dir)| dir.clone())
+        })
+        .collect()
+}
+
 /// Writes `run` to [`SWEEP_FILE`] in the run folder `dir`.
 pub fn write_sweep_file(dir: &Path, run: &SweepRun) -> Result<(), Error> {
     let path = dir.join(SWEEP_FILE);
@@ -195,6 +283,32 @@ mod tests {
         assert_eq!(
             line,
             "{\"name\":\"bs2.100\",\"key\":\"bs2.{time}\",\"run\":{\"sizer.mult\":2}}\n"
+        );
+    }
+
+    #[test]
+    fn the_folders_of_a_sweep_include_those_of_earlier_invocations() {
+        let dir = tempfile::tempdir().unwrap();
+        // Yesterday's runs of `bs` at points 2 and 4, and a run of another sweep.
+        let yesterday = [run("bs2.100", "bs2.{time}"), run("bs4.100", "bs4.{time}")];
+        for old in &yesterday {
+            std::fs::create_dir(dir.path().join(&old.name)).unwrap();
+            write_sweep_file(&dir.path().join(&old.name), old).unwrap();
+        }
+        let mut other = run("bs8.100", "bs8.{time}");
+        other.sweep = "other".into();
+        std::fs::create_dir(dir.path().join("bs8.100")).unwrap();
+        write_sweep_file(&dir.path().join("bs8.100"), &other).unwrap();
+        // Today point 4 ran again, point 8 did not run.
+        let today = [
+            run("bs2.200", "bs2.{time}"),
+            run("bs4.200", "bs4.{time}"),
+            run("bs8.200", "bs8.{time}"),
+        ];
+        std::fs::create_dir(dir.path().join("bs4.200")).unwrap();
+        assert_eq!(
+            run_folders(dir.path(), &today),
+            [dir.path().join("bs2.100"), dir.path().join("bs4.200")]
         );
     }
 

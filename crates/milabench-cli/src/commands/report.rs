@@ -82,15 +82,38 @@ fn sweep(
     suite: Option<&[SuiteEntry]>,
 ) -> anyhow::Result<ExitCode> {
     let runs = crate::database::resolve_runs(global, &args.sweep)?;
+    let mut sweeps: Vec<String> = Vec::new();
     let inputs: Vec<SweepInput> = runs
         .iter()
-        .map(|run| SweepInput {
-            run: run.clone(),
-            values: milabench::sweep::read_sweep_file(std::path::Path::new(run))
-                .map(|r| r.values)
-                .unwrap_or_default(),
+        .map(|run| {
+            let values = match milabench::sweep::load_sweep_file(std::path::Path::new(run)) {
+                Ok(Some(point)) => {
+                    if !sweeps.contains(&point.sweep) {
+                        sweeps.push(point.sweep);
+                    }
+                    point.values
+                }
+                Ok(None) => Vec::new(),
+                Err(problem) => {
+                    warn(&format!(
+                        "{problem}; the run is reported as a point without settings\n  fix: restore the file from the run, or leave the folder out"
+                    ));
+                    Vec::new()
+                }
+            };
+            SweepInput {
+                run: run.clone(),
+                values,
+            }
         })
         .collect();
+    if sweeps.len() > 1 {
+        warn(&format!(
+            "the runs are points of {} different sweeps ({}): their points are compared as one sweep's\n  fix: report the folders of one sweep at a time (`milabench history --sweep NAME` lists a sweep's runs)",
+            sweeps.len(),
+            sweeps.join(", ")
+        ));
+    }
     let sweep = report_sweep(&inputs, suite)?;
     let text = match args.format {
         ReportFormat::Text => render_sweep_text(&sweep),

@@ -36,6 +36,7 @@ pub fn run(global: &GlobalArgs, args: &ResolveArgs) -> anyhow::Result<ExitCode> 
     let env = EnvVars::from_process();
     let settings = load_suite_settings(global, &args.suite, Default::default(), &env)?;
     let resolved = milabench::resolve(&settings, &args.suite.selection(), &env)?;
+    resolved.check_settings()?;
     for warning in &resolved.suite.warnings {
         crate::output::warn(warning);
     }

@@ -51,6 +51,7 @@ const INT_EXPECTED: &str = "a non-negative integer";
 const SIGNED_EXPECTED: &str = "an integer";
 const FLOAT_EXPECTED: &str = "a number";
 const STRING_EXPECTED: &str = "a string";
+const MEMORY_EXPECTED: &str = "a memory size above 0 with its unit, such as `80 GiB`, or `All`";
 
 impl<'a> OptionSource<'a> {
     /// `system_options` is the `system.options` mapping of the system file, if any.
@@ -144,6 +145,54 @@ impl<'a> OptionSource<'a> {
             },
         )
     }
+
+    /// Memory-size option: `All`, or a size above 0 with its unit (`80 GiB`, `64Go`).
+    pub fn memory_size(&self, option: &str) -> Result<Option<String>, OptionError> {
+        self.read(
+            option,
+            MEMORY_EXPECTED,
+            |s| (s == "All" || is_memory_size(s)).then(|| s.to_string()),
+            |_| None,
+        )
+    }
+}
+
+/// The `cpu.*` options [`CpuOptions::read`] reads, without their group.
+pub const CPU_OPTIONS: &[&str] = &[
+    "enabled",
+    "total_count",
+    "max",
+    "min",
+    "reserved_cores",
+    "n_workers",
+];
+
+/// The `sizer.*` options [`SizerOptions::read`] reads, without their group.
+pub const SIZER_OPTIONS: &[&str] = &[
+    "auto",
+    "batch_size",
+    "add",
+    "mult",
+    "multiple",
+    "power",
+    "optimized",
+    "capacity",
+    "save",
+    "config",
+];
+
+/// The options of `group` (`cpu`, `sizer`), or `None` for a group milabench does not read.
+pub fn known_options(group: &str) -> Option<&'static [&'static str]> {
+    match group {
+        "cpu" => Some(CPU_OPTIONS),
+        "sizer" => Some(SIZER_OPTIONS),
+        _ => None,
+    }
+}
+
+/// Whether `text` is a memory size above 0 with a unit the sizer knows (`80 GiB`, `64Go`).
+pub fn is_memory_size(text: &str) -> bool {
+    crate::placeholders::sizer::to_bytes(text).is_some_and(|bytes| bytes > 0.0)
 }
 
 fn usize_of(v: Option<u64>) -> Option<usize> {
@@ -249,7 +298,7 @@ impl SizerOptions {
             multiple: src.count("sizer.multiple")?.or(d.multiple),
             power: src.count("sizer.power")?,
             optimized: src.bool("sizer.optimized")?.unwrap_or(d.optimized),
-            capacity: src.string("sizer.capacity")?,
+            capacity: src.memory_size("sizer.capacity")?,
             save: src.string("sizer.save")?,
             config: src.string("sizer.config")?,
         })
@@ -361,6 +410,54 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("system.options.sizer.auto"), "{msg}");
         assert!(msg.contains("MILABENCH_SIZER_AUTO"), "{msg}");
+    }
+
+    #[test]
+    fn every_known_option_is_read() {
+        let env = EnvVars::default();
+        for (group, names) in [("cpu", CPU_OPTIONS), ("sizer", SIZER_OPTIONS)] {
+            for name in names {
+                // A list fits no option's type: reading it fails exactly when it is read.
+                let opts = json!({group: {*name: [1]}});
+                let src = OptionSource::new(&env, Some(&opts));
+                let read = match group {
+                    "cpu" => CpuOptions::read(&src).err(),
+                    _ => SizerOptions::read(&src).err(),
+                };
+                assert!(read.is_some(), "{group}.{name} is listed but not read");
+            }
+        }
+        assert_eq!(known_options("gpu"), None);
+    }
+
+    #[test]
+    fn a_capacity_is_a_memory_size_or_all() {
+        let env = EnvVars::from_pairs([("MILABENCH_SIZER_CAPACITY", "lots")]);
+        let err = SizerOptions::read(&OptionSource::new(&env, None)).unwrap_err();
+        assert!(
+            err.to_string().starts_with("environment variable MILABENCH_SIZER_CAPACITY=\"lots\" is invalid: expected a memory size"),
+            "{err}"
+        );
+        let env = EnvVars::default();
+        for bad in [
+            json!("-5 GiB"),
+            json!("0"),
+            json!("lots"),
+            json!(0),
+            json!("5 parsecs"),
+        ] {
+            let opts = json!({"sizer": {"capacity": bad}});
+            let err = SizerOptions::read(&OptionSource::new(&env, Some(&opts))).unwrap_err();
+            assert!(
+                err.to_string().contains("system.options.sizer.capacity"),
+                "{err}"
+            );
+        }
+        for good in ["All", "80 GiB", "64Go", "40000 MiB"] {
+            let opts = json!({"sizer": {"capacity": good}});
+            let sizer = SizerOptions::read(&OptionSource::new(&env, Some(&opts))).unwrap();
+            assert_eq!(sizer.capacity.as_deref(), Some(good));
+        }
     }
 
     #[test]

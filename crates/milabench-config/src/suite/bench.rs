@@ -115,7 +115,7 @@ impl ResolvedBench {
             None => Ok(Vec::new()),
         };
         Ok(ResolvedBench {
-            enabled: config.get("enabled").is_some_and(Node::is_truthy),
+            enabled: enabled(&name, &config)?,
             weight: weight(&name, &config)?,
             tags: tag_list(&config, &name)?,
             argv: rendered(config.get("argv"))?,
@@ -204,38 +204,79 @@ fn definition(name: &str, config: &Node) -> Result<Option<Utf8PathBuf>, ConfigEr
     }
 }
 
-/// `weight`: a number, 0 when absent. Refused otherwise: the report would count it as 0
-/// without a word.
+/// `weight`: a finite number at least 0, 0 when absent. Refused otherwise: the report would
+/// count a word as 0 without a word, and a negative or NaN weight would turn the score around
+/// or make it NaN.
 fn weight(name: &str, config: &Node) -> Result<f64, ConfigError> {
-    match config.get("weight") {
-        Some(Node {
-            value: Value::Int(i),
-            ..
-        }) => Ok(*i as f64),
-        Some(Node {
-            value: Value::Float(x),
-            ..
-        }) => Ok(*x),
-        Some(Node {
-            value: Value::Null, ..
-        })
-        | None => Ok(0.0),
-        Some(other) => Err(ConfigError::shape(
-            other.location.clone(),
+    let Some(node) = config
+        .get("weight")
+        .filter(|node| !matches!(node.value, Value::Null))
+    else {
+        return Ok(0.0);
+    };
+    match node.value {
+        Value::Int(i) if i >= 0 => Ok(i as f64),
+        Value::Float(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(ConfigError::shape(
+            node.location.clone(),
             format!(
-                "`weight` of `{name}` is {} (`{}`), not a number",
-                other.kind(),
-                other.python_str()
+                "`weight` of `{name}` is {} (`{}`), not a number at least 0",
+                node.kind(),
+                node.python_str()
             ),
             "write a number, such as `weight: 1` (`weight: 0` leaves the benchmark out of the score)",
         )),
     }
 }
 
-/// `plan`: `per_gpu` when absent.
+/// `enabled`: `true` or `false`, false when absent or `null`. Refused otherwise: Python's
+/// truthiness would enable `enabled: 'false'` and `enabled: maybe`.
+fn enabled(name: &str, config: &Node) -> Result<bool, ConfigError> {
+    match config.get("enabled") {
+        None
+        | Some(Node {
+            value: Value::Null, ..
+        }) => Ok(false),
+        Some(Node {
+            value: Value::Bool(enabled),
+            ..
+        }) => Ok(*enabled),
+        Some(other) => Err(ConfigError::shape(
+            other.location.clone(),
+            format!(
+                "`enabled` of `{name}` is {} (`{}`), not true or false",
+                other.kind(),
+                other.python_str()
+            ),
+            "write `enabled: true` or `enabled: false`, without quotes",
+        )),
+    }
+}
+
+/// `plan`: a mapping, `per_gpu` when absent or `null`.
 fn plan(name: &str, config: &Node) -> Result<PlanMethod, ConfigError> {
-    let Some(plan) = config.get("plan") else {
-        return Ok(PlanMethod::PerGpu);
+    let plan = match config.get("plan") {
+        None
+        | Some(Node {
+            value: Value::Null, ..
+        }) => return Ok(PlanMethod::PerGpu),
+        Some(
+            plan @ Node {
+                value: Value::Map(_),
+                ..
+            },
+        ) => plan,
+        Some(other) => {
+            return Err(ConfigError::shape(
+                other.location.clone(),
+                format!(
+                    "`plan` of `{name}` is {} (`{}`), not a mapping",
+                    other.kind(),
+                    other.python_str()
+                ),
+                "write `plan: {method: per_gpu}` or `plan: {method: njobs, n: 2}`",
+            ));
+        }
     };
     let method = plan
         .get("method")
@@ -373,6 +414,30 @@ mod tests {
     fn a_malformed_field_is_reported_with_its_location() {
         for (text, expected) in [
             ("{weight: heavy}", "suite.yaml:1:10: `weight` of `b` is"),
+            (
+                "{plan: njobs}",
+                "suite.yaml:1:8: `plan` of `b` is a string (`njobs`), not a mapping",
+            ),
+            (
+                "{enabled: maybe}",
+                "suite.yaml:1:11: `enabled` of `b` is a string (`maybe`), not true or false",
+            ),
+            (
+                "{enabled: 'false'}",
+                "suite.yaml:1:11: `enabled` of `b` is a string (`false`), not true or false",
+            ),
+            (
+                "{weight: -1}",
+                "suite.yaml:1:10: `weight` of `b` is an integer (`-1`), not a number at least 0",
+            ),
+            (
+                "{weight: .nan}",
+                "suite.yaml:1:10: `weight` of `b` is a float",
+            ),
+            (
+                "{weight: -.inf}",
+                "suite.yaml:1:10: `weight` of `b` is a float",
+            ),
             (
                 "{plan: {method: spread}}",
                 "suite.yaml:1:8: `b` has unknown plan method `spread`",

@@ -27,13 +27,13 @@ pub fn run(
             sweep.record.display()
         );
     }
+    milabench::sweep::check_runs(&settings, &env, &args.suite.selection(), &sweep.runs)?;
     let mut record = SweepRecord::open(&sweep.record)?;
     if args.dry_run.is_some() {
         return dry_run(&sweep, &record);
     }
     let total = sweep.runs.len();
     let mut worst = ExitCode::Success;
-    let mut folders = Vec::new();
     for (index, run) in sweep.runs.iter().enumerate() {
         if record.is_done(run) {
             note(&format!(
@@ -64,16 +64,17 @@ pub fn run(
         }
         if ran {
             record.mark_done(run)?;
-            folders.push(settings.layout().runs.join(&run.name));
         }
         worst = worst.worst(code);
     }
+    // Every folder of the sweep, those of runs finished by earlier invocations too.
+    let folders = milabench::sweep::run_folders(settings.layout().runs.as_std_path(), &sweep.runs);
     if !folders.is_empty() {
         note(&format!(
             "sweep done; its curves: milabench report --sweep {}",
             folders
                 .iter()
-                .map(|f| f.as_str())
+                .map(|f| f.display().to_string())
                 .collect::<Vec<_>>()
                 .join(" ")
         ));
