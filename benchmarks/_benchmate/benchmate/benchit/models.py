@@ -374,7 +374,7 @@ class Events:
 
     def first_call_done(self, call: Any) -> None:
         """Build and benchmark the invocation, with torch unpatched, after its real forward."""
-        from benchmate.benchit.build import export_torch, graph_values
+        from benchmate.benchit.build import call_values, export_torch
         from benchmate.benchit.runtimes import inference_mode_of
 
         if call.record.framework == "keras":
@@ -391,7 +391,7 @@ class Events:
                                 exporter)
 
         with self.session.discovery.paused(), inference_mode_of(module):
-            tensors = _numpy_inputs(graph_values(module, args, kwargs, exporter))
+            tensors = _numpy_inputs(call_values(module, args, kwargs))
             carry_out(self.protocol, Work(call.record.model_hash, call.invocation.invocation_hash,
                                           call.plan, source, (module, args, kwargs), tensors))
 
