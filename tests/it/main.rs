@@ -19,3 +19,4 @@ mod store;
 mod sweep;
 mod sysinfo;
 mod upstream;
+mod verdicts;

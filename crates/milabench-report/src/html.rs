@@ -716,7 +716,7 @@ pub fn render_comparison_html(c: &Comparison) -> String {
         "About this page",
         &format!(
             "<p class=\"note\">{}</p>\n",
-            escape(&format!("A change is better or worse only when its 95% interval (batch means of each run's rates) leaves out 0 and it is larger than the threshold ({}); else the page says cannot tell. The interval sees the noise inside each run, the threshold how far another run of the same machine may land. Marked rows are worse, missing, failed or without a rate.", threshold_line(c)))
+            escape(&format!("A change is better or worse only when its 95% interval (batch means of each run's rates) leaves out 0 and it is larger than the threshold, here {}; else the page says cannot tell. The interval sees the noise inside each run, the threshold how far another run of the same machine may land. Marked rows are worse, missing, failed or without a rate.", threshold_line(c)))
         ),
     ));
     page.finish()

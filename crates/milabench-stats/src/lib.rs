@@ -791,6 +791,76 @@ mod tests {
         assert!(better + worse <= 50, "better {better}, worse {worse}");
     }
 
+    /// A run of `repeats` repeats of 100 AR(1) rates each, every repeat's level drifting by a
+    /// normal share `drift` of the mean, scaled by `factor`.
+    fn drifting_run(rng: &mut fastrand::Rng, repeats: usize, drift: f64, factor: f64) -> Vec<Vec<f64>> {
+        (0..repeats)
+            .map(|_| {
+                let level = 100.0 * (1.0 + drift * normal(rng)) * factor;
+                ar1(rng, 100, level, 0.5, 0.2)
+            })
+            .collect()
+    }
+
+    fn grouped(run: &[Vec<f64>]) -> Vec<Vec<&[f64]>> {
+        run.iter().map(|r| vec![r.as_slice()]).collect()
+    }
+
+    /// Issue 53: two runs of a machine whose level drifts between runs (by 1.5% here) each have
+    /// a narrow interval of their own, so that at a threshold of 0 most A/A pairs say better or
+    /// worse; the default noise floor says cannot tell for nearly all, and still sees a 10%
+    /// change.
+    #[test]
+    fn the_default_noise_floor_keeps_a_drifting_a_a_pair_from_crying_wolf() {
+        let mut rng = fastrand::Rng::with_seed(41);
+        let (mut wolf_at_zero, mut wolf, mut seen) = (0, 0, 0);
+        for _ in 0..1000 {
+            let a = Estimate::pooled(drifting_run(&mut rng, 1, 0.015, 1.0)[0].chunks(50));
+            let b = Estimate::pooled(drifting_run(&mut rng, 1, 0.015, 1.0)[0].chunks(50));
+            let slower = Estimate::pooled(drifting_run(&mut rng, 1, 0.015, 0.9)[0].chunks(50));
+            let told = |j: Judgement| usize::from(j != Judgement::CannotTell);
+            wolf_at_zero += told(judge(&a.change_to(&b), 0.0));
+            wolf += told(judge(&a.change_to(&b), DEFAULT_NOISE_FLOOR_PCT));
+            seen += usize::from(judge(&a.change_to(&slower), DEFAULT_NOISE_FLOOR_PCT) == Judgement::Worse);
+        }
+        assert!(wolf_at_zero > 500, "a threshold of 0 cried wolf {wolf_at_zero} times");
+        assert!(wolf <= 50, "the default floor cried wolf {wolf} times of 1000");
+        assert!(seen >= 950, "a 10% slowdown was seen {seen} times of 1000");
+    }
+
+    /// The floor measured from repeats holds the change of two runs of a drifting machine 95%
+    /// of the time (a prediction interval), whatever the drift, and grows with it.
+    #[test]
+    fn the_floor_from_repeats_holds_the_change_of_two_runs_of_the_machine() {
+        let mut rng = fastrand::Rng::with_seed(43);
+        for drift in [0.005, 0.05] {
+            let mut held = 0;
+            let mut floors = Vec::new();
+            for _ in 0..1000 {
+                let a = drifting_run(&mut rng, 3, drift, 1.0);
+                let b = drifting_run(&mut rng, 2, drift, 1.0);
+                let floor = repeat_noise_floor_pct(&grouped(&a), &grouped(&b)).unwrap();
+                let mean = |run: &[Vec<f64>]| Estimate::pooled(run.iter().map(Vec::as_slice)).mean;
+                let change = (mean(&b) / mean(&a) - 1.0) * 100.0;
+                held += usize::from(change.abs() <= floor);
+                floors.push(floor);
+            }
+            assert!((930..=970).contains(&held), "drift {drift}: held {held} of 1000");
+            floors.sort_by(f64::total_cmp);
+            let median = floors[500];
+            assert!(
+                median > 100.0 * drift && median < 1000.0 * drift,
+                "drift {drift}: median floor {median}%"
+            );
+        }
+        // Neither run with two repeats: nothing measured; one run with them is enough.
+        let single = drifting_run(&mut rng, 1, 0.01, 1.0);
+        let three = drifting_run(&mut rng, 3, 0.01, 1.0);
+        assert_eq!(repeat_noise_floor_pct(&grouped(&single), &grouped(&single)), None);
+        assert!(repeat_noise_floor_pct(&grouped(&single), &grouped(&three)).is_some());
+        assert_eq!(repeat_noise_floor_pct(&[], &grouped(&three)), None);
+    }
+
     #[test]
     fn an_estimate_rebuilt_from_its_interval_is_never_narrower() {
         let mut rng = fastrand::Rng::with_seed(23);
