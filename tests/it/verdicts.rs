@@ -63,7 +63,10 @@ fn compare(project: &Project, a: &str, b: &str, args: &[&str]) -> (Value, String
         assert_eq!(out.code, 0, "{}", out.stderr);
         out.stdout
     };
-    (serde_json::from_str(&compare("json")).unwrap(), compare("text"))
+    (
+        serde_json::from_str(&compare("json")).unwrap(),
+        compare("text"),
+    )
 }
 
 #[test]
@@ -78,7 +81,10 @@ fn an_a_a_pair_cannot_tell_and_a_real_change_still_can() {
     let (json, _) = compare(&project, "a", "b", &["--threshold", "0"]);
     let row = &json["rows"][0];
     assert_eq!(row["verdict"], "better", "{json:#}");
-    assert!((row["change_pct"].as_f64().unwrap() - 0.2).abs() < 0.05, "{json:#}");
+    assert!(
+        (row["change_pct"].as_f64().unwrap() - 0.2).abs() < 0.05,
+        "{json:#}"
+    );
     assert_eq!(
         (&json["threshold_pct"], &json["threshold_from"]),
         (&Value::from(0.0), &Value::from("option"))
@@ -113,10 +119,15 @@ fn repeats_that_spread_raise_the_threshold_and_say_so() {
     assert_eq!(row["threshold_from"], "repeats", "{json:#}");
     // t(0.975, 4 degrees of freedom) x 6% x sqrt(1/3 + 1/3), in percent.
     let floor = row["threshold_pct"].as_f64().unwrap();
-    assert!((floor - 2.776 * 6.0 * (2.0_f64 / 3.0).sqrt()).abs() < 0.1, "{floor}");
+    assert!(
+        (floor - 2.776 * 6.0 * (2.0_f64 / 3.0).sqrt()).abs() < 0.1,
+        "{floor}"
+    );
     let line = text.lines().find(|l| l.starts_with("steady")).unwrap();
     assert!(
-        line.ends_with(&format!("cannot tell (threshold {floor:.1}% from the repeats)")),
+        line.ends_with(&format!(
+            "cannot tell (threshold {floor:.1}%, measured from the repeats)"
+        )),
         "{text}"
     );
     // Given, --threshold is the threshold, repeats or not.
@@ -128,7 +139,11 @@ fn repeats_that_spread_raise_the_threshold_and_say_so() {
     let (json, _) = compare(&project, "p", "q", &[]);
     let row = &json["rows"][0];
     assert_eq!(
-        (&row["verdict"], &row["threshold_from"], &row["threshold_pct"]),
+        (
+            &row["verdict"],
+            &row["threshold_from"],
+            &row["threshold_pct"]
+        ),
         (
             &Value::from("cannot_tell"),
             &Value::from("default"),

@@ -642,9 +642,9 @@ pub struct CompareArgs {
     /// The smallest change that counts (`2%` or `2`): a change is better or worse only when
     /// its 95% interval leaves out 0 and it is larger than this, else "cannot tell". Without
     /// it, the noise floor (how far a second run of the same machine may land): 5%, or what
-    /// the repeats of runs made with `--repeat` measure when larger; the output says which. Given, it
-    /// also gates the exit status as `--fail-above 0` does: 1 for any worse, absent, failed
-    /// (and not in the baseline too) or rateless benchmark.
+    /// the repeats of runs made with `--repeat` measure when larger; the output says which.
+    /// Given, it also gates the exit status as `--fail-above 0` does: 1 for any worse, absent,
+    /// failed (and not in the baseline too) or rateless benchmark.
     #[arg(long, value_name = "PCT", value_parser = percentage)]
     pub threshold: Option<f64>,
     /// Output format.

@@ -121,9 +121,10 @@ impl CompareRow {
     pub fn verdict_text(&self) -> String {
         match self.threshold_from {
             Some(ThresholdOrigin::Repeats) => format!(
-                "{} (threshold {:.1}% from the repeats)",
+                "{} (threshold {:.1}%, {})",
                 self.verdict.as_str(),
-                self.threshold_pct
+                self.threshold_pct,
+                ThresholdOrigin::Repeats.as_str()
             ),
             _ => self.verdict.as_str().to_owned(),
         }

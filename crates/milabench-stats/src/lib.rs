@@ -793,7 +793,12 @@ mod tests {
 
     /// A run of `repeats` repeats of 100 AR(1) rates each, every repeat's level drifting by a
     /// normal share `drift` of the mean, scaled by `factor`.
-    fn drifting_run(rng: &mut fastrand::Rng, repeats: usize, drift: f64, factor: f64) -> Vec<Vec<f64>> {
+    fn drifting_run(
+        rng: &mut fastrand::Rng,
+        repeats: usize,
+        drift: f64,
+        factor: f64,
+    ) -> Vec<Vec<f64>> {
         (0..repeats)
             .map(|_| {
                 let level = 100.0 * (1.0 + drift * normal(rng)) * factor;
@@ -821,10 +826,18 @@ mod tests {
             let told = |j: Judgement| usize::from(j != Judgement::CannotTell);
             wolf_at_zero += told(judge(&a.change_to(&b), 0.0));
             wolf += told(judge(&a.change_to(&b), DEFAULT_NOISE_FLOOR_PCT));
-            seen += usize::from(judge(&a.change_to(&slower), DEFAULT_NOISE_FLOOR_PCT) == Judgement::Worse);
+            seen += usize::from(
+                judge(&a.change_to(&slower), DEFAULT_NOISE_FLOOR_PCT) == Judgement::Worse,
+            );
         }
-        assert!(wolf_at_zero > 500, "a threshold of 0 cried wolf {wolf_at_zero} times");
-        assert!(wolf <= 50, "the default floor cried wolf {wolf} times of 1000");
+        assert!(
+            wolf_at_zero > 500,
+            "a threshold of 0 cried wolf {wolf_at_zero} times"
+        );
+        assert!(
+            wolf <= 50,
+            "the default floor cried wolf {wolf} times of 1000"
+        );
         assert!(seen >= 950, "a 10% slowdown was seen {seen} times of 1000");
     }
 
@@ -845,7 +858,10 @@ mod tests {
                 held += usize::from(change.abs() <= floor);
                 floors.push(floor);
             }
-            assert!((930..=970).contains(&held), "drift {drift}: held {held} of 1000");
+            assert!(
+                (930..=970).contains(&held),
+                "drift {drift}: held {held} of 1000"
+            );
             floors.sort_by(f64::total_cmp);
             let median = floors[500];
             assert!(
@@ -856,7 +872,10 @@ mod tests {
         // Neither run with two repeats: nothing measured; one run with them is enough.
         let single = drifting_run(&mut rng, 1, 0.01, 1.0);
         let three = drifting_run(&mut rng, 3, 0.01, 1.0);
-        assert_eq!(repeat_noise_floor_pct(&grouped(&single), &grouped(&single)), None);
+        assert_eq!(
+            repeat_noise_floor_pct(&grouped(&single), &grouped(&single)),
+            None
+        );
         assert!(repeat_noise_floor_pct(&grouped(&single), &grouped(&three)).is_some());
         assert_eq!(repeat_noise_floor_pct(&[], &grouped(&three)), None);
     }
