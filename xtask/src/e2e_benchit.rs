@@ -3,7 +3,9 @@
 //! an example script on `ort` and `torch-eager` twice (the second call must reuse the build
 //! cache) and on `torch-compiled` (timed: `torch.compile` on the CPU), discovers every example of a folder with `--all`, runs benchmate's `benchmark_model`
 //! example twice (the Python API; the second call from the cache), benchmarks a script that
-//! imports torchvision with `--with torchvision` (an environment of its own), runs PARAM's simple-add
+//! imports torchvision with `--with torchvision` (an environment of its own), benchmarks the
+//! transformers and timm scripts with `--with transformers --with timm` and runs the worker's zoo
+//! pytest suite in that environment, runs PARAM's simple-add
 //! config through `benchit ops`, and runs the worker's pytest suites (the ones that need torch)
 //! in that environment. Then the same for Keras: a Keras example on `ort` (which builds the
 //! Keras environment, TensorFlow included) and the Keras pytest suite in that environment.
