@@ -138,7 +138,13 @@ fn compare_html_shows_the_verdicts_of_compare() {
     let json: Value = serde_json::from_str(&compare("json")).unwrap();
     let html = compare("html");
     for row in json["rows"].as_array().unwrap() {
-        let verdict = row["verdict"].as_str().unwrap().replace('_', " ");
+        let mut verdict = row["verdict"].as_str().unwrap().replace('_', " ");
+        // Both runs have two repeats: the threshold they measure is said beside the verdict.
+        assert_eq!(row["threshold_from"], "repeats");
+        let threshold = row["threshold_pct"].as_f64().unwrap();
+        verdict.push_str(&format!(
+            " (threshold {threshold:.1}%, measured from the repeats)"
+        ));
         let cell = format!("<td data-col=\"verdict\">{verdict}</td>");
         assert!(html.contains(&cell), "{cell}");
         let change = xtask::browser::table_numbers(&html, "changes-1");

@@ -20,3 +20,4 @@ mod store;
 mod sweep;
 mod sysinfo;
 mod upstream;
+mod verdicts;

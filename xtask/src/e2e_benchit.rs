@@ -3,7 +3,9 @@
 //! an example script on `ort` and `torch-eager` twice (the second call must reuse the build
 //! cache) and on `torch-compiled` (timed: `torch.compile` on the CPU), discovers every example of a folder with `--all`, runs benchmate's `benchmark_model`
 //! example twice (the Python API; the second call from the cache), benchmarks a script that
-//! imports torchvision with `--with torchvision` (an environment of its own), runs PARAM's simple-add
+//! imports torchvision with `--with torchvision` (an environment of its own), benchmarks the
+//! transformers and timm scripts with `--with transformers --with timm` and runs the worker's zoo
+//! pytest suite in that environment, runs PARAM's simple-add
 //! config through `benchit ops`, and runs the worker's pytest suites (the ones that need torch)
 //! in that environment. Then the same for Keras: a Keras example on `ort` (which builds the
 //! Keras environment, TensorFlow included) and the Keras pytest suite in that environment.
@@ -31,6 +33,14 @@ const OPS_CONFIG: &str = "benchmarks/opbench/configs/simple_add.json";
 const RUNTIMES: [&str; 2] = ["ort", "torch-eager"];
 /// A script importing a package benchit's environment lacks, run with `--with` it.
 const WITH_SCRIPT: &str = "benchmarks/benchit/extra/resnet18.py";
+/// Scripts of real model code (transformers and timm models built from their configurations),
+/// with the number of models each calls, run with `--with` the packages they import.
+const ZOO_SCRIPTS: [(&str, usize); 2] = [
+    ("benchmarks/benchit/extra/transformers_models.py", 3),
+    ("benchmarks/benchit/extra/timm_models.py", 2),
+];
+/// The packages the model zoo scripts import.
+const ZOO_PACKAGES: [&str; 2] = ["transformers", "timm"];
 /// The Keras example benchmarked end to end: a `Sequential` and a subclassed model.
 const KERAS_SCRIPT: &str = "benchmarks/benchit/keras_mlp.py";
 /// The model hashes of its two models (sha256 of their `summary()` text, MLAgility's hash).
@@ -132,6 +142,8 @@ pub fn flow(root: &Path, scratch: &Path) -> anyhow::Result<Vec<(&'static str, f6
     ));
     check_with(&report).with_context(|| format!("benchit --with torchvision: {report:#}"))?;
 
+    timings.extend(zoo_flow(root, &home, &bin, &benchit)?);
+
     let python = benchit::env::managed_python(
         camino::Utf8Path::from_path(&home).context("the scratch folder is not UTF-8")?,
     );
@@ -192,6 +204,74 @@ pub fn flow(root: &Path, scratch: &Path) -> anyhow::Result<Vec<(&'static str, f6
     timings.push(("benchit worker pytest", started.elapsed().as_secs_f64()));
     timings.extend(keras_flow(root, &home, &benchit)?);
     Ok(timings)
+}
+
+/// The model zoo step (issue 53): `benchit` benchmarks the transformers and timm scripts on
+/// `ort` and `torch-eager` in an environment `--with` their packages (BERT and RoBERTa are
+/// called with keyword arguments), then the zoo's pytest suite runs in that environment.
+fn zoo_flow(
+    root: &Path,
+    home: &Path,
+    bin: &Path,
+    benchit: &dyn Fn(&[&str]) -> Command,
+) -> anyhow::Result<Vec<(&'static str, f64)>> {
+    let mut args: Vec<&str> = ZOO_SCRIPTS.iter().map(|(script, _)| *script).collect();
+    for package in ZOO_PACKAGES {
+        args.extend(["--with", package]);
+    }
+    args.push("--runtime");
+    args.extend(RUNTIMES);
+    args.extend(["--warmup", "2", "--iterations", "10", "--format", "json"]);
+    let step = "benchit transformers and timm (--with)";
+    let started = Instant::now();
+    let report = json_output(&mut benchit(&args), step)?;
+    let mut timings = vec![(step, started.elapsed().as_secs_f64())];
+    check_zoo(&report).with_context(|| format!("{step}: {report:#}"))?;
+
+    let started = Instant::now();
+    let settings = benchit::env::EnvSettings {
+        home: camino::Utf8PathBuf::from_path_buf(home.to_path_buf())
+            .map_err(|_| anyhow::anyhow!("the scratch folder is not UTF-8"))?,
+        python: None,
+        worker: None,
+        arch: "cpu".to_owned(),
+        start: camino::Utf8PathBuf::from_path_buf(root.to_path_buf())
+            .map_err(|_| anyhow::anyhow!("the checkout is not UTF-8"))?,
+        keras: false,
+        with: ZOO_PACKAGES.iter().map(|p| (*p).to_owned()).collect(),
+    };
+    run_pytest(
+        root,
+        home,
+        bin,
+        settings.group_python().as_std_path(),
+        &["benchmarks/_benchmate/tests/test_benchit_zoo.py"],
+    )?;
+    timings.push(("benchit zoo pytest", started.elapsed().as_secs_f64()));
+    Ok(timings)
+}
+
+/// Every zoo script ran to its end and each of its models was timed on every runtime asked.
+fn check_zoo(report: &Value) -> anyhow::Result<()> {
+    let inputs = report["inputs"].as_array().context("no inputs")?;
+    ensure!(inputs.len() == ZOO_SCRIPTS.len(), "{} inputs", inputs.len());
+    for (input, (script, count)) in inputs.iter().zip(ZOO_SCRIPTS) {
+        ensure!(input["status"] == "done", "{script} did not finish");
+        let models = input["models"].as_array().context("no models")?;
+        ensure!(models.len() == count, "{script}: {} models", models.len());
+        for model in models {
+            let runtimes = model["invocations"][0]["build"]["runtimes"]
+                .as_array()
+                .with_context(|| format!("{script}: {} has no runtimes", model["class"]))?;
+            for wanted in RUNTIMES {
+                let ok = runtimes
+                    .iter()
+                    .any(|r| r["runtime"] == wanted && r["ok"] == true);
+                ensure!(ok, "{script}: {} not timed on {wanted}", model["class"]);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The Keras step: `benchit` benchmarks the Keras example on `ort` (building the Keras

@@ -464,9 +464,8 @@ def test_a_model_the_torchscript_exporter_fails_on_names_the_dynamo_exporter(
 
 def test_numbers_and_state_tuples_are_fed_to_ort_by_name(tmp_path: pathlib.Path) -> None:
     """The torchscript exporter turns a Python number (``scale=2.0``) into a scalar graph input
-    and a tuple of tensors into one input per item, and binds the defaults a call leaves out
-    (positional call or not); ONNX Runtime is fed each by its name (a float keyword argument failed
-    with "no captured input for ONNX input 'onnx::Cast_1'")."""
+    and a tuple of tensors into one input per item; ONNX Runtime is fed each by its name (a
+    float keyword argument failed with "no captured input for ONNX input 'onnx::Cast_1'")."""
     script = write_script(tmp_path, "scaled.py", """
         import torch
 
@@ -497,9 +496,9 @@ def test_numbers_and_state_tuples_are_fed_to_ort_by_name(tmp_path: pathlib.Path)
     assert [(b["runtime"], b["status"]) for b in benchmarks] == [("ort", "ok")] * 3, \
         [b.get("message") for b in benchmarks]
     inputs = sorted(sorted(info["inputs"]) for info in of_kind(events, "onnx_info"))
-    # Each call also gets the default `steps`, as the exporter binds it.
-    assert inputs == [["scale", "state.0", "state.1", "steps", "x"], ["scale", "steps", "x"],
-                      ["scale", "steps", "x"]]
+    # The graph takes what each call gave; the parameters a call left out keep their defaults
+    # inside the model, as in the script.
+    assert inputs == [["scale", "state.0", "state.1", "steps", "x"], ["scale", "x"], ["x"]]
 
 
 def test_a_missing_package_names_the_with_option(tmp_path: pathlib.Path,
@@ -635,6 +634,90 @@ def test_an_empty_stage_list_uses_the_cached_build(tmp_path: pathlib.Path) -> No
     (info,) = of_kind(events, "onnx_info")
     assert info["file"].endswith("-opt.onnx")
     assert [b["status"] for b in of_kind(events, "benchmark")] == ["ok"]
+
+
+def test_keyword_arguments_reach_the_exported_model_as_keywords(tmp_path: pathlib.Path) -> None:
+    """Issue 53: a model called with keyword arguments whose forward is wrapped by a decorator
+    that passes one more by keyword (transformers' ``use_cache``). The torchscript exporter
+    passed every keyword argument by position, with the defaults before it, and the model got
+    "multiple values for argument 'use_cache'"; the call is now exported as the script made it,
+    with torchscript (no fallback to dynamo) and with dynamo."""
+    script = write_script(tmp_path, "decorated.py", """
+        import functools
+        import torch
+
+        def without_cache(forward):
+            @functools.wraps(forward)
+            def wrapper(self, *args, **kwargs):
+                kwargs["use_cache"] = False
+                return forward(self, *args, **kwargs)
+            return wrapper
+
+        class Encoder(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = torch.nn.Embedding(50, 8)
+
+            @without_cache
+            def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
+                        use_cache=None):
+                hidden = self.embed(input_ids)
+                return hidden * attention_mask.unsqueeze(-1)
+
+        if __name__ == "__main__":
+            model = Encoder()
+            ids = torch.randint(0, 50, (2, 6))
+            model(attention_mask=torch.ones(2, 6), input_ids=ids)
+    """)
+    for exporter in ("auto", "dynamo"):
+        events, status = run_in_process(script_request(script), build_replier(
+            tmp_path / exporter, runtimes=("ort",), iterations=3, warmup=1, exporter=exporter))
+        assert status == 0
+        export = of_kind(events, "stage")[0]
+        assert export["status"] == "ok", export
+        if exporter == "auto":
+            assert export["message"] is None, export
+        (info,) = of_kind(events, "onnx_info")
+        # Named in the order of the call: the mask first.
+        assert list(info["inputs"]) == ["attention_mask", "input_ids"], (exporter, info)
+        assert [(b["runtime"], b["status"]) for b in of_kind(events, "benchmark")] == \
+            [("ort", "ok")], (exporter, of_kind(events, "benchmark"))
+
+
+@pytest.mark.parametrize("call, source", [
+    ("torch.hub.load_state_dict_from_url('http://127.0.0.1:9/weights.pt')", "with torch.hub"),
+    ("urllib.request.urlopen('http://127.0.0.1:9/weights.pt', timeout=5)", "over the network"),
+])
+def test_a_script_that_downloads_says_so(tmp_path: pathlib.Path, call: str, source: str) -> None:
+    """Issue 53: a script that needs the network (pretrained weights, torch.hub) fails with a
+    message that says it tried to download, and how to do without (a closed port stands for the
+    network this machine does not have)."""
+    script = write_script(tmp_path, "downloads.py", f"""
+        import urllib.request
+        import torch
+
+        model = torch.nn.Linear(4, 4)
+        model(torch.rand(2, 4))
+        {call}
+    """)
+    events, status = run_in_process(script_request(script, analyze_only=True))
+    assert status == 0
+    (error,) = of_kind(events, "script_error")
+    assert error["message"].startswith(f"the script tried to download {source}, and this "
+                                       "machine cannot reach it ("), error["message"]
+    assert "from_config" in error["message"] and "pretrained=False" in error["message"]
+    # The models it called before are still reported.
+    assert len(of_kind(events, "invocation")) == 1
+    # A connection the script itself finds refused counts as well; any other failure is
+    # reported as it is.
+    script = write_script(tmp_path, "fails.py", "raise ConnectionAbortedError('no')\n")
+    events, _ = run_in_process(script_request(script, analyze_only=True))
+    (error,) = of_kind(events, "script_error")
+    assert error["message"].startswith("the script tried to download over the network")
+    script = write_script(tmp_path, "other.py", "raise ValueError('bad value')\n")
+    events, _ = run_in_process(script_request(script, analyze_only=True))
+    (error,) = of_kind(events, "script_error")
+    assert error["message"] == "ValueError: bad value"
 
 
 def test_a_model_that_cannot_be_exported_still_runs_in_torch(tmp_path: pathlib.Path) -> None:

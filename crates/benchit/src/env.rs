@@ -174,6 +174,13 @@ impl EnvSettings {
         format!("{kept}-{hash}")
     }
 
+    /// The interpreter of the environment these settings use ([`EnvSettings::group_name`])
+    /// once it is installed: for tools that run a `--with` environment's Python directly, such
+    /// as `cargo xtask e2e`'s pytest suites.
+    pub fn group_python(&self) -> Utf8PathBuf {
+        group_python(&self.home, &self.group_name())
+    }
+
     /// The `--with` packages, checked: each names a package (no pip option, no second line).
     fn checked_with(&self) -> Result<&[String], SetupError> {
         for spec in &self.with {

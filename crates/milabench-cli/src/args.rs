@@ -744,9 +744,11 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PCT", value_parser = percentage)]
     pub fail_above: Option<f64>,
     /// The smallest change that counts (`2%` or `2`): a change is better or worse only when
-    /// its 95% interval leaves out 0 and it is larger than this, else "cannot tell". Given, it
-    /// also gates the exit status as `--fail-above 0` does: 1 for any worse, absent, failed
-    /// (and not in the baseline too) or rateless benchmark.
+    /// its 95% interval leaves out 0 and it is larger than this, else "cannot tell". Without
+    /// it, the noise floor (how far a second run of the same machine may land): 5%, or what
+    /// the repeats of runs made with `--repeat` measure when larger; the output says which.
+    /// Given, it also gates the exit status as `--fail-above 0` does: 1 for any worse, absent,
+    /// failed (and not in the baseline too) or rateless benchmark.
     #[arg(long, value_name = "PCT", value_parser = percentage)]
     pub threshold: Option<f64>,
     /// Output format.
@@ -1175,8 +1177,9 @@ pub struct HistoryArgs {
     pub point: Vec<String>,
     /// The smallest change that counts (e.g. `2%`): a change against the previous comparable
     /// run is better or worse only when its 95% interval leaves out 0 and it is larger than
-    /// this, else "cannot tell" (as `compare` judges). Given, it also gates the exit status: 1
-    /// when the latest run of a benchmark shown is worse than the one before it.
+    /// this, else "cannot tell" (as `compare` judges); 5% without it, the default noise floor.
+    /// Given, it also gates the exit status: 1 when the latest run of a benchmark shown is
+    /// worse than the one before it.
     #[arg(long, value_name = "PCT", value_parser = percentage)]
     pub threshold: Option<f64>,
     /// Output format.

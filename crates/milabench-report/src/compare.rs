@@ -1,12 +1,13 @@
 //! Comparing runs: per benchmark, the change of `perf` against the first run, its 95% interval
 //! (batch means of each process's rates, through the ratio of the two means) and a verdict:
-//! better, worse or cannot tell, given the smallest change that matters.
+//! better, worse or cannot tell, given the smallest change that counts: `--threshold`, else
+//! [`DEFAULT_NOISE_FLOOR_PCT`] or the larger noise floor the runs' repeats measure.
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use milabench_stats::{Estimate, Judgement, judge};
+use milabench_stats::{DEFAULT_NOISE_FLOOR_PCT, Estimate, Judgement, judge};
 
 use crate::error::ReportError;
 use crate::ingest::load_runs;
@@ -62,6 +63,30 @@ impl From<Judgement> for Verdict {
     }
 }
 
+/// Where the smallest change that counts came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThresholdOrigin {
+    /// Given by the person (`--threshold`).
+    Option,
+    /// The default noise floor, [`DEFAULT_NOISE_FLOOR_PCT`]: nothing measured it.
+    Default,
+    /// Measured from the repeats of the two runs (`run --repeat`, see
+    /// [`milabench_stats::repeat_noise_floor_pct`]), above the default.
+    Repeats,
+}
+
+impl ThresholdOrigin {
+    /// How the origin is said in the text outputs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThresholdOrigin::Option => "--threshold",
+            ThresholdOrigin::Default => "the default noise floor",
+            ThresholdOrigin::Repeats => "measured from the repeats",
+        }
+    }
+}
+
 /// One benchmark of one run against the baseline.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareRow {
@@ -82,6 +107,28 @@ pub struct CompareRow {
     pub change_ci95: Interval,
     /// Whether the change is beyond the noise.
     pub verdict: Verdict,
+    /// The smallest change that counted for the verdict, percent (`null` for the verdicts
+    /// that judge no change: missing, failed, ...).
+    #[serde(serialize_with = "crate::json::finite_or_null")]
+    pub threshold_pct: f64,
+    /// Where that threshold came from (`null` with it).
+    pub threshold_from: Option<ThresholdOrigin>,
+}
+
+impl CompareRow {
+    /// The verdict as the tables say it: with its threshold when the repeats measured it (the
+    /// table's header says the others').
+    pub fn verdict_text(&self) -> String {
+        match self.threshold_from {
+            Some(ThresholdOrigin::Repeats) => format!(
+                "{} (threshold {:.1}%, {})",
+                self.verdict.as_str(),
+                self.threshold_pct,
+                ThresholdOrigin::Repeats.as_str()
+            ),
+            _ => self.verdict.as_str().to_owned(),
+        }
+    }
 }
 
 /// The comparison of several runs with the first.
@@ -91,8 +138,11 @@ pub struct Comparison {
     pub baseline: String,
     /// The other run folders.
     pub runs: Vec<String>,
-    /// The smallest change that counts, percent.
+    /// The smallest change that counts, percent: `--threshold`, else the default noise floor
+    /// (a benchmark whose runs have repeats measures its own: see its row).
     pub threshold_pct: f64,
+    /// Where that threshold came from: `option` or `default`.
+    pub threshold_from: ThresholdOrigin,
     /// Per run and benchmark.
     pub rows: Vec<CompareRow>,
 }
@@ -117,8 +167,17 @@ impl Comparison {
 }
 
 /// Compares every run folder of `runs[1..]` with `runs[0]`; a change counts when its interval
-/// leaves out 0 and it is larger than `threshold_pct` percent (see [`judge`]).
-pub fn compare_runs(runs: &[String], threshold_pct: f64) -> Result<Comparison, ReportError> {
+/// leaves out 0 and it is larger than the threshold (see [`judge`]): `threshold_pct` percent
+/// when given, else [`DEFAULT_NOISE_FLOOR_PCT`], or the noise floor measured from the repeats
+/// of a benchmark's two runs when that is larger.
+pub fn compare_runs(
+    runs: &[String],
+    threshold_pct: Option<f64>,
+) -> Result<Comparison, ReportError> {
+    let (run_threshold, threshold_from) = match threshold_pct {
+        Some(pct) => (pct, ThresholdOrigin::Option),
+        None => (DEFAULT_NOISE_FLOOR_PCT, ThresholdOrigin::Default),
+    };
     let mut summaries = Vec::new();
     for run in runs {
         let set = load_runs(std::slice::from_ref(run))?;
@@ -128,7 +187,8 @@ pub fn compare_runs(runs: &[String], threshold_pct: f64) -> Result<Comparison, R
         return Ok(Comparison {
             baseline: String::new(),
             runs: Vec::new(),
-            threshold_pct,
+            threshold_pct: run_threshold,
+            threshold_from,
             rows: Vec::new(),
         });
     };
@@ -143,15 +203,16 @@ pub fn compare_runs(runs: &[String], threshold_pct: f64) -> Result<Comparison, R
             let baseline = a.map_or(f64::NAN, |s| s.train_rate.mean);
             let perf = b.map_or(f64::NAN, |s| s.train_rate.mean);
             let change_pct = (perf / baseline - 1.0) * 100.0;
-            let (ci, verdict) = match (a, b) {
-                (None, _) => (Interval::NAN, Verdict::NoBaseline),
-                _ if !baseline.is_finite() => (Interval::NAN, Verdict::NoBaseline),
-                (Some(_), None) => (Interval::NAN, Verdict::Missing),
+            let unjudged = |verdict| (Interval::NAN, verdict, f64::NAN, None);
+            let (ci, verdict, threshold_pct, threshold_from) = match (a, b) {
+                (None, _) => unjudged(Verdict::NoBaseline),
+                _ if !baseline.is_finite() => unjudged(Verdict::NoBaseline),
+                (Some(_), None) => unjudged(Verdict::Missing),
                 (Some(a), Some(b)) if b.failures == b.n && a.failures == a.n => {
-                    (Interval::NAN, Verdict::FailedInBoth)
+                    unjudged(Verdict::FailedInBoth)
                 }
-                (Some(_), Some(b)) if b.failures == b.n => (Interval::NAN, Verdict::Failed),
-                (Some(_), Some(_)) if !perf.is_finite() => (Interval::NAN, Verdict::NoRate),
+                (Some(_), Some(b)) if b.failures == b.n => unjudged(Verdict::Failed),
+                (Some(_), Some(_)) if !perf.is_finite() => unjudged(Verdict::NoRate),
                 (Some(a), Some(b)) => {
                     // Centred on the report's (trimmed) means, with the spread of the pooled
                     // rates of each run.
@@ -164,7 +225,23 @@ pub fn compare_runs(runs: &[String], threshold_pct: f64) -> Result<Comparison, R
                         ..b.rate_estimate()
                     };
                     let change = base.change_to(&this);
-                    (Interval::of(&change), judge(&change, threshold_pct).into())
+                    let (threshold, from) = match threshold_from {
+                        // Repeats in a row see less of the drift than runs hours apart: they
+                        // raise the default floor, never lower it.
+                        ThresholdOrigin::Default => a
+                            .repeat_noise_floor_pct(b)
+                            .filter(|floor| *floor > run_threshold)
+                            .map_or((run_threshold, threshold_from), |floor| {
+                                (floor, ThresholdOrigin::Repeats)
+                            }),
+                        _ => (run_threshold, threshold_from),
+                    };
+                    (
+                        Interval::of(&change),
+                        judge(&change, threshold).into(),
+                        threshold,
+                        Some(from),
+                    )
                 }
             };
             rows.push(CompareRow {
@@ -175,13 +252,16 @@ pub fn compare_runs(runs: &[String], threshold_pct: f64) -> Result<Comparison, R
                 change_pct,
                 change_ci95: ci,
                 verdict,
+                threshold_pct,
+                threshold_from,
             });
         }
     }
     Ok(Comparison {
         baseline: runs[0].clone(),
         runs: runs[1..].to_vec(),
-        threshold_pct,
+        threshold_pct: run_threshold,
+        threshold_from,
         rows,
     })
 }
@@ -190,7 +270,7 @@ pub fn compare_runs(runs: &[String], threshold_pct: f64) -> Result<Comparison, R
 pub fn render_comparison(c: &Comparison) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Baseline: {}", c.baseline);
-    let _ = writeln!(out, "Threshold: {}%", c.threshold_pct);
+    let _ = writeln!(out, "Threshold: {}", threshold_line(c));
     let width = c
         .rows
         .iter()
@@ -226,7 +306,7 @@ pub fn render_comparison(c: &Comparison) -> String {
             } else {
                 format!("{:+.1}%", r.change_pct)
             };
-            let verdict = r.verdict.as_str();
+            let verdict = r.verdict_text();
             let _ = writeln!(
                 out,
                 "{:<width$} | {:>rates$} | {:>rates$} | {change:>8} | {ci:>19} | {verdict}",
@@ -237,6 +317,18 @@ pub fn render_comparison(c: &Comparison) -> String {
         }
     }
     out
+}
+
+/// The threshold of a comparison and where it came from, as the text and HTML outputs say it.
+pub fn threshold_line(c: &Comparison) -> String {
+    match c.threshold_from {
+        ThresholdOrigin::Default => format!(
+            "{}% ({}; --threshold sets another, repeats (run --repeat) that spread more raise it)",
+            c.threshold_pct,
+            c.threshold_from.as_str()
+        ),
+        _ => format!("{}% ({})", c.threshold_pct, c.threshold_from.as_str()),
+    }
 }
 
 #[cfg(test)]
@@ -252,6 +344,8 @@ mod tests {
             change_pct,
             change_ci95: Interval::NAN,
             verdict,
+            threshold_pct: 0.0,
+            threshold_from: Some(ThresholdOrigin::Option),
         }
     }
 
@@ -263,6 +357,7 @@ mod tests {
             baseline: "base".to_owned(),
             runs: vec!["new".to_owned()],
             threshold_pct: 0.0,
+            threshold_from: ThresholdOrigin::Option,
             rows: vec![row("a", Verdict::Worse, -10.0), big],
         };
         let text = render_comparison(&comparison);
@@ -283,6 +378,7 @@ mod tests {
             baseline: "base".to_owned(),
             runs: vec!["new".to_owned()],
             threshold_pct: 0.0,
+            threshold_from: ThresholdOrigin::Option,
             rows: vec![
                 row("a", Verdict::Worse, -10.0),
                 row("b", Verdict::Worse, -3.0),

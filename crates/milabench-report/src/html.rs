@@ -12,7 +12,7 @@ use milabench_html::{Cell, LinePlot, MAX_POINTS, Page, Series, Table, VerticalMa
 use milabench_html::{cdf, escape, headline, section};
 use serde_json::Value;
 
-use crate::compare::{Comparison, Verdict};
+use crate::compare::{Comparison, Verdict, threshold_line};
 use crate::error::ReportError;
 use crate::ingest::{RunFile, RunSet};
 use crate::pyfmt::percent;
@@ -626,7 +626,7 @@ pub fn render_comparison_html(c: &Comparison) -> String {
     let facts = vec![
         ("Baseline".to_owned(), c.baseline.clone()),
         ("Compared".to_owned(), c.runs.join(", ")),
-        ("Threshold".to_owned(), format!("{}%", c.threshold_pct)),
+        ("Threshold".to_owned(), threshold_line(c)),
         ("Worse".to_owned(), count(Verdict::Worse).to_string()),
         (
             "Cannot tell".to_owned(),
@@ -715,7 +715,7 @@ pub fn render_comparison_html(c: &Comparison) -> String {
                     Cell::number(r.perf, 2),
                     Cell::interval(r.change_pct, r.change_ci95.half_width(), 1),
                     Cell::Text(interval),
-                    Cell::Text(r.verdict.as_str().to_owned()),
+                    Cell::Text(r.verdict_text()),
                 ],
                 if bad { vec!["failed"] } else { Vec::new() },
             );
@@ -731,7 +731,7 @@ pub fn render_comparison_html(c: &Comparison) -> String {
         "About this page",
         &format!(
             "<p class=\"note\">{}</p>\n",
-            escape(&format!("A change is better or worse only when its 95% interval (batch means of each run's rates) leaves out 0 and it is larger than the threshold ({}%); else the page says cannot tell. Marked rows are worse, missing, failed or without a rate.", c.threshold_pct))
+            escape(&format!("A change is better or worse only when its 95% interval (batch means of each run's rates) leaves out 0 and it is larger than the threshold, here {}; else the page says cannot tell. The interval sees the noise inside each run, the threshold how far another run of the same machine may land. Marked rows are worse, missing, failed or without a rate.", threshold_line(c)))
         ),
     ));
     page.finish()

@@ -141,6 +141,14 @@ impl BenchSummary {
         Estimate::pooled_repeats(&by_repeat(trimmed(&self.rate_series).iter()))
     }
 
+    /// The noise floor of the change from this benchmark's run to `other`'s, percent, measured
+    /// from the repeats of the two (over the rates the report's means count; see
+    /// [`milabench_stats::repeat_noise_floor_pct`]); `None` when neither run has two repeats.
+    pub fn repeat_noise_floor_pct(&self, other: &BenchSummary) -> Option<f64> {
+        let (base, this) = (trimmed(&self.rate_series), trimmed(&other.rate_series));
+        milabench_stats::repeat_noise_floor_pct(&by_repeat(base.iter()), &by_repeat(this.iter()))
+    }
+
     /// The throughput that counts in the score, before the success ratio: the sum over
     /// devices of each device's pooled rate for per-GPU plans, else the pooled rate.
     pub fn throughput_estimate(&self) -> Estimate {

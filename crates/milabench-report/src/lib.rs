@@ -38,12 +38,15 @@ mod summary;
 mod sweep;
 mod timeline;
 
-pub use compare::{CompareRow, Comparison, Verdict, compare_runs, render_comparison};
+pub use compare::{
+    CompareRow, Comparison, ThresholdOrigin, Verdict, compare_runs, render_comparison,
+    threshold_line,
+};
 pub use error::ReportError;
 pub use html::{REPORT_PAGE, REPORT_TEXT, VALIDATION_FILE, render_comparison_html, render_html};
 pub use ingest::{FileOutcome, RunFile, RunSet, load_runs, read_run_file};
 pub use interval::{Interval, WarmUp};
-pub use milabench_stats::{Estimate, Judgement, judge};
+pub use milabench_stats::{DEFAULT_NOISE_FLOOR_PCT, Estimate, Judgement, judge};
 pub use render::{
     Format, markdown_text, render, render_csv, render_json, render_markdown, render_text,
 };

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use milabench_report::{Estimate, Interval, Verdict, judge};
+use milabench_report::{DEFAULT_NOISE_FLOOR_PCT, Estimate, Interval, Verdict, judge};
 
 use crate::backend::{Cell, Param, Row};
 use crate::error::StoreError;
@@ -68,8 +68,10 @@ pub struct HistoryQuery {
     /// Only runs of a sweep whose point has each of these settings (`key=value`, see
     /// [`SweepPoint::has`]).
     pub point: Vec<String>,
-    /// The smallest change that counts, percent (see [`HistoryRow::verdict`]).
-    pub threshold_pct: f64,
+    /// The smallest change that counts, percent (see [`HistoryRow::verdict`]); `None`: the
+    /// default noise floor, [`DEFAULT_NOISE_FLOOR_PCT`] (the store keeps no repeats to measure
+    /// one from).
+    pub threshold_pct: Option<f64>,
 }
 
 /// One benchmark in one run, with the change against the previous comparable run (same
@@ -112,6 +114,8 @@ pub struct HistoryRow {
     /// Better, worse or cannot tell: the change judged against its interval and the query's
     /// threshold as `milabench compare` judges it ([`judge`]).
     pub verdict: Option<Verdict>,
+    /// The smallest change that counted for the verdict, percent (with the verdict).
+    pub threshold_pct: Option<f64>,
 }
 
 impl Store {
@@ -221,6 +225,7 @@ impl Store {
                 change_pct: None,
                 change_ci95: None,
                 verdict: None,
+                threshold_pct: None,
             };
             // The stored interval is centred on perf (the report's `perf_ci`).
             let estimate = row.perf.map(|perf| {
@@ -242,7 +247,9 @@ impl Store {
                     let change = previous.change_to(&this);
                     row.change_pct = Some(change.mean);
                     row.change_ci95 = Some(Interval::of(&change));
-                    row.verdict = Some(judge(&change, query.threshold_pct).into());
+                    let threshold = query.threshold_pct.unwrap_or(DEFAULT_NOISE_FLOOR_PCT);
+                    row.verdict = Some(judge(&change, threshold).into());
+                    row.threshold_pct = Some(threshold);
                 }
             }
             if let Some(estimate) = estimate {

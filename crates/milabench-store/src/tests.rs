@@ -491,7 +491,7 @@ fn history_judges_each_change_against_its_interval(t: &Target) {
             .import_folder(&folder, &ImportOptions::default())
             .unwrap();
     }
-    let verdicts = |store: &mut Store, threshold_pct: f64| {
+    let verdicts = |store: &mut Store, threshold_pct: Option<f64>| {
         store
             .history(&HistoryQuery {
                 threshold_pct,
@@ -504,7 +504,7 @@ fn history_judges_each_change_against_its_interval(t: &Target) {
     };
     use milabench_report::Verdict;
     assert_eq!(
-        verdicts(&mut store, 2.0),
+        verdicts(&mut store, Some(2.0)),
         [
             (None, false),
             (Some(Verdict::CannotTell), true),
@@ -513,10 +513,21 @@ fn history_judges_each_change_against_its_interval(t: &Target) {
     );
     // A 40% gain is within a 50% threshold.
     assert_eq!(
-        verdicts(&mut store, 50.0)[2],
+        verdicts(&mut store, Some(50.0))[2],
         (Some(Verdict::CannotTell), true)
     );
+    // Without one, the default noise floor judges, and each verdict says which threshold.
+    assert_eq!(verdicts(&mut store, None), verdicts(&mut store, Some(2.0)));
     let rows = store.history(&HistoryQuery::default()).unwrap();
+    let thresholds: Vec<_> = rows.iter().map(|r| r.threshold_pct).collect();
+    assert_eq!(
+        thresholds,
+        [
+            None,
+            Some(milabench_report::DEFAULT_NOISE_FLOOR_PCT),
+            Some(milabench_report::DEFAULT_NOISE_FLOOR_PCT)
+        ]
+    );
     let ci = rows[1].change_ci95.unwrap();
     assert!(
         ci.low < 0.0 && ci.high > 0.0 && ci.high - ci.low > 0.5,

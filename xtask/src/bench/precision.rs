@@ -114,15 +114,20 @@ pub fn run(target_pct: f64, fidelity: Option<&str>, select: &[String]) -> anyhow
         walls["precise"],
         precise.len(),
     );
-    for threshold in [0.0, target_pct] {
+    // The default noise floor too: what `compare` says without --threshold.
+    for threshold in [Some(0.0), Some(target_pct), None] {
         let (false_verdicts, judged) = false_verdicts(&bin, &runs, threshold)?;
+        let at = threshold.map_or_else(
+            || "the default threshold".to_owned(),
+            |pct| format!("--threshold {pct}%"),
+        );
         let which = if false_verdicts.is_empty() {
             String::new()
         } else {
             format!(": {}", false_verdicts.join(", "))
         };
         println!(
-            "{:<40} {} of {judged} benchmarks judged better or worse ({:.0}%) at --threshold {threshold}%{which}  target: 0 (two runs of one machine)",
+            "{:<40} {} of {judged} benchmarks judged better or worse ({:.0}%) at {at}{which}  target: 0 (two runs of one machine)",
             "precision: A/A false verdicts",
             false_verdicts.len(),
             100.0 * false_verdicts.len() as f64 / judged.max(1) as f64,
@@ -201,13 +206,17 @@ fn reached_precision(bin: &Path, dir: &Path) -> anyhow::Result<BTreeMap<String, 
         .collect())
 }
 
-/// `compare fixed-a fixed-b --threshold PCT`: the benchmarks judged better or worse (with
+/// `compare fixed-a fixed-b [--threshold PCT]`: the benchmarks judged better or worse (with
 /// their verdict), and how many were judged at all.
-fn false_verdicts(bin: &Path, runs: &Path, threshold: f64) -> anyhow::Result<(Vec<String>, usize)> {
+fn false_verdicts(
+    bin: &Path,
+    runs: &Path,
+    threshold: Option<f64>,
+) -> anyhow::Result<(Vec<String>, usize)> {
     // Exit 1 when a benchmark is "worse": read the verdicts whatever the status.
     let output = Command::new(bin)
-        .args(["compare", "--format", "json", "--threshold"])
-        .arg(format!("{threshold}%"))
+        .args(["compare", "--format", "json"])
+        .args(threshold.map(|pct| format!("--threshold={pct}%")))
         .arg(runs.join("fixed-a"))
         .arg(runs.join("fixed-b"))
         .output()

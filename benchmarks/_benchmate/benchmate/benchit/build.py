@@ -117,7 +117,7 @@ def _run_stage(plan: BuildPlan, stage: str,
             if stage in ("export", "receive"):
                 note = source(stage, output)
             elif stage == "optimize":
-                optimize(plan.output("export"), output)
+                note = optimize(plan.output("export"), output)
             else:
                 convert_fp16(plan.output("optimize"), output)
     except Exception as error:  # noqa: BLE001 - every failure becomes an error event
@@ -216,12 +216,13 @@ DYNAMO_MIN_OPSET = 18
 
 def _export_with(module: Any, args: tuple, kwargs: dict[str, Any], path: str, opset: int,
                  exporter: str) -> None:
-    """One exporter's export of the call to ``path``, checked; inputs in the order of the
-    forward's signature, named after its parameters where the exporter allows."""
+    """One exporter's export of the call to ``path``, checked: the model gets its inputs as
+    the script gave them (positional ones by position, keyword ones by keyword), and the
+    graph's inputs are named after them (see :func:`call_values`) where the exporter allows."""
     import onnx
     import torch
 
-    ordered = graph_values(module, args, kwargs, exporter)
+    ordered = call_values(module, args, kwargs)
     if exporter == "torchscript":
         names = graph_input_names(ordered)
     else:
@@ -229,11 +230,23 @@ def _export_with(module: Any, args: tuple, kwargs: dict[str, Any], path: str, op
             else None
     print(f"exporting {type(module).__name__} with inputs {list(ordered)} (opset {opset}, "
           f"{exporter})")
+    if exporter == "dynamo":
+        # torch.export takes the keyword arguments as keyword arguments.
+        model, export_args, export_kwargs = _tensor_outputs(module), tuple(args), dict(kwargs)
+    else:
+        # The torchscript exporter would pass every keyword argument by position, with the
+        # defaults of the parameters before it: a model whose forward also receives one of
+        # those by keyword (transformers' decorators add `use_cache`) then gets "multiple
+        # values for argument". The call is replayed by a module taking the values by position.
+        # The empty dict at the end stands for "no keyword arguments", so that a dict given
+        # last by position is not taken for them.
+        model = _keyword_call(module, len(args), list(kwargs))
+        export_args, export_kwargs = (*args, *kwargs.values(), {}), {}
     torch.onnx.export(
-        _tensor_outputs(module) if exporter == "dynamo" else module,
-        tuple(args),
+        model,
+        export_args,
         path,
-        kwargs=dict(kwargs) or None,
+        kwargs=export_kwargs or None,
         input_names=names,
         opset_version=opset,
         do_constant_folding=True,
@@ -243,6 +256,24 @@ def _export_with(module: Any, args: tuple, kwargs: dict[str, Any], path: str, op
     if not os.path.exists(path):
         raise StageError("the exporter wrote no file")
     onnx.checker.check_model(path)
+
+
+def _keyword_call(module: Any, positional: int, keywords: list[str]) -> Any:
+    """A module whose forward takes every value of a call by position and calls ``module``
+    with the first ``positional`` of them by position and the rest by the keywords
+    ``keywords``, in that order: the call as the script made it."""
+    import torch
+
+    class KeywordCall(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *values: Any) -> Any:
+            named = dict(zip(keywords, values[positional:]))
+            return self.inner(*values[:positional], **named)
+
+    return KeywordCall(module)
 
 
 def graph_input_names(ordered: dict[str, Any]) -> Optional[list[str]]:
@@ -306,45 +337,34 @@ def _tensors_in(value: Any) -> tuple:
     return ()
 
 
-def graph_values(module: Any, args: tuple, kwargs: dict[str, Any],
-                 exporter: str) -> dict[str, Any]:
-    """The values of a call named after the forward's parameters, in the order of the exported
-    graph's inputs. The torchscript exporter binds every parameter the call leaves out to its
-    default, keyword call or not (a left-out ``steps: int = 1`` becomes a graph input of its
-    own; ``None`` makes none), so those defaults are among the values."""
-    if exporter not in ("torchscript", "auto"):
-        return ordered_inputs(module, args, kwargs)
-    try:
-        bound = inspect.signature(module.forward).bind(*args, **kwargs)
-    except (TypeError, ValueError):
-        return ordered_inputs(module, args, kwargs)
-    bound.apply_defaults()
-    return _named(bound)
-
-
-def ordered_inputs(module: Any, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The call's inputs named after the forward's parameters, in signature order."""
-    try:
-        bound = inspect.signature(module.forward).bind(*args, **kwargs)
-    except (TypeError, ValueError):
-        return {f"input_{index}": value for index, value in
-                enumerate([*args, *kwargs.values()], start=1)}
-    return _named(bound)
-
-
-def _named(bound: inspect.BoundArguments) -> dict[str, Any]:
-    """The bound arguments by parameter name (``name_i`` for ``*args`` items, each keyword of
-    ``**kwargs`` by its own name)."""
-    ordered: dict[str, Any] = {}
-    for name, value in bound.arguments.items():
-        kind = bound.signature.parameters[name].kind
-        if kind is inspect.Parameter.VAR_POSITIONAL:
-            ordered.update({f"{name}_{i}": item for i, item in enumerate(value)})
-        elif kind is inspect.Parameter.VAR_KEYWORD:
-            ordered.update(value)
-        else:
-            ordered[name] = value
+def call_values(module: Any, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The values of a call in the order the exported graph takes them: the positional
+    arguments named after the forward's parameters (``name_i`` for the items of ``*args``,
+    ``input_i`` where the signature cannot be read), then the keyword arguments by their
+    keywords, in the order of the call. Parameters the call leaves out are not among them: the
+    model uses its own defaults, as it did in the script."""
+    ordered = dict(zip(positional_names(module, len(args)), args))
+    ordered.update(kwargs)
     return ordered
+
+
+def positional_names(module: Any, count: int) -> list[str]:
+    """The names of the first ``count`` positional parameters of ``module.forward``."""
+    try:
+        parameters = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    names: list[str] = []
+    for parameter in parameters:
+        if len(names) == count:
+            break
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            names.extend(f"{parameter.name}_{i}" for i in range(count - len(names)))
+        elif parameter.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            names.append(parameter.name)
+    names.extend(f"input_{i}" for i in range(len(names) + 1, count + 1))
+    return names
 
 
 def receive_onnx(source: str, path: str) -> None:
@@ -361,8 +381,14 @@ def receive_onnx(source: str, path: str) -> None:
     shutil.copyfile(source, path)
 
 
-def optimize(source: str, path: str) -> None:
-    """ONNX Runtime basic graph optimisation of ``source``, saved to ``path``."""
+def optimize(source: str, path: str) -> Optional[str]:
+    """ONNX Runtime basic graph optimisation of ``source``, saved to ``path``; a note when
+    ONNX Runtime cannot load the model it wrote and ``source`` is kept instead.
+
+    ONNX Runtime 1.2x saves some graphs (transformers' BERT exported by torch's dynamo
+    exporter) in a form its own extended optimisations then refuse ("Attempt to replace the
+    existing tensor"); the ``ort`` runtime applies every optimisation when it loads a model, so
+    the unoptimised model it is given instead is optimised there all the same."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
@@ -371,6 +397,14 @@ def optimize(source: str, path: str) -> None:
     onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
     if not os.path.exists(path):
         raise StageError("onnxruntime wrote no optimised model")
+    try:
+        onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    except Exception as error:  # noqa: BLE001 - the unoptimised model is kept instead
+        shutil.copyfile(source, path)
+        cause = one_line(error).rsplit(" : ", 1)[-1]
+        return (f"onnxruntime could not load its optimised model ({cause}); "
+                "the exported model is kept, and onnxruntime optimises it when it loads it")
+    return None
 
 
 def convert_fp16(source: str, path: str) -> None:

@@ -261,7 +261,7 @@ class ScriptSession:
                 hint = ""
             self._script_error(error, one_line(error) + hint)
         except BaseException as error:  # noqa: BLE001 - whatever the script raises is reported
-            self._script_error(error, one_line(error))
+            self._script_error(error, download_failure(error) or one_line(error))
 
     def _script_error(self, error: BaseException, message: str) -> None:
         """Send ``script_error`` with the traceback from the script's first frame on, after the
@@ -316,6 +316,42 @@ def run_program(script: str, program: types.ModuleType) -> None:
     with open(script, "rb") as handle:
         source = handle.read()
     exec(compile(source, script, "exec", dont_inherit=True), program.__dict__)  # noqa: S102
+
+
+#: Exceptions that say a download failed: no name resolution, no connection, a URL that
+#: cannot be opened, the Hugging Face Hub offline or unreachable (by class name, so that
+#: neither requests, httpx nor huggingface_hub need be importable here).
+DOWNLOAD_ERRORS = frozenset({
+    "gaierror", "URLError", "ConnectError", "ConnectTimeout", "NewConnectionError",
+    "MaxRetryError", "LocalEntryNotFoundError", "OfflineModeIsEnabled",
+})
+
+
+def download_failure(error: BaseException) -> Optional[str]:
+    """The message for a script that failed because it tried to download something (pretrained
+    weights from the Hugging Face Hub, a ``torch.hub`` repository, a URL): some exception of its
+    chain (causes and contexts) is a failed download. ``None`` for any other failure."""
+    chain: list[BaseException] = []
+    current: Optional[BaseException] = error
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    if not any(type(e).__name__ in DOWNLOAD_ERRORS or isinstance(e, ConnectionError)
+               for e in chain):
+        return None
+    files = {frame.filename.replace(os.sep, "/") for e in chain
+             for frame in traceback.extract_tb(e.__traceback__)}
+    if any("/huggingface_hub/" in name for name in files) or any(
+            type(e).__module__.startswith("huggingface_hub") for e in chain):
+        source = "from the Hugging Face Hub (pretrained weights, a configuration or a tokenizer)"
+    elif any(name.endswith("/torch/hub.py") for name in files):
+        source = "with torch.hub"
+    else:
+        source = "over the network"
+    return (f"the script tried to download {source}, and this machine cannot reach it "
+            f"({one_line(chain[-1])}); build the model from its configuration instead "
+            "(transformers' from_config, timm's pretrained=False), or put the files in the "
+            "cache beforehand")
 
 
 #: Packages whose absence means the script needed the Keras environment.
@@ -374,7 +410,7 @@ class Events:
 
     def first_call_done(self, call: Any) -> None:
         """Build and benchmark the invocation, with torch unpatched, after its real forward."""
-        from benchmate.benchit.build import export_torch, graph_values
+        from benchmate.benchit.build import call_values, export_torch
         from benchmate.benchit.runtimes import inference_mode_of
 
         if call.record.framework == "keras":
@@ -391,7 +427,7 @@ class Events:
                                 exporter)
 
         with self.session.discovery.paused(), inference_mode_of(module):
-            tensors = _numpy_inputs(graph_values(module, args, kwargs, exporter))
+            tensors = _numpy_inputs(call_values(module, args, kwargs))
             carry_out(self.protocol, Work(call.record.model_hash, call.invocation.invocation_hash,
                                           call.plan, source, (module, args, kwargs), tensors))
 

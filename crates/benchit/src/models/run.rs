@@ -811,14 +811,18 @@ impl Run<'_, '_> {
     }
 }
 
+/// How the worker's message for a script that failed to download something begins.
+const DOWNLOAD_FAILURE: &str = "the script tried to download ";
+
 /// One line for a `script_error`: `the script raised Kind: message` (the worker's message may
-/// already start with the kind), or the message alone for `SystemExit`.
+/// already start with the kind), or the message alone where the worker wrote a sentence about
+/// the script (`SystemExit`'s status, a download it tried: [`DOWNLOAD_FAILURE`]).
 fn script_error_message(error: &super::protocol::ScriptError) -> String {
     let message = error
         .message
         .strip_prefix(&format!("{}: ", error.kind))
         .unwrap_or(&error.message);
-    if error.kind == "SystemExit" {
+    if error.kind == "SystemExit" || message.starts_with(DOWNLOAD_FAILURE) {
         message.to_string()
     } else {
         format!("the script raised {}: {message}", error.kind)
@@ -894,6 +898,13 @@ mod tests {
         assert_eq!(
             script_error_message(&error("SystemExit", "the script exited with status 3")),
             "the script exited with status 3"
+        );
+        let download = "the script tried to download with torch.hub, and this machine cannot reach it (gaierror: ...)";
+        assert_eq!(script_error_message(&error("URLError", download)), download);
+        // A script's own message that happens to read like the worker's is still its own.
+        assert_eq!(
+            script_error_message(&error("ValueError", "the script gave up")),
+            "the script raised ValueError: the script gave up"
         );
     }
 

@@ -9,7 +9,7 @@ use crate::output::{warn, write_report_output};
 /// Compares the runs (folders, or run names of the results database) and prints the table.
 pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let runs = crate::database::resolve_runs(global, &args.runs)?;
-    let comparison = compare_runs(&runs, args.threshold.unwrap_or(0.0))?;
+    let comparison = compare_runs(&runs, args.threshold)?;
     let text = match args.format {
         CompareFormat::Text => render_comparison(&comparison),
         CompareFormat::Json => serde_json::to_string_pretty(&comparison)? + "\n",
@@ -25,7 +25,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
         let why = match row.verdict {
             Verdict::Worse => format!(
                 "{:.1}% slower, beyond the noise and the {}% threshold",
-                -row.change_pct, comparison.threshold_pct
+                -row.change_pct, row.threshold_pct
             ),
             Verdict::Missing => "absent from this run".to_owned(),
             Verdict::Failed => "every process failed".to_owned(),

@@ -2,10 +2,10 @@
 //! judged against the noise; the runs of a sweep, and one point of it followed over time.
 
 use milabench::ExitCode;
-use milabench_report::Verdict;
+use milabench_report::{DEFAULT_NOISE_FLOOR_PCT, Verdict};
 use milabench_store::{HistoryQuery, HistoryRow, Store, SweepPoint};
 
-use crate::args::{GlobalArgs, HistoryArgs};
+use crate::args::{GlobalArgs, HistoryArgs, TableFormat};
 use crate::output::{note, warn, write_output};
 use crate::table::{Table, number, short_time, system};
 
@@ -27,7 +27,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
         since: args.since,
         sweep: args.sweep.clone(),
         point: args.point.clone(),
-        threshold_pct: args.threshold.unwrap_or(0.0),
+        threshold_pct: args.threshold,
     })?;
     if rows.is_empty() {
         match &args.sweep {
@@ -79,7 +79,19 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
             .collect(),
         items: &rows,
     };
-    write_output(None, &table.render(args.format)?)?;
+    let mut text = table.render(args.format)?;
+    if matches!(args.format, TableFormat::Text | TableFormat::Md)
+        && rows.iter().any(|r| r.verdict.is_some())
+    {
+        // The JSON rows carry it as `threshold_pct`.
+        text.push_str(&match args.threshold {
+            Some(pct) => format!("Threshold: {pct}% (--threshold)\n"),
+            None => format!(
+                "Threshold: {DEFAULT_NOISE_FLOOR_PCT}% (the default noise floor; --threshold sets another)\n"
+            ),
+        });
+    }
+    write_output(None, &text)?;
     let Some(threshold) = args.threshold else {
         return Ok(ExitCode::Success);
     };
