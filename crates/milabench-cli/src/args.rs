@@ -2,6 +2,7 @@
 
 use camino::Utf8PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use milabench_config::settings::env_vars;
 
 /// Run machine-learning benchmark suites and report their results.
 ///
@@ -536,6 +537,24 @@ pub struct RunArgs {
     /// Plain progress lines instead of the dashboard.
     #[arg(long, overrides_with = "dash")]
     pub no_dash: bool,
+    /// Publishing the run to a milabench dashboard once it is over.
+    #[command(flatten)]
+    pub publish: PublishArgs,
+}
+
+/// `--publish KEY` and `--dashboard-url URL` of `run` and `report`.
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    /// Once the run (or the report) is complete and written, push its run folders (their
+    /// `.data` files) to the milabench dashboard with this push key, as the Python tool does.
+    /// The key is never shown. A failed push leaves everything local as it was and exits
+    /// non-zero [env: MILABENCH_PUBLISH_KEY].
+    #[arg(long, value_name = "KEY", env = env_vars::MILABENCH_PUBLISH_KEY, hide_env = true)]
+    pub publish: Option<String>,
+    /// The dashboard `--publish` pushes to [env: MILABENCH_DASHBOARD_URL] [default:
+    /// https://www.milabench.com].
+    #[arg(long, alias = "dashboard_url", value_name = "URL", env = env_vars::MILABENCH_DASHBOARD_URL, hide_env = true)]
+    pub dashboard_url: Option<String>,
 }
 
 /// Output formats of `run --dry-run`.
@@ -589,6 +608,9 @@ pub struct ReportArgs {
     /// Write the report to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<Utf8PathBuf>,
+    /// Publishing the runs to a milabench dashboard once the report is written.
+    #[command(flatten)]
+    pub publish: PublishArgs,
 }
 
 /// Arguments of `milabench summary`.

@@ -244,10 +244,11 @@ pub fn request_body(options: &RequestOptions, prompt: &Prompt) -> Value {
     body
 }
 
-type Sender = SendRequest<Full<Bytes>>;
+/// The sending half of one HTTP/1.1 connection.
+pub type Sender = SendRequest<Full<Bytes>>;
 
 /// An HTTP/1.1 connection over `io` (plain TCP or TLS), its driver spawned on the runtime.
-async fn http1_over<T>(io: T) -> std::io::Result<Sender>
+pub async fn http1_over<T>(io: T) -> std::io::Result<Sender>
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {

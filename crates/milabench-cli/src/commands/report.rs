@@ -9,13 +9,17 @@ use milabench_report::{
 };
 
 use crate::args::{GlobalArgs, ReportArgs, ReportFormat};
+use std::path::PathBuf;
+
 use crate::output::{warn, write_report_output};
+use crate::publish::{PublishRequest, publish_after};
 use crate::settings::load_settings;
 
 /// Builds and prints the report.
 pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let env = EnvVars::from_process();
     let settings = load_settings(global, Some(&args.suite), &env)?;
+    let publication = PublishRequest::of(&args.publish)?;
     // Without a suite, the runs alone: every benchmark they hold, none expected.
     let suite: Option<Vec<SuiteEntry>> = match settings.config {
         Some(_) => {
@@ -30,7 +34,8 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     if !args.sweep.is_empty() {
-        return sweep(global, args, suite.as_deref());
+        let code = sweep(global, args, suite.as_deref())?;
+        return Ok(publish_after(code, publication.as_ref(), &folders(&args.sweep)));
     }
     let format = match args.format {
         ReportFormat::Text => Some(Format::Text),
@@ -53,11 +58,12 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         None => render_html(&report, &set)?,
     };
     write_report_output(args.output.as_deref(), &text, &runs)?;
-    Ok(if report.passes() {
+    let code = if report.passes() {
         ExitCode::Success
     } else {
         ExitCode::BenchmarkFailures
-    })
+    };
+    Ok(publish_after(code, publication.as_ref(), &folders(&runs)))
 }
 
 /// `report --sweep`: the runs as the points of a sweep.
@@ -86,4 +92,9 @@ fn sweep(
     };
     write_report_output(args.output.as_deref(), &text, &runs)?;
     Ok(ExitCode::Success)
+}
+
+/// The paths of `runs`, as `--publish` takes them (only folders are published).
+fn folders(runs: &[String]) -> Vec<PathBuf> {
+    runs.iter().map(PathBuf::from).collect()
 }
