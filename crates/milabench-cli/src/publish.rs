@@ -58,9 +58,9 @@ impl PublishRequest {
         ));
         let archive = zip_run_folders(folders, ArchiveLimits::DASHBOARD)?;
         note(&format!(
-            "[publish] archive: {} files, {:.1} MiB; uploading to {}",
+            "[publish] archive: {} files, {}; uploading to {}",
             archive.entries(),
-            archive.len() as f64 / (1024.0 * 1024.0),
+            size(archive.len()),
             self.url
         ));
         let publication = publish(&archive, &self.key, &self.url, |event| {
@@ -73,6 +73,16 @@ impl PublishRequest {
             self.url
         ));
         Ok(())
+    }
+}
+
+/// `bytes` in KiB, or in MiB from 1 MiB on.
+fn size(bytes: usize) -> String {
+    let kib = bytes as f64 / 1024.0;
+    if kib < 1024.0 {
+        format!("{kib:.1} KiB")
+    } else {
+        format!("{:.1} MiB", kib / 1024.0)
     }
 }
 

@@ -689,7 +689,12 @@ struct EventStream {
 }
 
 impl EventStream {
-    fn take(&mut self, push: &Push<'_>, event: &SseEvent, on_event: &mut impl FnMut(&PublishEvent)) {
+    fn take(
+        &mut self,
+        push: &Push<'_>,
+        event: &SseEvent,
+        on_event: &mut impl FnMut(&PublishEvent),
+    ) {
         let Ok(data) = serde_json::from_str::<serde_json::Value>(&event.data) else {
             return;
         };
@@ -808,7 +813,10 @@ mod tests {
             .map(|n| n.to_string())
             .collect();
         for name in &names {
-            let found = bytes.windows(name.len()).filter(|w| *w == name.as_bytes()).count();
+            let found = bytes
+                .windows(name.len())
+                .filter(|w| *w == name.as_bytes())
+                .count();
             assert_eq!(found, 2, "{name}: in the local and the central header");
         }
         assert!(!bytes.windows(6).any(|w| w == b"<html>"));
@@ -830,12 +838,16 @@ mod tests {
             entries,
         };
         let too_many = zip_run_folders(std::slice::from_ref(&folder), limits(1 << 20, 100, 1));
-        assert!(matches!(too_many, Err(PublishError::TooManyFiles { count: 2, limit: 1 })));
+        assert!(matches!(
+            too_many,
+            Err(PublishError::TooManyFiles { count: 2, limit: 1 })
+        ));
         let too_large = zip_run_folders(std::slice::from_ref(&folder), limits(1 << 20, 4, 10));
         assert!(
             matches!(&too_large, Err(PublishError::FileTooLarge { bytes: 5, limit: 4, path }) if path.ends_with("a.data"))
         );
-        let archive = zip_run_folders(std::slice::from_ref(&folder), ArchiveLimits::DASHBOARD).unwrap();
+        let archive =
+            zip_run_folders(std::slice::from_ref(&folder), ArchiveLimits::DASHBOARD).unwrap();
         let exact = archive.len() as u64;
         assert!(zip_run_folders(std::slice::from_ref(&folder), limits(exact, 100, 10)).is_ok());
         let over = zip_run_folders(std::slice::from_ref(&folder), limits(exact - 1, 100, 10));

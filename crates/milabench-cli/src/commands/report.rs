@@ -35,7 +35,11 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     };
     if !args.sweep.is_empty() {
         let code = sweep(global, args, suite.as_deref())?;
-        return Ok(publish_after(code, publication.as_ref(), &folders(&args.sweep)));
+        return Ok(publish_after(
+            code,
+            publication.as_ref(),
+            &folders(&args.sweep),
+        ));
     }
     let format = match args.format {
         ReportFormat::Text => Some(Format::Text),

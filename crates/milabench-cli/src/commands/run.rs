@@ -25,7 +25,14 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let settings = load_suite_settings(global, &args.suite, more, &env)?;
     let publication = PublishRequest::of(&args.publish)?;
     if let Some(sweep) = milabench::sweep_of(&settings, &env, &args.sweep)? {
-        return sweep::run(args, settings, env, sweep, &validations, publication.as_ref());
+        return sweep::run(
+            args,
+            settings,
+            env,
+            sweep,
+            &validations,
+            publication.as_ref(),
+        );
     }
     let session = session(settings, &args.suite, args.fidelity.clone(), env, None)?;
     let request = request(args, validations, args.resume)?;
@@ -33,7 +40,11 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         return dry_run(&session, &request, format);
     }
     let code = crate::render::pipeline::execute(&session, request, dash(args))?;
-    Ok(publish_after(code, publication.as_ref(), &[session.run_dir()]))
+    Ok(publish_after(
+        code,
+        publication.as_ref(),
+        &[session.run_dir()],
+    ))
 }
 
 /// The request of `args` (`validations` already parsed), resuming or not.

@@ -80,7 +80,8 @@ pub fn run(
                 .join(" ")
         ));
     }
-    let folders: Vec<std::path::PathBuf> = folders.iter().map(|f| f.as_std_path().to_owned()).collect();
+    let folders: Vec<std::path::PathBuf> =
+        folders.iter().map(|f| f.as_std_path().to_owned()).collect();
     Ok(crate::publish::publish_after(worst, publication, &folders))
 }
 
