@@ -6,8 +6,8 @@
 //! packages of `tests/fixtures/dashboard/requirements.txt` from the package index; made once and
 //! kept), and starts the server from the sources kept in `tests/fixtures/dashboard/server`
 //! (the dashboard, and the two packages it needs that are not on the package index: the Python
-//! milabench with its benchmate, and iguane) with `tests/fixtures/dashboard/serve.py`, on a
-//! free loopback port. It prints the URL tests read from `MILABENCH_TEST_DASHBOARD_URL`.
+//! milabench with its benchmate, and iguane), copied to a scratch folder, with
+//! `tests/fixtures/dashboard/serve.py`, on a free loopback port. It prints the URL tests read from `MILABENCH_TEST_DASHBOARD_URL`.
 //! `down` stops the server's process group and the PostgreSQL server. Where things are is kept
 //! in `target/dashboard-harness.json`; the server's output goes to
 //! `target/dashboard-harness.log`.
@@ -97,17 +97,27 @@ pub fn up() -> anyhow::Result<String> {
         .rsplit_once('/')
         .map(|(server, _)| format!("{server}/dashboard"))
         .context("the PostgreSQL harness's URL has no database part")?;
-    let log = fs_err::File::create(target("dashboard-harness.log"))?;
+    let log_path = target("dashboard-harness.log");
+    let log = std::fs::File::create(&log_path)
+        .with_context(|| format!("could not create {}", log_path.display()))?;
     let scratch = tempfile::Builder::new()
         .prefix("milabench-dashboard.")
         .tempdir()
-        .context("could not make a folder for the dashboard's uploads")?
+        .context("could not make a folder for the dashboard's sources and uploads")?
         .keep();
+    // The server keeps files beside its sources (its Slurm bookkeeping, in `../data`): it runs
+    // from a copy, so that the fixtures stay as they are.
+    let sources = scratch.join("src");
+    fs_err::create_dir_all(&sources)?;
+    run_step(
+        "copy the dashboard's sources",
+        Command::new("cp").arg("-r").arg(fixture("server")).arg(&sources),
+    )?;
     let mut command = Command::new(&python);
     command
         .arg(fixture("serve.py"))
         .arg(port.to_string())
-        .env("PYTHONPATH", fixture("server"))
+        .env("PYTHONPATH", sources.join("server"))
         .env("DATABASE_URI", &database)
         .env("UPLOAD_FOLDER", &scratch)
         .current_dir(&scratch)
@@ -169,9 +179,12 @@ pub fn down() -> anyhow::Result<()> {
 fn create_database(pg_url: &str) -> anyhow::Result<()> {
     let mut client = postgres::Client::connect(pg_url, postgres::NoTls)
         .context("could not reach the PostgreSQL harness")?;
-    client
-        .batch_execute("DROP DATABASE IF EXISTS dashboard WITH (FORCE); CREATE DATABASE dashboard")
-        .context("could not create the dashboard's database")?;
+    // Two statements: PostgreSQL runs neither inside the transaction of a batch.
+    for statement in ["DROP DATABASE IF EXISTS dashboard WITH (FORCE)", "CREATE DATABASE dashboard"] {
+        client
+            .batch_execute(statement)
+            .context("could not create the dashboard's database")?;
+    }
     Ok(())
 }
 
