@@ -505,3 +505,75 @@ fn the_real_dashboard_shows_a_published_run() {
         assert_eq!(stored, expected, "the rates of benchio.{job}");
     }
 }
+
+const ONE_BENCH_SUITE: &str = "\
+good:
+  inherits: _defaults
+  install_group: tiny
+  tags: [monogpu]
+  weight: 1
+  max_duration: 30
+  definition: benchmarks/good
+";
+
+#[test]
+fn run_publish_pushes_the_run_once_it_is_complete() {
+    let dashboard = StandIn::start();
+    let project = crate::run::Project::new(ONE_BENCH_SUITE);
+    project.bench("good", &crate::run::reporting(4, 0));
+    let out = run(project
+        .run_command(&[
+            "--run-name",
+            "pub1",
+            "--no-check",
+            "--dashboard-url",
+            &dashboard.url,
+        ])
+        .env("MILABENCH_PUBLISH_KEY", GOOD_KEY));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("[publish] published 1 run(s), 1 benchmark(s)"),
+        "{}",
+        out.stderr
+    );
+    let received = dashboard.received();
+    assert_eq!(received.len(), 1, "{}", out.stderr);
+    let names: Vec<&str> = received[0]
+        .entries
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(names, ["pub1/good.D0.data"], "{}", out.stderr);
+    assert_eq!(
+        received[0].entries[0].1,
+        project.data_file("pub1", "good.D0").into_bytes()
+    );
+}
+
+#[test]
+fn a_run_whose_push_fails_keeps_its_folder_and_exits_non_zero() {
+    let dashboard = StandIn::start();
+    let project = crate::run::Project::new(ONE_BENCH_SUITE);
+    project.bench("good", &crate::run::reporting(4, 0));
+    let out = run(&mut project.run_command(&[
+        "--run-name",
+        "pub2",
+        "--no-check",
+        "--publish",
+        "a-key-the-dashboard-never-issued",
+        "--dashboard-url",
+        &dashboard.url,
+    ]));
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("refused the push key"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("never-issued") && !out.stdout.contains("never-issued"));
+    assert!(
+        !project.data_file("pub2", "good.D0").is_empty(),
+        "the run's data is kept"
+    );
+}

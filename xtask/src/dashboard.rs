@@ -111,7 +111,10 @@ pub fn up() -> anyhow::Result<String> {
     fs_err::create_dir_all(&sources)?;
     run_step(
         "copy the dashboard's sources",
-        Command::new("cp").arg("-r").arg(fixture("server")).arg(&sources),
+        Command::new("cp")
+            .arg("-r")
+            .arg(fixture("server"))
+            .arg(&sources),
     )?;
     let mut command = Command::new(&python);
     command
@@ -180,7 +183,10 @@ fn create_database(pg_url: &str) -> anyhow::Result<()> {
     let mut client = postgres::Client::connect(pg_url, postgres::NoTls)
         .context("could not reach the PostgreSQL harness")?;
     // Two statements: PostgreSQL runs neither inside the transaction of a batch.
-    for statement in ["DROP DATABASE IF EXISTS dashboard WITH (FORCE)", "CREATE DATABASE dashboard"] {
+    for statement in [
+        "DROP DATABASE IF EXISTS dashboard WITH (FORCE)",
+        "CREATE DATABASE dashboard",
+    ] {
         client
             .batch_execute(statement)
             .context("could not create the dashboard's database")?;
