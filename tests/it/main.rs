@@ -12,6 +12,7 @@ mod html;
 mod install;
 mod load;
 mod multinode;
+mod publish;
 mod report;
 mod resolve;
 mod run;

@@ -78,6 +78,7 @@ pub fn run() -> anyhow::Result<()> {
         cargo_with(step, args, env)?;
     }
     store_on_postgres()?;
+    dashboard_tests()?;
     cluster_tests()?;
     slurm_tests()?;
     benchmate_tests()?;
@@ -136,6 +137,22 @@ fn store_on_postgres() -> anyhow::Result<()> {
         bail!("step `store on PostgreSQL` failed ({status})");
     }
     Ok(())
+}
+
+/// The tests of `--publish` against the real dashboard server (`cargo xtask dashboard up`,
+/// `tests/it/publish.rs`'s ignored tests), stopped even when they fail.
+fn dashboard_tests() -> anyhow::Result<()> {
+    use milabench_store::harness::TEST_DASHBOARD_URL;
+    eprintln!("==> dashboard: cargo xtask dashboard up");
+    let url = crate::dashboard::up()?;
+    let tests = cargo_with(
+        "publish to the real dashboard",
+        &ignored_tests("publish::"),
+        &[(TEST_DASHBOARD_URL, &url)],
+    );
+    let stopped = crate::dashboard::down();
+    tests?;
+    stopped
 }
 
 /// The multi-node tests against the real two-node harness (`tests/it/multinode.rs`, ignored

@@ -11,6 +11,8 @@
 //! - `cluster up|down`: two network namespaces with real sshd, for multi-node runs and tests.
 //! - `browser`: the HTML reports of the fixture run folders (and a generated 150-file run)
 //!   checked in headless chromium, screenshots in `target/browser/` (`ci` runs it too).
+//! - `dashboard up|down`: the real milabench dashboard server (and its PostgreSQL) on a loopback
+//!   port, for the tests of `--publish`.
 //! - `slurm up|down`: a one-node Slurm (munged, slurmctld, slurmd on loopback) for the Slurm tests.
 
 // A developer tool: printing progress and tables is its whole job.
@@ -18,6 +20,7 @@
 
 mod bench;
 mod ci;
+mod dashboard;
 mod e2e;
 mod e2e_benchit;
 mod e2e_sweep;
@@ -53,6 +56,10 @@ enum Flow {
     /// A throwaway PostgreSQL server (initdb in a temporary folder, loopback port) for the
     /// results store's tests: `up` prints its URL, `down` stops it and removes it.
     Pg(pg::PgArgs),
+    /// The real milabench dashboard server (Flask over the `pg` harness's PostgreSQL, from the
+    /// sources in tests/fixtures/dashboard) on a loopback port, for the tests of `--publish`:
+    /// `up` prints its URL, `down` stops it and its PostgreSQL.
+    Dashboard(dashboard::DashboardArgs),
     /// Two "nodes" on this machine (network namespaces, each with its own address and sshd),
     /// for multi-node runs and tests; needs root.
     Cluster(cluster::ClusterArgs),
@@ -72,6 +79,7 @@ fn main() -> anyhow::Result<()> {
         Flow::E2e(args) => e2e::run(&args),
         Flow::Examples => ci::examples(),
         Flow::Pg(args) => pg::run(&args),
+        Flow::Dashboard(args) => dashboard::run(&args),
         Flow::Cluster(args) => cluster::run_cli(&args),
         Flow::Browser => ci::browser(),
         Flow::Slurm(args) => slurm::run_cli(&args),

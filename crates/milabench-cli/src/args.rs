@@ -2,6 +2,7 @@
 
 use camino::Utf8PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use milabench_config::settings::env_vars;
 
 mod python;
 
@@ -597,6 +598,9 @@ pub struct RunArgs {
     /// Not here: links to open GitHub issues for failures; refused with that message.
     #[arg(long, hide = true)]
     pub github_issues: bool,
+    /// Publishing the run to a milabench dashboard once it is over.
+    #[command(flatten)]
+    pub publish: PublishArgs,
 }
 
 /// `--dash` styles (the Python tool's names).
@@ -608,6 +612,21 @@ pub enum DashStyle {
     Short,
     /// No dashboard: plain lines.
     No,
+}
+
+/// `--publish KEY` and `--dashboard-url URL` of `run` and `report`.
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    /// Once the run (or the report) is complete and written, push its run folders (their
+    /// `.data` files) to the milabench dashboard with this push key, as the Python tool does.
+    /// The key is never shown. A failed push leaves everything local as it was and exits
+    /// non-zero [env: MILABENCH_PUBLISH_KEY].
+    #[arg(long, value_name = "KEY", env = env_vars::MILABENCH_PUBLISH_KEY, hide_env = true)]
+    pub publish: Option<String>,
+    /// The dashboard `--publish` pushes to [env: MILABENCH_DASHBOARD_URL] [default:
+    /// https://www.milabench.com].
+    #[arg(long, value_name = "URL", env = env_vars::MILABENCH_DASHBOARD_URL, hide_env = true)]
+    pub dashboard_url: Option<String>,
 }
 
 /// Output formats of `run --dry-run`.
@@ -690,6 +709,9 @@ pub struct ReportArgs {
     /// Not here: the Python tool's GPU comparison table. Refused with that message.
     #[arg(long, hide = true)]
     pub compare_gpus: bool,
+    /// Publishing the runs to a milabench dashboard once the report is written.
+    #[command(flatten)]
+    pub publish: PublishArgs,
 }
 
 /// Arguments of `milabench summary`.

@@ -15,6 +15,7 @@ use milabench_metrics::MetricsError;
 use milabench_plan::PlanError;
 use milabench_report::ReportError;
 use milabench_store::StoreError;
+use milabench_store::publish::PublishError;
 use milabench_validate::ReplayError;
 
 /// Prints `err` with its causes on stderr and returns the exit code it deserves.
@@ -50,6 +51,8 @@ fn known_exit_code(err: &(dyn Error + 'static)) -> Option<ExitCode> {
     } else if let Some(e) = err.downcast_ref::<ScaffoldError>() {
         Some(e.exit_code())
     } else if let Some(e) = err.downcast_ref::<StoreError>() {
+        Some(bad_input_or_internal(e.is_bad_input()))
+    } else if let Some(e) = err.downcast_ref::<PublishError>() {
         Some(bad_input_or_internal(e.is_bad_input()))
     } else if let Some(e) = err.downcast_ref::<ReportError>() {
         Some(bad_input_or_internal(e.is_bad_input()))

@@ -9,6 +9,7 @@ mod database;
 mod errors;
 mod live;
 mod output;
+mod publish;
 mod render;
 mod settings;
 mod steps;

@@ -282,7 +282,8 @@ pub fn request_body(options: &RequestOptions, prompt: &Prompt) -> Value {
     body
 }
 
-type Sender = SendRequest<Full<Bytes>>;
+/// The sending half of one HTTP/1.1 connection.
+pub type Sender = SendRequest<Full<Bytes>>;
 
 /// How long the probe of a plain HTTP endpoint waits for each answer.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -308,7 +309,7 @@ async fn get(endpoint: &Endpoint, sender: &mut Sender, path: &str) -> std::io::R
 }
 
 /// An HTTP/1.1 connection over `io` (plain TCP or TLS), its driver spawned on the runtime.
-async fn http1_over<T>(io: T) -> std::io::Result<Sender>
+pub async fn http1_over<T>(io: T) -> std::io::Result<Sender>
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {

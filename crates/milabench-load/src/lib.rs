@@ -18,7 +18,7 @@ pub mod mock;
 mod run;
 pub mod schedule;
 pub mod server;
-mod sse;
+pub mod sse;
 pub mod stop;
 pub mod summary;
 pub mod tls;

@@ -1,5 +1,6 @@
-//! Server-sent events read incrementally: bytes go in as they arrive, the `data` of each
-//! complete event comes out. As the WHATWG specification of `text/event-stream` says: a byte
+//! Server-sent events read incrementally: bytes go in as they arrive, each complete event
+//! comes out (the `data` of `message` events for the OpenAI streaming protocol, or every event
+//! with its name for readers that need them, such as the dashboard's push answer). As the WHATWG specification of `text/event-stream` says: a byte
 //! order mark before the first line is dropped, lines end with CR LF, LF or a lone CR, and an
 //! event whose `event:` type is not `message` is not for the client (a `ping`, say) and is
 //! skipped. One line or event longer than [`MAX_EVENT_BYTES`] stops the stream.
@@ -27,28 +28,65 @@ impl std::fmt::Display for EventTooLong {
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// An incremental reader of a `text/event-stream` body. Only `data` and `event` fields matter
-/// to the OpenAI streaming protocol; other fields and comments are skipped.
+/// ([`SseReader::feed`]: the data of `message` events, as the OpenAI streaming protocol reads
+/// them; [`SseReader::feed_events`]: every event, named); other fields and comments are
+/// skipped.
 #[derive(Debug, Default)]
 pub struct SseReader {
     /// Bytes of a line not yet ended.
     partial: Vec<u8>,
     /// `data` lines of the event being read, joined by newlines.
     data: Option<String>,
-    /// The event being read has an `event:` type other than `message`.
-    foreign: bool,
+    /// The `event:` type of the event being read, when it names one.
+    name: Option<String>,
     /// The last bytes fed ended on a CR, so a LF first in the next ones ends no second line.
     after_cr: bool,
     /// A line was read: a byte order mark is no longer dropped.
     started: bool,
 }
 
+/// One complete server-sent event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// Its `event` field (`None`: the default `message` type).
+    pub name: Option<String>,
+    /// Its `data` lines, joined by newlines.
+    pub data: String,
+}
+
+impl SseEvent {
+    /// Whether it is of the default type, `message` (a client of the OpenAI protocol reads
+    /// those only).
+    pub fn is_message(&self) -> bool {
+        is_message_type(self.name.as_deref())
+    }
+}
+
+/// Whether an event of this `event:` type is of the default type, `message`.
+fn is_message_type(name: Option<&str>) -> bool {
+    name.is_none_or(|n| n.is_empty() || n == "message")
+}
+
 impl SseReader {
-    /// Feeds `bytes` and calls `on_event` with the data of every event they complete.
-    /// Invalid UTF-8 in a data line is replaced (the JSON decoder then reports it).
+    /// Feeds `bytes` and calls `on_event` with the data of every `message` event they
+    /// complete. Invalid UTF-8 in a data line is replaced (the JSON decoder then reports it).
     pub fn feed(
         &mut self,
         bytes: &[u8],
         mut on_event: impl FnMut(String),
+    ) -> Result<(), EventTooLong> {
+        self.feed_events(bytes, |event| {
+            if event.is_message() {
+                on_event(event.data);
+            }
+        })
+    }
+
+    /// Feeds `bytes` and calls `on_event` with every event they complete, named.
+    pub fn feed_events(
+        &mut self,
+        bytes: &[u8],
+        mut on_event: impl FnMut(SseEvent),
     ) -> Result<(), EventTooLong> {
         let mut rest = bytes;
         if self.after_cr && !rest.is_empty() {
@@ -86,10 +124,15 @@ impl SseReader {
             let line = std::mem::take(&mut self.partial);
             self.line(&line, &mut |_| {}).ok()?;
         }
-        self.data.filter(|_| !self.foreign)
+        let message = is_message_type(self.name.as_deref());
+        self.data.filter(|_| message)
     }
 
-    fn line(&mut self, line: &[u8], on_event: &mut impl FnMut(String)) -> Result<(), EventTooLong> {
+    fn line(
+        &mut self,
+        line: &[u8],
+        on_event: &mut impl FnMut(SseEvent),
+    ) -> Result<(), EventTooLong> {
         if line.len() > MAX_EVENT_BYTES {
             return Err(EventTooLong);
         }
@@ -100,11 +143,9 @@ impl SseReader {
             line.strip_prefix(BOM).unwrap_or(line)
         };
         if line.is_empty() {
-            let foreign = std::mem::take(&mut self.foreign);
-            if let Some(data) = self.data.take()
-                && !foreign
-            {
-                on_event(data);
+            let name = self.name.take();
+            if let Some(data) = self.data.take() {
+                on_event(SseEvent { name, data });
             }
             return Ok(());
         }
@@ -130,7 +171,7 @@ impl SseReader {
                     None => self.data = Some(value.into_owned()),
                 }
             }
-            b"event" => self.foreign = !value.is_empty() && value != b"message",
+            b"event" => self.name = Some(String::from_utf8_lossy(value).into_owned()),
             _ => {}
         }
         Ok(())
@@ -140,6 +181,31 @@ impl SseReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn named_events_keep_their_names_and_a_name_ends_with_its_event() {
+        let mut reader = SseReader::default();
+        let mut out = Vec::new();
+        reader
+            .feed_events(
+                b"event: run\ndata: {}\n\n: heartbeat\n\ndata: plain\n\n",
+                |e| out.push(e),
+            )
+            .unwrap();
+        assert_eq!(
+            out,
+            [
+                SseEvent {
+                    name: Some("run".into()),
+                    data: "{}".into()
+                },
+                SseEvent {
+                    name: None,
+                    data: "plain".into()
+                },
+            ]
+        );
+    }
 
     fn events(chunks: &[&[u8]]) -> Vec<String> {
         let mut reader = SseReader::default();

@@ -61,7 +61,7 @@ impl TlsClient {
     }
 
     /// Opens TLS over `stream` to `host` (a name or an address, as in the URL).
-    pub(crate) async fn connect(
+    pub async fn connect(
         &self,
         host: &str,
         stream: TcpStream,

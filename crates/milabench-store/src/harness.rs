@@ -12,6 +12,9 @@ use serde_json::json;
 
 /// The URL of a PostgreSQL server tests may create databases on (`cargo xtask pg up` prints it).
 pub const TEST_PG_URL: &str = "MILABENCH_TEST_PG_URL";
+/// The URL of the real milabench dashboard server `cargo xtask dashboard up` starts, for the
+/// tests of `--publish` (ignored by default; `cargo xtask ci` runs them with it).
+pub const TEST_DASHBOARD_URL: &str = "MILABENCH_TEST_DASHBOARD_URL";
 /// When set to `1`, PostgreSQL tests fail instead of being skipped without a server.
 pub const TEST_PG_REQUIRED: &str = "MILABENCH_TEST_PG_REQUIRED";
 

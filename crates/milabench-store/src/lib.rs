@@ -20,6 +20,7 @@ mod error;
 mod folder;
 pub mod harness;
 mod location;
+pub mod publish;
 mod query;
 pub mod schema;
 mod store;

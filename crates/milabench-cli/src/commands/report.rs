@@ -10,7 +10,10 @@ use milabench_report::{
 };
 
 use crate::args::{GlobalArgs, ReportArgs, ReportFormat};
+use std::path::PathBuf;
+
 use crate::output::{note, warn, write_report_output};
+use crate::publish::{PublishRequest, publish_after};
 use crate::settings::load_settings;
 
 /// Builds and prints the report.
@@ -19,6 +22,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let env = EnvVars::from_process();
     let lean = env.bool(MILABENCH_REPORT_LEAN)?.unwrap_or(false);
     let settings = load_settings(global, Some(&args.suite), &env)?;
+    let publication = PublishRequest::of(&args.publish)?;
     // Without a suite, the runs alone: every benchmark they hold, none expected.
     let suite: Option<Vec<SuiteEntry>> = match settings.config {
         Some(_) => {
@@ -33,7 +37,12 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     if !args.sweep.is_empty() {
-        return sweep(global, args, suite.as_deref());
+        let code = sweep(global, args, suite.as_deref())?;
+        return Ok(publish_after(
+            code,
+            publication.as_ref(),
+            &folders(&args.sweep),
+        ));
     }
     let format = match args.format {
         ReportFormat::Text if lean => Some(Format::LeanText),
@@ -68,11 +77,12 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         write_report_output(Some(page), &render_html(&report, &set)?, &runs)?;
         note(&format!("HTML report: {page}"));
     }
-    Ok(if report.passes() {
+    let code = if report.passes() {
         ExitCode::Success
     } else {
         ExitCode::BenchmarkFailures
-    })
+    };
+    Ok(publish_after(code, publication.as_ref(), &folders(&runs)))
 }
 
 /// `report --sweep`: the runs as the points of a sweep.
@@ -162,4 +172,9 @@ fn consolidate(runs: &[String], run_name: Option<&str>) -> anyhow::Result<Vec<St
         gathered.push(made.folder.display().to_string());
     }
     Ok(gathered)
+}
+
+/// The paths of `runs`, as `--publish` takes them (only folders are published).
+fn folders(runs: &[String]) -> Vec<PathBuf> {
+    runs.iter().map(PathBuf::from).collect()
 }

@@ -11,6 +11,7 @@ mod sweep;
 
 use crate::args::{DashStyle, DryRunFormat, GlobalArgs, RunArgs};
 use crate::output::{note, warn};
+use crate::publish::{PublishRequest, publish_after};
 use crate::settings::{load_suite_settings, session};
 
 /// Runs the command.
@@ -30,15 +31,28 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let env = EnvVars::from_process();
     let settings = load_suite_settings(global, &args.suite, more, &env)?;
     let noterm = settings.noterm;
+    let publication = PublishRequest::of(&args.publish)?;
     if let Some(sweep) = milabench::sweep_of(&settings, &env, &args.sweep)? {
-        return sweep::run(args, settings, env, sweep, &validations);
+        return sweep::run(
+            args,
+            settings,
+            env,
+            sweep,
+            &validations,
+            publication.as_ref(),
+        );
     }
     let session = session(settings, &args.suite, args.fidelity.clone(), env, None)?;
     let request = request(args, validations, args.resume)?;
     if let Some(format) = args.dry_run {
         return dry_run(&session, &request, format);
     }
-    crate::render::pipeline::execute(&session, request, dash(args, noterm))
+    let code = crate::render::pipeline::execute(&session, request, dash(args, noterm))?;
+    Ok(publish_after(
+        code,
+        publication.as_ref(),
+        &[session.run_dir()],
+    ))
 }
 
 /// The request of `args` (`validations` already parsed), resuming or not.

@@ -30,6 +30,10 @@ pub const MILABENCH_RUN_NAME: &str = "MILABENCH_RUN_NAME";
 pub const MILABENCH_NOTERM: &str = "MILABENCH_NOTERM";
 /// Results database (`--db`): a SQLite file, or a `postgres://` URL. Default `$BASE/results.db`.
 pub const MILABENCH_DB: &str = "MILABENCH_DB";
+/// Push key of `run --publish` and `report --publish`: a secret, never shown.
+pub const MILABENCH_PUBLISH_KEY: &str = "MILABENCH_PUBLISH_KEY";
+/// Dashboard that `--publish` pushes to (`--dashboard-url`). Default `https://www.milabench.com`.
+pub const MILABENCH_DASHBOARD_URL: &str = "MILABENCH_DASHBOARD_URL";
 
 /// Overrides `$BASE/venv`, the root of the per-install-group environments.
 pub const MILABENCH_DIRS_VENV: &str = "MILABENCH_DIRS_VENV";
@@ -113,6 +117,8 @@ pub const ALL: &[&str] = &[
     MILABENCH_RUN_NAME,
     MILABENCH_NOTERM,
     MILABENCH_DB,
+    MILABENCH_PUBLISH_KEY,
+    MILABENCH_DASHBOARD_URL,
     MILABENCH_DIRS_VENV,
     MILABENCH_DIRS_DATA,
     MILABENCH_DIRS_RUNS,

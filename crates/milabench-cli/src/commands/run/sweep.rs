@@ -10,6 +10,7 @@ use milabench_validate::LayerName;
 
 use crate::args::RunArgs;
 use crate::output::{note, warn};
+use crate::publish::PublishRequest;
 
 /// Runs every run of `sweep` not yet recorded as finished; the exit status is the worst of
 /// theirs. A run that fails does not stop the sweep; an interrupted one does (and is not
@@ -20,6 +21,7 @@ pub fn run(
     env: EnvVars,
     sweep: Sweep,
     validations: &[LayerName],
+    publication: Option<&PublishRequest>,
 ) -> anyhow::Result<ExitCode> {
     if args.resume {
         anyhow::bail!(
@@ -79,7 +81,7 @@ pub fn run(
                 .join(" ")
         ));
     }
-    Ok(worst)
+    Ok(crate::publish::publish_after(worst, publication, &folders))
 }
 
 /// One run of the sweep: its session, then `run` as for a single run.
