@@ -389,11 +389,18 @@ fn finish(file: &DataFile, p: Pending, serving: Option<Box<ServingRun>>) -> File
     }
     let verdict = p.judge.verdict();
     let mut faults = Vec::new();
-    if let ProcessVerdict::Unfinished(missing) = &verdict {
-        faults.push(format!(
+    match (&verdict, p.judge.errors().first()) {
+        // A process that recorded why it never started (a benchfile that gave no plan, a
+        // failed set-up) failed for that reason, which the error layer shows.
+        (ProcessVerdict::Unfinished(_), Some(error)) => faults.push(format!(
+            "it never started: {}",
+            error.lines().next().unwrap_or_default()
+        )),
+        (ProcessVerdict::Unfinished(missing), None) => faults.push(format!(
             "no `{}` event: the benchmark did not finish, so it counts as failed; re-run it",
             missing.as_str()
-        ));
+        )),
+        _ => {}
     }
     for failure in verdict.failures() {
         if let Failure::BadRates { .. } = failure {
@@ -518,6 +525,20 @@ mod tests {
         assert_eq!(
             unfinished.faults,
             ["no `end` event: the benchmark did not finish, so it counts as failed; re-run it"]
+        );
+    }
+
+    /// A process recorded as failed before it started (its benchfile gave no plan) is said to
+    /// have never started, with its error, rather than told to be re-run.
+    #[test]
+    fn a_process_that_never_started_says_why() {
+        let error = r#"{"event": "error", "data": {"type": "BenchfileFailed", "message": "its benchfile.py gives no plan: boom\n  fix: fix it"}, "pipe": null}"#;
+        let end = r#"{"event": "end", "data": {"return_code": 1, "time": 103.0}, "pipe": null}"#;
+        let never = read(&[CONFIG, error, end]);
+        assert!(!never.success);
+        assert_eq!(
+            never.faults,
+            ["it never started: BenchfileFailed: its benchfile.py gives no plan: boom"]
         );
     }
 }
