@@ -248,7 +248,7 @@ fn benchmate_tests() -> anyhow::Result<()> {
 }
 
 /// Runs `command` and fails with `step` when it fails.
-fn run_command(step: &str, command: &mut Command) -> anyhow::Result<()> {
+pub(crate) fn run_command(step: &str, command: &mut Command) -> anyhow::Result<()> {
     let status = command
         .status()
         .with_context(|| format!("could not start step `{step}`"))?;

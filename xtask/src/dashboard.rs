@@ -109,7 +109,7 @@ pub fn up() -> anyhow::Result<String> {
     // from a copy, so that the fixtures stay as they are.
     let sources = scratch.join("src");
     fs_err::create_dir_all(&sources)?;
-    run_step(
+    crate::ci::run_command(
         "copy the dashboard's sources",
         Command::new("cp")
             .arg("-r")
@@ -208,11 +208,11 @@ fn venv() -> anyhow::Result<PathBuf> {
         venv.display()
     );
     let _ = std::fs::remove_dir_all(&venv);
-    run_step(
+    crate::ci::run_command(
         "dashboard venv",
         Command::new("python3").arg("-m").arg("venv").arg(&venv),
     )?;
-    run_step(
+    crate::ci::run_command(
         "dashboard packages",
         Command::new(&python)
             .args([
@@ -227,16 +227,6 @@ fn venv() -> anyhow::Result<PathBuf> {
     )?;
     fs_err::write(&ready, requirements)?;
     Ok(python)
-}
-
-fn run_step(step: &str, command: &mut Command) -> anyhow::Result<()> {
-    let status = command
-        .status()
-        .with_context(|| format!("could not start step `{step}`"))?;
-    if !status.success() {
-        bail!("step `{step}` failed ({status})");
-    }
-    Ok(())
 }
 
 /// Whether the server at `url` answers `GET /api/ping` with `pong`.

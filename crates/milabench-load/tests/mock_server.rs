@@ -402,21 +402,26 @@ fn scripted_run(events: &'static [&'static str], requests: usize) -> milabench_l
     result.steps.remove(0)
 }
 
-#[test]
-fn a_body_closed_short_of_its_end_counts_as_disconnected() {
-    // HTTP/1.0: the body ends with the connection, after 3 of the 16 tokens asked for.
+/// `requests` offline requests to a mock server of 2 ms TTFT and 1 ms gaps with `fault`.
+fn offline_with_fault(fault: Fault, requests: usize) -> milabench_load::LoadResult {
     let server = MockServer::start(MockConfig {
         ttft: Duration::from_millis(2),
         gap: Duration::from_millis(1),
-        fault: Some(Fault::CloseAfter { tokens: 3 }),
+        fault: Some(fault),
         ..MockConfig::default()
     })
     .unwrap();
-    let result = run(
-        &spec(&server.url(), Scenario::Offline, Duration::ZERO, 3),
+    run(
+        &spec(&server.url(), Scenario::Offline, Duration::ZERO, requests),
         &Stop::new(),
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn a_body_closed_short_of_its_end_counts_as_disconnected() {
+    // HTTP/1.0: the body ends with the connection, after 3 of the 16 tokens asked for.
+    let result = offline_with_fault(Fault::CloseAfter { tokens: 3 }, 3);
     let s = &result.steps[0].summary;
     assert_eq!((s.succeeded, s.failed), (0, 3), "{:?}", s.errors);
     let cut = &s.errors[&ErrorKind::Disconnected];
@@ -427,18 +432,7 @@ fn a_body_closed_short_of_its_end_counts_as_disconnected() {
         cut.example
     );
     // Every token asked for came: the answer is whole without its `[DONE]`.
-    let server = MockServer::start(MockConfig {
-        ttft: Duration::from_millis(2),
-        gap: Duration::from_millis(1),
-        fault: Some(Fault::CloseAfter { tokens: 16 }),
-        ..MockConfig::default()
-    })
-    .unwrap();
-    let result = run(
-        &spec(&server.url(), Scenario::Offline, Duration::ZERO, 2),
-        &Stop::new(),
-    )
-    .unwrap();
+    let result = offline_with_fault(Fault::CloseAfter { tokens: 16 }, 2);
     let s = &result.steps[0].summary;
     assert_eq!((s.succeeded, s.output_tokens), (2, 32), "{:?}", s.errors);
 }
