@@ -2,6 +2,7 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::{Args, Subcommand};
+use std::io::Write as _;
 
 use benchit::models::cache::{BuildEntry, CACHE_VAR, Cache, default_cache_dir};
 use benchit::models::report;
@@ -82,15 +83,15 @@ enum ReportFormat {
 }
 
 /// Runs a `benchit cache` command; returns the exit status.
-#[allow(clippy::print_stdout)]
 pub(crate) fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
     let dir = match args.cache_dir {
         Some(dir) => dir,
         None => default_cache_dir()?,
     };
     let cache = match args.command {
         CacheCommand::Location => {
-            println!("{dir}");
+            writeln!(out, "{dir}")?;
             return Ok(ExitCode::Success);
         }
         _ => Cache::open(&dir)?,
@@ -100,34 +101,34 @@ pub(crate) fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
         CacheCommand::List => {
             let builds = cache.builds()?;
             if builds.is_empty() {
-                println!("no build in {dir}");
+                writeln!(out, "no build in {dir}")?;
             }
             let width = builds.iter().map(|b| b.name.len()).max().unwrap_or(0);
             for build in &builds {
-                println!("{}", list_line(build, width));
+                writeln!(out, "{}", list_line(build, width))?;
             }
         }
         CacheCommand::Stats { build } => {
             let entry = cache.build(&build)?;
             for file in [STATE_FILE, STATS_FILE] {
                 let path = entry.dir.join(file);
-                println!("# {path}");
+                writeln!(out, "# {path}")?;
                 match fs_err::read_to_string(&path) {
-                    Ok(text) => print!("{text}"),
-                    Err(e) => println!("(cannot be read: {e})"),
+                    Ok(text) => write!(out, "{text}")?,
+                    Err(e) => writeln!(out, "(cannot be read: {e})")?,
                 }
             }
             for problem in entry.problems() {
-                println!("# problem: {problem}");
+                writeln!(out, "# problem: {problem}")?;
             }
         }
         CacheCommand::Delete { build, all } => {
             if all {
                 let names = cache.delete_all()?;
-                println!("deleted {} build{}", names.len(), plural(names.len()));
+                writeln!(out, "deleted {} build{}", names.len(), plural(names.len()))?;
             } else if let Some(build) = build {
                 cache.delete(&build)?;
-                println!("deleted {build}");
+                writeln!(out, "deleted {build}")?;
             }
         }
         CacheCommand::Clean { build, all } => {
@@ -140,12 +141,13 @@ pub(crate) fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
             for name in &names {
                 removed += cache.clean(name)?;
             }
-            println!(
+            writeln!(
+                out,
                 "removed {removed} file{} from {} build{}",
                 plural(removed),
                 names.len(),
                 plural(names.len())
-            );
+            )?;
         }
         CacheCommand::Report { output_dir, format } => {
             let rows = report::rows(&cache.builds()?);
@@ -156,11 +158,12 @@ pub(crate) fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
                 }
                 ReportFormat::Html => write_page(&output_dir, &dir, &rows)?.to_string(),
             };
-            println!(
+            writeln!(
+                out,
                 "{} row{} written to {written}",
                 rows.len(),
                 plural(rows.len())
-            );
+            )?;
         }
     }
     Ok(ExitCode::Success)

@@ -387,6 +387,7 @@ fn serving_json(row: &ServingRow) -> Value {
         SloVerdict::Held => json!("held"),
         SloVerdict::NotHeld => json!("not held"),
         SloVerdict::NoSlo => Value::Null,
+        SloVerdict::Interrupted => json!("interrupted"),
     };
     map.insert("slo".into(), verdict(row.run.verdict()));
     let steps = row

@@ -120,6 +120,8 @@ pub struct StepSummary {
     pub scenario: LoadScenario,
     /// Whether it held: no failed request and, with an SLO, 99% of requests within it.
     pub held: bool,
+    /// Whether the run was stopped before the step ended (it then never counts as held).
+    pub interrupted: bool,
     /// Requests sent.
     pub requests: u64,
     /// Requests that succeeded.
@@ -159,6 +161,10 @@ impl StepSummary {
                 .get("scenario")
                 .map_or(LoadScenario::Other(String::new()), LoadScenario::from_value),
             held: load.get("held").and_then(Value::as_bool).unwrap_or(false),
+            interrupted: load
+                .get("interrupted")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             requests: count("requests"),
             succeeded: count("succeeded"),
             failed: count("failed"),
@@ -180,6 +186,7 @@ impl StepSummary {
     /// Whether the step held its SLO.
     pub fn verdict(&self) -> SloVerdict {
         match (self.has_slo(), self.held) {
+            _ if self.interrupted => SloVerdict::Interrupted,
             (false, _) => SloVerdict::NoSlo,
             (true, true) => SloVerdict::Held,
             (true, false) => SloVerdict::NotHeld,
@@ -292,7 +299,7 @@ pub(crate) const SERVING_COLUMNS: [ServingColumn; 10] = [
 pub(crate) const SERVING_NOTE: [&str; 3] = [
     "Latencies in ms: ttft time to first token, tpot time per output token, e2e end to end; p50 median, p99 99th percentile.",
     "req/s and tokens/s: successful requests and their output tokens per second; goodput: requests per second within the SLO.",
-    "slo: held (no failed request, 99% within the SLO), NOT held, - without an SLO. A sweep shows its highest rate that held.",
+    "slo: held (no failed request, 99% within the SLO), NOT held, - without an SLO, interrupted (the run stopped before the step ended). A sweep shows its highest rate that held.",
 ];
 
 /// `pointer` (`/a/b`) into a payload's map.
@@ -433,15 +440,18 @@ pub enum SloVerdict {
     NotHeld,
     /// No SLO was given.
     NoSlo,
+    /// The run was stopped before the step ended: no verdict.
+    Interrupted,
 }
 
 impl SloVerdict {
-    /// `held`, `NOT held` or `-`.
+    /// `held`, `NOT held`, `-` or `interrupted`.
     pub fn as_str(self) -> &'static str {
         match self {
             SloVerdict::Held => "held",
             SloVerdict::NotHeld => "NOT held",
             SloVerdict::NoSlo => "-",
+            SloVerdict::Interrupted => "interrupted",
         }
     }
 }
@@ -524,6 +534,17 @@ mod tests {
             unreachable!()
         };
         StepSummary::from_payload(&map)
+    }
+
+    /// A step the run stopped before its end is said to be interrupted, never held or not
+    /// held (issue 53, W14: the load generator marks it; the report read it as NOT held).
+    #[test]
+    fn an_interrupted_step_has_no_verdict() {
+        let mut s = step(json!({"kind": "server", "rate": 20.0}), false, true);
+        assert_eq!(s.verdict(), SloVerdict::NotHeld);
+        s.interrupted = true;
+        assert_eq!(s.verdict(), SloVerdict::Interrupted);
+        assert_eq!(s.verdict().as_str(), "interrupted");
     }
 
     #[test]
