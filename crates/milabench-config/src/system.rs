@@ -168,6 +168,12 @@ pub struct ResolvedSystem {
 }
 
 impl ResolvedSystem {
+    /// Its `options` mapping as JSON (the `cpu.*` and `sizer.*` options a run reads beside
+    /// their `MILABENCH_*` variables), if it has one.
+    pub fn options_json(&self) -> Option<serde_json::Value> {
+        self.tree.get("options").map(Node::to_json)
+    }
+
     /// Reads the resolved `system` mapping `tree` into typed fields.
     pub fn new(tree: Node) -> Result<ResolvedSystem, ConfigError> {
         let text = |key: &str| tree.get(key).and_then(Node::as_str).map(str::to_string);

@@ -128,10 +128,7 @@ fn make_plan_context(
     PLAN_CONTEXTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let host = &resolved.host;
     let system = &resolved.suite.system;
-    let options = system
-        .tree
-        .get("options")
-        .map(milabench_config::Node::to_json);
+    let options = system.options_json();
     let source = OptionSource::new(&host.env, options.as_ref());
     let cpu = CpuOptions::read(&source)?;
     let sizer = SizerOptions::read(&source)?;

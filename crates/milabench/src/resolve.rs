@@ -198,12 +198,7 @@ impl Resolved {
                 .clone()
                 .map_err(milabench_plan::PlanError::from)?;
         }
-        let options = self
-            .suite
-            .system
-            .tree
-            .get("options")
-            .map(milabench_config::Node::to_json);
+        let options = self.suite.system.options_json();
         let source = OptionSource::new(&self.host.env, options.as_ref());
         CpuOptions::read(&source)?;
         SizerOptions::read(&source)?;
@@ -292,10 +287,7 @@ fn sizer_warning(
     system: &milabench_config::ResolvedSystem,
     host: &Host,
 ) -> Result<Option<String>, Error> {
-    let options = system
-        .tree
-        .get("options")
-        .map(milabench_config::Node::to_json);
+    let options = system.options_json();
     let source = OptionSource::new(&host.env, options.as_ref());
     let ignored = SizerOptions::read(&source)?.without_effect();
     Ok((!ignored.is_empty()).then(|| {
