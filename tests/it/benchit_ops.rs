@@ -565,3 +565,129 @@ fn append_adds_to_one_file_named_by_the_prefix() {
         2 * once
     );
 }
+
+/// An `ncu` stand-in: writes its arguments and `CUDA_VISIBLE_DEVICES` beside the log file it
+/// was asked for, as Nsight Compute writes its CSV there.
+fn fake_ncu(dir: &Path) -> PathBuf {
+    let path = dir.join("ncu");
+    fs_err::write(
+        &path,
+        "#!/bin/sh\nwhile [ \"$1\" != --log-file ]; do shift; done\n\
+         { echo \"CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES\"; echo \"$@\"; } > \"$2\"\n",
+    )
+    .unwrap();
+    let mut permissions = fs_err::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    fs_err::set_permissions(&path, permissions).unwrap();
+    path
+}
+
+/// Issue 47: `--ncu` profiles the measured runs in batches of one operator, each batch a
+/// config of exactly its runs started under Nsight Compute on the GPU of `--device`, with a
+/// record in PARAM's shape after the batch's runs.
+#[test]
+fn ncu_profiles_the_measured_runs_in_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let ncu = fake_ncu(dir.path());
+    let range = config("range.json");
+    let out = run(&mut ops(
+        dir.path(),
+        &[
+            "-c",
+            range.to_str().unwrap(),
+            "--device",
+            "cuda:3",
+            "--ncu",
+            "--ncu-bin",
+            ncu.to_str().unwrap(),
+            "--run-batch-size",
+            "2",
+            "--cuda-l2-cache",
+        ],
+    ));
+    // The two bad ids fail as without Nsight.
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let lines = output_lines(dir.path());
+    let batches: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l.get("ncu_file").is_some())
+        .collect();
+    assert_eq!(batches.len(), 2, "{lines:#?}");
+    assert_eq!(batches[0]["start_run_id"], "torch.mm|0|0|0_0");
+    assert_eq!(batches[0]["end_run_id"], "torch.mm|0|0|0_1");
+    assert_eq!(batches[1]["start_run_id"], "torch.mm|0|0|0_2");
+    assert!(
+        batches.iter().all(|b| b.get("error").is_none()),
+        "{batches:#?}"
+    );
+    // Each batch's record follows its last run.
+    let at = |id: &str| lines.iter().position(|l| l["id"] == id).unwrap();
+    let first_batch = lines
+        .iter()
+        .position(|l| l.get("ncu_file").is_some())
+        .unwrap();
+    assert_eq!(first_batch, at("0|0|0_1") + 1);
+    assert_eq!(lines[0]["run_options"]["cuda_l2_cache"], false);
+    let log =
+        fs_err::read_to_string(dir.path().join(batches[0]["ncu_file"].as_str().unwrap())).unwrap();
+    assert!(log.starts_with("CUDA_VISIBLE_DEVICES=3\n"), "{log}");
+    for expected in [
+        " ops --config ",
+        "-w 5 -i 1 --device cuda",
+        "--nvtx",
+        "--cuda-l2-cache off",
+    ] {
+        assert!(log.contains(expected), "{expected} not in {log}");
+    }
+    let batch: Value = serde_json::from_str(
+        &fs_err::read_to_string(dir.path().join(batches[1]["config"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(batch["torch.mm"]["config"].as_array().unwrap().len(), 2);
+}
+
+/// Issue 47: Nsight options are refused off CUDA and without the program, saying what to do.
+#[test]
+fn nsight_needs_a_gpu_and_its_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let add = config("range.json");
+    let cpu = run(&mut ops(
+        dir.path(),
+        &["-c", add.to_str().unwrap(), "--nsys"],
+    ));
+    assert_eq!(cpu.code, 2, "{}", cpu.stderr);
+    assert!(
+        cpu.stderr
+            .contains("--nsys profiles CUDA kernels, and the device is `cpu`"),
+        "{}",
+        cpu.stderr
+    );
+    assert!(
+        cpu.stderr.contains("fix: run on a GPU with --device cuda"),
+        "{}",
+        cpu.stderr
+    );
+    let missing = run(&mut ops(
+        dir.path(),
+        &[
+            "-c",
+            add.to_str().unwrap(),
+            "--device",
+            "cuda",
+            "--ncu",
+            "--ncu-bin",
+            "/nonexistent/ncu",
+        ],
+    ));
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("--ncu-bin PATH"),
+        "{}",
+        missing.stderr
+    );
+    let both = run(&mut ops(
+        dir.path(),
+        &["-c", add.to_str().unwrap(), "--ncu", "--nsys"],
+    ));
+    assert_eq!(both.code, 2, "{}", both.stderr);
+}

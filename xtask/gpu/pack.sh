@@ -5,16 +5,21 @@
 #   .gpu/bin/      stripped release builds of milabench and benchit (x86-64 Linux);
 #   .gpu/wheels/   a wheelhouse of the packages the suite's environments and benchit's worker
 #                  install that the machine's Python lacks: the closure of every benchmark's
-#                  requirements.in, voir and onnxconverter-common, resolved here, less the
-#                  names `image-packages.txt` lists (what the lent machines' image holds).
+#                  requirements.in (vLLM's aside), voir and onnxconverter-common, resolved here, less the
+#                  names `image-packages.txt` lists (what the lent machines' image holds);
+#   .gpu/image-provides.txt  the rest of that closure, pinned: what the image is counted on for
+#                  (`cargo xtask gpu-rehearsal` installs it into its stand-in for the image's
+#                  Python).
 #
 # Usage: xtask/gpu/pack.sh [--no-build]
-# Environment: TARGET_PYTHON (the machine's Python version) [3.12]
+# Environment: TARGET_PYTHON (the machine's Python version) [3.12]; UV (uv, which resolves the
+#              closure for that Python without downloading it) [uv]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here=$root/xtask/gpu
 out=$root/.gpu
 target_python=${TARGET_PYTHON:-3.12}
+uv=${UV:-uv}
 exclude=$(cd "$root" && git rev-parse --path-format=absolute --git-path info/exclude)
 mkdir -p "$(dirname "$exclude")"
 grep -qx '/.gpu/' "$exclude" 2> /dev/null || echo '/.gpu/' >> "$exclude"
@@ -28,23 +33,30 @@ if [ "${1:-}" != --no-build ]; then
     done
 fi
 
-echo "==> resolving what the environments install"
+echo "==> resolving what the environments install (uv pip compile, for Python $target_python)"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+printf 'voir\nonnxconverter-common\n' > "$work/extra.in"
+# vLLM is left out: its wheels (hundreds of MB, with a torch of their own) do not fit what the
+# device tool carries, so the device run does not plan the vllm benchmarks.
 requirements=()
 for file in "$root"/benchmarks/*/requirements.in; do
-    requirements+=(-r "$file")
+    [ "$(basename "$(dirname "$file")")" = vllm ] || requirements+=("$file")
 done
-python3 -m pip install --quiet --dry-run --ignore-installed --disable-pip-version-check \
-    --report "$work/report.json" "${requirements[@]}" voir onnxconverter-common
-python3 - "$work/report.json" "$here/image-packages.txt" > "$work/missing.txt" <<'PY'
-import json, re, sys
+"$uv" pip compile --quiet --no-header --no-annotate --python-version "$target_python" \
+    --python-platform x86_64-manylinux_2_28 "${requirements[@]}" "$work/extra.in" \
+    -o "$work/closure.txt"
+python3 - "$work/closure.txt" "$here/image-packages.txt" "$out/image-provides.txt" \
+    > "$work/missing.txt" <<'PY'
+import re, sys
 norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()
 have = {norm(l.strip()) for l in open(sys.argv[2]) if l.strip() and not l.startswith("#")}
-for item in json.load(open(sys.argv[1]))["install"]:
-    meta = item["metadata"]
-    if norm(meta["name"]) not in have:
-        print(f"{meta['name']}=={meta['version']}")
+with open(sys.argv[3], "w") as provided:
+    for line in open(sys.argv[1]):
+        pinned = line.strip()
+        if pinned and not pinned.startswith(("#", "-")):
+            name = pinned.split("==")[0]
+            print(pinned, file=provided if norm(name) in have else sys.stdout)
 PY
 echo "==> downloading $(wc -l < "$work/missing.txt") wheels for Python $target_python"
 platforms=()

@@ -86,6 +86,8 @@ pub fn run() -> anyhow::Result<()> {
     browser()?;
     eprintln!("==> e2e: install, prepare, smoke run and report of the CPU suite");
     crate::e2e::run(&crate::e2e::E2eArgs::default())?;
+    // After the e2e, whose environments fill the uv cache the stand-in Python installs from.
+    crate::gpu_rehearsal::run()?;
     eprintln!("==> ci: all steps passed");
     Ok(())
 }

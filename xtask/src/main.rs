@@ -14,6 +14,7 @@
 //! - `dashboard up|down`: the real milabench dashboard server (and its PostgreSQL) on a loopback
 //!   port, for the tests of `--publish`.
 //! - `slurm up|down`: a one-node Slurm (munged, slurmctld, slurmd on loopback) for the Slurm tests.
+//! - `gpu-rehearsal`: the GPU device script run from its pack on this CPU machine (`ci` runs it).
 
 // A developer tool: printing progress and tables is its whole job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -26,6 +27,7 @@ mod e2e_benchit;
 mod e2e_sweep;
 mod e2e_upstream;
 mod examples;
+mod gpu_rehearsal;
 mod pg;
 
 use xtask::{cluster, slurm};
@@ -70,6 +72,11 @@ enum Flow {
     /// A one-node Slurm on this machine (munged, slurmctld and slurmd on loopback), for the
     /// Slurm tests; needs root.
     Slurm(slurm::SlurmArgs),
+    /// The GPU device run rehearsed on this CPU machine: the pack built as for the GPU
+    /// (xtask/gpu/pack.sh) and checked against what the device tool carries, then
+    /// xtask/gpu/run.sh from it over a stand-in for the image's Python, offline, on the CPU
+    /// suite; every step must pass.
+    GpuRehearsal,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -83,5 +90,6 @@ fn main() -> anyhow::Result<()> {
         Flow::Cluster(args) => cluster::run_cli(&args),
         Flow::Browser => ci::browser(),
         Flow::Slurm(args) => slurm::run_cli(&args),
+        Flow::GpuRehearsal => gpu_rehearsal::run(),
     }
 }

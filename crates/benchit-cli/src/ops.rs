@@ -8,6 +8,7 @@ use clap::Args;
 use milabench_exec::{ExitCode, Interrupt};
 
 use crate::{Format, worker_command};
+use benchit::ops::nsight::{NsightOptions, NsightTool};
 use benchit::ops::stats::{PassSummary, RunStats, summarize};
 use benchit::ops::{self, ExecMode, ExpandedRun, OpsConfig, Outcome, RunOptions, RunRecord};
 
@@ -89,6 +90,169 @@ pub(crate) struct OpsArgs {
     /// Seconds one worker process may live.
     #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
     timeout: u64,
+    /// The GPU's L2 cache between iterations in discrete mode: `on` leaves it warm, `off` (or
+    /// the bare flag) empties it before each timed call, outside the timing. CUDA only.
+    #[arg(
+        long,
+        value_enum,
+        num_args = 0..=1,
+        default_value = "on",
+        default_missing_value = "off",
+        value_name = "on|off"
+    )]
+    cuda_l2_cache: Switch,
+    /// Profile the measured runs with Nsight Compute, in batches of --run-batch-size runs of
+    /// one operator: a CSV log per batch (PREFIX_<pid>_<time>_nsight/batch_<n>_ncu.log). CUDA
+    /// only.
+    #[arg(long, conflicts_with = "nsys")]
+    ncu: bool,
+    /// The Nsight Compute program.
+    #[arg(long, default_value = "ncu", value_name = "PATH")]
+    ncu_bin: Utf8PathBuf,
+    /// A file of options added to Nsight Compute's command line (metrics, sections...).
+    #[arg(long, value_name = "FILE")]
+    ncu_args_file: Option<Utf8PathBuf>,
+    /// Warm-up iterations of each run profiled by Nsight Compute.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    ncu_warmup: u32,
+    /// Measured iterations of each run profiled by Nsight Compute.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    ncu_iteration: u32,
+    /// Profile the measured runs with Nsight Systems, in batches: a report per batch
+    /// (PREFIX_<pid>_<time>_nsight/batch_<n>_nsys.nsys-rep). CUDA only.
+    #[arg(long)]
+    nsys: bool,
+    /// The Nsight Systems program.
+    #[arg(long, default_value = "nsys", value_name = "PATH")]
+    nsys_bin: Utf8PathBuf,
+    /// A file of options added to `nsys profile`'s command line.
+    #[arg(long, value_name = "FILE")]
+    nsys_args_file: Option<Utf8PathBuf>,
+    /// Warm-up iterations of each run profiled by Nsight Systems.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    nsys_warmup: u32,
+    /// Measured iterations of each run profiled by Nsight Systems.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    nsys_iteration: u32,
+    /// Runs per profiled batch (--ncu, --nsys).
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    run_batch_size: usize,
+    /// CUDA_VISIBLE_DEVICES of the profiled batches [default: the GPU of --device].
+    #[arg(long, value_name = "GPU")]
+    batch_cuda_device: Option<String>,
+    /// The command Nsight starts for a batch; the batch's config and options are appended
+    /// [default: this benchit's `ops`].
+    #[arg(long, value_name = "COMMAND")]
+    batch_cmd: Option<String>,
+    /// What goes to standard error: `debug` adds the worker's and Nsight's command lines,
+    /// `info` a line per run, `warning` and above only problems.
+    #[arg(short = 'l', long, value_enum, default_value = "info")]
+    log_level: LogLevel,
+    /// Wrap each measured pass in the NVTX range Nsight profiles (set on profiled batches).
+    #[arg(long, hide = true)]
+    nvtx: bool,
+}
+
+/// `on` or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Switch {
+    /// On.
+    On,
+    /// Off.
+    Off,
+}
+
+/// How much `benchit ops` says on standard error (PARAM's logging levels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+enum LogLevel {
+    /// Also the command lines started.
+    Debug,
+    /// A line per run.
+    Info,
+    /// Problems only.
+    Warning,
+    /// Problems only.
+    Error,
+    /// Problems only.
+    Critical,
+}
+
+/// The Nsight options of `args`, checked: CUDA only, the program found, the extra options
+/// read. `None` without --ncu or --nsys.
+fn nsight_options(args: &OpsArgs) -> anyhow::Result<Option<NsightOptions>> {
+    let (tool, bin, args_file, warmup, iterations) = if args.ncu {
+        let n = args;
+        (
+            NsightTool::Compute,
+            &n.ncu_bin,
+            &n.ncu_args_file,
+            n.ncu_warmup,
+            n.ncu_iteration,
+        )
+    } else if args.nsys {
+        let n = args;
+        (
+            NsightTool::Systems,
+            &n.nsys_bin,
+            &n.nsys_args_file,
+            n.nsys_warmup,
+            n.nsys_iteration,
+        )
+    } else {
+        return Ok(None);
+    };
+    let flag = tool.name();
+    if !args.device.starts_with("cuda") {
+        anyhow::bail!(
+            "--{flag} profiles CUDA kernels, and the device is `{}`\n  fix: run on a GPU with --device cuda, or leave out --{flag}",
+            args.device
+        );
+    }
+    if args.run_batch_size == 0 {
+        anyhow::bail!("--run-batch-size must be at least 1");
+    }
+    let found = if bin.as_str().contains('/') {
+        bin.is_file()
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(bin).is_file()))
+    };
+    if !found {
+        anyhow::bail!(
+            "the Nsight program `{bin}` was not found\n  fix: install Nsight ({flag} comes with the CUDA toolkit) or name it with --{flag}-bin PATH"
+        );
+    }
+    let extra_args = match args_file {
+        None => Vec::new(),
+        Some(file) => {
+            let text = fs_err::read_to_string(file)?;
+            shlex::split(&text).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{file}: unbalanced quotes\n  fix: quote each option as a shell would"
+                )
+            })?
+        }
+    };
+    let batch_cmd = match &args.batch_cmd {
+        Some(line) => shlex::split(line)
+            .filter(|words| !words.is_empty())
+            .ok_or_else(|| anyhow::anyhow!("--batch-cmd `{line}` is not a command line"))?,
+        None => vec![std::env::current_exe()?.display().to_string(), "ops".into()],
+    };
+    let cuda_device = args
+        .batch_cuda_device
+        .clone()
+        .unwrap_or_else(|| args.device.strip_prefix("cuda:").unwrap_or("0").to_owned());
+    Ok(Some(NsightOptions {
+        tool,
+        bin: bin.clone(),
+        extra_args,
+        warmup,
+        iterations,
+        batch_size: args.run_batch_size,
+        cuda_device,
+        batch_cmd,
+    }))
 }
 
 /// Runs `benchit ops`; returns the exit status.
@@ -107,6 +271,13 @@ pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<ExitCode> {
             ops::config::MAX_RUNS_AT_ONCE
         );
     }
+    let nsight = nsight_options(args)?;
+    if args.cuda_l2_cache == Switch::Off && !args.device.starts_with("cuda") {
+        warn(
+            args,
+            "--cuda-l2-cache off has no effect off CUDA: the CPU's caches are left as they are",
+        );
+    }
     let runs: Vec<ExpandedRun> = selected.collect();
     let runs = runs.as_slice();
     let options = RunOptions {
@@ -116,6 +287,9 @@ pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<ExitCode> {
         iterations: args.iterations,
         backward: args.backward,
         exec_mode: args.exec_mode,
+        flush_l2: args.cuda_l2_cache == Switch::Off,
+        nvtx: args.nvtx,
+        nsight,
         profile: args.profile,
         output_prefix: args.output_prefix.clone(),
         append: args.append,
@@ -137,6 +311,27 @@ pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<ExitCode> {
         };
         Some(worker_command(arch, None, &[])?)
     };
+    if args.log_level == LogLevel::Debug {
+        #[allow(clippy::print_stderr)]
+        if let Some(worker) = &worker {
+            eprintln!(
+                "debug: worker: {} {} ops",
+                worker.program,
+                worker.args.join(" ")
+            );
+        }
+        if let Some(nsight) = &options.nsight {
+            let line = nsight.command(
+                "<nsight>/batch_<n>",
+                "<nsight>/batch_<n>.json".into(),
+                &options,
+            );
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("debug: each batch: {}", line.join(" "));
+            }
+        }
+    }
     let total = runs.len();
     let mut done = 0;
     let summary = ops::run(
@@ -146,7 +341,9 @@ pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<ExitCode> {
         &interrupt,
         &mut |record| {
             done += 1;
-            progress(done, total, record);
+            if args.log_level <= LogLevel::Info {
+                progress(done, total, record);
+            }
         },
     );
     ctrl_c.uninstall();
@@ -183,6 +380,14 @@ pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::Success
     })
+}
+
+/// A warning on standard error, unless --log-level is above warnings.
+#[allow(clippy::print_stderr)]
+fn warn(args: &OpsArgs, message: &str) {
+    if args.log_level <= LogLevel::Warning {
+        eprintln!("warning: {message}");
+    }
 }
 
 #[allow(clippy::print_stderr)]

@@ -67,6 +67,8 @@ class OpsWorker:
         self.backward = bool(setup.get("backward", False))
         self.mode = setup.get("exec_mode") or "discrete"
         self.trace_file: str | None = setup.get("profile")
+        self.flush_l2 = bool(setup.get("flush_l2", False))
+        self.nvtx = bool(setup.get("nvtx", False))
         torch.set_num_threads(int(os.environ.get(THREADS_VAR, "1")))
         self.built_key: str | None = None
         self.op: Any = None
@@ -112,6 +114,8 @@ class OpsWorker:
                 mode=self.mode,
                 device=self.device,
                 label=label,
+                flush_l2=self.flush_l2,
+                nvtx=self.nvtx,
             )
         finally:
             self.op.cleanup()

@@ -10,7 +10,9 @@ Times are milliseconds from ``time.perf_counter_ns``; memory is the device's pea
 MiB, on CUDA only (the lists are empty elsewhere). The output gradient of each backward is made
 outside the timed region.
 
-Modes: ``discrete`` times each call alone, the device synchronised before and after;
+Modes: ``discrete`` times each call alone, the device synchronised before and after (with
+``flush_l2``, PARAM's ``--cuda-l2-cache off``, a buffer twice the L2 cache's size is written
+before each timed call, outside the timed region, so that no call finds its operands in L2);
 ``continuous`` (CUDA) times ``n`` calls back to back and records one value, their mean (backward:
 one value, the mean of ``n`` backward calls, each after an untimed forward and gradient);
 ``continuous_events`` (CUDA) runs back to back and times each call with CUDA events. Off CUDA
@@ -36,14 +38,25 @@ Named = Optional[Callable[[str], ContextManager[Any]]]
 Call = tuple[Callable[..., Any], list[Any], dict[str, Any]]
 _NO_RANGE = contextlib.nullcontext()
 MIB = float(2**20)
+# The NVTX range around each measured pass with ``nvtx`` (``benchit ops --ncu/--nsys`` filter on it).
+NVTX_RANGE = "benchit_measure"
 
 
 class Timer:
-    """Device synchronisation and peak memory for one device."""
+    """Device synchronisation, peak memory and L2 flushing for one device."""
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, flush_l2: bool = False) -> None:
         self.cuda = device.type == "cuda"
         self.device = device
+        self.scratch: torch.Tensor | None = None
+        if self.cuda and flush_l2:
+            l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 2**27
+            self.scratch = torch.empty(2 * l2, dtype=torch.uint8, device=device)
+
+    def flush_l2(self) -> None:
+        """Evict the operands from the L2 cache (with ``flush_l2`` on CUDA; else nothing)."""
+        if self.scratch is not None:
+            self.scratch.zero_()
 
     def sync(self) -> None:
         """Wait for the device (nothing to wait for on the CPU)."""
@@ -84,6 +97,7 @@ def _discrete(op: Operator, call: Call, n: int, backward: bool, timer: Timer, na
     cuda = timer.cuda
     for _ in range(n):
         if cuda:
+            timer.flush_l2()
             timer.sync()
             timer.reset_peak()
         with _scope(named, "forward"):
@@ -99,6 +113,7 @@ def _discrete(op: Operator, call: Call, n: int, backward: bool, timer: Timer, na
         if backward:
             op.create_grad()
             if cuda:
+                timer.flush_l2()
                 timer.sync()
                 timer.reset_peak()
             with _scope(named, "backward"):
@@ -193,13 +208,17 @@ def measure(
     mode: str,
     device: torch.device,
     label: str | None = None,
+    flush_l2: bool = False,
+    nvtx: bool = False,
 ) -> dict[str, Any]:
     """Warm-up then measured iterations of ``op(*args, **kwargs)``; PARAM's metric dict.
     With ``label`` (``[param|<op>|<id>``, under the profiler) each pass is a named profiler range
-    (``[param|<op>|<id>|measure|forward]``); without, no range is opened (they cost time)."""
+    (``[param|<op>|<id>|measure|forward]``); without, no range is opened (they cost time).
+    ``flush_l2`` empties the L2 cache before each discrete call on CUDA; ``nvtx`` (CUDA) wraps
+    the measured pass in an NVTX range ``benchit_measure``, the range Nsight filters on."""
     if mode not in MODES:
         raise ValueError(f"unknown exec mode {mode!r}; use one of {', '.join(MODES)}")
-    timer = Timer(device)
+    timer = Timer(device, flush_l2)
     loop = _discrete
     if timer.cuda and mode == "continuous":
         loop = _continuous
@@ -211,12 +230,17 @@ def measure(
         metric["backward"] = {}
     for tag, n in (("warmup", warmup), ("measure", iterations)):
         named = _namer(label, tag) if label else None
-        with _scope(_namer(label, "") if label else None, tag):
+        marked = nvtx and timer.cuda and tag == "measure"
+        with _scope(_namer(label, "") if label else None, tag), _nvtx(marked):
             fwd, bwd = loop(op, call, n, backward, timer, named)
         metric["forward"].update(_pass(*fwd, tag))
         if backward:
             metric["backward"].update(_pass(*bwd, tag))
     return metric
+
+
+def _nvtx(marked: bool) -> ContextManager[Any]:
+    return torch.cuda.nvtx.range(NVTX_RANGE) if marked else _NO_RANGE
 
 
 def _namer(label: str, tag: str) -> Callable[[str], ContextManager[Any]]:

@@ -10,6 +10,8 @@
 //! - [`run()`]: times the runs with the worker (`docs/benchit-protocol.md`, "Mode ops") and writes
 //!   the output file, whose closing `finish_time` line is written whatever happens.
 //! - [`stats`]: median and p90 per id.
+//! - [`nsight`]: the measured runs profiled in batches under Nsight Compute or Nsight Systems
+//!   (`--ncu`, `--nsys`).
 //!
 //! ```
 //! use benchit::ops::{OpsConfig, expand};
@@ -25,6 +27,7 @@
 
 pub mod config;
 mod expand;
+pub mod nsight;
 pub mod path;
 mod runner;
 pub mod spec;

@@ -11,11 +11,12 @@ use std::io::Write;
 use std::time::Duration;
 
 use camino::{Utf8Path, Utf8PathBuf};
-use milabench_exec::{Interrupt, error_line};
+use milabench_exec::{HelperCommand, Interrupt, error_line};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::expand::{ExpandedRun, RunId};
+use super::nsight::{NsightOptions, batch_config};
 use crate::worker::{Worker, WorkerCommand, WorkerError, WorkerOptions};
 
 /// How iterations are timed (PARAM's `--exec-mode`; they differ on CUDA only, see the protocol).
@@ -47,6 +48,14 @@ pub struct RunOptions {
     pub backward: bool,
     /// How iterations are timed.
     pub exec_mode: ExecMode,
+    /// Empty the GPU's L2 cache before each timed call in discrete mode (PARAM's
+    /// `--cuda-l2-cache off`); nothing off CUDA.
+    pub flush_l2: bool,
+    /// Wrap each measured pass in the NVTX range [`super::nsight::NVTX_RANGE`] (the runs of a
+    /// batch profiled by Nsight).
+    pub nvtx: bool,
+    /// Profile the measured runs in batches under Nsight Compute or Nsight Systems.
+    pub nsight: Option<NsightOptions>,
     /// Write a torch profiler trace.
     pub profile: bool,
     /// Output files are `<prefix>_<pid>_<unix time>.json` (and `_trace.json`, `_worker.log`).
@@ -229,6 +238,7 @@ pub fn run(
         interrupt,
         worker: None,
         started: 0,
+        batches: 0,
     };
     // `-o results/add` writes into `results/`, made when missing.
     if let Some(folder) = path.parent().filter(|f| !f.as_str().is_empty()) {
@@ -314,10 +324,14 @@ fn run_each(
     if summary.error.is_some() || summary.interrupted {
         return Ok(());
     }
+    let mut queued: Vec<&ExpandedRun> = Vec::new();
     for run in runs {
         if session.interrupt.is_set() {
             summary.interrupted = true;
             break;
+        }
+        if queued.first().is_some_and(|q| q.op_name != run.op_name) {
+            profile_batch(&mut queued, session, out, summary)?;
         }
         let outcome = match &run.spec {
             Err(problem) => Outcome::Failed(problem.clone()),
@@ -335,9 +349,84 @@ fn run_each(
                 }
             },
         };
+        let measured = matches!(outcome, Outcome::Measured(_));
         write_record(run, outcome, out, summary, on_record)?;
+        if let Some(nsight) = &session.options.nsight
+            && measured
+        {
+            queued.push(run);
+            if queued.len() >= nsight.batch_size {
+                profile_batch(&mut queued, session, out, summary)?;
+            }
+        }
+    }
+    if !summary.interrupted {
+        profile_batch(&mut queued, session, out, summary)?;
     }
     Ok(())
+}
+
+/// Profiles the queued runs (if any) in one child under Nsight and writes its record; a batch
+/// that fails sets the summary's error and the next batch still runs.
+fn profile_batch(
+    queued: &mut Vec<&ExpandedRun>,
+    session: &mut Session<'_>,
+    out: &mut Output,
+    summary: &mut RunSummary,
+) -> Result<(), RunError> {
+    let options = session.options;
+    let (Some(nsight), Some(first), Some(last)) = (&options.nsight, queued.first(), queued.last())
+    else {
+        return Ok(());
+    };
+    session.batches += 1;
+    // Everything of the batches goes into one folder beside the output file.
+    let folder = format!(
+        "{}_nsight",
+        summary.output.as_str().trim_end_matches(".json")
+    );
+    let stem = format!("{folder}/batch_{}", session.batches);
+    let config_file = Utf8PathBuf::from(format!("{stem}.json"));
+    let written = fs_err::create_dir_all(&folder)
+        .and_then(|()| fs_err::write(&config_file, batch_config(queued).to_string()));
+    let command = nsight.command(&stem, &config_file, options);
+    let command_text = command.join(" ");
+    let problem = match written {
+        Err(err) => Some(format!("cannot write the batch config: {err}")),
+        Ok(()) => {
+            let mut child = HelperCommand::new(&command[0], &command[1..], options.timeout);
+            child
+                .env
+                .push(("CUDA_VISIBLE_DEVICES".into(), nsight.cuda_device.clone()));
+            child.interrupt = Some(session.interrupt.clone());
+            match child.run() {
+                Ok(done) if done.success() => None,
+                Ok(done) => Some(format!(
+                    "{} ended with {}: {}",
+                    nsight.tool.name(),
+                    done.status,
+                    done.said().lines().last().unwrap_or("")
+                )),
+                Err(err) => Some(error_line(&err)),
+            }
+        }
+    };
+    let tool = nsight.tool.name();
+    let mut line = json!({
+        format!("{tool}_file"): nsight.output_file(&stem),
+        format!("{tool}_cmd_str"): command_text,
+        "config": config_file,
+        "start_run_id": first.full_id(),
+        "end_run_id": last.full_id(),
+    });
+    if let Some(problem) = &problem {
+        line["error"] = json!(problem);
+        summary
+            .error
+            .get_or_insert_with(|| format!("profiling a batch failed: {problem}"));
+    }
+    queued.clear();
+    out.line(&line)
 }
 
 fn write_record(
@@ -385,6 +474,8 @@ struct Session<'a> {
     worker: Option<Worker>,
     /// Workers started so far.
     started: usize,
+    /// Nsight batches profiled so far (they number their files).
+    batches: usize,
 }
 
 impl Session<'_> {
@@ -420,6 +511,8 @@ impl Session<'_> {
             "iterations": self.options.iterations,
             "backward": self.options.backward,
             "exec_mode": self.options.exec_mode,
+            "flush_l2": self.options.flush_l2,
+            "nvtx": self.options.nvtx,
             "profile": self.trace,
         });
         worker.send(&setup).map_err(|e| error_line(&e))?;
@@ -578,6 +671,15 @@ fn run_options(options: &RunOptions) -> Value {
         "iteration": options.iterations,
         "pass_type": if options.backward { "backward" } else { "forward" },
         "op_exec_mode": options.exec_mode,
+        "cuda_l2_cache": !options.flush_l2,
+        "nsight": options.nsight.as_ref().map(|n| json!({
+            "tool": n.tool.name(),
+            "bin": n.bin,
+            "warmup": n.warmup,
+            "iteration": n.iterations,
+            "run_batch_size": n.batch_size,
+            "batch_cuda_device": n.cuda_device,
+        })),
         "resume_op_run_id": options.resume_id,
         "stop_op_run_id": options.stop_id,
         "profile": options.profile,
