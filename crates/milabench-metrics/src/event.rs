@@ -360,8 +360,8 @@ impl DataPayload {
                     d.extra.insert(key.to_owned(), value);
                 }
             },
-            // `process` is kept as read (the report reads it from there).
-            Some(DataKey::Process) | None => {
+            // `process` and `gpu_energy` are kept as read (the report reads them from there).
+            Some(DataKey::Process | DataKey::GpuEnergy) | None => {
                 d.extra.insert(key.to_owned(), value);
             }
         }
@@ -816,12 +816,16 @@ mod tests {
                 DataKey::Progress => json!([1, 2]),
                 DataKey::Gpudata => json!({"0": sample()}),
                 DataKey::Cpudata | DataKey::Process => sample(),
+                DataKey::GpuEnergy => json!({"0": {"joules": 12.5, "seconds": 2.0}}),
             };
             payload.insert(key.as_str().to_owned(), value);
         }
         let d = DataPayload::from_map(payload.clone());
         let extra: Vec<&String> = d.extra.keys().collect();
-        assert_eq!(extra, [DataKey::Process.as_str()]);
+        assert_eq!(
+            extra,
+            [DataKey::Process.as_str(), DataKey::GpuEnergy.as_str()]
+        );
         let gpu = &d.gpudata.as_ref().unwrap()[0].1;
         assert!(gpu.extra.is_empty(), "{gpu:?}");
         let cpu = d.cpudata.as_ref().unwrap();

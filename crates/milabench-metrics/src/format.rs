@@ -145,6 +145,9 @@ spellings! {
         Cpudata = "cpudata",
         /// A sample ([`SampleKey`]) of the benchmark's process tree.
         Process = "process",
+        /// An object by GPU device id of `{"joules", "seconds"}`: the energy the device's own
+        /// counter (NVML's) counted while the process ran, sent once when it ends.
+        GpuEnergy = "gpu_energy",
     }
 }
 

@@ -294,7 +294,7 @@ impl<'a> Cursor<'a> {
                 self.cpu_sample(sample, extra).map(|()| true)
             }
             // Kept as read, a JSON tree: the serde path builds it.
-            DataKey::Process => Err(Declined),
+            DataKey::Process | DataKey::GpuEnergy => Err(Declined),
         }
     }
 
@@ -1031,6 +1031,7 @@ mod parity {
             DataKey::Progress => json!([3, 70]),
             DataKey::Gpudata => json!({"0": sample(SampleKey::ALL)}),
             DataKey::Cpudata | DataKey::Process => sample(SampleKey::ALL),
+            DataKey::GpuEnergy => json!({"0": {"joules": 12.5, "seconds": 2.0}}),
         }
     }
 

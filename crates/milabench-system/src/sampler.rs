@@ -108,6 +108,8 @@ pub struct Collector {
     total_memory: u64,
     announced: HashSet<String>,
     warnings: Vec<String>,
+    /// Each sampled GPU's energy counter (mJ) when the collector was made, and that instant.
+    energy_start: (Vec<(u32, u64)>, Instant),
 }
 
 fn process_kind() -> ProcessRefreshKind {
@@ -129,6 +131,7 @@ impl Collector {
         sys.refresh_cpu_usage();
         let cpu_count = sys.cpus().len().max(1) as f64;
         let total_memory = sys.total_memory();
+        let energy_start = (energy_counters(&gpus, &config.gpus), Instant::now());
         let mut c = Collector {
             gpus,
             config,
@@ -139,6 +142,7 @@ impl Collector {
             total_memory,
             announced: HashSet::new(),
             warnings: Vec::new(),
+            energy_start,
         };
         c.refresh_tree(Instant::now());
         Ok(c)
@@ -181,6 +185,34 @@ impl Collector {
         }
         messages.extend(out);
         messages
+    }
+
+    /// The `gpu_energy` event: what each GPU's energy counter counted since the collector was
+    /// made, with the seconds it covers; `None` without GPUs or counters.
+    pub fn energy(&self) -> Option<Event> {
+        let (start, since) = &self.energy_start;
+        let seconds = since.elapsed().as_secs_f64();
+        let now: Map<String, Value> = energy_counters(&self.gpus, &self.config.gpus)
+            .into_iter()
+            .filter_map(|(index, mj)| {
+                let (_, first) = start.iter().find(|(i, _)| *i == index)?;
+                let joules = mj.checked_sub(*first)? as f64 / 1000.0;
+                Some((
+                    index.to_string(),
+                    serde_json::json!({"joules": joules, "seconds": seconds}),
+                ))
+            })
+            .collect();
+        if now.is_empty() {
+            return None;
+        }
+        let time = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        Some(record(time, |d| {
+            d.extra
+                .insert(DataKey::GpuEnergy.as_str().into(), Value::Object(now));
+        }))
     }
 
     fn announce(&mut self, key: String, text: String, messages: &mut Vec<Event>) {
@@ -349,6 +381,17 @@ fn proc_children_tree(root: u32) -> Option<Vec<u32>> {
     Some(tree)
 }
 
+/// The energy counters (mJ) of `indices` that have one.
+fn energy_counters(gpus: &GpuDiscovery, indices: &[u32]) -> Vec<(u32, u64)> {
+    let Some(backend) = &gpus.backend else {
+        return Vec::new();
+    };
+    indices
+        .iter()
+        .filter_map(|&index| Some((index, backend.energy_mj(index)?)))
+        .collect()
+}
+
 fn record(time: f64, fill: impl FnOnce(&mut DataPayload)) -> Event {
     let mut d = DataPayload {
         task: Some("main".into()),
@@ -431,6 +474,9 @@ impl Sampler {
                     if next < now {
                         next = now + interval;
                     }
+                }
+                if let Some(event) = collector.energy() {
+                    sink(event);
                 }
                 stats.warnings = collector.warnings;
                 stats.cpu_time = thread_cpu_time();

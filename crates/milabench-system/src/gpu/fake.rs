@@ -1,8 +1,9 @@
 //! A scripted GPU backend for tests (feature `fake`): devices with chosen loads, memory and
-//! power, and faults injected on cue (a device lost after some readings, fields the driver
+//! power (their energy counter runs at the first scripted power), and faults injected on cue (a device lost after some readings, fields the driver
 //! will not give, a backend that refuses).
 
 use std::sync::Mutex;
+use std::time::Instant;
 
 use serde_json::{Map, Value};
 
@@ -60,6 +61,7 @@ pub struct FakeBackend {
     devices: Vec<FakeDevice>,
     refuse: Option<GpuError>,
     reads: Mutex<Vec<u64>>,
+    created: Instant,
 }
 
 impl FakeBackend {
@@ -70,6 +72,7 @@ impl FakeBackend {
             devices,
             refuse: None,
             reads: Mutex::new(vec![0; n]),
+            created: Instant::now(),
         }
     }
 
@@ -171,5 +174,12 @@ impl GpuBackend for FakeBackend {
         let mut m = Map::new();
         m.insert("DRIVER_VERSION".into(), Value::from("fake"));
         m
+    }
+
+    /// The first scripted power, drawn since the backend was made.
+    fn energy_mj(&self, index: u32) -> Option<u64> {
+        let device = self.devices.get(index as usize)?;
+        let watts = device.script.first().map_or(0.0, |step| step.2);
+        Some((watts * self.created.elapsed().as_secs_f64() * 1000.0) as u64)
     }
 }

@@ -230,6 +230,13 @@ pub trait GpuBackend: Send + Sync + fmt::Debug {
     fn system_info(&self) -> Map<String, Value> {
         Map::new()
     }
+
+    /// The device's energy counter, millijoules since the driver loaded (NVML's total energy
+    /// consumption, Volta and later); `None` where the device or backend has none.
+    fn energy_mj(&self, index: u32) -> Option<u64> {
+        let _ = index;
+        None
+    }
 }
 
 /// The outcome of looking for GPUs: the backend to use, if any, and why none or a lesser one was

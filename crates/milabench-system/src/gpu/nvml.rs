@@ -173,6 +173,14 @@ impl GpuBackend for NvmlBackend {
             .collect()
     }
 
+    fn energy_mj(&self, index: u32) -> Option<u64> {
+        self.nvml
+            .device_by_index(index)
+            .ok()?
+            .total_energy_consumption()
+            .ok()
+    }
+
     fn system_info(&self) -> Map<String, Value> {
         let mut m = Map::new();
         if let Ok(v) = self.nvml.sys_cuda_driver_version() {

@@ -191,7 +191,8 @@ fn the_thread_samples_until_stopped() {
     let stats = handle.stop();
     let n = events.lock().expect("lock").len();
     assert!(stats.samples >= 3, "{stats:?}");
-    assert_eq!(n as u64, stats.samples * 2);
+    // Two records a poll, and the energy record at the end.
+    assert_eq!(n as u64, stats.samples * 2 + 1);
 
     // Stopping does not wait for the next poll.
     let config = SamplerConfig::new(Duration::from_secs(60));
@@ -200,4 +201,41 @@ fn the_thread_samples_until_stopped() {
     let stats = handle.stop();
     assert!(began.elapsed() < Duration::from_secs(5));
     assert_eq!(stats.samples, 0);
+}
+
+/// Issue 47: the energy the GPUs' own counters counted while the sampler ran is one
+/// `gpu_energy` record when it stops (here 300 W, the fake counter's power), per GPU sampled.
+#[test]
+fn the_energy_counter_is_read_at_start_and_end() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&events);
+    let config = SamplerConfig::new(Duration::from_secs(60)).gpus([0, 1]);
+    let handle = Sampler::start(fake(vec![a100(0.5), a100(0.5)]), config, move |e| {
+        sink.lock().unwrap().push(e);
+    })
+    .expect("sampler");
+    std::thread::sleep(Duration::from_millis(300));
+    handle.stop();
+    let records = data(&events.lock().unwrap());
+    let energy: Vec<&Value> = records.iter().filter_map(|r| r.get("gpu_energy")).collect();
+    assert_eq!(energy.len(), 1, "{records:?}");
+    for gpu in ["0", "1"] {
+        let joules = energy[0][gpu]["joules"].as_f64().unwrap();
+        let seconds = energy[0][gpu]["seconds"].as_f64().unwrap();
+        assert!(seconds >= 0.3, "{seconds}");
+        let watts = joules / seconds;
+        assert!(
+            (270.0..=330.0).contains(&watts),
+            "{watts} W from {joules} J in {seconds} s"
+        );
+    }
+}
+
+/// Without a counter (the text backends, a machine without GPUs) no `gpu_energy` record is
+/// made.
+#[test]
+fn no_counter_no_energy_record() {
+    let config = SamplerConfig::new(Duration::from_secs(1)).gpus([0]);
+    let collector = Collector::new(GpuDiscovery::none(), config).expect("collector");
+    assert!(collector.energy().is_none());
 }
