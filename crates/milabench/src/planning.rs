@@ -9,6 +9,7 @@ use milabench_plan::{
     BenchPlan, HostPhase, HostPlan, HostRequest, PlanContext, host_request, plan_bench,
     plan_from_host,
 };
+pub use milabench_vocab::run_files::REPEAT_FILE;
 
 use crate::error::Error;
 use crate::pack_host::{PackHost, defined_in_python, folder_of};
@@ -97,9 +98,6 @@ impl std::fmt::Display for RepeatPlan {
 /// so a mistyped count (`--repeat 1000000`) would spend minutes and gigabytes planning before
 /// anything ran or a signal could be answered.
 pub const MAX_REPEAT: usize = 1000;
-
-/// The file of a run folder that records its [`RepeatPlan`].
-pub const REPEAT_FILE: &str = "repeat.json";
 
 /// How many planning contexts this process made (see [`plan_contexts_made`]).
 static PLAN_CONTEXTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

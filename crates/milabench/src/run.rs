@@ -4,6 +4,7 @@
 //! beside every process. Skipped benchmarks are reported, not silently dropped; `--resume`
 //! leaves out the benchmarks a run folder already holds complete.
 
+pub use milabench_vocab::run_files::RUN_LOCK_FILE;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -74,9 +75,6 @@ pub struct SetupFailure {
     /// What failed, in words (which step, its status, where its log is).
     pub reason: String,
 }
-
-/// The lock file of a run folder.
-pub const RUN_LOCK_FILE: &str = ".milabench.lock";
 
 /// A run folder this process has claimed: created and locked (`<run>/.milabench.lock`), so that
 /// no other `run` writes into it while this one, or any process it started, lives. The lock is
