@@ -290,7 +290,7 @@ impl Session {
         observer.on_run_event(RunEvent::Phase(Phase::Run));
         let mut options = self.run_options(request, repeats, request.resume);
         options.failed_setup = failed_setup;
-        let run = self.run(&folder, &options, &request.validations, observer)?;
+        let mut run = self.run(&folder, &options, &request.validations, observer)?;
         drop(folder);
         let summary = &run.summary;
         let ran = !(summary.outcomes.is_empty()
@@ -305,8 +305,15 @@ impl Session {
             };
             // Skipped for unmet capabilities: absent on purpose, not failed.
             let excused = summary.skipped.clone();
-            let report =
-                self.write_report(&summary.run_dir, excused, files, request.shared_folder)?;
+            let report = match run.report.take() {
+                Some(computed) => {
+                    let (report, set) = computed?;
+                    write_report_files(&summary.run_dir, report, set, files)
+                }
+                None => {
+                    self.write_report(&summary.run_dir, excused, files, request.shared_folder)?
+                }
+            };
             result.report = Some(report);
         }
         result.run = Some(run);
@@ -368,32 +375,43 @@ impl Session {
         } else {
             self.report(run_dir, &options)?
         };
-        let warnings = set
-            .warnings()
-            .into_iter()
-            .chain(report.score_problem())
-            .collect();
-        let write = |name: &str, text: Result<String, String>| {
-            let path = run_dir.join(name);
-            text.and_then(|text| std::fs::write(&path, text).map_err(|e| e.to_string()))
-                .map(|()| path)
-        };
-        let text = files
-            .text
-            .then(|| write(REPORT_TEXT, Ok(render(&report, Format::Text))));
-        let page = files.page.then(|| {
-            write(
-                REPORT_PAGE,
-                render_html(&report, &set).map_err(|e| e.to_string()),
-            )
-        });
-        Ok(RunReport {
-            report,
-            set,
-            warnings,
-            page,
-            text,
-        })
+        Ok(write_report_files(run_dir, report, set, files))
+    }
+}
+
+/// The run report of `report` and `set` (the report of the run folder `run_dir`), with the
+/// files `files` asks for written into `run_dir`.
+fn write_report_files(
+    run_dir: &Path,
+    report: Report,
+    set: RunSet,
+    files: ReportFiles,
+) -> RunReport {
+    let warnings = set
+        .warnings()
+        .into_iter()
+        .chain(report.score_problem())
+        .collect();
+    let write = |name: &str, text: Result<String, String>| {
+        let path = run_dir.join(name);
+        text.and_then(|text| std::fs::write(&path, text).map_err(|e| e.to_string()))
+            .map(|()| path)
+    };
+    let text = files
+        .text
+        .then(|| write(REPORT_TEXT, Ok(render(&report, Format::Text))));
+    let page = files.page.then(|| {
+        write(
+            REPORT_PAGE,
+            render_html(&report, &set).map_err(|e| e.to_string()),
+        )
+    });
+    RunReport {
+        report,
+        set,
+        warnings,
+        page,
+        text,
     }
 }
 

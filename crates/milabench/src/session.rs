@@ -177,6 +177,10 @@ pub struct RunRecord {
     pub store_problems: Vec<String>,
     /// The scaling file `sizer.save` names and the benchmarks whose observation the run added.
     pub sizer_saved: Option<(std::path::PathBuf, Vec<String>)>,
+    /// The run folder's report, computed once when the run ended (for the results store and
+    /// [`Session::execute`]'s files); `None` for a folder shared with other runs. Taken by
+    /// `execute`.
+    pub report: Option<Result<(Report, RunSet), Error>>,
 }
 
 impl RunRecord {
@@ -435,6 +439,19 @@ impl Session {
         let summary = crate::run::run_suite(&self.resolved, options, folder, &mut watching);
         let validation = watching.validation.finish();
         store_problems.append(&mut watching.store_problems);
+        // The folder's report, computed once for the store and the run's files; a folder
+        // shared with other runs is reported whole by the store and for this run's benchmarks
+        // alone by `write_report`, so there each computes its own.
+        let report = match &summary {
+            Ok(summary) if !folder.is_shared() => Some(self.report(
+                folder.path(),
+                &ReportOptions {
+                    excused: summary.skipped.clone(),
+                    ..ReportOptions::default()
+                },
+            )),
+            _ => None,
+        };
         let mut recorded_in = None;
         if let Some(recorder) = watching.recorder {
             let end = RunEnd {
@@ -446,12 +463,25 @@ impl Session {
                     .unwrap_or_default(),
                 interrupted: summary.as_ref().map_or(true, |s| s.interrupted),
             };
-            match recorder.finish(&end) {
+            let finished = match &report {
+                None => recorder.finish(&end).map_err(|e| error_line(&e)),
+                Some(Ok((report, _))) => recorder
+                    .finish_with_report(&end, Some(report))
+                    .map_err(|e| error_line(&e)),
+                // A run that measured nothing has no statistics, only its status.
+                Some(Err(Error::Report(
+                    milabench_report::ReportError::NoDataFiles { .. }
+                    | milabench_report::ReportError::NoRuns { .. },
+                ))) => recorder
+                    .finish_with_report(&end, None)
+                    .map_err(|e| error_line(&e)),
+                Some(Err(e)) => Err(error_line(e)),
+            };
+            match finished {
                 Ok(_) => recorded_in = Some(location.shown()),
                 Err(e) => store_problems.push(format!(
-                    "the results store {} did not take the run's statistics: {}; {import_later}",
+                    "the results store {} did not take the run's statistics: {e}; {import_later}",
                     location.shown(),
-                    error_line(&e)
                 )),
             }
         }
@@ -466,6 +496,7 @@ impl Session {
             recorded_in,
             store_problems,
             sizer_saved,
+            report,
         })
     }
 

@@ -1,13 +1,15 @@
 //! One resolution reads each input once: for the whole of `milabench run` (the preflight,
 //! `--dry-run`'s plan, the run and its report), the arch is detected once, the system file read
-//! once, the GPUs looked for once, each benchmark folder's `benchfile.yaml` read once and one
-//! planning context made. The counts are this process's (nextest runs each test file's tests
+//! once, the GPUs looked for once, each benchmark folder's `benchfile.yaml` read once, one
+//! planning context made, and each `.data` file read once for the one report the results store
+//! and the run folder's files share. The counts are this process's (nextest runs each test file's tests
 //! in processes of their own; this file holds one test).
 
 use milabench::{RunRequest, Session, SessionRequest};
 use milabench_config::benchfile::benchfile_reads;
 use milabench_config::settings::{EnvVars, Settings, SettingsFlags};
 use milabench_config::system::system_file_reads;
+use milabench_report::data_file_reads;
 use milabench_system::discoveries;
 
 /// A benchmark writing a few rates on the data channel.
@@ -49,7 +51,12 @@ fn a_run_reads_each_input_once() {
         ..SettingsFlags::default()
     };
     let settings = Settings::load(&flags, &env).expect("settings");
-    let before = (benchfile_reads(), system_file_reads(), discoveries());
+    let before = (
+        benchfile_reads(),
+        system_file_reads(),
+        discoveries(),
+        data_file_reads(),
+    );
     let session = Session::new(settings, env, SessionRequest::default()).expect("session");
     // What `run --dry-run`, `check` and `run` ask of the session.
     session
@@ -81,6 +88,11 @@ fn a_run_reads_each_input_once() {
         benchfile_reads() - before.0,
         2,
         "benchfile reads (two folders)"
+    );
+    assert_eq!(
+        data_file_reads() - before.3,
+        2,
+        "`.data` files read for reports (one process per benchmark)"
     );
     assert_eq!(
         milabench::planning::plan_contexts_made(),
