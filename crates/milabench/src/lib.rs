@@ -49,6 +49,7 @@ mod cache;
 pub mod check;
 pub mod ci_matrix;
 pub mod error;
+mod events;
 pub mod host;
 pub mod local_gpus;
 pub mod pack_host;

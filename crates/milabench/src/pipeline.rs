@@ -31,9 +31,11 @@ use milabench_validate::LayerName;
 
 use crate::check::CheckOptions;
 use crate::error::Error;
+pub use crate::events::Phase;
+use crate::events::{InstallSummary, RunEvent, RunObserver, RunSummary, SetupFailure};
 use crate::planning::RepeatPlan;
-use crate::run::{RunEvent, RunObserver, RunOptions, RunSummary, SetupFailure};
-use crate::session::{InstallOptions, InstallSummary, RunRecord, Session};
+use crate::run::RunOptions;
+use crate::session::{InstallOptions, RunRecord, Session};
 
 /// What `execute` is asked to do: the flags of `milabench run`, each with its default.
 #[derive(Debug, Clone)]
@@ -80,21 +82,6 @@ impl Default for RunRequest {
             program: None,
         }
     }
-}
-
-/// A phase of [`Session::execute`], in the order they come.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    /// The fast checks of the machine and the suite.
-    Preflight,
-    /// The environments of the install groups are built.
-    Install,
-    /// The benchmarks' prepare steps run.
-    Prepare,
-    /// The benchmarks run.
-    Run,
-    /// The report is made and written beside the run.
-    Report,
 }
 
 /// Why `execute` stopped before running the benchmarks.

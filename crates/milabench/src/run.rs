@@ -11,21 +11,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use milabench_exec::{
-    BenchOutcome, ExecObserver, ExecOptions, Interrupt, RecordSink, RunningSampler, SampledProcess,
-    SamplerFactory, run_plan,
+    ExecOptions, Interrupt, RecordSink, RunningSampler, SampledProcess, SamplerFactory, run_plan,
 };
 use milabench_metrics::{Event, FolderLock, LockError, ProcessJudge, ReadItem, Record};
 use milabench_plan::BenchPlan;
 use milabench_system::{GpuDiscovery, MilabenchVersion, Sampler, SamplerConfig, SystemFacts};
 
 use crate::error::Error;
-use crate::pipeline::Phase;
+pub use crate::events::{RunEvent, RunObserver, RunSummary, SetupFailure};
+
 use crate::planning::{
     MAX_REPEAT, PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_context, plan_one,
     repeat_contexts,
 };
 use crate::resolve::Resolved;
-use crate::session::{InstallObserver, InstallSummary};
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -65,15 +64,6 @@ impl Default for RunOptions {
             failed_setup: Vec::new(),
         }
     }
-}
-
-/// A benchmark whose set-up failed, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SetupFailure {
-    /// The benchmark.
-    pub bench: String,
-    /// What failed, in words (which step, its status, where its log is).
-    pub reason: String,
 }
 
 /// A run folder this process has claimed: created and locked (`<run>/.milabench.lock`), so that
@@ -171,108 +161,6 @@ fn folder_in_use(error: LockError, path: &Path) -> Error {
             holders,
         },
         other => Error::RunLock(other),
-    }
-}
-
-/// Something that happened at the level of the suite, for live display.
-#[derive(Debug)]
-pub enum RunEvent<'a> {
-    /// A phase of [`crate::Session::execute`] starts.
-    Phase(Phase),
-    /// The preflight failed: nothing is installed or run.
-    PreflightFailed {
-        /// The failed checks.
-        checks: &'a [milabench_cluster::Check],
-    },
-    /// The install ended (successfully or not).
-    Installed {
-        /// What became of each group.
-        summary: &'a InstallSummary,
-    },
-    /// The prepare steps ended.
-    Prepared {
-        /// Their processes.
-        summary: &'a RunSummary,
-        /// The benchmarks whose prepare step failed: the run records them as failed.
-        failures: &'a [SetupFailure],
-    },
-    /// The machine the suite runs on, in one paragraph (once, before the first benchmark).
-    System {
-        /// The paragraph.
-        header: &'a str,
-    },
-    /// A benchmark is about to start.
-    BenchStart {
-        /// Its plan.
-        plan: &'a BenchPlan,
-    },
-    /// A benchmark is skipped because the system does not meet its requirements.
-    Skipped {
-        /// The benchmark.
-        bench: &'a str,
-        /// The unmet `requires_capabilities` expressions.
-        unmet: &'a [String],
-    },
-    /// A benchmark was not run (or prepared) because its set-up failed, or its benchfile gave
-    /// no plan.
-    SetupFailed {
-        /// The benchmark and why.
-        failure: &'a SetupFailure,
-    },
-    /// A benchmark was left out because the run folder already holds it complete.
-    AlreadyDone {
-        /// The benchmark.
-        bench: &'a str,
-    },
-    /// A benchmark ended.
-    BenchEnd {
-        /// What happened.
-        outcome: &'a BenchOutcome,
-    },
-}
-
-/// Live view of a suite run: suite-level events plus every process event (of the prepare
-/// steps and of the run).
-pub trait RunObserver: ExecObserver {
-    /// A suite-level event.
-    fn on_run_event(&mut self, event: RunEvent<'_>);
-
-    /// Where the progress of an install goes, if this observer shows it (the default: it
-    /// does not).
-    fn install_observer(&mut self) -> Option<&mut dyn InstallObserver> {
-        None
-    }
-}
-
-/// An observer that ignores everything.
-impl RunObserver for () {
-    fn on_run_event(&mut self, _event: RunEvent<'_>) {}
-}
-
-/// What a suite run did.
-#[derive(Debug, Clone, Default)]
-pub struct RunSummary {
-    /// The run folder.
-    pub run_dir: PathBuf,
-    /// One outcome per benchmark run.
-    pub outcomes: Vec<BenchOutcome>,
-    /// Benchmarks skipped for unmet capabilities.
-    pub skipped: Vec<String>,
-    /// Benchmarks left out because they were already complete (`--resume`).
-    pub already_done: Vec<String>,
-    /// Benchmarks not run because their set-up failed (recorded as failed in the run folder).
-    pub failed_setup: Vec<SetupFailure>,
-    /// The run was interrupted.
-    pub interrupted: bool,
-}
-
-impl RunSummary {
-    /// Every benchmark that ran succeeded, none failed its set-up, and the run was not
-    /// interrupted.
-    pub fn success(&self) -> bool {
-        !self.interrupted
-            && self.failed_setup.is_empty()
-            && self.outcomes.iter().all(BenchOutcome::success)
     }
 }
 

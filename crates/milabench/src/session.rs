@@ -21,7 +21,7 @@ use camino::Utf8Path;
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_env::{
     BundleTarget, Bundled, EnvError, EnvOptions, Environments, Event as EnvEvent, InstallGroup,
-    Outcome, ProjectTree, Sources, Survey, install_groups,
+    ProjectTree, Sources, Survey, install_groups,
 };
 use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec, error_line};
 use milabench_metrics::Record;
@@ -32,9 +32,11 @@ use milabench_store::{
 use milabench_validate::{LayerName, Validation, ValidationContext, ValidationReport};
 
 use crate::error::Error;
+pub use crate::events::{InstallObserver, InstallPlan, InstallSummary};
+use crate::events::{RunEvent, RunObserver, RunSummary};
 use crate::planning::{PlannedBench, RepeatOrder, plan_one, prefetch_pack_host, repeat_contexts};
 use crate::resolve::{Resolved, Selection, resolve};
-use crate::run::{RunEvent, RunFolder, RunObserver, RunOptions, RunSummary};
+use crate::run::{RunFolder, RunOptions};
 pub use crate::sweep::SWEEP_FILE;
 use crate::sweep::SweepRun;
 
@@ -65,29 +67,6 @@ pub struct Session {
     /// The results database `run` records into, checked when the session is made.
     store: StoreLocation,
 }
-
-/// Receives what an install does, as it does it. Every method has an empty default.
-pub trait InstallObserver {
-    /// Progress of the interpreter, installer or a group (stages, waiting, installer output).
-    fn on_env_event(&mut self, event: EnvEvent<'_>) {
-        let _ = event;
-    }
-    /// The interpreter and installer are ready, and the groups known.
-    fn on_environments(&mut self, plan: &InstallPlan) {
-        let _ = plan;
-    }
-    /// Work on `group` starts.
-    fn on_group_start(&mut self, group: &InstallGroup) {
-        let _ = group;
-    }
-    /// Work on `group` ended.
-    fn on_group_end(&mut self, group: &InstallGroup, result: &Result<Outcome, EnvError>) {
-        let _ = (group, result);
-    }
-}
-
-/// An install observer that ignores everything.
-impl InstallObserver for () {}
 
 /// What to install.
 #[derive(Debug, Clone, Default)]
@@ -130,33 +109,6 @@ pub struct BundleSummary {
 
 impl BundleSummary {
     /// Whether every download succeeded.
-    pub fn success(&self) -> bool {
-        self.results.iter().all(|(_, result)| result.is_ok())
-    }
-}
-
-/// The environments of the selected benchmarks, ready to install or pin.
-#[derive(Debug)]
-pub struct InstallPlan {
-    /// The groups of the selected benchmarks.
-    pub groups: Vec<InstallGroup>,
-    /// Interpreter, installer and layout.
-    pub envs: Environments,
-}
-
-/// What an install did: one result per group, in order (it stops after an interrupted one).
-#[derive(Debug)]
-pub struct InstallSummary {
-    /// The groups and what became of each.
-    pub results: Vec<(InstallGroup, Result<Outcome, EnvError>)>,
-    /// The installer, in words (`uv 0.9.1`).
-    pub tool: String,
-    /// The interpreter's version.
-    pub python: String,
-}
-
-impl InstallSummary {
-    /// Whether every group is installed or up to date.
     pub fn success(&self) -> bool {
         self.results.iter().all(|(_, result)| result.is_ok())
     }
@@ -486,7 +438,11 @@ impl Session {
             }
         }
         let summary = summary?;
-        let sizer_saved = crate::sizer::save_observations(self, folder.path())?;
+        let computed = report
+            .as_ref()
+            .and_then(|r| r.as_ref().ok())
+            .map(|(r, _)| r);
+        let sizer_saved = crate::sizer::save_observations(&self.resolved, folder.path(), computed)?;
         let file = folder.path().join(VALIDATION_FILE);
         write_validation(&file, &validation.text, folder.is_shared())
             .map_err(|source| Error::Write { path: file, source })?;

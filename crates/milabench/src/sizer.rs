@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use milabench_config::placeholders::{ArgResolver, LaunchContext};
 use milabench_config::scaling::{NewObservation, ScalingFile};
 use milabench_config::settings::options::{CpuOptions, OptionSource, SizerOptions};
-use milabench_report::{ReportOptions, report_runs};
+use milabench_report::{Report, ReportOptions, report_runs};
 
 use crate::error::Error;
-use crate::planning::{PlannedBench, RepeatOrder};
-use crate::session::Session;
+use crate::planning::{PlannedBench, plan_suite};
+use crate::resolve::Resolved;
 
 /// The batch size an argument list asks for, if it names one.
 pub fn batch_size_of<S: AsRef<str>>(argv: &[S]) -> Option<u64> {
@@ -35,15 +35,16 @@ pub fn batch_size_of<S: AsRef<str>>(argv: &[S]) -> Option<u64> {
     None
 }
 
-/// Adds the observations of the run in `run_dir` to the file `sizer.save` names; returns the
-/// file and the benchmarks added, or `None` when `sizer.save` is not set.
+/// Adds the observations of the run in `run_dir` (its report `report`, read here when `None`)
+/// to the file `sizer.save` names; returns the file and the benchmarks added, or `None` when
+/// `sizer.save` is not set.
 pub fn save_observations(
-    session: &Session,
+    resolved: &Resolved,
     run_dir: &Path,
+    report: Option<&Report>,
 ) -> Result<Option<(PathBuf, Vec<String>)>, Error> {
-    let resolved = session.resolved();
     let system = resolved.suite.system.tree.to_json();
-    let source = OptionSource::new(session.env(), system.get("options"));
+    let source = OptionSource::new(&resolved.host.env, system.get("options"));
     let Some(save) = SizerOptions::read(&source)?.save else {
         return Ok(None);
     };
@@ -59,8 +60,7 @@ pub fn save_observations(
     .get("n_worker")
     .and_then(serde_json::Value::as_u64)
     .unwrap_or(0);
-    let batch_sizes: Vec<(String, u64)> = session
-        .plan(1, RepeatOrder::InARow)?
+    let batch_sizes: Vec<(String, u64)> = plan_suite(resolved)?
         .into_iter()
         .filter_map(|planned| match planned {
             PlannedBench::Run(plan) => {
@@ -73,12 +73,19 @@ pub fn save_observations(
             PlannedBench::Skipped { .. } | PlannedBench::BrokenBenchfile { .. } => None,
         })
         .collect();
-    let runs = [run_dir.display().to_string()];
-    let (report, _) = report_runs(
-        &runs,
-        Some(&resolved.report_entries()),
-        &ReportOptions::default(),
-    )?;
+    let read;
+    let report = match report {
+        Some(report) => report,
+        None => {
+            let runs = [run_dir.display().to_string()];
+            (read, _) = report_runs(
+                &runs,
+                Some(&resolved.report_entries()),
+                &ReportOptions::default(),
+            )?;
+            &read
+        }
+    };
     let time = jiff::Timestamp::now().as_second();
     let mut file = ScalingFile::load(&save)?;
     let mut added = Vec::new();
