@@ -244,6 +244,7 @@ impl RunObserver for LiveDisplay {
             }
             // The phases and their results, which the pipeline's view shows.
             RunEvent::Phase(_)
+            | RunEvent::Schedule { .. }
             | RunEvent::PreflightFailed { .. }
             | RunEvent::Installed { .. }
             | RunEvent::Prepared { .. } => {}

@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use milabench_config::ResolvedBench;
 use milabench_env::{EnvError, Environments, Event as EnvEvent, InstallGroup, Outcome};
 use milabench_exec::{BenchOutcome, ExecObserver};
 use milabench_plan::BenchPlan;
@@ -30,6 +31,12 @@ pub enum Phase {
 pub enum RunEvent<'a> {
     /// A phase of [`crate::Session::execute`] starts.
     Phase(Phase),
+    /// The benchmarks the run may run, in the order it runs them (each repeat of each), told
+    /// once, just before [`Phase::Run`] starts.
+    Schedule {
+        /// The benchmarks.
+        benches: &'a [&'a ResolvedBench],
+    },
     /// The preflight failed: nothing is installed or run.
     PreflightFailed {
         /// The failed checks.

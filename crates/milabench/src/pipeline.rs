@@ -274,6 +274,14 @@ impl Session {
                 return Ok(result);
             }
         }
+        let benches: Vec<_> = self.resolved().suite.runnable().collect();
+        let schedule: Vec<_> = repeats
+            .order
+            .schedule(repeats.repeat, benches.len())
+            .into_iter()
+            .map(|(_, bench)| benches[bench])
+            .collect();
+        observer.on_run_event(RunEvent::Schedule { benches: &schedule });
         observer.on_run_event(RunEvent::Phase(Phase::Run));
         let mut options = self.run_options(request, repeats, request.resume);
         options.failed_setup = failed_setup;

@@ -12,6 +12,21 @@ use milabench_config::system::system_file_reads;
 use milabench_report::data_file_reads;
 use milabench_system::discoveries;
 
+/// The schedules a run told its observer.
+#[derive(Default)]
+struct Schedules(Vec<Vec<String>>);
+
+impl milabench::observe::ExecObserver for Schedules {}
+
+impl milabench::run::RunObserver for Schedules {
+    fn on_run_event(&mut self, event: milabench::run::RunEvent<'_>) {
+        if let milabench::run::RunEvent::Schedule { benches } = event {
+            self.0
+                .push(benches.iter().map(|b| b.name.clone()).collect());
+        }
+    }
+}
+
 /// A benchmark writing a few rates on the data channel.
 const MAIN: &str = "import json, os\nout = os.fdopen(int(os.environ['DATA_FD']), 'w', buffering=1)\nfor i in range(5):\n    out.write(json.dumps({'task': 'train', 'rate': 10.0 + i, 'units': 'items/s'}) + '\\n')\n";
 
@@ -76,7 +91,13 @@ fn a_run_reads_each_input_once() {
         setup: false,
         ..RunRequest::default()
     };
-    let result = session.execute(&request, &mut ()).expect("execute");
+    let mut schedules = Schedules::default();
+    let result = session.execute(&request, &mut schedules).expect("execute");
+    assert_eq!(
+        schedules.0,
+        [vec!["one".to_string(), "two".to_string()]],
+        "the run's schedule, told once"
+    );
     let run = result.run.as_ref().expect("it ran");
     assert!(run.summary.success(), "{:?}", run.summary);
     assert!(result.report.is_some());
