@@ -73,4 +73,4 @@ pub use session::{
     BundleOptions, BundleSummary, GroupSurvey, InstallObserver, InstallOptions, InstallPlan,
     InstallSummary, RunRecord, Session, SessionRequest,
 };
-pub use sweep::{Sweep, SweepRecord, SweepRun, sweep_of};
+pub use sweep::{Sweep, SweepDriver, SweepOutcome, SweepRecord, SweepRun, sweep_of};

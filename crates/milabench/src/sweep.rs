@@ -20,6 +20,8 @@ pub use milabench_config::sweep::{
 };
 use serde_json::Value as Json;
 
+use milabench_vocab::ExitCode;
+
 use crate::error::Error;
 use crate::resolve::Selection;
 
@@ -195,6 +197,68 @@ impl SweepRecord {
         })?;
         self.keys.insert(run.key.clone());
         Ok(())
+    }
+}
+
+/// What a front end does for the runs of a sweep that [`Sweep::execute`] goes through.
+pub trait SweepDriver {
+    /// `run`, the `index`-th of `total` (from 1), is skipped: an earlier invocation finished
+    /// it (recorded in `record`).
+    fn skipped(&mut self, index: usize, total: usize, run: &SweepRun, record: &Path);
+
+    /// Runs `run`, the `index`-th of `total` (from 1): its exit code, and whether it ran (a run
+    /// that could not start, for a bad setting, is not recorded: it runs again next time).
+    fn run(&mut self, index: usize, total: usize, run: &SweepRun) -> (ExitCode, bool);
+}
+
+/// What [`Sweep::execute`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepOutcome {
+    /// The worst exit code of the runs (see [`ExitCode::worst`]).
+    pub code: ExitCode,
+    /// The run during which the sweep was interrupted (it stopped there, that run not
+    /// recorded, so that it runs again next time); `None` when it went to its end.
+    pub interrupted_in: Option<String>,
+    /// The folder of every run of the sweep, those of earlier invocations too (see
+    /// [`run_folders`]); empty when interrupted.
+    pub folders: Vec<PathBuf>,
+}
+
+impl Sweep {
+    /// Runs, in order, every run of the sweep that `record` does not hold as finished, each
+    /// by `driver`, and records those that ran. A run that fails does not stop the sweep; an
+    /// interrupted one does. `runs_dir` is where the runs' folders are.
+    pub fn execute(
+        &self,
+        record: &mut SweepRecord,
+        runs_dir: &Path,
+        driver: &mut dyn SweepDriver,
+    ) -> Result<SweepOutcome, Error> {
+        let total = self.runs.len();
+        let mut worst = ExitCode::Success;
+        for (index, run) in self.runs.iter().enumerate() {
+            if record.is_done(run) {
+                driver.skipped(index + 1, total, run, record.path());
+                continue;
+            }
+            let (code, ran) = driver.run(index + 1, total, run);
+            if code == ExitCode::Interrupted {
+                return Ok(SweepOutcome {
+                    code,
+                    interrupted_in: Some(run.name.clone()),
+                    folders: Vec::new(),
+                });
+            }
+            if ran {
+                record.mark_done(run)?;
+            }
+            worst = worst.worst(code);
+        }
+        Ok(SweepOutcome {
+            code: worst,
+            interrupted_in: None,
+            folders: run_folders(runs_dir, &self.runs),
+        })
     }
 }
 
