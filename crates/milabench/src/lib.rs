@@ -66,7 +66,7 @@ pub mod sweep;
 
 pub use error::Error;
 pub use milabench_exec::ExitCode;
-pub use pipeline::{Phase, ReportFiles, RunReport, RunRequest, RunResult, Stop};
+pub use pipeline::{DryRun, Phase, ReportFiles, RunReport, RunRequest, RunResult, Stop};
 pub use planning::{PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_suite};
 pub use resolve::{Resolved, Selection, resolve};
 pub use session::{

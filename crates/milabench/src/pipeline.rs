@@ -24,6 +24,7 @@ use milabench_cluster::{Check, Status};
 use milabench_env::EnvError;
 use milabench_exec::{ExitCode, Interrupt, PrecisionStop, WatchdogCommand};
 use milabench_metrics::ReturnCode;
+use milabench_plan::BenchPlan;
 use milabench_report::{
     Format, REPORT_PAGE, REPORT_TEXT, Report, ReportOptions, RunSet, render, render_html,
 };
@@ -33,7 +34,7 @@ use crate::check::CheckOptions;
 use crate::error::Error;
 pub use crate::events::Phase;
 use crate::events::{InstallSummary, RunEvent, RunObserver, RunSummary, SetupFailure};
-use crate::planning::RepeatPlan;
+use crate::planning::{PlannedBench, RepeatPlan};
 use crate::run::RunOptions;
 use crate::session::{InstallOptions, RunRecord, Session};
 
@@ -315,6 +316,29 @@ impl Session {
         Ok(result)
     }
 
+    /// What `execute` would start for `request`, without starting anything (`run --dry-run`):
+    /// the plans of the schedule, less, on resume, the benchmarks the run folder already holds
+    /// complete.
+    pub fn dry_run(&self, request: &RunRequest) -> Result<DryRun, Error> {
+        let run_dir = self.run_dir();
+        let repeats = crate::run::repeat_plan(&run_dir, request.resume, request.repeat)?;
+        let mut dry_run = DryRun::default();
+        for planned in self.plan(repeats.repeat, repeats.order)? {
+            match planned {
+                PlannedBench::Run(plan)
+                    if request.resume && crate::run::already_complete(&plan, &run_dir) => {}
+                PlannedBench::Run(plan) => dry_run.plans.push(plan),
+                PlannedBench::Skipped { bench, unmet } => dry_run.skipped.push((bench, unmet)),
+                PlannedBench::BrokenBenchfile { bench, reason } => {
+                    dry_run.broken.push((bench, reason));
+                }
+            }
+        }
+        // Each repeat of a broken benchmark is broken the same way: said once.
+        dry_run.broken.dedup();
+        Ok(dry_run)
+    }
+
     /// The failed checks of the fast preflight (no package index round trip; warnings are
     /// `milabench check`'s to show: the set-up installs what is missing anyway).
     fn preflight_failures(&self, request: &RunRequest) -> Result<Vec<Check>, Error> {
@@ -408,6 +432,19 @@ fn write_report_files(
         page,
         text,
     }
+}
+
+/// What [`Session::dry_run`] found a run would do.
+#[derive(Debug, Default)]
+pub struct DryRun {
+    /// The plans the run would start, in its order.
+    pub plans: Vec<BenchPlan>,
+    /// The benchmarks this system does not meet the requirements of, with the unmet
+    /// `requires_capabilities` expressions.
+    pub skipped: Vec<(String, Vec<String>)>,
+    /// The benchmarks whose `benchfile.py` gives no plan, and why (a run records each as
+    /// failed).
+    pub broken: Vec<(String, String)>,
 }
 
 /// Which report files [`Session::write_report`] writes into the run folder.
