@@ -330,6 +330,68 @@ mod tests {
         }
     }
 
+    /// Answers each run with the next code of `codes` (whether it ran: not for bad input),
+    /// noting what it was asked.
+    struct Scripted {
+        codes: Vec<ExitCode>,
+        calls: Vec<String>,
+    }
+
+    impl SweepDriver for Scripted {
+        fn skipped(&mut self, index: usize, total: usize, run: &SweepRun, _record: &Path) {
+            self.calls
+                .push(format!("skip {index}/{total} {}", run.name));
+        }
+
+        fn run(&mut self, index: usize, total: usize, run: &SweepRun) -> (ExitCode, bool) {
+            self.calls.push(format!("run {index}/{total} {}", run.name));
+            let code = self.codes.remove(0);
+            (code, code != ExitCode::BadInput)
+        }
+    }
+
+    #[test]
+    fn a_sweep_skips_recorded_runs_records_those_that_ran_and_stops_when_interrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        let sweep = Sweep {
+            runs: ["bs1", "bs2", "bs3", "bs4"]
+                .map(|name| run(name, name))
+                .to_vec(),
+            record: dir.path().join("multirun.cache"),
+        };
+        let mut record = SweepRecord::open(&sweep.record).unwrap();
+        record.mark_done(&sweep.runs[0]).unwrap();
+        let mut driver = Scripted {
+            codes: vec![
+                ExitCode::BadInput,
+                ExitCode::BenchmarkFailures,
+                ExitCode::Interrupted,
+            ],
+            calls: Vec::new(),
+        };
+        let outcome = sweep.execute(&mut record, dir.path(), &mut driver).unwrap();
+        assert_eq!(
+            driver.calls,
+            ["skip 1/4 bs1", "run 2/4 bs2", "run 3/4 bs3", "run 4/4 bs4"]
+        );
+        assert_eq!(outcome.code, ExitCode::Interrupted);
+        assert_eq!(outcome.interrupted_in.as_deref(), Some("bs4"));
+        // The run that could not start and the interrupted one run again next time.
+        let again = SweepRecord::open(&sweep.record).unwrap();
+        let done: Vec<bool> = sweep.runs.iter().map(|r| again.is_done(r)).collect();
+        assert_eq!(done, [true, false, true, false]);
+
+        let mut driver = Scripted {
+            codes: vec![ExitCode::Success, ExitCode::Success],
+            calls: Vec::new(),
+        };
+        let mut record = again;
+        let outcome = sweep.execute(&mut record, dir.path(), &mut driver).unwrap();
+        assert_eq!(outcome.code, ExitCode::Success);
+        assert_eq!(outcome.interrupted_in, None);
+        assert_eq!(driver.calls.len(), 4, "{:?}", driver.calls);
+    }
+
     #[test]
     fn the_record_remembers_finished_runs_across_invocations() {
         let dir = tempfile::tempdir().unwrap();
