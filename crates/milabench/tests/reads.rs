@@ -2,8 +2,8 @@
 //! `--dry-run`'s plan, the run and its report), the arch is detected once, the system file read
 //! once, the GPUs looked for once, each benchmark folder's `benchfile.yaml` read once, one
 //! planning context made, and each `.data` file read once for the one report the results store
-//! and the run folder's files share. The counts are this process's (nextest runs each test file's tests
-//! in processes of their own; this file holds one test).
+//! and the run folder's files share. The counts are this process's (nextest runs each test in
+//! a process of its own).
 
 use milabench::{RunRequest, Session, SessionRequest};
 use milabench_config::benchfile::benchfile_reads;
@@ -30,9 +30,9 @@ impl milabench::run::RunObserver for Schedules {
 /// A benchmark writing a few rates on the data channel.
 const MAIN: &str = "import json, os\nout = os.fdopen(int(os.environ['DATA_FD']), 'w', buffering=1)\nfor i in range(5):\n    out.write(json.dumps({'task': 'train', 'rate': 10.0 + i, 'units': 'items/s'}) + '\\n')\n";
 
-#[test]
-fn a_run_reads_each_input_once() {
-    let scratch = tempfile::tempdir().expect("tempdir");
+/// A suite of two benchmarks of one install group (its environment made by hand) on a system
+/// of one CUDA node, in `scratch`: its settings and environment.
+fn two_benchmarks(scratch: &tempfile::TempDir) -> (Settings, EnvVars) {
     let root = camino::Utf8Path::from_path(scratch.path()).expect("utf8");
     let mut suite = String::new();
     for name in ["one", "two"] {
@@ -66,6 +66,13 @@ fn a_run_reads_each_input_once() {
         ..SettingsFlags::default()
     };
     let settings = Settings::load(&flags, &env).expect("settings");
+    (settings, env)
+}
+
+#[test]
+fn a_run_reads_each_input_once() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let (settings, env) = two_benchmarks(&scratch);
     let before = (
         benchfile_reads(),
         system_file_reads(),
@@ -120,4 +127,18 @@ fn a_run_reads_each_input_once() {
         1,
         "planning contexts"
     );
+}
+
+/// `report --config` reads the suite's weights without looking for GPUs, and gets those a
+/// session would.
+#[test]
+fn the_report_entries_of_a_suite_need_no_gpu_discovery() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let (settings, env) = two_benchmarks(&scratch);
+    let selection = milabench::Selection::default();
+    let before = discoveries();
+    let entries = milabench::resolve::report_entries(&settings, &selection, &env).expect("entries");
+    assert_eq!(discoveries(), before, "GPU discoveries");
+    let session = Session::new(settings, env, SessionRequest::default()).expect("session");
+    assert_eq!(entries, session.resolved().report_entries());
 }
