@@ -121,6 +121,13 @@ pub fn resolve(
     let mut suite = suite_for(config, system, selection, env)?;
     suite.warnings.extend(host.gpus.problems.iter().cloned());
     suite.warnings.extend(sizer_warning(&suite.system, &host)?);
+    tracing::debug!(
+        "resolved {config} for arch {arch}, run `{run_name}`: {} node(s), {} GPU(s) ({} found here), {} benchmark(s) to run",
+        suite.system.nodes.len(),
+        suite.system.gpu_count,
+        host.gpus.gpus.len(),
+        suite.runnable().count()
+    );
     Ok(Resolved {
         run_name,
         arch,

@@ -176,6 +176,15 @@ pub fn run_dir(resolved: &Resolved) -> PathBuf {
     }
 }
 
+/// Tells the debug trail (`-v`) that the processes of `plan` start.
+fn started(plan: &BenchPlan) {
+    tracing::debug!(
+        "starting {}: {} process(es)",
+        plan.bench,
+        plan.processes.len()
+    );
+}
+
 /// Creates the data, cache and scratch folders of every runnable benchmark.
 fn make_bench_folders(resolved: &Resolved) -> Result<(), Error> {
     for bench in resolved.suite.runnable() {
@@ -346,6 +355,7 @@ pub fn run_suite(
             precision: options.precision,
             ..ExecOptions::default()
         };
+        started(&plan);
         observer.on_run_event(RunEvent::BenchStart { plan: &plan });
         let outcome = run_plan(&plan, &run_dir, &exec_options, observer)?;
         observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });
@@ -480,6 +490,7 @@ pub fn prepare_suite(
             continue;
         }
         if let Some(install) = install? {
+            started(&install);
             observer.on_run_event(RunEvent::BenchStart { plan: &install });
             let outcome = run_plan(&install, &prepare_dir, &exec_options, observer)?;
             observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });
@@ -496,6 +507,7 @@ pub fn prepare_suite(
         let Some(plan) = prepare.transpose()?.flatten() else {
             continue;
         };
+        started(&plan);
         observer.on_run_event(RunEvent::BenchStart { plan: &plan });
         let outcome = run_plan(&plan, &prepare_dir, &exec_options, observer)?;
         observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });
