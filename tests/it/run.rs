@@ -226,7 +226,10 @@ fn verbose_tells_what_was_resolved_and_planned() {
     assert!(out.stderr.contains("resolved "), "{}", out.stderr);
     assert!(out.stderr.contains("benchmark(s) to run"), "{}", out.stderr);
     assert!(out.stderr.contains("planned good.D0"), "{}", out.stderr);
-    assert!(out.stdout.starts_with("#!/bin/sh"), "the plan stays on stdout");
+    assert!(
+        out.stdout.starts_with("#!/bin/sh"),
+        "the plan stays on stdout"
+    );
     let quiet = run(&mut project.run_command(&["--dry-run", "--select", "good"]));
     assert!(!quiet.stderr.contains("planned"), "{}", quiet.stderr);
 }

@@ -106,18 +106,15 @@ impl DataChannelWriter {
 
     /// Sends the data and error events of `records`, in order.
     pub fn send(&mut self, records: &[Record]) -> Result<(), MetricsError> {
-        let lines = records.iter().filter_map(channel_line);
+        let mut lines = records.iter().filter_map(channel_line);
         let written = match &mut self.pipe {
             None => {
                 let mut out = std::io::stdout().lock();
                 lines
-                    .map(|line| out.write_all(&crate::smuggle_encode(line.as_bytes())))
-                    .collect::<Result<(), _>>()
+                    .try_for_each(|line| out.write_all(&crate::smuggle_encode(line.as_bytes())))
                     .and_then(|()| out.flush())
             }
-            Some((file, _)) => lines
-                .map(|line| file.write_all(line.as_bytes()))
-                .collect::<Result<(), _>>(),
+            Some((file, _)) => lines.try_for_each(|line| file.write_all(line.as_bytes())),
         };
         written.map_err(|error| MetricsError::Write {
             path: match &self.pipe {
