@@ -11,7 +11,7 @@ use milabench_env::{EnvError, Environments, Event as EnvEvent, InstallGroup, Out
 use milabench_exec::{BenchOutcome, ExecObserver};
 use milabench_plan::BenchPlan;
 
-/// A phase of [`Session::execute`], in the order they come.
+/// A phase of [`crate::Session::execute`], in the order they come.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     /// The fast checks of the machine and the suite.
