@@ -6,7 +6,7 @@
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
-use milabench::run::{RunEvent, RunObserver};
+use milabench::observe::{RunEvent, RunObserver};
 use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec};
 use milabench_metrics::{Event, Failure, Pipe, Record, ReturnCode};
 

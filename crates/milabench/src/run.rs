@@ -101,8 +101,8 @@ impl RunFolder {
     /// Claims the run folder of `resolved` to resume it beside other processes that do the
     /// same for other benchmarks (the tasks of a Slurm job array writing one folder): its lock
     /// is taken shared (refused while a [`RunFolder::claim`] holds it, and keeping such a
-    /// claim out while held), and each benchmark, when it runs, takes its own lock
-    /// ([`bench_lock_file`]), refused while another process runs that benchmark. Everything
+    /// claim out while held), and each benchmark, when it runs, takes a lock of its own,
+    /// refused while another process runs that benchmark. Everything
     /// else a run writes into the folder is each benchmark's own, but for the validation
     /// report, which such runs append to.
     pub fn claim_shared(resolved: &Resolved) -> Result<RunFolder, Error> {

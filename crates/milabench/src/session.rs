@@ -37,11 +37,9 @@ use crate::events::{RunEvent, RunObserver, RunSummary};
 use crate::planning::{PlannedBench, RepeatOrder, plan_one, prefetch_pack_host, repeat_contexts};
 use crate::resolve::{Resolved, Selection, resolve};
 use crate::run::{RunFolder, RunOptions};
-pub use crate::sweep::SWEEP_FILE;
 use crate::sweep::SweepRun;
 
-/// The file of a run folder that holds the validation report of the run (text).
-pub const VALIDATION_FILE: &str = milabench_report::VALIDATION_FILE;
+pub use milabench_vocab::run_files::VALIDATION_FILE;
 
 /// What a session works on besides the settings: the selection and the fidelity preset.
 #[derive(Debug, Clone, Default)]
@@ -52,7 +50,7 @@ pub struct SessionRequest {
     /// applied as an override after the suite's own.
     pub fidelity: Option<String>,
     /// The run of a sweep this session makes: its name, options and overrides are applied,
-    /// and it is written to [`SWEEP_FILE`] in the run folder.
+    /// and it is written to [`SWEEP_FILE`](crate::sweep::SWEEP_FILE) in the run folder.
     pub sweep: Option<SweepRun>,
 }
 

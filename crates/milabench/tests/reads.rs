@@ -18,9 +18,9 @@ struct Schedules(Vec<Vec<String>>);
 
 impl milabench::observe::ExecObserver for Schedules {}
 
-impl milabench::run::RunObserver for Schedules {
-    fn on_run_event(&mut self, event: milabench::run::RunEvent<'_>) {
-        if let milabench::run::RunEvent::Schedule { benches } = event {
+impl milabench::observe::RunObserver for Schedules {
+    fn on_run_event(&mut self, event: milabench::observe::RunEvent<'_>) {
+        if let milabench::observe::RunEvent::Schedule { benches } = event {
             self.0
                 .push(benches.iter().map(|b| b.name.clone()).collect());
         }
@@ -122,11 +122,7 @@ fn a_run_reads_each_input_once() {
         2,
         "`.data` files read for reports (one process per benchmark)"
     );
-    assert_eq!(
-        milabench::planning::plan_contexts_made(),
-        1,
-        "planning contexts"
-    );
+    assert_eq!(milabench::plan_contexts_made(), 1, "planning contexts");
 }
 
 /// `report --config` reads the suite's weights without looking for GPUs, and gets those a
@@ -137,7 +133,7 @@ fn the_report_entries_of_a_suite_need_no_gpu_discovery() {
     let (settings, env) = two_benchmarks(&scratch);
     let selection = milabench::Selection::default();
     let before = discoveries();
-    let entries = milabench::resolve::report_entries(&settings, &selection, &env).expect("entries");
+    let entries = milabench::report_entries(&settings, &selection, &env).expect("entries");
     assert_eq!(discoveries(), before, "GPU discoveries");
     let session = Session::new(settings, env, SessionRequest::default()).expect("session");
     assert_eq!(entries, session.resolved().report_entries());

@@ -26,7 +26,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     // Without a suite, the runs alone: every benchmark they hold, none expected.
     let suite: Option<Vec<SuiteEntry>> = match settings.config {
         // The suite's own warnings are `run`'s and `resolve`'s to say, not a report's.
-        Some(_) => Some(milabench::resolve::report_entries(
+        Some(_) => Some(milabench::report_entries(
             &settings,
             &args.suite.selection(),
             &env,

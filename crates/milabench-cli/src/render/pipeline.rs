@@ -2,7 +2,7 @@
 //! (install progress, the prepare steps' live lines, then the dashboard or the run's live
 //! lines) and, once it returns, the report, the validation and where everything went.
 
-use milabench::run::{RunEvent, RunObserver};
+use milabench::observe::{RunEvent, RunObserver};
 use milabench::{ExitCode, InstallObserver, Phase, RunReport, RunRequest, RunResult, Session};
 use milabench_exec::{ExecObserver, Interrupt, ProcessOutcome, ProcessSpec};
 use milabench_metrics::Record;
@@ -159,7 +159,7 @@ fn show_result(result: &RunResult) -> ExitCode {
             verdict.layer,
             verdict.code,
             if verdict.code == 1 { "" } else { "s" },
-            milabench::session::VALIDATION_FILE
+            milabench::VALIDATION_FILE
         ));
     }
     for problem in &run.store_problems {
