@@ -447,6 +447,13 @@ pub struct DryRun {
     pub broken: Vec<(String, String)>,
 }
 
+impl DryRun {
+    /// The plans as a shell script that does what the run would do (`run --dry-run`).
+    pub fn script(&self) -> String {
+        milabench_plan::render_script(&self.plans)
+    }
+}
+
 /// Which report files [`Session::write_report`] writes into the run folder.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReportFiles {

@@ -107,7 +107,7 @@ fn dry_run(
         ));
     }
     let text = match format {
-        DryRunFormat::Shell => milabench_plan::render_script(&dry_run.plans),
+        DryRunFormat::Shell => dry_run.script(),
         DryRunFormat::Json => serde_json::to_string_pretty(&dry_run.plans)? + "\n",
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
