@@ -131,6 +131,9 @@ pub struct RunSummary {
     pub failed_setup: Vec<SetupFailure>,
     /// The run was interrupted.
     pub interrupted: bool,
+    /// The command line of the first process of each benchmark planned, in the run's order
+    /// (for the sizer's observations, without planning again).
+    pub(crate) first_argv: Vec<(String, Vec<String>)>,
 }
 
 impl RunSummary {

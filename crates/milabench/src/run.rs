@@ -322,6 +322,11 @@ pub fn run_suite(
             }
             PlannedBench::Run(plan) => plan,
         };
+        if let Some(first) = plan.processes.first() {
+            summary
+                .first_argv
+                .push((plan.bench.clone(), first.argv.clone()));
+        }
         // Held until the benchmark has ended, and by its processes.
         let bench_lock = folder.lock_bench(&plan.bench)?;
         if options.resume && already_complete(&plan, &run_dir) {

@@ -440,7 +440,12 @@ impl Session {
             .as_ref()
             .and_then(|r| r.as_ref().ok())
             .map(|(r, _)| r);
-        let sizer_saved = crate::sizer::save_observations(&self.resolved, folder.path(), computed)?;
+        let sizer_saved = crate::sizer::save_observations(
+            &self.resolved,
+            folder.path(),
+            computed,
+            &summary.first_argv,
+        )?;
         let file = folder.path().join(VALIDATION_FILE);
         write_validation(&file, &validation.text, folder.is_shared())
             .map_err(|source| Error::Write { path: file, source })?;
