@@ -217,6 +217,23 @@ fn dry_run_prints_the_commands() {
     );
 }
 
+/// `-v` leaves a debug trail on stderr of what was resolved and planned; without it, none.
+#[test]
+fn verbose_tells_what_was_resolved_and_planned() {
+    let project = project();
+    let out = run(&mut project.run_command(&["--dry-run", "--select", "good", "-v"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("resolved "), "{}", out.stderr);
+    assert!(out.stderr.contains("benchmark(s) to run"), "{}", out.stderr);
+    assert!(out.stderr.contains("planned good.D0"), "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("#!/bin/sh"),
+        "the plan stays on stdout"
+    );
+    let quiet = run(&mut project.run_command(&["--dry-run", "--select", "good"]));
+    assert!(!quiet.stderr.contains("planned"), "{}", quiet.stderr);
+}
+
 #[test]
 fn a_json_dry_run_prints_the_plans() {
     let project = project();

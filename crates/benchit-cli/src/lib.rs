@@ -1,6 +1,6 @@
 //! Command-line interface of `benchit`: clap definitions, one handler per command, the live
 //! status display and the printing of results. The handlers print; the `benchit` library they
-//! call never does. Exit codes are `milabench-exec`'s [`ExitCode`], shared with `milabench`.
+//! call never does. Exit codes are `milabench-vocab`'s [`ExitCode`], shared with `milabench`.
 
 mod cache;
 mod models;

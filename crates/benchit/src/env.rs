@@ -16,12 +16,12 @@
 //! never changes the environment of the others.
 
 use camino::{Utf8Path, Utf8PathBuf};
-use milabench_config::settings::{BaseLayout, DirOverrides, Installer};
 use milabench_env::{
     EnvError, EnvOptions, Environments, Event, InstallGroup, MIN_PYTHON, ProjectTree,
     RequirementFile,
 };
 use milabench_exec::ExitCode;
+use milabench_vocab::{BaseLayout, DirOverrides, Installer};
 
 use crate::worker::{WorkerCommand, WorkerError};
 

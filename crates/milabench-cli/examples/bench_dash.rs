@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use camino::Utf8PathBuf;
-use milabench::run::{RunEvent, RunObserver};
+use milabench::observe::{RunEvent, RunObserver};
 use milabench_cli::dash::{BenchBudget, Dashboard, Screen};
 use milabench_exec::{BenchPlan, ExecObserver, ExecOptions, Launch, ProcessSpec, run_plan};
 

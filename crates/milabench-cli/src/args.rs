@@ -43,6 +43,10 @@ pub struct GlobalArgs {
     /// [env: MILABENCH_DB] [default: <base>/results.db].
     #[arg(long, global = true, value_name = "FILE|URL")]
     pub db: Option<String>,
+    /// A debug trail on stderr: what was resolved (suite, system, arch, run name), planned
+    /// (each benchmark's processes) and started.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
 }
 
 /// Every `milabench` command.

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Once, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use milabench::run::{RunEvent, RunObserver};
+use milabench::observe::{RunEvent, RunObserver};
 use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec};
 use milabench_metrics::Record;
 use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEventKind, KeyModifiers};

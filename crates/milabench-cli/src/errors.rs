@@ -12,7 +12,6 @@ use milabench_env::EnvError;
 use milabench_exec::{ExecError, error_report};
 use milabench_load::LoadError;
 use milabench_metrics::MetricsError;
-use milabench_plan::PlanError;
 use milabench_report::ReportError;
 use milabench_store::StoreError;
 use milabench_store::publish::PublishError;
@@ -65,7 +64,6 @@ fn known_exit_code(err: &(dyn Error + 'static)) -> Option<ExitCode> {
     } else if err.is::<ConfigError>()
         || err.is::<SettingsError>()
         || err.is::<SweepError>()
-        || err.is::<PlanError>()
         || err.is::<ReplayError>()
     {
         Some(ExitCode::BadInput)

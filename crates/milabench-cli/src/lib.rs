@@ -27,6 +27,9 @@ pub fn main() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(err) => err.exit(),
     };
+    if cli.global.verbose {
+        debug_trail();
+    }
     match commands::dispatch(cli) {
         Ok(code) => code.into(),
         // The reader of stdout went away (`| head`): a quiet end, once for every command.
@@ -35,4 +38,15 @@ pub fn main() -> std::process::ExitCode {
         }
         Err(err) => errors::report(&err).into(),
     }
+}
+
+/// Sends the `tracing` events of debug level and above (the facade's trail of what it
+/// resolved, planned and started) to stderr, one line each (`-v`).
+fn debug_trail() {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::DEBUG)
+        .without_time()
+        .with_target(false)
+        .init();
 }

@@ -6,7 +6,7 @@
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
-use milabench::run::{RunEvent, RunObserver};
+use milabench::observe::{RunEvent, RunObserver};
 use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec};
 use milabench_metrics::{Event, Failure, Pipe, Record, ReturnCode};
 
@@ -244,6 +244,7 @@ impl RunObserver for LiveDisplay {
             }
             // The phases and their results, which the pipeline's view shows.
             RunEvent::Phase(_)
+            | RunEvent::Schedule { .. }
             | RunEvent::PreflightFailed { .. }
             | RunEvent::Installed { .. }
             | RunEvent::Prepared { .. } => {}

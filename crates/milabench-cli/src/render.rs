@@ -7,7 +7,7 @@ pub(crate) mod pipeline;
 
 use std::path::Path;
 
-use milabench::run::{RunSummary, SetupFailure};
+use milabench::observe::{RunSummary, SetupFailure};
 use milabench_cluster::{Check, Status};
 
 use crate::output::{note, warn};

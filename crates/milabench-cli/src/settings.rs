@@ -81,11 +81,11 @@ pub fn load_suite_settings(
 /// repository's). Says which on stderr. `None` (the command then says a suite is needed) when
 /// neither place has it.
 fn default_suite(settings: &Settings, cwd: &Utf8Path) -> anyhow::Result<Option<Utf8PathBuf>> {
-    let arch = milabench::resolve::arch_of(settings)?;
+    let arch = milabench::arch_of(settings)?;
     let exe = std::env::current_exe()
         .ok()
         .and_then(|e| Utf8PathBuf::try_from(e).ok());
-    let Some(found) = milabench::resolve::default_suite(&arch, cwd, exe.as_deref()) else {
+    let Some(found) = milabench::default_suite(&arch, cwd, exe.as_deref()) else {
         return Ok(None);
     };
     crate::output::note(&format!(

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use milabench_exec::{HelperCommand, HelperError};
-use milabench_plan::{SshTarget, shell_quote};
+use milabench_plan::SshTarget;
+use milabench_vocab::shell_quote;
 use serde::Serialize;
 
 pub mod slurm;

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use milabench_exec::{HelperCommand, HelperError};
-use milabench_plan::shell_quote;
+use milabench_vocab::shell_quote;
 
 /// Most host names one node list may expand to (Slurm's own lists stay far below).
 pub const MAX_HOSTS: usize = 1 << 16;

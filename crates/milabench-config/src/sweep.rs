@@ -32,6 +32,7 @@
 //! assert_eq!(runs[0].point(), ["resnet50.argv.--batch-size=32", "cpu.n_workers=4"]);
 //! ```
 
+pub use milabench_vocab::run_files::SWEEP_FILE;
 use std::path::Path;
 
 use serde_json::Value as Json;
@@ -43,10 +44,6 @@ use crate::value::Node;
 
 /// The first key segments that name a system option rather than a benchmark.
 pub const OPTION_GROUPS: &[&str] = &["cpu", "sizer"];
-
-/// The file of a run folder that says which run of a sweep it holds (a [`SweepRun`] as JSON):
-/// what `report --sweep` and the results store read.
-pub const SWEEP_FILE: &str = "sweep.json";
 
 /// The name of a sweep whose `--run-name` gives none (and of a [`SWEEP_FILE`] written before
 /// sweeps had names).

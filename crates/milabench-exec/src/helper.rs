@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use milabench_plan::shell_quote;
+use milabench_vocab::shell_quote;
 use nix::errno::Errno;
 use nix::sys::signal::Signal;
 use nix::sys::wait::{Id, WaitPidFlag, waitid};

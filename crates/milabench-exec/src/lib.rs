@@ -53,8 +53,7 @@
 //! ```
 
 mod error;
-mod error_report;
-mod exit_code;
+
 mod helper;
 mod interrupt;
 mod options;
@@ -67,11 +66,11 @@ mod tree;
 mod watchdog;
 
 pub use error::ExecError;
-pub use error_report::{error_line, error_report, is_broken_pipe};
-pub use exit_code::ExitCode;
 pub use helper::{HelperCommand, HelperError, HelperOutput};
 pub use interrupt::{CtrlC, Interrupt, TriggerHook, WatchedGroup, install_ctrl_c};
 pub use milabench_plan::{BenchPlan, Launch, PlannedFile, ProcessSpec};
+pub use milabench_vocab::ExitCode;
+pub use milabench_vocab::{error_line, error_report, is_broken_pipe};
 pub use options::{
     ExecObserver, ExecOptions, PrecisionStop, RecordSink, RunningSampler, SampledProcess,
     SamplerFactory,

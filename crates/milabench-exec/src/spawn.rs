@@ -14,7 +14,7 @@
 //! the orchestrator keeps those files: their close-on-exec flag is set again right after the
 //! spawn.
 
-use milabench_config::settings::env_vars::MILABENCH_USE_STDOUT;
+use milabench_vocab::env_vars::MILABENCH_USE_STDOUT;
 use std::fs::File;
 use std::io::{PipeReader, PipeWriter};
 use std::os::fd::{AsFd, AsRawFd};

@@ -18,7 +18,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
 /// Environment variable set in every benchmark process to find its descendants.
-pub const TOKEN_VAR: &str = milabench_config::settings::env_vars::MILABENCH_EXEC_TOKEN;
+pub const TOKEN_VAR: &str = milabench_vocab::env_vars::MILABENCH_EXEC_TOKEN;
 
 /// A token no other process tree of this program has: this program's pid and a counter.
 pub(crate) fn fresh_token() -> String {

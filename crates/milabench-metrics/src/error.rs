@@ -41,6 +41,15 @@ pub enum MetricsError {
         #[source]
         error: std::io::Error,
     },
+    /// The data channel `DATA_FD` names cannot be opened.
+    #[error("cannot open the data channel DATA_FD={fd}")]
+    Channel {
+        /// The descriptor, as `DATA_FD` gives it.
+        fd: String,
+        /// The system error.
+        #[source]
+        error: std::io::Error,
+    },
     /// An event file could not be written.
     #[error(
         "could not write {}; check that the disk is not full and the folder is writable",
@@ -63,7 +72,9 @@ impl MetricsError {
             MetricsError::MissingFolder { .. }
             | MetricsError::NoRunFolders { .. }
             | MetricsError::ConsolidateTarget { .. } => true,
-            MetricsError::Read { .. } | MetricsError::Write { .. } => false,
+            MetricsError::Read { .. }
+            | MetricsError::Write { .. }
+            | MetricsError::Channel { .. } => false,
         }
     }
 }

@@ -47,4 +47,4 @@ pub use rate::{MAX_RATE, RateFault};
 pub use reader::{LineProblem, LineProblemKind, ProblemTally, ReadItem, RecordReader};
 pub use tag::Tag;
 pub use verdict::{Failure, ProcessJudge, ProcessVerdict};
-pub use writer::{DataFileWriter, RunFolderWriter, record_to_line};
+pub use writer::{DataChannelWriter, DataFileWriter, RunFolderWriter, record_to_line};

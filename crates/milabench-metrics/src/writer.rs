@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::MetricsError;
-use crate::event::Record;
+use crate::event::{Event, Record};
 use crate::json::restore_non_finite;
 use crate::tag::Tag;
 
@@ -73,6 +73,72 @@ impl DataFileWriter {
     }
 }
 
+/// The data channel of a benchmark process, written from inside the benchmark (`milabench
+/// load --emit-events`): the pipe `DATA_FD` names, or smuggled in stdout when it is `1` (or
+/// unset). Only data and error events go there: the orchestrator writes the process's own
+/// `config`, `start` and `end` events.
+#[derive(Debug)]
+pub struct DataChannelWriter {
+    /// The inherited pipe and its descriptor, or `None` for stdout.
+    pipe: Option<(File, String)>,
+}
+
+impl DataChannelWriter {
+    /// The channel `data_fd` (the value of `DATA_FD`; `None` when unset) names: the inherited
+    /// pipe is reopened through `/proc` (no unsafe descriptor adoption).
+    pub fn open(data_fd: Option<&str>) -> Result<DataChannelWriter, MetricsError> {
+        let fd = data_fd.unwrap_or("1");
+        if fd == "1" {
+            return Ok(DataChannelWriter { pipe: None });
+        }
+        let path = format!("/proc/self/fd/{fd}");
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .map_err(|error| MetricsError::Channel {
+                fd: fd.to_owned(),
+                error,
+            })?;
+        Ok(DataChannelWriter {
+            pipe: Some((file, fd.to_owned())),
+        })
+    }
+
+    /// Sends the data and error events of `records`, in order.
+    pub fn send(&mut self, records: &[Record]) -> Result<(), MetricsError> {
+        let mut lines = records.iter().filter_map(channel_line);
+        let written = match &mut self.pipe {
+            None => {
+                let mut out = std::io::stdout().lock();
+                lines
+                    .try_for_each(|line| out.write_all(&crate::smuggle_encode(line.as_bytes())))
+                    .and_then(|()| out.flush())
+            }
+            Some((file, _)) => lines.try_for_each(|line| file.write_all(line.as_bytes())),
+        };
+        written.map_err(|error| MetricsError::Write {
+            path: match &self.pipe {
+                None => PathBuf::from("stdout"),
+                Some((_, fd)) => PathBuf::from(format!("/proc/self/fd/{fd}")),
+            },
+            error,
+        })
+    }
+}
+
+/// `record` as a line of the data channel, newline included: a data event as its payload, an
+/// error event as `{"$event": "error", "$data": ...}`; `None` for the other events.
+fn channel_line(record: &Record) -> Option<String> {
+    let value = match &record.event {
+        Event::Data(_) => record.event.data_value(),
+        Event::Error(_) => {
+            serde_json::json!({"$event": "error", "$data": record.event.data_value()})
+        }
+        _ => return None,
+    };
+    Some(value.to_string() + "\n")
+}
+
 /// A run folder being written: one `.data` file per process tag, opened at its first record.
 #[derive(Debug)]
 pub struct RunFolderWriter {
@@ -124,6 +190,55 @@ mod tests {
     use crate::event::{DataPayload, Event, Pipe};
     use crate::folder::discover_data_files;
     use crate::reader::ReadItem;
+
+    #[test]
+    fn the_data_channel_gets_the_data_and_error_events_alone() {
+        use std::os::fd::AsRawFd;
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("channel");
+        let pipe = File::create(&path).unwrap();
+        let fd = pipe.as_raw_fd().to_string();
+        let records = [
+            Record::new(Event::Config(serde_json::json!({"name": "load"})), None),
+            Record::new(
+                Event::Data(Box::new(DataPayload {
+                    task: Some("serve".into()),
+                    rate: Some(2.5),
+                    ..DataPayload::default()
+                })),
+                None,
+            ),
+            Record::new(
+                Event::Error(Box::new(crate::event::ErrorInfo {
+                    kind: Some("Timeout".into()),
+                    message: Some("no answer".into()),
+                    trace: None,
+                    extra: serde_json::Map::new(),
+                })),
+                None,
+            ),
+            Record::new(Event::Stop, None),
+        ];
+        DataChannelWriter::open(Some(&fd))
+            .unwrap()
+            .send(&records)
+            .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["task"], "serve");
+        assert_eq!(lines[1]["$event"], "error");
+        assert_eq!(lines[1]["$data"]["message"], "no answer");
+        let closed = DataChannelWriter::open(Some("987654")).unwrap_err();
+        assert_eq!(
+            closed.to_string(),
+            "cannot open the data channel DATA_FD=987654"
+        );
+    }
 
     #[test]
     fn written_records_read_back_identically() {

@@ -28,7 +28,7 @@ use camino::Utf8Path;
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use crate::script::shell_quote;
+use milabench_vocab::shell_quote;
 
 /// Seconds a remote rank has between SIGTERM and SIGKILL once it is told to stop.
 pub const REMOTE_GRACE_SECONDS: u32 = 5;

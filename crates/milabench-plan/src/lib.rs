@@ -17,8 +17,9 @@ pub use host::{
 pub use launch::{
     Launch, RANK_TOKEN_VAR, REMOTE_GRACE_SECONDS, SrunTarget, SshTarget, remote_rank_command,
 };
+pub use milabench_vocab::shell_quote;
 pub use planner::{
     PlanContext, PlanGpu, RENDEZVOUS_PORT, plan_bench, plan_prepare, visibility_variable,
 };
-pub use script::{render_script, shell_quote};
+pub use script::render_script;
 pub use spec::{BenchPlan, PlannedFile, ProcessSpec};

@@ -5,6 +5,7 @@
 //! The page pieces come from `milabench-html`; the numbers from [`Report`] and
 //! [`Comparison`], never recomputed here.
 
+pub use milabench_vocab::run_files::{REPORT_PAGE, REPORT_TEXT, VALIDATION_FILE};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -22,16 +23,6 @@ use crate::serving::{
     SERVING_COLUMNS, SERVING_NOTE, ServingRow, SloVerdict, StepLatencies, StepSummary, read_serving,
 };
 use crate::timeline::{GpuSeries, STDERR_TAIL, Timeline, read_timeline};
-
-/// The validation layers' report in a run folder (written by `milabench run`).
-pub const VALIDATION_FILE: &str = "validation.txt";
-
-/// The page `milabench run` writes into the run folder.
-pub const REPORT_PAGE: &str = "report.html";
-
-/// The text report a run folder may hold (written by the report job of
-/// `milabench slurm submit --per-bench`).
-pub const REPORT_TEXT: &str = "report.txt";
 
 /// How the page says its plots were thinned.
 fn downsampling_note() -> String {

@@ -1,6 +1,7 @@
 //! Reading run folders into one aggregate per `.data` file, streaming each file once.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use milabench_metrics::format::{
     DataKey, EventName, LOAD_TASK, SampleKey, TRAIN_TASK, skipped_bench,
@@ -134,6 +135,15 @@ impl RunSet {
     }
 }
 
+/// How many `.data` files this process read for reports (see [`data_file_reads`]).
+static DATA_FILE_READS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many `.data` files this process read for reports: a run reports its folder once, so
+/// each of its files is read once.
+pub fn data_file_reads() -> usize {
+    DATA_FILE_READS.load(Ordering::Relaxed)
+}
+
 /// Reads every `.data` file under `sources`.
 ///
 /// Fails only when a folder does not exist, no `.data` file is found, or no file holds a
@@ -158,6 +168,7 @@ pub fn load_runs<S: AsRef<str>>(sources: &[S]) -> Result<RunSet, ReportError> {
             sources: set.sources,
         });
     }
+    DATA_FILE_READS.fetch_add(files.len(), Ordering::Relaxed);
     for (file, (outcome, problems)) in files.iter().zip(read_in_parallel(&files)) {
         set.line_problems.merge(problems);
         match outcome {

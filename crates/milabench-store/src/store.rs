@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use milabench_report::SuiteEntry;
+use milabench_report::{Report, SuiteEntry};
 use serde_json::Value;
 
 use crate::backend::{Conn, Dialect, Param};
@@ -372,12 +372,44 @@ impl RunRecorder {
 
     /// Ends the recording: the report's statistics of the whole folder, the weight profile,
     /// and the final status. Gives the store back.
-    pub fn finish(mut self, end: &RunEnd) -> Result<Store, StoreError> {
+    pub fn finish(self, end: &RunEnd) -> Result<Store, StoreError> {
+        match write::folder_report(&self.folder, end.suite.as_deref(), &end.excused) {
+            Ok((report, weights)) => self.conclude(end, Some((&report, &weights))),
+            // A run that measured nothing has no statistics, only its status.
+            Err(StoreError::Report(
+                milabench_report::ReportError::NoDataFiles { .. }
+                | milabench_report::ReportError::NoRuns { .. },
+            )) => self.conclude(end, None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Ends the recording as [`RunRecorder::finish`] does, with the report of the whole folder
+    /// for `end` given by the caller, who computed it anyway (`None`: the run measured nothing),
+    /// so that the folder's `.data` files are read once. The weights are `end.suite`'s; without
+    /// them the report is computed here after all.
+    pub fn finish_with_report(
+        self,
+        end: &RunEnd,
+        report: Option<&Report>,
+    ) -> Result<Store, StoreError> {
+        match &end.suite {
+            Some(weights) => self.conclude(end, report.map(|r| (r, weights.as_slice()))),
+            None => self.finish(end),
+        }
+    }
+
+    /// Records the statistics of `reported` (the report and its weights; `None` when nothing
+    /// was measured) and the run's final status.
+    fn conclude(
+        mut self,
+        end: &RunEnd,
+        reported: Option<(&Report, &[SuiteEntry])>,
+    ) -> Result<Store, StoreError> {
         let exec = self.exec;
-        let computed = write::folder_report(&self.folder, end.suite.as_deref(), &end.excused);
-        match computed {
-            Ok((report, weights)) => {
-                let profile = write::profile_name(end.profile.as_deref(), &weights);
+        match reported {
+            Some((report, weights)) => {
+                let profile = write::profile_name(end.profile.as_deref(), weights);
                 let status = if end.interrupted {
                     RunStatus::Interrupted
                 } else if report.passes() {
@@ -386,14 +418,10 @@ impl RunRecorder {
                     RunStatus::Failed
                 };
                 self.store.conn.in_transaction(|conn| {
-                    write::write_statistics(conn, exec, &report, &weights, &profile, status)
+                    write::write_statistics(conn, exec, report, weights, &profile, status)
                 })?;
             }
-            // A run that measured nothing has no statistics, only its status.
-            Err(StoreError::Report(
-                milabench_report::ReportError::NoDataFiles { .. }
-                | milabench_report::ReportError::NoRuns { .. },
-            )) => {
+            None => {
                 let status = if end.interrupted {
                     RunStatus::Interrupted
                 } else {
@@ -401,7 +429,6 @@ impl RunRecorder {
                 };
                 write::set_status(&mut self.store.conn, exec, status)?;
             }
-            Err(e) => return Err(e),
         }
         Ok(self.store)
     }

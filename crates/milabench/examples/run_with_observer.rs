@@ -8,7 +8,7 @@
 //! ```
 
 use milabench::observe::{Event, ExecObserver, ProcessOutcome, ProcessSpec, Record};
-use milabench::run::{RunEvent, RunObserver};
+use milabench::observe::{RunEvent, RunObserver};
 use milabench::settings::{EnvVars, Settings, SettingsFlags};
 use milabench::{ExitCode, RunRequest, Selection, Session, SessionRequest};
 use serde_json::json;

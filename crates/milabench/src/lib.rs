@@ -34,6 +34,8 @@ pub mod observe {
     pub use milabench_metrics::{Event, Record, ReturnCode};
     pub use milabench_plan::BenchPlan;
     pub use milabench_validate::{LayerName, ValidationReport};
+
+    pub use crate::events::{RunEvent, RunObserver, RunSummary, SetupFailure};
 }
 
 /// The results of runs as the report reads them: the table, its score, its renderings.
@@ -49,27 +51,37 @@ mod cache;
 pub mod check;
 pub mod ci_matrix;
 pub mod error;
+mod events;
 pub mod host;
 pub mod local_gpus;
 pub mod pack_host;
-pub mod pipeline;
-pub mod planning;
+mod pipeline;
+mod planning;
 mod prepared;
-pub mod resolve;
-pub mod run;
+mod resolve;
+mod run;
 pub mod scaffold;
-pub mod session;
+mod session;
 pub mod shared_data;
-pub mod sizer;
+mod sizer;
 pub mod sweep;
 
 pub use error::Error;
 pub use milabench_exec::ExitCode;
-pub use pipeline::{Phase, ReportFiles, RunReport, RunRequest, RunResult, Stop};
-pub use planning::{PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_suite};
-pub use resolve::{Resolved, Selection, resolve};
+pub use pipeline::{
+    DryRun, Phase, ReportFiles, RunReport, RunRequest, RunResult, Stop, install_exit_code,
+};
+pub use planning::{
+    MAX_REPEAT, PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_context,
+    plan_contexts_made, plan_one, plan_suite,
+};
+pub use resolve::{
+    DefaultSuite, Resolved, SLURM_SYSTEM_ORIGIN, Selection, arch_of, default_suite, report_entries,
+    resolve, slurm_allocation,
+};
+pub use run::{RUN_LOCK_FILE, RunFolder, RunOptions};
 pub use session::{
     BundleOptions, BundleSummary, GroupSurvey, InstallObserver, InstallOptions, InstallPlan,
-    InstallSummary, RunRecord, Session, SessionRequest,
+    InstallSummary, RunRecord, Session, SessionRequest, VALIDATION_FILE,
 };
-pub use sweep::{Sweep, SweepRecord, SweepRun, sweep_of};
+pub use sweep::{Sweep, SweepDriver, SweepOutcome, SweepRecord, SweepRun, sweep_of};

@@ -24,6 +24,7 @@ use milabench_cluster::{Check, Status};
 use milabench_env::EnvError;
 use milabench_exec::{ExitCode, Interrupt, PrecisionStop, WatchdogCommand};
 use milabench_metrics::ReturnCode;
+use milabench_plan::BenchPlan;
 use milabench_report::{
     Format, REPORT_PAGE, REPORT_TEXT, Report, ReportOptions, RunSet, render, render_html,
 };
@@ -31,9 +32,11 @@ use milabench_validate::LayerName;
 
 use crate::check::CheckOptions;
 use crate::error::Error;
-use crate::planning::RepeatPlan;
-use crate::run::{RunEvent, RunObserver, RunOptions, RunSummary, SetupFailure};
-use crate::session::{InstallOptions, InstallSummary, RunRecord, Session};
+pub use crate::events::Phase;
+use crate::events::{InstallSummary, RunEvent, RunObserver, RunSummary, SetupFailure};
+use crate::planning::{PlannedBench, RepeatPlan};
+use crate::run::RunOptions;
+use crate::session::{InstallOptions, RunRecord, Session};
 
 /// What `execute` is asked to do: the flags of `milabench run`, each with its default.
 #[derive(Debug, Clone)]
@@ -80,21 +83,6 @@ impl Default for RunRequest {
             program: None,
         }
     }
-}
-
-/// A phase of [`Session::execute`], in the order they come.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    /// The fast checks of the machine and the suite.
-    Preflight,
-    /// The environments of the install groups are built.
-    Install,
-    /// The benchmarks' prepare steps run.
-    Prepare,
-    /// The benchmarks run.
-    Run,
-    /// The report is made and written beside the run.
-    Report,
 }
 
 /// Why `execute` stopped before running the benchmarks.
@@ -287,10 +275,18 @@ impl Session {
                 return Ok(result);
             }
         }
+        let benches: Vec<_> = self.resolved().suite.runnable().collect();
+        let schedule: Vec<_> = repeats
+            .order
+            .schedule(repeats.repeat, benches.len())
+            .into_iter()
+            .map(|(_, bench)| benches[bench])
+            .collect();
+        observer.on_run_event(RunEvent::Schedule { benches: &schedule });
         observer.on_run_event(RunEvent::Phase(Phase::Run));
         let mut options = self.run_options(request, repeats, request.resume);
         options.failed_setup = failed_setup;
-        let run = self.run(&folder, &options, &request.validations, observer)?;
+        let mut run = self.run(&folder, &options, &request.validations, observer)?;
         drop(folder);
         let summary = &run.summary;
         let ran = !(summary.outcomes.is_empty()
@@ -305,12 +301,42 @@ impl Session {
             };
             // Skipped for unmet capabilities: absent on purpose, not failed.
             let excused = summary.skipped.clone();
-            let report =
-                self.write_report(&summary.run_dir, excused, files, request.shared_folder)?;
+            let report = match run.report.take() {
+                Some(computed) => {
+                    let (report, set) = computed?;
+                    write_report_files(&summary.run_dir, report, set, files)
+                }
+                None => {
+                    self.write_report(&summary.run_dir, excused, files, request.shared_folder)?
+                }
+            };
             result.report = Some(report);
         }
         result.run = Some(run);
         Ok(result)
+    }
+
+    /// What `execute` would start for `request`, without starting anything (`run --dry-run`):
+    /// the plans of the schedule, less, on resume, the benchmarks the run folder already holds
+    /// complete.
+    pub fn dry_run(&self, request: &RunRequest) -> Result<DryRun, Error> {
+        let run_dir = self.run_dir();
+        let repeats = crate::run::repeat_plan(&run_dir, request.resume, request.repeat)?;
+        let mut dry_run = DryRun::default();
+        for planned in self.plan(repeats.repeat, repeats.order)? {
+            match planned {
+                PlannedBench::Run(plan)
+                    if request.resume && crate::run::already_complete(&plan, &run_dir) => {}
+                PlannedBench::Run(plan) => dry_run.plans.push(plan),
+                PlannedBench::Skipped { bench, unmet } => dry_run.skipped.push((bench, unmet)),
+                PlannedBench::BrokenBenchfile { bench, reason } => {
+                    dry_run.broken.push((bench, reason));
+                }
+            }
+        }
+        // Each repeat of a broken benchmark is broken the same way: said once.
+        dry_run.broken.dedup();
+        Ok(dry_run)
     }
 
     /// The failed checks of the fast preflight (no package index round trip; warnings are
@@ -368,32 +394,63 @@ impl Session {
         } else {
             self.report(run_dir, &options)?
         };
-        let warnings = set
-            .warnings()
-            .into_iter()
-            .chain(report.score_problem())
-            .collect();
-        let write = |name: &str, text: Result<String, String>| {
-            let path = run_dir.join(name);
-            text.and_then(|text| std::fs::write(&path, text).map_err(|e| e.to_string()))
-                .map(|()| path)
-        };
-        let text = files
-            .text
-            .then(|| write(REPORT_TEXT, Ok(render(&report, Format::Text))));
-        let page = files.page.then(|| {
-            write(
-                REPORT_PAGE,
-                render_html(&report, &set).map_err(|e| e.to_string()),
-            )
-        });
-        Ok(RunReport {
-            report,
-            set,
-            warnings,
-            page,
-            text,
-        })
+        Ok(write_report_files(run_dir, report, set, files))
+    }
+}
+
+/// The run report of `report` and `set` (the report of the run folder `run_dir`), with the
+/// files `files` asks for written into `run_dir`.
+fn write_report_files(
+    run_dir: &Path,
+    report: Report,
+    set: RunSet,
+    files: ReportFiles,
+) -> RunReport {
+    let warnings = set
+        .warnings()
+        .into_iter()
+        .chain(report.score_problem())
+        .collect();
+    let write = |name: &str, text: Result<String, String>| {
+        let path = run_dir.join(name);
+        text.and_then(|text| std::fs::write(&path, text).map_err(|e| e.to_string()))
+            .map(|()| path)
+    };
+    let text = files
+        .text
+        .then(|| write(REPORT_TEXT, Ok(render(&report, Format::Text))));
+    let page = files.page.then(|| {
+        write(
+            REPORT_PAGE,
+            render_html(&report, &set).map_err(|e| e.to_string()),
+        )
+    });
+    RunReport {
+        report,
+        set,
+        warnings,
+        page,
+        text,
+    }
+}
+
+/// What [`Session::dry_run`] found a run would do.
+#[derive(Debug, Default)]
+pub struct DryRun {
+    /// The plans the run would start, in its order.
+    pub plans: Vec<BenchPlan>,
+    /// The benchmarks this system does not meet the requirements of, with the unmet
+    /// `requires_capabilities` expressions.
+    pub skipped: Vec<(String, Vec<String>)>,
+    /// The benchmarks whose `benchfile.py` gives no plan, and why (a run records each as
+    /// failed).
+    pub broken: Vec<(String, String)>,
+}
+
+impl DryRun {
+    /// The plans as a shell script that does what the run would do (`run --dry-run`).
+    pub fn script(&self) -> String {
+        milabench_plan::render_script(&self.plans)
     }
 }
 

@@ -9,6 +9,8 @@ use milabench_plan::{
     BenchPlan, HostPhase, HostPlan, HostRequest, PlanContext, host_request, plan_bench,
     plan_from_host,
 };
+pub use milabench_vocab::run_files::REPEAT_FILE;
+use milabench_vocab::shell_quote;
 
 use crate::error::Error;
 use crate::pack_host::{PackHost, defined_in_python, folder_of};
@@ -98,9 +100,6 @@ impl std::fmt::Display for RepeatPlan {
 /// anything ran or a signal could be answered.
 pub const MAX_REPEAT: usize = 1000;
 
-/// The file of a run folder that records its [`RepeatPlan`].
-pub const REPEAT_FILE: &str = "repeat.json";
-
 /// How many planning contexts this process made (see [`plan_contexts_made`]).
 static PLAN_CONTEXTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -172,7 +171,7 @@ pub fn plan_one(bench: &ResolvedBench, ctx: &PlanContext) -> Result<PlannedBench
         let planned = ask_pack_host(bench, ctx)
             .and_then(|(_, _, plan)| Ok(plan_from_host(bench, &plan, HostPhase::Run, ctx)?));
         return match planned {
-            Ok(plan) => Ok(PlannedBench::Run(plan)),
+            Ok(plan) => Ok(PlannedBench::Run(trail(plan))),
             Err(error) => match benchfile_failure(bench, &error) {
                 Some(reason) => Ok(PlannedBench::BrokenBenchfile {
                     bench: bench.name.clone(),
@@ -182,7 +181,21 @@ pub fn plan_one(bench: &ResolvedBench, ctx: &PlanContext) -> Result<PlannedBench
             },
         };
     }
-    Ok(PlannedBench::Run(plan_bench(bench, ctx)?))
+    Ok(PlannedBench::Run(trail(plan_bench(bench, ctx)?)))
+}
+
+/// `plan`, its processes told to the debug trail (`-v`) first.
+fn trail(plan: BenchPlan) -> BenchPlan {
+    for process in &plan.processes {
+        let argv: Vec<String> = process.argv.iter().map(|w| shell_quote(w)).collect();
+        tracing::debug!(
+            "planned {} ({}): {}",
+            process.tag_name(),
+            process.node.as_deref().unwrap_or("this machine"),
+            argv.join(" ")
+        );
+    }
+    plan
 }
 
 /// What is wrong with `bench`'s `benchfile.py` when `error`, met while planning it, is that

@@ -6,7 +6,7 @@ use milabench_config::settings::env_vars::MILABENCH_SIZER_AUTO;
 use milabench_config::settings::options::{CpuOptions, OptionSource, SizerOptions};
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_config::suite::{Suite, SuiteRequest, resolve_suite};
-use milabench_config::system::{DetectedGpus, SystemInputs, SystemSource};
+use milabench_config::system::{DetectedGpus, SystemConfig, SystemInputs, SystemSource};
 
 use milabench_plan::PlanGpu;
 
@@ -102,6 +102,73 @@ pub fn resolve(
     env: &EnvVars,
 ) -> Result<Resolved, Error> {
     let config = settings.config.as_ref().ok_or(Error::NoSuite)?;
+    let SystemStart {
+        arch,
+        run_name,
+        mut inputs,
+        source,
+        mut system,
+    } = system_start(settings, env)?;
+    // The GPUs found fill the system's `gpu` facts the file leaves out.
+    let host = Host::capture(&arch, env);
+    if !host.gpus.gpus.is_empty() {
+        inputs.detected_gpus = Some(DetectedGpus {
+            count: host.gpus.gpus.len(),
+            capacity_mib: host.gpus.capacity_mib.unwrap_or(0),
+        });
+        system = source.build(&inputs)?;
+    }
+    let mut suite = suite_for(config, system, selection, env)?;
+    suite.warnings.extend(host.gpus.problems.iter().cloned());
+    suite.warnings.extend(sizer_warning(&suite.system, &host)?);
+    tracing::debug!(
+        "resolved {config} for arch {arch}, run `{run_name}`: {} node(s), {} GPU(s) ({} found here), {} benchmark(s) to run",
+        suite.system.nodes.len(),
+        suite.system.gpu_count,
+        host.gpus.gpus.len(),
+        suite.runnable().count()
+    );
+    Ok(Resolved {
+        run_name,
+        arch,
+        suite,
+        host,
+        cache: ResolutionCache::default(),
+    })
+}
+
+/// The benchmarks a run of the suite named by `settings` would run, as the report's expected
+/// entries (see [`Resolved::report_entries`]): resolved for the system of `settings` as
+/// written, without looking for this machine's GPUs, which weights, `enabled` and groups do
+/// not depend on (`report --config`).
+pub fn report_entries(
+    settings: &Settings,
+    selection: &Selection,
+    env: &EnvVars,
+) -> Result<Vec<milabench_report::SuiteEntry>, Error> {
+    let config = settings.config.as_ref().ok_or(Error::NoSuite)?;
+    let start = system_start(settings, env)?;
+    let suite = suite_for(config, start.system, selection, env)?;
+    Ok(entries_of(&suite))
+}
+
+/// The system of a resolution as its file (or Slurm allocation) gives it, before this
+/// machine's GPUs are looked for.
+struct SystemStart {
+    /// The accelerator family.
+    arch: String,
+    /// The run name.
+    run_name: String,
+    /// What the system was built from.
+    inputs: SystemInputs,
+    /// The system file, read once.
+    source: SystemSource,
+    /// The system built from them.
+    system: SystemConfig,
+}
+
+/// The system of `settings` and `env`, built from its file (or the Slurm allocation) alone.
+fn system_start(settings: &Settings, env: &EnvVars) -> Result<SystemStart, Error> {
     let arch = arch_of(settings)?;
     let now = jiff::Zoned::now().datetime();
     let mut rng = fastrand::Rng::new();
@@ -118,7 +185,7 @@ pub fn resolve(
     .into_iter()
     .filter_map(|(name, dir)| dir.as_ref().map(|d| (name.to_string(), d.to_string())))
     .collect();
-    let mut inputs = SystemInputs {
+    let inputs = SystemInputs {
         arch: arch.clone(),
         base: layout.base.to_string(),
         run_name: run_name.clone(),
@@ -137,24 +204,32 @@ pub fn resolve(
         }
         (file, _) => SystemSource::file(file.as_deref().map(|p| p.as_std_path()))?,
     };
-    let mut system = source.build(&inputs)?;
+    let system = source.build(&inputs)?;
     // Without `--arch`, the system file's `arch` comes before what the driver files suggest.
     let arch = match settings.arch {
         Some(_) => arch,
         None => system.arch().to_string(),
     };
-    // The GPUs found fill the system's `gpu` facts the file leaves out.
-    let host = Host::capture(&arch, env);
-    if !host.gpus.gpus.is_empty() {
-        inputs.detected_gpus = Some(DetectedGpus {
-            count: host.gpus.gpus.len(),
-            capacity_mib: host.gpus.capacity_mib.unwrap_or(0),
-        });
-        system = source.build(&inputs)?;
-    }
+    Ok(SystemStart {
+        arch,
+        run_name,
+        inputs,
+        source,
+        system,
+    })
+}
+
+/// The suite file `config` resolved for `system` with `selection` (its system options
+/// applied first), every benchmark's launch settings checked.
+fn suite_for(
+    config: &camino::Utf8Path,
+    mut system: SystemConfig,
+    selection: &Selection,
+    env: &EnvVars,
+) -> Result<Suite, Error> {
     system.apply_options(&selection.options);
     let lookup = |name: &str| env.get(name).map(str::to_string);
-    let mut suite = resolve_suite(&SuiteRequest {
+    let suite = resolve_suite(&SuiteRequest {
         config: config.as_std_path(),
         system: &system,
         overrides: &selection.overrides,
@@ -165,15 +240,7 @@ pub fn resolve(
     for bench in &suite.benches {
         milabench_config::launch_check::check_bench(bench, &suite.system)?;
     }
-    suite.warnings.extend(host.gpus.problems.iter().cloned());
-    suite.warnings.extend(sizer_warning(&suite.system, &host)?);
-    Ok(Resolved {
-        run_name,
-        arch,
-        suite,
-        host,
-        cache: ResolutionCache::default(),
-    })
+    Ok(suite)
 }
 
 impl Resolved {
@@ -268,16 +335,21 @@ impl Resolved {
     /// The benchmarks that would run, as the report's list of expected entries (weights,
     /// `enabled`, groups).
     pub fn report_entries(&self) -> Vec<milabench_report::SuiteEntry> {
-        self.suite
-            .runnable()
-            .map(|bench| milabench_report::SuiteEntry {
-                name: bench.name.clone(),
-                weight: Some(bench.weight),
-                enabled: Some(bench.enabled),
-                group: Some(bench.group.clone()),
-            })
-            .collect()
+        entries_of(&self.suite)
     }
+}
+
+/// The runnable benchmarks of `suite` as the report's list of expected entries.
+fn entries_of(suite: &Suite) -> Vec<milabench_report::SuiteEntry> {
+    suite
+        .runnable()
+        .map(|bench| milabench_report::SuiteEntry {
+            name: bench.name.clone(),
+            weight: Some(bench.weight),
+            enabled: Some(bench.enabled),
+            group: Some(bench.group.clone()),
+        })
+        .collect()
 }
 
 /// The warning for sizer settings that have no effect because `sizer.auto` is off: the

@@ -4,27 +4,27 @@
 //! beside every process. Skipped benchmarks are reported, not silently dropped; `--resume`
 //! leaves out the benchmarks a run folder already holds complete.
 
+pub use milabench_vocab::run_files::RUN_LOCK_FILE;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use milabench_exec::{
-    BenchOutcome, ExecObserver, ExecOptions, Interrupt, RecordSink, RunningSampler, SampledProcess,
-    SamplerFactory, run_plan,
+    ExecOptions, Interrupt, RecordSink, RunningSampler, SampledProcess, SamplerFactory, run_plan,
 };
 use milabench_metrics::{Event, FolderLock, LockError, ProcessJudge, ReadItem, Record};
 use milabench_plan::BenchPlan;
 use milabench_system::{GpuDiscovery, MilabenchVersion, Sampler, SamplerConfig, SystemFacts};
 
 use crate::error::Error;
-use crate::pipeline::Phase;
+pub use crate::events::{RunEvent, RunObserver, RunSummary, SetupFailure};
+
 use crate::planning::{
     MAX_REPEAT, PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_context, plan_one,
     repeat_contexts,
 };
 use crate::resolve::Resolved;
-use crate::session::{InstallObserver, InstallSummary};
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -66,18 +66,6 @@ impl Default for RunOptions {
     }
 }
 
-/// A benchmark whose set-up failed, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SetupFailure {
-    /// The benchmark.
-    pub bench: String,
-    /// What failed, in words (which step, its status, where its log is).
-    pub reason: String,
-}
-
-/// The lock file of a run folder.
-pub const RUN_LOCK_FILE: &str = ".milabench.lock";
-
 /// A run folder this process has claimed: created and locked (`<run>/.milabench.lock`), so that
 /// no other `run` writes into it while this one, or any process it started, lives. The lock is
 /// released when this value is dropped and the run's processes have ended.
@@ -113,8 +101,8 @@ impl RunFolder {
     /// Claims the run folder of `resolved` to resume it beside other processes that do the
     /// same for other benchmarks (the tasks of a Slurm job array writing one folder): its lock
     /// is taken shared (refused while a [`RunFolder::claim`] holds it, and keeping such a
-    /// claim out while held), and each benchmark, when it runs, takes its own lock
-    /// ([`bench_lock_file`]), refused while another process runs that benchmark. Everything
+    /// claim out while held), and each benchmark, when it runs, takes a lock of its own,
+    /// refused while another process runs that benchmark. Everything
     /// else a run writes into the folder is each benchmark's own, but for the validation
     /// report, which such runs append to.
     pub fn claim_shared(resolved: &Resolved) -> Result<RunFolder, Error> {
@@ -176,108 +164,6 @@ fn folder_in_use(error: LockError, path: &Path) -> Error {
     }
 }
 
-/// Something that happened at the level of the suite, for live display.
-#[derive(Debug)]
-pub enum RunEvent<'a> {
-    /// A phase of [`crate::Session::execute`] starts.
-    Phase(Phase),
-    /// The preflight failed: nothing is installed or run.
-    PreflightFailed {
-        /// The failed checks.
-        checks: &'a [milabench_cluster::Check],
-    },
-    /// The install ended (successfully or not).
-    Installed {
-        /// What became of each group.
-        summary: &'a InstallSummary,
-    },
-    /// The prepare steps ended.
-    Prepared {
-        /// Their processes.
-        summary: &'a RunSummary,
-        /// The benchmarks whose prepare step failed: the run records them as failed.
-        failures: &'a [SetupFailure],
-    },
-    /// The machine the suite runs on, in one paragraph (once, before the first benchmark).
-    System {
-        /// The paragraph.
-        header: &'a str,
-    },
-    /// A benchmark is about to start.
-    BenchStart {
-        /// Its plan.
-        plan: &'a BenchPlan,
-    },
-    /// A benchmark is skipped because the system does not meet its requirements.
-    Skipped {
-        /// The benchmark.
-        bench: &'a str,
-        /// The unmet `requires_capabilities` expressions.
-        unmet: &'a [String],
-    },
-    /// A benchmark was not run (or prepared) because its set-up failed, or its benchfile gave
-    /// no plan.
-    SetupFailed {
-        /// The benchmark and why.
-        failure: &'a SetupFailure,
-    },
-    /// A benchmark was left out because the run folder already holds it complete.
-    AlreadyDone {
-        /// The benchmark.
-        bench: &'a str,
-    },
-    /// A benchmark ended.
-    BenchEnd {
-        /// What happened.
-        outcome: &'a BenchOutcome,
-    },
-}
-
-/// Live view of a suite run: suite-level events plus every process event (of the prepare
-/// steps and of the run).
-pub trait RunObserver: ExecObserver {
-    /// A suite-level event.
-    fn on_run_event(&mut self, event: RunEvent<'_>);
-
-    /// Where the progress of an install goes, if this observer shows it (the default: it
-    /// does not).
-    fn install_observer(&mut self) -> Option<&mut dyn InstallObserver> {
-        None
-    }
-}
-
-/// An observer that ignores everything.
-impl RunObserver for () {
-    fn on_run_event(&mut self, _event: RunEvent<'_>) {}
-}
-
-/// What a suite run did.
-#[derive(Debug, Clone, Default)]
-pub struct RunSummary {
-    /// The run folder.
-    pub run_dir: PathBuf,
-    /// One outcome per benchmark run.
-    pub outcomes: Vec<BenchOutcome>,
-    /// Benchmarks skipped for unmet capabilities.
-    pub skipped: Vec<String>,
-    /// Benchmarks left out because they were already complete (`--resume`).
-    pub already_done: Vec<String>,
-    /// Benchmarks not run because their set-up failed (recorded as failed in the run folder).
-    pub failed_setup: Vec<SetupFailure>,
-    /// The run was interrupted.
-    pub interrupted: bool,
-}
-
-impl RunSummary {
-    /// Every benchmark that ran succeeded, none failed its set-up, and the run was not
-    /// interrupted.
-    pub fn success(&self) -> bool {
-        !self.interrupted
-            && self.failed_setup.is_empty()
-            && self.outcomes.iter().all(BenchOutcome::success)
-    }
-}
-
 /// The run folder of a resolved suite: `<runs>/<run name>` (a run name is never a path; see
 /// [`milabench_config::run_name`]).
 pub fn run_dir(resolved: &Resolved) -> PathBuf {
@@ -288,6 +174,15 @@ pub fn run_dir(resolved: &Resolved) -> PathBuf {
     } else {
         runs.join(name).into_std_path_buf()
     }
+}
+
+/// Tells the debug trail (`-v`) that the processes of `plan` start.
+fn started(plan: &BenchPlan) {
+    tracing::debug!(
+        "starting {}: {} process(es)",
+        plan.bench,
+        plan.processes.len()
+    );
 }
 
 /// Creates the data, cache and scratch folders of every runnable benchmark.
@@ -427,6 +322,11 @@ pub fn run_suite(
             }
             PlannedBench::Run(plan) => plan,
         };
+        if let Some(first) = plan.processes.first() {
+            summary
+                .first_argv
+                .push((plan.bench.clone(), first.argv.clone()));
+        }
         // Held until the benchmark has ended, and by its processes.
         let bench_lock = folder.lock_bench(&plan.bench)?;
         if options.resume && already_complete(&plan, &run_dir) {
@@ -460,6 +360,7 @@ pub fn run_suite(
             precision: options.precision,
             ..ExecOptions::default()
         };
+        started(&plan);
         observer.on_run_event(RunEvent::BenchStart { plan: &plan });
         let outcome = run_plan(&plan, &run_dir, &exec_options, observer)?;
         observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });
@@ -594,6 +495,7 @@ pub fn prepare_suite(
             continue;
         }
         if let Some(install) = install? {
+            started(&install);
             observer.on_run_event(RunEvent::BenchStart { plan: &install });
             let outcome = run_plan(&install, &prepare_dir, &exec_options, observer)?;
             observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });
@@ -610,6 +512,7 @@ pub fn prepare_suite(
         let Some(plan) = prepare.transpose()?.flatten() else {
             continue;
         };
+        started(&plan);
         observer.on_run_event(RunEvent::BenchStart { plan: &plan });
         let outcome = run_plan(&plan, &prepare_dir, &exec_options, observer)?;
         observer.on_run_event(RunEvent::BenchEnd { outcome: &outcome });

@@ -21,7 +21,7 @@ use camino::Utf8Path;
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_env::{
     BundleTarget, Bundled, EnvError, EnvOptions, Environments, Event as EnvEvent, InstallGroup,
-    Outcome, ProjectTree, Sources, Survey, install_groups,
+    ProjectTree, Sources, Survey, install_groups,
 };
 use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec, error_line};
 use milabench_metrics::Record;
@@ -32,14 +32,14 @@ use milabench_store::{
 use milabench_validate::{LayerName, Validation, ValidationContext, ValidationReport};
 
 use crate::error::Error;
+pub use crate::events::{InstallObserver, InstallPlan, InstallSummary};
+use crate::events::{RunEvent, RunObserver, RunSummary};
 use crate::planning::{PlannedBench, RepeatOrder, plan_one, prefetch_pack_host, repeat_contexts};
 use crate::resolve::{Resolved, Selection, resolve};
-use crate::run::{RunEvent, RunFolder, RunObserver, RunOptions, RunSummary};
-pub use crate::sweep::SWEEP_FILE;
+use crate::run::{RunFolder, RunOptions};
 use crate::sweep::SweepRun;
 
-/// The file of a run folder that holds the validation report of the run (text).
-pub const VALIDATION_FILE: &str = milabench_report::VALIDATION_FILE;
+pub use milabench_vocab::run_files::VALIDATION_FILE;
 
 /// What a session works on besides the settings: the selection and the fidelity preset.
 #[derive(Debug, Clone, Default)]
@@ -50,7 +50,7 @@ pub struct SessionRequest {
     /// applied as an override after the suite's own.
     pub fidelity: Option<String>,
     /// The run of a sweep this session makes: its name, options and overrides are applied,
-    /// and it is written to [`SWEEP_FILE`] in the run folder.
+    /// and it is written to [`SWEEP_FILE`](crate::sweep::SWEEP_FILE) in the run folder.
     pub sweep: Option<SweepRun>,
 }
 
@@ -65,29 +65,6 @@ pub struct Session {
     /// The results database `run` records into, checked when the session is made.
     store: StoreLocation,
 }
-
-/// Receives what an install does, as it does it. Every method has an empty default.
-pub trait InstallObserver {
-    /// Progress of the interpreter, installer or a group (stages, waiting, installer output).
-    fn on_env_event(&mut self, event: EnvEvent<'_>) {
-        let _ = event;
-    }
-    /// The interpreter and installer are ready, and the groups known.
-    fn on_environments(&mut self, plan: &InstallPlan) {
-        let _ = plan;
-    }
-    /// Work on `group` starts.
-    fn on_group_start(&mut self, group: &InstallGroup) {
-        let _ = group;
-    }
-    /// Work on `group` ended.
-    fn on_group_end(&mut self, group: &InstallGroup, result: &Result<Outcome, EnvError>) {
-        let _ = (group, result);
-    }
-}
-
-/// An install observer that ignores everything.
-impl InstallObserver for () {}
 
 /// What to install.
 #[derive(Debug, Clone, Default)]
@@ -135,33 +112,6 @@ impl BundleSummary {
     }
 }
 
-/// The environments of the selected benchmarks, ready to install or pin.
-#[derive(Debug)]
-pub struct InstallPlan {
-    /// The groups of the selected benchmarks.
-    pub groups: Vec<InstallGroup>,
-    /// Interpreter, installer and layout.
-    pub envs: Environments,
-}
-
-/// What an install did: one result per group, in order (it stops after an interrupted one).
-#[derive(Debug)]
-pub struct InstallSummary {
-    /// The groups and what became of each.
-    pub results: Vec<(InstallGroup, Result<Outcome, EnvError>)>,
-    /// The installer, in words (`uv 0.9.1`).
-    pub tool: String,
-    /// The interpreter's version.
-    pub python: String,
-}
-
-impl InstallSummary {
-    /// Whether every group is installed or up to date.
-    pub fn success(&self) -> bool {
-        self.results.iter().all(|(_, result)| result.is_ok())
-    }
-}
-
 /// What the run step did: the processes, the validation layers' verdicts on their event
 /// streams, and what became of its record in the results database.
 #[derive(Debug)]
@@ -177,6 +127,10 @@ pub struct RunRecord {
     pub store_problems: Vec<String>,
     /// The scaling file `sizer.save` names and the benchmarks whose observation the run added.
     pub sizer_saved: Option<(std::path::PathBuf, Vec<String>)>,
+    /// The run folder's report, computed once when the run ended (for the results store and
+    /// [`Session::execute`]'s files); `None` for a folder shared with other runs. Taken by
+    /// `execute`.
+    pub report: Option<Result<(Report, RunSet), Error>>,
 }
 
 impl RunRecord {
@@ -435,6 +389,19 @@ impl Session {
         let summary = crate::run::run_suite(&self.resolved, options, folder, &mut watching);
         let validation = watching.validation.finish();
         store_problems.append(&mut watching.store_problems);
+        // The folder's report, computed once for the store and the run's files; a folder
+        // shared with other runs is reported whole by the store and for this run's benchmarks
+        // alone by `write_report`, so there each computes its own.
+        let report = match &summary {
+            Ok(summary) if !folder.is_shared() => Some(self.report(
+                folder.path(),
+                &ReportOptions {
+                    excused: summary.skipped.clone(),
+                    ..ReportOptions::default()
+                },
+            )),
+            _ => None,
+        };
         let mut recorded_in = None;
         if let Some(recorder) = watching.recorder {
             let end = RunEnd {
@@ -446,17 +413,39 @@ impl Session {
                     .unwrap_or_default(),
                 interrupted: summary.as_ref().map_or(true, |s| s.interrupted),
             };
-            match recorder.finish(&end) {
+            let finished = match &report {
+                None => recorder.finish(&end).map_err(|e| error_line(&e)),
+                Some(Ok((report, _))) => recorder
+                    .finish_with_report(&end, Some(report))
+                    .map_err(|e| error_line(&e)),
+                // A run that measured nothing has no statistics, only its status.
+                Some(Err(Error::Report(
+                    milabench_report::ReportError::NoDataFiles { .. }
+                    | milabench_report::ReportError::NoRuns { .. },
+                ))) => recorder
+                    .finish_with_report(&end, None)
+                    .map_err(|e| error_line(&e)),
+                Some(Err(e)) => Err(error_line(e)),
+            };
+            match finished {
                 Ok(_) => recorded_in = Some(location.shown()),
                 Err(e) => store_problems.push(format!(
-                    "the results store {} did not take the run's statistics: {}; {import_later}",
+                    "the results store {} did not take the run's statistics: {e}; {import_later}",
                     location.shown(),
-                    error_line(&e)
                 )),
             }
         }
         let summary = summary?;
-        let sizer_saved = crate::sizer::save_observations(self, folder.path())?;
+        let computed = report
+            .as_ref()
+            .and_then(|r| r.as_ref().ok())
+            .map(|(r, _)| r);
+        let sizer_saved = crate::sizer::save_observations(
+            &self.resolved,
+            folder.path(),
+            computed,
+            &summary.first_argv,
+        )?;
         let file = folder.path().join(VALIDATION_FILE);
         write_validation(&file, &validation.text, folder.is_shared())
             .map_err(|source| Error::Write { path: file, source })?;
@@ -466,6 +455,7 @@ impl Session {
             recorded_in,
             store_problems,
             sizer_saved,
+            report,
         })
     }
 

@@ -12,11 +12,10 @@ use std::path::{Path, PathBuf};
 use milabench_config::placeholders::{ArgResolver, LaunchContext};
 use milabench_config::scaling::{NewObservation, ScalingFile};
 use milabench_config::settings::options::{CpuOptions, OptionSource, SizerOptions};
-use milabench_report::{ReportOptions, report_runs};
+use milabench_report::{Report, ReportOptions, report_runs};
 
 use crate::error::Error;
-use crate::planning::{PlannedBench, RepeatOrder};
-use crate::session::Session;
+use crate::resolve::Resolved;
 
 /// The batch size an argument list asks for, if it names one.
 pub fn batch_size_of<S: AsRef<str>>(argv: &[S]) -> Option<u64> {
@@ -35,15 +34,18 @@ pub fn batch_size_of<S: AsRef<str>>(argv: &[S]) -> Option<u64> {
     None
 }
 
-/// Adds the observations of the run in `run_dir` to the file `sizer.save` names; returns the
-/// file and the benchmarks added, or `None` when `sizer.save` is not set.
+/// Adds the observations of the run in `run_dir` (its report `report`, read here when `None`;
+/// the command lines its benchmarks ran with, `first_argv`, the first of each as
+/// [`RunSummary`](crate::observe::RunSummary) keeps them) to the file `sizer.save` names;
+/// returns the file and the benchmarks added, or `None` when `sizer.save` is not set.
 pub fn save_observations(
-    session: &Session,
+    resolved: &Resolved,
     run_dir: &Path,
+    report: Option<&Report>,
+    first_argv: &[(String, Vec<String>)],
 ) -> Result<Option<(PathBuf, Vec<String>)>, Error> {
-    let resolved = session.resolved();
     let system = resolved.suite.system.tree.to_json();
-    let source = OptionSource::new(session.env(), system.get("options"));
+    let source = OptionSource::new(&resolved.host.env, system.get("options"));
     let Some(save) = SizerOptions::read(&source)?.save else {
         return Ok(None);
     };
@@ -59,26 +61,23 @@ pub fn save_observations(
     .get("n_worker")
     .and_then(serde_json::Value::as_u64)
     .unwrap_or(0);
-    let batch_sizes: Vec<(String, u64)> = session
-        .plan(1, RepeatOrder::InARow)?
-        .into_iter()
-        .filter_map(|planned| match planned {
-            PlannedBench::Run(plan) => {
-                let size = plan
-                    .processes
-                    .first()
-                    .and_then(|p| batch_size_of(&p.argv))?;
-                Some((plan.bench, size))
-            }
-            PlannedBench::Skipped { .. } | PlannedBench::BrokenBenchfile { .. } => None,
-        })
+    let batch_sizes: Vec<(&str, u64)> = first_argv
+        .iter()
+        .filter_map(|(bench, argv)| Some((bench.as_str(), batch_size_of(argv)?)))
         .collect();
-    let runs = [run_dir.display().to_string()];
-    let (report, _) = report_runs(
-        &runs,
-        Some(&resolved.report_entries()),
-        &ReportOptions::default(),
-    )?;
+    let read;
+    let report = match report {
+        Some(report) => report,
+        None => {
+            let runs = [run_dir.display().to_string()];
+            (read, _) = report_runs(
+                &runs,
+                Some(&resolved.report_entries()),
+                &ReportOptions::default(),
+            )?;
+            &read
+        }
+    };
     let time = jiff::Timestamp::now().as_second();
     let mut file = ScalingFile::load(&save)?;
     let mut added = Vec::new();

@@ -20,6 +20,8 @@ pub use milabench_config::sweep::{
 };
 use serde_json::Value as Json;
 
+use milabench_vocab::ExitCode;
+
 use crate::error::Error;
 use crate::resolve::Selection;
 
@@ -198,6 +200,68 @@ impl SweepRecord {
     }
 }
 
+/// What a front end does for the runs of a sweep that [`Sweep::execute`] goes through.
+pub trait SweepDriver {
+    /// `run`, the `index`-th of `total` (from 1), is skipped: an earlier invocation finished
+    /// it (recorded in `record`).
+    fn skipped(&mut self, index: usize, total: usize, run: &SweepRun, record: &Path);
+
+    /// Runs `run`, the `index`-th of `total` (from 1): its exit code, and whether it ran (a run
+    /// that could not start, for a bad setting, is not recorded: it runs again next time).
+    fn run(&mut self, index: usize, total: usize, run: &SweepRun) -> (ExitCode, bool);
+}
+
+/// What [`Sweep::execute`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepOutcome {
+    /// The worst exit code of the runs (see [`ExitCode::worst`]).
+    pub code: ExitCode,
+    /// The run during which the sweep was interrupted (it stopped there, that run not
+    /// recorded, so that it runs again next time); `None` when it went to its end.
+    pub interrupted_in: Option<String>,
+    /// The folder of every run of the sweep, those of earlier invocations too (see
+    /// [`run_folders`]); empty when interrupted.
+    pub folders: Vec<PathBuf>,
+}
+
+impl Sweep {
+    /// Runs, in order, every run of the sweep that `record` does not hold as finished, each
+    /// by `driver`, and records those that ran. A run that fails does not stop the sweep; an
+    /// interrupted one does. `runs_dir` is where the runs' folders are.
+    pub fn execute(
+        &self,
+        record: &mut SweepRecord,
+        runs_dir: &Path,
+        driver: &mut dyn SweepDriver,
+    ) -> Result<SweepOutcome, Error> {
+        let total = self.runs.len();
+        let mut worst = ExitCode::Success;
+        for (index, run) in self.runs.iter().enumerate() {
+            if record.is_done(run) {
+                driver.skipped(index + 1, total, run, record.path());
+                continue;
+            }
+            let (code, ran) = driver.run(index + 1, total, run);
+            if code == ExitCode::Interrupted {
+                return Ok(SweepOutcome {
+                    code,
+                    interrupted_in: Some(run.name.clone()),
+                    folders: Vec::new(),
+                });
+            }
+            if ran {
+                record.mark_done(run)?;
+            }
+            worst = worst.worst(code);
+        }
+        Ok(SweepOutcome {
+            code: worst,
+            interrupted_in: None,
+            folders: run_folders(runs_dir, &self.runs),
+        })
+    }
+}
+
 /// The part of a run name before its first dot (the Python tool's key of a finished run).
 fn first_part(name: &str) -> &str {
     name.split('.').next().unwrap_or(name)
@@ -264,6 +328,68 @@ mod tests {
             overrides: Vec::new(),
             values: vec![("sizer.mult".into(), Json::from(2))],
         }
+    }
+
+    /// Answers each run with the next code of `codes` (whether it ran: not for bad input),
+    /// noting what it was asked.
+    struct Scripted {
+        codes: Vec<ExitCode>,
+        calls: Vec<String>,
+    }
+
+    impl SweepDriver for Scripted {
+        fn skipped(&mut self, index: usize, total: usize, run: &SweepRun, _record: &Path) {
+            self.calls
+                .push(format!("skip {index}/{total} {}", run.name));
+        }
+
+        fn run(&mut self, index: usize, total: usize, run: &SweepRun) -> (ExitCode, bool) {
+            self.calls.push(format!("run {index}/{total} {}", run.name));
+            let code = self.codes.remove(0);
+            (code, code != ExitCode::BadInput)
+        }
+    }
+
+    #[test]
+    fn a_sweep_skips_recorded_runs_records_those_that_ran_and_stops_when_interrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        let sweep = Sweep {
+            runs: ["bs1", "bs2", "bs3", "bs4"]
+                .map(|name| run(name, name))
+                .to_vec(),
+            record: dir.path().join("multirun.cache"),
+        };
+        let mut record = SweepRecord::open(&sweep.record).unwrap();
+        record.mark_done(&sweep.runs[0]).unwrap();
+        let mut driver = Scripted {
+            codes: vec![
+                ExitCode::BadInput,
+                ExitCode::BenchmarkFailures,
+                ExitCode::Interrupted,
+            ],
+            calls: Vec::new(),
+        };
+        let outcome = sweep.execute(&mut record, dir.path(), &mut driver).unwrap();
+        assert_eq!(
+            driver.calls,
+            ["skip 1/4 bs1", "run 2/4 bs2", "run 3/4 bs3", "run 4/4 bs4"]
+        );
+        assert_eq!(outcome.code, ExitCode::Interrupted);
+        assert_eq!(outcome.interrupted_in.as_deref(), Some("bs4"));
+        // The run that could not start and the interrupted one run again next time.
+        let again = SweepRecord::open(&sweep.record).unwrap();
+        let done: Vec<bool> = sweep.runs.iter().map(|r| again.is_done(r)).collect();
+        assert_eq!(done, [true, false, true, false]);
+
+        let mut driver = Scripted {
+            codes: vec![ExitCode::Success, ExitCode::Success],
+            calls: Vec::new(),
+        };
+        let mut record = again;
+        let outcome = sweep.execute(&mut record, dir.path(), &mut driver).unwrap();
+        assert_eq!(outcome.code, ExitCode::Success);
+        assert_eq!(outcome.interrupted_in, None);
+        assert_eq!(driver.calls.len(), 4, "{:?}", driver.calls);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::os::unix::process::CommandExt as _;
 
 use anyhow::{Context as _, bail};
 use milabench::ExitCode;
-use milabench::planning::{PlannedBench, plan_context, plan_one};
+use milabench::{PlannedBench, plan_context, plan_one};
 use milabench_config::settings::EnvVars;
 use milabench_env::EnvError;
 use milabench_env::read_fingerprint;

@@ -25,7 +25,7 @@ pub fn run(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> 
     }
     let summary = install_stoppably(&session, options)?;
     summarize(&summary, &session.resolved().arch);
-    Ok(milabench::pipeline::install_exit_code(&summary))
+    Ok(milabench::install_exit_code(&summary))
 }
 
 /// Runs `session`'s install with a handler of Ctrl-C, SIGTERM and SIGHUP: a signal stops the

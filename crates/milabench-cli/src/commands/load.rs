@@ -1,9 +1,6 @@
 //! `milabench load`: flags -> a load spec (and the server to start, if any), the run, then a
 //! table, JSON, the run folder's events, or data events for the orchestrator.
 
-use std::io::Write as _;
-
-use anyhow::Context as _;
 use camino::Utf8Path;
 use milabench::ExitCode;
 use milabench_exec::Interrupt;
@@ -12,7 +9,7 @@ use milabench_load::workload::Workload;
 use milabench_load::{
     Api, Endpoint, LatencySummary, LoadResult, LoadSpec, RequestOptions, Scenario, Slo, Step, Stop,
 };
-use milabench_metrics::{DataFileWriter, Event, Record};
+use milabench_metrics::{DataChannelWriter, DataFileWriter, Record};
 use serde_json::{Map, Value, json};
 
 use crate::args::{LoadApi, LoadArgs, LoadFormat, LoadScenario};
@@ -209,7 +206,9 @@ fn show(
     let command: Vec<String> = std::env::args().collect();
     let records = milabench_load::events::records(result, &args.name, &command, config(args, spec));
     if args.emit_events {
-        return emit(&records);
+        let data_fd = std::env::var("DATA_FD").ok();
+        DataChannelWriter::open(data_fd.as_deref())?.send(&records)?;
+        return Ok(());
     }
     let text = match args.format {
         LoadFormat::Text => text(spec, result),
@@ -242,40 +241,6 @@ fn show(
         Some(results) => results.write(&records),
         None => Ok(()),
     }
-}
-
-/// Sends the data and error events of `records` on the benchmark data channel: the pipe
-/// `DATA_FD` names, or smuggled in stdout when it is 1 (or unset). The orchestrator writes the
-/// run's own `config`, `start` and `end` events.
-fn emit(records: &[Record]) -> anyhow::Result<()> {
-    let fd = std::env::var("DATA_FD").unwrap_or_else(|_| "1".into());
-    let mut lines = Vec::new();
-    for record in records {
-        let line = match &record.event {
-            Event::Data(_) => record.event.data_value(),
-            Event::Error(_) => json!({"$event": "error", "$data": record.event.data_value()}),
-            _ => continue,
-        };
-        lines.push(line.to_string() + "\n");
-    }
-    if fd == "1" {
-        let mut out = std::io::stdout().lock();
-        for line in &lines {
-            out.write_all(&milabench_metrics::smuggle_encode(line.as_bytes()))?;
-        }
-        out.flush()?;
-    } else {
-        // The inherited pipe, reopened through /proc (no unsafe descriptor adoption).
-        let path = format!("/proc/self/fd/{fd}");
-        let mut channel = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("cannot open the data channel DATA_FD={fd}"))?;
-        for line in &lines {
-            channel.write_all(line.as_bytes())?;
-        }
-    }
-    Ok(())
 }
 
 fn config(args: &LoadArgs, spec: &LoadSpec) -> Map<String, Value> {

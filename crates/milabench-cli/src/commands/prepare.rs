@@ -1,7 +1,7 @@
 //! `milabench prepare`: run each selected benchmark's prepare step.
 
 use milabench::ExitCode;
-use milabench::run::RunOptions;
+use milabench::RunOptions;
 use milabench_config::settings::EnvVars;
 
 use crate::args::{GlobalArgs, PrepareArgs};

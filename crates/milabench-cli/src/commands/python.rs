@@ -139,7 +139,7 @@ fn env_lines() -> anyhow::Result<ExitCode> {
         match env.get(name) {
             Some(value) => text.push_str(&format!(
                 "export {name}={}\n",
-                milabench_plan::shell_quote(value)
+                milabench_vocab::shell_quote(value)
             )),
             None => text.push_str(&format!("# export {name}=\n")),
         }
@@ -220,7 +220,7 @@ fn shared_setup(args: &SharedSetupArgs) -> anyhow::Result<ExitCode> {
             None,
             &format!(
                 "export MILABENCH_BASE={}\n",
-                milabench_plan::shell_quote(args.local.as_str())
+                milabench_vocab::shell_quote(args.local.as_str())
             ),
         )?;
     }

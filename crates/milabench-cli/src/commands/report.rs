@@ -25,15 +25,12 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let publication = PublishRequest::of(&args.publish)?;
     // Without a suite, the runs alone: every benchmark they hold, none expected.
     let suite: Option<Vec<SuiteEntry>> = match settings.config {
-        Some(_) => {
-            // The suite's own warnings are `run`'s and `resolve`'s to say, not a report's.
-            let request = milabench::SessionRequest {
-                selection: args.suite.selection(),
-                ..milabench::SessionRequest::default()
-            };
-            let session = milabench::Session::new(settings, env, request)?;
-            Some(session.resolved().report_entries())
-        }
+        // The suite's own warnings are `run`'s and `resolve`'s to say, not a report's.
+        Some(_) => Some(milabench::report_entries(
+            &settings,
+            &args.suite.selection(),
+            &env,
+        )?),
         None => None,
     };
     if !args.sweep.is_empty() {

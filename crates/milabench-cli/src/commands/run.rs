@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use milabench::{ExitCode, PlannedBench, RepeatOrder, RepeatPlan, RunRequest, Session};
+use milabench::{ExitCode, RepeatOrder, RepeatPlan, RunRequest, Session};
 use milabench_config::settings::{EnvVars, SettingsFlags};
 use milabench_validate::LayerName;
 
@@ -99,30 +99,21 @@ fn dry_run(
     request: &RunRequest,
     format: DryRunFormat,
 ) -> anyhow::Result<ExitCode> {
-    let run_dir = session.run_dir();
-    let repeats = milabench::run::repeat_plan(&run_dir, request.resume, request.repeat)?;
-    let mut plans = Vec::new();
-    let mut broken = Vec::new();
-    for planned in session.plan(repeats.repeat, repeats.order)? {
-        match planned {
-            PlannedBench::Run(plan)
-                if request.resume && milabench::run::already_complete(&plan, &run_dir) => {}
-            PlannedBench::Run(plan) => plans.push(plan),
-            PlannedBench::Skipped { bench, unmet } => warn(&format!(
-                "skipping `{bench}`: this system does not meet {}",
-                unmet.join(", ")
-            )),
-            PlannedBench::BrokenBenchfile { bench, reason } => broken.push((bench, reason)),
-        }
+    let dry_run = session.dry_run(request)?;
+    for (bench, unmet) in &dry_run.skipped {
+        warn(&format!(
+            "skipping `{bench}`: this system does not meet {}",
+            unmet.join(", ")
+        ));
     }
     let text = match format {
-        DryRunFormat::Shell => milabench_plan::render_script(&plans),
-        DryRunFormat::Json => serde_json::to_string_pretty(&plans)? + "\n",
+        DryRunFormat::Shell => dry_run.script(),
+        DryRunFormat::Json => serde_json::to_string_pretty(&dry_run.plans)? + "\n",
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     // Every broken benchfile is named (a run would record each as failed), after the others'
     // plans.
-    broken.dedup();
+    let broken = dry_run.broken;
     for (bench, reason) in &broken {
         note(&format!(
             "error: benchmark `{bench}`: its benchfile.py gives no plan: {reason}"

@@ -33,7 +33,7 @@ pub fn run(global: &GlobalArgs, command: &SlurmCommand) -> anyhow::Result<ExitCo
 /// Prints the system file of the allocation this process runs in.
 fn system() -> anyhow::Result<ExitCode> {
     let env = EnvVars::from_process();
-    let Some(allocation) = milabench::resolve::slurm_allocation(&env)? else {
+    let Some(allocation) = milabench::slurm_allocation(&env)? else {
         anyhow::bail!(
             "not inside a Slurm allocation: SLURM_JOB_NODELIST is not set\n  fix: run it in a job (`salloc`, `srun`, `sbatch`), or write a system file yourself (docs/multinode.md)"
         );

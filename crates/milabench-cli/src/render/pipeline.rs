@@ -2,7 +2,7 @@
 //! (install progress, the prepare steps' live lines, then the dashboard or the run's live
 //! lines) and, once it returns, the report, the validation and where everything went.
 
-use milabench::run::{RunEvent, RunObserver};
+use milabench::observe::{RunEvent, RunObserver};
 use milabench::{ExitCode, InstallObserver, Phase, RunReport, RunRequest, RunResult, Session};
 use milabench_exec::{ExecObserver, Interrupt, ProcessOutcome, ProcessSpec};
 use milabench_metrics::Record;
@@ -27,7 +27,7 @@ pub(crate) fn execute(
         ..request
     };
     let arch = session.resolved().arch.clone();
-    let mut view = PipelineView::new(arch, dash, || bench_budgets(session, &request));
+    let mut view = PipelineView::new(arch, dash);
     let result = session.execute(&request, &mut view);
     // Gives the terminal back before anything else is printed.
     drop(view);
@@ -35,35 +35,23 @@ pub(crate) fn execute(
     Ok(show_result(&result?))
 }
 
-/// The budgets of the benchmarks a run of `request` may run, in the order it runs them.
-fn bench_budgets(session: &Session, request: &RunRequest) -> Vec<BenchBudget> {
-    let repeats = milabench::run::repeat_plan(&session.run_dir(), request.resume, request.repeat)
-        .unwrap_or_default();
-    let benches: Vec<_> = session.resolved().suite.runnable().collect();
-    repeats
-        .order
-        .schedule(repeats.repeat, benches.len())
-        .into_iter()
-        .map(|(_, i)| BenchBudget::of(benches[i]))
-        .collect()
-}
-
 /// The view of each phase: the install's, the prepare steps' live lines, then the run's view
 /// (made when the run starts, so that the dashboard takes the terminal only then).
-struct PipelineView<F> {
+struct PipelineView {
     phase: Option<Phase>,
     /// The arch the environments are built for, as the install's closing line says it.
     arch: String,
     install: InstallView,
     prepare: LiveDisplay,
     run: Option<Box<dyn RunObserver>>,
-    /// `--dash` / `--no-dash`, and the benchmarks the dashboard shows.
+    /// `--dash` / `--no-dash`, and the benchmarks the dashboard shows (told by
+    /// [`RunEvent::Schedule`]).
     dash: Option<bool>,
-    budgets: Option<F>,
+    budgets: Vec<BenchBudget>,
 }
 
-impl<F: FnOnce() -> Vec<BenchBudget>> PipelineView<F> {
-    fn new(arch: String, dash: Option<bool>, budgets: F) -> Self {
+impl PipelineView {
+    fn new(arch: String, dash: Option<bool>) -> Self {
         PipelineView {
             phase: None,
             arch,
@@ -71,7 +59,7 @@ impl<F: FnOnce() -> Vec<BenchBudget>> PipelineView<F> {
             prepare: LiveDisplay::for_prepare(),
             run: None,
             dash,
-            budgets: Some(budgets),
+            budgets: Vec::new(),
         }
     }
 
@@ -84,7 +72,7 @@ impl<F: FnOnce() -> Vec<BenchBudget>> PipelineView<F> {
     }
 }
 
-impl<F: FnOnce() -> Vec<BenchBudget>> ExecObserver for PipelineView<F> {
+impl ExecObserver for PipelineView {
     fn on_start(&mut self, tag: &str, spec: &ProcessSpec) {
         self.current().on_start(tag, spec);
     }
@@ -98,20 +86,23 @@ impl<F: FnOnce() -> Vec<BenchBudget>> ExecObserver for PipelineView<F> {
     }
 }
 
-impl<F: FnOnce() -> Vec<BenchBudget>> RunObserver for PipelineView<F> {
+impl RunObserver for PipelineView {
     fn on_run_event(&mut self, event: RunEvent<'_>) {
         match event {
             RunEvent::Phase(phase) => {
                 self.phase = Some(phase);
                 match phase {
                     Phase::Run => {
-                        let budgets = self.budgets.take().expect("the run starts once");
-                        self.run = Some(crate::dash::run_observer(self.dash, budgets));
+                        let budgets = std::mem::take(&mut self.budgets);
+                        self.run = Some(crate::dash::run_observer(self.dash, || budgets));
                     }
                     // The run's view gives the terminal back before the report is printed.
                     Phase::Report => self.run = None,
                     _ => {}
                 }
+            }
+            RunEvent::Schedule { benches } => {
+                self.budgets = benches.iter().map(|b| BenchBudget::of(b)).collect();
             }
             RunEvent::PreflightFailed { checks } => warn(&format!(
                 "the preflight failed, nothing was run:\n{}fix the problems above, or pass --no-check to run anyway",
@@ -168,7 +159,7 @@ fn show_result(result: &RunResult) -> ExitCode {
             verdict.layer,
             verdict.code,
             if verdict.code == 1 { "" } else { "s" },
-            milabench::session::VALIDATION_FILE
+            milabench::VALIDATION_FILE
         ));
     }
     for problem in &run.store_problems {

@@ -3,8 +3,9 @@
 //! goes on where it stopped; with `--dry-run`, the runs and their settings.
 
 use std::io::Write;
+use std::path::Path;
 
-use milabench::{ExitCode, Sweep, SweepRecord, SweepRun};
+use milabench::{ExitCode, Sweep, SweepDriver, SweepRecord, SweepRun};
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_validate::LayerName;
 
@@ -34,43 +35,22 @@ pub fn run(
     if args.dry_run.is_some() {
         return dry_run(&sweep, &record);
     }
-    let total = sweep.runs.len();
-    let mut worst = ExitCode::Success;
-    for (index, run) in sweep.runs.iter().enumerate() {
-        if record.is_done(run) {
-            note(&format!(
-                "sweep run {}/{total} `{}` skipped: it already ran (recorded in {}; delete that file to run the whole sweep again)",
-                index + 1,
-                run.key,
-                record.path().display()
-            ));
-            continue;
-        }
-        note(&format!(
-            "sweep run {}/{total} `{}`: {}",
-            index + 1,
-            run.name,
-            settings_line(run)
+    let runs_dir = settings.layout().runs;
+    let mut driver = Driver {
+        args,
+        settings: &settings,
+        env: &env,
+        validations,
+    };
+    let outcome = sweep.execute(&mut record, runs_dir.as_std_path(), &mut driver)?;
+    if let Some(run) = &outcome.interrupted_in {
+        warn(&format!(
+            "the sweep was interrupted during `{run}`: run the same command again to go on from it"
         ));
-        // A run that could not start (a bad setting) is not recorded: it runs again next time.
-        let (code, ran) = match one_run(args, &settings, &env, run, validations) {
-            Ok(code) => (code, true),
-            Err(err) => (crate::errors::report(&err), false),
-        };
-        if code == ExitCode::Interrupted {
-            warn(&format!(
-                "the sweep was interrupted during `{}`: run the same command again to go on from it",
-                run.name
-            ));
-            return Ok(code);
-        }
-        if ran {
-            record.mark_done(run)?;
-        }
-        worst = worst.worst(code);
+        return Ok(outcome.code);
     }
     // Every folder of the sweep, those of runs finished by earlier invocations too.
-    let folders = milabench::sweep::run_folders(settings.layout().runs.as_std_path(), &sweep.runs);
+    let folders = outcome.folders;
     if !folders.is_empty() {
         note(&format!(
             "sweep done; its curves: milabench report --sweep {}",
@@ -81,7 +61,41 @@ pub fn run(
                 .join(" ")
         ));
     }
-    Ok(crate::publish::publish_after(worst, publication, &folders))
+    Ok(crate::publish::publish_after(
+        outcome.code,
+        publication,
+        &folders,
+    ))
+}
+
+/// Runs each run of the sweep as `run` runs a suite, saying which it is.
+struct Driver<'a> {
+    args: &'a RunArgs,
+    settings: &'a Settings,
+    env: &'a EnvVars,
+    validations: &'a [LayerName],
+}
+
+impl SweepDriver for Driver<'_> {
+    fn skipped(&mut self, index: usize, total: usize, run: &SweepRun, record: &Path) {
+        note(&format!(
+            "sweep run {index}/{total} `{}` skipped: it already ran (recorded in {}; delete that file to run the whole sweep again)",
+            run.key,
+            record.display()
+        ));
+    }
+
+    fn run(&mut self, index: usize, total: usize, run: &SweepRun) -> (ExitCode, bool) {
+        note(&format!(
+            "sweep run {index}/{total} `{}`: {}",
+            run.name,
+            settings_line(run)
+        ));
+        match one_run(self.args, self.settings, self.env, run, self.validations) {
+            Ok(code) => (code, true),
+            Err(err) => (crate::errors::report(&err), false),
+        }
+    }
 }
 
 /// One run of the sweep: its session, then `run` as for a single run.

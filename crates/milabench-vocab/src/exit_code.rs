@@ -1,6 +1,5 @@
 //! Process exit codes, named in one place so every front end (`milabench`, `benchit`) and
-//! script agrees on them. They live here, beside [`crate::Interrupt`], because this is the lowest
-//! crate both front ends use; the facade re-exports them as `milabench::ExitCode`.
+//! script agrees on them; the facade re-exports them as `milabench::ExitCode`.
 
 /// Why a milabench or benchit command ended. The numeric values are stable and documented in
 /// `--help`.

@@ -1,6 +1,5 @@
 //! An error and its causes as text, the one way both front ends (`milabench`, `benchit`) show
-//! a failed command. It lives beside [`crate::ExitCode`] for the same reason: this is the lowest
-//! crate both front ends use.
+//! a failed command.
 //!
 //! An error's message says what failed and how to fix it; its cause (`source()`) is not
 //! repeated in the message but shown here, once, after it.
