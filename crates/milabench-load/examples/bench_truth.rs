@@ -14,7 +14,7 @@
 //! Each run prints one JSON line: the requests, each median's distance from the truth, the
 //! p50 and p99 lateness of the sends against the schedule, the Kolmogorov–Smirnov test of the
 //! inter-arrival times against the exponential (p-value and statistic), when the schedule started (Unix seconds) and
-//! for how long it ran, and (our client only) its own CPU per request.
+//! for how long it ran, and (our client only) its own CPU per request and its p99 TTFT and ITL.
 
 use std::io::{BufRead as _, Write as _};
 use std::time::{Duration, Instant};
@@ -83,6 +83,8 @@ fn client(
         "tpot_median_off_ms": off_ms(s.tpot.p50.value, config.gap),
         "itl_median_off_ms": off_ms(s.itl.p50.value, config.gap),
         "e2e_median_off_ms": off_ms(s.e2e.p50.value, config.e2e()),
+        "ttft_p99_ms": s.ttft.p99.value * 1e3,
+        "itl_p99_ms": s.itl.p99.value * 1e3,
         "lateness_p50_ms": s.lateness.p50 * 1e3,
         "lateness_p99_ms": s.lateness.p99 * 1e3,
         "ks_p_value": s.arrivals.map(|k| k.p_value),

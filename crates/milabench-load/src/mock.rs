@@ -346,14 +346,27 @@ fn json_answer(out: &mut TcpStream, status: &str, body: &str) -> std::io::Result
     )
 }
 
+/// The `object` an OpenAI-style server names each streamed event with on the route `path`:
+/// some clients (AIPerf) read an event's content only when it is named.
+fn event_object(path: &str) -> &'static str {
+    if path.contains("/chat/") {
+        "chat.completion.chunk"
+    } else {
+        "text_completion"
+    }
+}
+
 /// The event of token number `token` for the route `path` (chat or completions).
 fn token_event(path: &str, token: u32) -> String {
+    let object = event_object(path);
     if path.contains("/chat/") {
         format!(
-            "data: {{\"choices\": [{{\"index\": 0, \"delta\": {{\"content\": \" tok{token}\"}}}}]}}\n\n"
+            "data: {{\"object\": \"{object}\", \"choices\": [{{\"index\": 0, \"delta\": {{\"content\": \" tok{token}\"}}}}]}}\n\n"
         )
     } else {
-        format!("data: {{\"choices\": [{{\"index\": 0, \"text\": \" tok{token}\"}}]}}\n\n")
+        format!(
+            "data: {{\"object\": \"{object}\", \"choices\": [{{\"index\": 0, \"text\": \" tok{token}\"}}]}}\n\n"
+        )
     }
 }
 
@@ -446,8 +459,10 @@ fn answer(
         chunk(
             out,
             &format!(
-                "data: {{\"choices\": [], \"usage\": {{\"prompt_tokens\": {}, \"completion_tokens\": {}}}}}\n\n",
-                config.prompt_tokens, config.output_tokens
+                "data: {{\"object\": \"{}\", \"choices\": [], \"usage\": {{\"prompt_tokens\": {}, \"completion_tokens\": {}}}}}\n\n",
+                event_object(path),
+                config.prompt_tokens,
+                config.output_tokens
             ),
         )?;
     }

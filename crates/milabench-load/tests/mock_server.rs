@@ -654,3 +654,43 @@ fn the_wrong_scheme_is_named_rather_than_certificates() {
         "{error}"
     );
 }
+
+/// Every streamed event names its `object` as OpenAI-style servers do (`text_completion` on the
+/// completions route, `chat.completion.chunk` on chat): AIPerf, a peer in the load bench,
+/// counts an event's content only when it is so named.
+#[test]
+fn streamed_events_name_their_object_on_each_route() {
+    let server = MockServer::start(MockConfig::default()).unwrap();
+    let address = server.url().trim_start_matches("http://").to_owned();
+    for (path, object) in [
+        ("/v1/completions", "text_completion"),
+        ("/v1/chat/completions", "chat.completion.chunk"),
+    ] {
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        let body = r#"{"model": "mock", "prompt": "a", "stream": true}"#;
+        write!(
+            stream,
+            "POST {path} HTTP/1.1\r\nHost: mock\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        // The server keeps the connection open: read until the stream's last event.
+        let mut answer = Vec::new();
+        let mut byte = [0; 1];
+        while !answer.ends_with(b"data: [DONE]\n\n") {
+            stream.read_exact(&mut byte).unwrap();
+            answer.push(byte[0]);
+        }
+        let answer = String::from_utf8(answer).unwrap();
+        let events: Vec<serde_json::Value> = answer
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter(|data| *data != "[DONE]")
+            .map(|data| serde_json::from_str(data).unwrap())
+            .collect();
+        assert_eq!(events.len(), 17, "16 tokens and the usage: {answer}");
+        for event in &events {
+            assert_eq!(event["object"], object, "{path}: {event}");
+        }
+    }
+}
