@@ -3,9 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use milabench_metrics::format::{
-    DataKey, EventName, LOAD_TASK, SampleKey, TRAIN_TASK, skipped_bench,
-};
+use milabench_metrics::format::{DataKey, EventName, SampleKey, TRAIN_TASK, skipped_bench};
 use milabench_metrics::{
     DataFile, Event, Failure, Fields, MAX_RATE, ProblemTally, ProcessJudge, ProcessVerdict,
     RateFault, ReadItem, discover_data_files,
@@ -13,17 +11,18 @@ use milabench_metrics::{
 use serde_json::Value;
 
 use crate::error::ReportError;
-use crate::serving::{ServingRun, read_serving};
+use crate::serving::{SERVING_FIELDS, ServingEvents, ServingRun};
 
-/// The parts of a `.data` line the report reads: what its figures use, and what the verdict on
-/// the process reads.
+/// The parts of a `.data` line the report reads: what its figures use (serving steps included),
+/// and what the verdict on the process reads.
 const REPORT_FIELDS: Fields = ProcessJudge::FIELDS
     .with(Fields::event(EventName::Meta))
     .with(Fields::event(EventName::Message))
     .with(Fields::data(DataKey::Time))
     .with(Fields::data(DataKey::Cpudata))
     .with(Fields::data(DataKey::Process))
-    .with(Fields::data(DataKey::Gpudata));
+    .with(Fields::data(DataKey::Gpudata))
+    .with(SERVING_FIELDS);
 
 /// One device's reading in a `gpudata` sample, reduced to what the report uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -261,8 +260,8 @@ struct Pending {
     cpudata_peak: Option<f64>,
     /// The benchmark a skip `message` names.
     skip: Option<String>,
-    /// Whether a `load` event (a serving benchmark's step) was seen.
-    serving: bool,
+    /// The serving events (a serving benchmark's `load` and `request` steps) seen.
+    serving: ServingEvents,
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -309,9 +308,8 @@ pub fn read_run_file(
                     && RateFault::of(rate).is_none()
                 {
                     p.train_rates.push(rate);
-                } else if d.task.as_deref() == Some(LOAD_TASK) {
-                    p.serving = true;
                 }
+                p.serving.observe(d);
                 raise(
                     &mut p.cpudata_peak,
                     d.cpudata
@@ -358,12 +356,9 @@ pub fn read_run_file(
             _ => {}
         }
     }
-    // Only the files of serving benchmarks are read again, for the figures of their steps.
-    let serving = if p.serving {
-        read_serving(&file.path)?.map(|(run, _)| Box::new(run))
-    } else {
-        None
-    };
+    let serving = std::mem::take(&mut p.serving)
+        .finish()
+        .map(|(run, _)| Box::new(run));
     Ok(finish(file, p, serving))
 }
 
@@ -520,6 +515,40 @@ mod tests {
         r#"{"event": "data", "data": {"task": "train", "rate": 10.0}, "pipe": "data"}"#;
     const END: &str =
         r#"{"event": "end", "data": {"return_code": 0, "time": 103.0}, "pipe": null}"#;
+
+    /// Issue 48: the files of serving benchmarks were read a second time for their steps. The
+    /// file here is a FIFO that hands its lines to the first reading only (a second opening sees
+    /// no line), so a second reading would find no step.
+    #[cfg(unix)]
+    #[test]
+    fn serving_steps_come_from_the_one_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bench.D0.data");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let load = r#"{"event": "data", "data": {"task": "load", "step": 0, "scenario": {"kind": "offline"}, "held": true}, "pipe": "data"}"#;
+        let content = [CONFIG, START, load, END].join("\n") + "\n";
+        let writer_path = path.clone();
+        // Every later opening gets no line. Not joined: with one reading, it ends up waiting for a
+        // reader that never comes.
+        std::thread::spawn(move || {
+            std::fs::write(&writer_path, content).unwrap();
+            loop {
+                let _ = std::fs::write(&writer_path, "");
+            }
+        });
+        let mut problems = ProblemTally::default();
+        let FileOutcome::Run(run) = read_run_file(&DataFile::new(path), &mut problems).unwrap()
+        else {
+            panic!("not a run");
+        };
+        let serving = run.serving.expect("the steps of the one reading");
+        assert_eq!(serving.steps.len(), 1);
+        assert!(serving.steps[0].held);
+    }
 
     /// Issue 37: the report judged a process by its own rule, which did not see `error` events:
     /// a process that recorded one and exited with 0 passed here and failed in the run.

@@ -8,8 +8,9 @@
 //! `ttft` and `tpot` in seconds (`null` when it has none) and an `error` when it failed. Values
 //! missing or of another shape read as not recorded (NaN), never as an error.
 //!
-//! Only the files whose first reading saw a `load` event are read again here, so a run without
-//! serving benchmarks pays one comparison of the `task` of its non-training samples.
+//! The report's one pass over each file hands every `data` event to a [`ServingEvents`], so
+//! serving figures cost no second reading; only the HTML page reads a serving file again, for its
+//! requests' latencies.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,7 +24,7 @@ use crate::ingest::RunSet;
 
 /// The parts of a `.data` line the serving reader asks for: the `task` of `data` events and the
 /// keys outside the format's tables, where the load generator's figures are.
-const SERVING_FIELDS: Fields = Fields::data(DataKey::Task).with(Fields::EXTRA);
+pub(crate) const SERVING_FIELDS: Fields = Fields::data(DataKey::Task).with(Fields::EXTRA);
 
 /// How a step released its requests (its `load` event's `scenario`).
 #[derive(Debug, Clone, PartialEq)]
@@ -383,52 +384,70 @@ pub struct StepLatencies {
     pub tpot: Vec<f64>,
 }
 
-/// Reads the serving events of the file at `path`: its run, and the latencies of each step
-/// (parallel to the run's steps); `None` when it holds no `load` event. Its bad lines were
-/// counted when the report first read it.
-pub(crate) fn read_serving(
-    path: &Path,
-) -> Result<Option<(ServingRun, Vec<StepLatencies>)>, ReportError> {
-    let mut records = DataFile::new(path.to_owned()).records_with(SERVING_FIELDS)?;
-    let mut steps: BTreeMap<u64, StepSummary> = BTreeMap::new();
-    let mut latencies: BTreeMap<u64, StepLatencies> = BTreeMap::new();
-    let mut sweep = false;
-    while let Some(item) = records.next_lent() {
-        let ReadItem::Record(record) = item else {
-            continue;
-        };
-        let Event::Data(data) = &record.event else {
-            continue;
-        };
-        let DataPayload { task, extra, .. } = data.as_ref();
+/// The serving events of one file, gathered as its `data` events go by: the steps of its `load`
+/// events and the latencies of its successful `request` events, by step.
+#[derive(Debug, Default)]
+pub(crate) struct ServingEvents {
+    steps: BTreeMap<u64, StepSummary>,
+    latencies: BTreeMap<u64, StepLatencies>,
+    sweep: bool,
+}
+
+impl ServingEvents {
+    /// Takes in one `data` event; those that are neither `load` nor `request` are passed over.
+    pub(crate) fn observe(&mut self, data: &DataPayload) {
+        let DataPayload { task, extra, .. } = data;
         let step = extra.get("step").and_then(Value::as_u64);
         match task.as_deref() {
             Some(REQUEST_TASK) if !extra.contains_key("error") => {
-                let own = latencies.entry(step.unwrap_or(0)).or_default();
+                let own = self.latencies.entry(step.unwrap_or(0)).or_default();
                 let seconds = |key: &str| extra.get(key).and_then(Value::as_f64);
                 own.ttft.extend(seconds("ttft"));
                 own.tpot.extend(seconds("tpot"));
             }
             Some(LOAD_TASK) => {
-                sweep |= extra.get("sweep").and_then(Value::as_bool) == Some(true);
-                let at = step.unwrap_or(steps.len() as u64);
-                steps.insert(at, StepSummary::from_payload(extra));
+                self.sweep |= extra.get("sweep").and_then(Value::as_bool) == Some(true);
+                let at = step.unwrap_or(self.steps.len() as u64);
+                self.steps.insert(at, StepSummary::from_payload(extra));
             }
             _ => {}
         }
     }
-    if steps.is_empty() {
-        return Ok(None);
+
+    /// The run, and the latencies of each step (parallel to the run's steps); `None` when no
+    /// `load` event went by.
+    pub(crate) fn finish(mut self) -> Option<(ServingRun, Vec<StepLatencies>)> {
+        if self.steps.is_empty() {
+            return None;
+        }
+        let per_step = self
+            .steps
+            .keys()
+            .map(|at| self.latencies.remove(at).unwrap_or_default())
+            .collect();
+        let run = ServingRun {
+            sweep: self.sweep || self.steps.len() > 1,
+            steps: self.steps.into_values().collect(),
+        };
+        Some((run, per_step))
     }
-    let per_step = steps
-        .keys()
-        .map(|at| latencies.remove(at).unwrap_or_default())
-        .collect();
-    let run = ServingRun {
-        sweep: sweep || steps.len() > 1,
-        steps: steps.into_values().collect(),
-    };
-    Ok(Some((run, per_step)))
+}
+
+/// Reads the serving events of the file at `path` (see [`ServingEvents::finish`]). Its bad lines
+/// were counted when the report first read it.
+pub(crate) fn read_serving(
+    path: &Path,
+) -> Result<Option<(ServingRun, Vec<StepLatencies>)>, ReportError> {
+    let mut records = DataFile::new(path.to_owned()).records_with(SERVING_FIELDS)?;
+    let mut events = ServingEvents::default();
+    while let Some(item) = records.next_lent() {
+        if let ReadItem::Record(record) = item
+            && let Event::Data(data) = &record.event
+        {
+            events.observe(data);
+        }
+    }
+    Ok(events.finish())
 }
 
 /// Whether a run met its SLO.
