@@ -299,7 +299,7 @@ pub(crate) const SERVING_COLUMNS: [ServingColumn; 10] = [
 pub(crate) const SERVING_NOTE: [&str; 3] = [
     "Latencies in ms: ttft time to first token, tpot time per output token, e2e end to end; p50 median, p99 99th percentile.",
     "req/s and tokens/s: successful requests and their output tokens per second; goodput: requests per second within the SLO.",
-    "slo: held (no failed request, 99% within the SLO), NOT held, - without an SLO, interrupted (the run stopped before the step ended). A sweep shows its highest rate that held.",
+    "slo: held (no failed request, 99% within the SLO), NOT held, - without an SLO, interrupted (the run stopped before the step ended). A sweep shows its highest rate that held; an SLO search the mean of its searches' highest rates that held, with their 95% interval.",
 ];
 
 /// `pointer` (`/a/b`) into a payload's map.
@@ -317,6 +317,32 @@ pub struct ServingRun {
     pub sweep: bool,
     /// The steps in order; never empty.
     pub steps: Vec<StepSummary>,
+    /// What an SLO search found, when the steps are one.
+    pub slo_search: Option<SearchFigure>,
+}
+
+/// The result of an SLO search: the highest rate whose p99 bounds held, the mean over its
+/// repeated searches, with their 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchFigure {
+    /// Requests per second.
+    pub rate: f64,
+    /// The 95% interval, when there were at least two searches.
+    pub interval: Option<(f64, f64)>,
+}
+
+impl SearchFigure {
+    /// Reads a `load` event's `slo_search` (`{"rate": .., "interval": [low, high] | null}`).
+    fn from_payload(load: &Map<String, Value>) -> Option<SearchFigure> {
+        let search = load.get("slo_search")?;
+        let interval = search.get("interval").and_then(|i| {
+            Some((i.get(0)?.as_f64()?, i.get(1)?.as_f64()?))
+        });
+        Some(SearchFigure {
+            rate: search.get("rate")?.as_f64()?,
+            interval,
+        })
+    }
 }
 
 impl ServingRun {
@@ -342,6 +368,17 @@ impl ServingRun {
     /// How the run released its requests: the step's scenario, or for a sweep `sweep: highest
     /// held 40 req/s` (`sweep: none held from 10 req/s` when none did).
     pub fn scenario(&self) -> String {
+        if let Some(search) = self.slo_search {
+            return match search.interval {
+                Some((low, high)) => format!(
+                    "SLO search: {} req/s [{}, {}]",
+                    rate_text(search.rate),
+                    rate_text(low),
+                    rate_text(high)
+                ),
+                None => format!("SLO search: {} req/s", rate_text(search.rate)),
+            };
+        }
         if !self.sweep {
             return self
                 .headline()
@@ -361,9 +398,10 @@ impl ServingRun {
             .map_or(SloVerdict::NoSlo, StepSummary::verdict)
     }
 
-    /// A sweep's first rate that did not hold: where the SLO broke.
+    /// A sweep's first rate that did not hold: where the SLO broke (an SLO search's steps
+    /// bisect, so it has none).
     pub fn break_rate(&self) -> Option<f64> {
-        if !self.sweep {
+        if !self.sweep || self.slo_search.is_some() {
             return None;
         }
         self.steps
@@ -393,6 +431,7 @@ pub(crate) fn read_serving(
     let mut steps: BTreeMap<u64, StepSummary> = BTreeMap::new();
     let mut latencies: BTreeMap<u64, StepLatencies> = BTreeMap::new();
     let mut sweep = false;
+    let mut slo_search = None;
     while let Some(item) = records.next_lent() {
         let ReadItem::Record(record) = item else {
             continue;
@@ -411,6 +450,7 @@ pub(crate) fn read_serving(
             }
             Some(LOAD_TASK) => {
                 sweep |= extra.get("sweep").and_then(Value::as_bool) == Some(true);
+                slo_search = slo_search.or(SearchFigure::from_payload(extra));
                 let at = step.unwrap_or(steps.len() as u64);
                 steps.insert(at, StepSummary::from_payload(extra));
             }
@@ -427,6 +467,7 @@ pub(crate) fn read_serving(
     let run = ServingRun {
         sweep: sweep || steps.len() > 1,
         steps: steps.into_values().collect(),
+        slo_search,
     };
     Ok(Some((run, per_step)))
 }
@@ -605,6 +646,7 @@ mod tests {
         let sweep = ServingRun {
             sweep: true,
             steps: vec![server(10.0, true), server(20.0, true), server(40.0, false)],
+            slo_search: None,
         };
         assert_eq!(sweep.headline(), Some(&sweep.steps[1]));
         assert_eq!(sweep.scenario(), "sweep: highest held 20 req/s");
@@ -613,6 +655,7 @@ mod tests {
         let broken = ServingRun {
             sweep: true,
             steps: vec![server(10.0, false)],
+            slo_search: None,
         };
         assert_eq!(broken.headline(), Some(&broken.steps[0]));
         assert_eq!(broken.scenario(), "sweep: none held from 10 req/s");
@@ -621,14 +664,47 @@ mod tests {
         let single = ServingRun {
             sweep: false,
             steps: vec![server(20.0, true)],
+            slo_search: None,
         };
         assert_eq!(single.scenario(), "server 20 req/s");
         assert_eq!(single.break_rate(), None);
         let no_slo = ServingRun {
             sweep: false,
             steps: vec![step(json!({"kind": "concurrency", "n": 8}), true, false)],
+            slo_search: None,
         };
         assert_eq!(no_slo.verdict(), SloVerdict::NoSlo);
         assert_eq!(no_slo.verdict().as_str(), "-");
+    }
+
+    #[test]
+    fn an_slo_search_shows_its_rate_with_the_interval_of_its_repeats() {
+        let load = |search: Value| {
+            let Value::Object(m) = json!({"slo_search": search}) else {
+                unreachable!()
+            };
+            SearchFigure::from_payload(&m)
+        };
+        let found = load(json!({"rates": [40.0, 44.0], "rate": 42.0, "interval": [30.5, 53.5]}));
+        assert_eq!(
+            found,
+            Some(SearchFigure {
+                rate: 42.0,
+                interval: Some((30.5, 53.5))
+            })
+        );
+        let server =
+            |rate: f64, held: bool| step(json!({"kind": "server", "rate": rate}), held, true);
+        let mut run = ServingRun {
+            sweep: true,
+            steps: vec![server(10.0, true), server(55.0, false), server(32.5, true)],
+            slo_search: found,
+        };
+        assert_eq!(run.scenario(), "SLO search: 42 req/s [30.5, 53.5]");
+        assert_eq!(run.break_rate(), None);
+        assert_eq!(run.headline(), Some(&run.steps[2]));
+        run.slo_search = load(json!({"rates": [40.0], "rate": 40.0, "interval": null}));
+        assert_eq!(run.scenario(), "SLO search: 40 req/s");
+        assert_eq!(load(json!({"rate": "fast"})), None);
     }
 }
