@@ -161,9 +161,9 @@ impl SloSearch {
 /// The 97.5% quantile of Student's t with `dof` degrees of freedom (the normal's past 30).
 fn student_t_975(dof: usize) -> f64 {
     const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060,
-        2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
     ];
     TABLE.get(dof.max(1) - 1).copied().unwrap_or(1.96)
 }
@@ -280,7 +280,14 @@ pub fn run(spec: &LoadSpec, stop: &Stop) -> Result<LoadResult, LoadError> {
         } => {
             let mut rate = start;
             for _ in 0..most {
-                let step = one_step(spec, Scenario::Server { rate }, spec.seed, &runtime, &pool, stop)?;
+                let step = one_step(
+                    spec,
+                    Scenario::Server { rate },
+                    spec.seed,
+                    &runtime,
+                    &pool,
+                    stop,
+                )?;
                 let held = step.held;
                 steps.push(step);
                 if !held || stop.is_set() {
@@ -333,10 +340,7 @@ fn check(spec: &LoadSpec) -> Result<(), LoadError> {
             );
         }
         Scenario::SloSearch {
-            low,
-            high,
-            repeats,
-            ..
+            low, high, repeats, ..
         } if !rate_ok(low) || !rate_ok(high) || low >= high || repeats == 0 => {
             return bad(
                 "an SLO search needs a low rate above 0 below its high rate, and at least one repeat",

@@ -266,7 +266,10 @@ mod tests {
                 ramp_up: Duration::ZERO,
             };
             let (mean, got) = gap_moments(shape, 5);
-            assert!((mean - 0.01).abs() < 0.0005, "burstiness {k}: mean gap {mean}");
+            assert!(
+                (mean - 0.01).abs() < 0.0005,
+                "burstiness {k}: mean gap {mean}"
+            );
             // Gamma of shape k: coefficient of variation 1/√k.
             assert!((got - cv).abs() < 0.1 * cv, "burstiness {k}: cv {got}");
         }
@@ -276,7 +279,13 @@ mod tests {
         };
         assert_eq!(gap_moments(bursty, 5), gap_moments(bursty, 5));
         assert!(!bursty.is_poisson() && bursty.is_valid());
-        assert!(!ArrivalShape { burstiness: 0.0, ..bursty }.is_valid());
+        assert!(
+            !ArrivalShape {
+                burstiness: 0.0,
+                ..bursty
+            }
+            .is_valid()
+        );
     }
 
     #[test]
@@ -291,9 +300,21 @@ mod tests {
             .collect();
         let within = |a: f64, b: f64| times.iter().filter(|&&t| a <= t && t < b).count() as f64;
         // Rate 100 t / 10 over the ramp: 125 in its first half, 375 in its second, then 100/s.
-        assert!((within(0.0, 5.0) - 125.0).abs() < 40.0, "{}", within(0.0, 5.0));
-        assert!((within(5.0, 10.0) - 375.0).abs() < 60.0, "{}", within(5.0, 10.0));
-        assert!((within(10.0, 20.0) - 1000.0).abs() < 100.0, "{}", within(10.0, 20.0));
+        assert!(
+            (within(0.0, 5.0) - 125.0).abs() < 40.0,
+            "{}",
+            within(0.0, 5.0)
+        );
+        assert!(
+            (within(5.0, 10.0) - 375.0).abs() < 60.0,
+            "{}",
+            within(5.0, 10.0)
+        );
+        assert!(
+            (within(10.0, 20.0) - 1000.0).abs() < 100.0,
+            "{}",
+            within(10.0, 20.0)
+        );
     }
 
     #[test]

@@ -204,11 +204,17 @@ impl Workload {
         if entries.is_empty() {
             return Err(file_error(path, 0, "no request in the trace".into()));
         }
-        if let Some(i) = entries.windows(2).position(|w| w[1].timestamp < w[0].timestamp) {
+        if let Some(i) = entries
+            .windows(2)
+            .position(|w| w[1].timestamp < w[0].timestamp)
+        {
             return Err(file_error(
                 path,
                 0,
-                format!("the request after number {} comes earlier: sort the trace by timestamp", i + 1),
+                format!(
+                    "the request after number {} comes earlier: sort the trace by timestamp",
+                    i + 1
+                ),
             ));
         }
         Ok(Workload::Trace(entries))
@@ -242,7 +248,9 @@ impl Workload {
                 prefix_tokens,
                 prefixes,
                 ..
-            } => (0..prefixes).map(|_| words(&mut rng, prefix_tokens)).collect(),
+            } => (0..prefixes)
+                .map(|_| words(&mut rng, prefix_tokens))
+                .collect(),
             _ => Vec::new(),
         };
         PromptStream {
@@ -269,7 +277,10 @@ fn read(path: &Path) -> Result<String, LoadError> {
 }
 
 /// Every non-blank line of `text` (read from `path`) as a `T`; an error names the line.
-fn json_lines<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<Vec<T>, LoadError> {
+fn json_lines<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    text: &str,
+) -> Result<Vec<T>, LoadError> {
     text.lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
@@ -360,7 +371,7 @@ impl Iterator for PromptStream {
                 output,
                 turns,
             } => {
-                if i % turns == 0 {
+                if i.is_multiple_of(*turns) {
                     self.conversation.clear();
                 }
                 let rng = &mut self.rng;

@@ -148,7 +148,12 @@ fn a_trace_is_replayed_at_its_times_with_its_lengths() {
         assert!((got - want).abs() < 1e-9, "{scheduled:?}");
     }
     for r in records {
-        assert!((r.sent - r.scheduled).abs() < 0.02, "{} vs {}", r.sent, r.scheduled);
+        assert!(
+            (r.sent - r.scheduled).abs() < 0.02,
+            "{} vs {}",
+            r.sent,
+            r.scheduled
+        );
     }
     let mut sent: Vec<(usize, u64)> = prompts(&server)
         .iter()
@@ -167,7 +172,9 @@ fn a_trace_is_replayed_at_its_times_with_its_lengths() {
     assert!(err.contains("sort the trace by timestamp"), "{err}");
     // Replay needs a trace.
     let synthetic = mock::load_spec(&server.url(), Scenario::Replay, Duration::from_secs(1));
-    let err = run(&synthetic.unwrap(), &Stop::new()).unwrap_err().to_string();
+    let err = run(&synthetic.unwrap(), &Stop::new())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("--trace"), "{err}");
 }
 
@@ -237,7 +244,10 @@ fn an_slo_search_finds_the_rate_with_an_interval() {
     assert_eq!(result.steps.len(), 8);
     let search = result.slo_search.as_ref().unwrap();
     assert_eq!(search.rates.len(), 2);
-    assert!(search.rates.iter().all(|r| (5.0..=60.0).contains(r)), "{search:?}");
+    assert!(
+        search.rates.iter().all(|r| (5.0..=60.0).contains(r)),
+        "{search:?}"
+    );
     let (low, high) = search.interval.unwrap();
     assert!(low <= search.rate && search.rate <= high, "{search:?}");
     assert!(result.sweep && result.highest_held_rate.is_some());

@@ -335,9 +335,9 @@ impl SearchFigure {
     /// Reads a `load` event's `slo_search` (`{"rate": .., "interval": [low, high] | null}`).
     fn from_payload(load: &Map<String, Value>) -> Option<SearchFigure> {
         let search = load.get("slo_search")?;
-        let interval = search.get("interval").and_then(|i| {
-            Some((i.get(0)?.as_f64()?, i.get(1)?.as_f64()?))
-        });
+        let interval = search
+            .get("interval")
+            .and_then(|i| Some((i.get(0)?.as_f64()?, i.get(1)?.as_f64()?)));
         Some(SearchFigure {
             rate: search.get("rate")?.as_f64()?,
             interval,
