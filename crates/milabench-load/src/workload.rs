@@ -185,11 +185,11 @@ impl Workload {
     /// ShareGPT-format JSON list of conversations (one that starts with `[`), whose first
     /// human turn is the prompt and the answer after it, in words, the `max_tokens`.
     pub fn from_file(path: &Path) -> Result<Workload, LoadError> {
-        let text = read(path)?;
+        let text = read(path, file_error)?;
         let prompts = if text.trim_start().starts_with('[') {
             sharegpt(&text).map_err(|reason| file_error(path, 0, reason))?
         } else {
-            json_lines(path, &text)?
+            json_lines(path, &text, file_error)?
         };
         if prompts.is_empty() {
             return Err(file_error(path, 0, "no prompt in the file".into()));
@@ -200,15 +200,15 @@ impl Workload {
     /// Reads a trace to replay: JSON lines of [`TraceEntry`] (blank lines skipped), in order
     /// of their times.
     pub fn from_trace(path: &Path) -> Result<Workload, LoadError> {
-        let entries: Vec<TraceEntry> = json_lines(path, &read(path)?)?;
+        let entries: Vec<TraceEntry> = json_lines(path, &read(path, trace_error)?, trace_error)?;
         if entries.is_empty() {
-            return Err(file_error(path, 0, "no request in the trace".into()));
+            return Err(trace_error(path, 0, "no request in the trace".into()));
         }
         if let Some(i) = entries
             .windows(2)
             .position(|w| w[1].timestamp < w[0].timestamp)
         {
-            return Err(file_error(
+            return Err(trace_error(
                 path,
                 0,
                 format!(
@@ -264,29 +264,44 @@ impl Workload {
     }
 }
 
+/// What is wrong with the prompts file at `path`.
 fn file_error(path: &Path, line: usize, reason: String) -> LoadError {
     LoadError::PromptsFile {
+        what: "prompts file",
         path: path.to_owned(),
         line,
         reason,
     }
 }
 
-fn read(path: &Path) -> Result<String, LoadError> {
-    std::fs::read_to_string(path).map_err(|e| file_error(path, 0, e.to_string()))
+/// What is wrong with the trace at `path`.
+fn trace_error(path: &Path, line: usize, reason: String) -> LoadError {
+    LoadError::PromptsFile {
+        what: "trace",
+        path: path.to_owned(),
+        line,
+        reason,
+    }
 }
 
-/// Every non-blank line of `text` (read from `path`) as a `T`; an error names the line.
+/// The text of `path`; `error` says what is wrong with it.
+fn read(path: &Path, error: FileError) -> Result<String, LoadError> {
+    std::fs::read_to_string(path).map_err(|e| error(path, 0, e.to_string()))
+}
+
+/// Makes the error of a file: [`file_error`] or [`trace_error`].
+type FileError = fn(&Path, usize, String) -> LoadError;
+
+/// Every non-blank line of `text` (read from `path`) as a `T`; `error` names the line.
 fn json_lines<T: serde::de::DeserializeOwned>(
     path: &Path,
     text: &str,
+    error: FileError,
 ) -> Result<Vec<T>, LoadError> {
     text.lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| {
-            serde_json::from_str(line).map_err(|e| file_error(path, i + 1, e.to_string()))
-        })
+        .map(|(i, line)| serde_json::from_str(line).map_err(|e| error(path, i + 1, e.to_string())))
         .collect()
 }
 
