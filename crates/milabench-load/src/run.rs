@@ -236,28 +236,13 @@ pub fn run(spec: &LoadSpec, stop: &Stop) -> Result<LoadResult, LoadError> {
             let mut rates = Vec::new();
             for repeat in 0..repeats {
                 let seed = spec.seed.wrapping_add(repeat as u64);
-                let try_rate = |rate: f64, steps: &mut Vec<Step>| {
+                let held = bisect(low, high, bisections, stop, |rate| {
                     let scenario = Scenario::Server { rate };
                     let step = one_step(spec, scenario, seed, &runtime, &pool, stop)?;
                     let held = step.held;
                     steps.push(step);
-                    Ok::<bool, LoadError>(held)
-                };
-                let (mut held, mut broke) = (0.0, high);
-                if try_rate(low, &mut steps)? {
-                    held = low;
-                    for _ in 0..bisections {
-                        if stop.is_set() {
-                            break;
-                        }
-                        let mid = (held + broke) / 2.0;
-                        if try_rate(mid, &mut steps)? {
-                            held = mid;
-                        } else {
-                            broke = mid;
-                        }
-                    }
-                }
+                    Ok(held)
+                })?;
                 if stop.is_set() {
                     break;
                 }
@@ -309,6 +294,34 @@ pub fn run(spec: &LoadSpec, stop: &Stop) -> Result<LoadResult, LoadError> {
         slo_search,
         stopped: stop.reason(),
     })
+}
+
+/// The highest rate that held in one SLO search: `holds(low)`, then `bisections` times
+/// `holds` halfway between the highest rate that held and the lowest that did not (`high` at
+/// first), until `stop` is set; 0 when `low` did not hold.
+fn bisect(
+    low: f64,
+    high: f64,
+    bisections: usize,
+    stop: &Stop,
+    mut holds: impl FnMut(f64) -> Result<bool, LoadError>,
+) -> Result<f64, LoadError> {
+    if !holds(low)? {
+        return Ok(0.0);
+    }
+    let (mut held, mut broke) = (low, high);
+    for _ in 0..bisections {
+        if stop.is_set() {
+            break;
+        }
+        let mid = (held + broke) / 2.0;
+        if holds(mid)? {
+            held = mid;
+        } else {
+            broke = mid;
+        }
+    }
+    Ok(held)
 }
 
 impl LoadSpec {
@@ -606,6 +619,34 @@ mod tests {
     use super::*;
     use crate::mock::{MockConfig, MockServer, load_spec};
     use crate::schedule::poisson;
+
+    #[test]
+    fn bisection_closes_in_on_the_highest_rate_that_holds() {
+        let stop = Stop::new();
+        let mut tried = Vec::new();
+        let mut holds_below_37 = |rate: f64| {
+            tried.push(rate);
+            Ok(rate < 37.0)
+        };
+        let found = bisect(10.0, 100.0, 6, &stop, &mut holds_below_37).unwrap();
+        // 10 held, then 55 (no), 32.5 (yes), 43.75 (no), 38.125 (no), 35.3125, 36.71875.
+        assert_eq!(tried, [10.0, 55.0, 32.5, 43.75, 38.125, 35.3125, 36.71875]);
+        assert_eq!(found, 36.71875);
+        assert_eq!(bisect(10.0, 100.0, 6, &stop, |_| Ok(false)).unwrap(), 0.0);
+        stop.trigger("interrupted");
+        assert_eq!(bisect(10.0, 100.0, 6, &stop, |_| Ok(true)).unwrap(), 10.0);
+    }
+
+    #[test]
+    fn an_slo_search_interval_is_students_over_the_repeats() {
+        let search = SloSearch::of(vec![40.0, 44.0, 42.0]);
+        assert_eq!(search.rate, 42.0);
+        // s = 2, t(2 dof) = 4.303: 42 ± 4.303 × 2 / √3.
+        let (low, high) = search.interval.unwrap();
+        let half = 4.303 * 2.0 / 3f64.sqrt();
+        assert!((low - (42.0 - half)).abs() < 1e-9 && (high - (42.0 + half)).abs() < 1e-9);
+        assert_eq!(SloSearch::of(vec![40.0]).interval, None);
+    }
 
     /// Runs `spec` with a stop triggered after `after`.
     fn run_stopped_after(spec: &LoadSpec, after: Duration) -> LoadResult {
