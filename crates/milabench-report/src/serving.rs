@@ -128,11 +128,12 @@ pub struct StepSummary {
     pub succeeded: u64,
     /// Requests that failed.
     pub failed: u64,
-    /// Time to first token, seconds.
+    /// Time to first token from the scheduled send time (from the actual send in runs recorded
+    /// before the load generator kept the former), seconds.
     pub ttft: Percentiles,
     /// Time per output token, seconds.
     pub tpot: Percentiles,
-    /// End-to-end latency, seconds.
+    /// End-to-end latency from the scheduled send time (as `ttft`), seconds.
     pub e2e: Percentiles,
     /// Successful requests per second.
     pub request_throughput: f64,
@@ -156,6 +157,15 @@ impl StepSummary {
             p50: number(&format!("/{key}/p50/value")),
             p99: number(&format!("/{key}/p99/value")),
         };
+        // From the schedule where the run kept it, else (older runs) from the actual send.
+        let from_schedule = |key: &str| {
+            let scheduled = format!("{key}_from_schedule");
+            percentiles(if load.contains_key(&scheduled) {
+                &scheduled
+            } else {
+                key
+            })
+        };
         StepSummary {
             scenario: load
                 .get("scenario")
@@ -168,9 +178,9 @@ impl StepSummary {
             requests: count("requests"),
             succeeded: count("succeeded"),
             failed: count("failed"),
-            ttft: percentiles("ttft"),
+            ttft: from_schedule("ttft"),
             tpot: percentiles("tpot"),
-            e2e: percentiles("e2e"),
+            e2e: from_schedule("e2e"),
             request_throughput: number("/request_throughput/value"),
             output_throughput: number("/output_throughput/value"),
             goodput: load_pointer(load, "/goodput/value").and_then(Value::as_f64),
@@ -297,7 +307,7 @@ pub(crate) const SERVING_COLUMNS: [ServingColumn; 10] = [
 
 /// What the serving table's columns mean, in lines short enough for a terminal.
 pub(crate) const SERVING_NOTE: [&str; 3] = [
-    "Latencies in ms: ttft time to first token, tpot time per output token, e2e end to end; p50 median, p99 99th percentile.",
+    "Latencies in ms: ttft time to first token (of any kind, reasoning included), tpot time per output token after the first, e2e end to end; ttft and e2e from the scheduled send time, the client's send delay included (from the actual send in older runs, which did not record it); p50 median, p99 99th percentile.",
     "req/s and tokens/s: successful requests and their output tokens per second; goodput: requests per second within the SLO.",
     "slo: held (no failed request, 99% within the SLO), NOT held, - without an SLO, interrupted (the run stopped before the step ended). A sweep shows its highest rate that held; an SLO search the mean of its searches' highest rates that held, with their 95% interval.",
 ];
@@ -575,6 +585,22 @@ mod tests {
             unreachable!()
         };
         StepSummary::from_payload(&map)
+    }
+
+    #[test]
+    fn latencies_come_from_the_schedule_where_kept_and_from_the_send_in_older_runs() {
+        let old = step(json!({"kind": "server", "rate": 10.0}), true, false);
+        assert_eq!((old.ttft.p99, old.e2e.p99), (0.045, 0.2));
+        let p99 = |v: f64| json!({"p50": {"value": v / 2.0}, "p99": {"value": v}});
+        let Value::Object(new) = json!({
+            "ttft": p99(0.045), "e2e": p99(0.2),
+            "ttft_from_schedule": p99(0.05), "e2e_from_schedule": p99(0.25),
+        }) else {
+            unreachable!()
+        };
+        let new = StepSummary::from_payload(&new);
+        assert_eq!((new.ttft.p99, new.e2e.p99), (0.05, 0.25));
+        assert_eq!((new.ttft.p50, new.e2e.p50), (0.025, 0.125));
     }
 
     /// A step the run stopped before its end is said to be interrupted, never held or not
