@@ -613,6 +613,41 @@ fn load_refuses_durations_and_slos_it_cannot_use_with_the_flag_named() {
             "prompts file /no/such/prompts.jsonl",
         ),
         (
+            &["--scenario", "slo-search", "--slo", "ttft=1s"],
+            "invalid --scenario slo-search: it needs the highest rate to try; give --max-rate RATE",
+        ),
+        (
+            &["--scenario", "slo-search", "--max-rate", "50"],
+            "an SLO search needs the bounds to hold: give --slo ttft=...,tpot=...",
+        ),
+        (
+            &[
+                "--scenario",
+                "slo-search",
+                "--max-rate",
+                "5",
+                "--slo",
+                "ttft=1s",
+            ],
+            "an SLO search needs a low rate above 0 below its high rate",
+        ),
+        (
+            &["--scenario", "replay"],
+            "the replay scenario sends a trace's requests: give --trace FILE",
+        ),
+        (
+            &["--trace", "/no/such/trace.jsonl"],
+            "trace /no/such/trace.jsonl",
+        ),
+        (
+            &["--burstiness", "0"],
+            "invalid value '0' for '--burstiness <BURSTINESS>'",
+        ),
+        (
+            &["--prefix-tokens", "8", "--turns", "2"],
+            "cannot be used with",
+        ),
+        (
             &["--input-tokens", "uniform:10:5"],
             "invalid --input-tokens: `uniform:10:5`: the low end is above the high end",
         ),

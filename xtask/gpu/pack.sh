@@ -36,7 +36,7 @@ fi
 echo "==> resolving what the environments install (uv pip compile, for Python $target_python)"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-printf 'voir\nonnxconverter-common\n' > "$work/extra.in"
+printf 'voir\nonnxconverter-common\nsetuptools\n' > "$work/extra.in"
 # vLLM is left out: its wheels (hundreds of MB, with a torch of their own) do not fit what the
 # device tool carries, so the device run does not plan the vllm benchmarks.
 requirements=()

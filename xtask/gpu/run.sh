@@ -143,7 +143,7 @@ step_to python-packages 5 python-packages.txt "$python" -c \
 step install-plan 10 "$milabench" install "${install_args[@]}" --dry-run
 step install 60 "$milabench" install "${install_args[@]}"
 step_to check 10 check.json "$milabench" check --config "$config" --format json
-step prepare 30 "$milabench" prepare --config "$config" --select "$first" --fidelity smoke
+step prepare 30 "$milabench" prepare --config "$config" --select "$first"
 
 # 2. One benchmark of each kind, at smoke fidelity.
 suite_run first 60 smoke "$first"
@@ -179,7 +179,7 @@ else
 fi
 
 # 4. With the time left: the whole suite at each fidelity.
-[ -n "$fidelities" ] && step prepare-all 60 "$milabench" prepare --config "$config" --fidelity smoke
+[ -n "$fidelities" ] && step prepare-all 60 "$milabench" prepare --config "$config"
 for fidelity in $fidelities; do
     suite_run "$fidelity" 120 "$fidelity"
 done

@@ -77,7 +77,7 @@ pub fn run() -> anyhow::Result<()> {
         .env("FIRST", FIRST_WAVE)
         .env("FIDELITIES", "")
         .env("SUITE_ARCH", "cpu")
-        .env("BENCHIT_DEVICE", "cpu")
+        .env("BENCHIT_DEVICE", "x86")
         .env("OPS_DEVICE", "cpu")
         .env(
             "OPS_CONFIG",

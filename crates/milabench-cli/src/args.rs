@@ -953,6 +953,11 @@ pub enum LoadScenario {
     Concurrency,
     /// Rates stepped from `--rate` until the SLO breaks.
     Sweep,
+    /// The highest rate between `--rate` and `--max-rate` whose `--slo` p99 bounds hold:
+    /// `--sweep-steps` bisections, searched `--repeats` times for a 95% interval.
+    SloSearch,
+    /// The requests of `--trace`, each at its time.
+    Replay,
 }
 
 /// OpenAI routes of `milabench load`.
@@ -984,16 +989,30 @@ pub struct LoadArgs {
     /// How requests are released.
     #[arg(long, value_enum, default_value_t = LoadScenario::Server)]
     pub scenario: LoadScenario,
-    /// Requests per second (server), the first rate (sweep).
+    /// Requests per second (server), the first rate (sweep), the lowest rate (SLO search).
     #[arg(long, default_value_t = 10.0, value_parser = above_zero)]
     pub rate: f64,
+    /// The highest rate an SLO search tries, requests per second.
+    #[arg(long, value_parser = above_zero)]
+    pub max_rate: Option<f64>,
+    /// Independent searches of an SLO search (each with the next seed): their spread gives
+    /// the 95% interval of the rate found.
+    #[arg(long, default_value_t = 3, value_parser = at_least_one)]
+    pub repeats: usize,
+    /// Shape of the gamma distribution of the gaps between server arrivals, their mean kept
+    /// at `1 / rate`: 1 is Poisson, below 1 burstier, above 1 more even.
+    #[arg(long, default_value_t = 1.0, value_parser = above_zero)]
+    pub burstiness: f64,
+    /// How long the rate of server arrivals takes to rise linearly from 0 to `--rate`.
+    #[arg(long, default_value = "0s", value_parser = load_duration, allow_hyphen_values = true)]
+    pub ramp_up: std::time::Duration,
     /// Requests in flight (concurrency).
     #[arg(long, default_value_t = 8, value_parser = at_least_one)]
     pub concurrency: usize,
     /// Ratio of successive sweep rates.
     #[arg(long, default_value_t = 1.5, value_parser = above_one)]
     pub sweep_factor: f64,
-    /// Most rates a sweep tries.
+    /// Most rates a sweep tries; the bisections of an SLO search.
     #[arg(long, default_value_t = 8, value_parser = at_least_one)]
     pub sweep_steps: usize,
     /// How long requests are released (each sweep step): `60s`, `2m`, ...
@@ -1008,10 +1027,27 @@ pub struct LoadArgs {
     /// Output tokens (`max_tokens`) of synthetic prompts, as `--input-tokens`.
     #[arg(long, default_value = "128", value_name = "DIST")]
     pub output_tokens: String,
-    /// A JSON-lines file of prompts, `{"prompt": "...", "max_tokens": N}` per line, used in turn
-    /// instead of synthetic ones.
+    /// A JSON-lines file of prompts, `{"prompt": "...", "max_tokens": N}` per line, or a
+    /// ShareGPT-format JSON list of conversations (first human turn the prompt, the answer's
+    /// words its `max_tokens`), used in turn instead of synthetic ones.
     #[arg(long, value_name = "FILE")]
     pub prompts: Option<Utf8PathBuf>,
+    /// Start each synthetic prompt with one of `--prefixes` shared prefixes of this many words
+    /// (a server's prefix cache can reuse them); `--input-tokens` is the length of the rest.
+    #[arg(long, value_name = "N", conflicts_with_all = ["prompts", "trace", "turns"])]
+    pub prefix_tokens: Option<u32>,
+    /// How many different shared prefixes (`--prefix-tokens`), used in turn.
+    #[arg(long, default_value_t = 1, value_parser = at_least_one, requires = "prefix_tokens")]
+    pub prefixes: usize,
+    /// Sessions of this many turns: each turn's prompt carries the conversation so far (earlier
+    /// questions, each with a stand-in answer of its `--output-tokens`) and a new question of
+    /// `--input-tokens` words.
+    #[arg(long, value_name = "N", value_parser = at_least_one, conflicts_with_all = ["prompts", "trace"])]
+    pub turns: Option<usize>,
+    /// A trace to replay with `--scenario replay`: JSON lines of `{"timestamp": MS,
+    /// "input_length": N, "output_length": N}`.
+    #[arg(long, value_name = "FILE", conflicts_with = "prompts")]
+    pub trace: Option<Utf8PathBuf>,
     /// `max_tokens` of file prompts without one.
     #[arg(long, default_value_t = 128)]
     pub max_tokens: u32,

@@ -23,9 +23,11 @@ pub enum LoadError {
         #[source]
         source: std::io::Error,
     },
-    /// The prompts file cannot be read.
-    #[error("prompts file {}{}: {reason}", path.display(), line_suffix(*line))]
+    /// The prompts file (or the trace to replay) cannot be read.
+    #[error("{what} {}{}: {reason}", path.display(), line_suffix(*line))]
     PromptsFile {
+        /// What the file is: `prompts file` or `trace`.
+        what: &'static str,
         /// The file.
         path: PathBuf,
         /// The line at fault (1-based), or 0 for the whole file.

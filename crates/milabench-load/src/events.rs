@@ -9,7 +9,8 @@
 //! - `data` with `task: "request"`: one per request (`ttft`, `tpot`, `itl` mean, `latency`,
 //!   tokens, `status`, `error`), and `task: "load"`: each step's summary, its `scenario`,
 //!   whether it `held`, whether it was `interrupted` (the run stopped before the step ended) and
-//!   whether it is a step of a `sweep`.
+//!   whether it is a step of a `sweep` (or of an SLO search, whose last step's event adds
+//!   `slo_search`: the `rate` found, its 95% `interval` and each repeat's `rates`).
 
 use std::time::SystemTime;
 
@@ -182,6 +183,13 @@ pub fn records(
             (&mut summary, serde_json::to_value(&step.summary))
         {
             m.extend(s);
+        }
+        if let (Value::Object(m), Some(search), true) = (
+            &mut summary,
+            &result.slo_search,
+            i + 1 == result.steps.len(),
+        ) {
+            m.insert("slo_search".into(), json!(search));
         }
         out.push(data(summary));
     }

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use crate::client::{Api, Endpoint, RequestOptions};
 use crate::error::LoadError;
 use crate::run::{LoadSpec, Scenario, sleep_until};
+use crate::schedule::ArrivalShape;
 use crate::workload::{LengthDist, Workload};
 
 /// What goes wrong, and for which requests.
@@ -87,6 +88,9 @@ pub struct MockConfig {
     /// Most answers streamed at once; further requests wait their turn (their wait adds to
     /// their time to first token), as on a saturated server. `None`: no limit.
     pub capacity: Option<usize>,
+    /// Keep the body of every `POST` for [`MockServer::bodies`] (tests of what a workload
+    /// sends); off, nothing is kept.
+    pub keep_bodies: bool,
 }
 
 impl Default for MockConfig {
@@ -99,6 +103,7 @@ impl Default for MockConfig {
             usage: true,
             fault: None,
             capacity: None,
+            keep_bodies: false,
         }
     }
 }
@@ -117,6 +122,8 @@ struct Shared {
     /// Answers streaming now, against `config.capacity`.
     busy: Mutex<usize>,
     freed: Condvar,
+    /// The bodies of the `POST`s, in arrival order, with `config.keep_bodies`.
+    bodies: Mutex<Vec<String>>,
 }
 
 impl Shared {
@@ -158,6 +165,7 @@ impl MockServer {
             stop: AtomicBool::new(false),
             busy: Mutex::new(0),
             freed: Condvar::new(),
+            bodies: Mutex::new(Vec::new()),
         });
         let accepting = shared.clone();
         let thread = std::thread::Builder::new()
@@ -191,6 +199,16 @@ impl MockServer {
     pub fn requests(&self) -> usize {
         self.shared.begun.load(Ordering::SeqCst)
     }
+
+    /// The bodies of the `POST`s received so far, in arrival order (empty unless
+    /// [`MockConfig::keep_bodies`]).
+    pub fn bodies(&self) -> Vec<String> {
+        self.shared
+            .bodies
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
 }
 
 /// A run against the mock server at `url` in `scenario` for `duration`: its model, prompts of
@@ -216,6 +234,7 @@ pub fn load_spec(url: &str, scenario: Scenario, duration: Duration) -> Result<Lo
         default_max_tokens: 16,
         max_connections: 4096,
         slo: None,
+        arrivals: ArrivalShape::default(),
         ca_cert: None,
     })
 }
@@ -322,6 +341,14 @@ fn read_request(
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
+    if shared.config.keep_bodies && method == "POST" {
+        let text = String::from_utf8_lossy(&body).into_owned();
+        shared
+            .bodies
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(text);
+    }
     Ok(Some((method, path)))
 }
 

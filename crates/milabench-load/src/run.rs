@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 
 use crate::client::{Endpoint, Pool, RequestOptions, RequestRecord};
 use crate::error::LoadError;
-use crate::schedule::{PoissonArrivals, gaps, ks_exponential};
+use crate::schedule::{ArrivalShape, PoissonArrivals, gaps, ks_exponential};
 use crate::stop::{IN_FLIGHT_GRACE, Stop};
 use crate::summary::{Slo, Summary};
 use crate::workload::{Prompt, PromptStream, Workload};
@@ -45,6 +45,22 @@ pub enum Scenario {
         /// Most rates tried.
         steps: usize,
     },
+    /// A trace's requests (the [`Workload::Trace`] workload), each sent at its time from the
+    /// start, within the duration and the request limit.
+    Replay,
+    /// The highest rate whose p99 bounds of the SLO hold, searched `repeats` times (each with
+    /// its own seed): a server run at `low`, then `steps` bisections between the highest rate
+    /// that held and the lowest that did not, starting from `high`.
+    SloSearch {
+        /// Lowest rate, requests per second (the first tried).
+        low: f64,
+        /// Highest rate, requests per second (taken to break when the bisection starts).
+        high: f64,
+        /// Bisections after the first run.
+        steps: usize,
+        /// Independent searches; their spread gives the interval of the result.
+        repeats: usize,
+    },
 }
 
 /// Everything a load run needs.
@@ -68,8 +84,10 @@ pub struct LoadSpec {
     pub default_max_tokens: u32,
     /// Most connections open at once.
     pub max_connections: usize,
-    /// Latency bounds for goodput and for a sweep's verdict.
+    /// Latency bounds for goodput and for a sweep's (or an SLO search's) verdict.
     pub slo: Option<Slo>,
+    /// Gaps and ramp-up of server runs' arrivals.
+    pub arrivals: ArrivalShape,
     /// More certificate authorities to trust for an https endpoint (PEM), beside the system's.
     pub ca_cert: Option<std::path::PathBuf>,
 }
@@ -97,14 +115,57 @@ pub struct Step {
 /// What a load run measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct LoadResult {
-    /// Whether the scenario was a sweep.
+    /// Whether the scenario was a sweep or an SLO search: server runs at several rates, each
+    /// judged against the SLO.
     pub sweep: bool,
     /// One step, or a sweep's steps in order.
     pub steps: Vec<Step>,
-    /// A sweep's highest rate that held; `None` otherwise or when none held.
+    /// A sweep's (an SLO search's) highest rate that held; `None` otherwise or when none held.
     pub highest_held_rate: Option<f64>,
+    /// An SLO search's result; `None` for other scenarios.
+    pub slo_search: Option<SloSearch>,
     /// Why the run ended before its scenario did (interrupted, the server gone), if it did.
     pub stopped: Option<String>,
+}
+
+/// What an SLO search found: the highest rate that held in each repeat, and their mean with a
+/// 95% interval (Student's t over the repeats).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SloSearch {
+    /// Each repeat's highest rate that held (0 when not even the lowest did), in order.
+    pub rates: Vec<f64>,
+    /// Their mean, requests per second.
+    pub rate: f64,
+    /// The 95% interval of the mean; `None` with fewer than two repeats.
+    pub interval: Option<(f64, f64)>,
+}
+
+impl SloSearch {
+    /// The mean of `rates` and its 95% interval.
+    pub fn of(rates: Vec<f64>) -> SloSearch {
+        let n = rates.len() as f64;
+        let rate = rates.iter().sum::<f64>() / n.max(1.0);
+        let interval = (rates.len() >= 2).then(|| {
+            let var = rates.iter().map(|r| (r - rate).powi(2)).sum::<f64>() / (n - 1.0);
+            let half = student_t_975(rates.len() - 1) * (var / n).sqrt();
+            (rate - half, rate + half)
+        });
+        SloSearch {
+            rates,
+            rate,
+            interval,
+        }
+    }
+}
+
+/// The 97.5% quantile of Student's t with `dof` degrees of freedom (the normal's past 30).
+fn student_t_975(dof: usize) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    TABLE.get(dof.max(1) - 1).copied().unwrap_or(1.96)
 }
 
 fn epoch_seconds<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
@@ -164,7 +225,39 @@ pub fn run(spec: &LoadSpec, stop: &Stop) -> Result<LoadResult, LoadError> {
     runtime.block_on(pool.probe())?;
     let mut steps = Vec::new();
     let mut highest_held_rate = None;
+    let mut slo_search = None;
     match spec.scenario {
+        Scenario::SloSearch {
+            low,
+            high,
+            steps: bisections,
+            repeats,
+        } => {
+            let mut rates = Vec::new();
+            for repeat in 0..repeats {
+                let seed = spec.seed.wrapping_add(repeat as u64);
+                let held = bisect(low, high, bisections, stop, |rate| {
+                    let scenario = Scenario::Server { rate };
+                    let step = one_step(spec, scenario, seed, &runtime, &pool, stop)?;
+                    let held = step.held;
+                    steps.push(step);
+                    Ok(held)
+                })?;
+                if stop.is_set() {
+                    break;
+                }
+                rates.push(held);
+            }
+            highest_held_rate = steps
+                .iter()
+                .filter(|s| s.held)
+                .filter_map(|s| match s.scenario {
+                    Scenario::Server { rate } => Some(rate),
+                    _ => None,
+                })
+                .reduce(f64::max);
+            slo_search = Some(SloSearch::of(rates));
+        }
         Scenario::Sweep {
             start,
             factor,
@@ -172,7 +265,14 @@ pub fn run(spec: &LoadSpec, stop: &Stop) -> Result<LoadResult, LoadError> {
         } => {
             let mut rate = start;
             for _ in 0..most {
-                let step = one_step(spec, Scenario::Server { rate }, &runtime, &pool, stop)?;
+                let step = one_step(
+                    spec,
+                    Scenario::Server { rate },
+                    spec.seed,
+                    &runtime,
+                    &pool,
+                    stop,
+                )?;
                 let held = step.held;
                 steps.push(step);
                 if !held || stop.is_set() {
@@ -182,14 +282,46 @@ pub fn run(spec: &LoadSpec, stop: &Stop) -> Result<LoadResult, LoadError> {
                 rate *= factor;
             }
         }
-        scenario => steps.push(one_step(spec, scenario, &runtime, &pool, stop)?),
+        scenario => steps.push(one_step(spec, scenario, spec.seed, &runtime, &pool, stop)?),
     }
     Ok(LoadResult {
-        sweep: matches!(spec.scenario, Scenario::Sweep { .. }),
+        sweep: matches!(
+            spec.scenario,
+            Scenario::Sweep { .. } | Scenario::SloSearch { .. }
+        ),
         steps,
         highest_held_rate,
+        slo_search,
         stopped: stop.reason(),
     })
+}
+
+/// The highest rate that held in one SLO search: `holds(low)`, then `bisections` times
+/// `holds` halfway between the highest rate that held and the lowest that did not (`high` at
+/// first), until `stop` is set; 0 when `low` did not hold.
+fn bisect(
+    low: f64,
+    high: f64,
+    bisections: usize,
+    stop: &Stop,
+    mut holds: impl FnMut(f64) -> Result<bool, LoadError>,
+) -> Result<f64, LoadError> {
+    if !holds(low)? {
+        return Ok(0.0);
+    }
+    let (mut held, mut broke) = (low, high);
+    for _ in 0..bisections {
+        if stop.is_set() {
+            break;
+        }
+        let mid = (held + broke) / 2.0;
+        if holds(mid)? {
+            held = mid;
+        } else {
+            broke = mid;
+        }
+    }
+    Ok(held)
 }
 
 impl LoadSpec {
@@ -220,10 +352,33 @@ fn check(spec: &LoadSpec) -> Result<(), LoadError> {
                 "a sweep needs a start rate above 0, a factor above 1 and at least one step",
             );
         }
+        Scenario::SloSearch {
+            low, high, repeats, ..
+        } if !rate_ok(low) || !rate_ok(high) || low >= high || repeats == 0 => {
+            return bad(
+                "an SLO search needs a low rate above 0 below its high rate, and at least one repeat",
+            );
+        }
+        Scenario::SloSearch { .. } if spec.slo.is_none() => {
+            return bad("an SLO search needs the bounds to hold: give --slo ttft=...,tpot=...");
+        }
+        Scenario::Replay if !matches!(spec.workload, Workload::Trace(_)) => {
+            return bad("the replay scenario sends a trace's requests: give --trace FILE");
+        }
+        _ if !spec.arrivals.is_valid() => {
+            return bad("the burstiness must be above 0 (1 is Poisson)");
+        }
         _ => {}
     }
     if spec.max_requests == 0 {
         return bad("at least one request is needed");
+    }
+    match spec.workload {
+        Workload::SharedPrefix { prefixes: 0, .. } => {
+            return bad("shared prefixes need at least one prefix");
+        }
+        Workload::Sessions { turns: 0, .. } => return bad("a session has at least one turn"),
+        _ => {}
     }
     if spec.duration.is_zero() && !matches!(spec.scenario, Scenario::Offline) {
         return bad("the duration must be above 0");
@@ -255,9 +410,11 @@ impl Shared {
     }
 }
 
+/// One run of `scenario`, its prompts and arrivals drawn with `seed`.
 fn one_step(
     spec: &LoadSpec,
     scenario: Scenario,
+    seed: u64,
     runtime: &tokio::runtime::Runtime,
     pool: &Arc<Pool>,
     stop: &Stop,
@@ -269,12 +426,19 @@ fn one_step(
         stop: stop.clone(),
     });
     // Prompts (and arrivals) are drawn as they are sent: a long run holds none of those to come.
-    let prompts = spec.workload.stream(spec.seed, spec.default_max_tokens);
+    let prompts = spec.workload.stream(seed, spec.default_max_tokens);
     let started = SystemTime::now() + LEAD;
     let cpu_before = thread_cpu();
     let (mut records, dispatcher_cpu) = match scenario {
         Scenario::Server { rate } => {
-            let arrivals = PoissonArrivals::new(rate, spec.duration, spec.max_requests, spec.seed);
+            let arrivals = PoissonArrivals::new(rate, spec.duration, spec.max_requests, seed)
+                .shaped(spec.arrivals);
+            runtime.block_on(scheduled(&shared, arrivals, prompts))?
+        }
+        Scenario::Replay => {
+            let end = spec.duration;
+            let times = spec.workload.trace_times(spec.max_requests);
+            let arrivals = times.into_iter().take_while(move |&at| at < end);
             runtime.block_on(scheduled(&shared, arrivals, prompts))?
         }
         Scenario::Concurrency { n } => (
@@ -291,7 +455,7 @@ fn one_step(
     let cpu = thread_cpu() - cpu_before + dispatcher_cpu;
     records.sort_by_key(|r| r.index);
     let mut summary = Summary::of(&records, spec.slo.as_ref(), cpu);
-    if let Scenario::Server { rate } = scenario {
+    if let (Scenario::Server { rate }, true) = (scenario, spec.arrivals.is_poisson()) {
         let sends: Vec<f64> = records.iter().map(|r| r.sent).collect();
         summary.arrivals = Some(ks_exponential(&gaps(&sends), rate));
     }
@@ -314,7 +478,7 @@ fn one_step(
 /// that thread's CPU time.
 async fn scheduled(
     shared: &Arc<Shared>,
-    arrivals: PoissonArrivals,
+    arrivals: impl Iterator<Item = Duration> + Send + 'static,
     prompts: PromptStream,
 ) -> Result<(Vec<RequestRecord>, f64), LoadError> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -455,6 +619,34 @@ mod tests {
     use super::*;
     use crate::mock::{MockConfig, MockServer, load_spec};
     use crate::schedule::poisson;
+
+    #[test]
+    fn bisection_closes_in_on_the_highest_rate_that_holds() {
+        let stop = Stop::new();
+        let mut tried = Vec::new();
+        let mut holds_below_37 = |rate: f64| {
+            tried.push(rate);
+            Ok(rate < 37.0)
+        };
+        let found = bisect(10.0, 100.0, 6, &stop, &mut holds_below_37).unwrap();
+        // 10 held, then 55 (no), 32.5 (yes), 43.75 (no), 38.125 (no), 35.3125, 36.71875.
+        assert_eq!(tried, [10.0, 55.0, 32.5, 43.75, 38.125, 35.3125, 36.71875]);
+        assert_eq!(found, 36.71875);
+        assert_eq!(bisect(10.0, 100.0, 6, &stop, |_| Ok(false)).unwrap(), 0.0);
+        stop.trigger("interrupted");
+        assert_eq!(bisect(10.0, 100.0, 6, &stop, |_| Ok(true)).unwrap(), 10.0);
+    }
+
+    #[test]
+    fn an_slo_search_interval_is_students_over_the_repeats() {
+        let search = SloSearch::of(vec![40.0, 44.0, 42.0]);
+        assert_eq!(search.rate, 42.0);
+        // s = 2, t(2 dof) = 4.303: 42 ± 4.303 × 2 / √3.
+        let (low, high) = search.interval.unwrap();
+        let half = 4.303 * 2.0 / 3f64.sqrt();
+        assert!((low - (42.0 - half)).abs() < 1e-9 && (high - (42.0 + half)).abs() < 1e-9);
+        assert_eq!(SloSearch::of(vec![40.0]).interval, None);
+    }
 
     /// Runs `spec` with a stop triggered after `after`.
     fn run_stopped_after(spec: &LoadSpec, after: Duration) -> LoadResult {

@@ -1,8 +1,11 @@
 //! Arrival schedules and how well actual arrivals follow them: seeded Poisson arrivals (the
-//! same for the same seed, drawn one at a time as a run goes), and a Kolmogorov–Smirnov test of inter-arrival times against the
+//! same for the same seed, drawn one at a time as a run goes), burstier or smoother ones (gamma
+//! gaps) and a ramp-up of the rate ([`ArrivalShape`]), and a Kolmogorov–Smirnov test of inter-arrival times against the
 //! exponential distribution they were drawn from.
 
 use std::time::Duration;
+
+use serde::Serialize;
 
 /// Arrival offsets from the start of a run of a Poisson process at `rate` requests per second,
 /// for `duration`, at most `max` of them; the same seed gives the same schedule.
@@ -10,15 +13,69 @@ pub fn poisson(rate: f64, duration: Duration, max: usize, seed: u64) -> Vec<Dura
     PoissonArrivals::new(rate, duration, max, seed).collect()
 }
 
+/// How arrivals depart from a steady Poisson process.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ArrivalShape {
+    /// Shape of the gamma distribution of the gaps between arrivals, their mean kept at
+    /// `1 / rate`: 1 is Poisson (exponential gaps), below 1 burstier, above 1 more even.
+    pub burstiness: f64,
+    /// How long the rate takes to rise linearly from 0 to its full value at the start of a run
+    /// (zero: full rate at once).
+    #[serde(serialize_with = "seconds")]
+    pub ramp_up: Duration,
+}
+
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+impl Default for ArrivalShape {
+    /// Poisson at the full rate from the start.
+    fn default() -> ArrivalShape {
+        ArrivalShape {
+            burstiness: 1.0,
+            ramp_up: Duration::ZERO,
+        }
+    }
+}
+
+impl ArrivalShape {
+    /// Whether these are a steady Poisson process's arrivals (the gaps then test against the
+    /// exponential distribution).
+    pub fn is_poisson(&self) -> bool {
+        *self == ArrivalShape::default()
+    }
+
+    /// Whether the settings can work: a burstiness above 0.
+    pub fn is_valid(&self) -> bool {
+        self.burstiness.is_finite() && self.burstiness > 0.0
+    }
+
+    /// The time of the run at which a process at the full rate from the start would be at
+    /// `u`: with a ramp of `r` seconds the rate's integral is `t² / 2r` until `r`, so
+    /// `t = √(2 r u)` there and `u + r / 2` after.
+    fn ramped(&self, u: f64) -> f64 {
+        let r = self.ramp_up.as_secs_f64();
+        if u < r / 2.0 {
+            (2.0 * r * u).sqrt()
+        } else {
+            u + r / 2.0
+        }
+    }
+}
+
 /// The arrivals [`poisson`] gives, in the same order, drawn one at a time as they are asked
-/// for (a long run holds none of those to come).
+/// for (a long run holds none of those to come); with [`PoissonArrivals::shaped`], gamma gaps
+/// and a ramp-up instead.
 #[derive(Debug, Clone)]
 pub struct PoissonArrivals {
     rng: fastrand::Rng,
     rate: f64,
     end: f64,
+    /// Time of the last arrival as if the rate were full from the start.
     t: f64,
     left: usize,
+    shape: ArrivalShape,
 }
 
 impl PoissonArrivals {
@@ -31,6 +88,42 @@ impl PoissonArrivals {
             end: duration.as_secs_f64(),
             t: 0.0,
             left: max,
+            shape: ArrivalShape::default(),
+        }
+    }
+
+    /// The same arrivals drawn with `shape`'s gaps and ramp-up; the same seed gives the same
+    /// schedule.
+    pub fn shaped(self, shape: ArrivalShape) -> PoissonArrivals {
+        PoissonArrivals { shape, ..self }
+    }
+}
+
+/// A standard normal draw (Box–Muller).
+fn standard_normal(rng: &mut fastrand::Rng) -> f64 {
+    let u1 = 1.0 - rng.f64();
+    let u2 = rng.f64();
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+/// A draw of the gamma distribution of shape `k` and scale 1 (Marsaglia and Tsang's method;
+/// below shape 1, a draw of shape `k + 1` scaled by `U^(1/k)`).
+fn gamma(rng: &mut fastrand::Rng, k: f64) -> f64 {
+    if k < 1.0 {
+        let u = 1.0 - rng.f64();
+        return gamma(rng, k + 1.0) * u.powf(1.0 / k);
+    }
+    let d = k - 1.0 / 3.0;
+    let c = 1.0 / (9.0 * d).sqrt();
+    loop {
+        let x = standard_normal(rng);
+        let v = (1.0 + c * x).powi(3);
+        if v <= 0.0 {
+            continue;
+        }
+        let u = 1.0 - rng.f64();
+        if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+            return d * v;
         }
     }
 }
@@ -42,14 +135,21 @@ impl Iterator for PoissonArrivals {
         if self.left == 0 {
             return None;
         }
-        // Inverse transform: -ln(U) / rate with U in (0, 1].
-        self.t += -(1.0 - self.rng.f64()).ln() / self.rate;
-        if self.t >= self.end {
+        let k = self.shape.burstiness;
+        self.t += if k == 1.0 {
+            // Inverse transform: -ln(U) / rate with U in (0, 1].
+            -(1.0 - self.rng.f64()).ln() / self.rate
+        } else {
+            // Gamma of shape k and scale 1 / (k rate): mean 1 / rate.
+            gamma(&mut self.rng, k) / (k * self.rate)
+        };
+        let at = self.shape.ramped(self.t);
+        if at >= self.end {
             self.left = 0;
             return None;
         }
         self.left -= 1;
-        Some(Duration::from_secs_f64(self.t))
+        Some(Duration::from_secs_f64(at))
     }
 }
 
@@ -143,6 +243,78 @@ mod tests {
         let streamed: Vec<Duration> =
             PoissonArrivals::new(200.0, Duration::from_secs(10), usize::MAX, 7).collect();
         assert_eq!(streamed, a);
+    }
+
+    /// Mean and coefficient of variation of the gaps of `shape`'s arrivals at 100/s for 200 s.
+    fn gap_moments(shape: ArrivalShape, seed: u64) -> (f64, f64) {
+        let times: Vec<f64> =
+            PoissonArrivals::new(100.0, Duration::from_secs(200), usize::MAX, seed)
+                .shaped(shape)
+                .map(|d| d.as_secs_f64())
+                .collect();
+        let g = gaps(&times);
+        let mean = g.iter().sum::<f64>() / g.len() as f64;
+        let var = g.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / g.len() as f64;
+        (mean, var.sqrt() / mean)
+    }
+
+    #[test]
+    fn gamma_gaps_keep_the_rate_and_spread_by_the_burstiness() {
+        for (k, cv) in [(0.25, 2.0), (1.0, 1.0), (4.0, 0.5)] {
+            let shape = ArrivalShape {
+                burstiness: k,
+                ramp_up: Duration::ZERO,
+            };
+            let (mean, got) = gap_moments(shape, 5);
+            assert!(
+                (mean - 0.01).abs() < 0.0005,
+                "burstiness {k}: mean gap {mean}"
+            );
+            // Gamma of shape k: coefficient of variation 1/√k.
+            assert!((got - cv).abs() < 0.1 * cv, "burstiness {k}: cv {got}");
+        }
+        let bursty = ArrivalShape {
+            burstiness: 0.5,
+            ramp_up: Duration::ZERO,
+        };
+        assert_eq!(gap_moments(bursty, 5), gap_moments(bursty, 5));
+        assert!(!bursty.is_poisson() && bursty.is_valid());
+        assert!(
+            !ArrivalShape {
+                burstiness: 0.0,
+                ..bursty
+            }
+            .is_valid()
+        );
+    }
+
+    #[test]
+    fn a_ramp_up_starts_slow_and_reaches_the_full_rate() {
+        let shape = ArrivalShape {
+            burstiness: 1.0,
+            ramp_up: Duration::from_secs(10),
+        };
+        let times: Vec<f64> = PoissonArrivals::new(100.0, Duration::from_secs(20), usize::MAX, 9)
+            .shaped(shape)
+            .map(|d| d.as_secs_f64())
+            .collect();
+        let within = |a: f64, b: f64| times.iter().filter(|&&t| a <= t && t < b).count() as f64;
+        // Rate 100 t / 10 over the ramp: 125 in its first half, 375 in its second, then 100/s.
+        assert!(
+            (within(0.0, 5.0) - 125.0).abs() < 40.0,
+            "{}",
+            within(0.0, 5.0)
+        );
+        assert!(
+            (within(5.0, 10.0) - 375.0).abs() < 60.0,
+            "{}",
+            within(5.0, 10.0)
+        );
+        assert!(
+            (within(10.0, 20.0) - 1000.0).abs() < 100.0,
+            "{}",
+            within(10.0, 20.0)
+        );
     }
 
     #[test]

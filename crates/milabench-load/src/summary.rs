@@ -267,6 +267,12 @@ pub struct Summary {
     pub itl: LatencySummary,
     /// End-to-end latency.
     pub e2e: LatencySummary,
+    /// Time to the first token from the request's scheduled send time rather than its actual
+    /// send: it includes the client's own delay in sending (coordinated omission's hidden
+    /// queue). In concurrency runs a request is due when a slot frees.
+    pub ttft_from_schedule: LatencySummary,
+    /// End-to-end latency from the scheduled send time, as `ttft_from_schedule`.
+    pub e2e_from_schedule: LatencySummary,
     /// Prompt tokens of successful requests.
     pub input_tokens: u64,
     /// Output tokens of successful requests.
@@ -340,6 +346,16 @@ impl Summary {
                     .collect::<Vec<_>>(),
             ),
             e2e: LatencySummary::of(&ok.iter().map(|r| r.latency).collect::<Vec<_>>()),
+            ttft_from_schedule: LatencySummary::of(
+                &ok.iter()
+                    .filter_map(|r| r.ttft.map(|t| t + r.sent - r.scheduled))
+                    .collect::<Vec<_>>(),
+            ),
+            e2e_from_schedule: LatencySummary::of(
+                &ok.iter()
+                    .map(|r| r.latency + r.sent - r.scheduled)
+                    .collect::<Vec<_>>(),
+            ),
             input_tokens: ok
                 .iter()
                 .filter_map(|r| r.input_tokens)
@@ -464,6 +480,28 @@ mod tests {
             status: Some(200),
             error: None,
         }
+    }
+
+    #[test]
+    fn latencies_from_the_schedule_add_the_send_delay() {
+        let mut late = record(1, 0.02, 0.1, 5);
+        late.sent = late.scheduled + 0.05;
+        let records = [record(0, 0.02, 0.1, 5), late];
+        let s = Summary::of(&records, None, 0.0);
+        // From the actual send: both alike; from the schedule: 1 ms and 50 ms later.
+        assert!((s.ttft.p50.value - 0.02).abs() < 1e-12);
+        let from_schedule: (f64, f64) = (
+            s.ttft_from_schedule.p50.value,
+            s.e2e_from_schedule.p50.value,
+        );
+        assert!(
+            (from_schedule.0 - (0.02 + 0.0255)).abs() < 1e-9,
+            "{from_schedule:?}"
+        );
+        assert!(
+            (from_schedule.1 - (0.1 + 0.0255)).abs() < 1e-9,
+            "{from_schedule:?}"
+        );
     }
 
     #[test]

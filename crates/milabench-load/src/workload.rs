@@ -1,5 +1,6 @@
 //! What is asked of the server: prompts with their input and output lengths, drawn from seeded
-//! distributions or read from a JSON-lines file.
+//! distributions (alone, after shared prefixes, or as the turns of sessions), read from a
+//! JSON-lines or ShareGPT-format file, or from a timestamped trace to replay.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -107,6 +108,60 @@ pub enum Workload {
     },
     /// Prompts read from a file, used in turn (round robin).
     File(Vec<FilePrompt>),
+    /// Made-up prompts that each start with one of `prefixes` shared prefixes of
+    /// `prefix_tokens` words (prompt `i` with prefix `i mod prefixes`), then a part of their
+    /// own of `input` words: what a server's prefix cache can reuse.
+    SharedPrefix {
+        /// Lengths of each prompt's own part.
+        input: LengthDist,
+        /// Output lengths (`max_tokens`).
+        output: LengthDist,
+        /// Words of each shared prefix.
+        prefix_tokens: u32,
+        /// How many different prefixes.
+        prefixes: usize,
+    },
+    /// Sessions of `turns` successive requests: each turn's prompt is the conversation so far
+    /// (every earlier question, each followed by a stand-in answer of the length it asked
+    /// for) and a new question of `input` words.
+    Sessions {
+        /// Lengths of each new question.
+        input: LengthDist,
+        /// Output lengths (`max_tokens`), also the length of each stand-in answer.
+        output: LengthDist,
+        /// Turns per session.
+        turns: usize,
+    },
+    /// The requests of a trace, replayed in order with their input and output lengths (the
+    /// `replay` scenario sends each at its time).
+    Trace(Vec<TraceEntry>),
+}
+
+/// One line of a trace to replay: `{"timestamp": MS, "input_length": N, "output_length": N}`
+/// (the Mooncake trace's fields; `input_tokens` and `output_tokens` are read too).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct TraceEntry {
+    /// When the request arrives, milliseconds from the start of the trace.
+    pub timestamp: f64,
+    /// Input tokens.
+    #[serde(alias = "input_tokens")]
+    pub input_length: u32,
+    /// Output tokens (`max_tokens`).
+    #[serde(alias = "output_tokens")]
+    pub output_length: u32,
+}
+
+/// One conversation of a ShareGPT-format file (a JSON list of them).
+#[derive(Debug, Deserialize)]
+struct ShareGptConversation {
+    conversations: Vec<ShareGptTurn>,
+}
+
+/// One turn of a ShareGPT conversation: who speaks (`human`, `gpt`, ...) and what they say.
+#[derive(Debug, Deserialize)]
+struct ShareGptTurn {
+    from: String,
+    value: String,
 }
 
 /// One line of a prompts file: `{"prompt": "...", "max_tokens": 128}` (`max_tokens` optional).
@@ -126,34 +181,57 @@ const WORDS: [&str; 16] = [
 ];
 
 impl Workload {
-    /// Reads a JSON-lines prompts file (blank lines skipped).
+    /// Reads a prompts file: JSON lines of [`FilePrompt`] (blank lines skipped), or a
+    /// ShareGPT-format JSON list of conversations (one that starts with `[`), whose first
+    /// human turn is the prompt and the answer after it, in words, the `max_tokens`.
     pub fn from_file(path: &Path) -> Result<Workload, LoadError> {
-        let text = std::fs::read_to_string(path).map_err(|source| LoadError::PromptsFile {
-            path: path.to_owned(),
-            line: 0,
-            reason: source.to_string(),
-        })?;
-        let mut prompts = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let prompt: FilePrompt =
-                serde_json::from_str(line).map_err(|e| LoadError::PromptsFile {
-                    path: path.to_owned(),
-                    line: i + 1,
-                    reason: e.to_string(),
-                })?;
-            prompts.push(prompt);
-        }
+        let text = read(path, file_error)?;
+        let prompts = if text.trim_start().starts_with('[') {
+            sharegpt(&text).map_err(|reason| file_error(path, 0, reason))?
+        } else {
+            json_lines(path, &text, file_error)?
+        };
         if prompts.is_empty() {
-            return Err(LoadError::PromptsFile {
-                path: path.to_owned(),
-                line: 0,
-                reason: "no prompt in the file".into(),
-            });
+            return Err(file_error(path, 0, "no prompt in the file".into()));
         }
         Ok(Workload::File(prompts))
+    }
+
+    /// Reads a trace to replay: JSON lines of [`TraceEntry`] (blank lines skipped), in order
+    /// of their times.
+    pub fn from_trace(path: &Path) -> Result<Workload, LoadError> {
+        let entries: Vec<TraceEntry> = json_lines(path, &read(path, trace_error)?, trace_error)?;
+        if entries.is_empty() {
+            return Err(trace_error(path, 0, "no request in the trace".into()));
+        }
+        if let Some(i) = entries
+            .windows(2)
+            .position(|w| w[1].timestamp < w[0].timestamp)
+        {
+            return Err(trace_error(
+                path,
+                0,
+                format!(
+                    "the request after number {} comes earlier: sort the trace by timestamp",
+                    i + 1
+                ),
+            ));
+        }
+        Ok(Workload::Trace(entries))
+    }
+
+    /// A trace's arrival times from its first request, at most `max`; empty for other
+    /// workloads.
+    pub fn trace_times(&self, max: usize) -> Vec<std::time::Duration> {
+        let Workload::Trace(entries) = self else {
+            return Vec::new();
+        };
+        let first = entries[0].timestamp;
+        entries
+            .iter()
+            .take(max)
+            .map(|e| std::time::Duration::from_secs_f64((e.timestamp - first).max(0.0) / 1e3))
+            .collect()
     }
 
     /// `count` prompts drawn with `seed`; `default_max_tokens` serves file prompts without one.
@@ -164,13 +242,97 @@ impl Workload {
     /// The prompts [`Workload::prompts`] gives, in the same order, drawn one at a time as they
     /// are asked for (a long run holds none of those to come).
     pub fn stream(&self, seed: u64, default_max_tokens: u32) -> PromptStream {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let prefixes = match *self {
+            Workload::SharedPrefix {
+                prefix_tokens,
+                prefixes,
+                ..
+            } => (0..prefixes)
+                .map(|_| words(&mut rng, prefix_tokens))
+                .collect(),
+            _ => Vec::new(),
+        };
         PromptStream {
             workload: self.clone(),
-            rng: fastrand::Rng::with_seed(seed),
+            rng,
             next: 0,
             default_max_tokens,
+            prefixes,
+            conversation: String::new(),
         }
     }
+}
+
+/// What is wrong with the prompts file at `path`.
+fn file_error(path: &Path, line: usize, reason: String) -> LoadError {
+    LoadError::PromptsFile {
+        what: "prompts file",
+        path: path.to_owned(),
+        line,
+        reason,
+    }
+}
+
+/// What is wrong with the trace at `path`.
+fn trace_error(path: &Path, line: usize, reason: String) -> LoadError {
+    LoadError::PromptsFile {
+        what: "trace",
+        path: path.to_owned(),
+        line,
+        reason,
+    }
+}
+
+/// The text of `path`; `error` says what is wrong with it.
+fn read(path: &Path, error: FileError) -> Result<String, LoadError> {
+    std::fs::read_to_string(path).map_err(|e| error(path, 0, e.to_string()))
+}
+
+/// Makes the error of a file: [`file_error`] or [`trace_error`].
+type FileError = fn(&Path, usize, String) -> LoadError;
+
+/// Every non-blank line of `text` (read from `path`) as a `T`; `error` names the line.
+fn json_lines<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    text: &str,
+    error: FileError,
+) -> Result<Vec<T>, LoadError> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| serde_json::from_str(line).map_err(|e| error(path, i + 1, e.to_string())))
+        .collect()
+}
+
+/// The prompts of a ShareGPT-format file: each conversation's first human turn, asking for as
+/// many tokens as the answer after it has words (the default when it has none).
+fn sharegpt(text: &str) -> Result<Vec<FilePrompt>, String> {
+    let conversations: Vec<ShareGptConversation> = serde_json::from_str(text)
+        .map_err(|e| format!("not a ShareGPT list of {{\"conversations\": [...]}}: {e}"))?;
+    Ok(conversations
+        .iter()
+        .filter_map(|c| {
+            let asked = c
+                .conversations
+                .iter()
+                .position(|t| matches!(t.from.as_str(), "human" | "user"))?;
+            let answer = c.conversations.get(asked + 1);
+            let words = answer.map_or(0, |a| a.value.split_whitespace().count());
+            Some(FilePrompt {
+                prompt: c.conversations[asked].value.clone(),
+                max_tokens: u32::try_from(words).ok().filter(|&n| n > 0),
+            })
+        })
+        .collect())
+}
+
+/// `n` of the synthetic prompts' words drawn from `rng`, separated by spaces.
+fn words(rng: &mut fastrand::Rng, n: u32) -> String {
+    (0..n)
+        .map(|_| WORDS[rng.usize(..WORDS.len())])
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The endless seeded sequence of a workload's prompts ([`Workload::stream`]).
@@ -180,6 +342,10 @@ pub struct PromptStream {
     rng: fastrand::Rng,
     next: usize,
     default_max_tokens: u32,
+    /// The shared prefixes of a [`Workload::SharedPrefix`], drawn first.
+    prefixes: Vec<String>,
+    /// The session's conversation so far, for [`Workload::Sessions`].
+    conversation: String,
 }
 
 impl Iterator for PromptStream {
@@ -193,14 +359,55 @@ impl Iterator for PromptStream {
                 let rng = &mut self.rng;
                 let n = input.draw(rng);
                 let max_tokens = output.draw(rng);
-                let text = (0..n)
-                    .map(|_| WORDS[rng.usize(..WORDS.len())])
-                    .collect::<Vec<_>>()
-                    .join(" ");
                 Prompt {
-                    text,
+                    text: words(rng, n),
                     input_tokens: Some(n),
                     max_tokens,
+                }
+            }
+            Workload::SharedPrefix {
+                input,
+                output,
+                prefix_tokens,
+                ..
+            } => {
+                let rng = &mut self.rng;
+                let n = input.draw(rng);
+                let max_tokens = output.draw(rng);
+                let prefix = &self.prefixes[i % self.prefixes.len()];
+                Prompt {
+                    text: format!("{prefix} {}", words(rng, n)),
+                    input_tokens: Some(prefix_tokens + n),
+                    max_tokens,
+                }
+            }
+            Workload::Sessions {
+                input,
+                output,
+                turns,
+            } => {
+                if i.is_multiple_of(*turns) {
+                    self.conversation.clear();
+                }
+                let rng = &mut self.rng;
+                let n = input.draw(rng);
+                let max_tokens = output.draw(rng);
+                let question = words(rng, n);
+                let text = self.conversation.clone() + &question;
+                let answer = words(rng, max_tokens);
+                self.conversation = format!("{text} {answer} ");
+                Prompt {
+                    input_tokens: Some(text.split(' ').count() as u32),
+                    text,
+                    max_tokens,
+                }
+            }
+            Workload::Trace(entries) => {
+                let e = entries[i % entries.len()];
+                Prompt {
+                    text: words(&mut self.rng, e.input_length.max(1)),
+                    input_tokens: Some(e.input_length.max(1)),
+                    max_tokens: e.output_length.max(1),
                 }
             }
             Workload::File(prompts) => {

@@ -129,11 +129,12 @@ pub struct StepSummary {
     pub succeeded: u64,
     /// Requests that failed.
     pub failed: u64,
-    /// Time to first token, seconds.
+    /// Time to first token from the scheduled send time (from the actual send in runs recorded
+    /// before the load generator kept the former), seconds.
     pub ttft: Percentiles,
     /// Time per output token, seconds.
     pub tpot: Percentiles,
-    /// End-to-end latency, seconds.
+    /// End-to-end latency from the scheduled send time (as `ttft`), seconds.
     pub e2e: Percentiles,
     /// Successful requests per second.
     pub request_throughput: f64,
@@ -157,6 +158,15 @@ impl StepSummary {
             p50: number(&format!("/{key}/p50/value")),
             p99: number(&format!("/{key}/p99/value")),
         };
+        // From the schedule where the run kept it, else (older runs) from the actual send.
+        let from_schedule = |key: &str| {
+            let scheduled = format!("{key}_from_schedule");
+            percentiles(if load.contains_key(&scheduled) {
+                &scheduled
+            } else {
+                key
+            })
+        };
         StepSummary {
             scenario: load
                 .get("scenario")
@@ -169,9 +179,9 @@ impl StepSummary {
             requests: count("requests"),
             succeeded: count("succeeded"),
             failed: count("failed"),
-            ttft: percentiles("ttft"),
+            ttft: from_schedule("ttft"),
             tpot: percentiles("tpot"),
-            e2e: percentiles("e2e"),
+            e2e: from_schedule("e2e"),
             request_throughput: number("/request_throughput/value"),
             output_throughput: number("/output_throughput/value"),
             goodput: load_pointer(load, "/goodput/value").and_then(Value::as_f64),
@@ -298,9 +308,9 @@ pub(crate) const SERVING_COLUMNS: [ServingColumn; 10] = [
 
 /// What the serving table's columns mean, in lines short enough for a terminal.
 pub(crate) const SERVING_NOTE: [&str; 3] = [
-    "Latencies in ms: ttft time to first token, tpot time per output token, e2e end to end; p50 median, p99 99th percentile.",
+    "Latencies in ms: ttft time to first token (of any kind, reasoning included), tpot time per output token after the first, e2e end to end; ttft and e2e from the scheduled send time, the client's send delay included (from the actual send in older runs, which did not record it); p50 median, p99 99th percentile.",
     "req/s and tokens/s: successful requests and their output tokens per second; goodput: requests per second within the SLO.",
-    "slo: held (no failed request, 99% within the SLO), NOT held, - without an SLO, interrupted (the run stopped before the step ended). A sweep shows its highest rate that held.",
+    "slo: held (no failed request, 99% within the SLO), NOT held, - without an SLO, interrupted (the run stopped before the step ended). A sweep shows its highest rate that held; an SLO search the mean of its searches' highest rates that held, with their 95% interval.",
 ];
 
 /// `pointer` (`/a/b`) into a payload's map.
@@ -318,6 +328,32 @@ pub struct ServingRun {
     pub sweep: bool,
     /// The steps in order; never empty.
     pub steps: Vec<StepSummary>,
+    /// What an SLO search found, when the steps are one.
+    pub slo_search: Option<SearchFigure>,
+}
+
+/// The result of an SLO search: the highest rate whose p99 bounds held, the mean over its
+/// repeated searches, with their 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchFigure {
+    /// Requests per second.
+    pub rate: f64,
+    /// The 95% interval, when there were at least two searches.
+    pub interval: Option<(f64, f64)>,
+}
+
+impl SearchFigure {
+    /// Reads a `load` event's `slo_search` (`{"rate": .., "interval": [low, high] | null}`).
+    fn from_payload(load: &Map<String, Value>) -> Option<SearchFigure> {
+        let search = load.get("slo_search")?;
+        let interval = search
+            .get("interval")
+            .and_then(|i| Some((i.get(0)?.as_f64()?, i.get(1)?.as_f64()?)));
+        Some(SearchFigure {
+            rate: search.get("rate")?.as_f64()?,
+            interval,
+        })
+    }
 }
 
 impl ServingRun {
@@ -343,6 +379,17 @@ impl ServingRun {
     /// How the run released its requests: the step's scenario, or for a sweep `sweep: highest
     /// held 40 req/s` (`sweep: none held from 10 req/s` when none did).
     pub fn scenario(&self) -> String {
+        if let Some(search) = self.slo_search {
+            return match search.interval {
+                Some((low, high)) => format!(
+                    "SLO search: {} req/s [{}, {}]",
+                    rate_text(search.rate),
+                    rate_text(low),
+                    rate_text(high)
+                ),
+                None => format!("SLO search: {} req/s", rate_text(search.rate)),
+            };
+        }
         if !self.sweep {
             return self
                 .headline()
@@ -362,9 +409,10 @@ impl ServingRun {
             .map_or(SloVerdict::NoSlo, StepSummary::verdict)
     }
 
-    /// A sweep's first rate that did not hold: where the SLO broke.
+    /// A sweep's first rate that did not hold: where the SLO broke (an SLO search's steps
+    /// bisect, so it has none).
     pub fn break_rate(&self) -> Option<f64> {
-        if !self.sweep {
+        if !self.sweep || self.slo_search.is_some() {
             return None;
         }
         self.steps
@@ -391,6 +439,7 @@ pub(crate) struct ServingEvents {
     steps: BTreeMap<u64, StepSummary>,
     latencies: BTreeMap<u64, StepLatencies>,
     sweep: bool,
+    slo_search: Option<SearchFigure>,
 }
 
 impl ServingEvents {
@@ -407,6 +456,7 @@ impl ServingEvents {
             }
             Some(LOAD_TASK) => {
                 self.sweep |= extra.get("sweep").and_then(Value::as_bool) == Some(true);
+                self.slo_search = self.slo_search.take().or(SearchFigure::from_payload(extra));
                 let at = step.unwrap_or(self.steps.len() as u64);
                 self.steps.insert(at, StepSummary::from_payload(extra));
             }
@@ -428,6 +478,7 @@ impl ServingEvents {
         let run = ServingRun {
             sweep: self.sweep || self.steps.len() > 1,
             steps: self.steps.into_values().collect(),
+            slo_search: self.slo_search,
         };
         Some((run, per_step))
     }
@@ -555,6 +606,22 @@ mod tests {
         StepSummary::from_payload(&map)
     }
 
+    #[test]
+    fn latencies_come_from_the_schedule_where_kept_and_from_the_send_in_older_runs() {
+        let old = step(json!({"kind": "server", "rate": 10.0}), true, false);
+        assert_eq!((old.ttft.p99, old.e2e.p99), (0.045, 0.2));
+        let p99 = |v: f64| json!({"p50": {"value": v / 2.0}, "p99": {"value": v}});
+        let Value::Object(new) = json!({
+            "ttft": p99(0.045), "e2e": p99(0.2),
+            "ttft_from_schedule": p99(0.05), "e2e_from_schedule": p99(0.25),
+        }) else {
+            unreachable!()
+        };
+        let new = StepSummary::from_payload(&new);
+        assert_eq!((new.ttft.p99, new.e2e.p99), (0.05, 0.25));
+        assert_eq!((new.ttft.p50, new.e2e.p50), (0.025, 0.125));
+    }
+
     /// A step the run stopped before its end is said to be interrupted, never held or not
     /// held (issue 53, W14: the load generator marks it; the report read it as NOT held).
     #[test]
@@ -624,6 +691,7 @@ mod tests {
         let sweep = ServingRun {
             sweep: true,
             steps: vec![server(10.0, true), server(20.0, true), server(40.0, false)],
+            slo_search: None,
         };
         assert_eq!(sweep.headline(), Some(&sweep.steps[1]));
         assert_eq!(sweep.scenario(), "sweep: highest held 20 req/s");
@@ -632,6 +700,7 @@ mod tests {
         let broken = ServingRun {
             sweep: true,
             steps: vec![server(10.0, false)],
+            slo_search: None,
         };
         assert_eq!(broken.headline(), Some(&broken.steps[0]));
         assert_eq!(broken.scenario(), "sweep: none held from 10 req/s");
@@ -640,14 +709,47 @@ mod tests {
         let single = ServingRun {
             sweep: false,
             steps: vec![server(20.0, true)],
+            slo_search: None,
         };
         assert_eq!(single.scenario(), "server 20 req/s");
         assert_eq!(single.break_rate(), None);
         let no_slo = ServingRun {
             sweep: false,
             steps: vec![step(json!({"kind": "concurrency", "n": 8}), true, false)],
+            slo_search: None,
         };
         assert_eq!(no_slo.verdict(), SloVerdict::NoSlo);
         assert_eq!(no_slo.verdict().as_str(), "-");
+    }
+
+    #[test]
+    fn an_slo_search_shows_its_rate_with_the_interval_of_its_repeats() {
+        let load = |search: Value| {
+            let Value::Object(m) = json!({"slo_search": search}) else {
+                unreachable!()
+            };
+            SearchFigure::from_payload(&m)
+        };
+        let found = load(json!({"rates": [40.0, 44.0], "rate": 42.0, "interval": [30.5, 53.5]}));
+        assert_eq!(
+            found,
+            Some(SearchFigure {
+                rate: 42.0,
+                interval: Some((30.5, 53.5))
+            })
+        );
+        let server =
+            |rate: f64, held: bool| step(json!({"kind": "server", "rate": rate}), held, true);
+        let mut run = ServingRun {
+            sweep: true,
+            steps: vec![server(10.0, true), server(55.0, false), server(32.5, true)],
+            slo_search: found,
+        };
+        assert_eq!(run.scenario(), "SLO search: 42 req/s [30.5, 53.5]");
+        assert_eq!(run.break_rate(), None);
+        assert_eq!(run.headline(), Some(&run.steps[2]));
+        run.slo_search = load(json!({"rates": [40.0], "rate": 40.0, "interval": null}));
+        assert_eq!(run.scenario(), "SLO search: 40 req/s");
+        assert_eq!(load(json!({"rate": "fast"})), None);
     }
 }

@@ -4,10 +4,12 @@
 use camino::Utf8Path;
 use milabench::ExitCode;
 use milabench_exec::Interrupt;
+use milabench_load::schedule::ArrivalShape;
 use milabench_load::server::{self, ManagedServer, ServerOutput};
-use milabench_load::workload::Workload;
+use milabench_load::workload::{LengthDist, Workload};
 use milabench_load::{
-    Api, Endpoint, LatencySummary, LoadResult, LoadSpec, RequestOptions, Scenario, Slo, Step, Stop,
+    Api, Endpoint, LatencySummary, LoadResult, LoadSpec, RequestOptions, Scenario, Slo, SloSearch,
+    Step, Stop,
 };
 use milabench_metrics::{DataChannelWriter, DataFileWriter, Record};
 use serde_json::{Map, Value, json};
@@ -230,6 +232,7 @@ fn show(
                 "model": spec.options.model,
                 "steps": steps,
                 "highest_held_rate": result.highest_held_rate,
+                "slo_search": result.slo_search,
                 "stopped": result.stopped,
                 "failure": result.failure(),
             });
@@ -260,18 +263,36 @@ fn config(args: &LoadArgs, spec: &LoadSpec) -> Map<String, Value> {
 
 fn spec(args: &LoadArgs, endpoint: Endpoint) -> anyhow::Result<LoadSpec> {
     let bad = |flag: &str, e: String| anyhow::anyhow!("invalid {flag}: {e}");
-    let workload = match &args.prompts {
-        Some(path) => Workload::from_file(path.as_std_path())?,
-        None => Workload::Synthetic {
-            input: args
-                .input_tokens
+    let lengths = || -> anyhow::Result<(LengthDist, LengthDist)> {
+        Ok((
+            args.input_tokens
                 .parse()
                 .map_err(|e| bad("--input-tokens", e))?,
-            output: args
-                .output_tokens
+            args.output_tokens
                 .parse()
                 .map_err(|e| bad("--output-tokens", e))?,
-        },
+        ))
+    };
+    let workload = match (&args.prompts, &args.trace) {
+        (Some(path), _) => Workload::from_file(path.as_std_path())?,
+        (None, Some(path)) => Workload::from_trace(path.as_std_path())?,
+        (None, None) => {
+            let (input, output) = lengths()?;
+            match (args.prefix_tokens, args.turns) {
+                (Some(prefix_tokens), _) => Workload::SharedPrefix {
+                    input,
+                    output,
+                    prefix_tokens,
+                    prefixes: args.prefixes,
+                },
+                (None, Some(turns)) => Workload::Sessions {
+                    input,
+                    output,
+                    turns,
+                },
+                (None, None) => Workload::Synthetic { input, output },
+            }
+        }
     };
     let scenario = match args.scenario {
         LoadScenario::Offline => Scenario::Offline,
@@ -284,6 +305,17 @@ fn spec(args: &LoadArgs, endpoint: Endpoint) -> anyhow::Result<LoadSpec> {
             factor: args.sweep_factor,
             steps: args.sweep_steps,
         },
+        LoadScenario::SloSearch => Scenario::SloSearch {
+            low: args.rate,
+            high: args.max_rate.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "invalid --scenario slo-search: it needs the highest rate to try; give --max-rate RATE"
+                )
+            })?,
+            steps: args.sweep_steps,
+            repeats: args.repeats,
+        },
+        LoadScenario::Replay => Scenario::Replay,
     };
     let max_requests = match (args.requests, args.scenario) {
         (Some(n), _) => n,
@@ -314,6 +346,10 @@ fn spec(args: &LoadArgs, endpoint: Endpoint) -> anyhow::Result<LoadSpec> {
             .map(Slo::parse)
             .transpose()
             .map_err(|e| bad("--slo", e))?,
+        arrivals: ArrivalShape {
+            burstiness: args.burstiness,
+            ramp_up: args.ramp_up,
+        },
         ca_cert: args.ca_cert.as_ref().map(|p| p.clone().into_std_path_buf()),
     })
 }
@@ -342,6 +378,8 @@ fn scenario_line(spec: &LoadSpec, scenario: Scenario) -> String {
         Scenario::Server { rate } => format!("server at {rate} requests/s"),
         Scenario::Concurrency { n } => format!("concurrency {n}"),
         Scenario::Sweep { .. } => "sweep".to_owned(),
+        Scenario::SloSearch { .. } => "SLO search".to_owned(),
+        Scenario::Replay => "trace replay".to_owned(),
     };
     format!(
         "{what} against {} (model {})",
@@ -381,6 +419,11 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
     out += &row("tpot", &s.tpot);
     out += &row("itl", &s.itl);
     out += &row("e2e", &s.e2e);
+    out += &row("ttft sched", &s.ttft_from_schedule);
+    out += &row("e2e sched", &s.e2e_from_schedule);
+    out += "ttft, e2e: from the actual send; sched: from the scheduled send time (the client's \
+            send delay included); tpot: after the first token, (e2e - ttft) / (tokens - 1); \
+            ttft: to the first token of any kind (ttft text: of the answer's text)\n";
     let t = &s.request_throughput;
     let o = &s.output_throughput;
     out += &format!(
@@ -432,6 +475,19 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
     out
 }
 
+/// What an SLO search found: `SLO search: 42.50 requests/s [40.10, 44.90] (95% interval of
+/// 3 searches: 41.00, 43.00, 43.50)`.
+fn search_line(search: &SloSearch) -> String {
+    let rates: Vec<String> = search.rates.iter().map(|r| format!("{r:.2}")).collect();
+    let (low, high) = search.interval.unwrap_or((f64::NAN, f64::NAN));
+    format!(
+        "SLO search: {} requests/s (95% interval of {} searches: {})\n",
+        with_interval(search.rate, low, high, 2),
+        rates.len(),
+        rates.join(", ")
+    )
+}
+
 /// A sweep step's `held` column: `yes`, `no`, or `interrupted` for a step the run did not
 /// finish (its verdict would judge part of it).
 fn held_word(step: &Step) -> &'static str {
@@ -466,9 +522,13 @@ fn text(spec: &LoadSpec, result: &LoadResult) -> String {
             );
         }
         out += &match result.highest_held_rate {
-            Some(rate) => format!("highest rate that held: {rate:.2} requests/s\n\n"),
-            None => "no rate held\n\n".into(),
+            Some(rate) => format!("highest rate that held: {rate:.2} requests/s\n"),
+            None => "no rate held\n".into(),
         };
+        if let Some(search) = &result.slo_search {
+            out += &search_line(search);
+        }
+        out += "\n";
     }
     if let Some(step) = result.headline() {
         out += &step_text(spec, step);
@@ -498,6 +558,7 @@ mod tests {
             sweep: true,
             steps: vec![step(true, false), step(false, false), step(false, true)],
             highest_held_rate: Some(10.0),
+            slo_search: None,
             stopped: Some("interrupted".into()),
         };
         let table = text(&spec, &result);
