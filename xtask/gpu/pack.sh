@@ -57,6 +57,10 @@ with open(sys.argv[3], "w") as provided:
         if pinned and not pinned.startswith(("#", "-")):
             name = pinned.split("==")[0]
             print(pinned, file=provided if norm(name) in have else sys.stdout)
+            # An overlay venv of Python < 3.12 gets its own old setuptools, which hides the
+            # image's: torch's requirement on a newer one must be met from the wheelhouse.
+            if norm(name) == "setuptools" and norm(name) in have:
+                print(pinned)
 PY
 echo "==> downloading $(wc -l < "$work/missing.txt") wheels for Python $target_python"
 platforms=()

@@ -11,6 +11,7 @@ mod install;
 mod load;
 mod multinode;
 mod ops;
+mod plan;
 mod precision;
 mod report;
 mod resolve;
@@ -93,6 +94,8 @@ pub enum Figure {
     Ops,
     /// The LLM load generator against a server of known timing.
     Load,
+    /// `run --dry-run` of the Python tool's standard.yaml for 1 to 128 nodes of 8 GPUs.
+    Plan,
 }
 
 /// Runs every benchmark and prints the table.
@@ -112,6 +115,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         Figure::Benchit,
         Figure::Ops,
         Figure::Load,
+        Figure::Plan,
     ] {
         if !wanted(figure) {
             continue;
@@ -133,6 +137,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             Figure::Benchit => benchit::run(python)?,
             Figure::Ops => ops::run(python)?,
             Figure::Load => load::run(args.load_seconds)?,
+            Figure::Plan => plan::run()?,
         }
     }
     Ok(())

@@ -120,7 +120,7 @@ fn measure(cluster: &Cluster, program: &Path, dir: &Path) -> anyhow::Result<()> 
 }
 
 /// Builds the release `milabench` and returns its path.
-fn release_milabench() -> anyhow::Result<PathBuf> {
+pub(super) fn release_milabench() -> anyhow::Result<PathBuf> {
     let status = Command::new(env!("CARGO"))
         .args([
             "build",

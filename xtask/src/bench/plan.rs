@@ -1,0 +1,132 @@
+//! Plans for a thousand GPUs: `milabench run --dry-run=json` of the Python tool's
+//! `standard.yaml` (its checkout in `tests/fixtures/upstream`, benchmark folders evaluated by the
+//! pack host) for generated systems of 1 to 128 nodes of 8 GPUs each (an `nvidia-smi` stand-in
+//! answering for 8 idle H100s), with the release build. Target: 128 nodes in under a second, and
+//! the cost linear in nodes: the figure is each size's time, the ratio against one node and the
+//! time per added node.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+
+/// Node counts measured.
+const NODES: [usize; 5] = [1, 16, 32, 64, 128];
+/// GPUs per node.
+const GPUS: usize = 8;
+/// Rounds per size; the figure is the median.
+const ROUNDS: usize = 3;
+/// The 128-node target, seconds.
+const TARGET_S: f64 = 1.0;
+
+/// Measures and prints the plan figures.
+pub fn run() -> anyhow::Result<()> {
+    eprintln!("==> bench: plans at scale (building the release milabench)");
+    let program = super::multinode::release_milabench()?;
+    let root = crate::e2e::repo_root();
+    let suite = root.join("tests/fixtures/upstream/milabench/config/standard.yaml");
+    let scratch = tempfile::tempdir().context("could not make a scratch folder")?;
+    let smi = scratch.path().join("bin");
+    fs_err::create_dir_all(&smi)?;
+    write_smi(&smi.join("nvidia-smi"))?;
+    println!("## plans at scale (Python tool's standard.yaml, {GPUS} GPUs a node, release build)");
+    let mut times = Vec::new();
+    for nodes in NODES {
+        let system = scratch.path().join(format!("system-{nodes}.yaml"));
+        fs_err::write(&system, system_file(nodes))?;
+        let mut rounds = Vec::new();
+        let mut processes = 0;
+        for round in 0..ROUNDS {
+            let base = scratch.path().join(format!("base-{nodes}-{round}"));
+            let path = format!(
+                "{}:{}",
+                smi.display(),
+                std::env::var("PATH").unwrap_or_default()
+            );
+            let began = Instant::now();
+            let out = Command::new(&program)
+                .args(["run", "--config"])
+                .arg(&suite)
+                .arg("--system")
+                .arg(&system)
+                .arg("--base")
+                .arg(&base)
+                .arg("--dry-run=json")
+                .env("PATH", path)
+                .env("MILABENCH_GPU_ARCH", "cuda")
+                .output()
+                .context("could not start milabench")?;
+            rounds.push(began.elapsed().as_secs_f64());
+            if !out.status.success() {
+                bail!(
+                    "run --dry-run of {nodes} nodes failed:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            let plans: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .context("run --dry-run=json printed no JSON")?;
+            processes = plans.as_array().map_or(0, |p| {
+                p.iter()
+                    .map(|b| b["processes"].as_array().map_or(0, Vec::len))
+                    .sum()
+            });
+        }
+        rounds.sort_by(f64::total_cmp);
+        let median = rounds[ROUNDS / 2];
+        times.push((nodes, median));
+        println!(
+            "{:<40} {:>9.0} ms  {:>6} processes planned",
+            format!("plan: run --dry-run, {nodes} nodes"),
+            median * 1000.0,
+            processes
+        );
+    }
+    let (_, one) = times[0];
+    let (_, last) = times[times.len() - 1];
+    let per_node = (last - one) / (NODES[NODES.len() - 1] - 1) as f64;
+    println!(
+        "{:<40} {:>9.2} ms per added node; 128 nodes / 1 node = {:.2}x; target 128 nodes < {TARGET_S} s: {}",
+        "plan: cost per node",
+        per_node * 1000.0,
+        last / one,
+        if last < TARGET_S { "met" } else { "NOT met" }
+    );
+    Ok(())
+}
+
+/// A system file of `nodes` nodes, the first the main one on this machine.
+fn system_file(nodes: usize) -> String {
+    let mut text = String::from("system:\n  arch: cuda\n  nodes:\n");
+    for i in 0..nodes {
+        let ip = if i == 0 {
+            "127.0.0.1".to_string()
+        } else {
+            format!("10.{}.{}.{}", i / 65536, (i / 256) % 256, i % 256)
+        };
+        text.push_str(&format!(
+            "    - {{name: \"node{i}\", ip: {ip}, user: bench, main: {}, sshport: 22}}\n",
+            i == 0
+        ));
+    }
+    text
+}
+
+/// An `nvidia-smi` that answers the CSV query for [`GPUS`] idle H100s.
+fn write_smi(path: &Path) -> anyhow::Result<PathBuf> {
+    let lines: Vec<String> = (0..GPUS)
+        .map(|i| {
+            format!(
+                "{i}, GPU-0000000{i}, NVIDIA H100 80GB HBM3, 1, 81559, 0, 0, 30, 70.0, 1980, 2619"
+            )
+        })
+        .collect();
+    fs_err::write(
+        path,
+        format!("#!/bin/sh\ncat <<'EOF'\n{}\nEOF\n", lines.join("\n")),
+    )?;
+    let mut permissions = fs_err::metadata(path)?.permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    fs_err::set_permissions(path, permissions)?;
+    Ok(path.to_path_buf())
+}
