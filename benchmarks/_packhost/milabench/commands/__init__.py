@@ -29,8 +29,18 @@ RENDEZVOUS_PORT = 29400
 
 
 def clone_with(config, update):
-    """A copy of ``config`` with ``update`` merged in."""
-    return merge(deepcopy(config), update)
+    """A copy of ``config`` with ``update`` merged in. The system tree (every node of the
+    system file: thousands of entries on a large cluster) is shared, not copied, unless
+    ``update`` changes it: nothing writes to it."""
+    system = config.get("system") if isinstance(config, dict) else None
+    memo = {} if system is None or "system" in update else {id(system): system}
+    return merge(deepcopy(config, memo), update)
+
+
+def _copy_around_packs(tree, packs):
+    """A deep copy of a command tree that shares ``packs`` (the caller replaces them), so
+    their configurations are not copied only to be dropped."""
+    return deepcopy(tree, {id(pack): pack for pack in packs})
 
 
 def option(name, kind, default=None):
@@ -135,7 +145,7 @@ class Command:
 
     def copy(self, pack):
         """A deep copy of this tree whose leaf is ``pack``."""
-        copied = deepcopy(self)
+        copied = _copy_around_packs(self, self.packs())
         copied._set_pack(pack)
         return copied
 
@@ -212,7 +222,7 @@ class ListCommand(Command):
 
     def copy(self, pack):
         """A deep copy whose members' leaves are ``pack``."""
-        copied = deepcopy(self)
+        copied = _copy_around_packs(self, [e.pack for e in self._executors])
         for executor in copied._executors:
             executor._set_pack(pack)
         return copied
@@ -539,7 +549,7 @@ class ForeachNode(ListCommand):
 
     def copy(self, pack):
         """A deep copy whose inner leaf is ``pack``."""
-        copied = deepcopy(self)
+        copied = _copy_around_packs(self, [self.executor.pack])
         copied.executor._set_pack(pack)
         return copied
 
