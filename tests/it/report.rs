@@ -909,3 +909,53 @@ fn serving_rows_carry_the_numbers_load_measured() {
         .collect();
     assert_eq!(rates, [&json!(20.0), &json!(30.0)]);
 }
+
+/// Issue 47: the GPUs' own energy counters (`gpu_energy` records) give the JSON, CSV and
+/// Markdown reports two columns, the counted energy and perf per watt from it; the text report
+/// keeps the Python tool's layout.
+#[test]
+fn energy_counters_add_their_columns_beside_the_polled_energy() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs/counted");
+    fs_err::create_dir_all(&runs).unwrap();
+    let mut lines = vec![
+        r#"{"event": "config", "data": {"name": "bench", "tag": ["bench", "D0"], "device": "0", "weight": 1.0, "enabled": true}, "pipe": null}"#.to_owned(),
+        r#"{"event": "start", "data": {"command": ["x"], "time": 100.0}, "pipe": null}"#.to_owned(),
+    ];
+    for i in 0..20 {
+        lines.push(format!(
+            r#"{{"event": "data", "data": {{"task": "train", "rate": 300.0, "units": "items/s", "time": {}}}, "pipe": "data"}}"#,
+            101 + i
+        ));
+    }
+    lines.push(r#"{"event": "data", "data": {"task": "main", "time": 121.0, "gpu_energy": {"0": {"joules": 6000.0, "seconds": 20.0}}}, "pipe": "data"}"#.to_owned());
+    lines.push(
+        r#"{"event": "end", "data": {"return_code": 0, "time": 121.5}, "pipe": null}"#.to_owned(),
+    );
+    fs_err::write(runs.join("bench.D0.data"), lines.join("\n") + "\n").unwrap();
+    let runs = runs.to_str().unwrap();
+    let json = run(milabench(dir.path()).args(["report", "--runs", runs, "--format", "json"]));
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let json: Value = serde_json::from_str(&json.stdout).unwrap();
+    let row = json["benchmarks"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["name"] == "bench"))
+        .unwrap_or_else(|| panic!("{json:#}"));
+    assert_eq!(row["counter_energy_kj"], json!(6.0));
+    // 300 items/s at 300 W.
+    assert_eq!(row["counter_perf_per_watt"], json!(1.0));
+    let csv = run(milabench(dir.path()).args(["report", "--runs", runs, "--format", "csv"]));
+    assert!(
+        csv.stdout
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(",counter_energy_kj,counter_perf_per_watt"),
+        "{}",
+        csv.stdout
+    );
+    let md = run(milabench(dir.path()).args(["report", "--runs", runs, "--format", "md"]));
+    assert!(md.stdout.contains("counter_perf_per_watt"), "{}", md.stdout);
+    let text = run(milabench(dir.path()).args(["report", "--runs", runs]));
+    assert!(!text.stdout.contains("counter"), "{}", text.stdout);
+}

@@ -241,6 +241,10 @@ fn benchmark_table(report: &Report) -> String {
     if report.has_median_watt {
         columns.push(("median_watt", "median W"));
     }
+    if report.has_counter_energy {
+        columns.push(("counter_energy_kj", "counter kJ"));
+        columns.push(("counter_perf_per_watt", "perf/W (counter)"));
+    }
     columns.push(("enabled", "enabled"));
     let mut table = Table::new("results", &columns);
     for (row, share) in report.rows.iter().zip(shares(report)) {
@@ -264,6 +268,10 @@ fn benchmark_table(report: &Report) -> String {
         ];
         if report.has_median_watt {
             cells.push(Cell::number(row.median_watt.unwrap_or(f64::NAN), 3));
+        }
+        if report.has_counter_energy {
+            cells.push(Cell::number(row.counter_energy_kj, 3));
+            cells.push(Cell::number(row.counter_perf_per_watt, 3));
         }
         cells.push(Cell::Text(row.enabled.python_str()));
         let classes = if row.fail > 0.0 {

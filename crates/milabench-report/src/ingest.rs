@@ -21,6 +21,7 @@ const REPORT_FIELDS: Fields = ProcessJudge::FIELDS
     .with(Fields::data(DataKey::Time))
     .with(Fields::data(DataKey::Cpudata))
     .with(Fields::data(DataKey::Process))
+    .with(Fields::data(DataKey::GpuEnergy))
     .with(Fields::data(DataKey::Gpudata))
     .with(SERVING_FIELDS);
 
@@ -76,6 +77,20 @@ pub struct RunFile {
     pub faults: Vec<String>,
     /// What its `load` events hold, for a process of a serving benchmark.
     pub serving: Option<Box<ServingRun>>,
+    /// What the GPUs' own energy counters counted while it ran (its `gpu_energy` record; only
+    /// its own device for per-GPU plans); empty without counters.
+    pub counter_energy: Vec<CounterEnergy>,
+}
+
+/// One GPU's energy counter over one process (a `gpu_energy` record's entry).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterEnergy {
+    /// The GPU's device id, as in `gpudata`.
+    pub device: String,
+    /// Joules counted.
+    pub joules: f64,
+    /// Seconds they cover.
+    pub seconds: f64,
 }
 
 impl RunFile {
@@ -262,6 +277,8 @@ struct Pending {
     skip: Option<String>,
     /// The serving events (a serving benchmark's `load` and `request` steps) seen.
     serving: ServingEvents,
+    /// The `gpu_energy` record's entries.
+    counter_energy: Vec<CounterEnergy>,
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -317,6 +334,19 @@ pub fn read_run_file(
                         .and_then(|c| c.memory)
                         .map(|[used, _]| used),
                 );
+                if let Some(Value::Object(gpus)) = d.extra.get(DataKey::GpuEnergy.as_str()) {
+                    p.counter_energy = gpus
+                        .iter()
+                        .filter_map(|(device, entry)| {
+                            Some(CounterEnergy {
+                                device: device.clone(),
+                                joules: entry.get("joules")?.as_f64()?,
+                                seconds: entry.get("seconds")?.as_f64()?,
+                            })
+                        })
+                        .filter(|e| e.joules.is_finite() && e.seconds > 0.0)
+                        .collect();
+                }
                 let process = d.extra.get(DataKey::Process.as_str());
                 raise(
                     &mut p.process_peak,
@@ -471,6 +501,11 @@ fn finish(file: &DataFile, p: Pending, serving: Option<Box<ServingRun>>) -> File
     } else {
         1
     };
+    // A per-GPU process counts its own device's counter only.
+    let mut counter_energy = p.counter_energy;
+    if let Some(own) = &device {
+        counter_energy.retain(|e| &e.device == own);
+    }
     FileOutcome::Run(Box::new(RunFile {
         path: file.path.clone(),
         config,
@@ -488,6 +523,7 @@ fn finish(file: &DataFile, p: Pending, serving: Option<Box<ServingRun>>) -> File
         success: verdict.is_success(),
         faults,
         serving,
+        counter_energy,
     }))
 }
 
@@ -548,6 +584,32 @@ mod tests {
         let serving = run.serving.expect("the steps of the one reading");
         assert_eq!(serving.steps.len(), 1);
         assert!(serving.steps[0].held);
+    }
+
+    /// Issue 47: a process's `gpu_energy` record (the GPUs' own counters) is kept, only its own
+    /// GPU's for a per-GPU plan; the benchmark's total counts each GPU once.
+    #[test]
+    fn the_energy_counters_are_read_and_totalled() {
+        let energy = r#"{"event": "data", "data": {"task": "main", "time": 103.0, "gpu_energy": {"0": {"joules": 600.0, "seconds": 2.0}, "1": {"joules": 900.0, "seconds": 3.0}}}, "pipe": "data"}"#;
+        let all = read(&[CONFIG, START, RATE, energy, END]);
+        assert_eq!(all.counter_energy.len(), 2);
+        let own = r#"{"event": "config", "data": {"name": "bench", "tag": ["bench", "D1"], "device": "1"}, "pipe": null}"#;
+        let one = read(&[own, START, RATE, energy, END]);
+        assert_eq!(
+            one.counter_energy,
+            [CounterEnergy {
+                device: "1".into(),
+                joules: 900.0,
+                seconds: 3.0
+            }]
+        );
+        // Two njobs processes read both GPUs: each counts once.
+        let total = crate::summary::CounterTotal::of(&[&all, &all]).unwrap();
+        assert_eq!((total.joules, total.watts), (1500.0, 600.0));
+        // Per-GPU processes each count their own.
+        let total = crate::summary::CounterTotal::of(&[&one, &one]).unwrap();
+        assert_eq!((total.joules, total.watts), (1800.0, 600.0));
+        assert!(crate::summary::CounterTotal::of(&[&read(&[CONFIG, START, RATE, END])]).is_none());
     }
 
     /// Issue 37: the report judged a process by its own rule, which did not see `error` events:

@@ -316,7 +316,7 @@ pub fn render_json(report: &Report) -> String {
         .rows
         .iter()
         .map(|r| {
-            json!({
+            let mut row = json!({
                 "name": r.name,
                 "fail": num(r.fail),
                 "n": num(r.n),
@@ -340,7 +340,12 @@ pub fn render_json(report: &Report) -> String {
                 "perf_watt": num(r.perf_watt),
                 "median_watt": r.median_watt.map_or(Value::Null, num),
                 "enabled": r.enabled.is_on(),
-            })
+            });
+            if report.has_counter_energy {
+                row["counter_energy_kj"] = num(r.counter_energy_kj);
+                row["counter_perf_per_watt"] = num(r.counter_perf_per_watt);
+            }
+            row
         })
         .collect();
     let system: serde_json::Map<String, Value> = report.system.iter().cloned().collect();
@@ -429,8 +434,12 @@ pub(crate) fn csv_text(s: &str) -> String {
 /// The report as CSV: numbers at full precision, empty cells for missing ones.
 pub fn render_csv(report: &Report) -> String {
     let mut out = String::from(
-        "name,fail,n,ngpu,perf,perf_ci95_low,perf_ci95_high,sem%,std%,peak_memory,host_peak_memory,score,score_ci95_low,score_ci95_high,weight,energy_kj,perf_watt,median_watt,enabled,warm_up,warm_up_gain%,skip_too_short\n",
+        "name,fail,n,ngpu,perf,perf_ci95_low,perf_ci95_high,sem%,std%,peak_memory,host_peak_memory,score,score_ci95_low,score_ci95_high,weight,energy_kj,perf_watt,median_watt,enabled,warm_up,warm_up_gain%,skip_too_short",
     );
+    if report.has_counter_energy {
+        out.push_str(",counter_energy_kj,counter_perf_per_watt");
+    }
+    out.push('\n');
     for r in &report.rows {
         let cells = [
             csv_text(&r.name),
@@ -457,7 +466,16 @@ pub fn render_csv(report: &Report) -> String {
             csv_num(r.warm_up.map_or(f64::NAN, |w| w.gain_pct)),
             r.skip_too_short().to_string(),
         ];
-        let _ = writeln!(out, "{}", cells.join(","));
+        let mut line = cells.join(",");
+        if report.has_counter_energy {
+            let _ = write!(
+                line,
+                ",{},{}",
+                csv_num(r.counter_energy_kj),
+                csv_num(r.counter_perf_per_watt)
+            );
+        }
+        let _ = writeln!(out, "{line}");
     }
     let fail: f64 = report
         .rows
@@ -536,6 +554,11 @@ pub fn render_markdown(report: &Report) -> String {
     if let Some(i) = host_at {
         header.insert(i, "host_peak_memory".to_owned());
     }
+    // The energy counters' figures, where the GPUs have them, last.
+    if report.has_counter_energy {
+        header.push("counter_energy (Kj)".to_owned());
+        header.push("counter_perf_per_watt".to_owned());
+    }
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let _ = writeln!(
         out,
@@ -554,6 +577,10 @@ pub fn render_markdown(report: &Report) -> String {
         }
         if let Some(i) = host_at {
             cells.insert(i, fixed(r.host_peak_memory, 0, 0));
+        }
+        if report.has_counter_energy {
+            cells.push(fixed(r.counter_energy_kj, 0, 3));
+            cells.push(fixed(r.counter_perf_per_watt, 0, 3));
         }
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }

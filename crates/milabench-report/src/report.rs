@@ -91,6 +91,11 @@ pub struct ReportRow {
     pub energy_kj: f64,
     /// Items per kJ.
     pub perf_watt: f64,
+    /// What the GPUs' own energy counters counted, kJ (NaN without counters; not in the
+    /// text report, whose layout is the Python tool's).
+    pub counter_energy_kj: f64,
+    /// `perf` per watt of the counters' mean power (items per joule; NaN without counters).
+    pub counter_perf_per_watt: f64,
     /// Mean over GPUs of the median power (only when GPU samples exist).
     pub median_watt: Option<f64>,
     /// Whether it counts.
@@ -121,6 +126,9 @@ pub struct Report {
     pub rows: Vec<ReportRow>,
     /// Whether the `median_watt` column is shown.
     pub has_median_watt: bool,
+    /// Whether some row has energy-counter figures (their columns are shown in JSON, CSV,
+    /// Markdown and the page).
+    pub has_counter_energy: bool,
     /// Σ fail / max(Σ n, 1).
     pub failure_rate: f64,
     /// Weighted geometric mean of `score + 1` (−1 when no weight counts).
@@ -239,6 +247,7 @@ pub fn build_report(
         rows.push(row.0);
     }
     let has_median_watt = rows.iter().any(|r| r.median_watt.is_some());
+    let has_counter_energy = rows.iter().any(|r| !r.counter_energy_kj.is_nan());
     let fail: f64 = rows.iter().map(|r| r.fail).filter(|x| !x.is_nan()).sum();
     let n: f64 = rows.iter().map(|r| r.n).filter(|x| !x.is_nan()).sum();
     let failure_rate = fail / n.max(1.0);
@@ -249,6 +258,7 @@ pub fn build_report(
         system: system_block(summary),
         rows,
         has_median_watt,
+        has_counter_energy,
         failure_rate,
         score,
         score_ci,
@@ -301,6 +311,8 @@ fn make_row(
         weight,
         energy_kj: s.and_then(|s| s.energy).unwrap_or(0.0),
         perf_watt: s.and_then(|s| s.perf_watt).unwrap_or(0.0),
+        counter_energy_kj: f64::NAN,
+        counter_perf_per_watt: f64::NAN,
         median_watt: None,
         enabled,
         perf_ci: Interval::NAN,
@@ -334,6 +346,10 @@ fn make_row(
     };
     row.score_ci = Interval::of(&score);
     row.warm_up = Some(s.warm_up());
+    if let Some(counter) = s.counter_energy {
+        row.counter_energy_kj = counter.joules / 1000.0;
+        row.counter_perf_per_watt = row.perf / counter.watts;
+    }
     (row, score)
 }
 

@@ -98,6 +98,7 @@ mod tests {
             device: None,
             success,
             faults: Vec::new(),
+            counter_energy: Vec::new(),
             serving: None,
         }
     }

@@ -64,6 +64,10 @@ pub struct BenchSummary {
     /// Python summary has no such key).
     #[serde(skip)]
     pub host_peak_memory: Option<f64>,
+    /// What the GPUs' own energy counters counted over the benchmark's processes (not
+    /// serialised: the Python summary has no such key); `None` without counters.
+    #[serde(skip)]
+    pub counter_energy: Option<CounterTotal>,
     /// Whether the configuration said `enabled` (not serialised).
     #[serde(skip)]
     pub enabled_given: bool,
@@ -71,6 +75,48 @@ pub struct BenchSummary {
     /// intervals (not serialised).
     #[serde(skip)]
     pub rate_series: Vec<RateSeries>,
+}
+
+/// The GPUs' energy counters summed over a benchmark. A per-GPU process reads its own GPU, so
+/// each counts; the processes of an `njobs` plan each read every GPU they see, so there each
+/// device id counts once, with its largest reading (over several nodes, that undercounts).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CounterTotal {
+    /// Joules counted, in all.
+    pub joules: f64,
+    /// Mean power, watts: each GPU's joules over the seconds they cover, summed over GPUs.
+    pub watts: f64,
+}
+
+impl CounterTotal {
+    /// The total of `files`' counters; `None` when none has one.
+    pub fn of(files: &[&RunFile]) -> Option<CounterTotal> {
+        let mut total = CounterTotal {
+            joules: 0.0,
+            watts: 0.0,
+        };
+        let mut shared: IndexMap<&str, (f64, f64)> = IndexMap::new();
+        let mut any = false;
+        for file in files {
+            for e in &file.counter_energy {
+                any = true;
+                if file.device.is_some() {
+                    total.joules += e.joules;
+                    total.watts += e.joules / e.seconds;
+                } else {
+                    let entry = shared.entry(e.device.as_str()).or_default();
+                    if e.joules > entry.0 {
+                        *entry = (e.joules, e.seconds);
+                    }
+                }
+            }
+        }
+        for (joules, seconds) in shared.into_values() {
+            total.joules += joules;
+            total.watts += joules / seconds;
+        }
+        any.then_some(total)
+    }
 }
 
 /// The training rates of one process, in the order they were measured.
@@ -222,6 +268,7 @@ pub fn summarize_runs<'a>(runs: impl Iterator<Item = &'a RunFile>) -> Result<Sum
             energy,
             elpased,
             perf_watt,
+            counter_energy: CounterTotal::of(&files),
             rate_series: files
                 .iter()
                 .map(|f| RateSeries {

@@ -562,6 +562,8 @@ mod tests {
                     weight: 1.0,
                     energy_kj: f64::NAN,
                     perf_watt: f64::NAN,
+                    counter_energy_kj: f64::NAN,
+                    counter_perf_per_watt: f64::NAN,
                     median_watt: None,
                     enabled: Enabled::Bool(true),
                     perf_ci: Interval::around(*rate, *half),
@@ -570,6 +572,7 @@ mod tests {
                 })
                 .collect(),
             has_median_watt: false,
+            has_counter_energy: false,
             failure_rate: 0.0,
             score: 0.0,
             score_ci: Interval::NAN,
