@@ -3,7 +3,9 @@
 //! pack host) for generated systems of 1 to 128 nodes of 8 GPUs each (an `nvidia-smi` stand-in
 //! answering for 8 idle H100s), with the release build. Target: 128 nodes in under a second, and
 //! the cost linear in nodes: the figure is each size's time, the ratio against one node and the
-//! time per added node.
+//! time per added node. Then `milabench check` of the same systems, its ssh probes answered by
+//! an `ssh` stand-in that runs the probe here (what is measured is the orchestration of 127
+//! probes in parallel, not a network); target: 128 nodes in under 5 s.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,8 +19,10 @@ const NODES: [usize; 5] = [1, 16, 32, 64, 128];
 const GPUS: usize = 8;
 /// Rounds per size; the figure is the median.
 const ROUNDS: usize = 3;
-/// The 128-node target, seconds.
+/// The 128-node target of the dry run, seconds.
 const TARGET_S: f64 = 1.0;
+/// The 128-node target of `check`, seconds.
+const CHECK_TARGET_S: f64 = 5.0;
 
 /// Measures and prints the plan figures.
 pub fn run() -> anyhow::Result<()> {
@@ -32,9 +36,11 @@ pub fn run() -> anyhow::Result<()> {
     write_smi(&smi.join("nvidia-smi"))?;
     println!("## plans at scale (Python tool's standard.yaml, {GPUS} GPUs a node, release build)");
     let mut times = Vec::new();
+    let mut systems = Vec::new();
     for nodes in NODES {
         let system = scratch.path().join(format!("system-{nodes}.yaml"));
         fs_err::write(&system, system_file(nodes))?;
+        systems.push((nodes, system.clone()));
         let mut rounds = Vec::new();
         let mut processes = 0;
         for round in 0..ROUNDS {
@@ -92,6 +98,88 @@ pub fn run() -> anyhow::Result<()> {
         last / one,
         if last < TARGET_S { "met" } else { "NOT met" }
     );
+    write_ssh(&smi.join("ssh"))?;
+    // The base folder the probes look for "there" (here, through the stand-in).
+    fs_err::create_dir_all(scratch.path().join("base-check"))?;
+    let mut checks = Vec::new();
+    for (nodes, system) in &systems {
+        let mut rounds = Vec::new();
+        for _ in 0..ROUNDS {
+            let began = Instant::now();
+            let out = Command::new(&program)
+                .args(["check", "--config"])
+                .arg(root.join("config/cpu.yaml"))
+                .arg("--system")
+                .arg(system)
+                .arg("--base")
+                .arg(scratch.path().join("base-check"))
+                .args(["--format", "json"])
+                .env(
+                    "PATH",
+                    format!(
+                        "{}:{}",
+                        smi.display(),
+                        std::env::var("PATH").unwrap_or_default()
+                    ),
+                )
+                .env("MILABENCH_GPU_ARCH", "cpu")
+                // A closed local port: the index check answers at once.
+                .env("UV_INDEX_URL", "http://127.0.0.1:9/simple")
+                .output()
+                .context("could not start milabench check")?;
+            rounds.push(began.elapsed().as_secs_f64());
+            let report: serde_json::Value =
+                serde_json::from_slice(&out.stdout).with_context(|| {
+                    format!(
+                        "check of {nodes} nodes printed no JSON: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    )
+                })?;
+            let unreached = report.as_array().map_or(0, |checks| {
+                checks
+                    .iter()
+                    .filter(|c| c["name"].as_str().is_some_and(|n| n.starts_with("node ")))
+                    .filter(|c| c["status"] != "ok")
+                    .count()
+            });
+            if unreached > 0 {
+                bail!("check of {nodes} nodes: {unreached} node checks did not pass:\n{report:#}");
+            }
+        }
+        rounds.sort_by(f64::total_cmp);
+        let median = rounds[ROUNDS / 2];
+        checks.push(median);
+        println!(
+            "{:<40} {:>9.0} ms",
+            format!("plan: check, {nodes} nodes"),
+            median * 1000.0
+        );
+    }
+    let last = checks[checks.len() - 1];
+    println!(
+        "{:<40} 128 nodes / 1 node = {:.2}x; target 128 nodes < {CHECK_TARGET_S} s: {}",
+        "plan: check cost",
+        last / checks[0],
+        if last < CHECK_TARGET_S {
+            "met"
+        } else {
+            "NOT met"
+        }
+    );
+    Ok(())
+}
+
+/// An `ssh` that runs the command it is given here, as the node would.
+fn write_ssh(path: &Path) -> anyhow::Result<()> {
+    fs_err::write(
+        path,
+        "#!/bin/sh
+for last; do :; done
+exec sh -c \"$last\"\n",
+    )?;
+    let mut permissions = fs_err::metadata(path)?.permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    fs_err::set_permissions(path, permissions)?;
     Ok(())
 }
 
