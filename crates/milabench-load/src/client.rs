@@ -257,6 +257,13 @@ impl RequestRecord {
             .then(|| (self.latency - ttft) / f64::from(self.output_tokens - 1))
     }
 
+    /// Time per output token counting the first: `latency / output_tokens` (GuideLLM's
+    /// definition; [`RequestRecord::tpot`] leaves the first token out, as vLLM's does).
+    pub fn tpot_with_first(&self) -> Option<f64> {
+        (self.error.is_none() && self.output_tokens > 0)
+            .then(|| self.latency / f64::from(self.output_tokens))
+    }
+
     /// Whether the request succeeded.
     pub fn ok(&self) -> bool {
         self.error.is_none()
@@ -938,5 +945,7 @@ mod tests {
             error: None,
         };
         assert!((record.tpot().unwrap() - 0.02).abs() < 1e-12);
+        // Issue 52: the other tools' TPOT counts the first token: 0.18 s over 5 tokens.
+        assert!((record.tpot_with_first().unwrap() - 0.036).abs() < 1e-12);
     }
 }

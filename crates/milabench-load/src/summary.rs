@@ -261,8 +261,10 @@ pub struct Summary {
     /// Time to the first token of the answer's text, when some answers began with reasoning
     /// (then later than `ttft`); `None` when every answer began with its text.
     pub content_ttft: Option<LatencySummary>,
-    /// Time per output token.
+    /// Time per output token after the first: `(e2e - ttft) / (tokens - 1)`.
     pub tpot: LatencySummary,
+    /// Time per output token counting the first: `e2e / tokens` (other tools' TPOT).
+    pub tpot_with_first: LatencySummary,
     /// Inter-token latency: every gap between token events.
     pub itl: LatencySummary,
     /// End-to-end latency.
@@ -340,6 +342,11 @@ impl Summary {
                 LatencySummary::of(&ok.iter().filter_map(|r| r.content_ttft).collect::<Vec<_>>())
             }),
             tpot: LatencySummary::of(&ok.iter().filter_map(|r| r.tpot()).collect::<Vec<_>>()),
+            tpot_with_first: LatencySummary::of(
+                &ok.iter()
+                    .filter_map(|r| r.tpot_with_first())
+                    .collect::<Vec<_>>(),
+            ),
             itl: LatencySummary::of(
                 &ok.iter()
                     .flat_map(|r| r.itl.iter().copied())

@@ -417,13 +417,16 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
         out += &row("ttft text", text_ttft);
     }
     out += &row("tpot", &s.tpot);
+    out += &row("tpot all", &s.tpot_with_first);
     out += &row("itl", &s.itl);
     out += &row("e2e", &s.e2e);
     out += &row("ttft sched", &s.ttft_from_schedule);
     out += &row("e2e sched", &s.e2e_from_schedule);
     out += "ttft, e2e: from the actual send; sched: from the scheduled send time (the client's \
             send delay included); tpot: after the first token, (e2e - ttft) / (tokens - 1); \
-            ttft: to the first token of any kind (ttft text: of the answer's text)\n";
+            tpot all: e2e / tokens, the first included; ttft: to the first token of any kind \
+            (ttft text: of the answer's text); tokens: the server's usage, else the stream's \
+            token events (never fewer than those)\n";
     let t = &s.request_throughput;
     let o = &s.output_throughput;
     out += &format!(
