@@ -232,7 +232,7 @@ fn benchmate_tests() -> anyhow::Result<()> {
         )?;
         std::fs::write(&ready, "pytest voir\n").context("could not mark the venv ready")?;
     }
-    eprintln!("==> benchmate and the pack host: pytest");
+    eprintln!("==> benchmate, the pack host and the device script's side-by-side: pytest");
     run_command(
         "benchmate tests",
         Command::new(&python)
@@ -244,6 +244,7 @@ fn benchmate_tests() -> anyhow::Result<()> {
                 "no:cacheprovider",
                 "benchmarks/_benchmate/tests",
                 "benchmarks/_packhost/tests",
+                "xtask/gpu/tests",
             ])
             .current_dir(&root),
     )
