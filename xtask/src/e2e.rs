@@ -97,6 +97,26 @@ pub fn user_uv_cache() -> PathBuf {
         .join("uv")
 }
 
+/// uv as milabench finds it (`milabench_env::Tool::prepare`): on `PATH`, else bootstrapped into
+/// `tools` (made once, logged to `tools/uv-bootstrap.log`).
+pub fn uv_in(tools: &Path) -> anyhow::Result<PathBuf> {
+    let path = std::env::var("PATH").ok();
+    let python = milabench_env::Python::find(None, path.as_deref())?;
+    let tools = camino::Utf8PathBuf::try_from(tools.to_path_buf())?;
+    match milabench_env::Tool::prepare(
+        milabench_config::settings::Installer::Uv,
+        &python,
+        &tools,
+        &tools.join("uv-bootstrap.log"),
+        path.as_deref(),
+        &milabench_env::Sources::default(),
+        &mut |_| {},
+    )? {
+        milabench_env::Tool::Uv { bin, .. } => Ok(bin.into_std_path_buf()),
+        milabench_env::Tool::Pip => bail!("uv was asked for and pip came back"),
+    }
+}
+
 /// The workspace root (xtask lives one folder below it).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -32,7 +32,7 @@ pub fn run() -> anyhow::Result<()> {
     let root = crate::e2e::repo_root();
     let work = root.join("target/gpu-rehearsal");
     std::fs::create_dir_all(&work).context("could not make target/gpu-rehearsal")?;
-    let uv = uv(&work)?;
+    let uv = crate::e2e::uv_in(&work.join("tools"))?;
     let python = python_version()?;
     eprintln!("==> gpu-rehearsal: xtask/gpu/pack.sh for Python {python}");
     run_command(
@@ -135,28 +135,6 @@ fn python_version() -> anyhow::Result<String> {
         bail!("python3 could not tell its version");
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
-/// uv in a small venv of its own under `work` (made once).
-fn uv(work: &Path) -> anyhow::Result<PathBuf> {
-    let venv = work.join("uv");
-    let uv = venv.join("bin/uv");
-    if !uv.is_file() {
-        run_command(
-            "uv venv",
-            Command::new("python3").args(["-m", "venv"]).arg(&venv),
-        )?;
-        run_command(
-            "uv install",
-            Command::new(venv.join("bin/pip")).args([
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "uv",
-            ]),
-        )?;
-    }
-    Ok(uv)
 }
 
 /// The stand-in for the image's Python: a venv with `.gpu/image-provides.txt` installed,

@@ -7,6 +7,13 @@ use std::process::{Command, Stdio};
 
 use anyhow::bail;
 
+/// Sets the permission bits of `path` to `mode` (`0o755` for a script).
+pub fn set_mode(path: &std::path::Path, mode: u32) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs_err::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    Ok(())
+}
+
 /// The first `program` on `PATH`, then in `/usr/sbin` and `/sbin` (daemons live there, and
 /// `PATH` may leave them out).
 pub fn which(program: &str) -> Option<PathBuf> {

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
-use crate::host::{apt_install, which};
+use crate::host::{apt_install, set_mode, which};
 
 /// Where clusters live.
 pub const ROOT: &str = "/run/milabench-slurm";
@@ -402,12 +402,6 @@ pub fn client(conf: &Path, program: &str) -> Command {
     let mut command = Command::new(program);
     command.env("SLURM_CONF", conf).stdin(Stdio::null());
     command
-}
-
-fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    fs_err::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
-    Ok(())
 }
 
 /// Kills every process whose environment names the slot's `slurm.conf` (twice, for what a

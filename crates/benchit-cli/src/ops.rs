@@ -181,22 +181,20 @@ enum LogLevel {
 /// read. `None` without --ncu or --nsys.
 fn nsight_options(args: &OpsArgs) -> anyhow::Result<Option<NsightOptions>> {
     let (tool, bin, args_file, warmup, iterations) = if args.ncu {
-        let n = args;
         (
             NsightTool::Compute,
-            &n.ncu_bin,
-            &n.ncu_args_file,
-            n.ncu_warmup,
-            n.ncu_iteration,
+            &args.ncu_bin,
+            &args.ncu_args_file,
+            args.ncu_warmup,
+            args.ncu_iteration,
         )
     } else if args.nsys {
-        let n = args;
         (
             NsightTool::Systems,
-            &n.nsys_bin,
-            &n.nsys_args_file,
-            n.nsys_warmup,
-            n.nsys_iteration,
+            &args.nsys_bin,
+            &args.nsys_args_file,
+            args.nsys_warmup,
+            args.nsys_iteration,
         )
     } else {
         return Ok(None);
@@ -214,8 +212,7 @@ fn nsight_options(args: &OpsArgs) -> anyhow::Result<Option<NsightOptions>> {
     let found = if bin.as_str().contains('/') {
         bin.is_file()
     } else {
-        std::env::var_os("PATH")
-            .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(bin).is_file()))
+        milabench_env::find_on_path(bin.as_str(), std::env::var("PATH").ok().as_deref()).is_some()
     };
     if !found {
         anyhow::bail!(

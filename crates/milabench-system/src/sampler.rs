@@ -156,9 +156,7 @@ impl Collector {
     /// Takes one sample of everything configured: the `data` events (all with the same `time`),
     /// preceded by a `message` event for each problem seen for the first time.
     pub fn collect(&mut self) -> Vec<Event> {
-        let time = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
+        let time = epoch_seconds();
         let mut out = Vec::new();
         let mut messages = Vec::new();
         if !self.config.gpus.is_empty() {
@@ -206,9 +204,7 @@ impl Collector {
         if now.is_empty() {
             return None;
         }
-        let time = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
+        let time = epoch_seconds();
         Some(record(time, |d| {
             d.extra
                 .insert(DataKey::GpuEnergy.as_str().into(), Value::Object(now));
@@ -379,6 +375,13 @@ fn proc_children_tree(root: u32) -> Option<Vec<u32>> {
         }
     }
     Some(tree)
+}
+
+/// Now, in seconds since the epoch (the records' `time`).
+fn epoch_seconds() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The energy counters (mJ) of `indices` that have one.

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, bail};
-use camino::Utf8PathBuf;
 
 use super::install::check;
 use super::tree_cpu::{CpuTrace, wait_traced};
@@ -60,19 +59,7 @@ pub fn install(dir: &Path) -> anyhow::Result<GuideLlm> {
     }
     let path = std::env::var("PATH").ok();
     let python = milabench_env::Python::find(None, path.as_deref())?;
-    let tools = Utf8PathBuf::try_from(dir.join("tools"))?;
-    let uv = match milabench_env::Tool::prepare(
-        milabench_config::settings::Installer::Uv,
-        &python,
-        &tools,
-        &tools.join("uv-bootstrap.log"),
-        path.as_deref(),
-        &milabench_env::Sources::default(),
-        &mut |_| {},
-    )? {
-        milabench_env::Tool::Uv { bin, .. } => bin,
-        milabench_env::Tool::Pip => bail!("uv was asked for and pip came back"),
-    };
+    let uv = crate::e2e::uv_in(&dir.join("tools"))?;
     let cache = crate::e2e::user_uv_cache();
     let uv = |args: &[&str]| {
         let mut cmd = Command::new(&uv);

@@ -7,7 +7,7 @@
 //! an `ssh` stand-in that runs the probe here (what is measured is the orchestration of 127
 //! probes in parallel, not a network); target: 128 nodes in under 5 s.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -31,9 +31,15 @@ pub fn run() -> anyhow::Result<()> {
     let root = crate::e2e::repo_root();
     let suite = root.join("tests/fixtures/upstream/milabench/config/standard.yaml");
     let scratch = tempfile::tempdir().context("could not make a scratch folder")?;
-    let smi = scratch.path().join("bin");
-    fs_err::create_dir_all(&smi)?;
-    write_smi(&smi.join("nvidia-smi"))?;
+    let stand_ins = scratch.path().join("bin");
+    fs_err::create_dir_all(&stand_ins)?;
+    write_script(&stand_ins.join("nvidia-smi"), &smi_script())?;
+    write_script(&stand_ins.join("ssh"), SSH_SCRIPT)?;
+    let path = format!(
+        "{}:{}",
+        stand_ins.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     println!("## plans at scale (Python tool's standard.yaml, {GPUS} GPUs a node, release build)");
     let mut times = Vec::new();
     let mut systems = Vec::new();
@@ -45,11 +51,6 @@ pub fn run() -> anyhow::Result<()> {
         let mut processes = 0;
         for round in 0..ROUNDS {
             let base = scratch.path().join(format!("base-{nodes}-{round}"));
-            let path = format!(
-                "{}:{}",
-                smi.display(),
-                std::env::var("PATH").unwrap_or_default()
-            );
             let began = Instant::now();
             let out = Command::new(&program)
                 .args(["run", "--config"])
@@ -59,7 +60,7 @@ pub fn run() -> anyhow::Result<()> {
                 .arg("--base")
                 .arg(&base)
                 .arg("--dry-run=json")
-                .env("PATH", path)
+                .env("PATH", &path)
                 .env("MILABENCH_GPU_ARCH", "cuda")
                 .output()
                 .context("could not start milabench")?;
@@ -98,7 +99,6 @@ pub fn run() -> anyhow::Result<()> {
         last / one,
         if last < TARGET_S { "met" } else { "NOT met" }
     );
-    write_ssh(&smi.join("ssh"))?;
     // The base folder the probes look for "there" (here, through the stand-in).
     fs_err::create_dir_all(scratch.path().join("base-check"))?;
     let mut checks = Vec::new();
@@ -114,14 +114,7 @@ pub fn run() -> anyhow::Result<()> {
                 .arg("--base")
                 .arg(scratch.path().join("base-check"))
                 .args(["--format", "json"])
-                .env(
-                    "PATH",
-                    format!(
-                        "{}:{}",
-                        smi.display(),
-                        std::env::var("PATH").unwrap_or_default()
-                    ),
-                )
+                .env("PATH", &path)
                 .env("MILABENCH_GPU_ARCH", "cpu")
                 // A closed local port: the index check answers at once.
                 .env("UV_INDEX_URL", "http://127.0.0.1:9/simple")
@@ -169,19 +162,8 @@ pub fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// An `ssh` that runs the command it is given here, as the node would.
-fn write_ssh(path: &Path) -> anyhow::Result<()> {
-    fs_err::write(
-        path,
-        "#!/bin/sh
-for last; do :; done
-exec sh -c \"$last\"\n",
-    )?;
-    let mut permissions = fs_err::metadata(path)?.permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    fs_err::set_permissions(path, permissions)?;
-    Ok(())
-}
+/// An `ssh` that runs the command it is given (its last argument) here, as the node would.
+const SSH_SCRIPT: &str = "#!/bin/sh\nfor last; do :; done\nexec sh -c \"$last\"\n";
 
 /// A system file of `nodes` nodes, the first the main one on this machine.
 fn system_file(nodes: usize) -> String {
@@ -201,7 +183,7 @@ fn system_file(nodes: usize) -> String {
 }
 
 /// An `nvidia-smi` that answers the CSV query for [`GPUS`] idle H100s.
-fn write_smi(path: &Path) -> anyhow::Result<PathBuf> {
+fn smi_script() -> String {
     let lines: Vec<String> = (0..GPUS)
         .map(|i| {
             format!(
@@ -209,12 +191,11 @@ fn write_smi(path: &Path) -> anyhow::Result<PathBuf> {
             )
         })
         .collect();
-    fs_err::write(
-        path,
-        format!("#!/bin/sh\ncat <<'EOF'\n{}\nEOF\n", lines.join("\n")),
-    )?;
-    let mut permissions = fs_err::metadata(path)?.permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    fs_err::set_permissions(path, permissions)?;
-    Ok(path.to_path_buf())
+    format!("#!/bin/sh\ncat <<'EOF'\n{}\nEOF\n", lines.join("\n"))
+}
+
+/// Writes an executable script.
+fn write_script(path: &Path, text: &str) -> anyhow::Result<()> {
+    fs_err::write(path, text)?;
+    xtask::host::set_mode(path, 0o755)
 }

@@ -15,7 +15,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{Map, Value, json};
 
 use super::expand::ExpandedRun;
-use super::runner::{ExecMode, RunOptions};
+use super::runner::RunOptions;
 
 /// The NVTX range around each measured pass of a profiled batch (the worker's name for it).
 pub const NVTX_RANGE: &str = "benchit_measure";
@@ -101,6 +101,8 @@ impl NsightOptions {
         }
         line.extend(self.extra_args.iter().cloned());
         line.extend(self.batch_cmd.iter().cloned());
+        // The mode as the command line spells it: its serialised name.
+        let mode = json!(run.exec_mode);
         line.extend(
             [
                 "--config",
@@ -112,7 +114,7 @@ impl NsightOptions {
                 "--device",
                 "cuda",
                 "--exec-mode",
-                exec_mode_name(run.exec_mode),
+                mode.as_str().unwrap_or("discrete"),
                 "--output-prefix",
                 &format!("{stem}_batch"),
                 "--nvtx",
@@ -126,15 +128,6 @@ impl NsightOptions {
             line.extend(["--cuda-l2-cache".into(), "off".into()]);
         }
         line
-    }
-}
-
-/// The name of an exec mode on the command line.
-fn exec_mode_name(mode: ExecMode) -> &'static str {
-    match mode {
-        ExecMode::Discrete => "discrete",
-        ExecMode::Continuous => "continuous",
-        ExecMode::ContinuousEvents => "continuous_events",
     }
 }
 
@@ -167,7 +160,7 @@ pub fn batch_config(runs: &[&ExpandedRun]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::{OpsConfig, expand};
+    use crate::ops::{ExecMode, OpsConfig, expand};
 
     fn options(tool: NsightTool) -> NsightOptions {
         NsightOptions {

@@ -380,6 +380,7 @@ fn profile_batch(
         return Ok(());
     };
     session.batches += 1;
+    let tool = nsight.tool.name();
     // Everything of the batches goes into one folder beside the output file.
     let folder = format!(
         "{}_nsight",
@@ -402,8 +403,7 @@ fn profile_batch(
             match child.run() {
                 Ok(done) if done.success() => None,
                 Ok(done) => Some(format!(
-                    "{} ended with {}: {}",
-                    nsight.tool.name(),
+                    "{tool} ended with {}: {}",
                     done.status,
                     done.said().lines().last().unwrap_or("")
                 )),
@@ -411,7 +411,6 @@ fn profile_batch(
             }
         }
     };
-    let tool = nsight.tool.name();
     let mut line = json!({
         format!("{tool}_file"): nsight.output_file(&stem),
         format!("{tool}_cmd_str"): command_text,
