@@ -11,7 +11,7 @@ use milabench_exec::{Interrupt, error_line};
 
 use super::cache::{Cache, clean_folder};
 use super::decision::{BuildDecision, Invocation, decide};
-use super::input::{Input, InputKind, Labels, build_name, labels_match, parse_labels};
+use super::input::{Input, InputKind, build_name, labels_match};
 use super::options::{Action, BenchmarkOptions, Device, Runtime};
 use super::protocol::{
     BenchmarkEvent, BuildRequest, Event, Hello, InvocationEvent, Reply, Request, StageEvent,
@@ -86,7 +86,6 @@ struct Run<'a, 'o> {
     input: &'a Input,
     observer: &'o mut dyn Observer,
     result: InputResult,
-    labels: Labels,
     versions: Versions,
     pending: HashMap<String, Pending>,
 }
@@ -98,12 +97,6 @@ pub(crate) fn run_input(
     observer: &mut dyn Observer,
 ) -> InputResult {
     let started = Instant::now();
-    let (labels, label_warnings) = match input.kind {
-        InputKind::Script => fs_err::read_to_string(&input.path)
-            .map(|text| parse_labels(&text))
-            .unwrap_or_default(),
-        InputKind::Onnx | InputKind::Model => Default::default(),
-    };
     let mut run = Run {
         cx,
         input,
@@ -115,18 +108,17 @@ pub(crate) fn run_input(
             status: InputStatus::Running,
             log: cx.cache.log_path(input.stem()),
             versions: None,
-            labels: labels.clone(),
+            labels: input.script.labels.clone(),
             models: Vec::new(),
             failure: None,
             skipped: None,
             warnings: Vec::new(),
             seconds: 0.0,
         },
-        labels,
         versions: Versions::of(&Hello::default()),
         pending: HashMap::new(),
     };
-    for warning in label_warnings {
+    for warning in &input.script.label_warnings {
         run.warn(format!("{}: {warning}", input.arg));
     }
     run.go();
@@ -155,7 +147,9 @@ impl Run<'_, '_> {
 
     fn go(&mut self) {
         let options = self.cx.options;
-        if self.input.kind == InputKind::Script && !labels_match(&self.labels, &options.labels) {
+        if self.input.kind == InputKind::Script
+            && !labels_match(&self.input.script.labels, &options.labels)
+        {
             self.result.status = InputStatus::Skipped;
             self.result.skipped = Some("its labels do not match --labels".into());
             return;
@@ -413,7 +407,11 @@ impl Run<'_, '_> {
     /// prepares its folder and `state.yaml` and returns the reply that asks the worker for it.
     fn plan_build(&mut self, inv: &InvocationEvent) -> (Reply, BuildResult) {
         let options = self.cx.options;
-        let name = build_name(self.input.stem(), &self.labels, &inv.invocation_hash);
+        let name = build_name(
+            self.input.stem(),
+            &self.input.script.labels,
+            &inv.invocation_hash,
+        );
         let dir = self.cx.cache.build_dir(&name);
         let mut build = BuildResult {
             build_name: name.clone(),
@@ -504,7 +502,7 @@ impl Run<'_, '_> {
         }
         stats.build_name = name.clone();
         stats.script = self.input.path.to_string();
-        stats.labels = self.labels.clone();
+        stats.labels = self.input.script.labels.clone();
         stats.device = options.device.as_str().to_string();
         stats.model = self.model_info(inv);
         self.pending.insert(
