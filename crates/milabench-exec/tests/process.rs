@@ -69,6 +69,7 @@ impl Bench {
             nolog: false,
             launch: Launch::Local,
             node_command: None,
+            container: None,
             job: None,
             config: json!({"name": tag[0], "tag": tag}),
         }
