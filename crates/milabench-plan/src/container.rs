@@ -355,19 +355,31 @@ pub fn stop_command(
     let mut words = vec![spec.executable.clone()];
     words.extend(spec.global_args.iter().cloned());
     words.extend(["rm".into(), "--force".into(), name.into()]);
-    Some(match launch {
-        Launch::Local => words,
-        Launch::Ssh(target) => {
-            let mut out = target.ssh_prefix();
-            out.extend(words.iter().map(|w| shell_quote(w)));
+    Some(launch.reach(cwd, words))
+}
+
+/// The command that readies a node for the run's containers, once per run before its first
+/// benchmark (the caller reaches the node with [`Launch::reach`]): the folders to mount made
+/// (a runtime refuses to mount a missing one), then [`image_setup_command`].
+pub fn node_setup_command(
+    spec: &ContainerSpec,
+    cache: &Utf8Path,
+    folders: &[Utf8PathBuf],
+) -> Vec<String> {
+    let mut script = String::from("mkdir -p");
+    for folder in folders {
+        script.push(' ');
+        script.push_str(&shell_quote(folder.as_str()));
+    }
+    match image_setup_command(spec, cache) {
+        Some(setup) => {
+            script.push_str(" && exec \"$@\"");
+            let mut out = vec!["sh".to_string(), "-c".into(), script, "sh".into()];
+            out.extend(setup);
             out
         }
-        Launch::Srun(target) => {
-            let mut out = target.srun_prefix(cwd);
-            out.extend(words);
-            out
-        }
-    })
+        None => vec!["sh".to_string(), "-c".into(), script],
+    }
 }
 
 /// The command that makes the image ready on a node, once per run before the first benchmark

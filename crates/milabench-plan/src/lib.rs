@@ -12,7 +12,7 @@ mod spec;
 
 pub use container::{
     ContainerCall, ContainerProcess, PathMap, container_command, container_name,
-    image_setup_command, runnable_image, stop_command,
+    image_setup_command, node_setup_command, runnable_image, stop_command,
 };
 pub use error::PlanError;
 pub use host::{

@@ -279,6 +279,29 @@ fn images_are_made_ready_once_per_node_by_one_command() {
 }
 
 #[test]
+fn a_node_gets_its_folders_then_its_image() {
+    let folders: Vec<Utf8PathBuf> = vec!["/b/data".into(), "/b/my runs".into()];
+    assert_eq!(
+        node_setup_command(&spec(ContainerRuntime::Podman), "/b/cache".into(), &folders),
+        [
+            "sh",
+            "-c",
+            "mkdir -p /b/data '/b/my runs' && exec \"$@\"",
+            "sh",
+            "sh",
+            "-c",
+            "podman image inspect registry.example/milabench:cuda >/dev/null 2>&1 || podman pull registry.example/milabench:cuda",
+        ]
+    );
+    let mut sif = spec(ContainerRuntime::Apptainer);
+    sif.image = "/i.sif".into();
+    assert_eq!(
+        node_setup_command(&sif, "/b/cache".into(), &folders),
+        ["sh", "-c", "mkdir -p /b/data '/b/my runs'"]
+    );
+}
+
+#[test]
 fn container_names_are_deterministic_and_safe() {
     assert_eq!(
         container_name("nightly.2026-11-28_09:00", "resnet.R1.D0"),
