@@ -635,9 +635,15 @@ fn in_container(
                 .into(),
         });
     }
+    // pyxis's srun runs on the rank's node, or for a process of this machine on its node of
+    // the allocation (`self`).
     let srun_node = match launch {
         Launch::Srun(target) => Some(target.node.clone()),
-        _ => None,
+        _ => system
+            .tree
+            .get("self")
+            .and_then(|node| node.get("name"))
+            .map(Node::python_str),
     };
     let command = container_command(
         spec,
@@ -976,6 +982,109 @@ ddp-nodes:
         assert!(remote.use_stdout && remote.nolog);
         assert!(remote.env.contains_key("MILABENCH_CONFIG"));
         assert_eq!(plan.processes[0].launch, Launch::Local);
+    }
+
+    fn container(runtime: milabench_config::ContainerRuntime) -> milabench_config::ContainerSpec {
+        milabench_config::ContainerSpec {
+            runtime,
+            executable: runtime.default_executable().into(),
+            image: "img".into(),
+            archive: None,
+            base: None,
+            mounts: Vec::new(),
+            env: IndexMap::new(),
+            global_args: Vec::new(),
+            args: Vec::new(),
+            gpus: milabench_config::GpuPassing::All,
+        }
+    }
+
+    /// Each rank runs in the image on its node: podman after ssh, with the environment on
+    /// podman's command line and the data channel in stdout; the container is named after the
+    /// rank and removed over ssh.
+    #[test]
+    fn ranks_run_in_the_container_on_their_nodes() {
+        let (_dir, mut suite) = resolved("cuda", Some(SYSTEM));
+        suite.system.container = Some(container(milabench_config::ContainerRuntime::Podman));
+        let ctx = context(&suite, "cuda", &["0", "1"], 16);
+        let bench = suite
+            .benches
+            .iter()
+            .find(|b| b.name == "ddp-nodes")
+            .expect("ddp-nodes");
+        let plan = plan_bench(bench, &ctx).expect("plans");
+        let local = &plan.processes[0];
+        assert_eq!(local.argv[..2], ["podman", "run"]);
+        assert!(local.use_stdout);
+        let name = &local.container.as_ref().expect("in a container").name;
+        assert!(name.ends_with("ddp-nodes.0.n0"), "{name}");
+        let remote = &plan.processes[1];
+        assert_eq!(remote.argv[0], "ssh");
+        let at = remote
+            .argv
+            .iter()
+            .position(|a| a == "podman")
+            .expect("podman over ssh");
+        assert_eq!(remote.argv[at + 1], "run");
+        assert!(
+            remote.argv.iter().any(|a| a == "DATA_FD=1"),
+            "{:?}",
+            remote.argv
+        );
+        let stop = remote
+            .container
+            .as_ref()
+            .and_then(|c| c.stop.clone())
+            .expect("stop");
+        assert_eq!(stop[0], "ssh");
+        assert_eq!(
+            stop[stop.len() - 3..],
+            ["rm", "--force", "milabench-run-ddp-nodes.0.n1.nolog"]
+        );
+    }
+
+    #[test]
+    fn pyxis_ranks_are_one_srun_each_and_refused_over_ssh() {
+        let (_dir, mut suite) = resolved("cuda", Some(SYSTEM));
+        suite.system.container = Some(container(milabench_config::ContainerRuntime::Pyxis));
+        let bench_name = "ddp-nodes";
+        let over_ssh = {
+            let ctx = context(&suite, "cuda", &["0", "1"], 16);
+            let bench = suite
+                .benches
+                .iter()
+                .find(|b| b.name == bench_name)
+                .expect("bench");
+            plan_bench(bench, &ctx)
+                .expect_err("pyxis over ssh")
+                .to_string()
+        };
+        assert!(over_ssh.contains("write `launch: srun`"), "{over_ssh}");
+        suite.system.launch = LaunchMode::Srun;
+        let ctx = context(&suite, "cuda", &["0", "1"], 16);
+        let bench = suite
+            .benches
+            .iter()
+            .find(|b| b.name == bench_name)
+            .expect("bench");
+        let plan = plan_bench(bench, &ctx).expect("plans");
+        let remote = &plan.processes[1].argv;
+        assert_eq!(
+            remote.iter().filter(|a| *a == "srun").count(),
+            1,
+            "{remote:?}"
+        );
+        assert!(remote.contains(&"--nodelist=n1".to_string()), "{remote:?}");
+        assert!(
+            remote.iter().any(|a| a.starts_with("--container-image=")),
+            "{remote:?}"
+        );
+        assert!(
+            plan.processes[1]
+                .container
+                .as_ref()
+                .is_some_and(|c| c.stop.is_none())
+        );
     }
 
     #[test]
