@@ -296,9 +296,10 @@ impl<'a> Runner<'a, '_> {
 
     /// SIGTERM to the process's tree (for a remote rank: its standard input closed, which
     /// makes the remote side stop the rank); SIGKILL follows after the grace period.
-    /// A process in a container has the container itself removed too, at once on a thread
-    /// of its own (the client may not pass the signal on), and again before [`run_plan`]
-    /// returns ([`remove_containers`]).
+    /// A process in a container gets SIGTERM through its client (podman and docker pass it
+    /// on to the container), so it has the grace period to end; the container itself is
+    /// removed when the grace period is over ([`Runner::check_timers`]) and again before
+    /// [`run_plan`] returns ([`remove_containers`]).
     fn stop(&mut self, idx: usize, now: Instant) {
         let p = &mut self.procs[idx];
         if let (Some(pid), Stopping::No) = (p.pid, p.stopping) {
@@ -306,12 +307,6 @@ impl<'a> Runner<'a, '_> {
                 signal_tree(Some(pid), &p.token, Signal::SIGTERM);
             }
             p.stopping = Stopping::Term(now);
-            if let Some(removal) = container_removal(p.spec) {
-                std::thread::spawn(move || {
-                    // Its failure shows in the removal run again at the end of the plan.
-                    let _ = removal.run();
-                });
-            }
         }
     }
 
@@ -551,6 +546,14 @@ impl<'a> Runner<'a, '_> {
                         signal_tree(Some(pid), &p.token, Signal::SIGKILL);
                     }
                     p.stopping = Stopping::Kill(now);
+                    // Killing the client leaves its container running: remove it now, on a
+                    // thread of its own (the removal runs again at the end of the plan, where
+                    // a failure would show).
+                    if let Some(removal) = container_removal(p.spec) {
+                        std::thread::spawn(move || {
+                            let _ = removal.run();
+                        });
+                    }
                 }
                 Stopping::Kill(at) if now >= at + grace.max(Duration::from_secs(1)) => {
                     // Killed and still not done: a pipe is held by something outside the tree,
