@@ -344,7 +344,7 @@ fn the_container_flag_runs_in_the_image_and_a_timeout_removes_the_container() {
     assert!(
         calls
             .iter()
-            .any(|w| w[..] == ["podman", "rm", "--force", "milabench-t-slow.D0"]),
+            .any(|w| w[..] == ["podman", "rm", "--force", "--time=0", "milabench-t-slow.D0"]),
         "{calls:?}"
     );
 }
@@ -390,9 +390,14 @@ fn ctrl_c_removes_the_container() {
     assert_eq!(code, Some(130));
     let calls = c.calls();
     assert!(
-        calls
-            .iter()
-            .any(|w| w[..] == ["podman", "rm", "--force", "milabench-int-slow.D0"]),
+        calls.iter().any(|w| w[..]
+            == [
+                "podman",
+                "rm",
+                "--force",
+                "--time=0",
+                "milabench-int-slow.D0"
+            ]),
         "{calls:?}"
     );
 }

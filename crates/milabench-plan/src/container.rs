@@ -337,9 +337,9 @@ pub fn container_command(
     out
 }
 
-/// The command that removes container `name` on the node `launch` reaches (`None` for
-/// apptainer and pyxis, which stop with their process): run to its end by the executor, so
-/// over ssh without the rank supervisor (which would stop it at once).
+/// The command that removes container `name` on the node `launch` reaches, killing what still
+/// runs in it (`None` for apptainer and pyxis, which stop with their process): run to its end
+/// by the executor, so over ssh without the rank supervisor (which would stop it at once).
 pub fn stop_command(
     spec: &ContainerSpec,
     name: &str,
@@ -354,7 +354,13 @@ pub fn stop_command(
     }
     let mut words = vec![spec.executable.clone()];
     words.extend(spec.global_args.iter().cloned());
-    words.extend(["rm".into(), "--force".into(), name.into()]);
+    words.extend(["rm".into(), "--force".into()]);
+    if spec.runtime == ContainerRuntime::Podman {
+        // The grace period is over when it runs: no second one (podman's default is 10 s,
+        // and an `rm` cut short by the orchestrator's exit leaves the process running).
+        words.push("--time=0".into());
+    }
+    words.push(name.into());
     Some(launch.reach(cwd, words))
 }
 

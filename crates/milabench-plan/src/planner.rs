@@ -1038,8 +1038,13 @@ ddp-nodes:
             .expect("stop");
         assert_eq!(stop[0], "ssh");
         assert_eq!(
-            stop[stop.len() - 3..],
-            ["rm", "--force", "milabench-run-ddp-nodes.0.n1.nolog"]
+            stop[stop.len() - 4..],
+            [
+                "rm",
+                "--force",
+                "--time=0",
+                "milabench-run-ddp-nodes.0.n1.nolog"
+            ]
         );
     }
 
