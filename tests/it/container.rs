@@ -12,7 +12,8 @@ use crate::run::Project;
 
 /// The fake runtime: `run` parses the options our command lines use, then runs the command
 /// in `--workdir` with only the `--env` variables, its pid recorded under its `--name`; `rm
-/// --force NAME` kills that process; `image inspect`, `pull`, `load` and `--version` answer.
+/// --force NAME` kills that process; `image inspect`, `pull`, `load` and `--version` answer,
+/// `container inspect` finds nothing.
 /// Every call is appended to `$FAKE_RUNTIME_LOG`, one line of words joined by `|`.
 const FAKE_RUNTIME: &str = r#"#!/usr/bin/env python3
 import os, signal, sys
@@ -36,6 +37,8 @@ if command == "rm":
     except (OSError, ValueError):
         pass
     sys.exit(0)
+if command == "container":
+    sys.exit(1)  # `container inspect`: no container is known after `rm`
 if command != "run":
     sys.exit(0)
 env, cwd, name, i = {}, "/", None, 0
@@ -346,6 +349,29 @@ fn the_container_flag_runs_in_the_image_and_a_timeout_removes_the_container() {
             .iter()
             .any(|w| w[..] == ["podman", "rm", "--force", "--time=0", "milabench-t-slow.D0"]),
         "{calls:?}"
+    );
+}
+
+#[test]
+fn docker_removes_a_timed_out_container_and_waits_until_it_is_gone() {
+    let c = Containers::new();
+    let system =
+        c.system("system:\n  arch: cpu\n  docker_image: img\n  docker: {executable: docker}\n");
+    let out = run(&mut c.command(&system, &["--run-name", "d", "--select", "slow"]));
+    assert_eq!(
+        out.code, 1,
+        "the timeout fails the benchmark:\n{}",
+        out.stderr
+    );
+    let calls = c.calls();
+    let removal = calls
+        .iter()
+        .position(|w| w[..] == ["docker", "rm", "--force", "milabench-d-slow.D0"])
+        .unwrap_or_else(|| panic!("no removal in {calls:?}"));
+    assert_eq!(
+        calls[removal + 1],
+        ["docker", "container", "inspect", "milabench-d-slow.D0"],
+        "then it waits until the container is gone"
     );
 }
 

@@ -229,7 +229,15 @@ fn the_stop_command_reaches_the_node_without_the_rank_supervisor() {
     let over_srun =
         stop_command(&spec(ContainerRuntime::Docker), "c1", &srun, "/code".into()).expect("docker");
     assert_eq!(over_srun[0], "srun");
-    assert!(over_srun.ends_with(&["docker".into(), "rm".into(), "--force".into(), "c1".into()]));
+    assert_eq!(
+        over_srun[over_srun.len() - 3..],
+        [
+            "sh",
+            "-c",
+            "docker rm --force c1 >/dev/null 2>&1; i=0; while [ $i -lt 50 ] && docker container inspect c1 >/dev/null 2>&1; do sleep 0.2; i=$((i+1)); done"
+        ],
+        "docker waits until its own removal is over"
+    );
     assert_eq!(
         stop_command(
             &spec(ContainerRuntime::Apptainer),
