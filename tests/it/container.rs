@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{run, wait_for, with_path};
+use crate::common::{run, wait_for_within, with_path};
 use crate::run::Project;
 
 /// The fake runtime: `run` parses the options our command lines use, then runs the command
@@ -396,9 +396,12 @@ fn ctrl_c_removes_the_container() {
         .spawn()
         .expect("milabench starts");
     let started = c.project.path().join("benchmarks/slow/started");
-    wait_for("the benchmark started in its container", || {
-        started.exists()
-    });
+    // Generous: a loaded machine starts Python slowly.
+    wait_for_within(
+        "the benchmark started in its container",
+        Duration::from_secs(60),
+        || started.exists(),
+    );
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
