@@ -237,6 +237,62 @@ fn podman_runs_each_process_in_the_image_with_the_same_files_and_report_as_the_h
     );
 }
 
+/// The environments come with the image: `run` installs nothing on the host (this project's
+/// environment is no real one, an install would fail) and prepares in the image.
+#[test]
+fn run_with_its_setup_installs_nothing_on_the_host_and_prepares_in_the_image() {
+    let c = Containers::new();
+    fs_err::write(
+        c.project.path().join("benchmarks/good/prepare.py"),
+        "open('prepared', 'w').close()\n",
+    )
+    .expect("prepare.py");
+    let system = c.system("system:\n  arch: cpu\n  container: {image: img}\n");
+    let out = run(c
+        .project
+        .milabench()
+        .args([
+            "run",
+            "--config",
+            "suite.yaml",
+            "--system",
+            &system,
+            "--no-check",
+        ])
+        .args(["--run-name", "setup", "--select", "good"])
+        .env("PATH", with_path(c.bin.path()))
+        .env("FAKE_RUNTIME_LOG", c.log_path()));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(c.rates("setup").len(), 6);
+    assert!(c.project.path().join("benchmarks/good/prepared").exists());
+    let containers: Vec<String> = c
+        .calls()
+        .iter()
+        .filter_map(|w| {
+            w.iter()
+                .position(|x| x == "--name")
+                .map(|at| w[at + 1].clone())
+        })
+        .collect();
+    assert_eq!(
+        containers,
+        ["milabench-setup-good", "milabench-setup-good.D0"],
+        "the prepare step, then the run, each in the image: {:?}",
+        c.calls()
+    );
+    let readied = c
+        .calls()
+        .iter()
+        .filter(|w| w.contains(&"inspect".to_string()))
+        .count();
+    assert_eq!(
+        readied,
+        1,
+        "the node is readied once for both: {:?}",
+        c.calls()
+    );
+}
+
 #[test]
 fn the_python_tools_docker_image_runs_with_no_change_and_check_probes_the_runtime() {
     let c = Containers::new();
