@@ -159,7 +159,7 @@ pub(crate) struct BuildArgs {
 
 impl BuildArgs {
     /// The options these flags ask for, with the script-only ones at their defaults.
-    fn options(&self) -> anyhow::Result<BenchmarkOptions> {
+    fn options(&self) -> crate::errors::Result<BenchmarkOptions> {
         let cache_dir = match &self.cache_dir {
             Some(dir) => dir.clone(),
             None => default_cache_dir()?,
@@ -188,7 +188,7 @@ impl BuildArgs {
 impl BenchmarkArgs {
     /// The inputs as paths from `cwd`: every script of the search folder with --all, else the
     /// inputs given, relative ones under --search-dir when it is given.
-    fn input_args(&self, cwd: &Utf8Path) -> anyhow::Result<Vec<String>> {
+    fn input_args(&self, cwd: &Utf8Path) -> crate::errors::Result<Vec<String>> {
         let Some(dir) = &self.search_dir else {
             if self.all {
                 return Ok(scripts_in(cwd)?.iter().map(|p| relative(p, cwd)).collect());
@@ -215,7 +215,7 @@ impl BenchmarkArgs {
     }
 
     /// The build options with the script ones of these flags.
-    fn options(&self) -> anyhow::Result<BenchmarkOptions> {
+    fn options(&self) -> crate::errors::Result<BenchmarkOptions> {
         let mut options = self.build.options()?;
         if self.analyze_only {
             options.action = Action::Analyze;
@@ -224,22 +224,22 @@ impl BenchmarkArgs {
         options.script_args = match &self.script_args {
             None => Vec::new(),
             Some(line) => shlex::split(line)
-                .ok_or_else(|| anyhow::anyhow!("--script-args `{line}` has unbalanced quotes"))?,
+                .ok_or_else(|| crate::errors::usage!("--script-args `{line}` has unbalanced quotes"))?,
         };
         options.framework = self.framework;
         options.resume = self.resume;
-        options.labels = parse_label_filter(&self.labels).map_err(anyhow::Error::msg)?;
+        options.labels = parse_label_filter(&self.labels).map_err(crate::errors::BenchitError::Usage)?;
         Ok(options)
     }
 }
 
 /// Runs `benchit benchmark`; returns the exit status.
-pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: &BenchmarkArgs) -> crate::errors::Result<ExitCode> {
     let options = args.options()?;
     let cwd = std::env::current_dir()
         .ok()
         .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
-        .ok_or_else(|| anyhow::anyhow!("the current folder is not a UTF-8 path"))?;
+        .ok_or_else(|| crate::errors::usage!("the current folder is not a UTF-8 path"))?;
     let inputs = args.input_args(&cwd)?;
     // Bad input is reported before the Python environment is prepared.
     let checked = benchit::models::check(&inputs, &cwd, &options)?;
@@ -300,7 +300,7 @@ pub(crate) struct AttachArgs {
 }
 
 /// Runs `benchit attach`; returns the exit status.
-pub(crate) fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn attach(args: &AttachArgs) -> crate::errors::Result<ExitCode> {
     let options = args.build.options()?;
     let interrupt = Interrupt::new();
     let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
@@ -328,7 +328,7 @@ fn relative(path: &Utf8Path, cwd: &Utf8Path) -> String {
 
 /// Prints the summary table or the JSON document on stdout, and a closing line on stderr.
 #[allow(clippy::print_stderr)]
-fn print_results(report: &BenchmarkReport, format: Format, action: Action) -> anyhow::Result<()> {
+fn print_results(report: &BenchmarkReport, format: Format, action: Action) -> crate::errors::Result<()> {
     let text = match format {
         Format::Json => serde_json::to_string_pretty(report)? + "\n",
         Format::Text if action == Action::Benchmark => {

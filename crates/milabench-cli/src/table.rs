@@ -17,7 +17,7 @@ pub struct Table<'a, T: Serialize> {
 
 impl<T: Serialize> Table<'_, T> {
     /// The table in `format`, ending with a newline.
-    pub fn render(&self, format: TableFormat) -> anyhow::Result<String> {
+    pub fn render(&self, format: TableFormat) -> crate::errors::Result<String> {
         Ok(match format {
             TableFormat::Json => serde_json::to_string_pretty(self.items)? + "\n",
             TableFormat::Csv => self.csv(),
