@@ -119,7 +119,8 @@ fn exit(result: errors::Result<ExitCode>) -> ExitCode {
 /// This program's hidden watchdog command, started beside each worker.
 fn watchdog() -> errors::Result<WatchdogCommand> {
     WatchdogCommand::this_program(vec![WATCHDOG_COMMAND.into()]).map_err(|e| {
-        BenchitError::from(e).context("cannot find the benchit program to start the workers' watchdog")
+        BenchitError::from(e)
+            .context("cannot find the benchit program to start the workers' watchdog")
     })
 }
 
@@ -225,7 +226,6 @@ mod tests {
         assert_eq!(argv(&["benchit", "-V"]), ["benchit", "-V"]);
         assert_eq!(argv(&["benchit", "cach"]), ["benchit", "cach"]);
     }
-
 
     #[test]
     fn the_command_line_is_well_formed() {

@@ -223,12 +223,14 @@ impl BenchmarkArgs {
         options.max_depth = self.max_depth;
         options.script_args = match &self.script_args {
             None => Vec::new(),
-            Some(line) => shlex::split(line)
-                .ok_or_else(|| crate::errors::usage!("--script-args `{line}` has unbalanced quotes"))?,
+            Some(line) => shlex::split(line).ok_or_else(|| {
+                crate::errors::usage!("--script-args `{line}` has unbalanced quotes")
+            })?,
         };
         options.framework = self.framework;
         options.resume = self.resume;
-        options.labels = parse_label_filter(&self.labels).map_err(crate::errors::BenchitError::Usage)?;
+        options.labels =
+            parse_label_filter(&self.labels).map_err(crate::errors::BenchitError::Usage)?;
         Ok(options)
     }
 }
@@ -328,7 +330,11 @@ fn relative(path: &Utf8Path, cwd: &Utf8Path) -> String {
 
 /// Prints the summary table or the JSON document on stdout, and a closing line on stderr.
 #[allow(clippy::print_stderr)]
-fn print_results(report: &BenchmarkReport, format: Format, action: Action) -> crate::errors::Result<()> {
+fn print_results(
+    report: &BenchmarkReport,
+    format: Format,
+    action: Action,
+) -> crate::errors::Result<()> {
     let text = match format {
         Format::Json => serde_json::to_string_pretty(report)? + "\n",
         Format::Text if action == Action::Benchmark => {
@@ -518,10 +524,8 @@ struct StatusDisplay {
     terminal: bool,
     tracebacks: bool,
     action: Action,
-    /// Lines of the tree drawn last (to redraw over them).
-    drawn: usize,
-    /// The text drawn last (an unchanged tree is not redrawn).
-    shown: String,
+    /// The tree redrawn in place while an input runs (a terminal only).
+    live: Option<indicatif::ProgressBar>,
     /// The running input's index and the number of inputs.
     position: (usize, usize),
 }
@@ -532,8 +536,7 @@ impl StatusDisplay {
             terminal: std::io::stderr().is_terminal(),
             tracebacks: std::env::var(TRACEBACK_VAR).is_ok_and(|v| v == "1" || v == "true"),
             action,
-            drawn: 0,
-            shown: String::new(),
+            live: None,
             position: (0, 1),
         }
     }
@@ -558,17 +561,28 @@ impl StatusDisplay {
                 total - index - 1
             );
         }
-        if !last && text == self.shown {
-            return;
+        if last {
+            self.clear();
+            eprint!("{text}");
+        } else {
+            self.live
+                .get_or_insert_with(|| {
+                    indicatif::ProgressBar::new_spinner()
+                        .with_style(
+                            indicatif::ProgressStyle::with_template("{msg}")
+                                .expect("a valid template"),
+                        )
+                        .with_finish(indicatif::ProgressFinish::AndClear)
+                })
+                .set_message(text.trim_end_matches('\n').to_owned());
         }
-        let mut err = std::io::stderr().lock();
-        if self.terminal && self.drawn > 0 {
-            let _ = write!(err, "\x1b[{}A\x1b[J", self.drawn);
+    }
+
+    /// Takes the live tree off the terminal.
+    fn clear(&mut self) {
+        if let Some(live) = self.live.take() {
+            live.finish_and_clear();
         }
-        let _ = err.write_all(text.as_bytes());
-        let _ = err.flush();
-        self.drawn = if last { 0 } else { text.lines().count() };
-        self.shown = if last { String::new() } else { text };
     }
 }
 
@@ -591,11 +605,7 @@ impl Observer for StatusDisplay {
 
     #[allow(clippy::print_stderr)]
     fn on_warning(&mut self, message: &str) {
-        if self.terminal && self.drawn > 0 {
-            eprint!("\x1b[{}A\x1b[J", self.drawn);
-            self.drawn = 0;
-            self.shown.clear();
-        }
+        self.clear();
         eprintln!("warning: {message}");
     }
 

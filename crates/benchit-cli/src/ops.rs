@@ -400,7 +400,10 @@ fn progress(done: usize, total: usize, record: &RunRecord) {
 /// Prints the ids as they are expanded, one at a time: a list of millions of ids holds one run
 /// in memory. The JSON form is the pretty-printed array of `{op_name, id, config, problem}`.
 #[allow(clippy::print_stdout)]
-fn print_list(runs: impl Iterator<Item = ExpandedRun>, format: Format) -> crate::errors::Result<()> {
+fn print_list(
+    runs: impl Iterator<Item = ExpandedRun>,
+    format: Format,
+) -> crate::errors::Result<()> {
     use std::io::Write as _;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if format == Format::Json {

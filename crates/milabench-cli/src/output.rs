@@ -46,7 +46,10 @@ pub fn write_report_output(
 /// Refuses an output file that is a `.data` file of `runs` (by any path: links, hard links),
 /// or any file of a run folder (a folder holding `.data` files) but the reports a run writes
 /// there (`report.html`, `report.txt`): its other files are `milabench run`'s.
-fn check_output_outside_runs(output: &camino::Utf8Path, runs: &[String]) -> crate::errors::Result<()> {
+fn check_output_outside_runs(
+    output: &camino::Utf8Path,
+    runs: &[String],
+) -> crate::errors::Result<()> {
     use milabench_report::{REPORT_PAGE, REPORT_TEXT};
     use std::ffi::OsStr;
     use std::os::unix::fs::MetadataExt as _;

@@ -80,7 +80,10 @@ pub fn load_suite_settings(
 /// current folder and then above the executable (a binary under `<repo>/target/` finds the
 /// repository's). Says which on stderr. `None` (the command then says a suite is needed) when
 /// neither place has it.
-fn default_suite(settings: &Settings, cwd: &Utf8Path) -> crate::errors::Result<Option<Utf8PathBuf>> {
+fn default_suite(
+    settings: &Settings,
+    cwd: &Utf8Path,
+) -> crate::errors::Result<Option<Utf8PathBuf>> {
     let arch = milabench::arch_of(settings)?;
     let exe = std::env::current_exe()
         .ok()

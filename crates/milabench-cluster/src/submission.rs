@@ -174,7 +174,8 @@ impl SubmitError {
             SubmitError::ReportJob { source, .. } => source.is_bad_input(),
             SubmitError::Status(SlurmCommandError::Start { source, .. }) => !matches!(
                 source,
-                milabench_exec::HelperError::Start { .. } | milabench_exec::HelperError::Read { .. }
+                milabench_exec::HelperError::Start { .. }
+                    | milabench_exec::HelperError::Read { .. }
             ),
             SubmitError::Status(SlurmCommandError::Refused { .. }) => true,
             SubmitError::Write { .. }

@@ -58,7 +58,8 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> crate::errors::Result<Exi
             Ok(outcome) => outcome,
             Err(e) => {
                 failed += 1;
-                let err = crate::errors::CliError::from(e).context(format!("could not import {folder}"));
+                let err =
+                    crate::errors::CliError::from(e).context(format!("could not import {folder}"));
                 crate::errors::show(&err);
                 continue;
             }

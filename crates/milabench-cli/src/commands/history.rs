@@ -113,7 +113,11 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> crate::errors::Result<Exi
 }
 
 /// The sweep's runs, oldest first, with their points.
-fn sweep_runs(store: &mut Store, sweep: &str, args: &HistoryArgs) -> crate::errors::Result<ExitCode> {
+fn sweep_runs(
+    store: &mut Store,
+    sweep: &str,
+    args: &HistoryArgs,
+) -> crate::errors::Result<ExitCode> {
     let runs = store.sweep_runs(sweep)?;
     if runs.is_empty() {
         nothing_in_sweep(store, sweep)?;

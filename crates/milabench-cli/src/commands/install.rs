@@ -31,7 +31,10 @@ pub fn run(global: &GlobalArgs, args: &InstallArgs) -> crate::errors::Result<Exi
 /// Runs `session`'s install with a handler of Ctrl-C, SIGTERM and SIGHUP: a signal stops the
 /// running installer's process group (nothing is left writing into the environment) and the
 /// install ends as interrupted (exit 130).
-fn install_stoppably(session: &Session, options: InstallOptions) -> crate::errors::Result<InstallSummary> {
+fn install_stoppably(
+    session: &Session,
+    options: InstallOptions,
+) -> crate::errors::Result<InstallSummary> {
     let interrupt = milabench_exec::Interrupt::new();
     let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
     let options = InstallOptions {

@@ -35,7 +35,9 @@ pub fn run(args: &LoadArgs) -> crate::errors::Result<ExitCode> {
     };
     let url = match (&launch, &args.endpoint) {
         (Some((_, url)), _) | (None, Some(url)) => url.clone(),
-        (None, None) => crate::errors::bail!("give the server's --endpoint URL, or its command after --"),
+        (None, None) => {
+            crate::errors::bail!("give the server's --endpoint URL, or its command after --")
+        }
     };
     let spec = spec(args, Endpoint::parse(&url)?)?;
     spec.check()?;
@@ -127,7 +129,9 @@ impl ResultsFile {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => crate::errors::bail!(
                 "{path} already holds the results of a run: give another --run-dir or --name, or remove the file"
             ),
-            Err(e) => crate::errors::bail!("cannot write the results file {path} in --run-dir: {e}"),
+            Err(e) => {
+                crate::errors::bail!("cannot write the results file {path} in --run-dir: {e}")
+            }
         }
         Ok(ResultsFile {
             writer: DataFileWriter::open(path.as_std_path())?,

@@ -161,7 +161,10 @@ fn ci(global: &GlobalArgs, args: &CiArgs) -> crate::errors::Result<ExitCode> {
 
 /// `analysis compare --folder DIR`: the run folders under DIR, oldest first (the last `--last`
 /// of them, those whose name holds `--filter`), compared with `milabench compare`.
-fn compare_folder(global: &GlobalArgs, args: &FolderCompareArgs) -> crate::errors::Result<ExitCode> {
+fn compare_folder(
+    global: &GlobalArgs,
+    args: &FolderCompareArgs,
+) -> crate::errors::Result<ExitCode> {
     let read = std::fs::read_dir(&args.folder).map_err(|e| {
         crate::errors::usage!(
             "cannot read --folder {}: {e}\n  fix: give the folder that holds the run folders (<base>/runs)",

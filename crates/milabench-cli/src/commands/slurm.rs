@@ -100,7 +100,10 @@ fn submit_run(global: &GlobalArgs, args: &SlurmSubmitArgs) -> crate::errors::Res
 
 /// The sbatch options of every job: the settings profile's (`--profile`, else the settings
 /// file's default), then the command line's.
-fn sbatch_options(settings: &Settings, args: &SlurmSubmitArgs) -> crate::errors::Result<Vec<String>> {
+fn sbatch_options(
+    settings: &Settings,
+    args: &SlurmSubmitArgs,
+) -> crate::errors::Result<Vec<String>> {
     let profiles = &settings.slurm.profiles;
     let mut options = match args.profile.as_ref().or(settings.slurm.default.as_ref()) {
         None => Vec::new(),
