@@ -7,6 +7,7 @@ use benchit::ops::{ConfigError, RunError, SelectError};
 use benchit::worker::WorkerError;
 use milabench_env::EnvError;
 use milabench_exec::{ExecError, ExitCode};
+use milabench_vocab::InContext;
 
 /// What a command handler returns.
 pub(crate) type Result<T, E = BenchitError> = std::result::Result<T, E>;
@@ -57,15 +58,9 @@ pub(crate) enum BenchitError {
     /// fix.
     #[error("{0}")]
     Usage(String),
-    /// What the command was doing when `source` happened.
-    #[error("{context}")]
-    Context {
-        /// What was being done.
-        context: String,
-        /// Why it failed.
-        #[source]
-        source: Box<BenchitError>,
-    },
+    /// What the command was doing when an error happened.
+    #[error(transparent)]
+    Context(InContext<BenchitError>),
 }
 
 impl BenchitError {
@@ -88,16 +83,13 @@ impl BenchitError {
             BenchitError::OpsRun(_) | BenchitError::Json(_) | BenchitError::Io(_) => {
                 ExitCode::Internal
             }
-            BenchitError::Context { source, .. } => source.exit_code(),
+            BenchitError::Context(e) => e.source.exit_code(),
         }
     }
 
     /// This error with `context`, what was being done when it happened, shown before it.
     pub(crate) fn context(self, context: impl std::fmt::Display) -> BenchitError {
-        BenchitError::Context {
-            context: context.to_string(),
-            source: Box::new(self),
-        }
+        BenchitError::Context(InContext::new(self, context))
     }
 }
 

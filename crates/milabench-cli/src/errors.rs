@@ -20,6 +20,7 @@ use milabench_report::ReportError;
 use milabench_store::StoreError;
 use milabench_store::publish::PublishError;
 use milabench_validate::{ReplayError, UnknownLayer};
+use milabench_vocab::InContext;
 
 /// What a command handler returns.
 pub type Result<T, E = CliError> = std::result::Result<T, E>;
@@ -100,15 +101,9 @@ pub enum CliError {
     /// value out of range); the message names the problem and the fix.
     #[error("{0}")]
     Usage(String),
-    /// What the command was doing when `source` happened.
-    #[error("{context}")]
-    Context {
-        /// What was being done.
-        context: String,
-        /// Why it failed.
-        #[source]
-        source: Box<CliError>,
-    },
+    /// What the command was doing when an error happened.
+    #[error(transparent)]
+    Context(InContext<CliError>),
 }
 
 impl CliError {
@@ -138,16 +133,13 @@ impl CliError {
             CliError::System(_) | CliError::Json(_) | CliError::Yaml(_) | CliError::Io(_) => {
                 ExitCode::Internal
             }
-            CliError::Context { source, .. } => source.exit_code(),
+            CliError::Context(e) => e.source.exit_code(),
         }
     }
 
     /// This error with `context`, what was being done when it happened, shown before it.
     pub fn context(self, context: impl std::fmt::Display) -> CliError {
-        CliError::Context {
-            context: context.to_string(),
-            source: Box::new(self),
-        }
+        CliError::Context(InContext::new(self, context))
     }
 }
 
