@@ -83,7 +83,7 @@ enum ReportFormat {
 }
 
 /// Runs a `benchit cache` command; returns the exit status.
-pub(crate) fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: CacheArgs) -> crate::errors::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let dir = match args.cache_dir {
         Some(dir) => dir,
@@ -204,7 +204,7 @@ fn write_page(
     dir: &Utf8Path,
     cache_dir: &Utf8Path,
     rows: &[report::ReportRow],
-) -> anyhow::Result<Utf8PathBuf> {
+) -> crate::errors::Result<Utf8PathBuf> {
     use milabench_html::{Cell, Page, Table, headline, section};
     fs_err::create_dir_all(dir)?;
     let date = jiff::Zoned::now().date();
@@ -271,7 +271,7 @@ fn write_page(
 fn write_report(
     dir: &Utf8Path,
     rows: &[report::ReportRow],
-) -> anyhow::Result<(Utf8PathBuf, Utf8PathBuf)> {
+) -> crate::errors::Result<(Utf8PathBuf, Utf8PathBuf)> {
     fs_err::create_dir_all(dir)?;
     let date = jiff::Zoned::now().date();
     let csv = dir.join(format!("benchit-report-{date}.csv"));

@@ -3,17 +3,16 @@
 //! call never does. Exit codes are `milabench-vocab`'s [`ExitCode`], shared with `milabench`.
 
 mod cache;
+mod errors;
 mod models;
 mod ops;
 
 use std::ffi::OsString;
 
-use anyhow::Context as _;
-use benchit::env::SetupError;
-use benchit::worker::WorkerError;
 use clap::{Parser, Subcommand};
-use milabench_env::EnvError;
-use milabench_exec::{ExecError, ExitCode, WatchdogCommand, error_report};
+use milabench_exec::{ExitCode, WatchdogCommand, error_report};
+
+use crate::errors::BenchitError;
 
 /// Benchmark the PyTorch models a Python script uses on several runtimes, or operator workloads
 /// described in PARAM-style JSON configs.
@@ -105,59 +104,24 @@ pub fn main() -> std::process::ExitCode {
 /// The exit code of a command's result; an error is printed on stderr first, with each of its
 /// causes once.
 #[allow(clippy::print_stderr)]
-fn exit(result: anyhow::Result<ExitCode>) -> ExitCode {
+fn exit(result: errors::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         // The reader of stdout went away (`| head`): a quiet end, once for every command.
-        Err(err) if milabench_exec::is_broken_pipe(err.as_ref()) => ExitCode::Success,
+        Err(err) if milabench_exec::is_broken_pipe(&err) => ExitCode::Success,
         Err(err) => {
-            eprintln!("{}", error_report(err.as_ref()));
-            exit_code(&err)
+            eprintln!("{}", error_report(&err));
+            err.exit_code()
         }
     }
 }
 
-/// The exit code of the first error of `err`'s chain whose kind is known here: an environment
-/// that cannot be built for a reason of the user's (no Python, a package that does not exist)
-/// is bad input, a failing install a failure, Ctrl-C during the install an interruption, a file
-/// the machine would not write an internal or environment failure; a message of the command
-/// line's own (a flag's check) is bad input.
-fn exit_code(err: &anyhow::Error) -> ExitCode {
-    err.chain()
-        .find_map(known_exit_code)
-        .unwrap_or(ExitCode::BadInput)
-}
-
-/// The exit code of `err` when its type is one of the libraries' errors, or an I/O error (the
-/// machine's failure).
-fn known_exit_code(err: &(dyn std::error::Error + 'static)) -> Option<ExitCode> {
-    use benchit::models::{CacheError, InputError, ModelsError};
-    use benchit::ops::{ConfigError, RunError, SelectError};
-    if let Some(e) = err.downcast_ref::<SetupError>() {
-        Some(e.exit_code())
-    } else if let Some(e) = err.downcast_ref::<EnvError>() {
-        Some(e.exit_code())
-    } else if let Some(e) = err.downcast_ref::<WorkerError>() {
-        Some(e.exit_code())
-    } else if let Some(e) = err.downcast_ref::<ModelsError>() {
-        Some(e.exit_code())
-    } else if let Some(e) = err.downcast_ref::<CacheError>() {
-        Some(e.exit_code())
-    } else if let Some(e) = err.downcast_ref::<ExecError>() {
-        Some(e.exit_code())
-    } else if err.is::<InputError>() || err.is::<ConfigError>() || err.is::<SelectError>() {
-        Some(ExitCode::BadInput)
-    } else if err.is::<RunError>() || err.is::<std::io::Error>() {
-        Some(ExitCode::Internal)
-    } else {
-        None
-    }
-}
-
 /// This program's hidden watchdog command, started beside each worker.
-fn watchdog() -> anyhow::Result<WatchdogCommand> {
-    WatchdogCommand::this_program(vec![WATCHDOG_COMMAND.into()])
-        .context("cannot find the benchit program to start the workers' watchdog")
+fn watchdog() -> errors::Result<WatchdogCommand> {
+    WatchdogCommand::this_program(vec![WATCHDOG_COMMAND.into()]).map_err(|e| {
+        BenchitError::from(e)
+            .context("cannot find the benchit program to start the workers' watchdog")
+    })
 }
 
 /// The worker command, watched by this program's watchdog: `BENCHIT_WORKER`, or the managed
@@ -168,7 +132,7 @@ fn worker_command(
     arch: &str,
     keras_reason: Option<&str>,
     with: &[String],
-) -> anyhow::Result<benchit::env::PreparedWorker> {
+) -> errors::Result<benchit::env::PreparedWorker> {
     use benchit::env::{EnvSettings, install_log, prepare_worker};
     let settings = EnvSettings {
         keras: keras_reason.is_some(),
@@ -205,7 +169,7 @@ fn worker_command(
         }
     });
     let command = prepared.map_err(|err| {
-        anyhow::Error::new(err).context(format!(
+        BenchitError::from(err).context(format!(
             "the benchit Python environment is not ready; the install log is {}",
             install_log(&settings.home, &settings.group_name())
         ))
@@ -261,31 +225,6 @@ mod tests {
         assert_eq!(argv(&["benchit", "--help"]), ["benchit", "--help"]);
         assert_eq!(argv(&["benchit", "-V"]), ["benchit", "-V"]);
         assert_eq!(argv(&["benchit", "cach"]), ["benchit", "cach"]);
-    }
-
-    #[test]
-    fn each_class_of_error_has_its_exit_code() {
-        let err = anyhow::anyhow!("--script-args `a 'b` has unbalanced quotes");
-        assert_eq!(exit_code(&err), ExitCode::BadInput);
-        let package = SetupError::BadPackage("torch==".into());
-        assert_eq!(exit_code(&package.into()), ExitCode::BadInput);
-        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
-        let err = anyhow::Error::new(full).context("could not write the report");
-        assert_eq!(exit_code(&err), ExitCode::Internal);
-        let failed = SetupError::Env(EnvError::StepFailed {
-            group: "benchit".into(),
-            step: "installing packages".into(),
-            status: String::new(),
-            details: String::new(),
-            log: "install.log".into(),
-        });
-        let err = anyhow::Error::new(failed).context("the benchit Python environment is not ready");
-        assert_eq!(exit_code(&err), ExitCode::BenchmarkFailures);
-        let interrupted = SetupError::Env(EnvError::Interrupted {
-            group: "benchit".into(),
-            log: "install.log".into(),
-        });
-        assert_eq!(exit_code(&interrupted.into()), ExitCode::Interrupted);
     }
 
     #[test]

@@ -159,7 +159,7 @@ pub(crate) struct BuildArgs {
 
 impl BuildArgs {
     /// The options these flags ask for, with the script-only ones at their defaults.
-    fn options(&self) -> anyhow::Result<BenchmarkOptions> {
+    fn options(&self) -> crate::errors::Result<BenchmarkOptions> {
         let cache_dir = match &self.cache_dir {
             Some(dir) => dir.clone(),
             None => default_cache_dir()?,
@@ -188,7 +188,7 @@ impl BuildArgs {
 impl BenchmarkArgs {
     /// The inputs as paths from `cwd`: every script of the search folder with --all, else the
     /// inputs given, relative ones under --search-dir when it is given.
-    fn input_args(&self, cwd: &Utf8Path) -> anyhow::Result<Vec<String>> {
+    fn input_args(&self, cwd: &Utf8Path) -> crate::errors::Result<Vec<String>> {
         let Some(dir) = &self.search_dir else {
             if self.all {
                 return Ok(scripts_in(cwd)?.iter().map(|p| relative(p, cwd)).collect());
@@ -215,7 +215,7 @@ impl BenchmarkArgs {
     }
 
     /// The build options with the script ones of these flags.
-    fn options(&self) -> anyhow::Result<BenchmarkOptions> {
+    fn options(&self) -> crate::errors::Result<BenchmarkOptions> {
         let mut options = self.build.options()?;
         if self.analyze_only {
             options.action = Action::Analyze;
@@ -223,23 +223,25 @@ impl BenchmarkArgs {
         options.max_depth = self.max_depth;
         options.script_args = match &self.script_args {
             None => Vec::new(),
-            Some(line) => shlex::split(line)
-                .ok_or_else(|| anyhow::anyhow!("--script-args `{line}` has unbalanced quotes"))?,
+            Some(line) => shlex::split(line).ok_or_else(|| {
+                crate::errors::usage!("--script-args `{line}` has unbalanced quotes")
+            })?,
         };
         options.framework = self.framework;
         options.resume = self.resume;
-        options.labels = parse_label_filter(&self.labels).map_err(anyhow::Error::msg)?;
+        options.labels =
+            parse_label_filter(&self.labels).map_err(crate::errors::BenchitError::Usage)?;
         Ok(options)
     }
 }
 
 /// Runs `benchit benchmark`; returns the exit status.
-pub(crate) fn run(args: &BenchmarkArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: &BenchmarkArgs) -> crate::errors::Result<ExitCode> {
     let options = args.options()?;
     let cwd = std::env::current_dir()
         .ok()
         .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
-        .ok_or_else(|| anyhow::anyhow!("the current folder is not a UTF-8 path"))?;
+        .ok_or_else(|| crate::errors::usage!("the current folder is not a UTF-8 path"))?;
     let inputs = args.input_args(&cwd)?;
     // Bad input is reported before the Python environment is prepared.
     let checked = benchit::models::check(&inputs, &cwd, &options)?;
@@ -300,7 +302,7 @@ pub(crate) struct AttachArgs {
 }
 
 /// Runs `benchit attach`; returns the exit status.
-pub(crate) fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn attach(args: &AttachArgs) -> crate::errors::Result<ExitCode> {
     let options = args.build.options()?;
     let interrupt = Interrupt::new();
     let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
@@ -328,7 +330,11 @@ fn relative(path: &Utf8Path, cwd: &Utf8Path) -> String {
 
 /// Prints the summary table or the JSON document on stdout, and a closing line on stderr.
 #[allow(clippy::print_stderr)]
-fn print_results(report: &BenchmarkReport, format: Format, action: Action) -> anyhow::Result<()> {
+fn print_results(
+    report: &BenchmarkReport,
+    format: Format,
+    action: Action,
+) -> crate::errors::Result<()> {
     let text = match format {
         Format::Json => serde_json::to_string_pretty(report)? + "\n",
         Format::Text if action == Action::Benchmark => {
@@ -518,10 +524,8 @@ struct StatusDisplay {
     terminal: bool,
     tracebacks: bool,
     action: Action,
-    /// Lines of the tree drawn last (to redraw over them).
-    drawn: usize,
-    /// The text drawn last (an unchanged tree is not redrawn).
-    shown: String,
+    /// The tree redrawn in place while an input runs (a terminal only).
+    live: Option<indicatif::ProgressBar>,
     /// The running input's index and the number of inputs.
     position: (usize, usize),
 }
@@ -532,8 +536,7 @@ impl StatusDisplay {
             terminal: std::io::stderr().is_terminal(),
             tracebacks: std::env::var(TRACEBACK_VAR).is_ok_and(|v| v == "1" || v == "true"),
             action,
-            drawn: 0,
-            shown: String::new(),
+            live: None,
             position: (0, 1),
         }
     }
@@ -558,17 +561,28 @@ impl StatusDisplay {
                 total - index - 1
             );
         }
-        if !last && text == self.shown {
-            return;
+        if last {
+            self.clear();
+            eprint!("{text}");
+        } else {
+            self.live
+                .get_or_insert_with(|| {
+                    indicatif::ProgressBar::new_spinner()
+                        .with_style(
+                            indicatif::ProgressStyle::with_template("{msg}")
+                                .expect("a valid template"),
+                        )
+                        .with_finish(indicatif::ProgressFinish::AndClear)
+                })
+                .set_message(text.trim_end_matches('\n').to_owned());
         }
-        let mut err = std::io::stderr().lock();
-        if self.terminal && self.drawn > 0 {
-            let _ = write!(err, "\x1b[{}A\x1b[J", self.drawn);
+    }
+
+    /// Takes the live tree off the terminal.
+    fn clear(&mut self) {
+        if let Some(live) = self.live.take() {
+            live.finish_and_clear();
         }
-        let _ = err.write_all(text.as_bytes());
-        let _ = err.flush();
-        self.drawn = if last { 0 } else { text.lines().count() };
-        self.shown = if last { String::new() } else { text };
     }
 }
 
@@ -591,11 +605,7 @@ impl Observer for StatusDisplay {
 
     #[allow(clippy::print_stderr)]
     fn on_warning(&mut self, message: &str) {
-        if self.terminal && self.drawn > 0 {
-            eprint!("\x1b[{}A\x1b[J", self.drawn);
-            self.drawn = 0;
-            self.shown.clear();
-        }
+        self.clear();
         eprintln!("warning: {message}");
     }
 

@@ -179,7 +179,7 @@ enum LogLevel {
 
 /// The Nsight options of `args`, checked: CUDA only, the program found, the extra options
 /// read. `None` without --ncu or --nsys.
-fn nsight_options(args: &OpsArgs) -> anyhow::Result<Option<NsightOptions>> {
+fn nsight_options(args: &OpsArgs) -> crate::errors::Result<Option<NsightOptions>> {
     let (tool, bin, args_file, warmup, iterations) = if args.ncu {
         (
             NsightTool::Compute,
@@ -201,13 +201,13 @@ fn nsight_options(args: &OpsArgs) -> anyhow::Result<Option<NsightOptions>> {
     };
     let flag = tool.name();
     if !args.device.starts_with("cuda") {
-        anyhow::bail!(
+        crate::errors::bail!(
             "--{flag} profiles CUDA kernels, and the device is `{}`\n  fix: run on a GPU with --device cuda, or leave out --{flag}",
             args.device
         );
     }
     if args.run_batch_size == 0 {
-        anyhow::bail!("--run-batch-size must be at least 1");
+        crate::errors::bail!("--run-batch-size must be at least 1");
     }
     let found = if bin.as_str().contains('/') {
         bin.is_file()
@@ -215,7 +215,7 @@ fn nsight_options(args: &OpsArgs) -> anyhow::Result<Option<NsightOptions>> {
         milabench_env::find_on_path(bin.as_str(), std::env::var("PATH").ok().as_deref()).is_some()
     };
     if !found {
-        anyhow::bail!(
+        crate::errors::bail!(
             "the Nsight program `{bin}` was not found\n  fix: install Nsight ({flag} comes with the CUDA toolkit) or name it with --{flag}-bin PATH"
         );
     }
@@ -224,7 +224,7 @@ fn nsight_options(args: &OpsArgs) -> anyhow::Result<Option<NsightOptions>> {
         Some(file) => {
             let text = fs_err::read_to_string(file)?;
             shlex::split(&text).ok_or_else(|| {
-                anyhow::anyhow!(
+                crate::errors::usage!(
                     "{file}: unbalanced quotes\n  fix: quote each option as a shell would"
                 )
             })?
@@ -233,7 +233,7 @@ fn nsight_options(args: &OpsArgs) -> anyhow::Result<Option<NsightOptions>> {
     let batch_cmd = match &args.batch_cmd {
         Some(line) => shlex::split(line)
             .filter(|words| !words.is_empty())
-            .ok_or_else(|| anyhow::anyhow!("--batch-cmd `{line}` is not a command line"))?,
+            .ok_or_else(|| crate::errors::usage!("--batch-cmd `{line}` is not a command line"))?,
         None => vec![std::env::current_exe()?.display().to_string(), "ops".into()],
     };
     let cuda_device = args
@@ -253,7 +253,7 @@ fn nsight_options(args: &OpsArgs) -> anyhow::Result<Option<NsightOptions>> {
 }
 
 /// Runs `benchit ops`; returns the exit status.
-pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: &OpsArgs) -> crate::errors::Result<ExitCode> {
     let config = OpsConfig::load(&args.config)?;
     let range = ops::select(&config, args.resume_id.as_deref(), args.stop_id.as_deref())?;
     let selected = ops::expand(&config).skip(range.start).take(range.len());
@@ -262,7 +262,7 @@ pub(crate) fn run(args: &OpsArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::Success);
     }
     if range.len() > ops::config::MAX_RUNS_AT_ONCE {
-        anyhow::bail!(
+        crate::errors::bail!(
             "the selection holds {} runs, more than the {} one `benchit ops` run keeps in memory\n  fix: run it in parts with --resume-id and --stop-id (`benchit ops --list` prints the ids), or use larger range steps",
             range.len(),
             ops::config::MAX_RUNS_AT_ONCE
@@ -400,7 +400,10 @@ fn progress(done: usize, total: usize, record: &RunRecord) {
 /// Prints the ids as they are expanded, one at a time: a list of millions of ids holds one run
 /// in memory. The JSON form is the pretty-printed array of `{op_name, id, config, problem}`.
 #[allow(clippy::print_stdout)]
-fn print_list(runs: impl Iterator<Item = ExpandedRun>, format: Format) -> anyhow::Result<()> {
+fn print_list(
+    runs: impl Iterator<Item = ExpandedRun>,
+    format: Format,
+) -> crate::errors::Result<()> {
     use std::io::Write as _;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if format == Format::Json {
@@ -433,7 +436,7 @@ fn print_list(runs: impl Iterator<Item = ExpandedRun>, format: Format) -> anyhow
     Ok(out.flush()?)
 }
 
-fn print_summary(summary: &ops::RunSummary, format: Format) -> anyhow::Result<()> {
+fn print_summary(summary: &ops::RunSummary, format: Format) -> crate::errors::Result<()> {
     use std::io::Write as _;
     let rows = summarize(&summary.records);
     let text = match format {

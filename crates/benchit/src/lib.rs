@@ -12,13 +12,12 @@
 //! - [`ops`]: PARAM-style operator microbenchmarks: config expansion, ids, the run.
 //! - [`worker`]: one worker process and its JSON-lines streams, shared by both.
 //!
-//! `models` and `ops` share only the worker, its environment and the quantile of their
-//! statistics; neither uses the other.
+//! `models` and `ops` share only the worker and its environment (and `milabench-stats`'
+//! quantile); neither uses the other.
 
 pub mod env;
 pub mod models;
 pub mod ops;
-mod quantile;
 pub mod worker;
 
 pub use models::{benchmark_model, benchmark_script};

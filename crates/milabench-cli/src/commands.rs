@@ -22,14 +22,14 @@ mod slurm;
 mod summary;
 mod sysinfo;
 
-use anyhow::Context as _;
+use crate::errors::Context as _;
 use milabench::ExitCode;
 use milabench_exec::WatchdogCommand;
 
 use crate::args::{Cli, Command};
 
 /// Runs the parsed command.
-pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+pub fn dispatch(cli: Cli) -> crate::errors::Result<ExitCode> {
     match cli.command {
         Command::Resolve(args) => resolve::run(&cli.global, &args),
         Command::Check(args) => check::run(&cli.global, &args),
@@ -63,7 +63,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 pub(crate) use python::refuse_github_issues;
 
 /// The watchdog of `run` and `prepare`: this program's hidden `__watchdog` command.
-pub(crate) fn watchdog() -> anyhow::Result<WatchdogCommand> {
+pub(crate) fn watchdog() -> crate::errors::Result<WatchdogCommand> {
     WatchdogCommand::this_program(vec!["__watchdog".into()])
         .context("cannot find the milabench program to start its watchdog")
 }

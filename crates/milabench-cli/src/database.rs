@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use anyhow::Context as _;
+use crate::errors::Context as _;
 use milabench_config::settings::EnvVars;
 use milabench_store::{RunSummary, Store, StoreLocation};
 
@@ -12,7 +12,7 @@ use crate::settings::load_settings;
 use crate::table::{number, short_time, system};
 
 /// Where the results database of this invocation is.
-pub fn location(global: &GlobalArgs) -> anyhow::Result<StoreLocation> {
+pub fn location(global: &GlobalArgs) -> crate::errors::Result<StoreLocation> {
     let env = EnvVars::from_process();
     let settings = load_settings(global, None, &env)?;
     Ok(StoreLocation::resolve(
@@ -22,7 +22,7 @@ pub fn location(global: &GlobalArgs) -> anyhow::Result<StoreLocation> {
 }
 
 /// Opens the results database of this invocation (its folder is made for a new SQLite file).
-pub fn open(global: &GlobalArgs) -> anyhow::Result<Store> {
+pub fn open(global: &GlobalArgs) -> crate::errors::Result<Store> {
     let location = location(global)?;
     if let StoreLocation::Sqlite(path) = &location
         && let Some(parent) = path.parent()
@@ -39,12 +39,12 @@ pub fn open(global: &GlobalArgs) -> anyhow::Result<Store> {
 
 /// Opens the results database of this invocation for reading: a SQLite file that does not
 /// exist is an error (nothing is created).
-pub fn open_existing(global: &GlobalArgs) -> anyhow::Result<Store> {
+pub fn open_existing(global: &GlobalArgs) -> crate::errors::Result<Store> {
     let location = location(global)?;
     if let StoreLocation::Sqlite(path) = &location
         && !path.is_file()
     {
-        anyhow::bail!(
+        crate::errors::bail!(
             "no database at {}: no run was imported or recorded there\n  fix: import run folders with `milabench db import FOLDER...`, or name the database with --db (or MILABENCH_DB)",
             path.display()
         );
@@ -55,7 +55,7 @@ pub fn open_existing(global: &GlobalArgs) -> anyhow::Result<Store> {
 /// The run folders `report` and `compare` read: each argument that is not an existing path and
 /// names a run of the results database becomes that run's folder. Others are left as given
 /// (the report then says what is missing). A database that does not exist is not created.
-pub fn resolve_runs(global: &GlobalArgs, runs: &[String]) -> anyhow::Result<Vec<String>> {
+pub fn resolve_runs(global: &GlobalArgs, runs: &[String]) -> crate::errors::Result<Vec<String>> {
     if runs.iter().all(|r| Path::new(r).exists()) {
         return Ok(runs.to_vec());
     }
@@ -74,7 +74,7 @@ pub fn resolve_runs(global: &GlobalArgs, runs: &[String]) -> anyhow::Result<Vec<
         }
         match store.run_folder(run)? {
             Some(folder) if folder.exists() => out.push(folder.display().to_string()),
-            Some(folder) => anyhow::bail!(
+            Some(folder) => crate::errors::bail!(
                 "run `{run}` is in the results database {location}, but its folder {} is gone; its statistics are still there (`milabench history`, `milabench db export {run}`); give the folder's new place instead to report on its files",
                 folder.display()
             ),

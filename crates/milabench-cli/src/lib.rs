@@ -33,9 +33,7 @@ pub fn main() -> std::process::ExitCode {
     match commands::dispatch(cli) {
         Ok(code) => code.into(),
         // The reader of stdout went away (`| head`): a quiet end, once for every command.
-        Err(err) if milabench_exec::is_broken_pipe(err.as_ref()) => {
-            milabench::ExitCode::Success.into()
-        }
+        Err(err) if milabench_exec::is_broken_pipe(&err) => milabench::ExitCode::Success.into(),
         Err(err) => errors::report(&err).into(),
     }
 }

@@ -1,10 +1,12 @@
 //! Live display of a run on stderr: one line per benchmark as it starts and ends, and in a
 //! terminal a status line (elapsed time, latest rate, progress toward the early stop; for a
-//! prepare step, the latest line of its output) that is rewritten in place. Outside a terminal
-//! only the start and end lines are printed.
+//! prepare step, the latest line of its output) that `indicatif` rewrites in place. Outside a
+//! terminal only the start and end lines are printed.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 
 use milabench::observe::{RunEvent, RunObserver};
 use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec};
@@ -13,6 +15,8 @@ use milabench_metrics::{Event, Failure, Pipe, Record, ReturnCode};
 /// Prints run progress on stderr.
 pub struct LiveDisplay {
     terminal: bool,
+    /// The status line while one is shown (a terminal only): from a draw to the next line.
+    status: Option<ProgressBar>,
     /// Judge processes by their exit status only (prepare steps report no rate).
     exit_status_only: bool,
     bench: String,
@@ -34,6 +38,7 @@ impl LiveDisplay {
     pub fn new() -> LiveDisplay {
         LiveDisplay {
             terminal: std::io::stderr().is_terminal(),
+            status: None,
             exit_status_only: false,
             bench: String::new(),
             started: Instant::now(),
@@ -88,13 +93,13 @@ impl LiveDisplay {
             held.push(text.to_owned());
             return;
         }
-        if self.terminal {
-            eprint!("\r\x1b[2K");
+        // The status line gives way to the line, until the next draw.
+        if let Some(status) = self.status.take() {
+            status.finish_and_clear();
         }
         eprintln!("{text}");
     }
 
-    #[allow(clippy::print_stderr)]
     fn draw(&mut self) {
         if !self.terminal || self.held.is_some() || self.last_draw.elapsed().as_millis() < 200 {
             return;
@@ -120,8 +125,14 @@ impl LiveDisplay {
         );
         // A line longer than the terminal would wrap, and `\r` would not go back over it.
         let width = ratatui::crossterm::terminal::size().map_or(80, |(w, _)| usize::from(w));
-        eprint!("\r\x1b[2K{}", fit(&text, width.saturating_sub(1)));
-        let _ = std::io::stderr().flush();
+        self.status
+            .get_or_insert_with(|| {
+                // Cleared when the display ends, as when a line is printed.
+                ProgressBar::new_spinner()
+                    .with_style(ProgressStyle::with_template("{msg}").expect("a valid template"))
+                    .with_finish(ProgressFinish::AndClear)
+            })
+            .set_message(fit(&text, width.saturating_sub(1)));
     }
 }
 

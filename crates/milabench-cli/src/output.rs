@@ -8,8 +8,8 @@ pub fn warn(message: &str) {
 
 /// Writes a command's result to `path`, or to stdout when there is none.
 #[allow(clippy::print_stdout)]
-pub fn write_output(path: Option<&camino::Utf8Path>, text: &str) -> anyhow::Result<()> {
-    use anyhow::Context as _;
+pub fn write_output(path: Option<&camino::Utf8Path>, text: &str) -> crate::errors::Result<()> {
+    use crate::errors::Context as _;
     use std::io::Write as _;
     match path {
         Some(path) => std::fs::write(path, text).with_context(|| {
@@ -36,7 +36,7 @@ pub fn write_report_output(
     path: Option<&camino::Utf8Path>,
     text: &str,
     runs: &[String],
-) -> anyhow::Result<()> {
+) -> crate::errors::Result<()> {
     if let Some(path) = path {
         check_output_outside_runs(path, runs)?;
     }
@@ -46,7 +46,10 @@ pub fn write_report_output(
 /// Refuses an output file that is a `.data` file of `runs` (by any path: links, hard links),
 /// or any file of a run folder (a folder holding `.data` files) but the reports a run writes
 /// there (`report.html`, `report.txt`): its other files are `milabench run`'s.
-fn check_output_outside_runs(output: &camino::Utf8Path, runs: &[String]) -> anyhow::Result<()> {
+fn check_output_outside_runs(
+    output: &camino::Utf8Path,
+    runs: &[String],
+) -> crate::errors::Result<()> {
     use milabench_report::{REPORT_PAGE, REPORT_TEXT};
     use std::ffi::OsStr;
     use std::os::unix::fs::MetadataExt as _;
@@ -59,7 +62,7 @@ fn check_output_outside_runs(output: &camino::Utf8Path, runs: &[String]) -> anyh
             std::fs::metadata(&file.path)
                 .is_ok_and(|m| (m.dev(), m.ino()) == (meta.dev(), meta.ino()))
         }) {
-            anyhow::bail!(
+            crate::errors::bail!(
                 "refusing to write {output}: it is {}, one of the event files being read; {fix}",
                 read.path.display()
             );
@@ -85,7 +88,7 @@ fn check_output_outside_runs(output: &camino::Utf8Path, runs: &[String]) -> anyh
         .and_then(std::path::Path::file_name)
         .is_some_and(|name| [REPORT_PAGE, REPORT_TEXT].map(OsStr::new).contains(&name));
     if holds_data && !run_report {
-        anyhow::bail!(
+        crate::errors::bail!(
             "refusing to write {output}: {} is a run folder (it holds `.data` files); {fix}",
             folder.display()
         );

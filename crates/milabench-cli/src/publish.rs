@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context as _;
+use crate::errors::Context as _;
 use milabench::ExitCode;
 use milabench_store::publish::{
     ArchiveLimits, DEFAULT_DASHBOARD_URL, PublishEvent, PushKey, publish, zip_run_folders,
@@ -22,7 +22,7 @@ pub struct PublishRequest {
 impl PublishRequest {
     /// The request of `args`: `None` without `--publish`; an error for an empty key or a
     /// dashboard URL that cannot be used.
-    pub fn of(args: &PublishArgs) -> anyhow::Result<Option<PublishRequest>> {
+    pub fn of(args: &PublishArgs) -> crate::errors::Result<Option<PublishRequest>> {
         let Some(key) = args.publish.as_deref() else {
             return Ok(None);
         };
@@ -51,7 +51,7 @@ impl PublishRequest {
         }
     }
 
-    fn push(&self, folders: &[PathBuf]) -> anyhow::Result<()> {
+    fn push(&self, folders: &[PathBuf]) -> crate::errors::Result<()> {
         note(&format!(
             "[publish] zipping {} run folder(s)",
             folders.len()

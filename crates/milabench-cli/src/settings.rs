@@ -12,7 +12,7 @@ pub fn load_settings(
     global: &GlobalArgs,
     suite: Option<&SuiteArgs>,
     env: &EnvVars,
-) -> anyhow::Result<Settings> {
+) -> crate::errors::Result<Settings> {
     load_settings_with(global, suite, SettingsFlags::default(), env)
 }
 
@@ -22,7 +22,7 @@ pub fn load_settings_with(
     suite: Option<&SuiteArgs>,
     more: SettingsFlags,
     env: &EnvVars,
-) -> anyhow::Result<Settings> {
+) -> crate::errors::Result<Settings> {
     let current_env = match suite {
         Some(suite) if suite.use_current_env => Some(current_env_python()?),
         _ => None,
@@ -38,18 +38,18 @@ pub fn load_settings_with(
     };
     let settings = Settings::load(&flags, env)?;
     let cwd = Utf8PathBuf::try_from(std::env::current_dir()?)
-        .map_err(|e| anyhow::anyhow!("the current folder is not valid UTF-8: {e}"))?;
+        .map_err(|e| crate::errors::usage!("the current folder is not valid UTF-8: {e}"))?;
     Ok(settings.absolutize(&cwd))
 }
 
 /// The interpreter of the activated environment (`$CONDA_PREFIX`, else `$VIRTUAL_ENV`), for
 /// `--use-current-env`.
-fn current_env_python() -> anyhow::Result<Utf8PathBuf> {
+fn current_env_python() -> crate::errors::Result<Utf8PathBuf> {
     let prefix = ["CONDA_PREFIX", "VIRTUAL_ENV"]
         .into_iter()
         .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
         .ok_or_else(|| {
-            anyhow::anyhow!(
+            crate::errors::usage!(
                 "--use-current-env: no Python environment is activated (neither CONDA_PREFIX \
                  nor VIRTUAL_ENV is set)\n  fix: activate the environment first, or name its \
                  interpreter with --python"
@@ -65,11 +65,11 @@ pub fn load_suite_settings(
     suite: &SuiteArgs,
     more: SettingsFlags,
     env: &EnvVars,
-) -> anyhow::Result<Settings> {
+) -> crate::errors::Result<Settings> {
     let mut settings = load_settings_with(global, Some(suite), more, env)?;
     if settings.config.is_none() {
         let cwd = Utf8PathBuf::try_from(std::env::current_dir()?)
-            .map_err(|e| anyhow::anyhow!("the current folder is not valid UTF-8: {e}"))?;
+            .map_err(|e| crate::errors::usage!("the current folder is not valid UTF-8: {e}"))?;
         settings.config = default_suite(&settings, &cwd)?;
     }
     Ok(settings)
@@ -80,7 +80,10 @@ pub fn load_suite_settings(
 /// current folder and then above the executable (a binary under `<repo>/target/` finds the
 /// repository's). Says which on stderr. `None` (the command then says a suite is needed) when
 /// neither place has it.
-fn default_suite(settings: &Settings, cwd: &Utf8Path) -> anyhow::Result<Option<Utf8PathBuf>> {
+fn default_suite(
+    settings: &Settings,
+    cwd: &Utf8Path,
+) -> crate::errors::Result<Option<Utf8PathBuf>> {
     let arch = milabench::arch_of(settings)?;
     let exe = std::env::current_exe()
         .ok()
@@ -103,7 +106,7 @@ pub fn suite_session(
     more: SettingsFlags,
     fidelity: Option<String>,
     env: EnvVars,
-) -> anyhow::Result<Session> {
+) -> crate::errors::Result<Session> {
     let settings = load_suite_settings(global, suite, more, &env)?;
     session(settings, suite, fidelity, env, None)
 }
@@ -116,7 +119,7 @@ pub fn session(
     fidelity: Option<String>,
     env: EnvVars,
     sweep: Option<SweepRun>,
-) -> anyhow::Result<Session> {
+) -> crate::errors::Result<Session> {
     let request = SessionRequest {
         selection: suite.selection(),
         fidelity,
@@ -136,7 +139,7 @@ pub fn install_session(
     suite: &SuiteArgs,
     env_args: &EnvArgs,
     installer: Option<Installer>,
-) -> anyhow::Result<Session> {
+) -> crate::errors::Result<Session> {
     let more = SettingsFlags {
         python: env_args.python.clone(),
         arch: env_args.arch.map(arch),

@@ -17,7 +17,7 @@ pub struct Table<'a, T: Serialize> {
 
 impl<T: Serialize> Table<'_, T> {
     /// The table in `format`, ending with a newline.
-    pub fn render(&self, format: TableFormat) -> anyhow::Result<String> {
+    pub fn render(&self, format: TableFormat) -> crate::errors::Result<String> {
         Ok(match format {
             TableFormat::Json => serde_json::to_string_pretty(self.items)? + "\n",
             TableFormat::Csv => self.csv(),
@@ -27,14 +27,12 @@ impl<T: Serialize> Table<'_, T> {
     }
 
     fn csv(&self) -> String {
-        let line = |cells: &mut dyn Iterator<Item = &str>| {
-            cells.map(csv_field).collect::<Vec<_>>().join(",") + "\n"
-        };
-        let mut out = line(&mut self.columns.iter().copied());
-        for row in &self.rows {
-            out += &line(&mut row.iter().map(String::as_str));
-        }
-        out
+        let header = self.columns.iter().map(|c| c.as_bytes());
+        let rows = self
+            .rows
+            .iter()
+            .map(|row| row.iter().map(String::as_bytes).collect::<Vec<_>>());
+        milabench_report::csv_lines(std::iter::once(header.collect()).chain(rows))
     }
 
     fn markdown(&self) -> String {
@@ -74,14 +72,6 @@ impl<T: Serialize> Table<'_, T> {
             out += &line(&mut row.iter().map(String::as_str));
         }
         out
-    }
-}
-
-fn csv_field(cell: &str) -> String {
-    if cell.contains([',', '"', '\n']) {
-        format!("\"{}\"", cell.replace('"', "\"\""))
-    } else {
-        cell.to_owned()
     }
 }
 

@@ -164,6 +164,27 @@ pub enum SubmitError {
     PassOutput(#[source] std::io::Error),
 }
 
+impl SubmitError {
+    /// Whether the error is the user's input (Slurm refusing the options, no Slurm here, a
+    /// job Slurm will not tell about) rather than the machine failing (a script or output file
+    /// that cannot be written or read, a Slurm client that cannot be started).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            SubmitError::NoSbatch { .. } | SubmitError::Refused { .. } => true,
+            SubmitError::ReportJob { source, .. } => source.is_bad_input(),
+            SubmitError::Status(SlurmCommandError::Start { source, .. }) => !matches!(
+                source,
+                milabench_exec::HelperError::Start { .. }
+                    | milabench_exec::HelperError::Read { .. }
+            ),
+            SubmitError::Status(SlurmCommandError::Refused { .. }) => true,
+            SubmitError::Write { .. }
+            | SubmitError::ReadOutput { .. }
+            | SubmitError::PassOutput(_) => false,
+        }
+    }
+}
+
 /// What a followed job does, as it happens.
 pub trait JobObserver {
     /// Job `label` (`job 12`, `job 12_3 (resnet50)` for a task of an array, `job 12_[2-3%1]`

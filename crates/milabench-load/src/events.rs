@@ -76,11 +76,7 @@ impl LoadResult {
     /// The step whose throughput the `train` events carry: a sweep's highest that held, else
     /// the first.
     pub fn headline(&self) -> Option<&Step> {
-        let rate = self.highest_held_rate;
-        self.steps
-            .iter()
-            .find(|s| matches!(s.scenario, Scenario::Server { rate: r } if Some(r) == rate))
-            .or(self.steps.first())
+        milabench_metrics::serving::headline(&self.steps)
     }
 }
 

@@ -112,6 +112,19 @@ pub struct Step {
     pub interrupted: bool,
 }
 
+impl milabench_metrics::serving::ServingStep for Step {
+    fn rate(&self) -> Option<f64> {
+        match self.scenario {
+            Scenario::Server { rate } => Some(rate),
+            _ => None,
+        }
+    }
+
+    fn held(&self) -> bool {
+        self.held
+    }
+}
+
 /// What a load run measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct LoadResult {
@@ -213,7 +226,6 @@ pub fn run(spec: &LoadSpec, stop: &Stop) -> Result<LoadResult, LoadError> {
     )?);
     runtime.block_on(pool.probe())?;
     let mut steps = Vec::new();
-    let mut highest_held_rate = None;
     let mut slo_search = None;
     match spec.scenario {
         Scenario::SloSearch {
@@ -237,14 +249,6 @@ pub fn run(spec: &LoadSpec, stop: &Stop) -> Result<LoadResult, LoadError> {
                 }
                 rates.push(held);
             }
-            highest_held_rate = steps
-                .iter()
-                .filter(|s| s.held)
-                .filter_map(|s| match s.scenario {
-                    Scenario::Server { rate } => Some(rate),
-                    _ => None,
-                })
-                .reduce(f64::max);
             slo_search = Some(SloSearch::of(rates));
         }
         Scenario::Sweep {
@@ -267,19 +271,21 @@ pub fn run(spec: &LoadSpec, stop: &Stop) -> Result<LoadResult, LoadError> {
                 if !held || stop.is_set() {
                     break;
                 }
-                highest_held_rate = Some(rate);
                 rate *= factor;
             }
         }
         scenario => steps.push(one_step(spec, scenario, spec.seed, &runtime, &pool, stop)?),
     }
+    let sweep = matches!(
+        spec.scenario,
+        Scenario::Sweep { .. } | Scenario::SloSearch { .. }
+    );
     Ok(LoadResult {
-        sweep: matches!(
-            spec.scenario,
-            Scenario::Sweep { .. } | Scenario::SloSearch { .. }
-        ),
+        sweep,
+        highest_held_rate: sweep
+            .then(|| milabench_metrics::serving::highest_held_rate(&steps))
+            .flatten(),
         steps,
-        highest_held_rate,
         slo_search,
         stopped: stop.reason(),
     })

@@ -97,10 +97,7 @@ pub fn quantile(sorted: &[f64], q: f64) -> Interval {
     if n == 0 {
         return Interval::NAN;
     }
-    let pos = q * (n - 1) as f64;
-    let below = pos.floor() as usize;
-    let above = pos.ceil() as usize;
-    let value = sorted[below] + (sorted[above] - sorted[below]) * (pos - below as f64);
+    let value = milabench_stats::quantile_sorted(sorted, q);
     let nf = n as f64;
     let spread = 1.96 * (nf * q * (1.0 - q)).sqrt();
     let rank = |r: f64| {

@@ -28,6 +28,7 @@ mod lock;
 mod rate;
 mod reader;
 mod record_de;
+pub mod serving;
 mod skim;
 mod tag;
 mod verdict;

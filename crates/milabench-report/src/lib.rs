@@ -48,7 +48,7 @@ pub use ingest::{FileOutcome, RunFile, RunSet, data_file_reads, load_runs, read_
 pub use interval::{Interval, WarmUp};
 pub use milabench_stats::{DEFAULT_NOISE_FLOOR_PCT, Estimate, Judgement, judge};
 pub use render::{
-    Format, markdown_text, render, render_csv, render_json, render_markdown, render_text,
+    Format, csv_lines, markdown_text, render, render_csv, render_json, render_markdown, render_text,
 };
 pub use report::{
     Enabled, FAILURE_RATE_GATE, Report, ReportOptions, ReportRow, SuiteEntry, build_report,

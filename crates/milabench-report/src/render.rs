@@ -415,6 +415,7 @@ fn serving_json(row: &ServingRow) -> Value {
     Value::Object(map)
 }
 
+/// A number as a CSV cell: at full precision, empty when there is none (NaN).
 pub(crate) fn csv_num(x: f64) -> String {
     if x.is_nan() {
         String::new()
@@ -423,26 +424,39 @@ pub(crate) fn csv_num(x: f64) -> String {
     }
 }
 
-pub(crate) fn csv_text(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
+/// `rows` as CSV lines, written by the `csv` crate: a cell holding a comma, a quote or a line
+/// break (`\n` or `\r`) is quoted. Rows may differ in length (the report's `(suite)` row leaves
+/// out its optional columns).
+pub fn csv_lines<Row>(rows: impl IntoIterator<Item = Row>) -> String
+where
+    Row: IntoIterator,
+    Row::Item: AsRef<[u8]>,
+{
+    let mut writer = csv::WriterBuilder::new()
+        .flexible(true)
+        .from_writer(Vec::new());
+    for row in rows {
+        // Written into memory: this cannot fail.
+        let _ = writer.write_record(row);
     }
+    writer
+        .into_inner()
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default()
 }
 
 /// The report as CSV: numbers at full precision, empty cells for missing ones.
 pub fn render_csv(report: &Report) -> String {
-    let mut out = String::from(
-        "name,fail,n,ngpu,perf,perf_ci95_low,perf_ci95_high,sem%,std%,peak_memory,host_peak_memory,score,score_ci95_low,score_ci95_high,weight,energy_kj,perf_watt,median_watt,enabled,warm_up,warm_up_gain%,skip_too_short",
-    );
+    let mut header: Vec<&str> = "name,fail,n,ngpu,perf,perf_ci95_low,perf_ci95_high,sem%,std%,peak_memory,host_peak_memory,score,score_ci95_low,score_ci95_high,weight,energy_kj,perf_watt,median_watt,enabled,warm_up,warm_up_gain%,skip_too_short"
+        .split(',')
+        .collect();
     if report.has_counter_energy {
-        out.push_str(",counter_energy_kj,counter_perf_per_watt");
+        header.extend(["counter_energy_kj", "counter_perf_per_watt"]);
     }
-    out.push('\n');
+    let mut rows = vec![header.into_iter().map(str::to_owned).collect::<Vec<_>>()];
     for r in &report.rows {
-        let cells = [
-            csv_text(&r.name),
+        let mut cells = vec![
+            r.name.clone(),
             csv_num(r.fail),
             csv_num(r.n),
             csv_num(r.ngpu),
@@ -466,16 +480,13 @@ pub fn render_csv(report: &Report) -> String {
             csv_num(r.warm_up.map_or(f64::NAN, |w| w.gain_pct)),
             r.skip_too_short().to_string(),
         ];
-        let mut line = cells.join(",");
         if report.has_counter_energy {
-            let _ = write!(
-                line,
-                ",{},{}",
+            cells.extend([
                 csv_num(r.counter_energy_kj),
-                csv_num(r.counter_perf_per_watt)
-            );
+                csv_num(r.counter_perf_per_watt),
+            ]);
         }
-        let _ = writeln!(out, "{line}");
+        rows.push(cells);
     }
     let fail: f64 = report
         .rows
@@ -489,17 +500,17 @@ pub fn render_csv(report: &Report) -> String {
         .map(|r| r.n)
         .filter(|x| !x.is_nan())
         .sum();
-    let _ = writeln!(
-        out,
-        "(suite),{},{},,,,,,,,,{},{},{},,,,,{},,,",
-        csv_num(fail),
-        csv_num(n),
-        csv_num(report.score),
-        csv_num(report.score_ci.low),
-        csv_num(report.score_ci.high),
-        report.passes()
-    );
-    out
+    // The suite's row: its totals, score and verdict under the benchmarks' columns.
+    let mut suite = vec![String::new(); 22];
+    suite[0] = "(suite)".to_owned();
+    suite[1] = csv_num(fail);
+    suite[2] = csv_num(n);
+    suite[11] = csv_num(report.score);
+    suite[12] = csv_num(report.score_ci.low);
+    suite[13] = csv_num(report.score_ci.high);
+    suite[18] = report.passes().to_string();
+    rows.push(suite);
+    csv_lines(rows)
 }
 
 /// `text` as the content of a Markdown table cell or list item, shown as written: `|` would
@@ -622,6 +633,17 @@ pub fn render_markdown(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 48: the hand-written quoters differed on `\r` (a bare carriage return split a row
+    /// for some readers); the `csv` crate quotes it as it quotes `\n`, a comma and a quote.
+    #[test]
+    fn csv_cells_with_separators_or_line_breaks_are_quoted() {
+        let text = csv_lines([["a,b", "say \"hi\"", "one\rtwo", "three\nfour", "plain", ""]]);
+        assert_eq!(
+            text,
+            "\"a,b\",\"say \"\"hi\"\"\",\"one\rtwo\",\"three\nfour\",plain,\n"
+        );
+    }
 
     /// Issue 38, item 17: a `|` in a benchmark name shifted the Markdown columns, and HTML in
     /// names passed through.

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use milabench_metrics::format::{DataKey, LOAD_TASK, REQUEST_TASK};
-use milabench_metrics::{DataFile, DataPayload, Event, Fields, ReadItem};
+use milabench_metrics::{DataFile, DataPayload, Event, Fields, ReadItem, serving};
 use serde_json::{Map, Value};
 
 use crate::error::ReportError;
@@ -356,24 +356,26 @@ impl SearchFigure {
     }
 }
 
+impl serving::ServingStep for StepSummary {
+    fn rate(&self) -> Option<f64> {
+        self.scenario.rate()
+    }
+
+    fn held(&self) -> bool {
+        self.held
+    }
+}
+
 impl ServingRun {
     /// A sweep's highest rate that held.
     pub fn highest_held_rate(&self) -> Option<f64> {
-        self.steps
-            .iter()
-            .filter(|s| s.held)
-            .filter_map(|s| s.scenario.rate())
-            .reduce(f64::max)
+        serving::highest_held_rate(&self.steps)
     }
 
     /// The step whose numbers stand for the run (the one whose output tokens/s are the
     /// benchmark's perf): a sweep's highest rate that held, else the first step.
     pub fn headline(&self) -> Option<&StepSummary> {
-        let held = self.highest_held_rate();
-        self.steps
-            .iter()
-            .find(|s| held.is_some() && s.scenario.rate() == held)
-            .or(self.steps.first())
+        serving::headline(&self.steps)
     }
 
     /// How the run released its requests: the step's scenario, or for a sweep `sweep: highest

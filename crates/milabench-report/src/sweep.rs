@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::error::ReportError;
 use crate::interval::Interval;
-use crate::render::{csv_num, csv_text, markdown_text};
+use crate::render::{csv_lines, csv_num, markdown_text};
 use crate::report::{Report, ReportOptions, SuiteEntry};
 
 /// One run of the sweep, as given: its folder and the settings it ran with (empty when it
@@ -352,14 +352,13 @@ pub fn render_sweep_text(sweep: &SweepReport) -> String {
 /// The sweep's report as CSV: one row per benchmark and point, numbers at full precision,
 /// empty cells for missing ones, `best` true on each benchmark's best point.
 pub fn render_sweep_csv(sweep: &SweepReport) -> String {
-    let mut out = String::from(
-        "bench,point,x,rate,rate_ci95_low,rate_ci95_high,gpu_memory_mib,host_memory_mib,speedup,speedup_ci95_low,speedup_ci95_high,efficiency,efficiency_ci95_low,efficiency_ci95_high,best,run\n",
-    );
+    let header = "bench,point,x,rate,rate_ci95_low,rate_ci95_high,gpu_memory_mib,host_memory_mib,speedup,speedup_ci95_low,speedup_ci95_high,efficiency,efficiency_ci95_low,efficiency_ci95_high,best,run";
+    let mut rows = vec![header.split(',').map(str::to_owned).collect::<Vec<_>>()];
     for curve in &sweep.curves {
         for (i, cell) in curve.cells.iter().enumerate() {
-            let cells = [
-                csv_text(&curve.bench),
-                csv_text(&sweep.labels[i]),
+            rows.push(vec![
+                curve.bench.clone(),
+                sweep.labels[i].clone(),
                 csv_num(sweep.x[i]),
                 csv_num(cell.rate),
                 csv_num(cell.rate_ci.low),
@@ -373,12 +372,11 @@ pub fn render_sweep_csv(sweep: &SweepReport) -> String {
                 csv_num(cell.efficiency_ci.low),
                 csv_num(cell.efficiency_ci.high),
                 (curve.best == Some(i)).to_string(),
-                csv_text(&sweep.runs[i]),
-            ];
-            let _ = writeln!(out, "{}", cells.join(","));
+                sweep.runs[i].clone(),
+            ]);
         }
     }
-    out
+    csv_lines(rows)
 }
 
 /// The sweep's report as Markdown: a table per benchmark, the best point in bold.

@@ -20,6 +20,10 @@
 //! Processes are independent of each other, so estimates combine as weighted sums: variances add
 //! with the squared weights and the degrees of freedom follow Welch and Satterthwaite.
 
+mod quantile;
+
+pub use quantile::{quantile, quantile_sorted};
+
 /// An estimated mean with the variance of that estimate and its degrees of freedom; a 95%
 /// interval is `mean ± half_width()`. NaN variance: too few observations to know.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -6,6 +6,39 @@
 
 use std::error::Error;
 
+/// An error with what a command was doing when it happened (`could not import runs/a`): the
+/// context of both front ends' typed errors (what anyhow's `context` gives, kept typed so that
+/// the exit code is still the wrapped error's). Shown before the error it wraps.
+#[derive(Debug)]
+pub struct InContext<E: Error + 'static> {
+    /// What was being done.
+    pub context: String,
+    /// The error that happened.
+    pub source: Box<E>,
+}
+
+impl<E: Error + 'static> std::fmt::Display for InContext<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.context)
+    }
+}
+
+impl<E: Error + 'static> Error for InContext<E> {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(self.source.as_ref())
+    }
+}
+
+impl<E: Error + 'static> InContext<E> {
+    /// `source` with `context`, what was being done when it happened.
+    pub fn new(source: E, context: impl std::fmt::Display) -> InContext<E> {
+        InContext {
+            context: context.to_string(),
+            source: Box::new(source),
+        }
+    }
+}
+
 /// The lines a front end prints for a failed command: `error: <err>`, then
 /// `  caused by: <cause>` for each cause of the `source()` chain.
 pub fn error_report(err: &(dyn Error + 'static)) -> String {

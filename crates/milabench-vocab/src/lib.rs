@@ -12,7 +12,7 @@ pub mod layout;
 pub mod run_files;
 mod shell;
 
-pub use error_report::{error_line, error_report, is_broken_pipe};
+pub use error_report::{InContext, error_line, error_report, is_broken_pipe};
 pub use exit_code::ExitCode;
 pub use layout::{Arch, ArchName, BaseLayout, DirOverrides, Installer};
 pub use shell::shell_quote;

@@ -185,8 +185,11 @@ pub fn to_csv(rows: &[ReportRow]) -> String {
         "onnx_converted",
         "error",
     ];
-    let mut text = header.join(",");
-    text.push('\n');
+    let mut writer = csv::WriterBuilder::new()
+        .flexible(true)
+        .from_writer(Vec::new());
+    // Written into memory: no write can fail.
+    let _ = writer.write_record(header);
     let num = |v: Option<f64>| v.map(|v| format!("{v:.6}")).unwrap_or_default();
     for r in rows {
         let fields = [
@@ -220,20 +223,12 @@ pub fn to_csv(rows: &[ReportRow]) -> String {
             r.onnx_converted.to_string(),
             r.error.clone(),
         ];
-        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
-        text.push_str(&line.join(","));
-        text.push('\n');
+        let _ = writer.write_record(&fields);
     }
-    text
-}
-
-/// `field` quoted for CSV when it holds a comma, quote or line break.
-fn csv_field(field: &str) -> String {
-    if field.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", field.replace('"', "\"\""))
-    } else {
-        field.to_string()
-    }
+    writer
+        .into_inner()
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

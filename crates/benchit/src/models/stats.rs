@@ -5,7 +5,7 @@
 use milabench_stats::t_975;
 use serde::{Deserialize, Serialize};
 
-use crate::quantile::quantile_sorted;
+use milabench_stats::quantile_sorted;
 
 /// The summary of the timed calls of one model on one runtime. Latencies in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

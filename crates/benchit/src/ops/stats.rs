@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::runner::{Outcome, RunRecord};
-use crate::quantile::quantile;
+use milabench_stats::quantile;
 
 /// The summary of one pass of one run.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -10,10 +10,10 @@ use crate::render::install::{Progress, say};
 use crate::settings::{install_session, installer};
 
 /// Fills the wheelhouse; one line per group, then how to use it.
-pub fn run(global: &GlobalArgs, args: &BundleArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, args: &BundleArgs) -> crate::errors::Result<ExitCode> {
     let session = install_session(global, &args.suite, &args.env, installer(args.installer))?;
     let cwd = camino::Utf8PathBuf::try_from(std::env::current_dir()?)
-        .map_err(|e| anyhow::anyhow!("the current folder is not valid UTF-8: {e}"))?;
+        .map_err(|e| crate::errors::usage!("the current folder is not valid UTF-8: {e}"))?;
     let dest = cwd.join(&args.output);
     let options = BundleOptions {
         install: InstallOptions {

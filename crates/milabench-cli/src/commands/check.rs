@@ -12,7 +12,7 @@ use crate::render::check_table;
 use crate::settings::suite_session;
 
 /// Runs the checks and prints the table (or JSON); exit status 1 when one fails.
-pub fn run(global: &crate::args::GlobalArgs, args: &CheckArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &crate::args::GlobalArgs, args: &CheckArgs) -> crate::errors::Result<ExitCode> {
     let session = match suite_session(
         global,
         &args.suite,

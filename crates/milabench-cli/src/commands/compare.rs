@@ -7,7 +7,7 @@ use crate::args::{CompareArgs, CompareFormat, GlobalArgs};
 use crate::output::{warn, write_report_output};
 
 /// Compares the runs (folders, or run names of the results database) and prints the table.
-pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, args: &CompareArgs) -> crate::errors::Result<ExitCode> {
     let runs = crate::database::resolve_runs(global, &args.runs)?;
     let comparison = compare_runs(&runs, args.threshold)?;
     let text = match args.format {

@@ -9,7 +9,7 @@ use crate::output::{note, write_output};
 use crate::table::Table;
 
 /// Runs a `db` command.
-pub fn run(global: &GlobalArgs, command: &DbCommand) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, command: &DbCommand) -> crate::errors::Result<ExitCode> {
     match command {
         DbCommand::Import(args) => import(global, args),
         DbCommand::List(args) => list(global, args),
@@ -26,7 +26,7 @@ struct Imported {
     processes: Option<usize>,
 }
 
-fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> {
+fn import(global: &GlobalArgs, args: &DbImportArgs) -> crate::errors::Result<ExitCode> {
     let mut store = crate::database::open(global)?;
     let options = ImportOptions {
         namespace: args.namespace.clone(),
@@ -58,8 +58,9 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
             Ok(outcome) => outcome,
             Err(e) => {
                 failed += 1;
-                let err = anyhow::Error::new(e).context(format!("could not import {folder}"));
-                crate::errors::show(err.as_ref());
+                let err =
+                    crate::errors::CliError::from(e).context(format!("could not import {folder}"));
+                crate::errors::show(&err);
                 continue;
             }
         };
@@ -102,7 +103,7 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> anyhow::Result<ExitCode> 
     })
 }
 
-fn list(global: &GlobalArgs, args: &DbListArgs) -> anyhow::Result<ExitCode> {
+fn list(global: &GlobalArgs, args: &DbListArgs) -> crate::errors::Result<ExitCode> {
     let mut store = crate::database::open_existing(global)?;
     let runs = store.runs()?;
     let table = Table {
@@ -114,7 +115,7 @@ fn list(global: &GlobalArgs, args: &DbListArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-fn export(global: &GlobalArgs, args: &DbExportArgs) -> anyhow::Result<ExitCode> {
+fn export(global: &GlobalArgs, args: &DbExportArgs) -> crate::errors::Result<ExitCode> {
     let mut store = crate::database::open_existing(global)?;
     let mut text = String::new();
     for row in store.export_run(&args.run)? {

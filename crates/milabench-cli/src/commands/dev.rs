@@ -3,7 +3,7 @@
 
 use std::os::unix::process::CommandExt as _;
 
-use anyhow::{Context as _, bail};
+use crate::errors::{Context as _, bail};
 use milabench::ExitCode;
 use milabench::{PlannedBench, plan_context, plan_one};
 use milabench_config::settings::EnvVars;
@@ -15,7 +15,7 @@ use crate::settings::suite_session;
 
 /// Replaces this process with the shell or the command.
 #[allow(clippy::print_stderr)]
-pub fn run(global: &GlobalArgs, args: &DevArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, args: &DevArgs) -> crate::errors::Result<ExitCode> {
     let env = EnvVars::from_process();
     let session = suite_session(global, &args.suite, Default::default(), None, env)?;
     let resolved = session.resolved();

@@ -10,7 +10,7 @@ use crate::output::{note, warn, write_output};
 use crate::table::{Table, number, short_time, system};
 
 /// Prints the history, or with `--sweep` alone the sweep's runs.
-pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> crate::errors::Result<ExitCode> {
     let mut store = crate::database::open_existing(global)?;
     if let Some(sweep) = &args.sweep
         && args.bench.is_none()
@@ -113,7 +113,11 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
 }
 
 /// The sweep's runs, oldest first, with their points.
-fn sweep_runs(store: &mut Store, sweep: &str, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn sweep_runs(
+    store: &mut Store,
+    sweep: &str,
+    args: &HistoryArgs,
+) -> crate::errors::Result<ExitCode> {
     let runs = store.sweep_runs(sweep)?;
     if runs.is_empty() {
         nothing_in_sweep(store, sweep)?;
@@ -137,7 +141,7 @@ fn sweep_runs(store: &mut Store, sweep: &str, args: &HistoryArgs) -> anyhow::Res
 }
 
 /// Says that nothing matched in sweep `sweep`, and which sweeps the store knows.
-fn nothing_in_sweep(store: &mut Store, sweep: &str) -> anyhow::Result<()> {
+fn nothing_in_sweep(store: &mut Store, sweep: &str) -> crate::errors::Result<()> {
     let known = store.sweeps()?;
     let fix = if known.contains(&sweep.to_owned()) {
         format!("`milabench history --sweep {sweep}` lists its runs and their points")

@@ -8,7 +8,7 @@ use crate::render::install::{InstallView, Progress, show_surveys, summarize};
 use crate::settings::{install_session, installer};
 
 /// Builds the environments (or, with `--dry-run`, says what that would do).
-pub fn run(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, args: &InstallArgs) -> crate::errors::Result<ExitCode> {
     super::refuse_github_issues(args.traces.github_issues)?;
     let session = install_session(global, &args.suite, &args.env, installer(args.installer))?;
     let options = InstallOptions {
@@ -31,7 +31,10 @@ pub fn run(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> 
 /// Runs `session`'s install with a handler of Ctrl-C, SIGTERM and SIGHUP: a signal stops the
 /// running installer's process group (nothing is left writing into the environment) and the
 /// install ends as interrupted (exit 130).
-fn install_stoppably(session: &Session, options: InstallOptions) -> anyhow::Result<InstallSummary> {
+fn install_stoppably(
+    session: &Session,
+    options: InstallOptions,
+) -> crate::errors::Result<InstallSummary> {
     let interrupt = milabench_exec::Interrupt::new();
     let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
     let options = InstallOptions {

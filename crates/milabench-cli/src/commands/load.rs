@@ -20,7 +20,7 @@ use crate::output::{note, warn, write_output};
 /// Runs the load (starting its server first when one is given) and shows what it measured.
 /// Every flag is checked, the server log and the results file opened, before the server is
 /// started or a request sent.
-pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &LoadArgs) -> crate::errors::Result<ExitCode> {
     let interrupt = Interrupt::new();
     let _ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
     let stop = Stop::new();
@@ -35,7 +35,9 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
     };
     let url = match (&launch, &args.endpoint) {
         (Some((_, url)), _) | (None, Some(url)) => url.clone(),
-        (None, None) => anyhow::bail!("give the server's --endpoint URL, or its command after --"),
+        (None, None) => {
+            crate::errors::bail!("give the server's --endpoint URL, or its command after --")
+        }
     };
     let spec = spec(args, Endpoint::parse(&url)?)?;
     spec.check()?;
@@ -85,7 +87,7 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
 
 /// Where the started server's output goes: `--server-log`, else stderr when stdout carries
 /// JSON (servers such as vLLM log on stdout), else this command's own output.
-fn server_output(args: &LoadArgs) -> anyhow::Result<ServerOutput> {
+fn server_output(args: &LoadArgs) -> crate::errors::Result<ServerOutput> {
     if args.serve.is_empty() {
         return Ok(ServerOutput::Inherit);
     }
@@ -94,7 +96,7 @@ fn server_output(args: &LoadArgs) -> anyhow::Result<ServerOutput> {
             .create(true)
             .append(true)
             .open(path)
-            .map_err(|e| anyhow::anyhow!("cannot open --server-log {path}: {e}"))?;
+            .map_err(|e| crate::errors::usage!("cannot open --server-log {path}: {e}"))?;
         return Ok(ServerOutput::File(file));
     }
     Ok(if args.format == LoadFormat::Json && !args.emit_events {
@@ -114,20 +116,22 @@ struct ResultsFile {
 impl ResultsFile {
     /// Creates `dir` and a new `<name>.data` in it; an existing one is refused (the records of
     /// a second run appended to it would make a file `report` rejects).
-    fn create(dir: &Utf8Path, name: &str) -> anyhow::Result<ResultsFile> {
+    fn create(dir: &Utf8Path, name: &str) -> crate::errors::Result<ResultsFile> {
         let path = dir.join(format!("{name}.data"));
         std::fs::create_dir_all(dir)
-            .map_err(|e| anyhow::anyhow!("cannot create --run-dir {dir}: {e}"))?;
+            .map_err(|e| crate::errors::usage!("cannot create --run-dir {dir}: {e}"))?;
         match std::fs::File::options()
             .write(true)
             .create_new(true)
             .open(&path)
         {
             Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => anyhow::bail!(
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => crate::errors::bail!(
                 "{path} already holds the results of a run: give another --run-dir or --name, or remove the file"
             ),
-            Err(e) => anyhow::bail!("cannot write the results file {path} in --run-dir: {e}"),
+            Err(e) => {
+                crate::errors::bail!("cannot write the results file {path} in --run-dir: {e}")
+            }
         }
         Ok(ResultsFile {
             writer: DataFileWriter::open(path.as_std_path())?,
@@ -136,7 +140,7 @@ impl ResultsFile {
     }
 
     /// Writes `records` and says where.
-    fn write(&mut self, records: &[Record]) -> anyhow::Result<()> {
+    fn write(&mut self, records: &[Record]) -> crate::errors::Result<()> {
         self.written = true;
         self.writer.append_all(records)?;
         note(&format!(
@@ -163,7 +167,7 @@ fn start_server(
     endpoint: &Endpoint,
     output: ServerOutput,
     stop: &Stop,
-) -> anyhow::Result<ManagedServer> {
+) -> crate::errors::Result<ManagedServer> {
     let quiet = args.emit_events || args.format == LoadFormat::Json;
     if !quiet {
         note(&format!("starting the server: {}", argv.join(" ")));
@@ -204,7 +208,7 @@ fn show(
     spec: &LoadSpec,
     result: &LoadResult,
     results: Option<&mut ResultsFile>,
-) -> anyhow::Result<()> {
+) -> crate::errors::Result<()> {
     let command: Vec<String> = std::env::args().collect();
     let records = milabench_load::events::records(result, &args.name, &command, config(args, spec));
     if args.emit_events {
@@ -261,9 +265,9 @@ fn config(args: &LoadArgs, spec: &LoadSpec) -> Map<String, Value> {
     m
 }
 
-fn spec(args: &LoadArgs, endpoint: Endpoint) -> anyhow::Result<LoadSpec> {
-    let bad = |flag: &str, e: String| anyhow::anyhow!("invalid {flag}: {e}");
-    let lengths = || -> anyhow::Result<(LengthDist, LengthDist)> {
+fn spec(args: &LoadArgs, endpoint: Endpoint) -> crate::errors::Result<LoadSpec> {
+    let bad = |flag: &str, e: String| crate::errors::usage!("invalid {flag}: {e}");
+    let lengths = || -> crate::errors::Result<(LengthDist, LengthDist)> {
         Ok((
             args.input_tokens
                 .parse()
@@ -308,7 +312,7 @@ fn spec(args: &LoadArgs, endpoint: Endpoint) -> anyhow::Result<LoadSpec> {
         LoadScenario::SloSearch => Scenario::SloSearch {
             low: args.rate,
             high: args.max_rate.ok_or_else(|| {
-                anyhow::anyhow!(
+                crate::errors::usage!(
                     "invalid --scenario slo-search: it needs the highest rate to try; give --max-rate RATE"
                 )
             })?,

@@ -7,7 +7,7 @@ use milabench::ExitCode;
 use crate::args::NewArgs;
 
 /// Runs the command.
-pub fn run(args: &NewArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &NewArgs) -> crate::errors::Result<ExitCode> {
     let files = milabench::scaffold::new_benchmark(&args.dest, &args.name)?;
     let folder = args.dest.join(&args.name);
     let mut out = std::io::stdout().lock();

@@ -8,7 +8,7 @@ use crate::render::install::{Progress, say};
 use crate::settings::install_session;
 
 /// Pins the selected groups.
-pub fn run(global: &GlobalArgs, args: &PinArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, args: &PinArgs) -> crate::errors::Result<ExitCode> {
     let mut progress = Progress::new();
     // Pinning always compiles with uv, whatever installer the environments use.
     let session = install_session(global, &args.suite, &args.env, Some(Installer::Uv))?;

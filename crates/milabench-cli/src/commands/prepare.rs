@@ -9,7 +9,7 @@ use crate::live::LiveDisplay;
 use crate::settings::suite_session;
 
 /// Runs the prepare steps with a live display; says where their logs are and which failed.
-pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> crate::errors::Result<ExitCode> {
     super::refuse_github_issues(args.traces.github_issues)?;
     let session = suite_session(
         global,

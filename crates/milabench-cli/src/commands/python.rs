@@ -14,7 +14,7 @@ use crate::args::{
 use crate::output::{note, write_output};
 
 /// Runs an `analysis` command.
-pub fn analysis(global: &GlobalArgs, command: AnalysisCommand) -> anyhow::Result<ExitCode> {
+pub fn analysis(global: &GlobalArgs, command: AnalysisCommand) -> crate::errors::Result<ExitCode> {
     match command {
         AnalysisCommand::Summary(args) => super::summary::run(&args),
         AnalysisCommand::Generate(args) => super::report::run(global, &args),
@@ -32,7 +32,7 @@ pub fn analysis(global: &GlobalArgs, command: AnalysisCommand) -> anyhow::Result
 }
 
 /// Runs a `tools` command.
-pub fn tools(global: &GlobalArgs, command: ToolsCommand) -> anyhow::Result<ExitCode> {
+pub fn tools(global: &GlobalArgs, command: ToolsCommand) -> crate::errors::Result<ExitCode> {
     match command {
         ToolsCommand::Pin(args) => pin(global, args),
         ToolsCommand::New(args) => super::new::run(&args.as_new()),
@@ -80,7 +80,7 @@ pub fn tools(global: &GlobalArgs, command: ToolsCommand) -> anyhow::Result<ExitC
 }
 
 /// Runs a `data` command.
-pub fn data(global: &GlobalArgs, command: DataCommand) -> anyhow::Result<ExitCode> {
+pub fn data(global: &GlobalArgs, command: DataCommand) -> crate::errors::Result<ExitCode> {
     match command {
         DataCommand::Sharedsetup(args) => shared_setup(&args),
         DataCommand::Archive(args) => archive(&args),
@@ -93,7 +93,7 @@ pub fn data(global: &GlobalArgs, command: DataCommand) -> anyhow::Result<ExitCod
 }
 
 /// `slurm schedule`, refused.
-pub fn slurm_schedule() -> anyhow::Result<ExitCode> {
+pub fn slurm_schedule() -> crate::errors::Result<ExitCode> {
     refuse(
         "slurm schedule",
         "`milabench slurm submit` submits a run (`--profile` names the sbatch profile, `--wait` follows the job like --sync, sbatch options go after `--`)",
@@ -101,9 +101,9 @@ pub fn slurm_schedule() -> anyhow::Result<ExitCode> {
 }
 
 /// `--github-issues`, refused wherever it is given.
-pub fn refuse_github_issues(given: bool) -> anyhow::Result<()> {
+pub fn refuse_github_issues(given: bool) -> crate::errors::Result<()> {
     if given {
-        anyhow::bail!(
+        crate::errors::bail!(
             "--github-issues: links to open GitHub issues for failures are not made here; the validation report and the run folder hold each failure's output"
         );
     }
@@ -111,19 +111,19 @@ pub fn refuse_github_issues(given: bool) -> anyhow::Result<()> {
 }
 
 /// The one-line refusal of a Python-only command (exit 2, bad input).
-fn refuse(command: &str, why: &str) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`{command}` is the Python milabench's and has no meaning here: {why}")
+fn refuse(command: &str, why: &str) -> crate::errors::Result<ExitCode> {
+    crate::errors::bail!("`{command}` is the Python milabench's and has no meaning here: {why}")
 }
 
 /// `tools pin`: `-c constraints/<variant>.txt` names the variant when `--variant` does not.
-fn pin(global: &GlobalArgs, mut args: ToolsPinArgs) -> anyhow::Result<ExitCode> {
+fn pin(global: &GlobalArgs, mut args: ToolsPinArgs) -> crate::errors::Result<ExitCode> {
     for file in &args.constraints {
         let stem = file.file_stem().unwrap_or_default();
         let is_arch = ["cpu", "cuda", "rocm", "xpu", "hpu"].contains(&stem);
         match &args.pin.variant {
             Some(variant) if variant == stem => {}
             None if is_arch => args.pin.variant = Some(stem.to_owned()),
-            _ => anyhow::bail!(
+            _ => crate::errors::bail!(
                 "tools pin -c {file}: pins are compiled under the checkout's constraints/<variant>.txt alone\n  fix: name the variant (`--variant cuda`, or `-c constraints/cuda.txt`) and put extra constraints in that file"
             ),
         }
@@ -132,7 +132,7 @@ fn pin(global: &GlobalArgs, mut args: ToolsPinArgs) -> anyhow::Result<ExitCode> 
 }
 
 /// `tools env`: every variable that sets an option, as `export` lines; unset ones commented.
-fn env_lines() -> anyhow::Result<ExitCode> {
+fn env_lines() -> crate::errors::Result<ExitCode> {
     let env = EnvVars::from_process();
     let mut text = String::new();
     for name in ALL {
@@ -149,7 +149,7 @@ fn env_lines() -> anyhow::Result<ExitCode> {
 }
 
 /// `tools ci`: the suite's CI matrix as one line of JSON.
-fn ci(global: &GlobalArgs, args: &CiArgs) -> anyhow::Result<ExitCode> {
+fn ci(global: &GlobalArgs, args: &CiArgs) -> crate::errors::Result<ExitCode> {
     let env = EnvVars::from_process();
     let settings =
         crate::settings::load_suite_settings(global, &args.suite, Default::default(), &env)?;
@@ -161,9 +161,12 @@ fn ci(global: &GlobalArgs, args: &CiArgs) -> anyhow::Result<ExitCode> {
 
 /// `analysis compare --folder DIR`: the run folders under DIR, oldest first (the last `--last`
 /// of them, those whose name holds `--filter`), compared with `milabench compare`.
-fn compare_folder(global: &GlobalArgs, args: &FolderCompareArgs) -> anyhow::Result<ExitCode> {
+fn compare_folder(
+    global: &GlobalArgs,
+    args: &FolderCompareArgs,
+) -> crate::errors::Result<ExitCode> {
     let read = std::fs::read_dir(&args.folder).map_err(|e| {
-        anyhow::anyhow!(
+        crate::errors::usage!(
             "cannot read --folder {}: {e}\n  fix: give the folder that holds the run folders (<base>/runs)",
             args.folder
         )
@@ -189,7 +192,7 @@ fn compare_folder(global: &GlobalArgs, args: &FolderCompareArgs) -> anyhow::Resu
         runs.drain(..keep);
     }
     if runs.len() < 2 {
-        anyhow::bail!(
+        crate::errors::bail!(
             "analysis compare: {} run folder(s) under {}{}, and a comparison needs two\n  fix: check --folder and --filter",
             runs.len(),
             args.folder,
@@ -206,7 +209,7 @@ fn compare_folder(global: &GlobalArgs, args: &FolderCompareArgs) -> anyhow::Resu
 }
 
 /// `data sharedsetup`: the shared data copied to the local base, each step said.
-fn shared_setup(args: &SharedSetupArgs) -> anyhow::Result<ExitCode> {
+fn shared_setup(args: &SharedSetupArgs) -> crate::errors::Result<ExitCode> {
     let setup = SharedSetup {
         network: args.network.clone().into(),
         local: args.local.clone().into(),
@@ -228,7 +231,7 @@ fn shared_setup(args: &SharedSetupArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `data archive`: the local data archived into the shared folder, each step said.
-fn archive(args: &ArchiveArgs) -> anyhow::Result<ExitCode> {
+fn archive(args: &ArchiveArgs) -> crate::errors::Result<ExitCode> {
     milabench::shared_data::archive(
         args.local.as_std_path(),
         args.network.as_std_path(),

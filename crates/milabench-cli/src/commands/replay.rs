@@ -7,13 +7,11 @@ use crate::args::ReplayArgs;
 use crate::output::{warn, write_output};
 
 /// Replays the stream through the layers and prints their report.
-pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &ReplayArgs) -> crate::errors::Result<ExitCode> {
     let names = LayerName::selection(&args.validations)?;
-    let path = args
-        .path
-        .as_ref()
-        .or(args.folder.as_ref())
-        .ok_or_else(|| anyhow::anyhow!("replay needs the event file or run folder to read"))?;
+    let path = args.path.as_ref().or(args.folder.as_ref()).ok_or_else(|| {
+        crate::errors::usage!("replay needs the event file or run folder to read")
+    })?;
     let replay = replay_entries(path.as_std_path())?;
     for warning in replay.problems.warnings() {
         warn(&warning);

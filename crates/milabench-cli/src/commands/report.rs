@@ -17,7 +17,7 @@ use crate::publish::{PublishRequest, publish_after};
 use crate::settings::load_settings;
 
 /// Builds and prints the report.
-pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, args: &ReportArgs) -> crate::errors::Result<ExitCode> {
     refuse_python_only(args)?;
     let env = EnvVars::from_process();
     let lean = env.bool(MILABENCH_REPORT_LEAN)?.unwrap_or(false);
@@ -87,7 +87,7 @@ fn sweep(
     global: &GlobalArgs,
     args: &ReportArgs,
     suite: Option<&[SuiteEntry]>,
-) -> anyhow::Result<ExitCode> {
+) -> crate::errors::Result<ExitCode> {
     let runs = crate::database::resolve_runs(global, &args.sweep)?;
     let mut sweeps: Vec<String> = Vec::new();
     let inputs: Vec<SweepInput> = runs
@@ -134,14 +134,14 @@ fn sweep(
 }
 
 /// The Python tool's report flags that have no meaning here: each refused in one line.
-fn refuse_python_only(args: &ReportArgs) -> anyhow::Result<()> {
+fn refuse_python_only(args: &ReportArgs) -> crate::errors::Result<()> {
     if args.compare.is_some() {
-        anyhow::bail!(
+        crate::errors::bail!(
             "report --compare: comparing with a summary file is the Python tool's; here `milabench compare BASELINE RUN...` compares run folders, each change with its interval and verdict"
         );
     }
     if args.compare_gpus {
-        anyhow::bail!(
+        crate::errors::bail!(
             "report --compare-gpus: the Python tool's GPU comparison table is not built here; `milabench compare` compares runs made on different GPUs"
         );
     }
@@ -150,7 +150,7 @@ fn refuse_python_only(args: &ReportArgs) -> anyhow::Result<()> {
 
 /// `--consolidate`: each folder of run folders gathered into one run folder, said on stderr;
 /// the gathered folders are what is reported.
-fn consolidate(runs: &[String], run_name: Option<&str>) -> anyhow::Result<Vec<String>> {
+fn consolidate(runs: &[String], run_name: Option<&str>) -> crate::errors::Result<Vec<String>> {
     let mut gathered = Vec::with_capacity(runs.len());
     for parent in runs {
         let made = milabench_metrics::consolidate_runs(std::path::Path::new(parent), run_name)?;

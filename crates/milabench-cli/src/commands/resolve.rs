@@ -32,7 +32,7 @@ const LEADING_KEYS: [&str; 16] = [
 ];
 
 /// Resolves the suite and prints it.
-pub fn run(global: &GlobalArgs, args: &ResolveArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, args: &ResolveArgs) -> crate::errors::Result<ExitCode> {
     let env = EnvVars::from_process();
     let settings = load_suite_settings(global, &args.suite, Default::default(), &env)?;
     let resolved = milabench::resolve(&settings, &args.suite.selection(), &env)?;
@@ -65,9 +65,9 @@ pub fn run(global: &GlobalArgs, args: &ResolveArgs) -> anyhow::Result<ExitCode> 
 }
 
 /// One benchmark's settings, leading keys first, plus the rendered argv.
-fn bench_json(bench: &ResolvedBench, system: Option<Value>) -> anyhow::Result<Value> {
+fn bench_json(bench: &ResolvedBench, system: Option<Value>) -> crate::errors::Result<Value> {
     let Value::Object(mut all) = bench.config.to_json() else {
-        anyhow::bail!("benchmark `{}` is not a mapping", bench.name);
+        crate::errors::bail!("benchmark `{}` is not a mapping", bench.name);
     };
     if let Some(system) = system {
         all.insert("system".into(), system);

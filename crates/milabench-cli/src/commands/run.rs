@@ -15,9 +15,9 @@ use crate::publish::{PublishRequest, publish_after};
 use crate::settings::{load_suite_settings, session};
 
 /// Runs the command.
-pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, args: &RunArgs) -> crate::errors::Result<ExitCode> {
     if !args.plugin.is_empty() {
-        anyhow::bail!(
+        crate::errors::bail!(
             "run --plugin: the Python tool's logger plugins are not here; the run folder records every event, `--validations` adds checks and `--dash` the live view"
         );
     }
@@ -61,7 +61,7 @@ fn request(
     args: &RunArgs,
     validations: Vec<LayerName>,
     resume: bool,
-) -> anyhow::Result<RunRequest> {
+) -> crate::errors::Result<RunRequest> {
     Ok(RunRequest {
         repeat: args.repeat.map(|repeat| RepeatPlan {
             repeat,
@@ -99,7 +99,7 @@ fn dry_run(
     session: &Session,
     request: &RunRequest,
     format: DryRunFormat,
-) -> anyhow::Result<ExitCode> {
+) -> crate::errors::Result<ExitCode> {
     let dry_run = session.dry_run(request)?;
     for (bench, unmet) in &dry_run.skipped {
         warn(&format!(

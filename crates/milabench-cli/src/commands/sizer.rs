@@ -9,7 +9,7 @@ use crate::output::write_output;
 use crate::table::{Table, number};
 
 /// Runs a `sizer` command.
-pub fn run(command: &SizerCommand) -> anyhow::Result<ExitCode> {
+pub fn run(command: &SizerCommand) -> crate::errors::Result<ExitCode> {
     match command {
         SizerCommand::Show(args) => show(args),
     }
@@ -28,16 +28,16 @@ struct ModelRow {
     batch_size_for_capacity: Option<f64>,
 }
 
-fn show(args: &SizerShowArgs) -> anyhow::Result<ExitCode> {
+fn show(args: &SizerShowArgs) -> crate::errors::Result<ExitCode> {
     if !args.file.is_file() {
-        anyhow::bail!(
+        crate::errors::bail!(
             "the scaling file {} does not exist\n  fix: name a file that `sizer.save` wrote (docs/sweeps.md)",
             args.file
         );
     }
     let capacity_mib = match &args.capacity {
         Some(text) => Some(to_bytes(text).map(|b| b / (1024.0 * 1024.0)).ok_or_else(|| {
-            anyhow::anyhow!(
+            crate::errors::usage!(
                 "--capacity {text:?} is not a memory size\n  fix: write it like `80 GiB`, `81920 MiB` or `40GB`"
             )
         })?),

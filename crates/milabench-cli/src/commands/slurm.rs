@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::Context;
+use crate::errors::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 use milabench::{ExitCode, ReportFiles, Session};
 use milabench_cluster::slurm::{JobStatus, QueuePlace};
@@ -22,7 +22,7 @@ use crate::render::pipeline::warn_unwritten;
 use crate::settings::suite_session;
 
 /// Runs the command.
-pub fn run(global: &GlobalArgs, command: &SlurmCommand) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, command: &SlurmCommand) -> crate::errors::Result<ExitCode> {
     match command {
         SlurmCommand::System => system(),
         SlurmCommand::Submit(args) => submit_run(global, args),
@@ -31,10 +31,10 @@ pub fn run(global: &GlobalArgs, command: &SlurmCommand) -> anyhow::Result<ExitCo
 }
 
 /// Prints the system file of the allocation this process runs in.
-fn system() -> anyhow::Result<ExitCode> {
+fn system() -> crate::errors::Result<ExitCode> {
     let env = EnvVars::from_process();
     let Some(allocation) = milabench::slurm_allocation(&env)? else {
-        anyhow::bail!(
+        crate::errors::bail!(
             "not inside a Slurm allocation: SLURM_JOB_NODELIST is not set\n  fix: run it in a job (`salloc`, `srun`, `sbatch`), or write a system file yourself (docs/multinode.md)"
         );
     };
@@ -48,7 +48,7 @@ fn system() -> anyhow::Result<ExitCode> {
 
 /// Writes the batch script into the run folder, submits it, and follows it with `--wait`; with
 /// `--per-bench`, a job array and its report.
-fn submit_run(global: &GlobalArgs, args: &SlurmSubmitArgs) -> anyhow::Result<ExitCode> {
+fn submit_run(global: &GlobalArgs, args: &SlurmSubmitArgs) -> crate::errors::Result<ExitCode> {
     let more = SettingsFlags {
         run_name: args.run_name.clone(),
         ..SettingsFlags::default()
@@ -100,7 +100,10 @@ fn submit_run(global: &GlobalArgs, args: &SlurmSubmitArgs) -> anyhow::Result<Exi
 
 /// The sbatch options of every job: the settings profile's (`--profile`, else the settings
 /// file's default), then the command line's.
-fn sbatch_options(settings: &Settings, args: &SlurmSubmitArgs) -> anyhow::Result<Vec<String>> {
+fn sbatch_options(
+    settings: &Settings,
+    args: &SlurmSubmitArgs,
+) -> crate::errors::Result<Vec<String>> {
     let profiles = &settings.slurm.profiles;
     let mut options = match args.profile.as_ref().or(settings.slurm.default.as_ref()) {
         None => Vec::new(),
@@ -126,7 +129,7 @@ fn request(
     session: &Session,
     run_dir: &Path,
     sbatch: Vec<String>,
-) -> anyhow::Result<SubmissionRequest> {
+) -> crate::errors::Result<SubmissionRequest> {
     let suite = &session.resolved().suite;
     let report = |format: &str, file: &str| ReportOutput {
         format: format.into(),
@@ -152,7 +155,7 @@ fn request(
 }
 
 /// This program and its global options, as the jobs run it.
-fn program_words(global: &GlobalArgs, settings: &Settings) -> anyhow::Result<Vec<String>> {
+fn program_words(global: &GlobalArgs, settings: &Settings) -> crate::errors::Result<Vec<String>> {
     let exe = std::env::current_exe().context("cannot find the milabench program")?;
     let mut words = vec![
         exe.display().to_string(),
@@ -199,7 +202,7 @@ fn suite_words(settings: &Settings, suite: &SuiteArgs) -> SuiteWords {
 /// Follows the submitted job `job` (or each task of its array) to its end, printing its
 /// states and output as they come, then what to change about those Slurm ended early; the
 /// exit status.
-fn follow(submission: &Submission, job: &str) -> anyhow::Result<ExitCode> {
+fn follow(submission: &Submission, job: &str) -> crate::errors::Result<ExitCode> {
     let outcome = submission.wait(job, &mut Printer::default())?;
     for problem in &outcome.problems {
         warn(problem);
@@ -209,7 +212,7 @@ fn follow(submission: &Submission, job: &str) -> anyhow::Result<ExitCode> {
 
 /// Prints the report of the run folder `run_dir` and writes it there (`report.txt`,
 /// `report.html`); `BenchmarkFailures` when it does not pass.
-fn report(session: &Session, run_dir: &Path) -> anyhow::Result<ExitCode> {
+fn report(session: &Session, run_dir: &Path) -> crate::errors::Result<ExitCode> {
     let files = ReportFiles {
         page: true,
         text: true,

@@ -7,7 +7,7 @@ use crate::args::SummaryArgs;
 use crate::output::{warn, write_report_output};
 
 /// Summarises the runs and prints the JSON.
-pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &SummaryArgs) -> crate::errors::Result<ExitCode> {
     let runs = if args.runs.is_empty() {
         &args.folders
     } else {

@@ -9,7 +9,7 @@ use crate::output::{warn, write_output};
 use crate::settings::load_settings;
 
 /// Collects the facts (GPU backend per `MILABENCH_GPU_ARCH`, else detected) and prints them.
-pub fn run(global: &GlobalArgs, args: &SysinfoArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, args: &SysinfoArgs) -> crate::errors::Result<ExitCode> {
     let env = EnvVars::from_process();
     let settings = load_settings(global, None, &env)?;
     let gpus = discover(settings.arch.as_ref().map(|a| a.as_str()));

@@ -19,7 +19,7 @@ pub(crate) fn execute(
     session: &Session,
     request: RunRequest,
     dash: Option<bool>,
-) -> anyhow::Result<ExitCode> {
+) -> crate::errors::Result<ExitCode> {
     let interrupt = Interrupt::new();
     let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
     let request = RunRequest {

@@ -23,9 +23,9 @@ pub fn run(
     sweep: Sweep,
     validations: &[LayerName],
     publication: Option<&PublishRequest>,
-) -> anyhow::Result<ExitCode> {
+) -> crate::errors::Result<ExitCode> {
     if args.resume {
-        anyhow::bail!(
+        crate::errors::bail!(
             "--resume does not apply to a sweep: a sweep started again skips its finished runs by itself (recorded in {})\n  fix: run the same command without --resume",
             sweep.record.display()
         );
@@ -105,7 +105,7 @@ fn one_run(
     env: &EnvVars,
     run: &SweepRun,
     validations: &[LayerName],
-) -> anyhow::Result<ExitCode> {
+) -> crate::errors::Result<ExitCode> {
     let session = crate::settings::session(
         settings.clone(),
         &args.suite,
@@ -125,7 +125,7 @@ fn settings_line(run: &SweepRun) -> String {
 }
 
 /// Lists the runs of the sweep, their settings, and those already done.
-fn dry_run(sweep: &Sweep, record: &SweepRecord) -> anyhow::Result<ExitCode> {
+fn dry_run(sweep: &Sweep, record: &SweepRecord) -> crate::errors::Result<ExitCode> {
     let mut out = format!(
         "# a sweep of {} runs, in this order (finished runs recorded in {})\n",
         sweep.runs.len(),

@@ -1,8 +1,8 @@
-//! Quantiles as numpy computes them by default (linear interpolation between the nearest ranks),
-//! shared by the statistics of model runtimes and of operator runs.
+//! Quantiles as numpy computes them by default (linear interpolation between the nearest ranks):
+//! the one quantile of benchit's runtimes and of `milabench load`'s latencies.
 
 /// The `q` quantile of sorted, non-empty `values`.
-pub(crate) fn quantile_sorted(values: &[f64], q: f64) -> f64 {
+pub fn quantile_sorted(values: &[f64], q: f64) -> f64 {
     let position = q.clamp(0.0, 1.0) * (values.len() - 1) as f64;
     let low = position.floor() as usize;
     let high = position.ceil() as usize;
@@ -10,7 +10,7 @@ pub(crate) fn quantile_sorted(values: &[f64], q: f64) -> f64 {
 }
 
 /// The `q` quantile of `values` in any order; `None` for an empty list.
-pub(crate) fn quantile(values: &[f64], q: f64) -> Option<f64> {
+pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
