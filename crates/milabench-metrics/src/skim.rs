@@ -264,6 +264,10 @@ impl<'a> Cursor<'a> {
             d.cpudata = None;
         }
         clear(&mut d.extra);
+        // The extra keys of a payload of a task whose extras are asked for: the serde path.
+        if !extra && fields.wants_payload_extra(d.task.as_deref()) {
+            return Err(Declined);
+        }
         Ok(())
     }
 

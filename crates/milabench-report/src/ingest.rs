@@ -307,7 +307,7 @@ pub fn read_run_file(
 ) -> Result<FileOutcome, ReportError> {
     let mut p = Pending::default();
     let mut records = file.records_with(REPORT_FIELDS)?;
-    while let Some(item) = records.next_lent() {
+    while let Some(item) = records.next_lent_mut() {
         let record = match item {
             ReadItem::Record(record) => record,
             ReadItem::Problem(problem) => {
@@ -316,9 +316,10 @@ pub fn read_run_file(
             }
         };
         p.judge.observe(record);
-        match &record.event {
-            Event::Config(c) => p.config = Some(c.clone()),
-            Event::Meta(m) => p.meta = Some(m.clone()),
+        match &mut record.event {
+            // Taken, not copied: the reader replaces the record on the next line.
+            Event::Config(c) => p.config = Some(std::mem::take(c)),
+            Event::Meta(m) => p.meta = Some(std::mem::take(m)),
             Event::Data(d) => {
                 if d.task.as_deref() == Some(TRAIN_TASK)
                     && let Some(rate) = d.rate
