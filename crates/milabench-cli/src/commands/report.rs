@@ -1,8 +1,8 @@
 //! `milabench report`: the results table and the suite score of run folders.
 
 use milabench::ExitCode;
-use milabench_config::settings::{EnvVars, Settings};
 use milabench_config::settings::env_vars::MILABENCH_REPORT_LEAN;
+use milabench_config::settings::{EnvVars, Settings};
 use milabench_report::{
     Format, ReportOptions, RunSelection, SuiteEntry, SweepInput, load_runs, render, render_html,
     render_sweep_csv, render_sweep_html, render_sweep_json, render_sweep_markdown,
