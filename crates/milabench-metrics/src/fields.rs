@@ -323,4 +323,37 @@ mod tests {
         );
         assert_eq!(Fields::event(EventName::Data).project(other), None);
     }
+
+    /// `gpu_energy` is kept as read, as `process` is: asking for it is enough, without the
+    /// extra keys. The load generator's extra keys come only with its own tasks.
+    #[test]
+    fn kept_as_read_fields_and_serving_extras_come_without_every_extra_key() {
+        let payload = |task: &str| {
+            Event::from_parts(
+                "data",
+                json!({"task": task, "gpu_energy": {"0": {"joules": 1.5, "seconds": 2.0}},
+                       "step": 3}),
+            )
+        };
+        let extra_keys = |fields: Fields, task: &str| {
+            let Some(Record {
+                event: Event::Data(d),
+                ..
+            }) = fields.project(Record::new(payload(task), None))
+            else {
+                panic!("data is asked for")
+            };
+            d.extra.keys().cloned().collect::<Vec<_>>()
+        };
+        let energy = Fields::data(DataKey::GpuEnergy);
+        assert_eq!(extra_keys(energy, "main"), ["gpu_energy"]);
+        let serving = energy | Fields::SERVING_EXTRA;
+        assert_eq!(extra_keys(serving, "main"), ["gpu_energy"]);
+        for task in [LOAD_TASK, REQUEST_TASK] {
+            assert_eq!(extra_keys(serving, task), ["gpu_energy", "step"]);
+        }
+        assert!(!Fields::SERVING_EXTRA.wants_extra());
+        assert!(Fields::SERVING_EXTRA.wants_data(DataKey::Task));
+        assert!(Fields::ALL.wants_payload_extra(Some("main")));
+    }
 }

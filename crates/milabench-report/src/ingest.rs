@@ -532,6 +532,17 @@ fn finish(file: &DataFile, p: Pending, serving: Option<Box<ServingRun>>) -> File
 mod tests {
     use super::*;
 
+    /// The report keeps the extra keys of the load generator's lines only: those of every other
+    /// line (the monitors' `iodata` and `netdata`) would send a quarter of a GPU run's lines down
+    /// the decoder's slow path for nothing.
+    #[test]
+    fn the_report_asks_for_the_serving_lines_extra_keys_only() {
+        assert!(!REPORT_FIELDS.wants_extra());
+        assert!(!REPORT_FIELDS.wants_payload_extra(Some("main")));
+        assert!(REPORT_FIELDS.wants_payload_extra(Some(milabench_metrics::format::LOAD_TASK)));
+        assert!(REPORT_FIELDS.wants_data(DataKey::GpuEnergy));
+    }
+
     /// `lines` as one run folder's `bench.D0.data`, read.
     fn read(lines: &[&str]) -> RunFile {
         let dir = tempfile::tempdir().unwrap();
