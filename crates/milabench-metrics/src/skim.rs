@@ -1034,8 +1034,8 @@ mod parity {
         assert_eq!(decode(step.as_bytes(), fields, &mut slot, &mut spare), None);
         let records: Vec<Record> =
             RecordReader::with_fields(format!("{monitor}\n{step}\n").as_bytes(), fields)
-                .filter_map(|item| match item {
-                    ReadItem::Record(record) => Some(record),
+                .map(|item| match item {
+                    ReadItem::Record(record) => record,
                     ReadItem::Problem(problem) => panic!("{problem:?}"),
                 })
                 .collect();
