@@ -329,36 +329,7 @@ pub fn repeat_noise_floor_pct(baseline: &[Vec<&[f64]>], other: &[Vec<&[f64]>]) -
 
 /// The 97.5th percentile of Student's t with `dof` degrees of freedom, fractional degrees
 /// included (below 1 counts as 1; infinite is the normal quantile).
-///
-/// Each value costs about 50,000 instructions (a bisection over the incomplete beta function),
-/// and a report asks for the same degrees of freedom several times (an estimate's interval, then
-/// its relative width): the last values found on this thread are kept.
 pub fn t_975(dof: f64) -> f64 {
-    /// Values kept per thread.
-    const KEPT: usize = 16;
-    thread_local! {
-        static FOUND: std::cell::RefCell<Vec<(u64, f64)>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    let key = dof.to_bits();
-    if let Some(t) = FOUND.with_borrow(|found| {
-        found
-            .iter()
-            .find_map(|&(bits, t)| (bits == key).then_some(t))
-    }) {
-        return t;
-    }
-    let t = t_975_uncached(dof);
-    FOUND.with_borrow_mut(|found| {
-        if found.len() == KEPT {
-            found.remove(0);
-        }
-        found.push((key, t));
-    });
-    t
-}
-
-/// [`t_975`], computed.
-fn t_975_uncached(dof: f64) -> f64 {
     const Z: f64 = 1.959_963_984_540_054;
     if dof.is_nan() {
         return f64::NAN;
@@ -619,19 +590,6 @@ mod tests {
         assert!((t_975(31.0) - 2.0395).abs() < 1e-4, "{}", t_975(31.0));
         assert!((t_975(60.0) - 2.0003).abs() < 1e-4, "{}", t_975(60.0));
         assert!((t_975(f64::INFINITY) - 1.96).abs() < 1e-3);
-        assert!(t_975(f64::NAN).is_nan());
-    }
-
-    /// A kept quantile is the one computed, bit for bit, also once more values than are kept
-    /// went by.
-    #[test]
-    fn a_kept_t_quantile_is_the_computed_one() {
-        let dofs: Vec<f64> = (0..40).map(|i| 1.0 + f64::from(i) * 0.37).collect();
-        for _ in 0..2 {
-            for &dof in dofs.iter().chain(dofs.iter().rev()) {
-                assert_eq!(t_975(dof).to_bits(), t_975_uncached(dof).to_bits(), "{dof}");
-            }
-        }
         assert!(t_975(f64::NAN).is_nan());
     }
 
