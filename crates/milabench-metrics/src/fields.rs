@@ -6,18 +6,19 @@ use std::ops::BitOr;
 use serde_json::Map;
 
 use crate::event::{DataPayload, Event, Record};
-use crate::format::{DataKey, EventName, RecordKey};
+use crate::format::{DataKey, EventName, LOAD_TASK, REQUEST_TASK, RecordKey};
 
 /// The parts of a `.data` line a reader asks for: events by name (each with its whole payload,
 /// except `data`, whose fields are asked for one by one), the fields of `data` payloads, events
 /// the format does not name, the `pipe` of records, and the keys outside the format's tables (the
-/// `extra` maps, values of a field that do not have its shape included).
+/// `extra` maps, values of a field that do not have its shape included), or only those of the
+/// `data` payloads of the load generator's tasks ([`Fields::SERVING_EXTRA`]).
 ///
 /// A reader given these gives the records [`Fields::ALL`] gives, less every part not asked for:
 /// records of events not asked for are left out, typed fields not asked for are absent (the
 /// `pipe` too, without [`Fields::PIPE`]), and `extra` maps are empty without [`Fields::EXTRA`] (a
-/// `data` payload's `process` sample, which is kept as read, is there when [`DataKey::Process`]
-/// is asked for).
+/// `data` payload's `process` sample and `gpu_energy` record, which are kept as read, are there
+/// when [`DataKey::Process`] and [`DataKey::GpuEnergy`] are asked for).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fields {
     /// One bit per [`EventName`], by position, and [`UNKNOWN_EVENT`] for the others.
@@ -26,6 +27,8 @@ pub struct Fields {
     data: u32,
     pipe: bool,
     extra: bool,
+    /// The `extra` maps of `data` payloads whose task is [`LOAD_TASK`] or [`REQUEST_TASK`].
+    serving_extra: bool,
 }
 
 /// The bit of events the format does not name.
@@ -38,6 +41,7 @@ impl Fields {
         data: 0,
         pipe: false,
         extra: false,
+        serving_extra: false,
     };
 
     /// Every part of every line: records as written.
@@ -46,6 +50,7 @@ impl Fields {
         data: u32::MAX,
         pipe: true,
         extra: true,
+        serving_extra: true,
     };
 
     /// Events whose name the format does not know, with their payloads.
@@ -65,6 +70,15 @@ impl Fields {
     pub const EXTRA: Fields = Fields {
         extra: true,
         ..Fields::NONE
+    };
+
+    /// The `task` of `data` payloads, and the `extra` maps (as with [`Fields::EXTRA`]) of those
+    /// whose task is the load generator's ([`LOAD_TASK`]: a step's summary, [`REQUEST_TASK`]: a
+    /// request), where its figures are. The payloads of every other task (monitor samples with
+    /// keys outside the format's tables, such as `iodata`) are read without building theirs.
+    pub const SERVING_EXTRA: Fields = Fields {
+        serving_extra: true,
+        ..Fields::data(DataKey::Task)
     };
 
     /// Event `name`, with its payload (for `data`: only the fields asked for with
@@ -92,6 +106,7 @@ impl Fields {
             data: self.data | other.data,
             pipe: self.pipe || other.pipe,
             extra: self.extra || other.extra,
+            serving_extra: self.serving_extra || other.serving_extra,
         }
     }
 
@@ -117,6 +132,17 @@ impl Fields {
     /// Whether the `extra` maps are asked for.
     pub const fn wants_extra(self) -> bool {
         self.extra
+    }
+
+    /// Whether the `extra` maps of a `data` payload whose task is `task` are asked for.
+    pub fn wants_payload_extra(self, task: Option<&str>) -> bool {
+        self.extra || (self.serving_extra && matches!(task, Some(LOAD_TASK | REQUEST_TASK)))
+    }
+
+    /// Whether the `extra` maps of some `data` payloads are asked for: a decoder that learns the
+    /// task only at the end of the payload keeps them until then.
+    pub(crate) const fn may_want_payload_extra(self) -> bool {
+        self.extra || self.serving_extra
     }
 
     /// `record` reduced to these fields; `None` when its event is not asked for. The decoder's
@@ -170,6 +196,7 @@ impl Fields {
             cpudata,
             extra,
         } = d;
+        let keep_extra = self.wants_payload_extra(task.as_deref());
         let wants = |key| self.wants_data(key);
         if !wants(DataKey::Task) {
             *task = None;
@@ -195,16 +222,18 @@ impl Fields {
         if !wants(DataKey::Cpudata) {
             *cpudata = None;
         }
-        for (_, sample) in gpudata.iter_mut().flatten() {
-            self.project_extra(&mut sample.extra);
-        }
-        if let Some(sample) = cpudata {
-            self.project_extra(&mut sample.extra);
+        if !keep_extra {
+            for (_, sample) in gpudata.iter_mut().flatten() {
+                sample.extra.clear();
+            }
+            if let Some(sample) = cpudata {
+                sample.extra.clear();
+            }
         }
         extra.retain(|key, _| match DataKey::parse(key.as_bytes()) {
-            Some(DataKey::Process) => self.wants_data(DataKey::Process),
-            Some(key) => self.extra && self.wants_data(key),
-            None => self.extra,
+            Some(key @ (DataKey::Process | DataKey::GpuEnergy)) => self.wants_data(key),
+            Some(key) => keep_extra && self.wants_data(key),
+            None => keep_extra,
         });
     }
 }
@@ -293,5 +322,38 @@ mod tests {
             Some(other.clone())
         );
         assert_eq!(Fields::event(EventName::Data).project(other), None);
+    }
+
+    /// `gpu_energy` is kept as read, as `process` is: asking for it is enough, without the
+    /// extra keys. The load generator's extra keys come only with its own tasks.
+    #[test]
+    fn kept_as_read_fields_and_serving_extras_come_without_every_extra_key() {
+        let payload = |task: &str| {
+            Event::from_parts(
+                "data",
+                json!({"task": task, "gpu_energy": {"0": {"joules": 1.5, "seconds": 2.0}},
+                       "step": 3}),
+            )
+        };
+        let extra_keys = |fields: Fields, task: &str| {
+            let Some(Record {
+                event: Event::Data(d),
+                ..
+            }) = fields.project(Record::new(payload(task), None))
+            else {
+                panic!("data is asked for")
+            };
+            d.extra.keys().cloned().collect::<Vec<_>>()
+        };
+        let energy = Fields::data(DataKey::GpuEnergy);
+        assert_eq!(extra_keys(energy, "main"), ["gpu_energy"]);
+        let serving = energy | Fields::SERVING_EXTRA;
+        assert_eq!(extra_keys(serving, "main"), ["gpu_energy"]);
+        for task in [LOAD_TASK, REQUEST_TASK] {
+            assert_eq!(extra_keys(serving, task), ["gpu_energy", "step"]);
+        }
+        assert!(!Fields::SERVING_EXTRA.wants_extra());
+        assert!(Fields::SERVING_EXTRA.wants_data(DataKey::Task));
+        assert!(Fields::ALL.wants_payload_extra(Some("main")));
     }
 }

@@ -188,6 +188,16 @@ impl<R: BufRead> RecordReader<R> {
         })
     }
 
+    /// The next item, its record lent until the next call and open to change: a reader that
+    /// keeps a part of a record (a `config` payload) takes it out (`std::mem::take`) instead of
+    /// copying it. The next call replaces the whole record, whatever was taken.
+    pub fn next_lent_mut(&mut self) -> Option<ReadItem<&mut Record>> {
+        Some(match self.advance()? {
+            Step::Record => ReadItem::Record(&mut self.slot),
+            Step::Problem(problem) => ReadItem::Problem(problem),
+        })
+    }
+
     /// Reads on to the next record (left in the slot) or problem.
     fn advance(&mut self) -> Option<Step> {
         if self.pending {

@@ -284,7 +284,8 @@ impl<'de> Visitor<'de> for DataVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         // Filled in its box: the payload is large, and moving it would cost a copy per record.
         let mut payload = Box::<DataPayload>::default();
-        let keep_extra = self.fields.wants_extra();
+        // Kept until the task is known: the fields decide at the end (`Fields::project`).
+        let keep_extra = self.fields.may_want_payload_extra();
         while let Some(key) = map.next_key::<Key<'de>>()? {
             let field = DataKey::parse(key.as_str().as_bytes());
             match field {

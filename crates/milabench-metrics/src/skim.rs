@@ -264,6 +264,10 @@ impl<'a> Cursor<'a> {
             d.cpudata = None;
         }
         clear(&mut d.extra);
+        // The extra keys of a payload of a task whose extras are asked for: the serde path.
+        if !extra && fields.wants_payload_extra(d.task.as_deref()) {
+            return Err(Declined);
+        }
         Ok(())
     }
 
@@ -754,6 +758,10 @@ mod parity {
             REPORT | Fields::data(DataKey::Process) | Fields::PIPE,
             ProcessJudge::FIELDS,
             Fields::data(DataKey::Gpudata) | Fields::data(DataKey::Cpudata) | Fields::EXTRA,
+            REPORT
+                | Fields::data(DataKey::Process)
+                | Fields::data(DataKey::GpuEnergy)
+                | Fields::SERVING_EXTRA,
             Fields::data(DataKey::Progress) | Fields::data(DataKey::Units) | Fields::PIPE,
             Fields::event(EventName::Line) | Fields::UNKNOWN_EVENTS | Fields::PIPE,
             Fields::NONE,
@@ -867,6 +875,12 @@ mod parity {
         r#"{"event": "data", "data": null}"#,
         r#"{"event": "data"}"#,
         r#"{"event": "data", "pipe": "data", "pipe": null, "data": {"rate": 2}}"#,
+        // The load generator's steps and requests, and monitor samples beside them.
+        r#"{"event": "data", "data": {"task": "load", "step": 0, "scenario": "server", "rate": {"value": 2}, "ttft": {"p50": {"value": 0.1}}}, "pipe": "data"}"#,
+        r#"{"event": "data", "data": {"step": 1, "ttft": 0.2, "tpot": null, "task": "request"}, "pipe": "data"}"#,
+        r#"{"event": "data", "data": {"task": "request", "step": 1, "error": "timeout"}}"#,
+        r#"{"event": "data", "data": {"task": "main", "time": 17.5, "iodata": {"read_count": 0, "write_bytes": 28}}, "pipe": "data"}"#,
+        r#"{"event": "data", "data": {"task": "main", "gpu_energy": {"0": {"joules": 12.5, "seconds": 2.0}}}, "pipe": "data"}"#,
         r#"{"event": "config", "data": {"name": "x", "tag": ["x", "D0"]}, "pipe": null}"#,
         r#"{"event": "config"}"#,
         r#"{"event": "meta", "data": [1]}"#,
@@ -1000,6 +1014,37 @@ mod parity {
         let seen = fast_and_serde(Fields::ALL, lines.join("\n").as_bytes());
         assert!(seen.mismatches.is_empty(), "{:#?}", seen.mismatches);
         assert_eq!(seen.answered, 5);
+    }
+
+    /// With the extra keys asked for only for the load generator's tasks, a monitor sample with
+    /// keys outside the format's tables (`iodata`, `netdata`: a quarter of a GPU run's samples)
+    /// stays on the fast path; a step or request of the load generator goes to serde, which keeps
+    /// its keys.
+    #[test]
+    fn only_the_load_generators_lines_keep_their_extra_keys() {
+        let fields = REPORT | Fields::SERVING_EXTRA;
+        let monitor = r#"{"event": "data", "data": {"task": "main", "time": 17.5, "netdata": {"bytes_sent": 679538123102, "dropin": 3}}, "pipe": "data"}"#;
+        let step = r#"{"event": "data", "data": {"task": "load", "step": 2, "throughput": {"value": 3.5}}, "pipe": "data"}"#;
+        let mut slot = empty_record();
+        let mut spare = Spare::default();
+        assert_eq!(
+            decode(monitor.as_bytes(), fields, &mut slot, &mut spare),
+            Some(Decoded::Record)
+        );
+        assert_eq!(decode(step.as_bytes(), fields, &mut slot, &mut spare), None);
+        let records: Vec<Record> =
+            RecordReader::with_fields(format!("{monitor}\n{step}\n").as_bytes(), fields)
+                .map(|item| match item {
+                    ReadItem::Record(record) => record,
+                    ReadItem::Problem(problem) => panic!("{problem:?}"),
+                })
+                .collect();
+        let extra_keys = |record: &Record| match &record.event {
+            Event::Data(d) => d.extra.keys().cloned().collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        assert!(extra_keys(&records[0]).is_empty());
+        assert_eq!(extra_keys(&records[1]), ["step", "throughput"]);
     }
 
     /// A value of the shape `key` has in a monitor sample.

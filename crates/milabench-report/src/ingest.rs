@@ -307,7 +307,7 @@ pub fn read_run_file(
 ) -> Result<FileOutcome, ReportError> {
     let mut p = Pending::default();
     let mut records = file.records_with(REPORT_FIELDS)?;
-    while let Some(item) = records.next_lent() {
+    while let Some(item) = records.next_lent_mut() {
         let record = match item {
             ReadItem::Record(record) => record,
             ReadItem::Problem(problem) => {
@@ -316,9 +316,10 @@ pub fn read_run_file(
             }
         };
         p.judge.observe(record);
-        match &record.event {
-            Event::Config(c) => p.config = Some(c.clone()),
-            Event::Meta(m) => p.meta = Some(m.clone()),
+        match &mut record.event {
+            // Taken, not copied: the reader replaces the record on the next line.
+            Event::Config(c) => p.config = Some(std::mem::take(c)),
+            Event::Meta(m) => p.meta = Some(std::mem::take(m)),
             Event::Data(d) => {
                 if d.task.as_deref() == Some(TRAIN_TASK)
                     && let Some(rate) = d.rate
@@ -530,6 +531,17 @@ fn finish(file: &DataFile, p: Pending, serving: Option<Box<ServingRun>>) -> File
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report keeps the extra keys of the load generator's lines only: those of every other
+    /// line (the monitors' `iodata` and `netdata`) would send a quarter of a GPU run's lines down
+    /// the decoder's slow path for nothing.
+    #[test]
+    fn the_report_asks_for_the_serving_lines_extra_keys_only() {
+        assert!(!REPORT_FIELDS.wants_extra());
+        assert!(!REPORT_FIELDS.wants_payload_extra(Some("main")));
+        assert!(REPORT_FIELDS.wants_payload_extra(Some(milabench_metrics::format::LOAD_TASK)));
+        assert!(REPORT_FIELDS.wants_data(DataKey::GpuEnergy));
+    }
 
     /// `lines` as one run folder's `bench.D0.data`, read.
     fn read(lines: &[&str]) -> RunFile {

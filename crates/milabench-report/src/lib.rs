@@ -76,7 +76,16 @@ pub fn report_runs<S: AsRef<str>>(
     suite: Option<&[SuiteEntry]>,
     options: &ReportOptions,
 ) -> Result<(Report, RunSet), ReportError> {
-    let mut set = load_runs(sources)?;
+    report_loaded(load_runs(sources)?, suite, options)
+}
+
+/// The report of runs already loaded with [`load_runs`] (what [`report_runs`] does once they
+/// are: a caller can load them while it works out the suite).
+pub fn report_loaded(
+    mut set: RunSet,
+    suite: Option<&[SuiteEntry]>,
+    options: &ReportOptions,
+) -> Result<(Report, RunSet), ReportError> {
     set.runs = options.selection.apply(std::mem::take(&mut set.runs));
     let summary = summarize(&set)?;
     let weights;

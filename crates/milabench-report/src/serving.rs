@@ -15,16 +15,17 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use milabench_metrics::format::{DataKey, LOAD_TASK, REQUEST_TASK};
+use milabench_metrics::format::{LOAD_TASK, REQUEST_TASK};
 use milabench_metrics::{DataFile, DataPayload, Event, Fields, ReadItem, serving};
 use serde_json::{Map, Value};
 
 use crate::error::ReportError;
 use crate::ingest::RunSet;
 
-/// The parts of a `.data` line the serving reader asks for: the `task` of `data` events and the
-/// keys outside the format's tables, where the load generator's figures are.
-pub(crate) const SERVING_FIELDS: Fields = Fields::data(DataKey::Task).with(Fields::EXTRA);
+/// The parts of a `.data` line the serving reader asks for: the `task` of `data` events and, for
+/// the load generator's tasks, the keys outside the format's tables, where its figures are (the
+/// extra keys of every other line, such as the monitors' `iodata`, are skipped unread).
+pub(crate) const SERVING_FIELDS: Fields = Fields::SERVING_EXTRA;
 
 /// How a step released its requests (its `load` event's `scenario`).
 #[derive(Debug, Clone, PartialEq)]

@@ -1,12 +1,12 @@
 //! `milabench report`: the results table and the suite score of run folders.
 
 use milabench::ExitCode;
-use milabench_config::settings::EnvVars;
 use milabench_config::settings::env_vars::MILABENCH_REPORT_LEAN;
+use milabench_config::settings::{EnvVars, Settings};
 use milabench_report::{
-    Format, ReportOptions, RunSelection, SuiteEntry, SweepInput, render, render_html,
+    Format, ReportOptions, RunSelection, SuiteEntry, SweepInput, load_runs, render, render_html,
     render_sweep_csv, render_sweep_html, render_sweep_json, render_sweep_markdown,
-    render_sweep_text, report_runs, report_sweep,
+    render_sweep_text, report_loaded, report_sweep,
 };
 
 use crate::args::{GlobalArgs, ReportArgs, ReportFormat};
@@ -23,16 +23,26 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> crate::errors::Result<Exit
     let lean = env.bool(MILABENCH_REPORT_LEAN)?.unwrap_or(false);
     let settings = load_settings(global, Some(&args.suite), &env)?;
     let publication = PublishRequest::of(&args.publish)?;
-    // Without a suite, the runs alone: every benchmark they hold, none expected.
-    let suite: Option<Vec<SuiteEntry>> = match settings.config {
-        // The suite's own warnings are `run`'s and `resolve`'s to say, not a report's.
-        Some(_) => Some(milabench::report_entries(
-            &settings,
-            &args.suite.selection(),
-            &env,
-        )?),
-        None => None,
-    };
+    // The suite resolves on a thread of its own while the run folders are read (both take
+    // milliseconds, and reading only reads); its problems still come first.
+    let (suite, loaded) = std::thread::scope(|scope| {
+        let resolving = (settings.config.is_some())
+            .then(|| scope.spawn(|| suite_entries(&settings, args, &env)));
+        let loaded = (args.sweep.is_empty() && !args.consolidate).then(|| {
+            let runs = crate::database::resolve_runs(global, &args.runs)?;
+            let set = load_runs(&runs);
+            Ok::<_, crate::errors::CliError>((runs, set))
+        });
+        // Without a suite, the runs alone: every benchmark they hold, none expected.
+        let suite = resolving.map_or(Ok(None), |thread| {
+            thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                .map(Some)
+        });
+        (suite, loaded)
+    });
+    let suite = suite?;
     if !args.sweep.is_empty() {
         let code = sweep(global, args, suite.as_deref())?;
         return Ok(publish_after(
@@ -57,11 +67,16 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> crate::errors::Result<Exit
         },
         ..ReportOptions::default()
     };
-    let mut runs = crate::database::resolve_runs(global, &args.runs)?;
-    if args.consolidate {
-        runs = consolidate(&runs, args.run_name.as_deref())?;
-    }
-    let (report, set) = report_runs(&runs, suite.as_deref(), &options)?;
+    let (runs, set) = match loaded {
+        Some(loaded) => loaded?,
+        None => {
+            let runs = crate::database::resolve_runs(global, &args.runs)?;
+            let runs = consolidate(&runs, args.run_name.as_deref())?;
+            let set = load_runs(&runs);
+            (runs, set)
+        }
+    };
+    let (report, set) = report_loaded(set?, suite.as_deref(), &options)?;
     for warning in set.warnings().into_iter().chain(report.score_problem()) {
         warn(&warning);
     }
@@ -79,7 +94,24 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> crate::errors::Result<Exit
     } else {
         ExitCode::BenchmarkFailures
     };
+    // The process ends after this command: freeing every record one by one is work the
+    // system does at once when it exits.
+    std::mem::forget((report, set));
     Ok(publish_after(code, publication.as_ref(), &folders(&runs)))
+}
+
+/// The benchmarks the suite of `--config` expects, with their weights.
+fn suite_entries(
+    settings: &Settings,
+    args: &ReportArgs,
+    env: &EnvVars,
+) -> crate::errors::Result<Vec<SuiteEntry>> {
+    // The suite's own warnings are `run`'s and `resolve`'s to say, not a report's.
+    Ok(milabench::report_entries(
+        settings,
+        &args.suite.selection(),
+        env,
+    )?)
 }
 
 /// `report --sweep`: the runs as the points of a sweep.
