@@ -5,6 +5,7 @@ mod benchit_ops;
 mod check;
 mod common;
 mod compat;
+mod container;
 mod dash;
 mod errors;
 mod gpu;

@@ -64,6 +64,7 @@ fn plan(dir: &Path, argv: &[&str]) -> BenchPlan {
             nolog: false,
             launch: Launch::Local,
             node_command: None,
+            container: None,
             job: None,
             config: serde_json::json!({"name": "bench"}),
         }],

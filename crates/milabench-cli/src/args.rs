@@ -513,6 +513,11 @@ pub struct RunArgs {
     /// [env: MILABENCH_RUN_NAME] [default: <random>.{time}].
     #[arg(long, value_name = "NAME")]
     pub run_name: Option<String>,
+    /// Run every benchmark process (prepare and run) inside this image, with the runtime and
+    /// settings of the system file's `container` block (podman when it has none); the
+    /// orchestrator stays on the host. See docs/containers.md [env: MILABENCH_CONTAINER].
+    #[arg(long, value_name = "IMAGE")]
+    pub container: Option<String>,
     /// Run each benchmark this many times (tags `R0`, `R1`, ..., each repeat in its own
     /// files; the report pools them by benchmark), each benchmark's repeats in a row (A1 A2 B1
     /// B2) unless `--interleave` [default: 1; with `--resume`, the run's own].

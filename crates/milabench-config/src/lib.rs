@@ -19,6 +19,7 @@
 
 pub mod argv;
 pub mod benchfile;
+pub mod container;
 pub mod error;
 pub mod interpolate;
 pub mod launch_check;
@@ -34,6 +35,7 @@ pub mod system;
 pub mod value;
 pub mod yaml;
 
+pub use container::{ContainerMount, ContainerRuntime, ContainerSpec, GpuPassing};
 pub use error::ConfigError;
 pub use suite::{PlanMethod, ResolvedBench, Suite, SuiteRequest, resolve_suite};
 pub use system::{

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use camino::Utf8PathBuf;
 
+use crate::container::{ContainerSpec, container_spec, normalize};
 use crate::error::ConfigError;
 use crate::merge::merge;
 use crate::settings::options::is_memory_size;
@@ -35,6 +36,9 @@ pub struct SystemInputs {
     pub dirs: Vec<(String, String)>,
     /// GPUs detected on this machine, used where the file gives no `gpu` facts.
     pub detected_gpus: Option<DetectedGpus>,
+    /// The image every benchmark process runs in (`run --container`, `MILABENCH_CONTAINER`),
+    /// over the file's `container.image`.
+    pub container_image: Option<String>,
 }
 
 impl SystemInputs {
@@ -48,6 +52,7 @@ impl SystemInputs {
             user: "milabench".into(),
             dirs: Vec::new(),
             detected_gpus: None,
+            container_image: None,
         }
     }
 }
@@ -162,6 +167,9 @@ pub struct ResolvedSystem {
     /// The GPUs of a node (`gpu.count`: what the file states, else what was detected; 0
     /// when neither says).
     pub gpu_count: usize,
+    /// The container every benchmark process runs in (`container`, or the Python tool's
+    /// `docker_image`/`docker`), if any.
+    pub container: Option<ContainerSpec>,
     /// The whole mapping: what the typed fields do not cover (`options`, `gpu.capacity`,
     /// `self`, ...), as placeholders, capabilities and `MILABENCH_CONFIG` see it.
     pub tree: Node,
@@ -246,6 +254,7 @@ impl ResolvedSystem {
                 LaunchMode::Ssh
             },
             gpu_count,
+            container: container_spec(&tree)?,
             tree,
         })
     }
@@ -441,6 +450,7 @@ fn finish(tree: &mut Node, inputs: &SystemInputs) -> Result<(), ConfigError> {
             }
         }
     }
+    normalize(map, inputs.container_image.as_deref())?;
     if let Some(launch) = map.get("launch") {
         let text = launch.python_str();
         if text != "ssh" && text != "srun" {
@@ -614,6 +624,7 @@ mod tests {
                 count: 2,
                 capacity_mib: 81920,
             }),
+            container_image: None,
         }
     }
 

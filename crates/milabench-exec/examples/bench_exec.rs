@@ -79,6 +79,7 @@ fn spec(dir: &Path, argv: &[&str]) -> ProcessSpec {
         nolog: false,
         launch: Launch::Local,
         node_command: None,
+        container: None,
         job: None,
         config: serde_json::json!({"name": "bench"}),
     }

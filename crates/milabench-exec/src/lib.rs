@@ -68,7 +68,7 @@ mod watchdog;
 pub use error::ExecError;
 pub use helper::{HelperCommand, HelperError, HelperOutput};
 pub use interrupt::{CtrlC, Interrupt, TriggerHook, WatchedGroup, install_ctrl_c};
-pub use milabench_plan::{BenchPlan, Launch, PlannedFile, ProcessSpec};
+pub use milabench_plan::{BenchPlan, ContainerProcess, Launch, PlannedFile, ProcessSpec};
 pub use milabench_vocab::ExitCode;
 pub use milabench_vocab::{error_line, error_report, is_broken_pipe};
 pub use options::{

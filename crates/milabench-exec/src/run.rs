@@ -19,6 +19,7 @@ use nix::sys::signal::Signal;
 use serde_json::Value;
 
 use crate::error::ExecError;
+use crate::helper::HelperCommand;
 use crate::options::{ExecObserver, ExecOptions, RecordSink, RunningSampler, SampledProcess};
 use crate::outcome::{BenchOutcome, ProcessOutcome};
 use crate::reader::{Decoded, Stream, drain};
@@ -295,6 +296,10 @@ impl<'a> Runner<'a, '_> {
 
     /// SIGTERM to the process's tree (for a remote rank: its standard input closed, which
     /// makes the remote side stop the rank); SIGKILL follows after the grace period.
+    /// A process in a container gets SIGTERM through its client (podman and docker pass it
+    /// on to the container), so it has the grace period to end; the container itself is
+    /// removed when the grace period is over ([`Runner::check_timers`]) and again before
+    /// [`run_plan`] returns ([`remove_containers`]).
     fn stop(&mut self, idx: usize, now: Instant) {
         let p = &mut self.procs[idx];
         if let (Some(pid), Stopping::No) = (p.pid, p.stopping) {
@@ -541,6 +546,14 @@ impl<'a> Runner<'a, '_> {
                         signal_tree(Some(pid), &p.token, Signal::SIGKILL);
                     }
                     p.stopping = Stopping::Kill(now);
+                    // Killing the client leaves its container running: remove it now, on a
+                    // thread of its own (the removal runs again at the end of the plan, where
+                    // a failure would show).
+                    if let Some(removal) = container_removal(p.spec) {
+                        std::thread::spawn(move || {
+                            let _ = removal.run();
+                        });
+                    }
                 }
                 Stopping::Kill(at) if now >= at + grace.max(Duration::from_secs(1)) => {
                     // Killed and still not done: a pipe is held by something outside the tree,
@@ -748,6 +761,33 @@ impl<'a> Runner<'a, '_> {
     }
 }
 
+/// How long removing one container may take (`podman rm --force` waits for its stop timeout).
+const CONTAINER_REMOVAL_LIMIT: Duration = Duration::from_secs(60);
+
+/// The command that removes the container of `spec`, when it runs in one that must be
+/// removed by name (podman, docker).
+fn container_removal(spec: &ProcessSpec) -> Option<HelperCommand> {
+    let stop = spec.container.as_ref()?.stop.as_ref()?;
+    let (program, args) = stop.split_first()?;
+    Some(HelperCommand::new(program, args, CONTAINER_REMOVAL_LIMIT))
+}
+
+/// Removes the containers of the processes that were stopped or did not end well, so that
+/// none is left behind (a container that ended on its own removed itself: `--rm`). One at a
+/// time, each within [`CONTAINER_REMOVAL_LIMIT`]; a container already gone is no error.
+fn remove_containers(procs: &[Proc<'_>]) {
+    for p in procs {
+        let ended_well = p.stopping == Stopping::No && p.exit == Some(0);
+        if p.pid.is_some()
+            && !ended_well
+            && let Some(removal) = container_removal(p.spec)
+        {
+            // The runtime says why it could not; the next run's `check` finds what is left.
+            let _ = removal.run();
+        }
+    }
+}
+
 fn write_error(path: PathBuf, error: std::io::Error) -> ExecError {
     ExecError::Write(MetricsError::Write { path, error })
 }
@@ -862,6 +902,7 @@ pub fn run_plan(
             signal_tree(Some(pid), &p.token, Signal::SIGKILL);
         }
     }
+    remove_containers(&runner.procs);
     if let Some(watchdog) = runner.watchdog.take() {
         watchdog.finish();
     }

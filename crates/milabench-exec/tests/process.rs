@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use camino::Utf8PathBuf;
 use indexmap::IndexMap;
 use milabench_exec::{
-    BenchOutcome, BenchPlan, ExecObserver, ExecOptions, Launch, PlannedFile, ProcessOutcome,
-    ProcessSpec, RecordSink, RunningSampler, SampledProcess, SamplerFactory, run_plan,
+    BenchOutcome, BenchPlan, ContainerProcess, ExecObserver, ExecOptions, Launch, PlannedFile,
+    ProcessOutcome, ProcessSpec, RecordSink, RunningSampler, SampledProcess, SamplerFactory,
+    run_plan,
 };
 use milabench_metrics::{Event, ProcessVerdict, Record, ReturnCode};
 use serde_json::{Value, json};
@@ -69,6 +70,7 @@ impl Bench {
             nolog: false,
             launch: Launch::Local,
             node_command: None,
+            container: None,
             job: None,
             config: json!({"name": tag[0], "tag": tag}),
         }
@@ -633,6 +635,71 @@ fn interrupt_stops_everything_and_leaves_readable_files() {
     // A plan started after the interruption does not launch anything.
     let again = run_plan(&plan, &b.run_dir(), &opts, &mut ()).unwrap();
     assert!(again.interrupted && again.processes.is_empty());
+}
+
+/// A process "in a container" whose removal command writes a line to `removed`.
+fn in_container(b: &Bench, tag: &[&str], script: &str) -> ProcessSpec {
+    let removed = b.path("removed");
+    ProcessSpec {
+        container: Some(ContainerProcess {
+            runtime: "podman",
+            name: tag.join("."),
+            stop: Some(vec![
+                "sh".into(),
+                "-c".into(),
+                format!("echo \"$0\" >> {}", removed.display()),
+                tag.join("."),
+            ]),
+        }),
+        ..b.spec(tag, &["python3", script])
+    }
+}
+
+#[test]
+fn a_timeout_or_an_interrupt_removes_the_container_and_a_clean_end_does_not() {
+    let b = Bench::new();
+    // It ignores SIGTERM, as a container whose client does not pass it on: killed after the
+    // grace period, then its container removed.
+    let hangs = b.script(
+        "hangs.py",
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nrate(1.0)\ntime.sleep(60)",
+    );
+    let ends = b.script("ends.py", "rate(1.0)");
+    let mut plan = BenchPlan {
+        bench: "bench".into(),
+        processes: vec![
+            in_container(&b, &["bench", "hangs"], &hangs),
+            in_container(&b, &["bench", "ends"], &ends),
+        ],
+        files: Vec::new(),
+        max_duration: Some(Duration::from_millis(1500)),
+    };
+    let outcome = b.run(&plan);
+    assert!(outcome.timed_out);
+    let removed = std::fs::read_to_string(b.path("removed")).unwrap_or_default();
+    assert!(removed.lines().all(|l| l == "bench.hangs"), "{removed}");
+    assert!(
+        removed.contains("bench.hangs"),
+        "the stopped container was removed"
+    );
+
+    std::fs::remove_file(b.path("removed")).unwrap();
+    plan.max_duration = None;
+    plan.processes.truncate(1);
+    let opts = options();
+    let interrupt = opts.interrupt.clone();
+    let trigger = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        interrupt.trigger();
+    });
+    let outcome = run_plan(&plan, &b.run_dir(), &opts, &mut ()).unwrap();
+    trigger.join().unwrap();
+    assert!(outcome.interrupted);
+    let removed = std::fs::read_to_string(b.path("removed")).unwrap_or_default();
+    assert!(
+        removed.contains("bench.hangs"),
+        "Ctrl-C removed it: {removed}"
+    );
 }
 
 #[test]

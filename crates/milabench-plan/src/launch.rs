@@ -192,6 +192,25 @@ impl Launch {
         }
     }
 
+    /// The command that runs `words`, a short command run to its end (no rank of a
+    /// benchmark), on the node: `words` themselves here, over ssh without the rank supervisor
+    /// (which would stop it as soon as its input closes), or with `srun` in `cwd`.
+    pub fn reach(&self, cwd: &Utf8Path, words: Vec<String>) -> Vec<String> {
+        match self {
+            Launch::Local => words,
+            Launch::Ssh(target) => {
+                let mut out = target.ssh_prefix();
+                out.extend(words.iter().map(|w| shell_quote(w)));
+                out
+            }
+            Launch::Srun(target) => {
+                let mut out = target.srun_prefix(cwd);
+                out.extend(words);
+                out
+            }
+        }
+    }
+
     /// The node's ssh target, for an ssh launch.
     pub fn ssh_target(&self) -> Option<&SshTarget> {
         match self {

@@ -16,13 +16,20 @@ use milabench_config::settings::env_vars::{
     MILABENCH_USE_STDOUT,
 };
 
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
 use indexmap::IndexMap;
 use milabench_config::benchfile::{BenchFile, Launcher};
 use milabench_config::placeholders::{ArgResolver, LaunchContext};
 use milabench_config::settings::options::{CpuOptions, SizerOptions};
-use milabench_config::{LaunchMode, Node, NodeSpec, PlanMethod, ResolvedBench, ResolvedSystem};
+use milabench_config::{
+    ContainerRuntime, ContainerSpec, LaunchMode, Node, NodeSpec, PlanMethod, ResolvedBench,
+    ResolvedSystem,
+};
 
+use crate::container::{
+    ContainerCall, ContainerProcess, PathMap, container_command, container_name, runnable_image,
+    stop_command,
+};
 use crate::error::PlanError;
 use crate::launch::{Launch, SrunTarget, SshTarget};
 use crate::spec::{BenchPlan, PlannedFile, ProcessSpec};
@@ -497,42 +504,27 @@ pub(crate) fn finish_process(
             map.insert("job-number".into(), serde_json::json!(n));
         }
     }
+    let container = p.ctx.system.container.as_ref();
+    // In a container, the data channel is always stdout (see the `container` module).
+    let use_stdout = p.use_stdout || container.is_some();
     let env = process_env(
         p.bench,
         p.extra_env,
         p.ctx,
         p.job,
         p.resolve,
-        p.use_stdout,
+        use_stdout,
         &config,
     )?;
-    let launch = match p.node {
-        Some(node) if !node.local && p.ctx.system.launch == LaunchMode::Srun => {
-            Launch::Srun(SrunTarget {
-                node: node.name.clone(),
-            })
-        }
-        Some(node) if !node.local => Launch::Ssh(SshTarget {
-            node: node.name.clone(),
-            user: node.user.clone(),
-            host: node.ip.clone(),
-            port: node.sshport,
-            key: p.ctx.system.ssh_key.clone(),
-        }),
-        _ => Launch::Local,
-    };
+    let launch = launch_to(p.node, &p.ctx.system);
     let node_command = (!matches!(launch, Launch::Local)).then(|| p.argv.clone());
-    let argv = match &launch {
-        Launch::Local => p.argv,
-        Launch::Ssh(_) => {
-            // The data channel of a remote rank can only be its stdout (ssh carries nothing
-            // else back), and the remote side gets no variable the executor sets locally.
-            let mut remote_env = env.clone();
-            remote_env.insert("DATA_FD".into(), "1".into());
-            launch.wrap(&p.cwd, &remote_env, p.argv)
+    let tag_name = p.tag.join(".");
+    let (argv, container) = match container {
+        Some(spec) => {
+            let (argv, process) = in_container(spec, &p, &env, &launch, &tag_name)?;
+            (argv, Some(process))
         }
-        // srun exports the environment the executor gives it (DATA_FD=1 included).
-        Launch::Srun(_) => launch.wrap(&p.cwd, &env, p.argv),
+        None => (launched_argv(&launch, &p.cwd, &env, p.argv), None),
     };
     let nolog = p.tag.iter().any(|t| t == "nolog");
     Ok(ProcessSpec {
@@ -543,12 +535,169 @@ pub(crate) fn finish_process(
         cwd: p.cwd,
         node: p.node.map(|node| node.name.clone()),
         devices: p.job.devices.clone(),
-        use_stdout: p.use_stdout,
+        use_stdout,
         launch,
         node_command,
+        container,
         job,
         config,
     })
+}
+
+/// How a process reaches `node` (`None`: this machine).
+pub fn launch_to(node: Option<&NodeSpec>, system: &ResolvedSystem) -> Launch {
+    match node {
+        Some(node) if !node.local && system.launch == LaunchMode::Srun => {
+            Launch::Srun(SrunTarget {
+                node: node.name.clone(),
+            })
+        }
+        Some(node) if !node.local => Launch::Ssh(SshTarget {
+            node: node.name.clone(),
+            user: node.user.clone(),
+            host: node.ip.clone(),
+            port: node.sshport,
+            key: system.ssh_key.clone(),
+        }),
+        _ => Launch::Local,
+    }
+}
+
+/// The folders a container mounts: the base's `data`, `cache`, `runs` and `extra` (under the
+/// base when the system leaves one unset), then `more`.
+pub fn container_folders(system: &ResolvedSystem, more: &[&Utf8Path]) -> Vec<Utf8PathBuf> {
+    let dirs = &system.dirs;
+    [
+        (&dirs.data, "data"),
+        (&dirs.cache, "cache"),
+        (&dirs.runs, "runs"),
+        (&dirs.extra, "extra"),
+    ]
+    .into_iter()
+    .map(|(dir, name)| {
+        if dir.as_str().is_empty() {
+            system.base.join(name)
+        } else {
+            dir.clone()
+        }
+    })
+    .chain(more.iter().map(|p| p.to_path_buf()))
+    .collect()
+}
+
+/// The cache folder of a system (where apptainer's and enroot's conversions are kept).
+pub fn cache_folder(system: &ResolvedSystem) -> Utf8PathBuf {
+    if system.dirs.cache.as_str().is_empty() {
+        system.base.join("cache")
+    } else {
+        system.dirs.cache.clone()
+    }
+}
+
+/// The argv of a process in `spec`'s image, wrapped to reach its node, and what stops it.
+fn in_container(
+    spec: &ContainerSpec,
+    p: &FinishedProcess<'_>,
+    env: &IndexMap<String, String>,
+    launch: &Launch,
+    tag_name: &str,
+) -> Result<(Vec<String>, ContainerProcess), PlanError> {
+    let system = &p.ctx.system;
+    let run_name = system
+        .tree
+        .get("run_name")
+        .map(Node::python_str)
+        .unwrap_or_default();
+    let name = container_name(&run_name, tag_name);
+    let map = PathMap::new(&system.base, spec.base.as_deref().unwrap_or(&system.base));
+    let folders = container_folders(system, &[&p.cwd, &p.bench.folders.extra]);
+    let all_devices: Vec<String> = p.ctx.gpus.iter().map(|g| g.id.clone()).collect();
+    let devices = if p.job.devices.is_empty() {
+        &all_devices
+    } else {
+        &p.job.devices
+    };
+    let visibility = (!p.ctx.gpus.is_empty()).then(|| {
+        let selectors: Vec<String> = p
+            .ctx
+            .gpus
+            .iter()
+            .map(|g| visibility_value(&p.ctx.arch, &g.selector))
+            .collect();
+        (visibility_variable(&p.ctx.arch), selectors.join(","))
+    });
+    let image = runnable_image(spec, &cache_folder(system));
+    if spec.runtime == ContainerRuntime::Pyxis && matches!(launch, Launch::Ssh(_)) {
+        return Err(PlanError::Invalid {
+            bench: p.bench.name.clone(),
+            message: "a pyxis container starts with srun, in a Slurm allocation, not over ssh: \
+                      write `launch: srun` in the system file and run inside the allocation"
+                .into(),
+        });
+    }
+    // pyxis's srun runs on the rank's node, or for a process of this machine on its node of
+    // the allocation (`self`).
+    let srun_node = match launch {
+        Launch::Srun(target) => Some(target.node.clone()),
+        _ => system
+            .tree
+            .get("self")
+            .and_then(|node| node.get("name"))
+            .map(Node::python_str),
+    };
+    let command = container_command(
+        spec,
+        &map,
+        ContainerCall {
+            name: &name,
+            cwd: &p.cwd,
+            env,
+            argv: p.argv.clone(),
+            folders: &folders,
+            devices,
+            arch: &p.ctx.arch,
+            visibility,
+            image: &image,
+            node: srun_node.as_deref(),
+        },
+    );
+    let argv = match (spec.runtime, launch) {
+        // pyxis's own srun reaches the node.
+        (ContainerRuntime::Pyxis, _) => command,
+        // The container gets its variables on its own command line.
+        (_, Launch::Ssh(_) | Launch::Srun(_)) => launch.wrap(&p.cwd, &IndexMap::new(), command),
+        (_, Launch::Local) => command,
+    };
+    let stop = stop_command(spec, &name, launch, &p.cwd);
+    Ok((
+        argv,
+        ContainerProcess {
+            runtime: spec.runtime.as_str(),
+            name,
+            stop,
+        },
+    ))
+}
+
+/// `argv` wrapped by `launch` to reach its node, with `env` where the launch needs it.
+fn launched_argv(
+    launch: &Launch,
+    cwd: &Utf8Path,
+    env: &IndexMap<String, String>,
+    argv: Vec<String>,
+) -> Vec<String> {
+    match launch {
+        Launch::Local => argv,
+        Launch::Ssh(_) => {
+            // The data channel of a remote rank can only be its stdout (ssh carries nothing
+            // else back), and the remote side gets no variable the executor sets locally.
+            let mut remote_env = env.clone();
+            remote_env.insert("DATA_FD".into(), "1".into());
+            launch.wrap(cwd, &remote_env, argv)
+        }
+        // srun exports the environment the executor gives it (DATA_FD=1 included).
+        Launch::Srun(_) => launch.wrap(cwd, env, argv),
+    }
 }
 
 /// The variables a benchmark process gets on top of the orchestrator's environment.
@@ -833,6 +982,109 @@ ddp-nodes:
         assert!(remote.use_stdout && remote.nolog);
         assert!(remote.env.contains_key("MILABENCH_CONFIG"));
         assert_eq!(plan.processes[0].launch, Launch::Local);
+    }
+
+    fn container(runtime: milabench_config::ContainerRuntime) -> milabench_config::ContainerSpec {
+        milabench_config::ContainerSpec {
+            runtime,
+            executable: runtime.default_executable().into(),
+            image: "img".into(),
+            archive: None,
+            base: None,
+            mounts: Vec::new(),
+            env: IndexMap::new(),
+            global_args: Vec::new(),
+            args: Vec::new(),
+            gpus: milabench_config::GpuPassing::All,
+        }
+    }
+
+    /// Each rank runs in the image on its node: podman after ssh, with the environment on
+    /// podman's command line and the data channel in stdout; the container is named after the
+    /// rank and removed over ssh.
+    #[test]
+    fn ranks_run_in_the_container_on_their_nodes() {
+        let (_dir, mut suite) = resolved("cuda", Some(SYSTEM));
+        suite.system.container = Some(container(milabench_config::ContainerRuntime::Podman));
+        let ctx = context(&suite, "cuda", &["0", "1"], 16);
+        let bench = suite
+            .benches
+            .iter()
+            .find(|b| b.name == "ddp-nodes")
+            .expect("ddp-nodes");
+        let plan = plan_bench(bench, &ctx).expect("plans");
+        let local = &plan.processes[0];
+        assert_eq!(local.argv[..2], ["podman", "run"]);
+        assert!(local.use_stdout);
+        let name = &local.container.as_ref().expect("in a container").name;
+        assert!(name.ends_with("ddp-nodes.0.n0"), "{name}");
+        let remote = &plan.processes[1];
+        assert_eq!(remote.argv[0], "ssh");
+        let at = remote
+            .argv
+            .iter()
+            .position(|a| a == "podman")
+            .expect("podman over ssh");
+        assert_eq!(remote.argv[at + 1], "run");
+        assert!(
+            remote.argv.iter().any(|a| a == "DATA_FD=1"),
+            "{:?}",
+            remote.argv
+        );
+        let stop = remote
+            .container
+            .as_ref()
+            .and_then(|c| c.stop.clone())
+            .expect("stop");
+        assert_eq!(stop[0], "ssh");
+        assert_eq!(
+            stop[stop.len() - 3..],
+            ["rm", "--force", "milabench-run-ddp-nodes.0.n1.nolog"]
+        );
+    }
+
+    #[test]
+    fn pyxis_ranks_are_one_srun_each_and_refused_over_ssh() {
+        let (_dir, mut suite) = resolved("cuda", Some(SYSTEM));
+        suite.system.container = Some(container(milabench_config::ContainerRuntime::Pyxis));
+        let bench_name = "ddp-nodes";
+        let over_ssh = {
+            let ctx = context(&suite, "cuda", &["0", "1"], 16);
+            let bench = suite
+                .benches
+                .iter()
+                .find(|b| b.name == bench_name)
+                .expect("bench");
+            plan_bench(bench, &ctx)
+                .expect_err("pyxis over ssh")
+                .to_string()
+        };
+        assert!(over_ssh.contains("write `launch: srun`"), "{over_ssh}");
+        suite.system.launch = LaunchMode::Srun;
+        let ctx = context(&suite, "cuda", &["0", "1"], 16);
+        let bench = suite
+            .benches
+            .iter()
+            .find(|b| b.name == bench_name)
+            .expect("bench");
+        let plan = plan_bench(bench, &ctx).expect("plans");
+        let remote = &plan.processes[1].argv;
+        assert_eq!(
+            remote.iter().filter(|a| *a == "srun").count(),
+            1,
+            "{remote:?}"
+        );
+        assert!(remote.contains(&"--nodelist=n1".to_string()), "{remote:?}");
+        assert!(
+            remote.iter().any(|a| a.starts_with("--container-image=")),
+            "{remote:?}"
+        );
+        assert!(
+            plan.processes[1]
+                .container
+                .as_ref()
+                .is_some_and(|c| c.stop.is_none())
+        );
     }
 
     #[test]

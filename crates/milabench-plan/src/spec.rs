@@ -7,6 +7,7 @@ use camino::Utf8PathBuf;
 use indexmap::IndexMap;
 use serde::Serialize;
 
+use crate::container::ContainerProcess;
 use crate::launch::Launch;
 
 /// One process to launch.
@@ -36,6 +37,10 @@ pub struct ProcessSpec {
     /// wraps it (what `argv` runs over ssh or srun).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_command: Option<Vec<String>>,
+    /// The container it runs in (the system's `container` block), if any: `argv` already
+    /// starts it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<ContainerProcess>,
     /// The distributed job this process is one rank of (the job's tag, `None` for a process
     /// alone): when one rank fails, the others of its job are stopped instead of waiting for
     /// a peer that will never answer.

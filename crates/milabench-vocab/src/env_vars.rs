@@ -26,6 +26,9 @@ pub const MILABENCH_SETTINGS: &str = "MILABENCH_SETTINGS";
 pub const MILABENCH_INSTALLER: &str = "MILABENCH_INSTALLER";
 /// Run name (`--run-name`).
 pub const MILABENCH_RUN_NAME: &str = "MILABENCH_RUN_NAME";
+/// The image every benchmark process runs in (`run --container`), over the system file's
+/// `container.image`.
+pub const MILABENCH_CONTAINER: &str = "MILABENCH_CONTAINER";
 /// Boolean: plain line output instead of the interactive terminal dashboard.
 pub const MILABENCH_NOTERM: &str = "MILABENCH_NOTERM";
 /// Results database (`--db`): a SQLite file, or a `postgres://` URL. Default `$BASE/results.db`.
@@ -115,6 +118,7 @@ pub const ALL: &[&str] = &[
     MILABENCH_SETTINGS,
     MILABENCH_INSTALLER,
     MILABENCH_RUN_NAME,
+    MILABENCH_CONTAINER,
     MILABENCH_NOTERM,
     MILABENCH_DB,
     MILABENCH_PUBLISH_KEY,

@@ -1,6 +1,7 @@
 //! [`ResolutionCache`]: the planning contexts of a resolved suite, kept with the resolution so
 //! that planning it again (the preflight, the prepare steps, each repeat of the run,
-//! `--dry-run`) makes each once per resolution. (Each benchmark folder's `benchfile.yaml` is
+//! `--dry-run`) makes each once per resolution; and whether the nodes were made ready for the
+//! run's containers, done once per resolution too. (Each benchmark folder's `benchfile.yaml` is
 //! read once by the resolution itself: see `ResolvedBench::benchfile`.)
 
 use std::collections::BTreeMap;
@@ -17,6 +18,8 @@ pub(crate) struct ResolutionCache(Arc<Inner>);
 #[derive(Debug, Default)]
 struct Inner {
     contexts: Mutex<BTreeMap<Option<(usize, usize)>, PlanContext>>,
+    /// Whether the nodes were made ready for the run's containers.
+    nodes_ready: Mutex<bool>,
 }
 
 impl ResolutionCache {
@@ -33,6 +36,22 @@ impl ResolutionCache {
         let ctx = make()?;
         contexts.insert(repeat, ctx.clone());
         Ok(ctx)
+    }
+}
+
+impl ResolutionCache {
+    /// Runs `ready` (the nodes made ready for the run's containers) until it succeeds once
+    /// for this resolution; later calls do nothing.
+    pub(crate) fn once_nodes_ready(
+        &self,
+        ready: impl FnOnce() -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let mut done = lock(&self.0.nodes_ready);
+        if !*done {
+            ready()?;
+            *done = true;
+        }
+        Ok(())
     }
 }
 

@@ -1,7 +1,8 @@
 //! The preflight of a suite (`milabench check`, and the fast part before `run`): tools, disk,
 //! memory, accelerators against the suite's requirements, every node of the system over ssh
-//! (same milabench, same base folder), the environments and, when one is due, the package
-//! index. The probes are `milabench-cluster`'s; this module decides what they mean.
+//! (same milabench, same base folder), the environments, each node's container runtime and
+//! image when the system names one, and, when one is due, the package index. The probes are
+//! `milabench-cluster`'s; this module decides what they mean.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -81,6 +82,7 @@ pub fn preflight(resolved: &Resolved, options: &CheckOptions) -> Result<Vec<Chec
         checks.push(index_check());
     }
     checks.extend(node_checks(resolved, &base, &options.program));
+    checks.extend(crate::containers::container_checks(resolved));
     Ok(checks)
 }
 

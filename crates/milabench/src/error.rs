@@ -42,6 +42,19 @@ pub enum Error {
         /// How to fix it.
         fix: String,
     },
+    /// A node could not be made ready for the run's containers (its image pulled, loaded or
+    /// converted, or its folders made).
+    #[error(
+        "the container image {image} could not be made ready on node {node}: {said}\n  fix: check the image name and that the node reaches its registry (`milabench check` probes each node), or give a local file (`container.archive`, a .sif or .sqsh image)"
+    )]
+    ContainerImage {
+        /// The node.
+        node: String,
+        /// The image.
+        image: String,
+        /// What the runtime said.
+        said: String,
+    },
     /// A scaling file (`sizer.config`, `sizer.save`) cannot be read or written.
     #[error(transparent)]
     Scaling(#[from] milabench_config::scaling::ScalingError),
@@ -228,7 +241,8 @@ impl Error {
             Error::SweepRecord { .. }
             | Error::Read { .. }
             | Error::Write { .. }
-            | Error::System(_) => ExitCode::Internal,
+            | Error::System(_)
+            | Error::ContainerImage { .. } => ExitCode::Internal,
             Error::SweepRun { source, .. } => source.exit_code(),
             Error::Env(e) => e.exit_code(),
             Error::Exec(e) => e.exit_code(),

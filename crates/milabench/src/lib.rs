@@ -50,6 +50,7 @@ pub mod arch;
 mod cache;
 pub mod check;
 pub mod ci_matrix;
+mod containers;
 pub mod error;
 mod events;
 pub mod host;

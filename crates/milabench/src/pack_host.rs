@@ -295,6 +295,7 @@ impl PackHost {
                 nolog: false,
                 launch: milabench_plan::Launch::Local,
                 node_command: None,
+                container: None,
                 job: None,
                 config: request.config.clone(),
             }],

@@ -196,6 +196,7 @@ fn system_start(settings: &Settings, env: &EnvVars) -> Result<SystemStart, Error
             .to_string(),
         dirs,
         detected_gpus: None,
+        container_image: settings.container.clone(),
     };
     let allocation = slurm_allocation(env)?;
     let source = match (&settings.system, &allocation) {

@@ -261,6 +261,7 @@ pub fn run_suite(
     let run_dir = folder.path.clone();
     let keep_open = folder.lock.shared_file();
     make_bench_folders(resolved)?;
+    crate::containers::ready_nodes(resolved, &options.interrupt)?;
     let gpus = resolved.host.discovery.clone();
     let facts = SystemFacts::collect(&gpus, false).map_err(Error::System)?;
     let version = MilabenchVersion::new(env!("CARGO_PKG_VERSION"));
@@ -454,6 +455,7 @@ pub fn prepare_suite(
     let stamp = jiff::Zoned::now().strftime("%Y-%m-%d_%H-%M-%S").to_string();
     let prepare_dir = runs.join(format!("prepare.{stamp}"));
     make_bench_folders(resolved)?;
+    crate::containers::ready_nodes(resolved, &options.interrupt)?;
     let ctx = plan_context(resolved, None)?;
     let mut summary = RunSummary {
         run_dir: prepare_dir.clone(),

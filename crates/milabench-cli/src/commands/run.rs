@@ -25,6 +25,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let validations = LayerName::selection(&args.validations)?;
     let more = SettingsFlags {
         run_name: args.run_name.clone(),
+        container: args.container.clone(),
         noterm: args.noterm.then_some(true),
         ..SettingsFlags::default()
     };

@@ -187,8 +187,8 @@ pub fn parse_bool(text: &str) -> Option<bool> {
 /// Resolved settings of one invocation.
 ///
 /// A settings file uses these field names as top-level keys (unknown keys are errors):
-/// `base`, `config`, `system`, `arch`, `python`, `installer`, `run_name`, `noterm`, `db`, `dirs`,
-/// `slurm`.
+/// `base`, `config`, `system`, `arch`, `python`, `installer`, `run_name`, `container`, `noterm`,
+/// `db`, `dirs`, `slurm`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
@@ -211,6 +211,9 @@ pub struct Settings {
     /// Run name (generated when unset).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_name: Option<String>,
+    /// The image every benchmark process runs in, over the system file's `container.image`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
     /// Plain line output instead of the terminal dashboard.
     pub noterm: bool,
     /// Results database: a SQLite file or a `postgres://` URL (`<base>/results.db` when unset).
@@ -296,6 +299,7 @@ impl Default for Settings {
             python: None,
             installer: Installer::Uv,
             run_name: None,
+            container: None,
             noterm: false,
             db: None,
             dirs: DirOverrides::default(),
@@ -323,6 +327,8 @@ pub struct SettingsFlags {
     pub installer: Option<Installer>,
     /// `--run-name NAME`.
     pub run_name: Option<String>,
+    /// `--container IMAGE`.
+    pub container: Option<String>,
     /// `--noterm`.
     pub noterm: Option<bool>,
     /// `--db FILE|URL`.
@@ -370,6 +376,7 @@ impl Provider for SettingsFlags {
             }),
         );
         put("run_name", self.run_name.clone().map(FigValue::from));
+        put("container", self.container.clone().map(FigValue::from));
         put("noterm", self.noterm.map(FigValue::from));
         put("db", self.db.clone().map(FigValue::from));
         Ok(one_profile(d))
@@ -392,6 +399,7 @@ impl EnvLayer {
             (MILABENCH_SYSTEM, "system"),
             (MILABENCH_PYTHON, "python"),
             (MILABENCH_RUN_NAME, "run_name"),
+            (MILABENCH_CONTAINER, "container"),
             (MILABENCH_DB, "db"),
         ] {
             if let Some(v) = env.get(var) {
