@@ -279,13 +279,31 @@ fn interrupt_when_running(mut child: Child, runtime: Runtime, name: &str) -> any
     }
 }
 
-/// Fails when the run named `name` left a container, mount or process (`after` says when).
+/// How long a removal milabench started may still be finishing after it exits.
+const CLEANUP_LIMIT: Duration = Duration::from_secs(30);
+
+/// Fails when the run named `name` left a container, mount or process (`after` says when)
+/// that is still there [`CLEANUP_LIMIT`] after milabench ended; says how long what was left
+/// took to go.
 fn clean(name: &str, after: &str) -> anyhow::Result<()> {
-    let left = containers::leftovers(name, true);
-    if !left.is_empty() {
-        bail!(
-            "after {after} ({name}), left behind:\n  {}",
-            left.join("\n  ")
+    let started = Instant::now();
+    loop {
+        let left = containers::leftovers(name, true);
+        if left.is_empty() {
+            break;
+        }
+        if started.elapsed() > CLEANUP_LIMIT {
+            bail!(
+                "after {after} ({name}), left behind:\n  {}",
+                left.join("\n  ")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let lag = started.elapsed().as_secs_f64();
+    if lag > 0.5 {
+        eprintln!(
+            "==> e2e: after {after} ({name}), the last container went {lag:.1} s after milabench ended"
         );
     }
     Ok(())
