@@ -7,12 +7,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{run, wait_for, with_path};
+use crate::common::{run, wait_for_within, with_path};
 use crate::run::Project;
 
 /// The fake runtime: `run` parses the options our command lines use, then runs the command
 /// in `--workdir` with only the `--env` variables, its pid recorded under its `--name`; `rm
-/// --force NAME` kills that process; `image inspect`, `pull`, `load` and `--version` answer.
+/// --force NAME` kills that process; `image inspect`, `pull`, `load` and `--version` answer,
+/// `container inspect` finds nothing.
 /// Every call is appended to `$FAKE_RUNTIME_LOG`, one line of words joined by `|`.
 const FAKE_RUNTIME: &str = r#"#!/usr/bin/env python3
 import os, signal, sys
@@ -36,6 +37,8 @@ if command == "rm":
     except (OSError, ValueError):
         pass
     sys.exit(0)
+if command == "container":
+    sys.exit(1)  # `container inspect`: no container is known after `rm`
 if command != "run":
     sys.exit(0)
 env, cwd, name, i = {}, "/", None, 0
@@ -234,6 +237,62 @@ fn podman_runs_each_process_in_the_image_with_the_same_files_and_report_as_the_h
     );
 }
 
+/// The environments come with the image: `run` installs nothing on the host (this project's
+/// environment is no real one, an install would fail) and prepares in the image.
+#[test]
+fn run_with_its_setup_installs_nothing_on_the_host_and_prepares_in_the_image() {
+    let c = Containers::new();
+    fs_err::write(
+        c.project.path().join("benchmarks/good/prepare.py"),
+        "open('prepared', 'w').close()\n",
+    )
+    .expect("prepare.py");
+    let system = c.system("system:\n  arch: cpu\n  container: {image: img}\n");
+    let out = run(c
+        .project
+        .milabench()
+        .args([
+            "run",
+            "--config",
+            "suite.yaml",
+            "--system",
+            &system,
+            "--no-check",
+        ])
+        .args(["--run-name", "setup", "--select", "good"])
+        .env("PATH", with_path(c.bin.path()))
+        .env("FAKE_RUNTIME_LOG", c.log_path()));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(c.rates("setup").len(), 6);
+    assert!(c.project.path().join("benchmarks/good/prepared").exists());
+    let containers: Vec<String> = c
+        .calls()
+        .iter()
+        .filter_map(|w| {
+            w.iter()
+                .position(|x| x == "--name")
+                .map(|at| w[at + 1].clone())
+        })
+        .collect();
+    assert_eq!(
+        containers,
+        ["milabench-setup-good", "milabench-setup-good.D0"],
+        "the prepare step, then the run, each in the image: {:?}",
+        c.calls()
+    );
+    let readied = c
+        .calls()
+        .iter()
+        .filter(|w| w.contains(&"inspect".to_string()))
+        .count();
+    assert_eq!(
+        readied,
+        1,
+        "the node is readied once for both: {:?}",
+        c.calls()
+    );
+}
+
 #[test]
 fn the_python_tools_docker_image_runs_with_no_change_and_check_probes_the_runtime() {
     let c = Containers::new();
@@ -344,8 +403,31 @@ fn the_container_flag_runs_in_the_image_and_a_timeout_removes_the_container() {
     assert!(
         calls
             .iter()
-            .any(|w| w[..] == ["podman", "rm", "--force", "milabench-t-slow.D0"]),
+            .any(|w| w[..] == ["podman", "rm", "--force", "--time=0", "milabench-t-slow.D0"]),
         "{calls:?}"
+    );
+}
+
+#[test]
+fn docker_removes_a_timed_out_container_and_waits_until_it_is_gone() {
+    let c = Containers::new();
+    let system =
+        c.system("system:\n  arch: cpu\n  docker_image: img\n  docker: {executable: docker}\n");
+    let out = run(&mut c.command(&system, &["--run-name", "d", "--select", "slow"]));
+    assert_eq!(
+        out.code, 1,
+        "the timeout fails the benchmark:\n{}",
+        out.stderr
+    );
+    let calls = c.calls();
+    let removal = calls
+        .iter()
+        .position(|w| w[..] == ["docker", "rm", "--force", "milabench-d-slow.D0"])
+        .unwrap_or_else(|| panic!("no removal in {calls:?}"));
+    assert_eq!(
+        calls[removal + 1],
+        ["docker", "container", "inspect", "milabench-d-slow.D0"],
+        "then it waits until the container is gone"
     );
 }
 
@@ -370,9 +452,12 @@ fn ctrl_c_removes_the_container() {
         .spawn()
         .expect("milabench starts");
     let started = c.project.path().join("benchmarks/slow/started");
-    wait_for("the benchmark started in its container", || {
-        started.exists()
-    });
+    // Generous: a loaded machine starts Python slowly.
+    wait_for_within(
+        "the benchmark started in its container",
+        Duration::from_secs(60),
+        || started.exists(),
+    );
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -390,9 +475,14 @@ fn ctrl_c_removes_the_container() {
     assert_eq!(code, Some(130));
     let calls = c.calls();
     assert!(
-        calls
-            .iter()
-            .any(|w| w[..] == ["podman", "rm", "--force", "milabench-int-slow.D0"]),
+        calls.iter().any(|w| w[..]
+            == [
+                "podman",
+                "rm",
+                "--force",
+                "--time=0",
+                "milabench-int-slow.D0"
+            ]),
         "{calls:?}"
     );
 }

@@ -604,6 +604,29 @@ fn an_existing_interpreter_gets_an_overlay_that_adds_only_what_it_lacks() {
     assert!(recorded.contains("torch 2.6.0"), "{recorded}");
 }
 
+/// Issue 47: on Python < 3.12 `venv` gives an overlay its own old setuptools (65 for 3.11),
+/// which hid the interpreter's newer one, so torch's `setuptools>=77` needed the index on an
+/// offline node; the overlay now sees the interpreter's.
+#[test]
+fn an_overlay_sees_the_setuptools_of_the_existing_interpreter() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let site_python = existing_environment(dir.path(), "2.5.1", &[("setuptools", "99.0")]);
+    let project = Project::new(
+        "tinydep\n",
+        &format!("  python: {}\n", site_python.display()),
+    );
+    let install = run(&mut project.cmd("install", &["--installer", "pip"]));
+    assert_eq!(install.code, 0, "{}{}", install.stdout, install.stderr);
+    assert_eq!(
+        python(
+            &project.venv(),
+            "import setuptools; print(setuptools.__version__)"
+        ),
+        "99.0",
+        "the interpreter's setuptools, not one the overlay was seeded with"
+    );
+}
+
 /// An overlay keeps what the existing interpreter has, in whatever version: it installs each
 /// benchmark's `requirements.in` (not the pinned file, whose `torch==` and `tinydep==` differ
 /// from the site's), with no arch constraints, and with pip even when uv is the installer

@@ -36,7 +36,7 @@ fi
 echo "==> resolving what the environments install (uv pip compile, for Python $target_python)"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-printf 'voir\nonnxconverter-common\nsetuptools\n' > "$work/extra.in"
+printf 'voir\nonnxconverter-common\n' > "$work/extra.in"
 # vLLM is left out: its wheels (hundreds of MB, with a torch of their own) do not fit what the
 # device tool carries, so the device run does not plan the vllm benchmarks.
 requirements=()
@@ -57,10 +57,6 @@ with open(sys.argv[3], "w") as provided:
         if pinned and not pinned.startswith(("#", "-")):
             name = pinned.split("==")[0]
             print(pinned, file=provided if norm(name) in have else sys.stdout)
-            # An overlay venv of Python < 3.12 gets its own old setuptools, which hides the
-            # image's: torch's requirement on a newer one must be met from the wheelhouse.
-            if norm(name) == "setuptools" and norm(name) in have:
-                print(pinned)
 PY
 echo "==> downloading $(wc -l < "$work/missing.txt") wheels for Python $target_python"
 platforms=()

@@ -126,7 +126,8 @@ pub fn flow(root: &Path, bin: &Path, base: &Path) -> anyhow::Result<Vec<(&'stati
             system: &system,
         };
         let started = Instant::now();
-        let name = format!("e2e-{}", runtime.name());
+        // Names no other run's name starts with: containers are found by that prefix.
+        let name = format!("e2e-{}-smoke", runtime.name());
         let status = run
             .command(&name, &["--select", SELECT, "--fidelity", "smoke"])
             .status()?;

@@ -42,32 +42,11 @@ def write_script(folder: pathlib.Path, name: str, body: str) -> pathlib.Path:
     return path
 
 
-@pytest.fixture(params=["c", "python"])
-def hot_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Runs the test with discovery's C front, then with its Python wrapper alone."""
-    from benchmate.benchit import native
-
-    if request.param == "python":
-        monkeypatch.setenv("BENCHMATE_DISCOVERY", "python")
-    else:
-        monkeypatch.delenv("BENCHMATE_DISCOVERY", raising=False)
-    native.fronts.cache_clear()
-    yield request.param
-    native.fronts.cache_clear()
-
-
-def expected_hot_path() -> str:
-    """The hot path the worker must report: the C front unless the Python one is asked for (a
-    test machine without a C compiler fails here rather than silently testing Python twice)."""
-    return "python" if os.environ.get("BENCHMATE_DISCOVERY") == "python" else "c"
-
-
 def analyze(script: pathlib.Path, **options) -> list[dict]:
     """The events of an analysis-only run of ``script`` in this process."""
     events, status = run_in_process(script_request(script, analyze_only=True, **options))
     assert status == 0
     assert events[0]["event"] == "hello" and events[-1]["event"] == "done"
-    assert events[0]["discovery"].split()[0] == expected_hot_path(), events[0]["discovery"]
     return events
 
 
@@ -121,7 +100,6 @@ def test_weights_hash_changes_with_a_weight() -> None:
 # -- discovery of the examples ---------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("hot_path")
 def test_hello_world_is_discovered_with_mlagility_hashes() -> None:
     events = analyze(EXAMPLES / "hello_world.py")
     (model,) = of_kind(events, "model")
@@ -136,7 +114,6 @@ def test_hello_world_is_discovered_with_mlagility_hashes() -> None:
     assert calls_by_hash(events) == {"24adc42f": 1}
 
 
-@pytest.mark.usefixtures("hot_path")
 def test_only_modules_with_parameters_other_than_activations_are_models(
         tmp_path: pathlib.Path) -> None:
     """An activation (MultiheadAttention included, as MLAgility has it), a module without
@@ -168,7 +145,6 @@ def test_only_modules_with_parameters_other_than_activations_are_models(
     assert counts == {"Linear": 1, "Holder": 1}
 
 
-@pytest.mark.usefixtures("hot_path")
 def test_tensor_inputs_are_described_by_position_and_keyword(tmp_path: pathlib.Path) -> None:
     """Tensor inputs are described from the call's signature, after the script: the same
     shapes, dtypes and hashes as describing the tensors at the call."""
@@ -207,7 +183,6 @@ def test_tensor_inputs_are_described_by_position_and_keyword(tmp_path: pathlib.P
     assert sorted(calls_by_hash(events).values()) == [1, 1]
 
 
-@pytest.mark.usefixtures("hot_path")
 def test_models_are_located_where_the_script_makes_them(tmp_path: pathlib.Path) -> None:
     """Outside the model's own constructors (its class's and its bases'), through the script's
     other functions."""
@@ -236,7 +211,6 @@ def test_models_are_located_where_the_script_makes_them(tmp_path: pathlib.Path) 
                        "head": (str(script), 12)}
 
 
-@pytest.mark.usefixtures("hot_path")
 @pytest.mark.parametrize("script, classes, shapes_and_calls", [
     ("mlp.py", ["MLP"], [({"Positional Arg 1": [8, 64]}, 100)]),
     ("corpus_style.py", ["Sequential"], [({"input": [1, 128, 64]}, 1)]),
@@ -260,7 +234,6 @@ def test_examples_are_discovered(script: str, classes: list, shapes_and_calls: l
                for i in invocations)
 
 
-@pytest.mark.usefixtures("hot_path")
 def test_sub_models_down_to_max_depth_name_their_parents() -> None:
     events = analyze(EXAMPLES / "two_models.py", max_depth=1)
     models = {m["class"] + ":" + str(m["name"]): m for m in of_kind(events, "model")}
@@ -289,7 +262,6 @@ def test_targets_select_invocations(tmp_path: pathlib.Path) -> None:
     assert not of_kind(events, "stage")
 
 
-@pytest.mark.usefixtures("hot_path")
 def test_inputs_without_a_shape_are_reported_and_the_script_goes_on(
         tmp_path: pathlib.Path) -> None:
     script = write_script(tmp_path, "odd_inputs.py", """
@@ -312,7 +284,6 @@ def test_inputs_without_a_shape_are_reported_and_the_script_goes_on(
     assert not of_kind(events, "script_error")
 
 
-@pytest.mark.usefixtures("hot_path")
 def test_a_forked_child_discovers_nothing(tmp_path: pathlib.Path) -> None:
     script = write_script(tmp_path, "forks.py", """
         import os
@@ -328,17 +299,15 @@ def test_a_forked_child_discovers_nothing(tmp_path: pathlib.Path) -> None:
         model(torch.rand(3))
         """)
     events, _, _ = run_worker(script_request(script, analyze_only=True))
-    assert events[0]["discovery"].split()[0] == expected_hot_path()
     assert len(of_kind(events, "model")) == 1 and len(of_kind(events, "invocation")) == 1
     assert list(calls_by_hash(events).values()) == [2]
 
 
-@pytest.mark.usefixtures("hot_path")
 def test_calls_are_counted_across_shapes_models_and_descriptions(
         tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The C front holds the counts of the site it counted last: they must reach their
-    invocation whether the next call goes to another shape, another model, a new model in a dead
-    one's place (and maybe at its address), or a description made while the script runs."""
+    """Counts reach their invocation whether the next call goes to another shape, another model,
+    a new model in a dead one's place (and maybe at its address), or a description made while the
+    script runs."""
     from benchmate.benchit import discovery
 
     monkeypatch.setattr(discovery, "DESCRIBE_AFTER_SECONDS", 0.0)
@@ -371,43 +340,6 @@ def test_calls_are_counted_across_shapes_models_and_descriptions(
                     ("c", [3, 4], 8)]
     (calls,) = of_kind(events, "calls")
     assert all(entry["seconds"] > 0 for entry in calls["invocations"] if entry["executed"])
-
-
-def test_the_c_front_shows_python_to_tracers() -> None:
-    from benchmate.benchit.discovery import Discovery, Listener
-    from benchmate.benchit.native import fronts
-
-    compiled, hot_path = fronts()
-    assert hot_path == "c" and compiled is not None
-    model = torch.nn.Linear(2, 2)
-    original = torch.nn.Module.__call__
-    with Discovery(__file__, 0, set(), Listener()) as discovery:
-        assert type(torch.nn.Module.__dict__["__call__"]) is compiled.CallFront
-        wrapper = torch.nn.Module.__call__
-        assert wrapper is not original and wrapper.__code__.co_name == "__call__"
-        assert model.__call__.__func__ is wrapper and model.__call__.__self__ is model
-        model(torch.rand(2))
-        model(torch.rand(2))
-        torch.nn.Module.__call__(model, torch.rand(2))  # through the wrapper: counted too
-    assert torch.nn.Module.__call__ is original
-    discovery.describe_found()
-    assert [i.executed for i in discovery.invocations.values()] == [3]
-
-
-@pytest.mark.parametrize("compiling", [False, True])
-def test_the_c_front_asks_is_compiling_when_it_cannot_read_the_flag(
-        compiling: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    from benchmate.benchit import discovery as found
-
-    monkeypatch.setattr(found, "_compiling_flags", lambda: None)
-    monkeypatch.setattr(found, "is_compiling", lambda: compiling)
-    model = torch.nn.Linear(2, 2)
-    with found.Discovery(__file__, 0, set(), found.Listener()) as discovery:
-        assert discovery.hot_path == "c"
-        for _ in range(3):
-            model(torch.rand(2))
-    discovery.describe_found()
-    assert [i.executed for i in discovery.invocations.values()] == ([] if compiling else [3])
 
 
 # -- builds and benchmarks -------------------------------------------------------------------
@@ -835,7 +767,6 @@ def test_torch_compiled_reports_its_compile_time_apart(tmp_path: pathlib.Path) -
     assert len(benchmark["times_ns"]) == 4
 
 
-@pytest.mark.usefixtures("hot_path")
 @needs_compile
 def test_a_compiled_model_is_found_with_its_original_hash(tmp_path: pathlib.Path) -> None:
     script = write_script(tmp_path, "compiled.py", """
@@ -875,7 +806,6 @@ def test_a_syntax_error_is_a_script_error(tmp_path: pathlib.Path) -> None:
     assert "Traceback" not in log
 
 
-@pytest.mark.usefixtures("hot_path")
 def test_an_early_exit_keeps_what_was_discovered(tmp_path: pathlib.Path) -> None:
     script = write_script(tmp_path, "quits.py", """
         import sys
@@ -979,7 +909,6 @@ def write_main_guard_script(folder: pathlib.Path) -> pathlib.Path:
         """)
 
 
-@pytest.mark.usefixtures("hot_path")
 def test_models_of_a_main_guarded_script_are_discovered(tmp_path: pathlib.Path) -> None:
     script = write_main_guard_script(tmp_path)
     events = analyze(script, script_args=("--width", "32"))

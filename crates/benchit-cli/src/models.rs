@@ -363,27 +363,7 @@ fn print_results(report: &BenchmarkReport, format: Format, action: Action) -> an
         line.push_str("; interrupted");
     }
     eprintln!("{line}");
-    for reason in python_discovery(report) {
-        eprintln!(
-            "note: discovery ran its Python hot path, {reason}; tiny models called in a tight loop run a few percent slower under it than with the C one"
-        );
-    }
     Ok(())
-}
-
-/// The distinct reasons the workers gave for running discovery's Python hot path (no C compiler,
-/// `BENCHMATE_DISCOVERY=python`).
-fn python_discovery(report: &BenchmarkReport) -> Vec<&str> {
-    let mut reasons: Vec<&str> = report
-        .inputs
-        .iter()
-        .filter_map(|input| input.versions.as_ref()?.discovery.as_deref())
-        .filter_map(|path| path.strip_prefix("python"))
-        .map(|reason| reason.trim().trim_start_matches('(').trim_end_matches(')'))
-        .collect();
-    reasons.sort_unstable();
-    reasons.dedup();
-    reasons
 }
 
 fn plural(n: usize) -> &'static str {

@@ -521,14 +521,7 @@ mod tests {
         ] {
             let err = system(text, None).expect_err(text).to_string();
             assert!(err.contains(expected), "{text}: {err}");
-            assert!(
-                err.contains("fix")
-                    || err.contains("write")
-                    || err.contains("use")
-                    || err.contains("add")
-                    || err.contains("keep"),
-                "{err}"
-            );
+            assert!(err.contains("\n  fix: "), "{err}");
         }
     }
 }

@@ -40,6 +40,6 @@ pub use error::ConfigError;
 pub use suite::{PlanMethod, ResolvedBench, Suite, SuiteRequest, resolve_suite};
 pub use system::{
     DetectedGpus, LaunchMode, NodeSpec, ResolvedSystem, SystemConfig, SystemDirs, SystemInputs,
-    SystemSource, load_system, load_system_str,
+    load_system, load_system_str,
 };
 pub use value::{Location, Map, Node, Value};

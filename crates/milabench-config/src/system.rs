@@ -114,6 +114,15 @@ impl SystemConfig {
         }
     }
 
+    /// Fills the `gpu` facts the file leaves out (`count`, `capacity`) from the GPUs found on
+    /// this machine, as a build with [`SystemInputs::detected_gpus`] does; what the file says
+    /// is kept.
+    pub fn fill_detected_gpus(&mut self, gpus: DetectedGpus) {
+        if let Some(map) = self.tree.as_map_mut() {
+            fill_gpu_facts(map, gpus);
+        }
+    }
+
     /// The accelerator family.
     pub fn arch(&self) -> &str {
         self.tree
@@ -336,16 +345,15 @@ pub fn system_file_reads() -> usize {
     SYSTEM_FILE_READS.load(Ordering::Relaxed)
 }
 
-/// A system file read and parsed once, built into a [`SystemConfig`] for as many inputs as
-/// needed (a resolution builds it again once the GPUs it found are known).
+/// A system file read and parsed, before it is built into a [`SystemConfig`].
 #[derive(Debug, Clone)]
-pub struct SystemSource {
+struct SystemSource {
     doc: Option<(Node, String)>,
 }
 
 impl SystemSource {
     /// The file at `file`, or the defaults alone when there is none.
-    pub fn file(file: Option<&Path>) -> Result<SystemSource, ConfigError> {
+    fn file(file: Option<&Path>) -> Result<SystemSource, ConfigError> {
         if file.is_some() {
             SYSTEM_FILE_READS.fetch_add(1, Ordering::Relaxed);
         }
@@ -360,7 +368,7 @@ impl SystemSource {
     }
 
     /// A system file's text; `origin` names it in errors.
-    pub fn text(text: &str, origin: &str) -> Result<SystemSource, ConfigError> {
+    fn text(text: &str, origin: &str) -> Result<SystemSource, ConfigError> {
         let doc = yaml::parse_str(text, origin)?;
         Ok(SystemSource {
             doc: Some((doc, origin.to_string())),
@@ -368,8 +376,8 @@ impl SystemSource {
     }
 
     /// The system configuration of the defaults for `inputs` with the file merged on top.
-    pub fn build(&self, inputs: &SystemInputs) -> Result<SystemConfig, ConfigError> {
-        build_system(self.doc.clone(), inputs)
+    fn build(self, inputs: &SystemInputs) -> Result<SystemConfig, ConfigError> {
+        build_system(self.doc, inputs)
     }
 }
 
@@ -437,18 +445,8 @@ fn finish(tree: &mut Node, inputs: &SystemInputs) -> Result<(), ConfigError> {
         };
         arch.value = Value::Str(known.as_str().into());
     }
-    // GPU facts: keep what the file says, fill the rest from detection.
     if let Some(gpus) = inputs.detected_gpus {
-        let gpu = map.entry("gpu".into()).or_insert_with(Node::empty_map);
-        if let Some(g) = gpu.as_map_mut() {
-            if g.get("count").is_none_or(|c| c.location.is_none()) {
-                g.insert("count".into(), Node::new(Value::Int(gpus.count as i64)));
-            }
-            if gpus.capacity_mib > 0 {
-                g.entry("capacity".into())
-                    .or_insert_with(|| Node::str(format!("{} MiB", gpus.capacity_mib)));
-            }
-        }
+        fill_gpu_facts(map, gpus);
     }
     normalize(map, inputs.container_image.as_deref())?;
     if let Some(launch) = map.get("launch") {
@@ -519,6 +517,21 @@ fn finish(tree: &mut Node, inputs: &SystemInputs) -> Result<(), ConfigError> {
         .unwrap_or_else(|| Node::new(Value::Null));
     map.insert("self".into(), self_node);
     Ok(())
+}
+
+/// The `gpu` facts of the `system` mapping `map`: what the file says is kept, the rest is
+/// filled from `gpus`.
+fn fill_gpu_facts(map: &mut Map, gpus: DetectedGpus) {
+    let gpu = map.entry("gpu".into()).or_insert_with(Node::empty_map);
+    if let Some(g) = gpu.as_map_mut() {
+        if g.get("count").is_none_or(|c| c.location.is_none()) {
+            g.insert("count".into(), Node::new(Value::Int(gpus.count as i64)));
+        }
+        if gpus.capacity_mib > 0 {
+            g.entry("capacity".into())
+                .or_insert_with(|| Node::str(format!("{} MiB", gpus.capacity_mib)));
+        }
+    }
 }
 
 fn check_node(node: &mut Node) -> Result<(), ConfigError> {
@@ -647,6 +660,30 @@ mod tests {
         assert_eq!(
             system.tree.get("gpu").expect("gpu").to_json(),
             serde_json::json!({"count": 2, "capacity": "81920 MiB"})
+        );
+    }
+
+    #[test]
+    fn gpus_found_after_the_build_fill_what_a_build_with_them_fills() {
+        let text = "system:\n  arch: cuda\n  gpu: {count: 1}\n  nodes:\n    - {name: m, ip: 127.0.0.1, user: u}\n";
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("system.yaml");
+        std::fs::write(&path, text).expect("write");
+        let with_gpus = load_system(Some(&path), &inputs()).expect("loads");
+        let mut later = load_system(
+            Some(&path),
+            &SystemInputs {
+                detected_gpus: None,
+                ..inputs()
+            },
+        )
+        .expect("loads");
+        later.fill_detected_gpus(inputs().detected_gpus.expect("gpus"));
+        assert_eq!(later.tree.to_json(), with_gpus.tree.to_json());
+        // The file's count is kept; its missing capacity is filled.
+        assert_eq!(
+            later.tree.get("gpu").expect("gpu").to_json(),
+            serde_json::json!({"count": 1, "capacity": "81920 MiB"})
         );
     }
 

@@ -447,6 +447,9 @@ impl Environments {
         )?;
         if base.existing {
             link_base_site_packages(&venv, &base.python)?;
+            if let Some(step) = drop_seeded_setuptools_step(&venv, &base.python) {
+                run(Stage::CreateVenv, step)?;
+            }
         }
         let constraint_files = self.constraint_files(group)?;
         run(
@@ -588,9 +591,7 @@ impl Environments {
                 step
             }
         };
-        step.env.push(("VIRTUAL_ENV".into(), venv.to_string()));
-        step.env_remove
-            .extend(["PYTHONPATH", "PYTHONHOME", "PIP_REQUIRE_VIRTUALENV"].map(String::from));
+        run_in_venv(&mut step, venv);
         step.cwd = Some(self.project.root.clone().into());
         step
     }
@@ -686,6 +687,39 @@ fn link_base_site_packages(venv: &Utf8Path, base: &Python) -> Result<(), EnvErro
         .collect();
     let path = site.join(BASE_PTH_FILE);
     fs_err::write(&path, lines).map_err(EnvError::io("could not write", &path))
+}
+
+/// For an overlay over a Python older than 3.12, the step that uninstalls the setuptools its
+/// `venv` module gave it: that copy (setuptools 65 for 3.11) comes before the interpreter's on
+/// the path and hides it, so a requirement on a newer one (torch's `setuptools>=77`) would need
+/// the package index, which a site's offline compute node lacks. Python 3.12 seeds no
+/// setuptools; the overlay then sees the interpreter's, or none.
+fn drop_seeded_setuptools_step(venv: &Utf8Path, base: &Python) -> Option<HelperCommand> {
+    if (base.version.major, base.version.minor) >= (3, 12) {
+        return None;
+    }
+    let args = [
+        "-m",
+        "pip",
+        "uninstall",
+        "--yes",
+        "--disable-pip-version-check",
+        "--no-input",
+        "setuptools",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut step = HelperCommand::unlimited(venv.join("bin/python"), args);
+    run_in_venv(&mut step, venv);
+    Some(step)
+}
+
+/// Makes `step` act on the venv at `venv` alone: `VIRTUAL_ENV` set, and none of the user's
+/// variables that would point Python or pip elsewhere.
+fn run_in_venv(step: &mut HelperCommand, venv: &Utf8Path) {
+    step.env.push(("VIRTUAL_ENV".into(), venv.to_string()));
+    step.env_remove
+        .extend(["PYTHONPATH", "PYTHONHOME", "PIP_REQUIRE_VIRTUALENV"].map(String::from));
 }
 
 /// Turns a finished step into `Ok` or the error that names the group, the step and the log.

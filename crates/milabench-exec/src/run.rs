@@ -653,6 +653,13 @@ impl<'a> Runner<'a, '_> {
             signal_tree(Some(pid), &self.procs[idx].token, Signal::SIGKILL);
             return Err(e);
         }
+        if let Some(removal) = spec.container.as_ref().and_then(|c| c.stop.as_ref())
+            && let Some(watchdog) = &mut self.watchdog
+            && let Err(error) = watchdog.watch_container(removal)
+        {
+            signal_tree(Some(pid), &self.procs[idx].token, Signal::SIGKILL);
+            return Err(self.watchdog_error(error));
+        }
         self.procs[idx].pid = Some(pid);
         let max_line = self.options.max_line_bytes;
         let mut readers: Vec<(Stream, Box<dyn std::io::Read + Send>)> = Vec::new();

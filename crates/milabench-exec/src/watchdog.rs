@@ -9,8 +9,10 @@
 //! instead reads, on its standard input, which process trees the orchestrator started; the
 //! orchestrator holds the only write end of that pipe, so the watchdog sees end of input exactly
 //! when the orchestrator is gone. It then SIGKILLs each tree the way the orchestrator would
-//! (its process group, the processes carrying its token, their descendants: see `tree`). A plan
-//! that ends normally says `done` first and the watchdog exits without touching anything.
+//! (its process group, the processes carrying its token, their descendants: see `tree`), and
+//! runs the removal command of each container a process ran in (`remove <JSON words>` lines: a
+//! podman or docker container is no child of its client and outlives it). A plan that ends
+//! normally says `done` first and the watchdog exits without touching anything.
 //!
 //! The watchdog is a program the caller names ([`WatchdogCommand`]; the `milabench` binary
 //! runs itself with a hidden subcommand that calls [`serve_watchdog`]). It runs in its own
@@ -27,6 +29,7 @@ use std::sync::Arc;
 
 use nix::sys::signal::Signal;
 
+use crate::helper::HelperCommand;
 use crate::spawn::spawn_inheriting;
 use crate::tree::signal_tree;
 
@@ -72,6 +75,12 @@ const RUNNING_PROGRAM: &str = "/proc/self/exe";
 /// The line that ends a watch without killing anything.
 const DONE: &str = "done";
 
+/// The start of a line naming a container's removal command (a JSON list of words).
+const REMOVE: &str = "remove ";
+
+/// How long the watchdog lets one container's removal take.
+const REMOVAL_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// A running watchdog, fed by the orchestrator.
 pub(crate) struct Watchdog {
     child: Child,
@@ -108,6 +117,12 @@ impl Watchdog {
         }
     }
 
+    /// Names the command that removes a process's container, run should the orchestrator die.
+    pub(crate) fn watch_container(&mut self, removal: &[String]) -> std::io::Result<()> {
+        let words = serde_json::to_string(removal).map_err(std::io::Error::other)?;
+        writeln!(self.input, "{REMOVE}{words}")
+    }
+
     /// The plan ended: the watchdog exits without killing anything.
     pub(crate) fn finish(self) {
         let Watchdog {
@@ -120,15 +135,21 @@ impl Watchdog {
     }
 }
 
-/// Serves as the watchdog of one plan: reads `<token> [<pgid>]` lines from `input` until `done`
-/// (the plan ended) or the end of input (the orchestrator died), in which case it SIGKILLs
-/// every tree named. Returns how many processes were killed.
+/// Serves as the watchdog of one plan: reads `<token> [<pgid>]` and `remove <JSON words>`
+/// lines from `input` until `done` (the plan ended) or the end of input (the orchestrator
+/// died), in which case it SIGKILLs every tree named, then runs every removal command. Returns
+/// how many processes were killed.
 pub fn serve_watchdog(input: impl BufRead) -> usize {
     let mut trees: Vec<(String, Option<i32>)> = Vec::new();
+    let mut removals: Vec<Vec<String>> = Vec::new();
     for line in input.lines() {
         let Ok(line) = line else { break };
         if line == DONE {
             return 0;
+        }
+        if let Some(words) = line.strip_prefix(REMOVE) {
+            removals.extend(serde_json::from_str::<Vec<String>>(words).ok());
+            continue;
         }
         let mut words = line.split_whitespace();
         let Some(token) = words.next() else { continue };
@@ -138,10 +159,17 @@ pub fn serve_watchdog(input: impl BufRead) -> usize {
             None => trees.push((token.to_string(), pgid)),
         }
     }
-    trees
+    let killed = trees
         .iter()
         .map(|(token, pgid)| signal_tree(*pgid, token, Signal::SIGKILL))
-        .sum()
+        .sum();
+    for removal in &removals {
+        if let Some((program, args)) = removal.split_first() {
+            // Nobody is left to tell of a failure.
+            let _ = HelperCommand::new(program, args, REMOVAL_LIMIT).run();
+        }
+    }
+    killed
 }
 
 #[cfg(test)]
@@ -191,6 +219,26 @@ mod tests {
         assert_eq!(
             std::os::unix::process::ExitStatusExt::signal(&status),
             Some(9)
+        );
+    }
+
+    #[test]
+    fn end_of_input_runs_the_container_removals_and_done_does_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let removed = dir.path().join("removed");
+        let removal = serde_json::to_string(&[
+            "sh".to_string(),
+            "-c".into(),
+            format!("echo gone > '{}'", removed.display()),
+        ])
+        .expect("json");
+        let done = format!("{REMOVE}{removal}\n{DONE}\n");
+        serve_watchdog(done.as_bytes());
+        assert!(!removed.exists(), "a plan that ended removes nothing here");
+        serve_watchdog(format!("{REMOVE}{removal}\n").as_bytes());
+        assert_eq!(
+            std::fs::read_to_string(&removed).expect("removed"),
+            "gone\n"
         );
     }
 }

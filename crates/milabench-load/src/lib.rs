@@ -8,12 +8,14 @@
 //!
 //! [`run`] runs a [`LoadSpec`] until it ends or a [`Stop`] is triggered; [`server`] starts and
 //! stops a server for a run; [`events::records`] turns its [`LoadResult`] into the data events
-//! of a run folder. [`mock`] is a server with known timing and faults on demand, for tests.
+//! of a run folder. `mock` (feature `mock`, for tests and benches) is a server with known timing
+//! and faults on demand.
 //! Nothing here prints.
 
 pub mod client;
 mod error;
 pub mod events;
+#[cfg(any(test, feature = "mock"))]
 pub mod mock;
 mod run;
 pub mod schedule;

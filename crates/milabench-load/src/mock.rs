@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::client::{Api, Endpoint, RequestOptions};
 use crate::error::LoadError;
-use crate::run::{LoadSpec, Scenario, sleep_until};
+use crate::run::{LoadSpec, Scenario};
 use crate::schedule::ArrivalShape;
 use crate::workload::{LengthDist, Workload};
 
@@ -495,4 +495,15 @@ fn answer(
     }
     chunk(out, "data: [DONE]\n\n")?;
     out.write_all(b"0\r\n\r\n")
+}
+
+/// Sleeps until `deadline` with the operating system's timer.
+fn sleep_until(deadline: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        std::thread::sleep(deadline - now);
+    }
 }

@@ -186,17 +186,6 @@ const LEAD: Duration = Duration::from_millis(20);
 /// which then waits out the rest on the clock while it goes on serving the streams.
 const HAND_OVER: Duration = Duration::from_micros(200);
 
-/// Sleeps until `deadline` with the operating system's timer.
-pub(crate) fn sleep_until(deadline: Instant) {
-    loop {
-        let now = Instant::now();
-        if now >= deadline {
-            return;
-        }
-        std::thread::sleep(deadline - now);
-    }
-}
-
 /// CPU time (user and system) of the calling thread, in seconds.
 fn thread_cpu() -> f64 {
     use nix::sys::resource::{UsageWho, getrusage};

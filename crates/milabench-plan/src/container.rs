@@ -337,9 +337,9 @@ pub fn container_command(
     out
 }
 
-/// The command that removes container `name` on the node `launch` reaches (`None` for
-/// apptainer and pyxis, which stop with their process): run to its end by the executor, so
-/// over ssh without the rank supervisor (which would stop it at once).
+/// The command that removes container `name` on the node `launch` reaches, killing what still
+/// runs in it (`None` for apptainer and pyxis, which stop with their process): run to its end
+/// by the executor, so over ssh without the rank supervisor (which would stop it at once).
 pub fn stop_command(
     spec: &ContainerSpec,
     name: &str,
@@ -352,9 +352,38 @@ pub fn stop_command(
     ) {
         return None;
     }
-    let mut words = vec![spec.executable.clone()];
-    words.extend(spec.global_args.iter().cloned());
-    words.extend(["rm".into(), "--force".into(), name.into()]);
+    let mut runtime = vec![spec.executable.clone()];
+    runtime.extend(spec.global_args.iter().cloned());
+    let words = if spec.runtime == ContainerRuntime::Podman {
+        // The grace period is over when it runs: no second one (podman's default is 10 s,
+        // and an `rm` cut short by the orchestrator's exit leaves the process running).
+        let mut words = runtime;
+        words.extend([
+            "rm".into(),
+            "--force".into(),
+            "--time=0".into(),
+            name.into(),
+        ]);
+        words
+    } else {
+        // docker kills at once, but when its own `--rm` is under way the container stays
+        // "Removal In Progress" for a moment: wait (at most 10 s) until it is gone.
+        let rt = runtime
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let name = shell_quote(name);
+        vec![
+            "sh".into(),
+            "-c".into(),
+            format!(
+                "{rt} rm --force {name} >/dev/null 2>&1; i=0; \
+                 while [ $i -lt 50 ] && {rt} container inspect {name} >/dev/null 2>&1; \
+                 do sleep 0.2; i=$((i+1)); done"
+            ),
+        ]
+    };
     Some(launch.reach(cwd, words))
 }
 

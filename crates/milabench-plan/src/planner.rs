@@ -144,12 +144,13 @@ pub fn plan_bench(bench: &ResolvedBench, ctx: &PlanContext) -> Result<BenchPlan,
     let mut files = Vec::new();
     for job in &jobs {
         if ranks.is_empty() {
-            let (spec, file) = process(bench, benchfile, ctx, job, None)?;
+            let (spec, file) = process(bench, benchfile, ctx, job, None, None)?;
             processes.push(spec);
             files.extend(file);
         } else {
             for (rank, node) in ranks.iter().enumerate() {
-                let (spec, file) = process(bench, benchfile, ctx, job, Some((rank, node, &ranks)))?;
+                let rank = Some((rank, node, ranks.as_slice()));
+                let (spec, file) = process(bench, benchfile, ctx, job, rank, None)?;
                 processes.push(spec);
                 files.extend(file);
             }
@@ -208,7 +209,7 @@ pub fn plan_prepare(
         visibility: None,
         job_number: None,
     };
-    let (mut spec, _) = process(
+    let (spec, _) = process(
         bench,
         &BenchFile {
             launcher: Launcher::Direct,
@@ -219,11 +220,8 @@ pub fn plan_prepare(
         ctx,
         &job,
         None,
+        Some(command),
     )?;
-    // `process` built `[<folder>/, args...]` for the direct launcher: swap in the command.
-    let args: Vec<String> = spec.argv.drain(1..).collect();
-    spec.argv = command;
-    spec.argv.extend(args);
     Ok(Some(BenchPlan {
         bench: bench.name.clone(),
         processes: vec![spec],
@@ -240,13 +238,16 @@ pub(crate) fn visibility_value(arch: &str, gpu: &str) -> String {
     }
 }
 
-/// Builds one process: the launcher around the script and its resolved arguments.
+/// Builds one process: the launcher around the script and its resolved arguments; `command`,
+/// for the direct launcher, in place of the script (a prepare step's command), before the
+/// process is wrapped to reach its node or container.
 fn process(
     bench: &ResolvedBench,
     benchfile: &BenchFile,
     ctx: &PlanContext,
     job: &Job,
     rank: Option<(usize, &NodeSpec, &[NodeSpec])>,
+    command: Option<Vec<String>>,
 ) -> Result<(ProcessSpec, Option<PlannedFile>), PlanError> {
     let dirs = &bench.folders;
     let mut tag = job.tag.clone();
@@ -315,7 +316,7 @@ fn process(
                     message: "launcher `direct` runs a script; it cannot run a `module`".into(),
                 });
             }
-            argv.extend(target);
+            argv.extend(command.unwrap_or(target));
         }
         Launcher::Torchrun => {
             use_stdout = true;
@@ -1038,8 +1039,13 @@ ddp-nodes:
             .expect("stop");
         assert_eq!(stop[0], "ssh");
         assert_eq!(
-            stop[stop.len() - 3..],
-            ["rm", "--force", "milabench-run-ddp-nodes.0.n1.nolog"]
+            stop[stop.len() - 4..],
+            [
+                "rm",
+                "--force",
+                "--time=0",
+                "milabench-run-ddp-nodes.0.n1.nolog"
+            ]
         );
     }
 
@@ -1085,6 +1091,24 @@ ddp-nodes:
                 .as_ref()
                 .is_some_and(|c| c.stop.is_none())
         );
+    }
+
+    /// The prepare step runs in the container too (its command was once swapped in after
+    /// the wrapping, so it ran on the host).
+    #[test]
+    fn a_prepare_step_runs_in_the_container() {
+        let (_dir, mut suite) = resolved("cpu", None);
+        suite.system.container = Some(container(milabench_config::ContainerRuntime::Podman));
+        let ctx = context(&suite, "cpu", &[], 2);
+        let plan = plan_prepare(&suite.benches[0], &ctx, true)
+            .expect("plans")
+            .expect("has a prepare step");
+        let argv = &plan.processes[0].argv;
+        assert_eq!(argv[..2], ["podman", "run"]);
+        let image = argv.iter().position(|a| a == "img").expect("the image");
+        assert_eq!(argv[image + 1], "/base/venv/torch/bin/python");
+        assert!(argv[image + 2].ends_with("bench/prepare.py"), "{argv:?}");
+        assert_eq!(argv[image + 3..image + 5], ["--workers", "4"]);
     }
 
     #[test]

@@ -18,6 +18,7 @@
 mod backend;
 mod error;
 mod folder;
+#[cfg(any(test, feature = "test-harness"))]
 pub mod harness;
 mod location;
 pub mod publish;

@@ -38,9 +38,11 @@ pub struct CheckOptions {
 pub fn preflight(resolved: &Resolved, options: &CheckOptions) -> Result<Vec<Check>, Error> {
     let base = resolved.suite.system.base.clone().into_std_path_buf();
     let mut checks = vec![tools_check("python", "python3"), uv_check(&base)];
-    // Install groups of the selected benchmarks and whether each is made.
+    // Install groups of the selected benchmarks and whether each is made; none on the host
+    // when the benchmarks run in a container (the image has them).
     let mut groups: Vec<(String, PathBuf)> = Vec::new();
-    for bench in resolved.suite.runnable() {
+    let on_host = resolved.suite.system.container.is_none();
+    for bench in resolved.suite.runnable().filter(|_| on_host) {
         let venv = &bench.folders.venv;
         if !venv.as_str().is_empty() && !groups.iter().any(|(g, _)| *g == bench.install_group) {
             groups.push((

@@ -242,25 +242,29 @@ impl Session {
         }
         let mut failed_setup = Vec::new();
         if request.setup {
-            observer.on_run_event(RunEvent::Phase(Phase::Install));
-            let options = InstallOptions {
-                interrupt: Some(request.interrupt.clone()),
-                ..InstallOptions::default()
-            };
-            let install = match observer.install_observer() {
-                Some(install_observer) => self.install(&options, install_observer)?,
-                None => self.install(&options, &mut ())?,
-            };
-            observer.on_run_event(RunEvent::Installed { summary: &install });
-            let installed = install.success();
-            result.install = Some(install);
-            if !installed {
-                result.stopped = Some(if request.interrupt.is_set() {
-                    Stop::Interrupted
-                } else {
-                    Stop::Install
-                });
-                return Ok(result);
+            // In a container the environments come with the image: nothing is installed on
+            // the host (the prepare steps run in the image).
+            if self.resolved().suite.system.container.is_none() {
+                observer.on_run_event(RunEvent::Phase(Phase::Install));
+                let options = InstallOptions {
+                    interrupt: Some(request.interrupt.clone()),
+                    ..InstallOptions::default()
+                };
+                let install = match observer.install_observer() {
+                    Some(install_observer) => self.install(&options, install_observer)?,
+                    None => self.install(&options, &mut ())?,
+                };
+                observer.on_run_event(RunEvent::Installed { summary: &install });
+                let installed = install.success();
+                result.install = Some(install);
+                if !installed {
+                    result.stopped = Some(if request.interrupt.is_set() {
+                        Stop::Interrupted
+                    } else {
+                        Stop::Install
+                    });
+                    return Ok(result);
+                }
             }
             observer.on_run_event(RunEvent::Phase(Phase::Prepare));
             let options = self.run_options(request, RepeatPlan::default(), false);

@@ -6,7 +6,9 @@ use milabench_config::settings::env_vars::MILABENCH_SIZER_AUTO;
 use milabench_config::settings::options::{CpuOptions, OptionSource, SizerOptions};
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_config::suite::{Suite, SuiteRequest, resolve_suite};
-use milabench_config::system::{DetectedGpus, SystemConfig, SystemInputs, SystemSource};
+use milabench_config::system::{
+    DetectedGpus, SystemConfig, SystemInputs, load_system, load_system_str,
+};
 
 use milabench_plan::PlanGpu;
 
@@ -105,18 +107,15 @@ pub fn resolve(
     let SystemStart {
         arch,
         run_name,
-        mut inputs,
-        source,
         mut system,
     } = system_start(settings, env)?;
     // The GPUs found fill the system's `gpu` facts the file leaves out.
     let host = Host::capture(&arch, env);
     if !host.gpus.gpus.is_empty() {
-        inputs.detected_gpus = Some(DetectedGpus {
+        system.fill_detected_gpus(DetectedGpus {
             count: host.gpus.gpus.len(),
             capacity_mib: host.gpus.capacity_mib.unwrap_or(0),
         });
-        system = source.build(&inputs)?;
     }
     let mut suite = suite_for(config, system, selection, env)?;
     suite.warnings.extend(host.gpus.problems.iter().cloned());
@@ -159,11 +158,7 @@ struct SystemStart {
     arch: String,
     /// The run name.
     run_name: String,
-    /// What the system was built from.
-    inputs: SystemInputs,
-    /// The system file, read once.
-    source: SystemSource,
-    /// The system built from them.
+    /// The system built from the file (read once) and the settings.
     system: SystemConfig,
 }
 
@@ -199,13 +194,14 @@ fn system_start(settings: &Settings, env: &EnvVars) -> Result<SystemStart, Error
         container_image: settings.container.clone(),
     };
     let allocation = slurm_allocation(env)?;
-    let source = match (&settings.system, &allocation) {
-        (None, Some(allocation)) => {
-            SystemSource::text(&allocation.system_yaml(&inputs.user), SLURM_SYSTEM_ORIGIN)?
-        }
-        (file, _) => SystemSource::file(file.as_deref().map(|p| p.as_std_path()))?,
+    let system = match (&settings.system, &allocation) {
+        (None, Some(allocation)) => load_system_str(
+            &allocation.system_yaml(&inputs.user),
+            SLURM_SYSTEM_ORIGIN,
+            &inputs,
+        )?,
+        (file, _) => load_system(file.as_deref().map(|p| p.as_std_path()), &inputs)?,
     };
-    let system = source.build(&inputs)?;
     // Without `--arch`, the system file's `arch` comes before what the driver files suggest.
     let arch = match settings.arch {
         Some(_) => arch,
@@ -214,8 +210,6 @@ fn system_start(settings: &Settings, env: &EnvVars) -> Result<SystemStart, Error
     Ok(SystemStart {
         arch,
         run_name,
-        inputs,
-        source,
         system,
     })
 }

@@ -17,11 +17,8 @@ first call only when the listener needs it there (to build the invocation before
 runs); otherwise it waits until the script ends or :data:`DESCRIBE_AFTER_SECONDS` have passed,
 keeping it off short scripts' run time. A model is described as it is at that moment.
 
-The wrapper's hot path (a call nested deeper than ``max_depth``; a top-level call with positional
-tensor inputs, whose site it looks up, or has :meth:`Discovery._resolve` find) also exists in C
-(:mod:`benchmate.benchit.native`): where it can be built, a C front stands as ``__call__`` and
-hands every other call to the wrapper, so the wrapper remains the one full description of what
-discovery does. The constructor wrapper has its C twin too, which does all it does.
+The wrapper is plain Python; what it costs a script (a few percent at most, for a small model
+called in a tight loop) is measured by ``cargo xtask bench`` and given in docs/benchit.md.
 
 What to do with a discovery (send events, build, benchmark) is the business of a
 :class:`Listener`; this module only observes.
@@ -31,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import math
 import os
 import sys
@@ -50,7 +46,6 @@ from benchmate.benchit.hashing import (
     named_inputs,
     shapes_and_dtypes,
 )
-from benchmate.benchit.native import fronts as native_fronts
 
 is_compiling = torch.compiler.is_compiling
 
@@ -67,17 +62,6 @@ ACTIVATIONS = frozenset(
 #: first call: a script that runs longer gets its models announced while it runs (a script stopped
 #: by a timeout still reports them), and holds the modules waiting no longer than that.
 DESCRIBE_AFTER_SECONDS = 1.0
-
-
-def _compiling_flags() -> Optional[dict]:
-    """``torch.compiler``'s globals when :func:`is_compiling` only reads its
-    ``_is_compiling_flag`` there (true outside TorchScript), so the C front can read the flag
-    instead of calling it; else ``None``. Its names tell: the body this relies on reads
-    ``torch.jit.is_scripting`` and the flag, and nothing else."""
-    names = set(is_compiling.__code__.co_names)
-    if names == {"torch", "jit", "is_scripting", "_is_compiling_flag"}:
-        return is_compiling.__globals__
-    return None
 
 
 def _optimized_module_type() -> Optional[type]:
@@ -185,9 +169,7 @@ class _Site:
     counts, and an entry of the stack of tracked calls in progress.
 
     ``counts`` is where calls are counted: the site itself (``executed``, ``seconds``) until it is
-    described, then its invocation, which takes over what the site had counted. The C front reads
-    ``module`` and ``counts`` and updates ``executed`` and ``seconds`` by these names (when it
-    flushes the counts it holds).
+    described, then its invocation, which takes over what the site had counted.
 
     ``inputs`` holds the shapes and dtypes of a call whose inputs are not all tensors, described
     at its first call (they make its key); those of tensors only are described with the site,
@@ -219,8 +201,7 @@ class Discovery:
     :meth:`describe_found` describes what is still waiting (call it once the script is over).
     """
 
-    def __init__(self, script: str, max_depth: int, targets: set[str], listener: Listener,
-                 native: bool = True):
+    def __init__(self, script: str, max_depth: int, targets: set[str], listener: Listener):
         self.script = script
         self.max_depth = max_depth
         self.targets = targets
@@ -245,21 +226,6 @@ class Discovery:
         self._original_init = torch.nn.Module.__init__
         self._installed = False
         self._watching_forks = False
-        #: The C fronts (see :mod:`benchmate.benchit.native`), unless ``native`` is false or
-        #: they cannot be built; :attr:`hot_path` says which runs, and why.
-        self._fronts, self.hot_path = native_fronts() if native else (None, "python")
-        # What the first call of a model asks, in C where the fronts are built.
-        if self._fronts is None:
-            self._has_parameters = _has_parameters
-            self._dropping_when_dead = _dropping_when_dead
-        else:
-            self._has_parameters = functools.partial(self._fronts.has_parameters,
-                                                     torch.nn.parameter.UninitializedTensorMixin)
-            self._dropping_when_dead = self._fronts.dropping_when_dead
-        #: The installed C front. It holds the counts of the last site it counted until it moves
-        #: to another site or is flushed (on uninstall); what it holds ends on ``site.counts``,
-        #: so a description made meanwhile loses nothing.
-        self._installed_front: Any = None
 
     # -- patching ---------------------------------------------------------------------------
 
@@ -329,18 +295,8 @@ class Discovery:
             original_init(module, *args, **kwargs)
             discovery._remember_location(module, sys._getframe(1))
 
-        if self._fronts is None:
-            torch.nn.Module.__call__ = __call__
-            torch.nn.Module.__init__ = __init__
-        else:
-            # The call front settles the hot path's two cases and hands the rest to the wrapper;
-            # the init front does all that the constructor wrapper does.
-            self._installed_front = self._fronts.CallFront(
-                __call__, stack, sites, max_depth, torch.Tensor, is_compiling,
-                _compiling_flags(), perf_counter, discovery)
-            torch.nn.Module.__call__ = self._installed_front
-            torch.nn.Module.__init__ = self._fronts.InitFront(original_init, self.script,
-                                                              self._locations)
+        torch.nn.Module.__call__ = __call__
+        torch.nn.Module.__init__ = __init__
         self._installed = True
         if not self._watching_forks:
             self._watching_forks = True
@@ -348,10 +304,7 @@ class Discovery:
             os.register_at_fork(after_in_child=lambda: forked() and forked()())
 
     def _uninstall(self) -> None:
-        """Give ``torch.nn.Module`` its own methods back (and every count to its counter)."""
-        if self._installed_front is not None:
-            self._installed_front.flush()
-            self._installed_front = None
+        """Give ``torch.nn.Module`` its own methods back."""
         torch.nn.Module.__call__ = self._original_call
         torch.nn.Module.__init__ = self._original_init
         self._installed = False
@@ -405,7 +358,7 @@ class Discovery:
     def _resolve(self, module: torch.nn.Module, args: tuple, kwargs: dict,
                  signature: Optional[tuple], caller: Any
                  ) -> tuple[Optional[_Site], Optional[Call]]:
-        """The site of a call within ``max_depth`` that the wrapper's (or the C front's) lookup
+        """The site of a call within ``max_depth`` that the wrapper's lookup
         did not settle (a sub-model under a tracked call, a new site, inputs other than tensors)
         and, for the first call of an invocation the listener wants built, its :class:`Call`. No
         site when the call is to run untracked, its subtree with it: the module is no model, no
@@ -461,7 +414,7 @@ class Discovery:
         if site is not None and site.module() is module:
             return site, None
         target = model.target()
-        site = _Site(self._dropping_when_dead(self._sites, key, module), model, parent,
+        site = _Site(_dropping_when_dead(self._sites, key, module), model, parent,
                      target is module, signature, inputs)
         self._sites[key] = site
         plan = self._describe(self._describe_site, site, target)
@@ -475,10 +428,10 @@ class Discovery:
         """The model of a module called for the first time, or ``None`` when it is no model: an
         activation, or nothing with parameters (yet: a lazy module's are not made)."""
         target = self._target(module)
-        if type(target) in ACTIVATIONS or not self._has_parameters(target):
+        if type(target) in ACTIVATIONS or not _has_parameters(target):
             return None
         key = id(module)
-        model = _Model(self._dropping_when_dead(self._known, key, module), target,
+        model = _Model(_dropping_when_dead(self._known, key, module), target,
                        compiled=target is not module,
                        name=_variable_name(module, parent, caller), depth=len(self._stack),
                        parent=parent,

@@ -2,8 +2,7 @@
 
 ``python -m benchmate.benchit.measure overhead SCRIPT [--runs N] [--script-args "ARGS"]``
     the script's own run time (its module's execution) bare and under discovery (analysis
-    only, events discarded; patching torch before and restoring it after are left out; the hot
-    path that ran, C or Python, is in ``hot_path``: ``BENCHMATE_DISCOVERY=python`` picks), ``N``
+    only, events discarded; patching torch before and restoring it after are left out), ``N``
     pairs of runs in one process, which side goes first alternating, each run after a
     ``gc.collect()`` and with torch's module classes' attribute caches empty, as in the worker's
     fresh process; ``ratio`` = the median of the ratios discovery / bare of each pair. Target
@@ -92,7 +91,6 @@ def overhead(path: str, runs: int, script_args: list[str]) -> dict[str, Any]:
     request = {"request": "script", "script": path, "script_args": script_args,
                "analyze_only": True}
     bare, discovered = [], []
-    hot_path = ""
 
     def run_bare() -> None:
         _forget_module_lookups()
@@ -101,14 +99,12 @@ def overhead(path: str, runs: int, script_args: list[str]) -> dict[str, Any]:
         bare.append(time.perf_counter() - start)
 
     def run_discovered() -> None:
-        nonlocal hot_path
         session = ScriptSession(_NullProtocol(), request)
         session.run()
         discovered.append(session.script_seconds)
-        hot_path = session.discovery.hot_path
 
     with _quiet():
-        run_bare()  # warm: imports, allocator, kernels, the C front
+        run_bare()  # warm: imports, allocator, kernels
         run_discovered()
         del bare[:], discovered[:]
         # What is alive now (torch, discovery) stays out of the collections below, which then
@@ -126,7 +122,6 @@ def overhead(path: str, runs: int, script_args: list[str]) -> dict[str, Any]:
         finally:
             gc.unfreeze()  # extensions check at exit that what they made was collected
     return {"measure": "overhead", "script": path, "script_args": script_args, "runs": runs,
-            "hot_path": hot_path,
             "bare_seconds": min(bare), "discovery_seconds": min(discovered),
             "bare_median_seconds": statistics.median(bare),
             "discovery_median_seconds": statistics.median(discovered),

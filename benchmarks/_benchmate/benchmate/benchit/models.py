@@ -22,7 +22,6 @@ import types
 from typing import Any, Callable, Iterator, Optional
 
 import benchmate
-from benchmate.benchit import native
 from benchmate.benchit.corpus_args import corpus_modules
 from benchmate.benchit.protocol import Protocol, ProtocolError, one_line
 from benchmate.benchit.runtimes import package_version
@@ -41,8 +40,7 @@ def send_hello(protocol: Protocol) -> None:
     """Send the ``hello`` event: the versions of what this worker runs."""
     protocol.send("hello", python=platform.python_version(), torch=package_version("torch"),
                   onnx=package_version("onnx"), onnxruntime=package_version("onnxruntime"),
-                  benchmate=package_version("benchmate") or benchmate.__version__,
-                  discovery=native.fronts()[1])
+                  benchmate=package_version("benchmate") or benchmate.__version__)
 
 
 def serve(protocol: Protocol) -> int:

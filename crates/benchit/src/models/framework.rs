@@ -4,7 +4,6 @@
 
 use std::fmt;
 
-use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 
 use super::input::{Input, InputKind};
@@ -43,7 +42,7 @@ impl Framework {
         match self {
             Framework::Pytorch => false,
             Framework::Keras => true,
-            Framework::Auto => script_imports_keras(&input.path),
+            Framework::Auto => input.script.imports_keras,
         }
     }
 
@@ -63,11 +62,6 @@ impl fmt::Display for Framework {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// Whether the script at `path` imports TensorFlow or Keras (`false` when it cannot be read).
-fn script_imports_keras(path: &Utf8Path) -> bool {
-    fs_err::read_to_string(path).is_ok_and(|source| imports_keras(&source))
 }
 
 /// Top-level packages whose import means the script uses Keras models.
@@ -110,6 +104,7 @@ fn is_keras_module(module: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use camino::Utf8Path;
 
     #[test]
     fn imports_of_tensorflow_and_keras_are_found() {
@@ -179,5 +174,24 @@ mod tests {
             Some("--framework keras")
         );
         assert_eq!(Framework::Keras.keras_reason(&[onnx]), None);
+    }
+
+    #[test]
+    fn a_script_is_read_once_when_its_input_is_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = Utf8Path::from_path(dir.path()).unwrap();
+        let keras = script(dir, "k.py", "# labels: author::me\nimport keras\n");
+        // What the input knows was read when it was parsed: a later change of the file (or its
+        // removal) does not reach it, so nothing reads the file again.
+        fs_err::remove_file(dir.join("k.py")).unwrap();
+        assert!(Framework::Auto.discovers_keras(&keras));
+        assert_eq!(
+            Framework::Auto
+                .keras_reason(std::slice::from_ref(&keras))
+                .as_deref(),
+            Some("k.py imports TensorFlow or Keras")
+        );
+        assert_eq!(keras.script.labels["author"], ["me"]);
+        assert!(keras.script.label_warnings.is_empty());
     }
 }

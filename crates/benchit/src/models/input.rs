@@ -5,6 +5,8 @@ use camino::{Utf8Path, Utf8PathBuf};
 use indexmap::IndexMap;
 use serde::Serialize;
 
+use super::framework::imports_keras;
+
 /// The kind of an input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -29,6 +31,33 @@ pub struct Input {
     pub kind: InputKind,
     /// Invocation hashes to build (`script.py::h1,h2`); empty: all of them.
     pub targets: Vec<String>,
+    /// What benchit reads in a script before running it (empty for other inputs).
+    #[serde(skip)]
+    pub script: ScriptFacts,
+}
+
+/// What benchit reads in a script before running it, from one read of the file when the input
+/// is parsed: whether to install and run it and how to name its builds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScriptFacts {
+    /// Its `# labels:` line.
+    pub labels: Labels,
+    /// A warning per malformed label item.
+    pub label_warnings: Vec<String>,
+    /// Whether it imports TensorFlow or Keras (see [`imports_keras`]).
+    pub imports_keras: bool,
+}
+
+impl ScriptFacts {
+    /// The facts of the script whose text is `source`.
+    pub fn of(source: &str) -> ScriptFacts {
+        let (labels, label_warnings) = parse_labels(source);
+        ScriptFacts {
+            labels,
+            label_warnings,
+            imports_keras: imports_keras(source),
+        }
+    }
 }
 
 /// Why an input cannot be used.
@@ -119,11 +148,19 @@ impl Input {
         if !path.is_file() {
             return Err(InputError::Missing { path });
         }
+        // A script that cannot be read is left to the worker, which reports why.
+        let script = match kind {
+            InputKind::Script => fs_err::read_to_string(&path)
+                .map(|source| ScriptFacts::of(&source))
+                .unwrap_or_default(),
+            InputKind::Onnx | InputKind::Model => ScriptFacts::default(),
+        };
         Ok(Input {
             arg: arg.into(),
             path,
             kind,
             targets,
+            script,
         })
     }
 

@@ -164,6 +164,7 @@ pub fn benchmark_attached(
         path: cwd.join(name),
         kind: InputKind::Model,
         targets: Vec::new(),
+        script: Default::default(),
     };
     validate(options, std::slice::from_ref(&input))?;
     let report = run_inputs(

@@ -141,9 +141,6 @@ pub struct Hello {
     /// benchmate version.
     #[serde(default)]
     pub benchmate: Option<String>,
-    /// Which hot path discovery runs: `c`, or `python (why the C one is not used)`.
-    #[serde(default)]
-    pub discovery: Option<String>,
 }
 
 /// The `model` event.

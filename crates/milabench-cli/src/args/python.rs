@@ -79,7 +79,8 @@ pub enum ToolsCommand {
     Patch(PatchArgs),
     /// `milabench sysinfo`: what this machine is.
     Machine(SysinfoArgs),
-    /// Not yet here: runs the suite in containers on several nodes.
+    /// Not here: `run` with a system file's `docker_image` (or `run --container IMAGE`) runs
+    /// each benchmark in the image on its node.
     Container(PythonOnlyArgs),
     /// Not here: `milabench dev BENCH -- pip ...` runs pip in a benchmark's environment.
     Pip(PythonOnlyArgs),

@@ -58,7 +58,7 @@ pub fn tools(global: &GlobalArgs, command: ToolsCommand) -> anyhow::Result<ExitC
         ToolsCommand::Machine(args) => super::sysinfo::run(global, &args),
         ToolsCommand::Container(_) => refuse(
             "tools container",
-            "benchmarks do not run in containers here yet; run this tool inside the container instead (docs/compatibility.md)",
+            "name the image in the system file (`docker_image`, `docker:` or `container:`) or pass `milabench run --container IMAGE`: each benchmark then runs in it on its node (docs/containers.md)",
         ),
         ToolsCommand::Pip(_) => refuse(
             "tools pip",

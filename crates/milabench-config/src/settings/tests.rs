@@ -317,3 +317,16 @@ fn absolute_folds_dots() {
         "/x/y"
     );
 }
+
+#[test]
+fn the_container_image_comes_from_the_variable_and_the_flag_beats_it() {
+    let e = env(&[("MILABENCH_CONTAINER", "from/env:1")]);
+    let s = Settings::load(&SettingsFlags::default(), &e).unwrap();
+    assert_eq!(s.container.as_deref(), Some("from/env:1"));
+    let flags = SettingsFlags {
+        container: Some("from/flag:2".into()),
+        ..Default::default()
+    };
+    let s = Settings::load(&flags, &e).unwrap();
+    assert_eq!(s.container.as_deref(), Some("from/flag:2"));
+}

@@ -191,9 +191,17 @@ fn the_stop_command_reaches_the_node_without_the_rank_supervisor() {
     assert_eq!(
         stop_command(&podman, "c1", &Launch::Local, "/code".into()),
         Some(
-            ["podman", "--runtime", "runc", "rm", "--force", "c1"]
-                .map(String::from)
-                .into()
+            [
+                "podman",
+                "--runtime",
+                "runc",
+                "rm",
+                "--force",
+                "--time=0",
+                "c1"
+            ]
+            .map(String::from)
+            .into()
         )
     );
     let ssh = Launch::Ssh(SshTarget {
@@ -205,7 +213,7 @@ fn the_stop_command_reaches_the_node_without_the_rank_supervisor() {
     });
     let over_ssh = stop_command(&podman, "c1", &ssh, "/code".into()).expect("podman");
     assert_eq!(
-        over_ssh[over_ssh.len() - 7..],
+        over_ssh[over_ssh.len() - 8..],
         [
             "me@10.0.0.2",
             "podman",
@@ -213,6 +221,7 @@ fn the_stop_command_reaches_the_node_without_the_rank_supervisor() {
             "runc",
             "rm",
             "--force",
+            "--time=0",
             "c1"
         ]
     );
@@ -220,7 +229,15 @@ fn the_stop_command_reaches_the_node_without_the_rank_supervisor() {
     let over_srun =
         stop_command(&spec(ContainerRuntime::Docker), "c1", &srun, "/code".into()).expect("docker");
     assert_eq!(over_srun[0], "srun");
-    assert!(over_srun.ends_with(&["docker".into(), "rm".into(), "--force".into(), "c1".into()]));
+    assert_eq!(
+        over_srun[over_srun.len() - 3..],
+        [
+            "sh",
+            "-c",
+            "docker rm --force c1 >/dev/null 2>&1; i=0; while [ $i -lt 50 ] && docker container inspect c1 >/dev/null 2>&1; do sleep 0.2; i=$((i+1)); done"
+        ],
+        "docker waits until its own removal is over"
+    );
     assert_eq!(
         stop_command(
             &spec(ContainerRuntime::Apptainer),
