@@ -309,7 +309,11 @@ pub fn build_image(root: &Path, inputs: &ImageInputs) -> anyhow::Result<()> {
         );
     }
     if let Some(old) = before.filter(|old| Some(old) != image_id(podman(), IMAGE).as_ref()) {
-        let _ = podman().args(["rmi", &old]).stderr(Stdio::null()).status();
+        let _ = podman()
+            .args(["rmi", &old])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     }
     Ok(())
 }
@@ -399,7 +403,11 @@ impl Dockerd {
             bail!("docker load of {image} failed ({loaded})");
         }
         if let Some(old) = before.filter(|old| Some(old) != image_id(docker(), image).as_ref()) {
-            let _ = docker().args(["rmi", &old]).stderr(Stdio::null()).status();
+            let _ = docker()
+                .args(["rmi", &old])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
         }
         Ok(())
     }

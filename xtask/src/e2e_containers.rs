@@ -3,9 +3,9 @@
 //! runtime a smoke run of two CPU benchmarks through milabench's container block (podman in our
 //! shape, docker in the Python tool's `docker_image` shape) whose report must have the host
 //! run's rows; a run stopped by its timeout and one stopped by Ctrl-C (SIGINT to milabench),
-//! after which no container, container mount or process may be left; and the two-node run of
-//! the cluster harness with each rank in a podman container. Skipped (saying why) where the
-//! harness cannot run.
+//! after which no container, container mount or process may be left. Skipped (saying why) where
+//! the harness cannot run. Not here: ranks in containers inside the cluster harness's network
+//! namespaces, where runc finds no cgroup mount (docs/containers.md).
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -19,9 +19,9 @@ use crate::e2e::{SUITE, check_report, json_output, user_uv_cache};
 /// The benchmarks the container runs use: the cheapest of the CPU suite.
 pub const SELECT: &str = "flops,opbench";
 
-/// The benchmarks whose environments the image holds: [`SELECT`] and the two-node run's DDP;
-/// what `e2e --only containers` runs on the host first.
-pub const HOST_SELECT: &str = "flops,opbench,resnet50-ddp";
+/// The benchmarks whose environments the image holds; what `e2e --only containers` runs on the
+/// host first.
+pub const HOST_SELECT: &str = SELECT;
 
 /// A benchmark of [`SELECT`] made to run until stopped: early stop after a million steps, each
 /// of many matmuls.
@@ -181,7 +181,6 @@ pub fn flow(root: &Path, bin: &Path, base: &Path) -> anyhow::Result<Vec<(&'stati
         ));
     }
     drop(dockerd);
-    timings.extend(two_nodes(root, bin, base, &uv_cache)?);
     Ok(timings)
 }
 
@@ -358,91 +357,6 @@ fn same_rows(host: &[String], contained: &[String], runtime: &str) -> anyhow::Re
         );
     }
     Ok(())
-}
-
-/// The DDP benchmark across the two nodes of the cluster harness (as `e2e`'s `multinode`),
-/// each rank in a podman container on its node; rank 1's events must come back through ssh.
-fn two_nodes(
-    root: &Path,
-    bin: &Path,
-    base: &Path,
-    uv_cache: &Path,
-) -> anyhow::Result<Vec<(&'static str, f64)>> {
-    if let Some(why) = xtask::cluster::unavailable() {
-        eprintln!("==> e2e: two nodes in containers SKIPPED, {why}");
-        return Ok(Vec::new());
-    }
-    let started = Instant::now();
-    let cluster = xtask::cluster::Cluster::up()?;
-    let system = base.join("containers/two-nodes.yaml");
-    let block = Runtime::Podman.system_yaml(uv_cache);
-    let container = block
-        .split_once("  container:\n")
-        .map(|(_, rest)| rest)
-        .context("the podman system file has no container block")?;
-    fs_err::write(
-        &system,
-        format!("{}  container:\n{container}", cluster.system_yaml()),
-    )?;
-    let name = "e2e-nodes-podman";
-    let status = cluster
-        .command_in(&cluster.nodes[0], bin)
-        .env("UV_CACHE_DIR", user_uv_cache())
-        .arg("run")
-        .arg("--base")
-        .arg(base)
-        .arg("--system")
-        .arg(&system)
-        .args([
-            "--config",
-            crate::e2e::MULTINODE_SUITE,
-            "--fidelity",
-            "smoke",
-        ])
-        .args(["--no-setup", "--run-name", name])
-        .arg("--override")
-        .arg(format!(
-            "{{resnet50-ddp-nodes: {{env: {{GLOO_SOCKET_IFNAME: {}}}}}}}",
-            xtask::cluster::LINK
-        ))
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .status()
-        .context("could not start milabench run on node a")?;
-    let seconds = started.elapsed().as_secs_f64();
-    let runs = base.join("runs").join(name);
-    if !status.success() {
-        bail!(
-            "the two-node run in podman failed ({status}); its logs are under {}",
-            runs.display()
-        );
-    }
-    let remote = fs_err::read_to_string(runs.join("resnet50-ddp-nodes.0.b.nolog.data"))
-        .context("rank 1 (node b, in its container) left no events")?;
-    if !remote.contains("\"return_code\":0") {
-        bail!(
-            "rank 1 on node b did not end with status 0; see {}",
-            runs.display()
-        );
-    }
-    let report = json_output(
-        Command::new(bin)
-            .args([
-                "report",
-                "--format",
-                "json",
-                "--config",
-                crate::e2e::MULTINODE_SUITE,
-            ])
-            .arg("--runs")
-            .arg(&runs)
-            .current_dir(root),
-        "milabench report (two nodes in podman)",
-    )?;
-    check_report(&report)?;
-    cluster.down();
-    clean(name, "the two-node run")?;
-    Ok(vec![("two-node run, ranks in podman", seconds)])
 }
 
 #[cfg(test)]
