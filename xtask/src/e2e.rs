@@ -7,8 +7,9 @@
 //! the suite succeeded with a positive rate and that the run passed its validation layers (the
 //! run's exit code says both). Then the DDP benchmark across the two nodes of the cluster
 //! harness (`multinode`, as root). Then the same smoke run submitted through the one-node Slurm
-//! harness (`slurm`, as root), whose report must match the run's. Then benchit's flow
-//! (`e2e_benchit`). The scratch folders and the clusters are removed afterwards, whatever
+//! harness (`slurm`, as root), whose report must match the run's. Then benchmarks of the suite
+//! in podman and docker from the image of `Containerfile` (`e2e_containers`, as root). Then
+//! benchit's flow (`e2e_benchit`). The scratch folders and the clusters are removed afterwards, whatever
 //! happened.
 
 use std::path::{Path, PathBuf};
@@ -37,6 +38,8 @@ pub enum Part {
     Benchit,
     /// The Python milabench's own benchmarks, from its checkout.
     Upstream,
+    /// Benchmarks of the CPU suite in podman and docker (after a host run of them).
+    Containers,
 }
 
 /// Runs the flow and prints how long each step took.
@@ -45,7 +48,7 @@ pub fn run(args: &E2eArgs) -> anyhow::Result<()> {
     let root = repo_root();
     let mut timings = Vec::new();
     let wanted = |part: Part| args.only.is_none() || args.only == Some(part);
-    if wanted(Part::Milabench) || wanted(Part::Upstream) {
+    if wanted(Part::Milabench) || wanted(Part::Upstream) || wanted(Part::Containers) {
         let bin = build(&root)?;
         let base = tempfile::Builder::new()
             .prefix("milabench-e2e-")
@@ -66,6 +69,14 @@ pub fn run(args: &E2eArgs) -> anyhow::Result<()> {
         if wanted(Part::Milabench) {
             timings.extend(multinode(&root, &bin, base.path())?);
             timings.extend(slurm(&root, &bin, base.path())?);
+        }
+        if args.only == Some(Part::Containers) {
+            // The host run the container runs are compared with, and the two-node run's data.
+            let select = crate::e2e_containers::HOST_SELECT;
+            timings.extend(flow(&root, &bin, base.path(), Some(select))?);
+        }
+        if wanted(Part::Containers) {
+            timings.extend(crate::e2e_containers::flow(&root, &bin, base.path())?);
         }
     }
     if wanted(Part::Benchit) {

@@ -24,6 +24,7 @@ mod ci;
 mod dashboard;
 mod e2e;
 mod e2e_benchit;
+mod e2e_containers;
 mod e2e_sweep;
 mod e2e_upstream;
 mod examples;
