@@ -15,6 +15,7 @@ mod plan;
 mod precision;
 mod report;
 mod resolve;
+mod scale;
 mod store;
 mod suite;
 mod system;
@@ -62,6 +63,16 @@ pub struct BenchArgs {
     /// Seconds per rate of the load generator's measurement-truth figure.
     #[arg(long, default_value_t = 10)]
     pub load_seconds: u64,
+    /// Seconds each process of the scale figure runs.
+    #[arg(long, default_value_t = 30)]
+    pub scale_seconds: u64,
+    /// Process counts of the scale figure (comma-separated) [default: 8,64,256,512].
+    #[arg(long, value_delimiter = ',', value_name = "N")]
+    pub scale_counts: Vec<usize>,
+    /// The Python milabench's `milabench` program (from a venv where it is installed), to
+    /// measure it beside ours in the scale figure [default: ours only].
+    #[arg(long, value_name = "PROGRAM")]
+    pub scale_python: Option<PathBuf>,
     /// Measure only these figures (comma-separated) [default: all].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub only: Vec<Figure>,
@@ -96,6 +107,8 @@ pub enum Figure {
     Load,
     /// `run --dry-run` of the Python tool's standard.yaml for 1 to 128 nodes of 8 GPUs.
     Plan,
+    /// N = 8 to 512 processes of one small benchmark under `run`, beside the Python tool.
+    Scale,
 }
 
 /// Runs every benchmark and prints the table.
@@ -116,6 +129,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         Figure::Ops,
         Figure::Load,
         Figure::Plan,
+        Figure::Scale,
     ] {
         if !wanted(figure) {
             continue;
@@ -138,6 +152,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             Figure::Ops => ops::run(python)?,
             Figure::Load => load::run(args.load_seconds)?,
             Figure::Plan => plan::run()?,
+            Figure::Scale => scale::run(
+                args.scale_seconds,
+                &args.scale_counts,
+                args.scale_python.as_deref(),
+            )?,
         }
     }
     Ok(())

@@ -136,7 +136,7 @@ pub(super) fn release_milabench() -> anyhow::Result<PathBuf> {
     if !status.success() {
         bail!("building the release milabench failed");
     }
-    Ok(crate::e2e::repo_root().join("target/release/milabench"))
+    Ok(super::target_dir().join("release/milabench"))
 }
 
 /// Runs `cmd` and fails with its output unless it exits with 0.
