@@ -43,6 +43,10 @@ const SAMPLE_EVERY: u32 = 5;
 /// The benchmark folder, written out for each run.
 const MAIN_PY: &str = include_str!("scale/main.py");
 const BENCHFILE_PY: &str = include_str!("scale/benchfile.py");
+/// The largest N the Python tool runs: it takes about 3.5 s to start each process here (its
+/// per-process start-up runs `git` and gathers the machine's description), so 512 would spend
+/// half an hour starting.
+const PYTHON_MAX_N: usize = 64;
 /// Least ratio of the Python tool's CPU per event to ours.
 const TARGET_RATIO: f64 = 10.0;
 /// Most spread of our CPU per event across the process counts (largest / smallest).
@@ -104,11 +108,7 @@ struct Figures {
 
 /// Measures and prints the scale table: `seconds` per run, process counts `counts`, and the
 /// Python milabench beside ours when `python_milabench` (its `milabench` program) is given.
-pub fn run(
-    seconds: u64,
-    counts: &[usize],
-    python_milabench: Option<&Path>,
-) -> anyhow::Result<()> {
+pub fn run(seconds: u64, counts: &[usize], python_milabench: Option<&Path>) -> anyhow::Result<()> {
     let counts = if counts.is_empty() {
         &COUNTS[..]
     } else {
@@ -133,11 +133,23 @@ pub fn run(
     );
     println!(
         "{:<26} {:>5} {:>9} {:>10} {:>11} {:>9} {:>8} {:>13} {:>6} {:>9}",
-        "", "N", "events", "events/s", "CPU ms/1k", "CPU all", "RSS MiB", "delay p50/99", "lost", "reordered"
+        "",
+        "N",
+        "events",
+        "events/s",
+        "CPU ms/1k",
+        "CPU all",
+        "RSS MiB",
+        "delay p50/99",
+        "lost",
+        "reordered"
     );
     let mut results: BTreeMap<(usize, &'static str), Figures> = BTreeMap::new();
     for &n in counts {
         for &way in &ways {
+            if way == Way::Python && n > PYTHON_MAX_N {
+                continue;
+            }
             let program = if way == Way::Python {
                 python_milabench.context("the Python milabench")?
             } else {
@@ -236,6 +248,8 @@ fn measure(
     n: usize,
     seconds: u64,
 ) -> anyhow::Result<Figures> {
+    // The Python tool takes seconds to start each process.
+    let limit = Duration::from_secs(seconds * 2 + 600 + 4 * n as u64);
     let scratch = tempfile::Builder::new()
         .prefix("milabench-bench-scale-")
         .tempdir()?;
@@ -249,6 +263,8 @@ fn measure(
     std::os::unix::fs::symlink(python, venv.join("python"))?;
     let counts = root.join("counts");
     fs_err::create_dir_all(&counts)?;
+    let ready = root.join("ready");
+    fs_err::create_dir_all(&ready)?;
     let suite = root.join("suite.yaml");
     fs_err::write(
         &suite,
@@ -257,7 +273,7 @@ fn measure(
              enabled: true\n  weight: 1\n  tags: [monogpu]\n  max_duration: {}\n  \
              plan:\n    method: njobs\n    n: {n}\n",
             bench.display(),
-            seconds * 4 + 600
+            limit.as_secs()
         ),
     )?;
     let base = root.join("base");
@@ -290,16 +306,27 @@ fn measure(
             if way != Way::Plain {
                 argv.extend(["--validations".into(), "all".into()]);
             }
-            argv.push(if way == Way::Dashboard { "--dash" } else { "--no-dash" }.into());
+            argv.push(
+                if way == Way::Dashboard {
+                    "--dash"
+                } else {
+                    "--no-dash"
+                }
+                .into(),
+            );
         }
     }
     let quoted: Vec<String> = argv.iter().map(|a| format!("'{a}'")).collect();
-    let inner = format!("ulimit -n {NOFILE} && exec {}", quoted.join(" "));
+    let inner = format!("ulimit -S -n {NOFILE} && exec {}", quoted.join(" "));
     let log = root.join("orchestrator.log");
     let mut command = if way == Way::Dashboard {
         let mut command = Command::new("script");
         command
-            .args(["-qec", &format!("stty cols 120 rows 40 && {inner}"), "/dev/null"])
+            .args([
+                "-qec",
+                &format!("stty cols 120 rows 40 && {inner}"),
+                "/dev/null",
+            ])
             .env("TERM", "xterm-256color");
         command
     } else {
@@ -311,6 +338,8 @@ fn measure(
         .current_dir(root)
         .env("SCALE_SECONDS", seconds.to_string())
         .env("SCALE_COUNTS", &counts)
+        .env("SCALE_READY", &ready)
+        .env("SCALE_N", n.to_string())
         .env_remove("MILABENCH_DB")
         .env_remove("CI")
         .stdin(Stdio::null())
@@ -329,7 +358,6 @@ fn measure(
         .flatten()
         .map_or(100.0, |t| t as f64);
     let began = Instant::now();
-    let limit = Duration::from_secs(seconds * 4 + 900);
     let mut polls = 0u32;
     let status = loop {
         if let Some(status) = child.try_wait()? {
@@ -461,7 +489,10 @@ impl Watcher {
             }
             let now = unix_now();
             pending.extend_from_slice(&chunk);
-            let complete = pending.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            let complete = pending
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
             for line in pending[..complete].split(|&b| b == b'\n') {
                 if let Some((_, _, written)) = scale_mark(line) {
                     self.delays.push(now - written);

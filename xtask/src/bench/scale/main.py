@@ -1,8 +1,10 @@
 """The scale figure's benchmark: speaks the data protocol for SCALE_SECONDS seconds.
 
-Every 100 ms a rate, every second a GPU-sample-sized event, a loss and a line on stdout; every data
-event carries this process's id, its sequence number and the time it was written. At the end
-the process writes how many data events it wrote to SCALE_COUNTS/<id>.
+Every 100 ms a rate, every second a GPU-sample-sized event, a loss and a line on stdout;
+every data event carries this process's id, its sequence number and the time it was written. The
+processes start together: each says it is ready in SCALE_READY and waits until all SCALE_N
+are (an orchestrator may take minutes to start hundreds). At the end the process writes
+how many data events it wrote to SCALE_COUNTS/<id>.
 """
 
 import json
@@ -14,6 +16,10 @@ seconds = float(os.environ.get("SCALE_SECONDS", "30"))
 ident = f"{os.getpid()}-{time.time_ns()}"
 out = os.fdopen(int(os.environ["DATA_FD"]), "w", buffering=1)
 seq = 0
+ready = os.environ["SCALE_READY"]
+open(os.path.join(ready, ident), "w").close()
+while len(os.listdir(ready)) < int(os.environ["SCALE_N"]):
+    time.sleep(0.5)
 
 
 def emit(record):
