@@ -367,7 +367,7 @@ fn measure(
             let _ = child.kill();
             bail!("the run took more than {} s", limit.as_secs());
         }
-        if polls % SAMPLE_EVERY == 0 {
+        if polls.is_multiple_of(SAMPLE_EVERY) {
             if orchestrator.is_none() {
                 orchestrator = child_named(child.id(), "milabench");
             }
@@ -378,7 +378,7 @@ fn measure(
                 peak_rss_kib = peak_rss_kib.max(rss);
             }
         }
-        watcher.poll(&run_folder, polls % 25 == 0)?;
+        watcher.poll(&run_folder, polls.is_multiple_of(25))?;
         polls += 1;
         std::thread::sleep(POLL);
     };
