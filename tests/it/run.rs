@@ -1326,3 +1326,29 @@ fn the_templated_benchmark_smuggles_its_records_through_stdout() {
     assert!(!data.contains("format_error"), "{data}");
     assert_eq!(data.matches("\"rate\"").count(), 3, "{data}");
 }
+
+/// A plan of more processes than the soft open-file limit allows descriptors for (about four
+/// each) runs whole: `milabench` raises its soft limit to the hard one first (issue 50, item 2:
+/// 512 processes under a login's default of 1,024 failed with "Too many open files").
+#[test]
+fn a_plan_needing_more_files_than_the_soft_limit_runs_whole() {
+    let project = Project::new(
+        "many:\n  inherits: _defaults\n  install_group: tiny\n  tags: [monogpu]\n  weight: 1\n  \
+         max_duration: 60\n  definition: benchmarks/many\n  plan:\n    method: njobs\n    n: 24\n",
+    );
+    project.bench("many", &reporting(3, 0));
+    let mut limited = std::process::Command::new("sh");
+    limited
+        .args(["-c", "ulimit -Sn 64 && exec \"$@\"", "sh"])
+        .arg(env!("CARGO_BIN_EXE_milabench"))
+        .args(["run", "--no-setup", "--config", "suite.yaml"])
+        .args(["--run-name", "many", "--no-dash"]);
+    crate::common::hermetic(&mut limited, project.path());
+    limited.env("MILABENCH_BASE", project.path().join("base"));
+    let out = run(&mut limited);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for job in 0..24 {
+        let data = project.data_file("many", &format!("many.{job}"));
+        assert_eq!(data.matches("\"rate\"").count(), 3, "job {job}: {data}");
+    }
+}

@@ -16,6 +16,7 @@ mod plan;
 mod precision;
 mod report;
 mod resolve;
+mod scale;
 mod store;
 mod suite;
 mod system;
@@ -67,6 +68,16 @@ pub struct BenchArgs {
     /// `--load-peers none` for ours alone. With `--load-seconds 2` a quick check of them all.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PEERS")]
     pub load_peers: Vec<LoadPeer>,
+    /// Seconds each process of the scale figure runs.
+    #[arg(long, default_value_t = 30)]
+    pub scale_seconds: u64,
+    /// Process counts of the scale figure (comma-separated) [default: 8,64,256,512].
+    #[arg(long, value_delimiter = ',', value_name = "N")]
+    pub scale_counts: Vec<usize>,
+    /// The Python milabench's `milabench` program (from a venv where it is installed), to
+    /// measure it beside ours in the scale figure [default: ours only].
+    #[arg(long, value_name = "PROGRAM")]
+    pub scale_python: Option<PathBuf>,
     /// Measure only these figures (comma-separated) [default: all].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub only: Vec<Figure>,
@@ -116,6 +127,8 @@ pub enum Figure {
     Load,
     /// `run --dry-run` of the Python tool's standard.yaml for 1 to 128 nodes of 8 GPUs.
     Plan,
+    /// N = 8 to 512 processes of one small benchmark under `run`, beside the Python tool.
+    Scale,
 }
 
 /// Runs every benchmark and prints the table.
@@ -136,6 +149,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         Figure::Ops,
         Figure::Load,
         Figure::Plan,
+        Figure::Scale,
     ] {
         if !wanted(figure) {
             continue;
@@ -158,6 +172,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             Figure::Ops => ops::run(python)?,
             Figure::Load => load::run(args.load_seconds, &args.load_peers)?,
             Figure::Plan => plan::run()?,
+            Figure::Scale => scale::run(
+                args.scale_seconds,
+                &args.scale_counts,
+                args.scale_python.as_deref(),
+            )?,
         }
     }
     Ok(())

@@ -50,7 +50,7 @@ enum Flow {
     /// Format check, clippy (warnings denied) and all tests: what `.ci/run` executes.
     Ci,
     /// Measure the performance targets and print them as a table.
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// Real install, prepare, smoke run and report of the CPU suite in a scratch base folder,
     /// then benchit (models and ops) with its managed environment.
     E2e(e2e::E2eArgs),

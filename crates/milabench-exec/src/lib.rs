@@ -56,6 +56,7 @@ mod error;
 
 mod helper;
 mod interrupt;
+mod limits;
 mod options;
 mod outcome;
 mod reader;
@@ -68,6 +69,7 @@ mod watchdog;
 pub use error::ExecError;
 pub use helper::{HelperCommand, HelperError, HelperOutput};
 pub use interrupt::{CtrlC, Interrupt, TriggerHook, WatchedGroup, install_ctrl_c};
+pub use limits::raise_open_file_limit;
 pub use milabench_plan::{BenchPlan, ContainerProcess, Launch, PlannedFile, ProcessSpec};
 pub use milabench_vocab::ExitCode;
 pub use milabench_vocab::{error_line, error_report, is_broken_pipe};

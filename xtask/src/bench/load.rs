@@ -700,7 +700,7 @@ fn rate_text(rate: f64) -> String {
 
 /// The machine's load average over the last minute (`/proc/loadavg`), as written there: other
 /// work on the machine delays the clients' sends.
-fn load_average() -> String {
+pub(super) fn load_average() -> String {
     fs_err::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|text| text.split_whitespace().next().map(str::to_owned))

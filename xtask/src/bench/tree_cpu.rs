@@ -25,6 +25,16 @@ impl CpuTrace {
         self.at(to) - self.at(from)
     }
 
+    /// Adds a sample: `cpu` seconds at Unix time `when` (later than the samples before it).
+    pub fn record(&mut self, when: f64, cpu: f64) {
+        self.samples.push((when, cpu));
+    }
+
+    /// The CPU seconds of the last sample (0 without one).
+    pub fn last(&self) -> f64 {
+        self.samples.last().map_or(0.0, |&(_, cpu)| cpu)
+    }
+
     /// The tree's CPU seconds at Unix time `t` (the first or last sample outside them).
     fn at(&self, t: f64) -> f64 {
         let after = self.samples.partition_point(|&(when, _)| when < t);
@@ -50,7 +60,7 @@ pub fn wait_traced(child: &mut Child) -> std::io::Result<(ExitStatus, CpuTrace)>
         let now = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
-        trace.samples.push((now, tree_ticks(child.id()) / ticks));
+        trace.record(now, tree_ticks(child.id()) / ticks);
         if let Some(status) = child.try_wait()? {
             return Ok((status, trace));
         }

@@ -1,0 +1,576 @@
+//! Supervision at scale: N processes of one small protocol-speaking benchmark (`scale/main.py`:
+//! a rate every 100 ms; a GPU-sample-sized event, a loss and a line of stdout every second; no
+//! torch) run by the release `milabench run` through a generated suite whose plan is `njobs`
+//! with `n: N`, for N = 8, 64, 256 and 512 on this machine, each run started under the soft
+//! open-file limit of a default login (1,024).
+//!
+//! For each run: the orchestrator's own CPU (its process only, `/proc/PID/stat` user + system
+//! time, sampled every 100 ms; the benchmark processes are not counted) per 1,000 data events
+//! over the window in which every process was running (from the last process's first event to
+//! the first process's last one, so start-up, planning and the report are left out), its peak
+//! RSS (`VmHWM`), the delay from an event's own timestamp (written by the process just before
+//! it writes the line) to the line being in the run folder's `.data` file (the files are read
+//! every 20 ms, so the delay includes up to 20 ms of polling), and lost or reordered events:
+//! each process numbers its events and says at its end how many it wrote
+//! (`SCALE_COUNTS/<id>`), and every `.data` file must hold exactly that sequence, in order.
+//!
+//! Our tool is measured three ways: plain (its SQLite results store is always on), with every
+//! validation layer (`--validations all`), and with those and the dashboard drawing in a
+//! pseudo-terminal (`script`, 120x40). The Python milabench (`--scale-python`, its `milabench`
+//! program) runs the same benchmark folder, which it accepts unchanged, with `--dash no`.
+//! Goals: our CPU per event at least 10 times lower than the Python tool's, within 2 times from
+//! N = 8 to 512, and nothing lost or reordered.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use super::tree_cpu::CpuTrace;
+
+/// Process counts measured by default.
+pub const COUNTS: [usize; 4] = [8, 64, 256, 512];
+/// The soft open-file limit every run starts under: a default login's.
+const NOFILE: u32 = 1024;
+/// How often the run folder is read for new lines.
+const POLL: Duration = Duration::from_millis(20);
+/// Polls between two samples of the orchestrator's CPU and memory (100 ms).
+const SAMPLE_EVERY: u32 = 5;
+/// The benchmark folder, written out for each run.
+const MAIN_PY: &str = include_str!("scale/main.py");
+const BENCHFILE_PY: &str = include_str!("scale/benchfile.py");
+/// The largest N the Python tool runs: it takes about 3.5 s to start each process here (its
+/// per-process start-up runs `git` and gathers the machine's description), so 512 would spend
+/// half an hour starting.
+const PYTHON_MAX_N: usize = 64;
+/// Least ratio of the Python tool's CPU per event to ours.
+const TARGET_RATIO: f64 = 10.0;
+/// Most spread of our CPU per event across the process counts (largest / smallest).
+const TARGET_FLAT: f64 = 2.0;
+
+/// A way of running the suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Way {
+    /// Ours, plain lines.
+    Plain,
+    /// Ours with `--validations all`.
+    Validations,
+    /// Ours with `--validations all` and the dashboard in a pseudo-terminal.
+    Dashboard,
+    /// The Python milabench, `--dash no`.
+    Python,
+}
+
+impl Way {
+    fn label(self) -> &'static str {
+        match self {
+            Way::Plain => "ours",
+            Way::Validations => "ours +validations",
+            Way::Dashboard => "ours +validations +dash",
+            Way::Python => "Python milabench",
+        }
+    }
+}
+
+/// What one run measured.
+#[derive(Debug, Default)]
+struct Figures {
+    /// Data events written by the processes, in all.
+    events: usize,
+    /// Data events per second inside the window.
+    events_per_s: f64,
+    /// Orchestrator CPU milliseconds per 1,000 data events inside the window.
+    cpu_ms_per_1000: f64,
+    /// Orchestrator CPU seconds over its whole life (start-up and report included).
+    cpu_total_s: f64,
+    /// Seconds of the window.
+    window_s: f64,
+    /// The window in which every process ran: from the last process's first event to the
+    /// first process's last one (Unix times).
+    window: (f64, f64),
+    /// Peak resident memory of the orchestrator, MiB.
+    peak_rss_mib: f64,
+    /// Delay from an event's timestamp to its line in the run folder: median and 99th
+    /// percentile, milliseconds.
+    delay_p50_ms: f64,
+    delay_p99_ms: f64,
+    /// Events a process said it wrote that are not in the files.
+    lost: usize,
+    /// Events out of their process's order in the files.
+    reordered: usize,
+    /// The exit status, when not 0.
+    status: Option<String>,
+}
+
+/// Measures and prints the scale table: `seconds` per run, process counts `counts`, and the
+/// Python milabench beside ours when `python_milabench` (its `milabench` program) is given.
+pub fn run(seconds: u64, counts: &[usize], python_milabench: Option<&Path>) -> anyhow::Result<()> {
+    let counts = if counts.is_empty() {
+        &COUNTS[..]
+    } else {
+        counts
+    };
+    eprintln!("==> bench: supervision at scale (building the release milabench)");
+    let ours = super::multinode::release_milabench()?;
+    let python = find_python()?;
+    let mut ways = vec![Way::Plain, Way::Validations, Way::Dashboard];
+    if let Some(program) = python_milabench {
+        anyhow::ensure!(
+            program.is_file(),
+            "--scale-python {}: no such program; give the `milabench` of a venv where the \
+             Python milabench is installed",
+            program.display()
+        );
+        ways.push(Way::Python);
+    }
+    println!(
+        "## supervision at scale ({seconds} s runs, njobs plan, release build; load average {})",
+        super::load::load_average()
+    );
+    println!(
+        "{:<26} {:>5} {:>9} {:>10} {:>11} {:>9} {:>8} {:>13} {:>6} {:>9}",
+        "",
+        "N",
+        "events",
+        "events/s",
+        "CPU ms/1k",
+        "CPU all",
+        "RSS MiB",
+        "delay p50/99",
+        "lost",
+        "reordered"
+    );
+    let mut results: BTreeMap<(usize, &'static str), Figures> = BTreeMap::new();
+    for &n in counts {
+        for &way in &ways {
+            if way == Way::Python && n > PYTHON_MAX_N {
+                continue;
+            }
+            let program = if way == Way::Python {
+                python_milabench.context("the Python milabench")?
+            } else {
+                ours.as_path()
+            };
+            let figures = measure(way, program, &python, n, seconds)
+                .with_context(|| format!("{} with {n} processes", way.label()))?;
+            println!(
+                "{:<26} {n:>5} {:>9} {:>10.0} {:>11.2} {:>7.2} s {:>8.1} {:>6.0}/{:<6.0} {:>6} {:>9}{}",
+                way.label(),
+                figures.events,
+                figures.events_per_s,
+                figures.cpu_ms_per_1000,
+                figures.cpu_total_s,
+                figures.peak_rss_mib,
+                figures.delay_p50_ms,
+                figures.delay_p99_ms,
+                figures.lost,
+                figures.reordered,
+                figures
+                    .status
+                    .as_deref()
+                    .map(|s| format!("  (exit {s})"))
+                    .unwrap_or_default(),
+            );
+            results.insert((n, way.label()), figures);
+        }
+    }
+    println!("(load average at the end {})", super::load::load_average());
+    verdicts(&results, counts, python_milabench.is_some());
+    Ok(())
+}
+
+/// The goal lines: the ratio to the Python tool at each N, the spread over N, nothing lost.
+fn verdicts(results: &BTreeMap<(usize, &'static str), Figures>, counts: &[usize], python: bool) {
+    let met = |ok: bool| if ok { "met" } else { "NOT met" };
+    let cost = |n: usize, way: Way| results.get(&(n, way.label())).map(|f| f.cpu_ms_per_1000);
+    if python {
+        let ratios: Vec<String> = counts
+            .iter()
+            .filter_map(|&n| Some((n, cost(n, Way::Python)? / cost(n, Way::Plain)?)))
+            .map(|(n, ratio)| format!("N={n} {ratio:.1}x"))
+            .collect();
+        let least = counts
+            .iter()
+            .filter_map(|&n| Some(cost(n, Way::Python)? / cost(n, Way::Plain)?))
+            .fold(f64::INFINITY, f64::min);
+        println!(
+            "{:<40} {}  target >= {TARGET_RATIO}x: {}",
+            "scale: Python CPU per event / ours",
+            ratios.join(", "),
+            met(least >= TARGET_RATIO)
+        );
+    }
+    for way in [Way::Plain, Way::Validations, Way::Dashboard] {
+        let costs: Vec<f64> = counts.iter().filter_map(|&n| cost(n, way)).collect();
+        let (low, high) = costs
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(l, h), &c| (l.min(c), h.max(c)));
+        println!(
+            "{:<40} largest / smallest CPU per event {:.2}  target <= {TARGET_FLAT}: {}",
+            format!("scale: {} flat in N", way.label()),
+            high / low,
+            met(high / low <= TARGET_FLAT)
+        );
+    }
+    let damaged: usize = results
+        .iter()
+        .filter(|((_, label), _)| *label != Way::Python.label())
+        .map(|(_, f)| f.lost + f.reordered)
+        .sum();
+    println!(
+        "{:<40} {damaged} lost or reordered events in our runs  target 0: {}",
+        "scale: nothing lost or reordered",
+        met(damaged == 0)
+    );
+}
+
+/// The Python interpreter the benchmark runs with (the first `python3` on `PATH`, resolved).
+fn find_python() -> anyhow::Result<PathBuf> {
+    let found = std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|p| p.join("python3"))
+                .find(|p| p.is_file())
+        })
+        .context("no python3 on PATH: the scale benchmark is a Python script")?;
+    Ok(fs_err::canonicalize(found)?)
+}
+
+/// Runs the suite once `way` with `n` processes for `seconds` and measures it.
+fn measure(
+    way: Way,
+    program: &Path,
+    python: &Path,
+    n: usize,
+    seconds: u64,
+) -> anyhow::Result<Figures> {
+    // The Python tool takes seconds to start each process.
+    let limit = Duration::from_secs(seconds * 2 + 600 + 4 * n as u64);
+    let scratch = tempfile::Builder::new()
+        .prefix("milabench-bench-scale-")
+        .tempdir()?;
+    let root = scratch.path();
+    let bench = root.join("bench");
+    fs_err::create_dir_all(&bench)?;
+    fs_err::write(bench.join("main.py"), MAIN_PY)?;
+    fs_err::write(bench.join("benchfile.py"), BENCHFILE_PY)?;
+    let venv = root.join("base/venv/scale/bin");
+    fs_err::create_dir_all(&venv)?;
+    std::os::unix::fs::symlink(python, venv.join("python"))?;
+    let counts = root.join("counts");
+    fs_err::create_dir_all(&counts)?;
+    let ready = root.join("ready");
+    fs_err::create_dir_all(&ready)?;
+    let suite = root.join("suite.yaml");
+    fs_err::write(
+        &suite,
+        format!(
+            "scale:\n  inherits: _defaults\n  definition: {}\n  install_group: scale\n  \
+             enabled: true\n  weight: 1\n  tags: [monogpu]\n  max_duration: {}\n  \
+             plan:\n    method: njobs\n    n: {n}\n",
+            bench.display(),
+            limit.as_secs()
+        ),
+    )?;
+    let base = root.join("base");
+    let mut argv: Vec<String> = vec![program.display().to_string()];
+    let path = |p: &Path| p.display().to_string();
+    match way {
+        Way::Python => argv.extend([
+            "run".into(),
+            "--base".into(),
+            path(&base),
+            "--config".into(),
+            path(&suite),
+            "--run-name".into(),
+            "scale".into(),
+            "--dash".into(),
+            "no".into(),
+        ]),
+        _ => {
+            argv.extend([
+                "--base".into(),
+                path(&base),
+                "run".into(),
+                "--config".into(),
+                path(&suite),
+                "--no-setup".into(),
+                "--no-check".into(),
+                "--run-name".into(),
+                "scale".into(),
+            ]);
+            if way != Way::Plain {
+                argv.extend(["--validations".into(), "all".into()]);
+            }
+            argv.push(
+                if way == Way::Dashboard {
+                    "--dash"
+                } else {
+                    "--no-dash"
+                }
+                .into(),
+            );
+        }
+    }
+    let quoted: Vec<String> = argv.iter().map(|a| format!("'{a}'")).collect();
+    let inner = format!("ulimit -S -n {NOFILE} && exec {}", quoted.join(" "));
+    let log = root.join("orchestrator.log");
+    let mut command = if way == Way::Dashboard {
+        let mut command = Command::new("script");
+        command
+            .args([
+                "-qec",
+                &format!("stty cols 120 rows 40 && {inner}"),
+                "/dev/null",
+            ])
+            .env("TERM", "xterm-256color");
+        command
+    } else {
+        let mut command = Command::new("sh");
+        command.args(["-c", &inner]);
+        command
+    };
+    command
+        .current_dir(root)
+        .env("SCALE_SECONDS", seconds.to_string())
+        .env("SCALE_COUNTS", &counts)
+        .env("SCALE_READY", &ready)
+        .env("SCALE_N", n.to_string())
+        .env_remove("MILABENCH_DB")
+        .env_remove("CI")
+        .stdin(Stdio::null())
+        .stdout(fs_err::File::create(&log)?.into_file())
+        .stderr(fs_err::File::create(root.join("orchestrator.err"))?.into_file());
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("could not start {}", argv[0]))?;
+    let run_folder = base.join("runs/scale");
+    let mut watcher = Watcher::default();
+    let mut trace = CpuTrace::default();
+    let mut peak_rss_kib = 0u64;
+    let mut orchestrator = (way != Way::Dashboard).then_some(child.id());
+    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .map_or(100.0, |t| t as f64);
+    let began = Instant::now();
+    let mut polls = 0u32;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if began.elapsed() > limit {
+            let _ = child.kill();
+            bail!("the run took more than {} s", limit.as_secs());
+        }
+        if polls.is_multiple_of(SAMPLE_EVERY) {
+            if orchestrator.is_none() {
+                orchestrator = child_named(child.id(), "milabench");
+            }
+            if let Some(pid) = orchestrator
+                && let Some((cpu_ticks, rss)) = own_usage(pid)
+            {
+                trace.record(unix_now(), cpu_ticks / ticks);
+                peak_rss_kib = peak_rss_kib.max(rss);
+            }
+        }
+        watcher.poll(&run_folder, polls.is_multiple_of(25))?;
+        polls += 1;
+        std::thread::sleep(POLL);
+    };
+    watcher.poll(&run_folder, true)?;
+    let err = fs_err::read_to_string(root.join("orchestrator.err")).unwrap_or_default();
+    let mut figures = check_files(&run_folder, &counts, n).with_context(|| {
+        format!(
+            "the run's files are not what its processes wrote (status {status}):\n{}",
+            tail(&err)
+        )
+    })?;
+    if !status.success() {
+        figures.status = Some(
+            status
+                .code()
+                .map_or_else(|| status.to_string(), |c| c.to_string()),
+        );
+    }
+    let window = figures.window_s;
+    anyhow::ensure!(
+        window > 1.0,
+        "the processes never all ran at once for a second (window {window:.2} s): give more \
+         --scale-seconds"
+    );
+    let (from, to) = figures.window;
+    let cpu = trace.between(from, to);
+    figures.cpu_ms_per_1000 = cpu * 1e3 / (figures.events_per_s * window) * 1e3;
+    figures.cpu_total_s = trace.last();
+    figures.peak_rss_mib = peak_rss_kib as f64 / 1024.0;
+    let mut delays = watcher.delays;
+    delays.sort_by(f64::total_cmp);
+    let quantile = |q: f64| {
+        delays
+            .get(((delays.len() as f64 - 1.0) * q).round() as usize)
+            .map_or(f64::NAN, |d| d * 1e3)
+    };
+    figures.delay_p50_ms = quantile(0.5);
+    figures.delay_p99_ms = quantile(0.99);
+    Ok(figures)
+}
+
+/// The last lines of `text`.
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The child of `parent` whose command is `name`.
+fn child_named(parent: u32, name: &str) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+        let pid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let (command, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+        let ppid: u32 = rest.split(' ').nth(1)?.parse().ok()?;
+        (ppid == parent && command == name).then_some(pid)
+    })
+}
+
+/// A process's own CPU ticks (user + system, not its children's) and its peak RSS in KiB.
+fn own_usage(pid: u32) -> Option<(f64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split(' ').collect();
+    // After the name: state is field 3 of proc(5); utime is 14 and stime 15.
+    let ticks = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let rss = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or(0);
+    Some((ticks, rss))
+}
+
+/// Reads the run folder's `.data` files as they grow and times each event's arrival.
+#[derive(Default)]
+struct Watcher {
+    files: HashMap<PathBuf, (fs_err::File, Vec<u8>)>,
+    /// Seconds from each event's timestamp to the poll that found its line.
+    delays: Vec<f64>,
+}
+
+impl Watcher {
+    /// Reads what was appended to the files since the last poll; with `scan`, also opens the
+    /// files that appeared.
+    fn poll(&mut self, folder: &Path, scan: bool) -> anyhow::Result<()> {
+        if scan && folder.is_dir() {
+            for entry in fs_err::read_dir(folder)? {
+                let path = entry?.path();
+                if path.extension().is_some_and(|e| e == "data") && !self.files.contains_key(&path)
+                {
+                    let file = fs_err::File::open(&path)?;
+                    self.files.insert(path, (file, Vec::new()));
+                }
+            }
+        }
+        let mut chunk = Vec::new();
+        for (file, pending) in self.files.values_mut() {
+            chunk.clear();
+            file.read_to_end(&mut chunk)?;
+            if chunk.is_empty() {
+                continue;
+            }
+            let now = unix_now();
+            pending.extend_from_slice(&chunk);
+            let complete = pending
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            for line in pending[..complete].split(|&b| b == b'\n') {
+                if let Some((_, _, written)) = scale_mark(line) {
+                    self.delays.push(now - written);
+                }
+            }
+            pending.drain(..complete);
+        }
+        Ok(())
+    }
+}
+
+/// The `scale` mark of a data event line: the process's id, the event's number and the time
+/// it was written.
+fn scale_mark(line: &[u8]) -> Option<(String, u64, f64)> {
+    if !line.windows(8).any(|w| w == b"\"scale\":") {
+        return None;
+    }
+    let record: Value = serde_json::from_slice(line).ok()?;
+    let mark = record["data"]["scale"].as_array()?;
+    Some((
+        mark.first()?.as_str()?.to_owned(),
+        mark.get(1)?.as_u64()?,
+        mark.get(2)?.as_f64()?,
+    ))
+}
+
+/// Checks the run folder's `.data` files against what the `n` processes said they wrote (in
+/// `counts`) and returns the event count, the losses, the reorderings and the window.
+fn check_files(folder: &Path, counts: &Path, n: usize) -> anyhow::Result<Figures> {
+    let mut said: HashMap<String, u64> = HashMap::new();
+    for entry in fs_err::read_dir(counts)? {
+        let entry = entry?;
+        let id = entry.file_name().to_string_lossy().into_owned();
+        let count = fs_err::read_to_string(entry.path())?.trim().parse()?;
+        said.insert(id, count);
+    }
+    anyhow::ensure!(
+        said.len() == n,
+        "{} of {n} processes finished and said how many events they wrote",
+        said.len()
+    );
+    let mut figures = Figures::default();
+    // Per process: the file it is in, the next number expected, its first and last times.
+    let mut seen: HashMap<String, (PathBuf, u64, f64, f64)> = HashMap::new();
+    let mut times = Vec::new();
+    for entry in fs_err::read_dir(folder)? {
+        let path = entry?.path();
+        if path.extension().is_none_or(|e| e != "data") {
+            continue;
+        }
+        for line in fs_err::read(&path)?.split(|&b| b == b'\n') {
+            let Some((id, number, written)) = scale_mark(line) else {
+                continue;
+            };
+            figures.events += 1;
+            times.push(written);
+            let entry = seen
+                .entry(id.clone())
+                .or_insert_with(|| (path.clone(), 0, written, written));
+            anyhow::ensure!(entry.0 == path, "process {id}'s events are in two files");
+            if number < entry.1 {
+                figures.reordered += 1;
+                continue;
+            }
+            figures.lost += (number - entry.1) as usize;
+            entry.1 = number + 1;
+            entry.3 = written;
+        }
+    }
+    for (id, count) in &said {
+        let next = seen.get(id).map_or(0, |(_, next, _, _)| *next);
+        figures.lost += count.saturating_sub(next) as usize;
+    }
+    let from = seen.values().map(|s| s.2).fold(f64::NEG_INFINITY, f64::max);
+    let to = seen.values().map(|s| s.3).fold(f64::INFINITY, f64::min);
+    figures.window_s = to - from;
+    figures.window = (from, to);
+    let inside = times.iter().filter(|&&t| t >= from && t <= to).count();
+    figures.events_per_s = inside as f64 / figures.window_s;
+    Ok(figures)
+}
