@@ -143,7 +143,13 @@ pub trait SamplerFactory: Send + Sync {
 
 /// A sampler started by a [`SamplerFactory`].
 pub trait RunningSampler: Send {
-    /// Stops sampling; no record sent after this returns is written.
+    /// Asks the sampler to stop and returns at once: its last records may still be on their
+    /// way, and the run's writer keeps taking them until [`RunningSampler::is_finished`].
+    fn request_stop(&mut self);
+    /// Whether the sampler has stopped and sent its last record.
+    fn is_finished(&self) -> bool;
+    /// Waits for the sampler to end (at once once it is finished); no record sent after this
+    /// returns is written.
     fn stop(self: Box<Self>);
 }
 

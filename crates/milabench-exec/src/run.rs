@@ -1,6 +1,7 @@
 //! The writer loop: runs on the caller's thread, owns every file of the plan, and is the only
 //! place where process state changes.
 
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
@@ -54,6 +55,9 @@ pub(crate) enum Msg {
 
 /// Messages in flight at most: with 64 KiB reads, a few MiB however fast processes write.
 const CHANNEL_DEPTH: usize = 64;
+
+/// While a sampler is stopping, how often the writer looks whether it has ended.
+const SAMPLER_POLL: Duration = Duration::from_millis(5);
 
 /// After the process exits, how long its descendants may keep its pipes open before they are
 /// stopped (at most the grace period).
@@ -144,6 +148,10 @@ struct Runner<'a, 'o> {
     options: &'a ExecOptions,
     observer: &'o mut dyn ExecObserver,
     tx: SyncSender<Msg>,
+    /// The one receiver of every reader, waiter and sampler thread's messages.
+    rx: Receiver<Msg>,
+    /// Messages taken from `rx` while a sampler was stopped, handled before any newer one.
+    deferred: VecDeque<Msg>,
     procs: Vec<Proc<'a>>,
     deadline: Option<Instant>,
     timed_out: bool,
@@ -454,7 +462,7 @@ impl<'a> Runner<'a, '_> {
             self.ssh_failure(idx, code);
         }
         if let Some(sampler) = self.procs[idx].sampler.take() {
-            sampler.stop();
+            self.stop_sampler(idx, sampler);
         }
         let p = &self.procs[idx];
         let return_code = match p.exit {
@@ -491,6 +499,35 @@ impl<'a> Runner<'a, '_> {
         self.procs[idx].outcome = Some(outcome);
         self.procs[idx].stdin = None;
         self.stop_peers(idx);
+    }
+
+    /// Stops the sampler of process `idx`, writing every record it sent before the process's
+    /// `end`. The sampler may be waiting for room in the channel, which only this thread
+    /// empties (hundreds of processes fill it): the messages taken meanwhile are set aside for
+    /// the event loop, except the sampler's own records, written at once.
+    fn stop_sampler(&mut self, idx: usize, mut sampler: Box<dyn RunningSampler>) {
+        sampler.request_stop();
+        while !sampler.is_finished() {
+            if let Ok(msg) = self.rx.recv_timeout(SAMPLER_POLL) {
+                self.take_aside(idx, msg);
+            }
+        }
+        // What it sent is in the channel now, among the `CHANNEL_DEPTH` oldest messages.
+        for _ in 0..CHANNEL_DEPTH {
+            match self.rx.try_recv() {
+                Ok(msg) => self.take_aside(idx, msg),
+                Err(_) => break,
+            }
+        }
+        sampler.stop();
+    }
+
+    /// Writes `msg` now if it is a record of the sampler of `idx`, else keeps it for the loop.
+    fn take_aside(&mut self, idx: usize, msg: Msg) {
+        match msg {
+            Msg::Telemetry { proc, record } if proc == idx => self.record(idx, *record),
+            other => self.deferred.push_back(other),
+        }
     }
 
     /// How long descendants may keep a pipe open after the process exited.
@@ -748,14 +785,17 @@ impl<'a> Runner<'a, '_> {
         }
     }
 
-    fn event_loop(&mut self, rx: &Receiver<Msg>) {
+    fn event_loop(&mut self) {
         while !self.live().is_empty() {
             if self.options.interrupt.is_set() && !self.interrupted {
                 self.on_interrupt();
             }
-            let msg = match self.next_timer() {
-                Some(at) => rx.recv_timeout(at.saturating_duration_since(Instant::now())),
-                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            let msg = match (self.deferred.pop_front(), self.next_timer()) {
+                (Some(msg), _) => Ok(msg),
+                (None, Some(at)) => self
+                    .rx
+                    .recv_timeout(at.saturating_duration_since(Instant::now())),
+                (None, None) => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
             };
             match msg {
                 Ok(msg) => self.handle(msg),
@@ -886,6 +926,8 @@ pub fn run_plan(
         options,
         observer,
         tx,
+        rx,
+        deferred: VecDeque::new(),
         procs: Vec::with_capacity(plan.processes.len()),
         deadline: plan.max_duration.map(|d| started + d),
         timed_out: false,
@@ -901,7 +943,7 @@ pub fn run_plan(
             break;
         }
     }
-    runner.event_loop(&rx);
+    runner.event_loop();
     drop(interrupt_hook);
     // Nothing a benchmark started outlives it.
     for p in &runner.procs {

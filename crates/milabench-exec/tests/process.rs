@@ -762,6 +762,14 @@ struct Ticking {
 }
 
 impl RunningSampler for Ticking {
+    fn request_stop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+
     fn stop(self: Box<Self>) {
         self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
         self.thread.join().unwrap();
@@ -814,6 +822,68 @@ fn observer_and_sampler_see_the_run() {
         .count();
     assert!(samples >= 3, "{samples}");
     assert_eq!(end_code(&events), 0);
+}
+
+/// A sampler that sends as fast as the channel takes, then one last record when stopped (as
+/// the system sampler sends the energy counters).
+struct FloodSampler;
+
+impl SamplerFactory for FloodSampler {
+    fn start(
+        &self,
+        _process: &SampledProcess<'_>,
+        sink: RecordSink,
+    ) -> Option<Box<dyn RunningSampler>> {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let sample = |load: f64| {
+            Record::new(
+                Event::from_parts("data", json!({"task": "main", "cpudata": {"load": load}})),
+                Some(milabench_metrics::Pipe::Data),
+            )
+        };
+        let thread = std::thread::spawn(move || {
+            while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+                sink.send(sample(1.0));
+            }
+            sink.send(sample(2.0));
+        });
+        Some(Box::new(Ticking { stop, thread }))
+    }
+}
+
+/// Scale bench, N = 256: the run hung after every process ended. Stopping a process's sampler
+/// waited for its thread, which waited for room in the channel that only the waiting thread
+/// empties. Each sampler's last record must also be in its file before the `end`.
+#[test]
+fn stopping_samplers_of_a_full_channel_neither_hangs_nor_loses_their_last_records() {
+    let b = Bench::new();
+    let script = b.script("main.py", "rate(1.0)\ntime.sleep(0.2)");
+    let mut plan = b.plan("rate(1.0)");
+    plan.processes = (0..4)
+        .map(|i| b.spec(&["bench", &format!("D{i}")], &["python3", &script]))
+        .collect();
+    let mut opts = options();
+    opts.sampler = Some(Arc::new(FloodSampler));
+    let (done, finished) = std::sync::mpsc::channel();
+    let run_dir = b.run_dir();
+    std::thread::spawn(move || {
+        let outcome = run_plan(&plan, &run_dir, &opts, &mut ());
+        let _ = done.send(outcome.map(|o| o.success()));
+    });
+    let success = finished
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the run ended (it hung while stopping its samplers)");
+    assert!(success.unwrap());
+    for i in 0..4 {
+        let events = b.events(&format!("bench.D{i}"));
+        let last_sample = events
+            .iter()
+            .rposition(|e| e["data"]["cpudata"]["load"].is_number())
+            .expect("samples");
+        assert_eq!(events[last_sample]["data"]["cpudata"]["load"], 2.0, "D{i}");
+        assert_eq!(end_code(&events), 0);
+    }
 }
 
 #[test]

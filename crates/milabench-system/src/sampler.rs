@@ -513,10 +513,20 @@ impl SamplerHandle {
         self.finish()
     }
 
-    fn finish(&mut self) -> SamplerStats {
+    /// Asks the thread to stop and returns at once (see [`SamplerHandle::is_finished`]).
+    pub fn request_stop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+    }
+
+    /// Whether the thread has ended: its last event (the energy counters) handed to its sink.
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    fn finish(&mut self) -> SamplerStats {
+        self.request_stop();
         self.thread
             .take()
             .and_then(|t| t.join().ok())

@@ -211,6 +211,14 @@ struct Telemetry {
 struct RunningTelemetry(milabench_system::SamplerHandle);
 
 impl RunningSampler for RunningTelemetry {
+    fn request_stop(&mut self) {
+        self.0.request_stop();
+    }
+
+    fn is_finished(&self) -> bool {
+        self.0.is_finished()
+    }
+
     fn stop(self: Box<Self>) {
         let _ = self.0.stop();
     }
