@@ -382,27 +382,33 @@ pub fn slurm(root: &Path, bin: &Path, base: &Path) -> anyhow::Result<Vec<(&'stat
     Ok(vec![("run through Slurm", seconds)])
 }
 
+/// A JSON report's rows as `name n N fail F` (rates vary from one run to the next and are not
+/// compared); `which` names the report in the error.
+pub fn report_rows(report: &serde_json::Value, which: &str) -> anyhow::Result<Vec<String>> {
+    let benches = report["benchmarks"]
+        .as_array()
+        .with_context(|| format!("the {which} report has no `benchmarks` list"))?;
+    Ok(benches
+        .iter()
+        .map(|b| {
+            format!(
+                "{} n {} fail {}",
+                b["name"].as_str().unwrap_or("?"),
+                b["n"],
+                b["fail"]
+            )
+        })
+        .collect())
+}
+
 /// The report of a run submitted through Slurm (`slurm`) has the table of the same run made
 /// directly (`run`): the same benchmarks, each with the same `n` and `fail` (rates vary from
 /// one run to the next and are not compared); both pass or both do not.
 pub fn same_table(run: &serde_json::Value, slurm: &serde_json::Value) -> anyhow::Result<()> {
-    let rows = |report: &serde_json::Value, which: &str| -> anyhow::Result<Vec<String>> {
-        let benches = report["benchmarks"]
-            .as_array()
-            .with_context(|| format!("the {which} report has no `benchmarks` list"))?;
-        Ok(benches
-            .iter()
-            .map(|b| {
-                format!(
-                    "{} n {} fail {}",
-                    b["name"].as_str().unwrap_or("?"),
-                    b["n"],
-                    b["fail"]
-                )
-            })
-            .collect())
-    };
-    let (direct, submitted) = (rows(run, "run's")?, rows(slurm, "Slurm job's")?);
+    let (direct, submitted) = (
+        report_rows(run, "run's")?,
+        report_rows(slurm, "Slurm job's")?,
+    );
     let mut problems: Vec<String> = Vec::new();
     for row in direct.iter().filter(|r| !submitted.contains(r)) {
         problems.push(format!("`run` has `{row}`, the Slurm job does not"));

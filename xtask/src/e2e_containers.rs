@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use xtask::containers::{self, Dockerd, IMAGE, IMAGE_BASE, ImageInputs};
 
 use crate::e2e::{SUITE, check_report, json_output, user_uv_cache};
@@ -325,22 +325,9 @@ fn host_rows(root: &Path, bin: &Path, base: &Path) -> anyhow::Result<Vec<String>
         .collect())
 }
 
-/// A report's rows as `name n N fail F` (rates vary from run to run and are not compared).
+/// A report's rows as `name n N fail F`, sorted.
 fn rows(report: &serde_json::Value) -> anyhow::Result<Vec<String>> {
-    let benches = report["benchmarks"]
-        .as_array()
-        .context("the report has no `benchmarks` list")?;
-    let mut rows: Vec<String> = benches
-        .iter()
-        .map(|b| {
-            format!(
-                "{} n {} fail {}",
-                b["name"].as_str().unwrap_or("?"),
-                b["n"],
-                b["fail"]
-            )
-        })
-        .collect();
+    let mut rows = crate::e2e::report_rows(report, "container run's")?;
     rows.sort();
     Ok(rows)
 }

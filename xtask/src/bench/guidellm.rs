@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, bail};
 
-use super::install::check;
+use super::install::{ScratchVenv, check};
 use super::tree_cpu::{CpuTrace, wait_traced};
 
 /// The GuideLLM release measured.
@@ -57,23 +57,9 @@ pub fn install(dir: &Path) -> anyhow::Result<GuideLlm> {
     if fs_err::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) {
         return Ok(installed);
     }
-    let path = std::env::var("PATH").ok();
-    let python = milabench_env::Python::find(None, path.as_deref())?;
-    let uv = crate::e2e::uv_in(&dir.join("tools"))?;
-    let cache = crate::e2e::user_uv_cache();
-    let uv = |args: &[&str]| {
-        let mut cmd = Command::new(&uv);
-        cmd.env("UV_CACHE_DIR", &cache).args(args);
-        cmd
-    };
-    if venv.exists() {
-        fs_err::remove_dir_all(&venv)?;
-    }
-    check(uv(&["venv", "--quiet", "--python", python.executable.as_str()]).arg(&venv))?;
-    let venv_python = venv.join("bin/python");
-    let python_arg = venv_python.to_string_lossy();
-    let install =
-        |args: &[&str]| uv(&[&["pip", "install", "--python", &python_arg], args].concat());
+    let scratch = ScratchVenv::create(&venv, &dir.join("tools"))?;
+    let (cache, venv_python) = (&scratch.cache, &scratch.python);
+    let install = |args: &[&str]| scratch.install(args);
     check(&mut install(&["--offline", "torch"])).with_context(|| {
         format!(
             "GuideLLM needs torch, which is not in uv's cache ({}); this bench does not download it: `cargo xtask e2e` installs the CPU suite, which puts it there",
@@ -82,7 +68,7 @@ pub fn install(dir: &Path) -> anyhow::Result<GuideLlm> {
     })?;
     check(&mut install(&[&wanted]))?;
     check(
-        Command::new(&venv_python)
+        Command::new(venv_python)
             .env("HF_HUB_OFFLINE", "1")
             .args(["-c", TOKENIZER_SCRIPT])
             .arg(&installed.tokenizer),

@@ -126,6 +126,52 @@ fn install(bin: &Path, dir: &Path, base: &Path, args: &[&str]) -> Command {
     cmd
 }
 
+/// A fresh venv of this machine's Python for a peer tool of a bench, made by a uv bootstrapped
+/// into its own folder and sharing the user's uv cache (as `cargo xtask e2e` does).
+pub(super) struct ScratchVenv {
+    /// The bootstrapped uv.
+    uv: std::path::PathBuf,
+    /// The user's uv cache.
+    pub cache: std::path::PathBuf,
+    /// The venv's `python`.
+    pub python: std::path::PathBuf,
+}
+
+impl ScratchVenv {
+    /// Makes an empty venv at `venv` (removing what was there), with uv bootstrapped in `tools`.
+    pub fn create(venv: &Path, tools: &Path) -> anyhow::Result<ScratchVenv> {
+        let path = std::env::var("PATH").ok();
+        let python = milabench_env::Python::find(None, path.as_deref())?;
+        let scratch = ScratchVenv {
+            uv: crate::e2e::uv_in(tools)?,
+            cache: crate::e2e::user_uv_cache(),
+            python: venv.join("bin/python"),
+        };
+        if venv.exists() {
+            fs_err::remove_dir_all(venv)?;
+        }
+        check(
+            scratch
+                .uv(&["venv", "--quiet", "--python", python.executable.as_str()])
+                .arg(venv),
+        )?;
+        Ok(scratch)
+    }
+
+    /// `uv ARGS` with the shared cache.
+    pub fn uv(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(&self.uv);
+        cmd.env("UV_CACHE_DIR", &self.cache).args(args);
+        cmd
+    }
+
+    /// `uv pip install ARGS` into the venv.
+    pub fn install(&self, args: &[&str]) -> Command {
+        let python = self.python.to_string_lossy();
+        self.uv(&[&["pip", "install", "--python", &python], args].concat())
+    }
+}
+
 /// Runs `cmd`, which must succeed; its output is in the error when it does not.
 pub(super) fn check(cmd: &mut Command) -> anyhow::Result<()> {
     let out = cmd

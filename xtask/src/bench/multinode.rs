@@ -121,7 +121,16 @@ fn measure(cluster: &Cluster, program: &Path, dir: &Path) -> anyhow::Result<()> 
 
 /// Builds the release `milabench` and returns its path.
 pub(super) fn release_milabench() -> anyhow::Result<PathBuf> {
-    let status = Command::new(env!("CARGO"))
+    build_release_milabench(&crate::e2e::repo_root(), None)
+        .context("building the release milabench failed")?;
+    Ok(super::target_dir().join("release/milabench"))
+}
+
+/// `cargo build --release --bin milabench` of the checkout at `source`, into `target` when
+/// given (else cargo's own choice); fails unless it succeeds.
+pub(super) fn build_release_milabench(source: &Path, target: Option<&Path>) -> anyhow::Result<()> {
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
         .args([
             "build",
             "--release",
@@ -130,13 +139,15 @@ pub(super) fn release_milabench() -> anyhow::Result<PathBuf> {
             "--bin",
             "milabench",
         ])
-        .current_dir(crate::e2e::repo_root())
-        .status()
-        .context("could not start cargo")?;
-    if !status.success() {
-        bail!("building the release milabench failed");
+        .current_dir(source);
+    if let Some(target) = target {
+        cargo.env("CARGO_TARGET_DIR", target);
     }
-    Ok(super::target_dir().join("release/milabench"))
+    let status = cargo.status().context("could not start cargo")?;
+    if !status.success() {
+        bail!("cargo build of {} failed", source.display());
+    }
+    Ok(())
 }
 
 /// Runs `cmd` and fails with its output unless it exits with 0.

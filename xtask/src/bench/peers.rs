@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, bail};
 
-use super::install::check;
+use super::install::{ScratchVenv, check};
 use super::tree_cpu::{CpuTrace, wait_traced};
 
 /// AIPerf's release measured.
@@ -109,23 +109,8 @@ pub fn install(tool: Tool, peers: &Path) -> anyhow::Result<Peer> {
     if fs_err::read_to_string(&marker).ok().as_deref() == Some(wanted) {
         return Ok(peer);
     }
-    let path = std::env::var("PATH").ok();
-    let python = milabench_env::Python::find(None, path.as_deref())?;
-    let uv = crate::e2e::uv_in(&dir.join("tools"))?;
-    let cache = crate::e2e::user_uv_cache();
-    let uv = |args: &[&str]| {
-        let mut cmd = Command::new(&uv);
-        cmd.env("UV_CACHE_DIR", &cache).args(args);
-        cmd
-    };
-    if venv.exists() {
-        fs_err::remove_dir_all(&venv)?;
-    }
-    check(uv(&["venv", "--quiet", "--python", python.executable.as_str()]).arg(&venv))?;
-    let venv_python = venv.join("bin/python");
-    let python_arg = venv_python.to_string_lossy();
-    let install =
-        |args: &[&str]| uv(&[&["pip", "install", "--python", &python_arg], args].concat());
+    let scratch = ScratchVenv::create(&venv, &dir.join("tools"))?;
+    let install = |args: &[&str]| scratch.install(args);
     match tool {
         Tool::AiPerf => check(&mut install(&[AIPERF]))?,
         Tool::InferencePerf => {
@@ -143,7 +128,7 @@ pub fn install(tool: Tool, peers: &Path) -> anyhow::Result<Peer> {
             let requirements: Vec<&str> = requirements.iter().map(String::as_str).collect();
             check(&mut install(&requirements))?;
         }
-        Tool::Vllm => install_vllm(&dir, &cache, &mut install(&["--offline"]))?,
+        Tool::Vllm => install_vllm(&dir, &scratch.cache, &mut install(&["--offline"]))?,
     }
     fs_err::write(&marker, wanted)?;
     Ok(peer)

@@ -219,22 +219,8 @@ fn baseline_milabench(commit: &str) -> anyhow::Result<PathBuf> {
         ],
     )
     .with_context(|| format!("could not check out {commit} (is it in this clone?)"))?;
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "--locked",
-            "--bin",
-            "milabench",
-        ])
-        .current_dir(&source)
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .context("could not start cargo")?;
-    if !status.success() {
-        bail!("building the baseline milabench of {commit} failed");
-    }
+    super::multinode::build_release_milabench(&source, Some(&target))
+        .with_context(|| format!("building the baseline milabench of {commit} failed"))?;
     fs_err::copy(target.join("release/milabench"), &program)?;
     git(
         &root,
