@@ -96,7 +96,8 @@ fn program_of(package: &str) -> Option<PathBuf> {
     }
 }
 
-/// Installs [`PACKAGES`] with apt-get when one of their programs is missing.
+/// Installs the packages the container steps need (podman, docker.io, debootstrap, runc) with
+/// apt-get when one of their programs is missing.
 pub fn ensure_installed() -> anyhow::Result<()> {
     if PACKAGES.iter().all(|p| program_of(p).is_some()) {
         return Ok(());

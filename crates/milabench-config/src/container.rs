@@ -24,7 +24,7 @@
 //!     gpus: all                  # all (default), process (each process its own) or none
 //! ```
 //!
-//! While the system is built, the Python shape is written into `container` ([`normalize`]), so
+//! While the system is built, the Python shape is written into `container` (by `normalize`), so
 //! that the rest reads one block; `run --container IMAGE` sets `container.image`. A block
 //! without an image runs nothing in a container (the Python tool's `docker:` without an image);
 //! ours with one missing is refused.
