@@ -195,8 +195,7 @@ fn baseline_milabench(commit: &str) -> anyhow::Result<PathBuf> {
     let root = crate::e2e::repo_root();
     let source = folder.join("src");
     let target = folder.join("target");
-    if source.exists() {
-        // What an interrupted build left.
+    let remove_source = || {
         git(
             &root,
             &[
@@ -205,7 +204,11 @@ fn baseline_milabench(commit: &str) -> anyhow::Result<PathBuf> {
                 "--force".as_ref(),
                 source.as_os_str(),
             ],
-        )?;
+        )
+    };
+    if source.exists() {
+        // What an interrupted build left.
+        remove_source()?;
     }
     fs_err::create_dir_all(&folder)?;
     git(
@@ -222,15 +225,7 @@ fn baseline_milabench(commit: &str) -> anyhow::Result<PathBuf> {
     super::multinode::build_release_milabench(&source, Some(&target))
         .with_context(|| format!("building the baseline milabench of {commit} failed"))?;
     fs_err::copy(target.join("release/milabench"), &program)?;
-    git(
-        &root,
-        &[
-            "worktree".as_ref(),
-            "remove".as_ref(),
-            "--force".as_ref(),
-            source.as_os_str(),
-        ],
-    )?;
+    remove_source()?;
     fs_err::remove_dir_all(&target)?;
     Ok(program)
 }
