@@ -27,7 +27,7 @@ pub fn detect_here() -> Result<String, Error> {
 }
 
 /// How many times this process detected its family (at most once: see [`detect_here`]).
-pub fn detections() -> usize {
+pub fn arch_detections() -> usize {
     DETECTIONS.load(Ordering::Relaxed)
 }
 

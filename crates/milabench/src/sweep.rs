@@ -15,9 +15,7 @@ use std::path::{Path, PathBuf};
 use milabench_config::settings::options::OptionSource;
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_config::sweep::{Axis, expand_axes, expand_multirun};
-pub use milabench_config::sweep::{
-    SWEEP_FILE, SweepError, SweepRun, load_sweep_file, read_sweep_file,
-};
+pub use milabench_config::sweep::{SWEEP_FILE, SweepRun, load_sweep_file, read_sweep_file};
 use serde_json::Value as Json;
 
 use milabench_vocab::ExitCode;
@@ -87,7 +85,7 @@ pub fn sweep_of(
 /// a run folder's name, and the suite resolves with each of its settings over `selection`,
 /// with the typed checks a run applies. Each distinct setting (`key=value`) is resolved once,
 /// not each run: a setting's problem does not depend on the others.
-pub fn check_runs(
+pub fn check_sweep_runs(
     settings: &Settings,
     env: &EnvVars,
     selection: &Selection,

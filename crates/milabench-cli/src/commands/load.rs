@@ -3,15 +3,12 @@
 
 use camino::Utf8Path;
 use milabench::ExitCode;
-use milabench_exec::Interrupt;
-use milabench_load::schedule::ArrivalShape;
-use milabench_load::server::{self, ManagedServer, ServerOutput};
-use milabench_load::workload::{LengthDist, Workload};
-use milabench_load::{
-    Api, Endpoint, LatencySummary, LoadResult, LoadSpec, RequestOptions, Scenario, Slo, SloSearch,
-    Step, Stop,
+use milabench::observe::{Interrupt, Record};
+use milabench::serving::{
+    Api, ArrivalShape, DataChannelWriter, DataFileWriter, Endpoint, LatencySummary, LengthDist,
+    LoadResult, LoadSpec, ManagedServer, RequestOptions, STOP_GRACE, Scenario, ServerOutput, Slo,
+    SloSearch, Step, Stop, Workload, command_and_url,
 };
-use milabench_metrics::{DataChannelWriter, DataFileWriter, Record};
 use serde_json::{Map, Value, json};
 
 use crate::args::{LoadApi, LoadArgs, LoadFormat, LoadScenario};
@@ -22,7 +19,7 @@ use crate::output::{note, warn, write_output};
 /// started or a request sent.
 pub fn run(args: &LoadArgs) -> crate::errors::Result<ExitCode> {
     let interrupt = Interrupt::new();
-    let _ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
+    let _ctrl_c = milabench::observe::install_ctrl_c(interrupt.clone())?;
     let stop = Stop::new();
     let _on_ctrl_c = {
         let stop = stop.clone();
@@ -31,7 +28,7 @@ pub fn run(args: &LoadArgs) -> crate::errors::Result<ExitCode> {
     let launch = if args.serve.is_empty() {
         None
     } else {
-        Some(server::command_and_url(&args.serve)?)
+        Some(command_and_url(&args.serve)?)
     };
     let url = match (&launch, &args.endpoint) {
         (Some((_, url)), _) | (None, Some(url)) => url.clone(),
@@ -65,7 +62,7 @@ pub fn run(args: &LoadArgs) -> crate::errors::Result<ExitCode> {
     let _watched = server
         .as_ref()
         .map(|s| interrupt.watch_group(s.process_group()));
-    let result = milabench_load::run(&spec, &stop);
+    let result = milabench::serving::run(&spec, &stop);
     // What was measured is written before the server is stopped (which may take a while).
     let shown = match &result {
         Ok(result) => show(args, &spec, result, results.as_mut()),
@@ -186,7 +183,7 @@ fn start_server(
 
 /// Stops the server and what it started, saying when it is slow to go and what outlived it.
 fn stop_server(server: ManagedServer) {
-    let stopped = server.stop(server::STOP_GRACE, |left| {
+    let stopped = server.stop(STOP_GRACE, |left| {
         note(&format!(
             "the server is still running after SIGTERM: waiting up to {:.0} s for the server to stop before killing it",
             left.as_secs_f64().ceil()
@@ -210,7 +207,7 @@ fn show(
     results: Option<&mut ResultsFile>,
 ) -> crate::errors::Result<()> {
     let command: Vec<String> = std::env::args().collect();
-    let records = milabench_load::events::records(result, &args.name, &command, config(args, spec));
+    let records = milabench::serving::records(result, &args.name, &command, config(args, spec));
     if args.emit_events {
         let data_fd = std::env::var("DATA_FD").ok();
         DataChannelWriter::open(data_fd.as_deref())?.send(&records)?;
@@ -403,7 +400,7 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
         "ms", "mean [95% interval]", "p50", "p90", "p95", "p99", "p99 [95% interval]"
     );
     let row = |name: &str, l: &LatencySummary| {
-        let scaled = |i: &milabench_load::Interval| {
+        let scaled = |i: &milabench::serving::Interval| {
             with_interval(i.value * 1e3, i.low * 1e3, i.high * 1e3, 2)
         };
         format!(
@@ -556,7 +553,7 @@ mod tests {
             scenario: Scenario::Server { rate: 10.0 },
             started: std::time::SystemTime::UNIX_EPOCH,
             records: Vec::new(),
-            summary: milabench_load::Summary::of(&[], None, 0.0),
+            summary: milabench::serving::Summary::of(&[], None, 0.0),
             held,
             interrupted,
         };

@@ -5,9 +5,9 @@
 use std::io::Write;
 use std::path::Path;
 
+use milabench::observe::LayerName;
+use milabench::settings::{EnvVars, Settings};
 use milabench::{ExitCode, Sweep, SweepDriver, SweepRecord, SweepRun};
-use milabench_config::settings::{EnvVars, Settings};
-use milabench_validate::LayerName;
 
 use crate::args::RunArgs;
 use crate::output::{note, warn};
@@ -30,7 +30,7 @@ pub fn run(
             sweep.record.display()
         );
     }
-    milabench::sweep::check_runs(&settings, &env, &args.suite.selection(), &sweep.runs)?;
+    milabench::check_sweep_runs(&settings, &env, &args.suite.selection(), &sweep.runs)?;
     let mut record = SweepRecord::open(&sweep.record)?;
     if args.dry_run.is_some() {
         return dry_run(&sweep, &record);
