@@ -112,9 +112,9 @@ pub mod serving {
     pub use milabench_load::workload::{LengthDist, Workload};
     pub use milabench_load::{
         Api, Endpoint, Interval, LatencySummary, LoadError, LoadResult, LoadSpec, RequestOptions,
-        Scenario, Slo, SloSearch, Step, Stop, Summary, parse_duration, run,
+        ResultsFile, Scenario, Slo, SloSearch, Step, Stop, Summary, parse_duration, run,
     };
-    pub use milabench_metrics::{DataChannelWriter, DataFileWriter};
+    pub use milabench_metrics::DataChannelWriter;
 }
 
 /// An event file replayed through the validation layers (`replay`).

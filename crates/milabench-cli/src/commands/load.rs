@@ -1,12 +1,11 @@
 //! `milabench load`: flags -> a load spec (and the server to start, if any), the run, then a
 //! table, JSON, the run folder's events, or data events for the orchestrator.
 
-use camino::Utf8Path;
 use milabench::ExitCode;
-use milabench::observe::{Interrupt, Record};
+use milabench::observe::Interrupt;
 use milabench::serving::{
-    Api, ArrivalShape, DataChannelWriter, DataFileWriter, Endpoint, LatencySummary, LengthDist,
-    LoadResult, LoadSpec, ManagedServer, RequestOptions, STOP_GRACE, Scenario, ServerOutput, Slo,
+    Api, ArrivalShape, DataChannelWriter, Endpoint, LatencySummary, LengthDist, LoadResult,
+    LoadSpec, ManagedServer, RequestOptions, ResultsFile, STOP_GRACE, Scenario, ServerOutput, Slo,
     SloSearch, Step, Stop, Workload, command_and_url,
 };
 use serde_json::{Map, Value, json};
@@ -45,7 +44,7 @@ pub fn run(args: &LoadArgs) -> crate::errors::Result<ExitCode> {
     let mut results = args
         .run_dir
         .as_ref()
-        .map(|dir| ResultsFile::create(dir, &args.name))
+        .map(|dir| ResultsFile::create(dir.as_std_path(), &args.name))
         .transpose()?;
     let server = match launch {
         None => None,
@@ -101,60 +100,6 @@ fn server_output(args: &LoadArgs) -> crate::errors::Result<ServerOutput> {
     } else {
         ServerOutput::Inherit
     })
-}
-
-/// `<--run-dir>/<--name>.data`, created before the run (a folder that cannot be written is
-/// found before anything is measured) and removed again if the run ends without results.
-struct ResultsFile {
-    writer: DataFileWriter,
-    written: bool,
-}
-
-impl ResultsFile {
-    /// Creates `dir` and a new `<name>.data` in it; an existing one is refused (the records of
-    /// a second run appended to it would make a file `report` rejects).
-    fn create(dir: &Utf8Path, name: &str) -> crate::errors::Result<ResultsFile> {
-        let path = dir.join(format!("{name}.data"));
-        std::fs::create_dir_all(dir)
-            .map_err(|e| crate::errors::usage!("cannot create --run-dir {dir}: {e}"))?;
-        match std::fs::File::options()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => crate::errors::bail!(
-                "{path} already holds the results of a run: give another --run-dir or --name, or remove the file"
-            ),
-            Err(e) => {
-                crate::errors::bail!("cannot write the results file {path} in --run-dir: {e}")
-            }
-        }
-        Ok(ResultsFile {
-            writer: DataFileWriter::open(path.as_std_path())?,
-            written: false,
-        })
-    }
-
-    /// Writes `records` and says where.
-    fn write(&mut self, records: &[Record]) -> crate::errors::Result<()> {
-        self.written = true;
-        self.writer.append_all(records)?;
-        note(&format!(
-            "results written to {}",
-            self.writer.path().display()
-        ));
-        Ok(())
-    }
-}
-
-impl Drop for ResultsFile {
-    fn drop(&mut self) {
-        if !self.written {
-            // Nothing was measured: no empty file is left for `report` to trip on.
-            let _ = std::fs::remove_file(self.writer.path());
-        }
-    }
 }
 
 /// Starts `argv`, the server command, and waits until it answers at `endpoint`.
@@ -241,10 +186,11 @@ fn show(
         }
     };
     write_output(None, &text)?;
-    match results {
-        Some(results) => results.write(&records),
-        None => Ok(()),
+    if let Some(results) = results {
+        let path = results.write(&records)?;
+        note(&format!("results written to {}", path.display()));
     }
+    Ok(())
 }
 
 fn config(args: &LoadArgs, spec: &LoadSpec) -> Map<String, Value> {
