@@ -26,7 +26,8 @@ pub fn detect_here() -> Result<String, Error> {
     .map_err(|found| Error::AmbiguousArch { found })
 }
 
-/// How many times this process detected its family (at most once: see [`detect_here`]).
+/// How many times this process looked at its driver files to detect its family: at most once,
+/// the first detection's answer serving every later one.
 pub fn arch_detections() -> usize {
     DETECTIONS.load(Ordering::Relaxed)
 }

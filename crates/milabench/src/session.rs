@@ -514,7 +514,7 @@ impl Session {
         &self.resolved.host.env
     }
 
-    /// The preflight of the suite on this machine and its nodes (see [`crate::check`]).
+    /// The preflight of the suite on this machine and its nodes (see [`CheckOptions`](crate::CheckOptions)).
     pub fn check(
         &self,
         options: &crate::check::CheckOptions,

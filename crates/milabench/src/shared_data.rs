@@ -24,7 +24,7 @@ pub struct SharedSetup {
     pub maybe: bool,
 }
 
-/// One thing [`shared_setup`] or [`archive`] did.
+/// One thing [`shared_setup`] or [`archive_shared_data`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SharedStep {
     /// An archive unpacked into a folder.

@@ -217,8 +217,8 @@ pub struct SweepOutcome {
     /// The run during which the sweep was interrupted (it stopped there, that run not
     /// recorded, so that it runs again next time); `None` when it went to its end.
     pub interrupted_in: Option<String>,
-    /// The folder of every run of the sweep, those of earlier invocations too (see
-    /// [`run_folders`]); empty when interrupted.
+    /// The folder of every run of the sweep, those of earlier invocations too (each found by
+    /// its name, else by the sweep file it holds); empty when interrupted.
     pub folders: Vec<PathBuf>,
 }
 
