@@ -69,6 +69,15 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// `--resume` was given to a sweep, which goes on where it stopped by itself.
+    #[error(
+        "--resume does not apply to a sweep: a sweep started again skips its finished runs by itself (recorded in {})\n  fix: run the same command without --resume",
+        record.display()
+    )]
+    SweepResume {
+        /// The sweep's record of finished runs.
+        record: std::path::PathBuf,
+    },
     /// A run of a sweep cannot start: its name or one of its settings is refused. Found before
     /// the sweep's first run, for every run.
     #[error("sweep run `{run}` cannot start; nothing of the sweep ran")]
@@ -237,6 +246,7 @@ impl Error {
             | Error::RepeatMismatch { .. }
             | Error::NotRunnable { .. }
             | Error::SlurmAllocation(_)
+            | Error::SweepResume { .. }
             | Error::AmbiguousArch { .. } => ExitCode::BadInput,
             Error::SweepRecord { .. }
             | Error::Read { .. }

@@ -176,6 +176,5 @@ pub use shared_data::{
     SharedDataError, SharedSetup, SharedStep, archive_shared_data, shared_setup,
 };
 pub use sweep::{
-    Sweep, SweepDriver, SweepOutcome, SweepRecord, SweepRun, check_sweep_runs, load_sweep_file,
-    sweep_of,
+    Sweep, SweepDriver, SweepOutcome, SweepRecord, SweepRun, load_sweep_file, sweep_of,
 };

@@ -85,7 +85,7 @@ pub fn sweep_of(
 /// a run folder's name, and the suite resolves with each of its settings over `selection`,
 /// with the typed checks a run applies. Each distinct setting (`key=value`) is resolved once,
 /// not each run: a setting's problem does not depend on the others.
-pub fn check_sweep_runs(
+fn check_runs(
     settings: &Settings,
     env: &EnvVars,
     selection: &Selection,
@@ -223,6 +223,26 @@ pub struct SweepOutcome {
 }
 
 impl Sweep {
+    /// What a sweep checks before its first run, or its `--dry-run`, says anything: that it is
+    /// not asked to `resume` (a sweep started again skips its finished runs by itself), that
+    /// every run can start (see `check_runs`), and its record of finished runs, which it
+    /// returns.
+    pub fn start(
+        &self,
+        settings: &Settings,
+        env: &EnvVars,
+        selection: &Selection,
+        resume: bool,
+    ) -> Result<SweepRecord, Error> {
+        if resume {
+            return Err(Error::SweepResume {
+                record: self.record.clone(),
+            });
+        }
+        check_runs(settings, env, selection, &self.runs)?;
+        SweepRecord::open(&self.record)
+    }
+
     /// Runs, in order, every run of the sweep that `record` does not hold as finished, each
     /// by `driver`, and records those that ran. A run that fails does not stop the sweep; an
     /// interrupted one does. `runs_dir` is where the runs' folders are.
