@@ -11,8 +11,8 @@ use milabench_stats::{DEFAULT_NOISE_FLOOR_PCT, Estimate, Judgement, judge};
 
 use crate::error::ReportError;
 use crate::ingest::load_runs;
-use crate::interval::Interval;
 use crate::summary::summarize;
+use milabench_stats::Interval;
 
 /// What a change means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

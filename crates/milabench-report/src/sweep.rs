@@ -13,9 +13,9 @@ use milabench_html::{Cell, LinePlot, Page, Series, Table, escape, headline, sect
 use serde_json::Value;
 
 use crate::error::ReportError;
-use crate::interval::Interval;
 use crate::render::{csv_lines, csv_num, markdown_text};
 use crate::report::{Report, ReportOptions, SuiteEntry};
+use milabench_stats::Interval;
 
 /// One run of the sweep, as given: its folder and the settings it ran with (empty when it
 /// recorded none).

@@ -2,10 +2,8 @@
 //! extremes, throughput and the 95% confidence interval of the mean (Student's t from
 //! `milabench-stats`, so that short runs get honest, wider intervals).
 
-use milabench_stats::t_975;
+use milabench_stats::{Estimate, Interval, quantile_sorted};
 use serde::{Deserialize, Serialize};
-
-use milabench_stats::quantile_sorted;
 
 /// The summary of the timed calls of one model on one runtime. Latencies in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,10 +49,11 @@ impl Statistics {
         } else {
             0.0
         };
-        let half_width = if n > 1 {
-            t_975((n - 1) as f64) * std / (n as f64).sqrt()
+        // One call: a point interval, as a series of equal calls has.
+        let ci95 = if n > 1 {
+            Interval::of(&Estimate::of_independent(&ms))
         } else {
-            0.0
+            Interval::around(mean, 0.0)
         };
         Some(Statistics {
             iterations: n,
@@ -65,8 +64,8 @@ impl Statistics {
             std_ms: std,
             min_ms: ms[0],
             max_ms: ms[n - 1],
-            ci95_low_ms: mean - half_width,
-            ci95_high_ms: mean + half_width,
+            ci95_low_ms: ci95.low,
+            ci95_high_ms: ci95.high,
             throughput: if mean > 0.0 {
                 f64::from(batch_size) * 1000.0 / mean
             } else {

@@ -8,8 +8,8 @@ use milabench_load::schedule::ArrivalShape;
 use milabench_load::server::{self, ManagedServer, ServerOutput};
 use milabench_load::workload::{LengthDist, Workload};
 use milabench_load::{
-    Api, Endpoint, LatencySummary, LoadResult, LoadSpec, RequestOptions, Scenario, Slo, SloSearch,
-    Step, Stop,
+    Api, Endpoint, Interval, LatencySummary, LoadResult, LoadSpec, Measured, RequestOptions,
+    Scenario, Slo, SloSearch, Step, Stop,
 };
 use milabench_metrics::{DataChannelWriter, DataFileWriter, Record};
 use serde_json::{Map, Value, json};
@@ -366,8 +366,9 @@ fn ms(x: f64) -> String {
     }
 }
 
-fn with_interval(value: f64, low: f64, high: f64, digits: usize) -> String {
-    if low.is_finite() && high.is_finite() {
+fn with_interval(value: f64, interval: Interval, digits: usize) -> String {
+    if interval.is_known() {
+        let Interval { low, high } = interval;
         format!("{value:.digits$} [{low:.digits$}, {high:.digits$}]")
     } else if value.is_finite() {
         format!("{value:.digits$}")
@@ -403,8 +404,13 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
         "ms", "mean [95% interval]", "p50", "p90", "p95", "p99", "p99 [95% interval]"
     );
     let row = |name: &str, l: &LatencySummary| {
-        let scaled = |i: &milabench_load::Interval| {
-            with_interval(i.value * 1e3, i.low * 1e3, i.high * 1e3, 2)
+        let scaled = |m: &Measured| {
+            let Interval { low, high } = m.interval;
+            let interval = Interval {
+                low: low * 1e3,
+                high: high * 1e3,
+            };
+            with_interval(m.value * 1e3, interval, 2)
         };
         format!(
             "{name:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>24}\n",
@@ -435,13 +441,13 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
     let o = &s.output_throughput;
     out += &format!(
         "\nthroughput: {} requests/s, {} output tokens/s\n",
-        with_interval(t.value, t.low, t.high, 2),
-        with_interval(o.value, o.low, o.high, 1)
+        with_interval(t.value, t.interval, 2),
+        with_interval(o.value, o.interval, 1)
     );
     if let (Some(g), Some(share)) = (&s.goodput, s.slo_attainment) {
         out += &format!(
             "goodput: {} requests/s within the SLO ({:.1}% of requests); {}\n",
-            with_interval(g.value, g.low, g.high, 2),
+            with_interval(g.value, g.interval, 2),
             share * 100.0,
             match (step.interrupted, step.held) {
                 (true, _) => "interrupted",
@@ -486,10 +492,9 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
 /// 3 searches: 41.00, 43.00, 43.50)`.
 fn search_line(search: &SloSearch) -> String {
     let rates: Vec<String> = search.rates.iter().map(|r| format!("{r:.2}")).collect();
-    let (low, high) = search.interval.unwrap_or((f64::NAN, f64::NAN));
     format!(
         "SLO search: {} requests/s (95% interval of {} searches: {})\n",
-        with_interval(search.rate, low, high, 2),
+        with_interval(search.rate, search.interval.unwrap_or(Interval::NAN), 2),
         rates.len(),
         rates.join(", ")
     )
