@@ -12,6 +12,7 @@ use milabench_load::{
     Scenario, Slo, SloSearch, Step, Stop,
 };
 use milabench_metrics::{DataChannelWriter, DataFileWriter, Record};
+use milabench_vocab::TextTable;
 use serde_json::{Map, Value, json};
 
 use crate::args::{LoadApi, LoadArgs, LoadFormat, LoadScenario};
@@ -399,11 +400,17 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
         "requests: {} sent, {} succeeded, {} failed in {:.2} s\n\n",
         s.requests, s.succeeded, s.failed, s.duration
     );
-    out += &format!(
-        "{:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>24}\n",
-        "ms", "mean [95% interval]", "p50", "p90", "p95", "p99", "p99 [95% interval]"
-    );
-    let row = |name: &str, l: &LatencySummary| {
+    let mut latencies = TextTable::new([
+        "ms",
+        "mean [95% interval]",
+        "p50",
+        "p90",
+        "p95",
+        "p99",
+        "p99 [95% interval]",
+    ])
+    .right_aligned(1..7);
+    let mut row = |name: &str, l: &LatencySummary| {
         let scaled = |m: &Measured| {
             let Interval { low, high } = m.interval;
             let interval = Interval {
@@ -412,26 +419,27 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
             };
             with_interval(m.value * 1e3, interval, 2)
         };
-        format!(
-            "{name:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>24}\n",
+        latencies.row([
+            name.to_owned(),
             scaled(&l.mean),
             ms(l.p50.value),
             ms(l.p90.value),
             ms(l.p95.value),
             ms(l.p99.value),
             scaled(&l.p99),
-        )
+        ]);
     };
-    out += &row("ttft", &s.ttft);
+    row("ttft", &s.ttft);
     if let Some(text_ttft) = &s.content_ttft {
-        out += &row("ttft text", text_ttft);
+        row("ttft text", text_ttft);
     }
-    out += &row("tpot", &s.tpot);
-    out += &row("tpot all", &s.tpot_with_first);
-    out += &row("itl", &s.itl);
-    out += &row("e2e", &s.e2e);
-    out += &row("ttft sched", &s.ttft_from_schedule);
-    out += &row("e2e sched", &s.e2e_from_schedule);
+    row("tpot", &s.tpot);
+    row("tpot all", &s.tpot_with_first);
+    row("itl", &s.itl);
+    row("e2e", &s.e2e);
+    row("ttft sched", &s.ttft_from_schedule);
+    row("e2e sched", &s.e2e_from_schedule);
+    out += &latencies.render();
     out += "ttft, e2e: from the actual send; sched: from the scheduled send time (the client's \
             send delay included); tpot: after the first token, (e2e - ttft) / (tokens - 1); \
             tpot all: e2e / tokens, the first included; ttft: to the first token of any kind \
@@ -513,26 +521,25 @@ fn held_word(step: &Step) -> &'static str {
 fn text(spec: &LoadSpec, result: &LoadResult) -> String {
     let mut out = String::new();
     if result.sweep {
-        out += &format!(
-            "{:>12} {:>12} {:>10} {:>10} {:>8} {:>11}\n",
-            "rate", "achieved", "ttft p99", "tpot p99", "in SLO", "held"
-        );
+        let mut steps =
+            TextTable::new(["rate", "achieved", "ttft p99", "tpot p99", "in SLO", "held"])
+                .right_aligned(0..6);
         for step in &result.steps {
             let s = &step.summary;
             let Scenario::Server { rate } = step.scenario else {
                 continue;
             };
-            out += &format!(
-                "{:>12.2} {:>12.2} {:>10} {:>10} {:>8} {:>11}\n",
-                rate,
-                s.request_throughput.value,
+            steps.row([
+                format!("{rate:.2}"),
+                format!("{:.2}", s.request_throughput.value),
                 ms(s.ttft.p99.value),
                 ms(s.tpot.p99.value),
                 s.slo_attainment
                     .map_or("-".into(), |a| format!("{:.1}%", a * 100.0)),
-                held_word(step)
-            );
+                held_word(step).to_owned(),
+            ]);
         }
+        out += &steps.render();
         out += &match result.highest_held_rate {
             Some(rate) => format!("highest rate that held: {rate:.2} requests/s\n"),
             None => "no rate held\n".into(),
