@@ -5,8 +5,8 @@ use clap::{Args, Subcommand};
 use std::io::Write as _;
 
 use benchit::models::cache::{BuildEntry, CACHE_VAR, Cache, default_cache_dir};
-use benchit::models::report;
 use benchit::models::state::{STATE_FILE, STATS_FILE};
+use benchit::models::{Interval, report};
 
 use milabench_exec::ExitCode;
 use milabench_vocab::TextTable;
@@ -237,7 +237,7 @@ fn write_page(
     let number = |x: Option<f64>| Cell::number(x.unwrap_or(f64::NAN), 4);
     for r in rows {
         let half = match (r.ci95_low_ms, r.ci95_high_ms) {
-            (Some(low), Some(high)) => (high - low) / 2.0,
+            (Some(low), Some(high)) => Interval { low, high }.half_width(),
             _ => f64::NAN,
         };
         let key = format!("{} {}", r.build_name, r.runtime);

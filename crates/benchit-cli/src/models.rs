@@ -421,7 +421,7 @@ fn summary_table(report: &BenchmarkReport) -> String {
                         rt.runtime.clone(),
                         num(|s| s.mean_ms, 4),
                         num(|s| s.p90_ms, 4),
-                        num(|s| (s.ci95_high_ms - s.ci95_low_ms) / 2.0, 4),
+                        num(|s| s.ci95().half_width(), 4),
                         num(|s| s.throughput, 1),
                         if rt.ok {
                             "ok".into()
@@ -760,7 +760,7 @@ fn render_build(
                         "{pad}{:<width$}  mean {:.4} ms (±{:.4}), p90 {:.4} ms, {:.1}/s{version}{compile}",
                         rt.runtime,
                         s.mean_ms,
-                        (s.ci95_high_ms - s.ci95_low_ms) / 2.0,
+                        s.ci95().half_width(),
                         s.p90_ms,
                         s.throughput,
                     );

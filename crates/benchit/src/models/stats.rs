@@ -35,6 +35,14 @@ pub struct Statistics {
 }
 
 impl Statistics {
+    /// The 95% interval of the mean latency, ms.
+    pub fn ci95(&self) -> Interval {
+        Interval {
+            low: self.ci95_low_ms,
+            high: self.ci95_high_ms,
+        }
+    }
+
     /// The statistics of `times_ns`; `None` when there is no time.
     pub fn of(times_ns: &[u64], batch_size: u32) -> Option<Statistics> {
         if times_ns.is_empty() {
@@ -129,7 +137,7 @@ mod tests {
         for (n, t) in [(2u64, 12.706), (5, 2.776), (10, 2.262), (31, 2.042)] {
             let times: Vec<u64> = (1..=n).map(|ms| ms * 1_000_000).collect();
             let s = Statistics::of(&times, 1).unwrap();
-            let half_width = (s.ci95_high_ms - s.ci95_low_ms) / 2.0;
+            let half_width = s.ci95().half_width();
             let from_table = t * s.std_ms / (n as f64).sqrt();
             assert!(
                 close(half_width / from_table, 1.0, 5.1e-4 / t),

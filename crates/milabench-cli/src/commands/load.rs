@@ -590,6 +590,34 @@ mod tests {
         assert_eq!(verdicts, ["yes", "no", "interrupted"], "{table}");
     }
 
+    /// A rate wider than the others widens its column: every line of the sweep's table ends
+    /// at the same place (its columns are all right-aligned).
+    #[test]
+    fn a_wide_rate_widens_the_sweep_tables_column() {
+        let step = |rate| Step {
+            scenario: Scenario::Server { rate },
+            started: std::time::SystemTime::UNIX_EPOCH,
+            records: Vec::new(),
+            summary: milabench_load::Summary::of(&[], None, 0.0),
+            held: true,
+            interrupted: false,
+        };
+        let result = LoadResult {
+            sweep: true,
+            steps: vec![step(10.0), step(1e12)],
+            highest_held_rate: Some(1e12),
+            slo_search: None,
+            stopped: None,
+        };
+        let text = text(&spec_for_test(), &result);
+        let widths: Vec<usize> = text.lines().take(3).map(|l| l.chars().count()).collect();
+        assert!(widths.iter().all(|&w| w == widths[0]), "{text}");
+        assert!(
+            text.lines().nth(2).unwrap().contains("1000000000000.00"),
+            "{text}"
+        );
+    }
+
     fn spec_for_test() -> LoadSpec {
         milabench_load::mock::load_spec(
             "http://127.0.0.1:9",
