@@ -115,4 +115,22 @@ mod tests {
         );
         assert!(table.render(TableFormat::Json).unwrap().contains("\"a,b\""));
     }
+
+    /// A column of numbers is right-aligned, its header with it (the header stood at the left
+    /// of the numbers when each cell chose its own side).
+    #[test]
+    fn a_column_of_numbers_is_right_aligned_header_included() {
+        let table = Table {
+            columns: &["bench", "perf", "status"],
+            rows: vec![
+                vec!["a".into(), "12345.50".into(), "done".into()],
+                vec!["b".into(), "".into(), "1".into()],
+            ],
+            items: &[serde_json::json!({})],
+        };
+        assert_eq!(
+            table.render(TableFormat::Text).unwrap(),
+            "bench      perf  status\na      12345.50  done\nb                1\n"
+        );
+    }
 }
