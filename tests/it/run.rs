@@ -975,7 +975,7 @@ b:
         .stdout
         .lines()
         .filter(|line| line.starts_with("a ") || line.starts_with("b "))
-        .map(|line| line.rsplit(" | ").next().unwrap_or_default())
+        .map(|line| line.rsplit("  ").next().unwrap_or_default())
         .collect();
     assert_eq!(verdicts, ["cannot tell", "cannot tell"], "{}", out.stdout);
     let dry = run(&mut project.run_command(&["--repeat", "2", "--interleave", "--dry-run"]));

@@ -5,10 +5,11 @@ use clap::{Args, Subcommand};
 use std::io::Write as _;
 
 use benchit::models::cache::{BuildEntry, CACHE_VAR, Cache, default_cache_dir};
-use benchit::models::report;
 use benchit::models::state::{STATE_FILE, STATS_FILE};
+use benchit::models::{Interval, report};
 
 use milabench_exec::ExitCode;
+use milabench_vocab::TextTable;
 
 /// Arguments of `benchit cache`.
 #[derive(Debug, Args)]
@@ -103,10 +104,11 @@ pub(crate) fn run(args: CacheArgs) -> crate::errors::Result<ExitCode> {
             if builds.is_empty() {
                 writeln!(out, "no build in {dir}")?;
             }
-            let width = builds.iter().map(|b| b.name.len()).max().unwrap_or(0);
+            let mut table = TextTable::without_header(3);
             for build in &builds {
-                writeln!(out, "{}", list_line(build, width))?;
+                list_row(&mut table, build);
             }
+            write!(out, "{}", table.render())?;
         }
         CacheCommand::Stats { build } => {
             let entry = cache.build(&build)?;
@@ -169,12 +171,14 @@ pub(crate) fn run(args: CacheArgs) -> crate::errors::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// `<name>  <status>  <runtime> <mean> ms, ...` or the problems of a damaged build.
-fn list_line(build: &BuildEntry, width: usize) -> String {
-    let name = format!("{:<width$}", build.name);
+/// A build's row of `cache list`: `<name>  <status>  <runtime> <mean> ms, ...`, or its name
+/// and the problems of a damaged build.
+fn list_row(table: &mut TextTable, build: &BuildEntry) {
     let problems = build.problems();
     if !problems.is_empty() {
-        return format!("{name}  DAMAGED: {}", problems.join("; "));
+        let damaged = format!("DAMAGED: {}", problems.join("; "));
+        table.spanning_row([build.name.clone(), damaged]);
+        return;
     }
     let status = match &build.state {
         Ok(Some(state)) => state.build_status.as_str(),
@@ -191,11 +195,7 @@ fn list_line(build: &BuildEntry, width: usize) -> String {
             .collect(),
         _ => Vec::new(),
     };
-    if runtimes.is_empty() {
-        format!("{name}  {status}")
-    } else {
-        format!("{name}  {status:<16}  {}", runtimes.join(", "))
-    }
+    table.row([build.name.clone(), status.to_owned(), runtimes.join(", ")]);
 }
 
 /// Writes `benchit-report-<date>.html` in `dir`: the cache's builds and their latencies on one
@@ -237,7 +237,7 @@ fn write_page(
     let number = |x: Option<f64>| Cell::number(x.unwrap_or(f64::NAN), 4);
     for r in rows {
         let half = match (r.ci95_low_ms, r.ci95_high_ms) {
-            (Some(low), Some(high)) => (high - low) / 2.0,
+            (Some(low), Some(high)) => Interval { low, high }.half_width(),
             _ => f64::NAN,
         };
         let key = format!("{} {}", r.build_name, r.runtime);

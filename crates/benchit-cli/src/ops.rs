@@ -1,11 +1,11 @@
 //! `benchit ops`: operator microbenchmarks from PARAM-style JSON configs.
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use camino::Utf8PathBuf;
 use clap::Args;
 use milabench_exec::{ExitCode, Interrupt};
+use milabench_vocab::TextTable;
 
 use crate::{Format, worker_command};
 use benchit::ops::nsight::{NsightOptions, NsightTool};
@@ -459,24 +459,18 @@ fn print_summary(summary: &ops::RunSummary, format: Format) -> crate::errors::Re
 /// The text table: one line per run and pass, with median and p90 in milliseconds; failures
 /// show their reason.
 fn table(rows: &[RunStats]) -> String {
-    let op_width = rows
-        .iter()
-        .map(|r| r.op_name.len())
-        .max()
-        .unwrap_or(0)
-        .max(8);
-    let id_width = rows.iter().map(|r| r.id.len()).max().unwrap_or(0).max(2);
-    let mut text = format!(
-        "{:<op_width$}  {:<id_width$}  {:<8}  {:>5}  {:>12}  {:>12}\n",
-        "operator", "id", "pass", "n", "median ms", "p90 ms"
-    );
+    let mut table =
+        TextTable::new(["operator", "id", "pass", "n", "median ms", "p90 ms"]).right_aligned(3..6);
     for row in rows {
         let mut pass = |name: &str, summary: &PassSummary| {
-            let _ = writeln!(
-                text,
-                "{:<op_width$}  {:<id_width$}  {name:<8}  {:>5}  {:>12.4}  {:>12.4}",
-                row.op_name, row.id, summary.n, summary.median_ms, summary.p90_ms
-            );
+            table.row([
+                row.op_name.clone(),
+                row.id.clone(),
+                name.to_owned(),
+                summary.n.to_string(),
+                format!("{:.4}", summary.median_ms),
+                format!("{:.4}", summary.p90_ms),
+            ]);
         };
         if let Some(forward) = &row.forward {
             pass("forward", forward);
@@ -491,12 +485,8 @@ fn table(rows: &[RunStats]) -> String {
             _ => None,
         };
         if let Some(note) = note {
-            let _ = writeln!(
-                text,
-                "{:<op_width$}  {:<id_width$}  {note}",
-                row.op_name, row.id
-            );
+            table.spanning_row([row.op_name.clone(), row.id.clone(), note]);
         }
     }
-    text
+    table.render()
 }

@@ -264,12 +264,9 @@ pub struct SlurmSubmitArgs {
     /// Observation preset passed to `run` (`smoke`, `normal`, `high`).
     #[arg(long, value_name = "NAME")]
     pub fidelity: Option<String>,
-    /// Passed to `run`: skip its preflight.
-    #[arg(long)]
-    pub no_check: bool,
-    /// Passed to `run`: skip its install and prepare.
-    #[arg(long)]
-    pub no_setup: bool,
+    /// The steps `run` skips before the benchmarks (passed on to it).
+    #[command(flatten)]
+    pub skip: SkipArgs,
     /// The settings file's sbatch profile to use [default: its `slurm.default`].
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
@@ -558,14 +555,9 @@ pub struct RunArgs {
     /// figures); read from `fidelity/<NAME>.yaml` beside the suite file.
     #[arg(long, value_name = "NAME")]
     pub fidelity: Option<String>,
-    /// Skip the preflight `run` does first (tools, disk, memory, accelerators, every node over
-    /// ssh: `milabench check` without the package index); a failed check stops the run.
-    #[arg(long)]
-    pub no_check: bool,
-    /// Skip the set-up `run` does first (`install` of the selected benchmarks' environments,
-    /// then `prepare`, either of which failing stops the run); use it when both are done.
-    #[arg(long)]
-    pub no_setup: bool,
+    /// The steps `run` skips before the benchmarks.
+    #[command(flatten)]
+    pub skip: SkipArgs,
     /// Stop each benchmark once its rate is known to this share (e.g. `1%`): the half-width
     /// of the 95% interval of its pooled rates (batch means) under PCT of their mean at each of
     /// 10 rates in a row, after at least 25 rates per process (stopping at the first estimate
@@ -610,6 +602,19 @@ pub struct RunArgs {
     /// Publishing the run to a milabench dashboard once it is over.
     #[command(flatten)]
     pub publish: PublishArgs,
+}
+
+/// What `run` may skip before its benchmarks (`run`, and `slurm submit`, which passes them on).
+#[derive(Debug, Args)]
+pub struct SkipArgs {
+    /// Skip the preflight `run` does first (tools, disk, memory, accelerators, every node over
+    /// ssh: `milabench check` without the package index); a failed check stops the run.
+    #[arg(long)]
+    pub no_check: bool,
+    /// Skip the set-up `run` does first (`install` of the selected benchmarks' environments,
+    /// then `prepare`, either of which failing stops the run); use it when both are done.
+    #[arg(long)]
+    pub no_setup: bool,
 }
 
 /// `--dash` styles (the Python tool's names).
@@ -896,6 +901,26 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// `slurm submit` passes `--no-check` and `--no-setup` on to `run`: the same flags, with
+    /// the same help, in both.
+    #[test]
+    fn run_and_slurm_submit_share_the_skip_flags() {
+        let cli = Cli::command();
+        let help = |path: &[&str], flag: &str| {
+            let command = path
+                .iter()
+                .fold(&cli, |c, name| c.find_subcommand(name).unwrap());
+            let arg = command.get_arguments().find(|a| a.get_id() == flag);
+            arg.and_then(|a| a.get_long_help().or(a.get_help()))
+                .map(ToString::to_string)
+        };
+        for flag in ["no_check", "no_setup"] {
+            let run = help(&["run"], flag);
+            assert!(run.is_some(), "`run` has no `{flag}`");
+            assert_eq!(run, help(&["slurm", "submit"], flag), "{flag}");
+        }
     }
 }
 

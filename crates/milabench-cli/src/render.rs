@@ -9,28 +9,25 @@ use std::path::Path;
 
 use milabench::observe::{Check, Status};
 use milabench::observe::{RunSummary, SetupFailure};
+use milabench_vocab::TextTable;
 
 use crate::output::{note, warn};
 
 /// The checks as a table, each problem with its fix under it.
 pub(crate) fn check_table(checks: &[Check]) -> String {
-    let width = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
-    let mut out = String::new();
+    let mut table = TextTable::without_header(3);
     for check in checks {
         let status = match check.status {
             Status::Ok => "ok",
             Status::Warn => "warn",
             Status::Fail => "FAIL",
         };
-        out.push_str(&format!(
-            "{status:<4}  {:<width$}  {}\n",
-            check.name, check.detail
-        ));
+        table.row([status, &check.name, &check.detail]);
         if !check.fix.is_empty() {
-            out.push_str(&format!("      {:<width$}  fix: {}\n", "", check.fix));
+            table.row(["", "", &format!("fix: {}", check.fix)]);
         }
     }
-    out
+    table.render()
 }
 
 /// Says where the prepare steps of `summary` wrote their logs and which failed.

@@ -1,5 +1,6 @@
 //! Tables of the results-database commands, rendered as aligned text, Markdown, CSV or JSON.
 
+use milabench_vocab::TextTable;
 use serde::Serialize;
 
 use crate::args::TableFormat;
@@ -47,31 +48,21 @@ impl<T: Serialize> Table<'_, T> {
         out
     }
 
+    /// Aligned text ([`TextTable`]): a column of numbers (or percentages) right-aligned.
     fn text(&self) -> String {
-        let mut widths: Vec<usize> = self.columns.iter().map(|c| c.chars().count()).collect();
+        let is_number = |cell: &str| cell.parse::<f64>().is_ok() || cell.ends_with('%');
+        let numeric = (0..self.columns.len()).filter(|&c| {
+            let mut filled = (self.rows.iter())
+                .filter_map(|row| row.get(c))
+                .filter(|cell| !cell.is_empty())
+                .peekable();
+            filled.peek().is_some() && filled.all(|cell| is_number(cell))
+        });
+        let mut table = TextTable::new(self.columns.iter().copied()).right_aligned(numeric);
         for row in &self.rows {
-            for (w, cell) in widths.iter_mut().zip(row) {
-                *w = (*w).max(cell.chars().count());
-            }
+            table.row(row.iter().map(String::as_str));
         }
-        let line = |cells: &mut dyn Iterator<Item = &str>| {
-            let padded: Vec<String> = cells
-                .zip(&widths)
-                .map(|(cell, &w)| {
-                    if cell.parse::<f64>().is_ok() || cell.ends_with('%') {
-                        format!("{cell:>w$}")
-                    } else {
-                        format!("{cell:<w$}")
-                    }
-                })
-                .collect();
-            padded.join("  ").trim_end().to_owned() + "\n"
-        };
-        let mut out = line(&mut self.columns.iter().copied());
-        for row in &self.rows {
-            out += &line(&mut row.iter().map(String::as_str));
-        }
-        out
+        table.render()
     }
 }
 
@@ -123,5 +114,23 @@ mod tests {
             "name  value\na,b     1.5\nc|d\n"
         );
         assert!(table.render(TableFormat::Json).unwrap().contains("\"a,b\""));
+    }
+
+    /// A column of numbers is right-aligned, its header with it (the header stood at the left
+    /// of the numbers when each cell chose its own side).
+    #[test]
+    fn a_column_of_numbers_is_right_aligned_header_included() {
+        let table = Table {
+            columns: &["bench", "perf", "status"],
+            rows: vec![
+                vec!["a".into(), "12345.50".into(), "done".into()],
+                vec!["b".into(), "".into(), "1".into()],
+            ],
+            items: &[serde_json::json!({})],
+        };
+        assert_eq!(
+            table.render(TableFormat::Text).unwrap(),
+            "bench      perf  status\na      12345.50  done\nb                1\n"
+        );
     }
 }

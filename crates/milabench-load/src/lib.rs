@@ -29,8 +29,9 @@ pub mod workload;
 
 pub use client::{Api, Endpoint, ErrorKind, RequestError, RequestOptions, RequestRecord};
 pub use error::LoadError;
+pub use milabench_stats::Interval;
 pub use results_file::ResultsFile;
 pub use run::{HELD_ATTAINMENT, LoadResult, LoadSpec, Scenario, SloSearch, Step, run};
 pub use stop::Stop;
-pub use summary::{Interval, LatencySummary, Slo, Summary, parse_duration};
+pub use summary::{LatencySummary, Measured, Slo, Summary, parse_duration};
 pub use workload::{LengthDist, Workload};

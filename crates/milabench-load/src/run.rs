@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use milabench_stats::{Estimate, Interval};
 use serde::Serialize;
 use tokio::task::JoinSet;
 
@@ -149,36 +150,29 @@ pub struct SloSearch {
     pub rates: Vec<f64>,
     /// Their mean, requests per second.
     pub rate: f64,
-    /// The 95% interval of the mean; `None` with fewer than two repeats.
-    pub interval: Option<(f64, f64)>,
+    /// The 95% interval of the mean; `None` with fewer than two repeats. Written `[low, high]`.
+    #[serde(serialize_with = "low_high_pair")]
+    pub interval: Option<Interval>,
 }
 
 impl SloSearch {
     /// The mean of `rates` and its 95% interval.
     pub fn of(rates: Vec<f64>) -> SloSearch {
-        let n = rates.len() as f64;
-        let rate = rates.iter().sum::<f64>() / n.max(1.0);
-        let interval = (rates.len() >= 2).then(|| {
-            let var = rates.iter().map(|r| (r - rate).powi(2)).sum::<f64>() / (n - 1.0);
-            let half = student_t_975(rates.len() - 1) * (var / n).sqrt();
-            (rate - half, rate + half)
-        });
+        let estimate = Estimate::of_independent(&rates);
         SloSearch {
+            rate: if rates.is_empty() { 0.0 } else { estimate.mean },
+            interval: (rates.len() >= 2).then(|| Interval::of(&estimate)),
             rates,
-            rate,
-            interval,
         }
     }
 }
 
-/// The 97.5% quantile of Student's t with `dof` degrees of freedom (the normal's past 30).
-fn student_t_975(dof: usize) -> f64 {
-    const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    TABLE.get(dof.max(1) - 1).copied().unwrap_or(1.96)
+/// An interval as the pair `[low, high]` (the `slo_search` field's form), `null` for none.
+fn low_high_pair<S: serde::Serializer>(
+    interval: &Option<Interval>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    interval.map(|i| (i.low, i.high)).serialize(s)
 }
 
 fn epoch_seconds<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
@@ -703,11 +697,19 @@ mod tests {
     fn an_slo_search_interval_is_students_over_the_repeats() {
         let search = SloSearch::of(vec![40.0, 44.0, 42.0]);
         assert_eq!(search.rate, 42.0);
-        // s = 2, t(2 dof) = 4.303: 42 ± 4.303 × 2 / √3.
-        let (low, high) = search.interval.unwrap();
-        let half = 4.303 * 2.0 / 3f64.sqrt();
-        assert!((low - (42.0 - half)).abs() < 1e-9 && (high - (42.0 + half)).abs() < 1e-9);
+        // s = 2, t(2 dof) = 4.3027: 42 ± 4.3027 × 2 / √3.
+        let interval = search.interval.unwrap();
+        let half = 4.302_652_729_911_275 * 2.0 / 3f64.sqrt();
+        assert!((interval.low - (42.0 - half)).abs() < 1e-9, "{interval:?}");
+        assert!((interval.high - (42.0 + half)).abs() < 1e-9, "{interval:?}");
+        // Written as the pair `[low, high]`, as before the interval had a type of its own.
+        let json = serde_json::to_value(&search).unwrap();
+        assert_eq!(
+            json["interval"],
+            serde_json::json!([interval.low, interval.high])
+        );
         assert_eq!(SloSearch::of(vec![40.0]).interval, None);
+        assert_eq!(SloSearch::of(vec![]).rate, 0.0);
     }
 
     /// Runs `spec` with a stop triggered after `after`.

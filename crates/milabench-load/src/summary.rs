@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use milabench_stats::Estimate;
+use milabench_stats::{Estimate, Interval};
 use serde::Serialize;
 
 use crate::client::{ErrorKind, MAX_TOKENS_PER_EVENT, RequestRecord, UsageMismatch};
@@ -15,43 +15,44 @@ use crate::schedule::KsTest;
 /// to tell their spread (two equal ones would give an interval of zero width).
 pub const MIN_BATCHES: usize = 4;
 
-/// A value with its 95% interval (NaN bounds when too few samples give one).
+/// A measured value with its 95% interval (NaN bounds when too few samples give one);
+/// serialised flat, `{"value": .., "low": .., "high": ..}`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Interval {
+pub struct Measured {
     /// The estimate.
     pub value: f64,
-    /// Lower end of the 95% interval.
-    pub low: f64,
-    /// Upper end of the 95% interval.
-    pub high: f64,
+    /// Its 95% interval.
+    #[serde(flatten)]
+    pub interval: Interval,
 }
 
-impl Interval {
+impl Measured {
     /// Nothing known.
-    pub const NAN: Interval = Interval {
+    pub const NAN: Measured = Measured {
         value: f64::NAN,
-        low: f64::NAN,
-        high: f64::NAN,
+        interval: Interval::NAN,
     };
 
     /// The mean of `series` (in time order) with its batch-means interval, for a quantity that
     /// is never negative (a latency, a rate): the symmetric interval of a short or skewed series
     /// is cut at 0. No interval (NaN bounds) from fewer than [`MIN_BATCHES`] batches, or of zero
     /// width: batches that all agree exactly say too little about the spread.
-    fn batch_mean(series: &[f64]) -> Interval {
+    fn batch_mean(series: &[f64]) -> Measured {
         let e = Estimate::of_series(series);
         let half = e.half_width();
         if !(e.dof + 1.0 >= MIN_BATCHES as f64 && half > 0.0) {
-            return Interval {
+            return Measured {
                 value: e.mean,
-                low: f64::NAN,
-                high: f64::NAN,
+                interval: Interval::NAN,
             };
         }
-        Interval {
+        let interval = Interval::of(&e);
+        Measured {
             value: e.mean,
-            low: (e.mean - half).max(0.0),
-            high: e.mean + half,
+            interval: Interval {
+                low: interval.low.max(0.0),
+                ..interval
+            },
         }
     }
 }
@@ -62,15 +63,15 @@ pub struct LatencySummary {
     /// Number of samples.
     pub count: usize,
     /// Mean, with a batch-means interval over the samples in completion order.
-    pub mean: Interval,
+    pub mean: Measured,
     /// Median, with a distribution-free (order-statistic) interval; so are the others.
-    pub p50: Interval,
+    pub p50: Measured,
     /// 90th percentile.
-    pub p90: Interval,
+    pub p90: Measured,
     /// 95th percentile.
-    pub p95: Interval,
+    pub p95: Measured,
     /// 99th percentile.
-    pub p99: Interval,
+    pub p99: Measured,
 }
 
 impl LatencySummary {
@@ -80,7 +81,7 @@ impl LatencySummary {
         sorted.sort_by(f64::total_cmp);
         LatencySummary {
             count: samples.len(),
-            mean: Interval::batch_mean(samples),
+            mean: Measured::batch_mean(samples),
             p50: quantile(&sorted, 0.50),
             p90: quantile(&sorted, 0.90),
             p95: quantile(&sorted, 0.95),
@@ -89,25 +90,15 @@ impl LatencySummary {
     }
 }
 
-/// The `q` quantile of `sorted` (linear interpolation between order statistics), with the
-/// order-statistic interval of ranks `nq ± 1.96 √(nq(1-q))`: it needs no assumption about the
-/// distribution; its bounds are NaN when a rank falls outside the sample.
-pub fn quantile(sorted: &[f64], q: f64) -> Interval {
-    let n = sorted.len();
-    if n == 0 {
-        return Interval::NAN;
+/// The `q` quantile of `sorted` (linear interpolation between order statistics), with its
+/// distribution-free interval ([`Interval::of_quantile`]).
+pub fn quantile(sorted: &[f64], q: f64) -> Measured {
+    if sorted.is_empty() {
+        return Measured::NAN;
     }
-    let value = milabench_stats::quantile_sorted(sorted, q);
-    let nf = n as f64;
-    let spread = 1.96 * (nf * q * (1.0 - q)).sqrt();
-    let rank = |r: f64| {
-        let r = r.round();
-        (r >= 1.0 && r <= nf).then(|| sorted[r as usize - 1])
-    };
-    Interval {
-        value,
-        low: rank(nf * q - spread).unwrap_or(f64::NAN),
-        high: rank(nf * q + spread + 1.0).unwrap_or(f64::NAN),
+    Measured {
+        value: milabench_stats::quantile_sorted(sorted, q),
+        interval: Interval::of_quantile(sorted, q),
     }
 }
 
@@ -246,11 +237,11 @@ pub struct Summary {
     /// Seconds from the run's start to the last answer.
     pub duration: f64,
     /// Successful requests per second.
-    pub request_throughput: Interval,
+    pub request_throughput: Measured,
     /// Output tokens of successful requests per second.
-    pub output_throughput: Interval,
+    pub output_throughput: Measured,
     /// Requests per second that met the SLO (when one is given).
-    pub goodput: Option<Interval>,
+    pub goodput: Option<Measured>,
     /// Share of sent requests that met the SLO (when one is given).
     pub slo_attainment: Option<f64>,
     /// Time to the first generated token (reasoning included).
@@ -411,15 +402,15 @@ fn usage_warnings(ok: &[&RequestRecord]) -> Vec<String> {
 
 /// Events per second over `[0, duration]`, each event at `ends[i]` weighing `weights[i]`: the
 /// total over the duration, with a batch-means interval from the rates of the [`windows`].
-fn windowed_rate(ends: &[f64], weights: &[f64], duration: f64) -> Interval {
+fn windowed_rate(ends: &[f64], weights: &[f64], duration: f64) -> Measured {
     let Some((_, rates)) = windows(ends, weights, duration) else {
-        return Interval::NAN;
+        return Measured::NAN;
     };
     // A sum of no floats is -0.0; adding 0.0 makes "no request" a plain 0.
     let total: f64 = weights.iter().sum::<f64>() + 0.0;
-    Interval {
+    Measured {
         value: total / duration,
-        ..Interval::batch_mean(&rates)
+        ..Measured::batch_mean(&rates)
     }
 }
 
@@ -508,13 +499,30 @@ mod tests {
         );
     }
 
+    /// The interval type moved to `milabench-stats`; the `.data` and `--json` form of a
+    /// measured value stays flat.
+    #[test]
+    fn a_measured_value_serialises_flat_with_null_for_a_missing_bound() {
+        let measured = Measured {
+            value: 2.0,
+            interval: Interval {
+                low: 1.5,
+                high: f64::NAN,
+            },
+        };
+        assert_eq!(
+            serde_json::to_string(&measured).unwrap(),
+            r#"{"value":2.0,"low":1.5,"high":null}"#
+        );
+    }
+
     #[test]
     fn quantiles_interpolate_and_bracket() {
         let sorted: Vec<f64> = (1..=100).map(f64::from).collect();
         let q = quantile(&sorted, 0.5);
         assert_eq!(q.value, 50.5);
-        assert!(q.low < 50.5 && q.high > 50.5, "{q:?}");
-        assert!(quantile(&sorted, 0.99).high.is_nan());
+        assert!(q.interval.low < 50.5 && q.interval.high > 50.5, "{q:?}");
+        assert!(quantile(&sorted, 0.99).interval.high.is_nan());
         assert_eq!(quantile(&[3.0], 0.9).value, 3.0);
         assert!(quantile(&[], 0.5).value.is_nan());
     }
@@ -578,7 +586,7 @@ mod tests {
         let d = s.duration;
         assert!((s.request_throughput.value - 39.0 / d).abs() < 1e-9);
         assert!((s.goodput.unwrap().value - 38.0 / d).abs() < 1e-9);
-        assert!(s.request_throughput.low <= s.request_throughput.value);
+        assert!(s.request_throughput.interval.low <= s.request_throughput.value);
     }
 
     #[test]
@@ -622,15 +630,27 @@ mod tests {
         let two_batches = [1.0, 2.0, 1.0, 2.0, 2.0, 1.0, 2.0, 1.0];
         let mean = LatencySummary::of(&two_batches).mean;
         assert_eq!(mean.value, 1.5);
-        assert!(mean.low.is_nan() && mean.high.is_nan(), "{mean:?}");
+        assert!(
+            mean.interval.low.is_nan() && mean.interval.high.is_nan(),
+            "{mean:?}"
+        );
         // Two or three batches that differ are still too few.
         let three_batches = [1.0, 2.0, 3.0, 2.0, 3.0, 4.0, 1.0, 1.0, 5.0];
-        assert!(LatencySummary::of(&three_batches).mean.low.is_nan());
+        assert!(
+            LatencySummary::of(&three_batches)
+                .mean
+                .interval
+                .low
+                .is_nan()
+        );
         // Four batches that agree exactly say nothing of the spread either.
-        assert!(LatencySummary::of(&[3.0; 16]).mean.high.is_nan());
+        assert!(LatencySummary::of(&[3.0; 16]).mean.interval.high.is_nan());
         let four: Vec<f64> = (0..16).map(|i| f64::from(i % 5)).collect();
         let mean = LatencySummary::of(&four).mean;
-        assert!(mean.low < mean.value && mean.value < mean.high, "{mean:?}");
+        assert!(
+            mean.interval.low < mean.value && mean.value < mean.interval.high,
+            "{mean:?}"
+        );
     }
 
     #[test]
@@ -642,7 +662,7 @@ mod tests {
         let rate = windowed_rate(&ends, &[1.0; 20], 2.0);
         assert_eq!(rate.value, 10.0);
         assert!(
-            rate.low.is_nan() || rate.low < rate.high,
+            rate.interval.low.is_nan() || rate.interval.low < rate.interval.high,
             "a zero-width interval: {rate:?}"
         );
     }

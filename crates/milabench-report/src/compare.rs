@@ -7,11 +7,11 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use milabench_stats::{DEFAULT_NOISE_FLOOR_PCT, Estimate, Judgement, judge};
+use milabench_stats::{DEFAULT_NOISE_FLOOR_PCT, Estimate, Interval, Judgement, judge};
+use milabench_vocab::TextTable;
 
 use crate::error::ReportError;
 use crate::ingest::load_runs;
-use crate::interval::Interval;
 use crate::summary::summarize;
 
 /// What a change means.
@@ -271,30 +271,18 @@ pub fn render_comparison(c: &Comparison) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Baseline: {}", c.baseline);
     let _ = writeln!(out, "Threshold: {}", threshold_line(c));
-    let width = c
-        .rows
-        .iter()
-        .map(|r| r.bench.len())
-        .max()
-        .unwrap_or(5)
-        .max(5);
-    // Rates are `{:10.2f}` as the Python tool prints them; a column widens for a larger one.
-    let number = |x: f64| crate::pyfmt::fixed(x, 10, 2);
-    let rates = c
-        .rows
-        .iter()
-        .flat_map(|r| [number(r.baseline).len(), number(r.perf).len()])
-        .max()
-        .unwrap_or(10)
-        .max(10);
+    let number = |x: f64| crate::pyfmt::fixed(x, 0, 2);
     for run in &c.runs {
         let _ = writeln!(out, "\nRun: {run}");
-        let _ = writeln!(
-            out,
-            "{:<width$} | {:>rates$} | {:>rates$} | {:>8} | {:>19} | verdict",
-            "bench", "baseline", "perf", "change", "95% CI of change"
-        );
-        let _ = writeln!(out, "{}", "-".repeat(width + 2 * rates + 51));
+        let mut table = TextTable::new([
+            "bench",
+            "baseline",
+            "perf",
+            "change",
+            "95% CI of change",
+            "verdict",
+        ])
+        .right_aligned(1..5);
         for r in c.rows.iter().filter(|r| &r.run == run) {
             let ci = if r.change_ci95.low.is_nan() {
                 String::new()
@@ -306,15 +294,16 @@ pub fn render_comparison(c: &Comparison) -> String {
             } else {
                 format!("{:+.1}%", r.change_pct)
             };
-            let verdict = r.verdict_text();
-            let _ = writeln!(
-                out,
-                "{:<width$} | {:>rates$} | {:>rates$} | {change:>8} | {ci:>19} | {verdict}",
-                r.bench,
+            table.row([
+                r.bench.clone(),
                 number(r.baseline),
                 number(r.perf),
-            );
+                change,
+                ci,
+                r.verdict_text(),
+            ]);
         }
+        out.push_str(&table.render());
     }
     out
 }
@@ -362,14 +351,11 @@ mod tests {
         };
         let text = render_comparison(&comparison);
         let lines: Vec<&str> = text.lines().skip(4).collect();
-        let bars =
-            |line: &str| -> Vec<usize> { line.match_indices(" | ").map(|(i, _)| i).collect() };
-        assert_eq!(bars(lines[0]), bars(lines[2]), "{text}");
-        assert_eq!(bars(lines[2]), bars(lines[3]), "{text}");
-        assert!(
-            lines[1].len() >= lines[0].len(),
-            "the rule spans the header"
-        );
+        // The perf column (right-aligned) ends at the same place on every line.
+        let end_of = |line: &str, cell: &str| line.find(cell).map(|i| i + cell.len());
+        let header_end = end_of(lines[0], "perf");
+        assert_eq!(header_end, end_of(lines[1], "90.00"), "{text}");
+        assert_eq!(header_end, end_of(lines[2], "19095462563.28"), "{text}");
     }
 
     #[test]

@@ -1,48 +1,11 @@
-//! The 95% intervals of the report's figures, from the batch-means estimates of
-//! `milabench-stats` (see that crate for why batch means), and the warm-up found in the rates.
+//! The estimates behind the 95% intervals of the report's figures (batch means from
+//! `milabench-stats`, whose [`Interval`](milabench_stats::Interval) they become; see that crate
+//! for why batch means), and the warm-up found in the rates.
 
 use milabench_stats::{Estimate, steady_state_start};
-use serde::Serialize;
 
 use crate::stats::TRIM_FROM;
 use crate::summary::{BenchSummary, RateSeries};
-
-/// A 95% interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Interval {
-    /// Lower bound.
-    #[serde(serialize_with = "crate::json::finite_or_null")]
-    pub low: f64,
-    /// Upper bound.
-    #[serde(serialize_with = "crate::json::finite_or_null")]
-    pub high: f64,
-}
-
-impl Interval {
-    /// No interval.
-    pub const NAN: Interval = Interval {
-        low: f64::NAN,
-        high: f64::NAN,
-    };
-
-    /// `center ± half_width`.
-    pub fn around(center: f64, half_width: f64) -> Interval {
-        Interval {
-            low: center - half_width,
-            high: center + half_width,
-        }
-    }
-
-    /// The interval of an estimate, centred on its mean.
-    pub fn of(estimate: &Estimate) -> Interval {
-        Interval::around(estimate.mean, estimate.half_width())
-    }
-
-    /// Half the width (NaN for no interval).
-    pub fn half_width(&self) -> f64 {
-        (self.high - self.low) / 2.0
-    }
-}
 
 /// Where the rates of a benchmark's processes stopped warming up, after the fixed `skip` (the
 /// benchmark leaves the skipped observations out of its data).

@@ -45,8 +45,8 @@ pub use compare::{
 pub use error::ReportError;
 pub use html::{REPORT_PAGE, REPORT_TEXT, VALIDATION_FILE, render_comparison_html, render_html};
 pub use ingest::{FileOutcome, RunFile, RunSet, data_file_reads, load_runs, read_run_file};
-pub use interval::{Interval, WarmUp};
-pub use milabench_stats::{DEFAULT_NOISE_FLOOR_PCT, Estimate, Judgement, judge};
+pub use interval::WarmUp;
+pub use milabench_stats::{DEFAULT_NOISE_FLOOR_PCT, Estimate, Interval, Judgement, judge};
 pub use render::{
     Format, csv_lines, markdown_text, render, render_csv, render_json, render_markdown, render_text,
 };

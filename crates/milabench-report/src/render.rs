@@ -9,9 +9,9 @@
 
 use std::fmt::Write as _;
 
+use milabench_stats::Interval;
 use serde_json::{Value, json};
 
-use crate::interval::Interval;
 use crate::pyfmt::{fixed, percent};
 use crate::report::{Report, ReportRow, python_str};
 use crate::serving::{SERVING_COLUMNS, SERVING_NOTE, ServingRow, SloVerdict};

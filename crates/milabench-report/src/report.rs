@@ -3,9 +3,9 @@
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use milabench_stats::Estimate;
+use milabench_stats::{Estimate, Interval};
 
-use crate::interval::{Interval, WarmUp};
+use crate::interval::WarmUp;
 use crate::serving::ServingRow;
 use crate::summary::{BenchSummary, Summary};
 

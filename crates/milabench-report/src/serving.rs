@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use milabench_metrics::format::{LOAD_TASK, REQUEST_TASK};
 use milabench_metrics::{DataFile, DataPayload, Event, Fields, ReadItem, serving};
+use milabench_stats::Interval;
 use serde_json::{Map, Value};
 
 use crate::error::ReportError;
@@ -340,16 +341,19 @@ pub struct SearchFigure {
     /// Requests per second.
     pub rate: f64,
     /// The 95% interval, when there were at least two searches.
-    pub interval: Option<(f64, f64)>,
+    pub interval: Option<Interval>,
 }
 
 impl SearchFigure {
     /// Reads a `load` event's `slo_search` (`{"rate": .., "interval": [low, high] | null}`).
     fn from_payload(load: &Map<String, Value>) -> Option<SearchFigure> {
         let search = load.get("slo_search")?;
-        let interval = search
-            .get("interval")
-            .and_then(|i| Some((i.get(0)?.as_f64()?, i.get(1)?.as_f64()?)));
+        let interval = search.get("interval").and_then(|i| {
+            Some(Interval {
+                low: i.get(0)?.as_f64()?,
+                high: i.get(1)?.as_f64()?,
+            })
+        });
         Some(SearchFigure {
             rate: search.get("rate")?.as_f64()?,
             interval,
@@ -384,7 +388,7 @@ impl ServingRun {
     pub fn scenario(&self) -> String {
         if let Some(search) = self.slo_search {
             return match search.interval {
-                Some((low, high)) => format!(
+                Some(Interval { low, high }) => format!(
                     "SLO search: {} req/s [{}, {}]",
                     rate_text(search.rate),
                     rate_text(low),
@@ -738,7 +742,10 @@ mod tests {
             found,
             Some(SearchFigure {
                 rate: 42.0,
-                interval: Some((30.5, 53.5))
+                interval: Some(Interval {
+                    low: 30.5,
+                    high: 53.5
+                })
             })
         );
         let server =

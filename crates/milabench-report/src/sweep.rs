@@ -10,10 +10,11 @@
 use std::fmt::Write as _;
 
 use milabench_html::{Cell, LinePlot, Page, Series, Table, escape, headline, section};
+use milabench_stats::Interval;
+use milabench_vocab::TextTable;
 use serde_json::Value;
 
 use crate::error::ReportError;
-use crate::interval::Interval;
 use crate::render::{csv_lines, csv_num, markdown_text};
 use crate::report::{Report, ReportOptions, SuiteEntry};
 
@@ -306,18 +307,19 @@ pub fn render_sweep_text(sweep: &SweepReport) -> String {
     let mut out = description(sweep) + "\n";
     for curve in &sweep.curves {
         let _ = writeln!(out, "\n{}", curve.bench);
-        let header = [
+        let mut table = TextTable::new([
             "point",
             "rate (items/s)",
             "GPU MiB",
             "host MiB",
             "speed-up",
             "efficiency",
-        ];
-        let mut rows: Vec<[String; 6]> = vec![header.map(str::to_string)];
+        ])
+        .right_aligned(1..6)
+        .indented(2);
         for (i, cell) in curve.cells.iter().enumerate() {
             let best = if curve.best == Some(i) { " *" } else { "" };
-            rows.push([
+            table.row([
                 format!("{}{best}", sweep.labels[i]),
                 with_ci(cell.rate, &cell.rate_ci, 2),
                 fixed(cell.gpu_memory_mib, 0),
@@ -326,24 +328,7 @@ pub fn render_sweep_text(sweep: &SweepReport) -> String {
                 with_ci(cell.efficiency, &cell.efficiency_ci, 2),
             ]);
         }
-        let widths: Vec<usize> = (0..6)
-            .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-            .collect();
-        for row in rows {
-            let line: Vec<String> = row
-                .iter()
-                .enumerate()
-                .map(|(c, cell)| {
-                    let pad = widths[c] - cell.chars().count();
-                    if c == 0 {
-                        format!("{cell}{}", " ".repeat(pad))
-                    } else {
-                        format!("{}{cell}", " ".repeat(pad))
-                    }
-                })
-                .collect();
-            let _ = writeln!(out, "  {}", line.join("  ").trim_end());
-        }
+        out.push_str(&table.render());
     }
     out.push_str("\n* the best point (highest rate); ± is the half-width of the 95% interval; speed-up and efficiency are against the first point\n");
     out

@@ -20,8 +20,10 @@
 //! Processes are independent of each other, so estimates combine as weighted sums: variances add
 //! with the squared weights and the degrees of freedom follow Welch and Satterthwaite.
 
+mod interval;
 mod quantile;
 
+pub use interval::Interval;
 pub use quantile::{quantile, quantile_sorted};
 
 /// An estimated mean with the variance of that estimate and its degrees of freedom; a 95%

@@ -230,7 +230,7 @@ impl Store {
             // The stored interval is centred on perf (the report's `perf_ci`).
             let estimate = row.perf.map(|perf| {
                 let half_width = match (r.real(12), r.real(13)) {
-                    (Some(low), Some(high)) => (high - low) / 2.0,
+                    (Some(low), Some(high)) => Interval { low, high }.half_width(),
                     _ => f64::NAN,
                 };
                 Estimate::from_interval(perf, half_width)

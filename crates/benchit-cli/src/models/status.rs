@@ -265,7 +265,7 @@ fn render_build(
                         "{pad}{:<width$}  mean {:.4} ms (±{:.4}), p90 {:.4} ms, {:.1}/s{version}{compile}",
                         rt.runtime,
                         s.mean_ms,
-                        (s.ci95_high_ms - s.ci95_low_ms) / 2.0,
+                        s.ci95().half_width(),
                         s.p90_ms,
                         s.throughput,
                     );

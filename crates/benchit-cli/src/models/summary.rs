@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use benchit::models::{Action, BenchmarkReport, InputStatus};
+use milabench_vocab::TextTable;
 
 use crate::Format;
 
@@ -100,7 +101,7 @@ fn summary_table(report: &BenchmarkReport) -> String {
                         rt.runtime.clone(),
                         num(|s| s.mean_ms, 4),
                         num(|s| s.p90_ms, 4),
-                        num(|s| (s.ci95_high_ms - s.ci95_low_ms) / 2.0, 4),
+                        num(|s| s.ci95().half_width(), 4),
                         num(|s| s.throughput, 1),
                         if rt.ok {
                             "ok".into()
@@ -118,28 +119,16 @@ fn summary_table(report: &BenchmarkReport) -> String {
     aligned(&rows, 4..8)
 }
 
-/// Rows as aligned columns: those in `numeric` right-aligned, the last one as it is.
+/// Rows, the header first, as a [`TextTable`]: the columns in `numeric` right-aligned.
 fn aligned<const N: usize>(rows: &[[String; N]], numeric: std::ops::Range<usize>) -> String {
-    let widths: Vec<usize> = (0..N)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut text = String::new();
-    for row in rows {
-        let mut line = String::new();
-        for (c, cell) in row.iter().enumerate() {
-            let width = widths[c];
-            if c == N - 1 {
-                line.push_str(cell);
-            } else if numeric.contains(&c) {
-                let _ = write!(line, "{cell:>width$}  ");
-            } else {
-                let _ = write!(line, "{cell:<width$}  ");
-            }
-        }
-        text.push_str(line.trim_end());
-        text.push('\n');
+    let [header, body @ ..] = rows else {
+        return String::new();
+    };
+    let mut table = TextTable::new(header.iter().map(String::as_str)).right_aligned(numeric);
+    for row in body {
+        table.row(row.iter().map(String::as_str));
     }
-    text
+    table.render()
 }
 
 /// One line per input when there are several (`--all`, a list of scripts): how each went, how

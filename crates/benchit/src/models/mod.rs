@@ -39,6 +39,7 @@ use milabench_exec::Interrupt;
 pub use cache::{Cache, CacheError};
 pub use framework::Framework;
 pub use input::{Input, InputError, InputKind, scripts_in};
+pub use milabench_stats::Interval;
 pub use options::{Action, BenchmarkOptions, Device, Exporter, RebuildPolicy, Runtime};
 pub use results::{
     BenchmarkReport, BuildResult, Failure, FailureKind, InputResult, InputStatus, InvocationResult,

@@ -2,10 +2,8 @@
 //! extremes, throughput and the 95% confidence interval of the mean (Student's t from
 //! `milabench-stats`, so that short runs get honest, wider intervals).
 
-use milabench_stats::t_975;
+use milabench_stats::{Estimate, Interval, quantile_sorted};
 use serde::{Deserialize, Serialize};
-
-use milabench_stats::quantile_sorted;
 
 /// The summary of the timed calls of one model on one runtime. Latencies in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +35,14 @@ pub struct Statistics {
 }
 
 impl Statistics {
+    /// The 95% interval of the mean latency, ms.
+    pub fn ci95(&self) -> Interval {
+        Interval {
+            low: self.ci95_low_ms,
+            high: self.ci95_high_ms,
+        }
+    }
+
     /// The statistics of `times_ns`; `None` when there is no time.
     pub fn of(times_ns: &[u64], batch_size: u32) -> Option<Statistics> {
         if times_ns.is_empty() {
@@ -51,10 +57,11 @@ impl Statistics {
         } else {
             0.0
         };
-        let half_width = if n > 1 {
-            t_975((n - 1) as f64) * std / (n as f64).sqrt()
+        // One call: a point interval, as a series of equal calls has.
+        let ci95 = if n > 1 {
+            Interval::of(&Estimate::of_independent(&ms))
         } else {
-            0.0
+            Interval::around(mean, 0.0)
         };
         Some(Statistics {
             iterations: n,
@@ -65,8 +72,8 @@ impl Statistics {
             std_ms: std,
             min_ms: ms[0],
             max_ms: ms[n - 1],
-            ci95_low_ms: mean - half_width,
-            ci95_high_ms: mean + half_width,
+            ci95_low_ms: ci95.low,
+            ci95_high_ms: ci95.high,
             throughput: if mean > 0.0 {
                 f64::from(batch_size) * 1000.0 / mean
             } else {
@@ -130,7 +137,7 @@ mod tests {
         for (n, t) in [(2u64, 12.706), (5, 2.776), (10, 2.262), (31, 2.042)] {
             let times: Vec<u64> = (1..=n).map(|ms| ms * 1_000_000).collect();
             let s = Statistics::of(&times, 1).unwrap();
-            let half_width = (s.ci95_high_ms - s.ci95_low_ms) / 2.0;
+            let half_width = s.ci95().half_width();
             let from_table = t * s.std_ms / (n as f64).sqrt();
             assert!(
                 close(half_width / from_table, 1.0, 5.1e-4 / t),

@@ -4,10 +4,11 @@
 use milabench::ExitCode;
 use milabench::observe::Interrupt;
 use milabench::serving::{
-    Api, ArrivalShape, DataChannelWriter, Endpoint, LatencySummary, LengthDist, LoadResult,
-    LoadSpec, ManagedServer, RequestOptions, ResultsFile, STOP_GRACE, Scenario, ServerOutput, Slo,
-    SloSearch, Step, Stop, Workload, command_and_url,
+    Api, ArrivalShape, DataChannelWriter, Endpoint, Interval, LatencySummary, LengthDist,
+    LoadResult, LoadSpec, ManagedServer, Measured, RequestOptions, ResultsFile, STOP_GRACE,
+    Scenario, ServerOutput, Slo, SloSearch, Step, Stop, Workload, command_and_url,
 };
+use milabench_vocab::TextTable;
 use serde_json::{Map, Value, json};
 
 use crate::args::{LoadApi, LoadArgs, LoadFormat, LoadScenario};
@@ -309,8 +310,9 @@ fn ms(x: f64) -> String {
     }
 }
 
-fn with_interval(value: f64, low: f64, high: f64, digits: usize) -> String {
-    if low.is_finite() && high.is_finite() {
+fn with_interval(value: f64, interval: Interval, digits: usize) -> String {
+    if interval.is_known() {
+        let Interval { low, high } = interval;
         format!("{value:.digits$} [{low:.digits$}, {high:.digits$}]")
     } else if value.is_finite() {
         format!("{value:.digits$}")
@@ -341,34 +343,46 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
         "requests: {} sent, {} succeeded, {} failed in {:.2} s\n\n",
         s.requests, s.succeeded, s.failed, s.duration
     );
-    out += &format!(
-        "{:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>24}\n",
-        "ms", "mean [95% interval]", "p50", "p90", "p95", "p99", "p99 [95% interval]"
-    );
-    let row = |name: &str, l: &LatencySummary| {
-        let scaled = |i: &milabench::serving::Interval| {
-            with_interval(i.value * 1e3, i.low * 1e3, i.high * 1e3, 2)
+    let mut latencies = TextTable::new([
+        "ms",
+        "mean [95% interval]",
+        "p50",
+        "p90",
+        "p95",
+        "p99",
+        "p99 [95% interval]",
+    ])
+    .right_aligned(1..7);
+    let mut row = |name: &str, l: &LatencySummary| {
+        let scaled = |m: &Measured| {
+            let Interval { low, high } = m.interval;
+            let interval = Interval {
+                low: low * 1e3,
+                high: high * 1e3,
+            };
+            with_interval(m.value * 1e3, interval, 2)
         };
-        format!(
-            "{name:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>24}\n",
+        latencies.row([
+            name.to_owned(),
             scaled(&l.mean),
             ms(l.p50.value),
             ms(l.p90.value),
             ms(l.p95.value),
             ms(l.p99.value),
             scaled(&l.p99),
-        )
+        ]);
     };
-    out += &row("ttft", &s.ttft);
+    row("ttft", &s.ttft);
     if let Some(text_ttft) = &s.content_ttft {
-        out += &row("ttft text", text_ttft);
+        row("ttft text", text_ttft);
     }
-    out += &row("tpot", &s.tpot);
-    out += &row("tpot all", &s.tpot_with_first);
-    out += &row("itl", &s.itl);
-    out += &row("e2e", &s.e2e);
-    out += &row("ttft sched", &s.ttft_from_schedule);
-    out += &row("e2e sched", &s.e2e_from_schedule);
+    row("tpot", &s.tpot);
+    row("tpot all", &s.tpot_with_first);
+    row("itl", &s.itl);
+    row("e2e", &s.e2e);
+    row("ttft sched", &s.ttft_from_schedule);
+    row("e2e sched", &s.e2e_from_schedule);
+    out += &latencies.render();
     out += "ttft, e2e: from the actual send; sched: from the scheduled send time (the client's \
             send delay included); tpot: after the first token, (e2e - ttft) / (tokens - 1); \
             tpot all: e2e / tokens, the first included; ttft: to the first token of any kind \
@@ -378,13 +392,13 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
     let o = &s.output_throughput;
     out += &format!(
         "\nthroughput: {} requests/s, {} output tokens/s\n",
-        with_interval(t.value, t.low, t.high, 2),
-        with_interval(o.value, o.low, o.high, 1)
+        with_interval(t.value, t.interval, 2),
+        with_interval(o.value, o.interval, 1)
     );
     if let (Some(g), Some(share)) = (&s.goodput, s.slo_attainment) {
         out += &format!(
             "goodput: {} requests/s within the SLO ({:.1}% of requests); {}\n",
-            with_interval(g.value, g.low, g.high, 2),
+            with_interval(g.value, g.interval, 2),
             share * 100.0,
             match (step.interrupted, step.held) {
                 (true, _) => "interrupted",
@@ -429,10 +443,9 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
 /// 3 searches: 41.00, 43.00, 43.50)`.
 fn search_line(search: &SloSearch) -> String {
     let rates: Vec<String> = search.rates.iter().map(|r| format!("{r:.2}")).collect();
-    let (low, high) = search.interval.unwrap_or((f64::NAN, f64::NAN));
     format!(
         "SLO search: {} requests/s (95% interval of {} searches: {})\n",
-        with_interval(search.rate, low, high, 2),
+        with_interval(search.rate, search.interval.unwrap_or(Interval::NAN), 2),
         rates.len(),
         rates.join(", ")
     )
@@ -451,26 +464,25 @@ fn held_word(step: &Step) -> &'static str {
 fn text(spec: &LoadSpec, result: &LoadResult) -> String {
     let mut out = String::new();
     if result.sweep {
-        out += &format!(
-            "{:>12} {:>12} {:>10} {:>10} {:>8} {:>11}\n",
-            "rate", "achieved", "ttft p99", "tpot p99", "in SLO", "held"
-        );
+        let mut steps =
+            TextTable::new(["rate", "achieved", "ttft p99", "tpot p99", "in SLO", "held"])
+                .right_aligned(0..6);
         for step in &result.steps {
             let s = &step.summary;
             let Scenario::Server { rate } = step.scenario else {
                 continue;
             };
-            out += &format!(
-                "{:>12.2} {:>12.2} {:>10} {:>10} {:>8} {:>11}\n",
-                rate,
-                s.request_throughput.value,
+            steps.row([
+                format!("{rate:.2}"),
+                format!("{:.2}", s.request_throughput.value),
                 ms(s.ttft.p99.value),
                 ms(s.tpot.p99.value),
                 s.slo_attainment
                     .map_or("-".into(), |a| format!("{:.1}%", a * 100.0)),
-                held_word(step)
-            );
+                held_word(step).to_owned(),
+            ]);
         }
+        out += &steps.render();
         out += &match result.highest_held_rate {
             Some(rate) => format!("highest rate that held: {rate:.2} requests/s\n"),
             None => "no rate held\n".into(),
@@ -519,6 +531,34 @@ mod tests {
             .filter_map(|line| line.split_whitespace().last())
             .collect();
         assert_eq!(verdicts, ["yes", "no", "interrupted"], "{table}");
+    }
+
+    /// A rate wider than the others widens its column: every line of the sweep's table ends
+    /// at the same place (its columns are all right-aligned).
+    #[test]
+    fn a_wide_rate_widens_the_sweep_tables_column() {
+        let step = |rate| Step {
+            scenario: Scenario::Server { rate },
+            started: std::time::SystemTime::UNIX_EPOCH,
+            records: Vec::new(),
+            summary: milabench_load::Summary::of(&[], None, 0.0),
+            held: true,
+            interrupted: false,
+        };
+        let result = LoadResult {
+            sweep: true,
+            steps: vec![step(10.0), step(1e12)],
+            highest_held_rate: Some(1e12),
+            slo_search: None,
+            stopped: None,
+        };
+        let text = text(&spec_for_test(), &result);
+        let widths: Vec<usize> = text.lines().take(3).map(|l| l.chars().count()).collect();
+        assert!(widths.iter().all(|&w| w == widths[0]), "{text}");
+        assert!(
+            text.lines().nth(2).unwrap().contains("1000000000000.00"),
+            "{text}"
+        );
     }
 
     fn spec_for_test() -> LoadSpec {

@@ -73,8 +73,8 @@ fn request(
         }),
         resume,
         shared_folder: args.share_run_folder,
-        preflight: !args.no_check,
-        setup: !args.no_setup,
+        preflight: !args.skip.no_check,
+        setup: !args.skip.no_setup,
         validations,
         precision: args
             .precision

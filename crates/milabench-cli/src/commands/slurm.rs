@@ -148,8 +148,8 @@ fn request(
         }),
         sbatch,
         fidelity: args.fidelity.clone(),
-        no_check: args.no_check,
-        no_setup: args.no_setup,
+        no_check: args.skip.no_check,
+        no_setup: args.skip.no_setup,
         reports: vec![report("html", REPORT_PAGE), report("text", REPORT_TEXT)],
         written_at: jiff::Zoned::now().datetime(),
     })

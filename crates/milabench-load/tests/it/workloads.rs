@@ -249,7 +249,7 @@ fn an_slo_search_finds_the_rate_with_an_interval() {
         search.rates.iter().all(|r| (5.0..=60.0).contains(r)),
         "{search:?}"
     );
-    let (low, high) = search.interval.unwrap();
+    let milabench_load::Interval { low, high } = search.interval.unwrap();
     assert!(low <= search.rate && search.rate <= high, "{search:?}");
     assert!(result.sweep);
     // Without bounds to hold, the search says what to give.

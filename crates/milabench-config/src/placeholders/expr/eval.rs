@@ -1,6 +1,6 @@
 //! Evaluation of a parsed expression against a scope, with Python's semantics.
 
-use super::lexer::{BUILTINS, Span};
+use super::lexer::Span;
 use super::parser::{BinOp, CmpOp, Expr, Node};
 use super::value::Num;
 use super::{Scope, Value};
@@ -305,6 +305,9 @@ pub(super) fn compare(op: CmpOp, l: &Value, r: &Value) -> Result<bool, String> {
         }
     })
 }
+
+/// The names of the built-in functions ([`builtin`]), for the message of an unknown one.
+const BUILTINS: &[&str] = &["abs", "float", "int", "len", "max", "min"];
 
 pub(super) fn builtin(name: &str, args: &[Value]) -> Option<Result<Value, String>> {
     let one = || match args {

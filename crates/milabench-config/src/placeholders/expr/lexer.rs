@@ -4,8 +4,6 @@ use std::fmt;
 
 use super::python_float;
 
-pub(super) const BUILTINS: &[&str] = &["abs", "float", "int", "len", "max", "min"];
-
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Tok {
     Int(i64),
