@@ -67,6 +67,7 @@ impl Environments {
         }
         let mut constraints: Vec<Utf8PathBuf> =
             self.project.constraints(variant).into_iter().collect();
+        let overrides = self.override_file(group)?;
         let command = format!("milabench pin --variant {variant} --select {}", group.name);
         let python_version = format!(
             "{}.{}",
@@ -102,6 +103,9 @@ impl Environments {
             args.extend(inputs.iter().map(|i| relative(root, i)));
             for c in constraints {
                 args.extend(["-c".to_string(), relative(root, c)]);
+            }
+            if let Some(file) = &overrides {
+                args.extend(["--overrides".to_string(), file.to_string()]);
             }
             args.extend(group.installer_args.iter().cloned());
             let mut step = HelperCommand::unlimited(bin, args);
