@@ -124,7 +124,9 @@ mod tests {
         faulty["ok"] = serde_json::json!(0.0);
         faulty["failed"] = serde_json::json!(3.0);
         faulty["tpot_p50_ms"] = serde_json::Value::Null;
-        let err = check_serving_row(&report(faulty)).expect_err("faults").to_string();
+        let err = check_serving_row(&report(faulty))
+            .expect_err("faults")
+            .to_string();
         for fault in ["ok 0.0", "failed 3.0", "tpot_p50_ms null"] {
             assert!(err.contains(fault), "{fault} in {err}");
         }

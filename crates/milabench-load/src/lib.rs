@@ -30,5 +30,5 @@ pub use client::{Api, Endpoint, ErrorKind, RequestError, RequestOptions, Request
 pub use error::LoadError;
 pub use run::{HELD_ATTAINMENT, LoadResult, LoadSpec, Scenario, SloSearch, Step, run};
 pub use stop::Stop;
-pub use summary::{Interval, LatencySummary, Slo, Summary, parse_duration};
+pub use summary::{DEFINITIONS, Interval, LatencySummary, Slo, Summary, parse_duration};
 pub use workload::{LengthDist, Workload};

@@ -239,6 +239,7 @@ fn show(
                 "slo_search": result.slo_search,
                 "stopped": result.stopped,
                 "failure": result.failure(),
+                "definitions": definitions(),
             });
             serde_json::to_string_pretty(&out)? + "\n"
         }
@@ -356,6 +357,16 @@ fn spec(args: &LoadArgs, endpoint: Endpoint) -> crate::errors::Result<LoadSpec> 
         },
         ca_cert: args.ca_cert.as_ref().map(|p| p.clone().into_std_path_buf()),
     })
+}
+
+/// [`milabench_load::DEFINITIONS`] as a JSON object, in their order.
+fn definitions() -> Value {
+    Value::Object(
+        milabench_load::DEFINITIONS
+            .iter()
+            .map(|(key, meaning)| ((*key).to_owned(), json!(meaning)))
+            .collect(),
+    )
 }
 
 fn ms(x: f64) -> String {
