@@ -78,7 +78,7 @@ fn check_serving_row(report: &serde_json::Value) -> anyhow::Result<()> {
     if row["bench"].as_str() != Some(BENCH) {
         problems.push(format!("the row is of {}, not {BENCH}", row["bench"]));
     }
-    if !(number("ok") >= 1.0) {
+    if number("ok").is_nan() || number("ok") < 1.0 {
         problems.push(format!("ok {}: no request succeeded", row["ok"]));
     }
     if number("failed") != 0.0 {
