@@ -552,15 +552,12 @@ impl Environments {
         &self,
         group: &InstallGroup,
     ) -> Result<Option<Utf8PathBuf>, EnvError> {
-        if group.overrides.is_empty() {
-            return Ok(None);
-        }
-        let dir = self.layout.extra.join(&group.name);
-        fs_err::create_dir_all(&dir).map_err(EnvError::io("could not create", &dir))?;
-        let path = dir.join("pip-overrides.txt");
-        fs_err::write(&path, group.overrides.join("\n") + "\n")
-            .map_err(EnvError::io("could not write", &path))?;
-        Ok(Some(path))
+        let path = self
+            .layout
+            .extra
+            .join(&group.name)
+            .join("pip-overrides.txt");
+        write_overrides(group, &path)
     }
 
     /// The package install of `group` into `venv`; `overrides` (uv only: [`Environments::install`]
@@ -761,6 +758,23 @@ fn run_in_venv(step: &mut HelperCommand, venv: &Utf8Path) {
     step.env.push(("VIRTUAL_ENV".into(), venv.to_string()));
     step.env_remove
         .extend(["PYTHONPATH", "PYTHONHOME", "PIP_REQUIRE_VIRTUALENV"].map(String::from));
+}
+
+/// Writes `group`'s `pip.overrides` lines into the file `path` (its folder made); `None`, and
+/// nothing written, when it has none.
+pub(crate) fn write_overrides(
+    group: &InstallGroup,
+    path: &Utf8Path,
+) -> Result<Option<Utf8PathBuf>, EnvError> {
+    if group.overrides.is_empty() {
+        return Ok(None);
+    }
+    if let Some(dir) = path.parent() {
+        fs_err::create_dir_all(dir).map_err(EnvError::io("could not create", dir))?;
+    }
+    fs_err::write(path, group.overrides.join("\n") + "\n")
+        .map_err(EnvError::io("could not write", path))?;
+    Ok(Some(path.to_path_buf()))
 }
 
 /// Refuses a group with `pip.overrides` where pip would install it (`fix` says how not to).
