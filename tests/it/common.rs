@@ -77,6 +77,23 @@ pub fn first_line_then_close(cmd: &mut Command) -> (String, Output) {
     (line, output)
 }
 
+/// Runs `cmd` with its stdout a pipe whose reader is already gone (a `| head` that has ended
+/// before the command writes): every write gets a broken pipe, however short the output.
+pub fn into_closed_pipe(cmd: &mut Command) -> Output {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = cmd
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("the binary runs");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::new(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// Replaces machine-specific paths with stable markers for snapshots.
 pub fn redact(text: &str) -> String {
     let fixtures = fixtures();

@@ -587,3 +587,25 @@ fn output_into_a_closed_pipe_ends_quietly() {
         assert!(!out.stderr.contains("error"), "{args:?}: {}", out.stderr);
     }
 }
+
+/// Output into a pipe already closed (`| head` done before the command writes, issue 48): the
+/// broken pipe ends `new` and `slurm system`, whose output is short, quietly with exit code 0.
+#[test]
+fn short_output_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut new = milabench(dir.path());
+    new.args(["new", "piped"]);
+    let mut system = milabench(dir.path());
+    system
+        .args(["slurm", "system"])
+        .env("SLURM_JOB_ID", "77")
+        .env("SLURM_JOB_NODELIST", "localhost")
+        .env("SLURM_JOB_NUM_NODES", "1")
+        .env("SLURMD_NODENAME", "localhost");
+    for cmd in [&mut new, &mut system] {
+        let out = crate::common::into_closed_pipe(cmd);
+        let args: Vec<_> = cmd.get_args().collect();
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("error"), "{args:?}: {}", out.stderr);
+    }
+}

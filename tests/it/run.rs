@@ -217,9 +217,10 @@ fn dry_run_prints_the_commands() {
     );
 }
 
-/// `-v` leaves a debug trail on stderr of what was resolved and planned; without it, none.
+/// `-v` leaves a debug trail on stderr of what was resolved, planned and started; without it,
+/// none.
 #[test]
-fn verbose_tells_what_was_resolved_and_planned() {
+fn verbose_tells_what_was_resolved_planned_and_started() {
     let project = project();
     let out = run(&mut project.run_command(&["--dry-run", "--select", "good", "-v"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -232,6 +233,13 @@ fn verbose_tells_what_was_resolved_and_planned() {
     );
     let quiet = run(&mut project.run_command(&["--dry-run", "--select", "good"]));
     assert!(!quiet.stderr.contains("planned"), "{}", quiet.stderr);
+    let ran = run(&mut project.run_command(&["--select", "good", "--run-name", "traced", "-v"]));
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("starting good: 1 process(es)"),
+        "{}",
+        ran.stderr
+    );
 }
 
 #[test]

@@ -438,6 +438,32 @@ fn bad_sweeps_are_refused_before_any_run() {
     insta::assert_snapshot!(report);
 }
 
+/// `--resume` is refused for a sweep, which goes on where it stopped by itself: before any
+/// run, with `--dry-run` too.
+#[test]
+fn a_sweep_refuses_resume() {
+    let project = Project::new(SUITE);
+    project.bench("sized", &sized(None));
+    for dry_run in [true, false] {
+        let mut cmd = project.run_command(&["--no-check", "--resume", "--run-name", "rs"]);
+        if dry_run {
+            cmd.arg("--dry-run");
+        }
+        let out = run(cmd.args(["--sweep", "sized.argv.--batch-size=[8,16]"]));
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert!(
+            out.stderr
+                .contains("error: --resume does not apply to a sweep")
+                && out
+                    .stderr
+                    .contains("fix: run the same command without --resume"),
+            "{}",
+            out.stderr
+        );
+        assert!(run_folders(&project).is_empty(), "a run started");
+    }
+}
+
 /// `report --sweep` of folders as a shell glob lists them (issue 53, U4 and K1): the points in
 /// order of the swept value; a warning for the folders of different sweeps and for a corrupt
 /// `sweep.json`; a plain run is one point named by its folder.

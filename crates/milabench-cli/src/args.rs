@@ -2,7 +2,7 @@
 
 use camino::Utf8PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use milabench_config::settings::env_vars;
+use milabench_vocab::env_vars;
 
 mod python;
 
@@ -434,8 +434,8 @@ pub struct SourceArgs {
 
 impl SourceArgs {
     /// The sources these flags name.
-    pub fn sources(&self) -> milabench_env::Sources {
-        milabench_env::Sources {
+    pub fn sources(&self) -> milabench::install::Sources {
+        milabench::install::Sources {
             find_links: self.find_links.clone(),
             offline: self.offline,
         }
@@ -1153,7 +1153,7 @@ fn at_least_one(text: &str) -> Result<usize, String> {
 /// A duration of `milabench load`: `500ms`, `60s`, `2m`; its flags take values that start with
 /// `-` so that `-1s` is said to be negative rather than taken for a flag.
 fn load_duration(text: &str) -> Result<std::time::Duration, String> {
-    milabench_load::parse_duration(text)
+    milabench::serving::parse_duration(text)
 }
 
 /// Output formats of the results-database commands.

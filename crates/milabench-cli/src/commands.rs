@@ -24,7 +24,7 @@ mod sysinfo;
 
 use crate::errors::Context as _;
 use milabench::ExitCode;
-use milabench_exec::WatchdogCommand;
+use milabench::observe::WatchdogCommand;
 
 use crate::args::{Cli, Command};
 
@@ -54,7 +54,7 @@ pub fn dispatch(cli: Cli) -> crate::errors::Result<ExitCode> {
         Command::Tools(command) => python::tools(&cli.global, command),
         Command::Data(command) => python::data(&cli.global, command),
         Command::Watchdog => {
-            milabench_exec::serve_watchdog(std::io::stdin().lock());
+            milabench::observe::serve_watchdog(std::io::stdin().lock());
             Ok(ExitCode::Success)
         }
     }

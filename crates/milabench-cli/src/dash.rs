@@ -20,9 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Once, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use milabench::observe::{ExecObserver, ProcessOutcome, ProcessSpec, Record};
 use milabench::observe::{RunEvent, RunObserver};
-use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec};
-use milabench_metrics::Record;
 use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
 use ratatui::crossterm::{cursor, execute};

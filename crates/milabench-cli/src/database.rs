@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use crate::errors::Context as _;
-use milabench_config::settings::EnvVars;
-use milabench_store::{RunSummary, Store, StoreLocation};
+use milabench::settings::EnvVars;
+use milabench::store::{RunSummary, Store, StoreLocation};
 
 use crate::args::GlobalArgs;
 use crate::settings::load_settings;

@@ -4,23 +4,19 @@
 use std::error::Error;
 
 use milabench::ExitCode;
-use milabench::host::SystemError;
-use milabench::scaffold::ScaffoldError;
-use milabench::shared_data::SharedDataError;
-use milabench_cluster::submission::SubmitError;
-use milabench_config::ConfigError;
-use milabench_config::scaling::ScalingError;
-use milabench_config::settings::SettingsError;
-use milabench_config::sweep::SweepError;
-use milabench_env::EnvError;
-use milabench_exec::{ExecError, error_report};
-use milabench_load::LoadError;
-use milabench_metrics::MetricsError;
-use milabench_report::ReportError;
-use milabench_store::StoreError;
-use milabench_store::publish::PublishError;
-use milabench_validate::{ReplayError, UnknownLayer};
-use milabench_vocab::InContext;
+use milabench::install::EnvError;
+use milabench::observe::ExecError;
+use milabench::publish::PublishError;
+use milabench::replay::{ReplayError, UnknownLayer};
+use milabench::results::{MetricsError, ReportError};
+use milabench::serving::LoadError;
+use milabench::settings::SettingsError;
+use milabench::slurm::SubmitError;
+use milabench::store::StoreError;
+use milabench::suite::{ConfigError, ScalingError, SweepError};
+use milabench::system::SystemError;
+use milabench::{ScaffoldError, SharedDataError};
+use milabench_vocab::{InContext, error_report};
 
 /// What a command handler returns.
 pub type Result<T, E = CliError> = std::result::Result<T, E>;
@@ -247,6 +243,6 @@ mod tests {
     fn a_broken_pipe_is_found_under_contexts() {
         let pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
         let err = CliError::from(pipe).context("could not write to stdout");
-        assert!(milabench_exec::is_broken_pipe(&err));
+        assert!(milabench_vocab::is_broken_pipe(&err));
     }
 }

@@ -32,13 +32,13 @@ pub fn main() -> std::process::ExitCode {
     }
     // A run of hundreds of processes needs more descriptors than a login's default soft limit;
     // where the hard limit is as low, the spawn that runs out says so.
-    if let Err(e) = milabench_exec::raise_open_file_limit() {
+    if let Err(e) = milabench::observe::raise_open_file_limit() {
         tracing::debug!("the open-file limit could not be raised: {e}");
     }
     match commands::dispatch(cli) {
         Ok(code) => code.into(),
         // The reader of stdout went away (`| head`): a quiet end, once for every command.
-        Err(err) if milabench_exec::is_broken_pipe(&err) => milabench::ExitCode::Success.into(),
+        Err(err) if milabench_vocab::is_broken_pipe(&err) => milabench::ExitCode::Success.into(),
         Err(err) => errors::report(&err).into(),
     }
 }

@@ -8,9 +8,10 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 
+use milabench::observe::{
+    Event, ExecObserver, Failure, Pipe, ProcessOutcome, ProcessSpec, Record, ReturnCode,
+};
 use milabench::observe::{RunEvent, RunObserver};
-use milabench_exec::{ExecObserver, ProcessOutcome, ProcessSpec};
-use milabench_metrics::{Event, Failure, Pipe, Record, ReturnCode};
 
 /// Prints run progress on stderr.
 pub struct LiveDisplay {

@@ -50,14 +50,14 @@ fn check_output_outside_runs(
     output: &camino::Utf8Path,
     runs: &[String],
 ) -> crate::errors::Result<()> {
-    use milabench_report::{REPORT_PAGE, REPORT_TEXT};
+    use milabench_vocab::run_files::{REPORT_PAGE, REPORT_TEXT};
     use std::ffi::OsStr;
     use std::os::unix::fs::MetadataExt as _;
     let fix = format!(
         "write the output elsewhere (into a run folder, only its {REPORT_PAGE} or {REPORT_TEXT}: its other files are `milabench run`'s)"
     );
     if let Ok(meta) = std::fs::metadata(output) {
-        let discovery = milabench_metrics::discover_data_files(runs)?;
+        let discovery = milabench::results::discover_data_files(runs)?;
         if let Some(read) = discovery.files.iter().find(|file| {
             std::fs::metadata(&file.path)
                 .is_ok_and(|m| (m.dev(), m.ino()) == (meta.dev(), meta.ino()))

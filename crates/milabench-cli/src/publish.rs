@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::errors::Context as _;
 use milabench::ExitCode;
-use milabench_store::publish::{
+use milabench::publish::{
     ArchiveLimits, DEFAULT_DASHBOARD_URL, PublishEvent, PushKey, publish, zip_run_folders,
 };
 
@@ -35,7 +35,7 @@ impl PublishRequest {
             .map_or(DEFAULT_DASHBOARD_URL, str::trim)
             .trim_end_matches('/')
             .to_owned();
-        milabench_store::publish::check_url(&url)?;
+        milabench::publish::check_url(&url)?;
         Ok(Some(PublishRequest { key, url }))
     }
 

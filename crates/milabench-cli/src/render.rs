@@ -7,8 +7,8 @@ pub(crate) mod pipeline;
 
 use std::path::Path;
 
+use milabench::observe::{Check, Status};
 use milabench::observe::{RunSummary, SetupFailure};
-use milabench_cluster::{Check, Status};
 
 use crate::output::{note, warn};
 

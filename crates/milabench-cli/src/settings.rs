@@ -2,8 +2,8 @@
 //! variables, then these flags (figment does the layering in `milabench-config`).
 
 use camino::{Utf8Path, Utf8PathBuf};
+use milabench::settings::{Arch, EnvVars, Installer, Settings, SettingsFlags};
 use milabench::{Session, SessionRequest, SweepRun};
-use milabench_config::settings::{Arch, EnvVars, Installer, Settings, SettingsFlags};
 
 use crate::args::{ArchArg, EnvArgs, GlobalArgs, InstallerArg, SuiteArgs};
 

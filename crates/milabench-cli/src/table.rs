@@ -32,7 +32,7 @@ impl<T: Serialize> Table<'_, T> {
             .rows
             .iter()
             .map(|row| row.iter().map(String::as_bytes).collect::<Vec<_>>());
-        milabench_report::csv_lines(std::iter::once(header.collect()).chain(rows))
+        milabench::results::csv_lines(std::iter::once(header.collect()).chain(rows))
     }
 
     fn markdown(&self) -> String {
@@ -42,7 +42,7 @@ impl<T: Serialize> Table<'_, T> {
         let mut out = line(&mut self.columns.iter().map(|c| (*c).to_owned()));
         out += &line(&mut self.columns.iter().map(|_| "---".to_owned()));
         for row in &self.rows {
-            out += &line(&mut row.iter().map(|c| milabench_report::markdown_text(c)));
+            out += &line(&mut row.iter().map(|c| milabench::results::markdown_text(c)));
         }
         out
     }

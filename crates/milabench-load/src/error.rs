@@ -101,6 +101,34 @@ pub enum LoadError {
     /// The run was asked to end while it waited for its server.
     #[error("stopped before the server was ready: {0}")]
     StoppedWaiting(String),
+    /// The run folder of the results (`--run-dir`) cannot be created.
+    #[error("cannot create --run-dir {}: {error}", dir.display())]
+    RunDir {
+        /// The folder.
+        dir: PathBuf,
+        /// Why (shown in the message, not as a cause).
+        error: std::io::Error,
+    },
+    /// The results file already holds the results of a run.
+    #[error(
+        "{} already holds the results of a run: give another --run-dir or --name, or remove the file",
+        path.display()
+    )]
+    ResultsExist {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The results file cannot be created in its run folder.
+    #[error("cannot write the results file {} in --run-dir: {error}", path.display())]
+    ResultsFile {
+        /// The file.
+        path: PathBuf,
+        /// Why (shown in the message, not as a cause).
+        error: std::io::Error,
+    },
+    /// The results could not be written to their file.
+    #[error(transparent)]
+    Results(#[from] milabench_metrics::MetricsError),
     /// The asynchronous runtime or a thread of the run could not be started.
     #[error("cannot start the load generator")]
     Runtime(#[source] std::io::Error),
@@ -117,7 +145,11 @@ impl LoadError {
             | LoadError::CaFile { .. }
             | LoadError::NotTls { .. }
             | LoadError::SpeaksTls { .. }
-            | LoadError::ServerStart { .. } => true,
+            | LoadError::ServerStart { .. }
+            | LoadError::RunDir { .. }
+            | LoadError::ResultsExist { .. }
+            | LoadError::ResultsFile { .. } => true,
+            LoadError::Results(e) => e.is_bad_input(),
             LoadError::Unreachable { .. }
             | LoadError::Tls { .. }
             | LoadError::ServerExited { .. }

@@ -8,7 +8,7 @@
 //!
 //! [`run`] runs a [`LoadSpec`] until it ends or a [`Stop`] is triggered; [`server`] starts and
 //! stops a server for a run; [`events::records`] turns its [`LoadResult`] into the data events
-//! of a run folder. `mock` (feature `mock`, for tests and benches) is a server with known timing
+//! of a run folder, which a [`ResultsFile`] holds. `mock` (feature `mock`, for tests and benches) is a server with known timing
 //! and faults on demand.
 //! Nothing here prints.
 
@@ -17,6 +17,7 @@ mod error;
 pub mod events;
 #[cfg(any(test, feature = "mock"))]
 pub mod mock;
+mod results_file;
 mod run;
 pub mod schedule;
 pub mod server;
@@ -28,6 +29,7 @@ pub mod workload;
 
 pub use client::{Api, Endpoint, ErrorKind, RequestError, RequestOptions, RequestRecord};
 pub use error::LoadError;
+pub use results_file::ResultsFile;
 pub use run::{HELD_ATTAINMENT, LoadResult, LoadSpec, Scenario, SloSearch, Step, run};
 pub use stop::Stop;
 pub use summary::{DEFINITIONS, Interval, LatencySummary, Slo, Summary, parse_duration};

@@ -26,8 +26,9 @@ pub fn detect_here() -> Result<String, Error> {
     .map_err(|found| Error::AmbiguousArch { found })
 }
 
-/// How many times this process detected its family (at most once: see [`detect_here`]).
-pub fn detections() -> usize {
+/// How many times this process looked at its driver files to detect its family: at most once,
+/// the first detection's answer serving every later one.
+pub fn arch_detections() -> usize {
     DETECTIONS.load(Ordering::Relaxed)
 }
 

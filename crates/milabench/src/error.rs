@@ -69,6 +69,15 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// `--resume` was given to a sweep, which goes on where it stopped by itself.
+    #[error(
+        "--resume does not apply to a sweep: a sweep started again skips its finished runs by itself (recorded in {})\n  fix: run the same command without --resume",
+        record.display()
+    )]
+    SweepResume {
+        /// The sweep's record of finished runs.
+        record: std::path::PathBuf,
+    },
     /// A run of a sweep cannot start: its name or one of its settings is refused. Found before
     /// the sweep's first run, for every run.
     #[error("sweep run `{run}` cannot start; nothing of the sweep ran")]
@@ -163,10 +172,10 @@ pub enum Error {
         .0.display()
     )]
     NoRunToResume(std::path::PathBuf),
-    /// `--repeat` is 0 or above [`MAX_REPEAT`](crate::planning::MAX_REPEAT).
+    /// `--repeat` is 0 or above [`MAX_REPEAT`](crate::repeat::MAX_REPEAT).
     #[error(
         "--repeat {0}: a run repeats its suite 1 to {max} times (each repeat of each benchmark writes its own files, and the whole schedule is planned before the first benchmark starts)\n  fix: give --repeat between 1 and {max}; for more measurements, start several runs and give them all to `milabench report --runs`",
-        max = crate::planning::MAX_REPEAT
+        max = crate::repeat::MAX_REPEAT
     )]
     RepeatOutOfRange(usize),
     /// `--resume` asked for other repeats than the run was started with.
@@ -178,9 +187,9 @@ pub enum Error {
         /// The run folder.
         path: std::path::PathBuf,
         /// The plan it was started with.
-        recorded: crate::planning::RepeatPlan,
+        recorded: crate::repeat::RepeatPlan,
         /// The plan asked for.
-        asked: crate::planning::RepeatPlan,
+        asked: crate::repeat::RepeatPlan,
     },
     /// A selected benchmark cannot be installed, prepared or run as written, or none is
     /// selected.
@@ -237,6 +246,7 @@ impl Error {
             | Error::RepeatMismatch { .. }
             | Error::NotRunnable { .. }
             | Error::SlurmAllocation(_)
+            | Error::SweepResume { .. }
             | Error::AmbiguousArch { .. } => ExitCode::BadInput,
             Error::SweepRecord { .. }
             | Error::Read { .. }

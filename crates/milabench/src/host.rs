@@ -9,10 +9,6 @@ use milabench_system::GpuDiscovery;
 
 use crate::local_gpus::LocalGpus;
 
-/// What `milabench sysinfo` shows: the machine's facts (CPU, memory, GPUs, software) found
-/// once, outside a suite.
-pub use milabench_system::{SystemError, SystemFacts, discover};
-
 /// This machine, as a resolution captured it.
 #[derive(Debug, Clone)]
 pub struct Host {

@@ -34,7 +34,8 @@ use crate::check::CheckOptions;
 use crate::error::Error;
 pub use crate::events::Phase;
 use crate::events::{InstallSummary, RunEvent, RunObserver, RunSummary, SetupFailure};
-use crate::planning::{PlannedBench, RepeatPlan};
+use crate::planning::PlannedBench;
+use crate::repeat::RepeatPlan;
 use crate::run::RunOptions;
 use crate::session::{InstallOptions, RunRecord, Session};
 

@@ -49,7 +49,7 @@ pub fn default_suite(
 }
 
 /// The accelerator family of `settings` (`--arch`/system), else detected from the drivers
-/// (once per process: see [`arch::detect_here`]).
+/// (the drivers looked at once per process).
 pub fn arch_of(settings: &Settings) -> Result<String, Error> {
     match settings.arch {
         Some(arch) => Ok(arch.as_str().to_string()),

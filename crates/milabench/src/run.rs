@@ -20,10 +20,8 @@ use milabench_system::{GpuDiscovery, MilabenchVersion, Sampler, SamplerConfig, S
 use crate::error::Error;
 pub use crate::events::{RunEvent, RunObserver, RunSummary, SetupFailure};
 
-use crate::planning::{
-    MAX_REPEAT, PlannedBench, REPEAT_FILE, RepeatOrder, RepeatPlan, plan_context, plan_one,
-    repeat_contexts,
-};
+use crate::planning::{PlannedBench, plan_context, plan_one, repeat_contexts};
+use crate::repeat::{MAX_REPEAT, REPEAT_FILE, RepeatOrder, RepeatPlan};
 use crate::resolve::Resolved;
 
 /// How to run.

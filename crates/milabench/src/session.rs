@@ -34,7 +34,8 @@ use milabench_validate::{LayerName, Validation, ValidationContext, ValidationRep
 use crate::error::Error;
 pub use crate::events::{InstallObserver, InstallPlan, InstallSummary};
 use crate::events::{RunEvent, RunObserver, RunSummary};
-use crate::planning::{PlannedBench, RepeatOrder, plan_one, prefetch_pack_host, repeat_contexts};
+use crate::planning::{PlannedBench, plan_one, prefetch_pack_host, repeat_contexts};
+use crate::repeat::RepeatOrder;
 use crate::resolve::{Resolved, Selection, resolve};
 use crate::run::{RunFolder, RunOptions};
 use crate::sweep::SweepRun;
@@ -513,7 +514,7 @@ impl Session {
         &self.resolved.host.env
     }
 
-    /// The preflight of the suite on this machine and its nodes (see [`crate::check`]).
+    /// The preflight of the suite on this machine and its nodes (see [`CheckOptions`](crate::CheckOptions)).
     pub fn check(
         &self,
         options: &crate::check::CheckOptions,

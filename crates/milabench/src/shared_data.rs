@@ -24,7 +24,7 @@ pub struct SharedSetup {
     pub maybe: bool,
 }
 
-/// One thing [`shared_setup`] or [`archive`] did.
+/// One thing [`shared_setup`] or [`archive_shared_data`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SharedStep {
     /// An archive unpacked into a folder.
@@ -182,7 +182,7 @@ pub fn shared_setup(
 
 /// Archives `local/data` (required) and `local/cache` (when there) as `network/data.tar` and
 /// `network/cache.tar`, each written beside its final name and renamed when complete.
-pub fn archive(
+pub fn archive_shared_data(
     local: &Path,
     network: &Path,
     on_step: &mut dyn FnMut(&SharedStep),
@@ -335,7 +335,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let prepared = prepared_base(tmp.path());
         let network = tmp.path().join("network");
-        let made = archive(&prepared, &network, &mut |_| {}).unwrap();
+        let made = archive_shared_data(&prepared, &network, &mut |_| {}).unwrap();
         assert_eq!(made.len(), 2);
         assert!(network.join("data.tar").is_file());
         assert!(!network.join("data.tar.partial").exists());

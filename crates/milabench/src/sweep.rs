@@ -15,9 +15,7 @@ use std::path::{Path, PathBuf};
 use milabench_config::settings::options::OptionSource;
 use milabench_config::settings::{EnvVars, Settings};
 use milabench_config::sweep::{Axis, expand_axes, expand_multirun};
-pub use milabench_config::sweep::{
-    SWEEP_FILE, SweepError, SweepRun, load_sweep_file, read_sweep_file,
-};
+pub use milabench_config::sweep::{SWEEP_FILE, SweepRun, load_sweep_file, read_sweep_file};
 use serde_json::Value as Json;
 
 use milabench_vocab::ExitCode;
@@ -87,7 +85,7 @@ pub fn sweep_of(
 /// a run folder's name, and the suite resolves with each of its settings over `selection`,
 /// with the typed checks a run applies. Each distinct setting (`key=value`) is resolved once,
 /// not each run: a setting's problem does not depend on the others.
-pub fn check_runs(
+fn check_runs(
     settings: &Settings,
     env: &EnvVars,
     selection: &Selection,
@@ -219,12 +217,32 @@ pub struct SweepOutcome {
     /// The run during which the sweep was interrupted (it stopped there, that run not
     /// recorded, so that it runs again next time); `None` when it went to its end.
     pub interrupted_in: Option<String>,
-    /// The folder of every run of the sweep, those of earlier invocations too (see
-    /// [`run_folders`]); empty when interrupted.
+    /// The folder of every run of the sweep, those of earlier invocations too (each found by
+    /// its name, else by the sweep file it holds); empty when interrupted.
     pub folders: Vec<PathBuf>,
 }
 
 impl Sweep {
+    /// What a sweep checks before its first run, or its `--dry-run`, says anything: that it is
+    /// not asked to `resume` (a sweep started again skips its finished runs by itself), that
+    /// every run can start (see `check_runs`), and its record of finished runs, which it
+    /// returns.
+    pub fn start(
+        &self,
+        settings: &Settings,
+        env: &EnvVars,
+        selection: &Selection,
+        resume: bool,
+    ) -> Result<SweepRecord, Error> {
+        if resume {
+            return Err(Error::SweepResume {
+                record: self.record.clone(),
+            });
+        }
+        check_runs(settings, env, selection, &self.runs)?;
+        SweepRecord::open(&self.record)
+    }
+
     /// Runs, in order, every run of the sweep that `record` does not hold as finished, each
     /// by `driver`, and records those that ran. A run that fails does not stop the sweep; an
     /// interrupted one does. `runs_dir` is where the runs' folders are.

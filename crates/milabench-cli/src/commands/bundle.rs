@@ -1,9 +1,9 @@
 //! `milabench bundle`: download what the selected install groups need into a wheelhouse, for
 //! offline installs.
 
+use milabench::install::{BundleTarget, Sources};
+use milabench::settings::Installer;
 use milabench::{BundleOptions, ExitCode, InstallOptions};
-use milabench_config::settings::Installer;
-use milabench_env::{BundleTarget, Sources};
 
 use crate::args::{BundleArgs, GlobalArgs};
 use crate::render::install::{Progress, say};

@@ -1,10 +1,10 @@
 //! `milabench check`: the preflight, in seconds, before hours of work (see
-//! [`milabench::check`]); this handler prints the table or its JSON.
+//! [`milabench::CheckOptions`]); this handler prints the table or its JSON.
 
+use milabench::CheckOptions;
 use milabench::ExitCode;
-use milabench::check::CheckOptions;
-use milabench_cluster::{Check, Status};
-use milabench_config::settings::{EnvVars, SettingsFlags};
+use milabench::observe::{Check, Status};
+use milabench::settings::{EnvVars, SettingsFlags};
 
 use crate::args::{CheckArgs, CheckFormat};
 use crate::output::write_output;

@@ -1,7 +1,7 @@
 //! `milabench compare`: perf changes between runs, judged against the noise.
 
 use milabench::ExitCode;
-use milabench_report::{Verdict, compare_runs, render_comparison, render_comparison_html};
+use milabench::results::{Verdict, compare_runs, render_comparison, render_comparison_html};
 
 use crate::args::{CompareArgs, CompareFormat, GlobalArgs};
 use crate::output::{warn, write_report_output};

@@ -1,7 +1,7 @@
 //! `milabench db import|list|export`: the results database.
 
 use milabench::ExitCode;
-use milabench_store::{ImportOptions, ImportOutcome};
+use milabench::store::{ImportOptions, ImportOutcome};
 use serde::Serialize;
 
 use crate::args::{DbCommand, DbExportArgs, DbImportArgs, DbListArgs, GlobalArgs};
@@ -36,7 +36,7 @@ fn import(global: &GlobalArgs, args: &DbImportArgs) -> crate::errors::Result<Exi
     // A folder of runs (`<base>/runs`) is each of its runs, as `report` reads one.
     let mut folders = Vec::new();
     for folder in &args.folders {
-        let runs = milabench_store::run_folders(folder.as_std_path());
+        let runs = milabench::store::run_folders(folder.as_std_path());
         if runs.len() > 1 {
             note(&format!(
                 "{folder} is a folder of {} runs: each is imported as its own run",

@@ -5,10 +5,9 @@ use std::os::unix::process::CommandExt as _;
 
 use crate::errors::{Context as _, bail};
 use milabench::ExitCode;
+use milabench::install::{EnvError, read_fingerprint};
+use milabench::settings::EnvVars;
 use milabench::{PlannedBench, plan_context, plan_one};
-use milabench_config::settings::EnvVars;
-use milabench_env::EnvError;
-use milabench_env::read_fingerprint;
 
 use crate::args::{DevArgs, GlobalArgs};
 use crate::settings::suite_session;

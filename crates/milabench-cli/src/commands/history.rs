@@ -2,8 +2,8 @@
 //! judged against the noise; the runs of a sweep, and one point of it followed over time.
 
 use milabench::ExitCode;
-use milabench_report::{DEFAULT_NOISE_FLOOR_PCT, Verdict};
-use milabench_store::{HistoryQuery, HistoryRow, Store, SweepPoint};
+use milabench::results::{DEFAULT_NOISE_FLOOR_PCT, Verdict};
+use milabench::store::{HistoryQuery, HistoryRow, Store, SweepPoint};
 
 use crate::args::{GlobalArgs, HistoryArgs, TableFormat};
 use crate::output::{note, warn, write_output};

@@ -35,8 +35,8 @@ fn install_stoppably(
     session: &Session,
     options: InstallOptions,
 ) -> crate::errors::Result<InstallSummary> {
-    let interrupt = milabench_exec::Interrupt::new();
-    let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
+    let interrupt = milabench::observe::Interrupt::new();
+    let ctrl_c = milabench::observe::install_ctrl_c(interrupt.clone())?;
     let options = InstallOptions {
         interrupt: Some(interrupt),
         ..options

@@ -1,17 +1,13 @@
 //! `milabench load`: flags -> a load spec (and the server to start, if any), the run, then a
 //! table, JSON, the run folder's events, or data events for the orchestrator.
 
-use camino::Utf8Path;
 use milabench::ExitCode;
-use milabench_exec::Interrupt;
-use milabench_load::schedule::ArrivalShape;
-use milabench_load::server::{self, ManagedServer, ServerOutput};
-use milabench_load::workload::{LengthDist, Workload};
-use milabench_load::{
-    Api, Endpoint, LatencySummary, LoadResult, LoadSpec, RequestOptions, Scenario, Slo, SloSearch,
-    Step, Stop,
+use milabench::observe::Interrupt;
+use milabench::serving::{
+    Api, ArrivalShape, DataChannelWriter, Endpoint, LatencySummary, LengthDist, LoadResult,
+    LoadSpec, ManagedServer, RequestOptions, ResultsFile, STOP_GRACE, Scenario, ServerOutput, Slo,
+    SloSearch, Step, Stop, Workload, command_and_url,
 };
-use milabench_metrics::{DataChannelWriter, DataFileWriter, Record};
 use serde_json::{Map, Value, json};
 
 use crate::args::{LoadApi, LoadArgs, LoadFormat, LoadScenario};
@@ -22,7 +18,7 @@ use crate::output::{note, warn, write_output};
 /// started or a request sent.
 pub fn run(args: &LoadArgs) -> crate::errors::Result<ExitCode> {
     let interrupt = Interrupt::new();
-    let _ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
+    let _ctrl_c = milabench::observe::install_ctrl_c(interrupt.clone())?;
     let stop = Stop::new();
     let _on_ctrl_c = {
         let stop = stop.clone();
@@ -31,7 +27,7 @@ pub fn run(args: &LoadArgs) -> crate::errors::Result<ExitCode> {
     let launch = if args.serve.is_empty() {
         None
     } else {
-        Some(server::command_and_url(&args.serve)?)
+        Some(command_and_url(&args.serve)?)
     };
     let url = match (&launch, &args.endpoint) {
         (Some((_, url)), _) | (None, Some(url)) => url.clone(),
@@ -48,7 +44,7 @@ pub fn run(args: &LoadArgs) -> crate::errors::Result<ExitCode> {
     let mut results = args
         .run_dir
         .as_ref()
-        .map(|dir| ResultsFile::create(dir, &args.name))
+        .map(|dir| ResultsFile::create(dir.as_std_path(), &args.name))
         .transpose()?;
     let server = match launch {
         None => None,
@@ -65,7 +61,7 @@ pub fn run(args: &LoadArgs) -> crate::errors::Result<ExitCode> {
     let _watched = server
         .as_ref()
         .map(|s| interrupt.watch_group(s.process_group()));
-    let result = milabench_load::run(&spec, &stop);
+    let result = milabench::serving::run(&spec, &stop);
     // What was measured is written before the server is stopped (which may take a while).
     let shown = match &result {
         Ok(result) => show(args, &spec, result, results.as_mut()),
@@ -106,60 +102,6 @@ fn server_output(args: &LoadArgs) -> crate::errors::Result<ServerOutput> {
     })
 }
 
-/// `<--run-dir>/<--name>.data`, created before the run (a folder that cannot be written is
-/// found before anything is measured) and removed again if the run ends without results.
-struct ResultsFile {
-    writer: DataFileWriter,
-    written: bool,
-}
-
-impl ResultsFile {
-    /// Creates `dir` and a new `<name>.data` in it; an existing one is refused (the records of
-    /// a second run appended to it would make a file `report` rejects).
-    fn create(dir: &Utf8Path, name: &str) -> crate::errors::Result<ResultsFile> {
-        let path = dir.join(format!("{name}.data"));
-        std::fs::create_dir_all(dir)
-            .map_err(|e| crate::errors::usage!("cannot create --run-dir {dir}: {e}"))?;
-        match std::fs::File::options()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => crate::errors::bail!(
-                "{path} already holds the results of a run: give another --run-dir or --name, or remove the file"
-            ),
-            Err(e) => {
-                crate::errors::bail!("cannot write the results file {path} in --run-dir: {e}")
-            }
-        }
-        Ok(ResultsFile {
-            writer: DataFileWriter::open(path.as_std_path())?,
-            written: false,
-        })
-    }
-
-    /// Writes `records` and says where.
-    fn write(&mut self, records: &[Record]) -> crate::errors::Result<()> {
-        self.written = true;
-        self.writer.append_all(records)?;
-        note(&format!(
-            "results written to {}",
-            self.writer.path().display()
-        ));
-        Ok(())
-    }
-}
-
-impl Drop for ResultsFile {
-    fn drop(&mut self) {
-        if !self.written {
-            // Nothing was measured: no empty file is left for `report` to trip on.
-            let _ = std::fs::remove_file(self.writer.path());
-        }
-    }
-}
-
 /// Starts `argv`, the server command, and waits until it answers at `endpoint`.
 fn start_server(
     args: &LoadArgs,
@@ -186,7 +128,7 @@ fn start_server(
 
 /// Stops the server and what it started, saying when it is slow to go and what outlived it.
 fn stop_server(server: ManagedServer) {
-    let stopped = server.stop(server::STOP_GRACE, |left| {
+    let stopped = server.stop(STOP_GRACE, |left| {
         note(&format!(
             "the server is still running after SIGTERM: waiting up to {:.0} s for the server to stop before killing it",
             left.as_secs_f64().ceil()
@@ -210,7 +152,7 @@ fn show(
     results: Option<&mut ResultsFile>,
 ) -> crate::errors::Result<()> {
     let command: Vec<String> = std::env::args().collect();
-    let records = milabench_load::events::records(result, &args.name, &command, config(args, spec));
+    let records = milabench::serving::records(result, &args.name, &command, config(args, spec));
     if args.emit_events {
         let data_fd = std::env::var("DATA_FD").ok();
         DataChannelWriter::open(data_fd.as_deref())?.send(&records)?;
@@ -245,10 +187,11 @@ fn show(
         }
     };
     write_output(None, &text)?;
-    match results {
-        Some(results) => results.write(&records),
-        None => Ok(()),
+    if let Some(results) = results {
+        let path = results.write(&records)?;
+        note(&format!("results written to {}", path.display()));
     }
+    Ok(())
 }
 
 fn config(args: &LoadArgs, spec: &LoadSpec) -> Map<String, Value> {
@@ -359,10 +302,10 @@ fn spec(args: &LoadArgs, endpoint: Endpoint) -> crate::errors::Result<LoadSpec> 
     })
 }
 
-/// [`milabench_load::DEFINITIONS`] as a JSON object, in their order.
+/// [`milabench::serving::DEFINITIONS`] as a JSON object, in their order.
 fn definitions() -> Value {
     Value::Object(
-        milabench_load::DEFINITIONS
+        milabench::serving::DEFINITIONS
             .iter()
             .map(|(key, meaning)| ((*key).to_owned(), json!(meaning)))
             .collect(),
@@ -414,7 +357,7 @@ fn step_text(spec: &LoadSpec, step: &Step) -> String {
         "ms", "mean [95% interval]", "p50", "p90", "p95", "p99", "p99 [95% interval]"
     );
     let row = |name: &str, l: &LatencySummary| {
-        let scaled = |i: &milabench_load::Interval| {
+        let scaled = |i: &milabench::serving::Interval| {
             with_interval(i.value * 1e3, i.low * 1e3, i.high * 1e3, 2)
         };
         format!(
@@ -567,7 +510,7 @@ mod tests {
             scenario: Scenario::Server { rate: 10.0 },
             started: std::time::SystemTime::UNIX_EPOCH,
             records: Vec::new(),
-            summary: milabench_load::Summary::of(&[], None, 0.0),
+            summary: milabench::serving::Summary::of(&[], None, 0.0),
             held,
             interrupted,
         };

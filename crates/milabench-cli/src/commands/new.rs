@@ -8,7 +8,7 @@ use crate::args::NewArgs;
 
 /// Runs the command.
 pub fn run(args: &NewArgs) -> crate::errors::Result<ExitCode> {
-    let files = milabench::scaffold::new_benchmark(&args.dest, &args.name)?;
+    let files = milabench::new_benchmark(&args.dest, &args.name)?;
     let folder = args.dest.join(&args.name);
     let mut out = std::io::stdout().lock();
     writeln!(out, "created {} ({} files)", folder.display(), files.len())?;

@@ -1,7 +1,7 @@
 //! `milabench pin`: compile each install group's requirements into pinned files per variant.
 
+use milabench::settings::Installer;
 use milabench::{ExitCode, InstallOptions};
-use milabench_config::settings::Installer;
 
 use crate::args::{GlobalArgs, PinArgs};
 use crate::render::install::{Progress, say};

@@ -2,7 +2,7 @@
 
 use milabench::ExitCode;
 use milabench::RunOptions;
-use milabench_config::settings::EnvVars;
+use milabench::settings::EnvVars;
 
 use crate::args::{GlobalArgs, PrepareArgs};
 use crate::live::LiveDisplay;
@@ -22,7 +22,7 @@ pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> crate::errors::Result<Exi
         watchdog: Some(super::watchdog()?),
         ..RunOptions::default()
     };
-    let ctrl_c = milabench_exec::install_ctrl_c(options.interrupt.clone())?;
+    let ctrl_c = milabench::observe::install_ctrl_c(options.interrupt.clone())?;
     let summary = session.prepare(&options, &mut LiveDisplay::for_prepare());
     ctrl_c.uninstall();
     let summary = summary?;

@@ -3,9 +3,9 @@
 
 use clap::{Args as _, FromArgMatches as _};
 use milabench::ExitCode;
-use milabench::shared_data::{SharedSetup, SharedStep};
-use milabench_config::settings::EnvVars;
-use milabench_config::settings::env_vars::ALL;
+use milabench::settings::EnvVars;
+use milabench::{SharedSetup, SharedStep};
+use milabench_vocab::env_vars::ALL;
 
 use crate::args::{
     AnalysisCommand, ArchiveArgs, CiArgs, CompareArgs, DataCommand, FolderCompareArgs, GlobalArgs,
@@ -48,7 +48,7 @@ pub fn tools(global: &GlobalArgs, command: ToolsCommand) -> crate::errors::Resul
         ToolsCommand::Shell(args) => super::dev::run(global, &args),
         ToolsCommand::Ci(args) => ci(global, &args),
         ToolsCommand::Patch(args) => {
-            let file = milabench_env::patch_progress_bars(&args.venv)?;
+            let file = milabench::install::patch_progress_bars(&args.venv)?;
             note(&format!(
                 "wrote {file}: progress bars in {} are quiet",
                 args.venv
@@ -154,7 +154,7 @@ fn ci(global: &GlobalArgs, args: &CiArgs) -> crate::errors::Result<ExitCode> {
     let settings =
         crate::settings::load_suite_settings(global, &args.suite, Default::default(), &env)?;
     let resolved = milabench::resolve(&settings, &args.suite.selection(), &env)?;
-    let groups = milabench::ci_matrix::ci_groups(&resolved.suite.benches, &args.exclude_tags);
+    let groups = milabench::ci_groups(&resolved.suite.benches, &args.exclude_tags);
     write_output(None, &(serde_json::to_string(&groups)? + "\n"))?;
     Ok(ExitCode::Success)
 }
@@ -216,7 +216,7 @@ fn shared_setup(args: &SharedSetupArgs) -> crate::errors::Result<ExitCode> {
         archives_only: args.archive,
         maybe: args.maybe,
     };
-    let steps = milabench::shared_data::shared_setup(&setup, &mut say_step)?;
+    let steps = milabench::shared_setup(&setup, &mut say_step)?;
     if !matches!(steps[..], [SharedStep::NothingShared { .. }]) {
         note("use it with:");
         write_output(
@@ -232,7 +232,7 @@ fn shared_setup(args: &SharedSetupArgs) -> crate::errors::Result<ExitCode> {
 
 /// `data archive`: the local data archived into the shared folder, each step said.
 fn archive(args: &ArchiveArgs) -> crate::errors::Result<ExitCode> {
-    milabench::shared_data::archive(
+    milabench::archive_shared_data(
         args.local.as_std_path(),
         args.network.as_std_path(),
         &mut say_step,

@@ -1,7 +1,8 @@
 //! `milabench replay`: the validation report of a recorded event stream.
 
 use milabench::ExitCode;
-use milabench_validate::{LayerName, Validation, ValidationContext, replay_entries};
+use milabench::observe::LayerName;
+use milabench::replay::{Validation, ValidationContext, replay_entries};
 
 use crate::args::ReplayArgs;
 use crate::output::{warn, write_output};

@@ -1,13 +1,13 @@
 //! `milabench report`: the results table and the suite score of run folders.
 
 use milabench::ExitCode;
-use milabench_config::settings::env_vars::MILABENCH_REPORT_LEAN;
-use milabench_config::settings::{EnvVars, Settings};
-use milabench_report::{
+use milabench::results::{
     Format, ReportOptions, RunSelection, SuiteEntry, SweepInput, load_runs, render, render_html,
     render_sweep_csv, render_sweep_html, render_sweep_json, render_sweep_markdown,
     render_sweep_text, report_loaded, report_sweep,
 };
+use milabench::settings::{EnvVars, Settings};
+use milabench_vocab::env_vars::MILABENCH_REPORT_LEAN;
 
 use crate::args::{GlobalArgs, ReportArgs, ReportFormat};
 use std::path::PathBuf;
@@ -125,7 +125,7 @@ fn sweep(
     let inputs: Vec<SweepInput> = runs
         .iter()
         .map(|run| {
-            let values = match milabench::sweep::load_sweep_file(std::path::Path::new(run)) {
+            let values = match milabench::load_sweep_file(std::path::Path::new(run)) {
                 Ok(Some(point)) => {
                     if !sweeps.contains(&point.sweep) {
                         sweeps.push(point.sweep);
@@ -185,7 +185,7 @@ fn refuse_python_only(args: &ReportArgs) -> crate::errors::Result<()> {
 fn consolidate(runs: &[String], run_name: Option<&str>) -> crate::errors::Result<Vec<String>> {
     let mut gathered = Vec::with_capacity(runs.len());
     for parent in runs {
-        let made = milabench_metrics::consolidate_runs(std::path::Path::new(parent), run_name)?;
+        let made = milabench::results::consolidate_runs(std::path::Path::new(parent), run_name)?;
         note(&format!(
             "consolidated {} run folders ({} files) into {}",
             made.sources.len(),

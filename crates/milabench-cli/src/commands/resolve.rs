@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use milabench::ExitCode;
-use milabench_config::ResolvedBench;
-use milabench_config::settings::EnvVars;
+use milabench::settings::EnvVars;
+use milabench::suite::ResolvedBench;
 use serde_json::{Map, Value};
 
 use crate::args::{GlobalArgs, ResolveArgs, StructuredFormat};

@@ -3,9 +3,9 @@
 
 use std::io::Write;
 
+use milabench::observe::LayerName;
+use milabench::settings::{EnvVars, SettingsFlags};
 use milabench::{ExitCode, RepeatOrder, RepeatPlan, RunRequest, Session};
-use milabench_config::settings::{EnvVars, SettingsFlags};
-use milabench_validate::LayerName;
 
 mod sweep;
 
@@ -78,7 +78,7 @@ fn request(
         validations,
         precision: args
             .precision
-            .map(|pct| milabench_exec::PrecisionStop::new(pct / 100.0)),
+            .map(|pct| milabench::observe::PrecisionStop::new(pct / 100.0)),
         watchdog: Some(crate::commands::watchdog()?),
         ..RunRequest::default()
     })

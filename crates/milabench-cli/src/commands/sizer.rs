@@ -1,8 +1,7 @@
 //! `milabench sizer show`: the memory model of each benchmark of a scaling file.
 
 use milabench::ExitCode;
-use milabench_config::placeholders::sizer::to_bytes;
-use milabench_config::scaling::{ScalingFile, observations};
+use milabench::suite::{ScalingFile, observations, to_bytes};
 
 use crate::args::{SizerCommand, SizerShowArgs, TableFormat};
 use crate::output::write_output;

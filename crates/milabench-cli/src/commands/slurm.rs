@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use crate::errors::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
-use milabench::{ExitCode, ReportFiles, Session};
-use milabench_cluster::slurm::{JobStatus, QueuePlace};
-use milabench_cluster::submission::{
-    JobObserver, PerBench, ReportOutput, Submission, SubmissionRequest, SuiteWords,
+use milabench::results::{Format, render};
+use milabench::settings::{EnvVars, Settings, SettingsFlags};
+use milabench::slurm::{
+    JobObserver, JobStatus, PerBench, QueuePlace, ReportOutput, Submission, SubmissionRequest,
+    SuiteWords,
 };
-use milabench_config::settings::{EnvVars, Settings, SettingsFlags};
-use milabench_report::{Format, REPORT_PAGE, REPORT_TEXT, render};
+use milabench::{ExitCode, ReportFiles, Session};
+use milabench_vocab::run_files::{REPORT_PAGE, REPORT_TEXT};
 
 use crate::args::{GlobalArgs, SlurmCommand, SlurmSubmitArgs, SuiteArgs};
 use crate::output::{note, warn, write_output};

@@ -1,7 +1,7 @@
 //! `milabench summary`: the per-benchmark summary object as JSON.
 
 use milabench::ExitCode;
-use milabench_report::{load_runs, summarize, summary_json};
+use milabench::results::{load_runs, summarize, summary_json};
 
 use crate::args::SummaryArgs;
 use crate::output::{warn, write_report_output};

@@ -1,8 +1,8 @@
 //! `milabench sysinfo`: what this machine is, as text or JSON.
 
 use milabench::ExitCode;
-use milabench::host::{SystemFacts, discover};
-use milabench_config::settings::EnvVars;
+use milabench::settings::EnvVars;
+use milabench::system::{SystemFacts, discover};
 
 use crate::args::{GlobalArgs, SysinfoArgs, SysinfoFormat};
 use crate::output::{warn, write_output};

@@ -6,8 +6,8 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use milabench_config::{ResolvedBench, Value};
-use milabench_metrics::{Event, Pipe, Record};
+use milabench::observe::{Event, Pipe, Record};
+use milabench::suite::{ResolvedBench, Value};
 
 /// How far back the rate sparkline looks.
 pub(crate) const RATE_WINDOW: Duration = Duration::from_secs(60);
@@ -513,7 +513,7 @@ impl Throttle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use milabench_metrics::DataPayload;
+    use milabench::observe::DataPayload;
 
     fn budget(name: &str, max: Option<u64>, stop: Option<u64>) -> BenchBudget {
         BenchBudget {
@@ -532,7 +532,7 @@ mod tests {
     #[test]
     fn budgets_come_from_the_settings() {
         let bench = |name: &str, config| {
-            let config = milabench_config::Node::from_json(&config);
+            let config = milabench::suite::Node::from_json(&config);
             ResolvedBench::new(name.into(), config).expect("a benchmark")
         };
         let a = bench(
@@ -633,7 +633,7 @@ mod tests {
 
     #[test]
     fn gpu_samples_update_the_gauges() {
-        use milabench_metrics::GpuSample;
+        use milabench::observe::GpuSample;
         let t0 = Instant::now();
         let mut model = Model::new(Vec::new(), t0);
         let sample = |load, power| GpuSample {

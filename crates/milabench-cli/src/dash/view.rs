@@ -437,7 +437,7 @@ fn draw_stderr(frame: &mut Frame<'_>, model: &Model, rect: Rect) {
 mod tests {
     use super::*;
     use crate::dash::model::BenchBudget;
-    use milabench_metrics::{DataPayload, Event, GpuSample, Pipe, Record};
+    use milabench::observe::{DataPayload, Event, GpuSample, Pipe, Record};
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 

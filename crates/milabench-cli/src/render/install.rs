@@ -5,8 +5,8 @@ use std::io::IsTerminal as _;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use milabench::install::{EnvError, Event, InstallGroup, Outcome, Survey, Verdict};
 use milabench::{ExitCode, GroupSurvey, InstallObserver, InstallPlan, InstallSummary};
-use milabench_env::{EnvError, Event, InstallGroup, Outcome, Survey, Verdict};
 
 use crate::output::warn;
 
@@ -174,7 +174,7 @@ impl Progress {
             Event::Waiting { group, holders } => {
                 let line = format!(
                     "{group}: waiting for {}, which is installing this group (the environment is used once it is done)",
-                    milabench_metrics::describe_holders(holders)
+                    milabench::install::describe_holders(holders)
                 );
                 match &self.bar {
                     Some(bar) => bar.suspend(|| eprintln!("{line}")),

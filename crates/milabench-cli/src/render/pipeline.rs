@@ -2,10 +2,9 @@
 //! (install progress, the prepare steps' live lines, then the dashboard or the run's live
 //! lines) and, once it returns, the report, the validation and where everything went.
 
+use milabench::observe::{ExecObserver, Interrupt, ProcessOutcome, ProcessSpec, Record};
 use milabench::observe::{RunEvent, RunObserver};
 use milabench::{ExitCode, InstallObserver, Phase, RunReport, RunRequest, RunResult, Session};
-use milabench_exec::{ExecObserver, Interrupt, ProcessOutcome, ProcessSpec};
-use milabench_metrics::Record;
 
 use super::install::InstallView;
 use crate::dash::BenchBudget;
@@ -21,7 +20,7 @@ pub(crate) fn execute(
     dash: Option<bool>,
 ) -> crate::errors::Result<ExitCode> {
     let interrupt = Interrupt::new();
-    let ctrl_c = milabench_exec::install_ctrl_c(interrupt.clone())?;
+    let ctrl_c = milabench::observe::install_ctrl_c(interrupt.clone())?;
     let request = RunRequest {
         interrupt,
         ..request
@@ -145,7 +144,7 @@ fn show_result(result: &RunResult) -> ExitCode {
     for warning in &report.warnings {
         warn(warning);
     }
-    let text = milabench_report::render(&report.report, milabench_report::Format::Text);
+    let text = milabench::results::render(&report.report, milabench::results::Format::Text);
     let validation = &run.validation;
     let validation_text = (!validation.text.is_empty()).then(|| format!("\n{}", validation.text));
     for text in std::iter::once(text).chain(validation_text) {
@@ -184,7 +183,7 @@ fn show_result(result: &RunResult) -> ExitCode {
 /// Warns about each report file of `report` that could not be written into the run folder
 /// `run_dir`, with how to make it later.
 pub(crate) fn warn_unwritten(report: &RunReport, run_dir: &str) {
-    use milabench_report::{REPORT_PAGE, REPORT_TEXT};
+    use milabench_vocab::run_files::{REPORT_PAGE, REPORT_TEXT};
     let files = [
         ("HTML report", "html", REPORT_PAGE, &report.page),
         ("text report", "text", REPORT_TEXT, &report.text),

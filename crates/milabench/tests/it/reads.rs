@@ -99,7 +99,7 @@ fn a_run_reads_each_input_once() {
     // The preflight fails here (a GPU family without GPUs, environments made by hand): its
     // checks run all the same, as `run` runs them.
     session
-        .check(&milabench::check::CheckOptions {
+        .check(&milabench::CheckOptions {
             need_disk_gib: None,
             package_index: false,
             program: std::env::current_exe().expect("exe"),
@@ -122,7 +122,7 @@ fn a_run_reads_each_input_once() {
     assert!(result.report.is_some());
     assert!(run.sizer_saved.is_some(), "the sizer looked at the run");
 
-    assert_eq!(milabench::arch::detections(), 1, "arch detections");
+    assert_eq!(milabench::arch_detections(), 1, "arch detections");
     assert_eq!(system_file_reads() - before.1, 1, "system file reads");
     assert_eq!(discoveries() - before.2, 1, "GPU discoveries");
     assert_eq!(

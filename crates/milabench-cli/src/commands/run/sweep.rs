@@ -5,9 +5,9 @@
 use std::io::Write;
 use std::path::Path;
 
+use milabench::observe::LayerName;
+use milabench::settings::{EnvVars, Settings};
 use milabench::{ExitCode, Sweep, SweepDriver, SweepRecord, SweepRun};
-use milabench_config::settings::{EnvVars, Settings};
-use milabench_validate::LayerName;
 
 use crate::args::RunArgs;
 use crate::output::{note, warn};
@@ -24,14 +24,7 @@ pub fn run(
     validations: &[LayerName],
     publication: Option<&PublishRequest>,
 ) -> crate::errors::Result<ExitCode> {
-    if args.resume {
-        crate::errors::bail!(
-            "--resume does not apply to a sweep: a sweep started again skips its finished runs by itself (recorded in {})\n  fix: run the same command without --resume",
-            sweep.record.display()
-        );
-    }
-    milabench::sweep::check_runs(&settings, &env, &args.suite.selection(), &sweep.runs)?;
-    let mut record = SweepRecord::open(&sweep.record)?;
+    let mut record = sweep.start(&settings, &env, &args.suite.selection(), args.resume)?;
     if args.dry_run.is_some() {
         return dry_run(&sweep, &record);
     }
