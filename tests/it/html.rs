@@ -205,7 +205,7 @@ fn html_serving_panel_holds_the_reports_numbers_and_plots() {
         Vec::<String>::new()
     );
     for caption in [
-        "llm-server: time to first token distribution",
+        "llm-server: time to first token from the scheduled send distribution",
         "llm-server: time per output token distribution",
         "llm-sweep: requests/s against the offered rate",
         "llm-sweep: output tokens/s against the offered rate",

@@ -284,6 +284,24 @@ fn missing_package_fails_without_fingerprint_and_retries_cleanly() {
     assert!(retry.stdout.contains("installed in"), "{}", retry.stdout);
 }
 
+/// A suite's `pip.overrides` reach uv only (`--overrides`): with pip the install is refused
+/// before anything is made, naming the setting and the fix (exit status 2).
+#[test]
+fn pip_overrides_are_refused_with_pip_naming_uv() {
+    let project = Project::new("tinydep\n", "    overrides: [tinydep==1.0]\n");
+    let out = run(&mut project.cmd("install", &["--installer", "pip"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "install group `tinygroup` sets `pip.overrides` (tinydep==1.0), which only uv applies"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("--installer uv"), "{}", out.stderr);
+    assert!(!project.venv().exists(), "no venv was made");
+}
+
 #[test]
 fn bad_python_and_bad_base_are_named() {
     let project = Project::new("tinydep\n", "  requires_python: \">=9.1\"\n");

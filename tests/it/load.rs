@@ -54,6 +54,24 @@ fn load_reports_json_and_writes_a_run_folder_that_report_reads() {
     let ttft = summary["ttft"]["p50"]["value"].as_f64().unwrap();
     assert!((ttft - 0.005).abs() < 0.003, "{ttft}");
     assert!(json["failure"].is_null());
+    // The output says how its numbers were measured (issue 52, item 2), a key of the summary
+    // each: TPOT without and with the first token, tokens from usage or the stream, TTFT to
+    // which token, latency from which send time.
+    for (key, words) in [
+        ("tpot", "without the first"),
+        ("tpot_with_first", "with the first"),
+        ("output_tokens", "usage"),
+        ("ttft", "of any kind"),
+        ("content_ttft", "answer's text"),
+        ("ttft_from_schedule", "scheduled send time"),
+    ] {
+        let text = json["definitions"][key].as_str().unwrap_or_default();
+        assert!(text.contains(words), "{key}: {words} in {text:?}");
+        assert!(
+            key == "output_tokens" || !summary[key].is_null() || key == "content_ttft",
+            "{key} is a key of the summary"
+        );
+    }
     // The run folder reads as any benchmark's: its perf is the output-token throughput.
     let report = run(milabench(dir.path()).args([
         "report",

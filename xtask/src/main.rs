@@ -27,6 +27,7 @@ mod e2e_benchit;
 mod e2e_containers;
 mod e2e_sweep;
 mod e2e_upstream;
+mod e2e_vllm_cpu;
 mod examples;
 mod gpu_rehearsal;
 mod pg;

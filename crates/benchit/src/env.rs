@@ -246,6 +246,7 @@ pub fn install_group(
         requirements,
         constraints: project.constraints(arch),
         extra_constraints: Vec::new(),
+        overrides: Vec::new(),
         installer_args: Vec::new(),
         min_python: MIN_PYTHON,
         venv: None,

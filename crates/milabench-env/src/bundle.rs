@@ -62,6 +62,10 @@ impl Environments {
         target: &BundleTarget,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<Bundled, EnvError> {
+        crate::install::no_overrides_with_pip(
+            group,
+            "a bundle is downloaded with pip: install this group from the package index",
+        )?;
         let mut args = Vec::new();
         for req in &group.requirements {
             args.extend(["-r".to_string(), req.path.to_string()]);

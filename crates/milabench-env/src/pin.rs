@@ -67,6 +67,14 @@ impl Environments {
         }
         let mut constraints: Vec<Utf8PathBuf> =
             self.project.constraints(variant).into_iter().collect();
+        // In the checkout's `.pin/`, as the group's lock below: uv names the file in the pinned
+        // files' `# via --override` lines, which must not hold a base folder's path.
+        let overrides = crate::install::write_overrides(
+            group,
+            &root
+                .join(".pin")
+                .join(format!("overrides-{variant}-{}.txt", group.name)),
+        )?;
         let command = format!("milabench pin --variant {variant} --select {}", group.name);
         let python_version = format!(
             "{}.{}",
@@ -102,6 +110,9 @@ impl Environments {
             args.extend(inputs.iter().map(|i| relative(root, i)));
             for c in constraints {
                 args.extend(["-c".to_string(), relative(root, c)]);
+            }
+            if let Some(file) = &overrides {
+                args.extend(["--overrides".to_string(), relative(root, file)]);
             }
             args.extend(group.installer_args.iter().cloned());
             let mut step = HelperCommand::unlimited(bin, args);

@@ -33,5 +33,5 @@ pub use milabench_stats::Interval;
 pub use results_file::ResultsFile;
 pub use run::{HELD_ATTAINMENT, LoadResult, LoadSpec, Scenario, SloSearch, Step, run};
 pub use stop::Stop;
-pub use summary::{LatencySummary, Measured, Slo, Summary, parse_duration};
+pub use summary::{DEFINITIONS, LatencySummary, Measured, Slo, Summary, parse_duration};
 pub use workload::{LengthDist, Workload};

@@ -223,6 +223,54 @@ pub struct Lateness {
     pub max: f64,
 }
 
+/// What each latency and count of a [`Summary`] means, by its JSON key: `milabench load`'s JSON
+/// output carries them as `definitions`, so its numbers say how they were measured (TPOT with
+/// or without the first token, tokens from `usage` or from the stream, TTFT to which token,
+/// latency from which send time).
+pub const DEFINITIONS: [(&str, &str); 11] = [
+    (
+        "ttft",
+        "time to first token: from the request's actual send to its first token event of any kind (reasoning included), not only of the answer's text",
+    ),
+    (
+        "content_ttft",
+        "time to the first token of the answer's text, from the actual send (given when some answers began with reasoning)",
+    ),
+    (
+        "ttft_from_schedule",
+        "as ttft, from the request's scheduled send time: the client's own send delay included (in concurrency runs a request is due when a slot frees)",
+    ),
+    (
+        "e2e",
+        "end-to-end latency, from the actual send to the stream's end",
+    ),
+    (
+        "e2e_from_schedule",
+        "as e2e, from the scheduled send time: the client's own send delay included",
+    ),
+    (
+        "lateness",
+        "the send delay: actual send minus scheduled send time",
+    ),
+    (
+        "tpot",
+        "time per output token without the first: (e2e - ttft) / (output_tokens - 1), as vLLM counts it",
+    ),
+    (
+        "tpot_with_first",
+        "time per output token with the first: e2e / output_tokens, as GuideLLM counts it",
+    ),
+    ("itl", "inter-token latency: every gap between token events"),
+    (
+        "output_tokens",
+        "the server's usage (completion_tokens), else the stream's token events counted; never fewer than the token events",
+    ),
+    (
+        "units",
+        "latencies in seconds; throughputs per second; intervals are 95% intervals",
+    ),
+];
+
 /// The aggregates of one run (one step of a sweep).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {

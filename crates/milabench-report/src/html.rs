@@ -489,7 +489,7 @@ fn serving_plots(part: &ServingPart) -> Vec<LinePlot> {
         marks: Vec::new(),
     };
     let mut plots = vec![
-        distribution(|l| &l.ttft, "time to first token"),
+        distribution(|l| &l.ttft, "time to first token from the scheduled send"),
         distribution(|l| &l.tpot, "time per output token"),
     ];
     plots.retain(|p| !p.series.is_empty());

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::pyfmt::{fixed, percent};
 use crate::report::{Report, ReportRow, python_str};
-use crate::serving::{SERVING_COLUMNS, SERVING_NOTE, ServingRow, SloVerdict};
+use crate::serving::{SERVING_COLUMNS, SERVING_DEFINITIONS, SERVING_NOTE, ServingRow, SloVerdict};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -367,6 +367,15 @@ pub fn render_json(report: &Report) -> String {
         map.insert(
             "serving".to_owned(),
             report.serving.iter().map(serving_json).collect(),
+        );
+        map.insert(
+            "serving_definitions".to_owned(),
+            Value::Object(
+                SERVING_DEFINITIONS
+                    .iter()
+                    .map(|(key, meaning)| ((*key).to_owned(), json!(meaning)))
+                    .collect(),
+            ),
         );
     }
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();

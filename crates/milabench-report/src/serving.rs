@@ -134,8 +134,11 @@ pub struct StepSummary {
     /// Time to first token from the scheduled send time (from the actual send in runs recorded
     /// before the load generator kept the former), seconds.
     pub ttft: Percentiles,
-    /// Time per output token, seconds.
+    /// Time per output token after the first, `(e2e - ttft) / (tokens - 1)` (vLLM's), seconds.
     pub tpot: Percentiles,
+    /// Time per output token with the first, `e2e / tokens` (GuideLLM's), seconds (NaN in
+    /// runs recorded before the load generator kept it).
+    pub tpot_with_first: Percentiles,
     /// End-to-end latency from the scheduled send time (as `ttft`), seconds.
     pub e2e: Percentiles,
     /// Successful requests per second.
@@ -183,6 +186,7 @@ impl StepSummary {
             failed: count("failed"),
             ttft: from_schedule("ttft"),
             tpot: percentiles("tpot"),
+            tpot_with_first: percentiles("tpot_with_first"),
             e2e: from_schedule("e2e"),
             request_throughput: number("/request_throughput/value"),
             output_throughput: number("/output_throughput/value"),
@@ -235,7 +239,7 @@ impl ServingColumn {
 
 /// The serving table's number columns, between the scenario and the SLO verdict: latencies in
 /// milliseconds, rates per second.
-pub(crate) const SERVING_COLUMNS: [ServingColumn; 10] = [
+pub(crate) const SERVING_COLUMNS: [ServingColumn; 11] = [
     ServingColumn {
         header: "ok",
         label: "requests ok",
@@ -279,6 +283,13 @@ pub(crate) const SERVING_COLUMNS: [ServingColumn; 10] = [
         value: |s| s.tpot.p99 * 1e3,
     },
     ServingColumn {
+        header: "tpot_all_p50",
+        label: "TPOT with first p50 ms",
+        key: "tpot_with_first_p50_ms",
+        decimals: 2,
+        value: |s| s.tpot_with_first.p50 * 1e3,
+    },
+    ServingColumn {
         header: "e2e_p99",
         label: "e2e p99 ms",
         key: "e2e_p99_ms",
@@ -309,10 +320,43 @@ pub(crate) const SERVING_COLUMNS: [ServingColumn; 10] = [
 ];
 
 /// What the serving table's columns mean, in lines short enough for a terminal.
-pub(crate) const SERVING_NOTE: [&str; 3] = [
-    "Latencies in ms: ttft time to first token (of any kind, reasoning included), tpot time per output token after the first, e2e end to end; ttft and e2e from the scheduled send time, the client's send delay included (from the actual send in older runs, which did not record it); p50 median, p99 99th percentile.",
+pub(crate) const SERVING_NOTE: [&str; 4] = [
+    "Latencies in ms: ttft time to first token (to the first token of any kind, reasoning included, not only of the answer's text), tpot time per output token without the first, (e2e - ttft) / (tokens - 1) as vLLM counts it, tpot_all with the first, e2e / tokens as GuideLLM counts it, e2e end to end; ttft and e2e from the scheduled send time, the client's send delay included (from the actual send in older runs, which did not record it); p50 median, p99 99th percentile.",
+    "Output tokens: the server's usage (completion_tokens), else the stream's token events counted (never fewer than those).",
     "req/s and tokens/s: successful requests and their output tokens per second; goodput: requests per second within the SLO.",
     "slo: held (no failed request, 99% within the SLO), NOT held, - without an SLO, interrupted (the run stopped before the step ended). A sweep shows its highest rate that held; an SLO search the mean of its searches' highest rates that held, with their 95% interval.",
+];
+
+/// What the JSON report's serving keys mean (its `serving_definitions`), by key.
+pub(crate) const SERVING_DEFINITIONS: [(&str, &str); 7] = [
+    (
+        "ttft_p50_ms",
+        "time to first token (p50, p99; ms): to the first token event of any kind, reasoning included, not only of the answer's text; from the request's scheduled send time, the client's own send delay included (from the actual send in older runs, which did not record it)",
+    ),
+    (
+        "tpot_p50_ms",
+        "time per output token without the first (p50, p99; ms): (e2e - ttft) / (output tokens - 1), as vLLM counts it",
+    ),
+    (
+        "tpot_with_first_p50_ms",
+        "time per output token with the first (p50; ms): e2e / output tokens, as GuideLLM counts it",
+    ),
+    (
+        "e2e_p99_ms",
+        "end-to-end latency (p99; ms), from the scheduled send time as ttft",
+    ),
+    (
+        "output_tokens",
+        "the server's usage (completion_tokens), else the stream's token events counted (never fewer than those)",
+    ),
+    (
+        "request_throughput",
+        "successful requests per second; output_throughput their output tokens per second; goodput requests per second within the SLO",
+    ),
+    (
+        "slo",
+        "held: no failed request and 99% of requests within the SLO; not held; interrupted; null without an SLO",
+    ),
 ];
 
 /// `pointer` (`/a/b`) into a payload's map.
@@ -433,7 +477,8 @@ impl ServingRun {
 /// order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StepLatencies {
-    /// Time to first token of each request that has one.
+    /// Time to first token of each request that has one, from its scheduled send time (the
+    /// client's send delay included, as the serving table's).
     pub ttft: Vec<f64>,
     /// Time per output token of each request that has one (an answer of one token has none).
     pub tpot: Vec<f64>,
@@ -458,7 +503,12 @@ impl ServingEvents {
             Some(REQUEST_TASK) if !extra.contains_key("error") => {
                 let own = self.latencies.entry(step.unwrap_or(0)).or_default();
                 let seconds = |key: &str| extra.get(key).and_then(Value::as_f64);
-                own.ttft.extend(seconds("ttft"));
+                // From the scheduled send time: the send's delay (`sent - scheduled`, kept by
+                // every run that records both) added to the time from the actual send.
+                let delay = seconds("sent")
+                    .zip(seconds("scheduled"))
+                    .map_or(0.0, |(sent, scheduled)| (sent - scheduled).max(0.0));
+                own.ttft.extend(seconds("ttft").map(|ttft| ttft + delay));
                 own.tpot.extend(seconds("tpot"));
             }
             Some(LOAD_TASK) => {
@@ -599,6 +649,7 @@ mod tests {
             "task": "load", "step": 0, "scenario": scenario, "held": held,
             "requests": 100, "succeeded": 98, "failed": 2,
             "ttft": latency(0.02, 0.045), "tpot": latency(0.005, 0.0075),
+            "tpot_with_first": latency(0.006, 0.009),
             "itl": latency(0.005, 0.008), "e2e": latency(0.095, 0.2),
             "request_throughput": interval(19.5), "output_throughput": interval(312.0),
             "goodput": null, "slo_attainment": null,
@@ -627,6 +678,66 @@ mod tests {
         let new = StepSummary::from_payload(&new);
         assert_eq!((new.ttft.p99, new.e2e.p99), (0.05, 0.25));
         assert_eq!((new.ttft.p50, new.e2e.p50), (0.025, 0.125));
+    }
+
+    /// The serving table gives TPOT both ways (issue 52, item 2): without the first token
+    /// (vLLM's) and with it (GuideLLM's), read from the `load` event.
+    #[test]
+    fn tpot_is_read_without_and_with_the_first_token() {
+        let s = step(json!({"kind": "server", "rate": 10.0}), true, false);
+        assert_eq!((s.tpot.p50, s.tpot_with_first.p50), (0.005, 0.006));
+        let column = SERVING_COLUMNS
+            .iter()
+            .find(|c| c.key == "tpot_with_first_p50_ms")
+            .expect("a column of TPOT with the first token");
+        assert_eq!(column.text(&s), "6.00");
+        assert!(SERVING_NOTE[0].contains("tpot_all with the first, e2e / tokens"));
+        assert!(SERVING_NOTE[1].contains("usage"));
+        let keys: Vec<&str> = SERVING_DEFINITIONS.iter().map(|(key, _)| *key).collect();
+        for key in [
+            "ttft_p50_ms",
+            "tpot_p50_ms",
+            "tpot_with_first_p50_ms",
+            "output_tokens",
+        ] {
+            assert!(keys.contains(&key), "{key} defined");
+        }
+    }
+
+    /// The page's TTFT distributions are from the scheduled send time, as the table's: a
+    /// request sent 30 ms late counts those 30 ms (issue 52, item 2: they were from the send).
+    #[test]
+    fn plotted_ttft_includes_the_send_delay() {
+        let mut events = ServingEvents::default();
+        for (scheduled, sent) in [(0.0, 0.0), (0.1, 0.13)] {
+            let Value::Object(extra) = json!({
+                "step": 0, "scheduled": scheduled, "sent": sent, "ttft": 0.02, "tpot": 0.005,
+            }) else {
+                unreachable!()
+            };
+            events.observe(&DataPayload {
+                task: Some(REQUEST_TASK.to_owned()),
+                extra,
+                ..DataPayload::default()
+            });
+        }
+        let Value::Object(load) =
+            json!({"task": "load", "step": 0, "scenario": {"kind": "server", "rate": 10.0}})
+        else {
+            unreachable!()
+        };
+        events.observe(&DataPayload {
+            task: Some(LOAD_TASK.to_owned()),
+            extra: load,
+            ..DataPayload::default()
+        });
+        let (_, latencies) = events.finish().expect("a step");
+        let ttft: Vec<String> = latencies[0]
+            .ttft
+            .iter()
+            .map(|t| format!("{t:.3}"))
+            .collect();
+        assert_eq!(ttft, ["0.020", "0.050"]);
     }
 
     /// A step the run stopped before its end is said to be interrupted, never held or not

@@ -111,9 +111,9 @@ pub mod serving {
     pub use milabench_load::server::{ManagedServer, STOP_GRACE, ServerOutput, command_and_url};
     pub use milabench_load::workload::{LengthDist, Workload};
     pub use milabench_load::{
-        Api, Endpoint, Interval, LatencySummary, LoadError, LoadResult, LoadSpec, Measured,
-        RequestOptions, ResultsFile, Scenario, Slo, SloSearch, Step, Stop, Summary, parse_duration,
-        run,
+        Api, DEFINITIONS, Endpoint, Interval, LatencySummary, LoadError, LoadResult, LoadSpec,
+        Measured, RequestOptions, ResultsFile, Scenario, Slo, SloSearch, Step, Stop, Summary,
+        parse_duration, run,
     };
     pub use milabench_metrics::DataChannelWriter;
 }

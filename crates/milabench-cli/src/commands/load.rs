@@ -182,6 +182,7 @@ fn show(
                 "slo_search": result.slo_search,
                 "stopped": result.stopped,
                 "failure": result.failure(),
+                "definitions": definitions(),
             });
             serde_json::to_string_pretty(&out)? + "\n"
         }
@@ -300,6 +301,16 @@ fn spec(args: &LoadArgs, endpoint: Endpoint) -> crate::errors::Result<LoadSpec> 
         },
         ca_cert: args.ca_cert.as_ref().map(|p| p.clone().into_std_path_buf()),
     })
+}
+
+/// [`milabench::serving::DEFINITIONS`] as a JSON object, in their order.
+fn definitions() -> Value {
+    Value::Object(
+        milabench::serving::DEFINITIONS
+            .iter()
+            .map(|(key, meaning)| ((*key).to_owned(), json!(meaning)))
+            .collect(),
+    )
 }
 
 fn ms(x: f64) -> String {

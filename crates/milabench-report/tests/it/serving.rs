@@ -24,6 +24,7 @@ fn load_event(step: usize, rate: f64, held: bool, slo: bool, sweep: bool) -> Val
         "slo_attainment": if slo { json!(0.9) } else { Value::Null },
         "ttft": latency(0.0201 * (step + 1) as f64, 0.04567),
         "tpot": latency(0.005, 0.00751),
+        "tpot_with_first": latency(0.00625, 0.0093),
         "itl": latency(0.005, 0.008),
         "e2e": latency(0.1, 0.23456),
         "input_tokens": 6400, "output_tokens": 3184,
@@ -92,8 +93,8 @@ fn a_server_run_gives_its_percentiles_in_every_format() {
     assert_eq!(
         section(&text, "Serving"),
         [
-            "bench |        scenario |  ok | failed | ttft_p50 | ttft_p99 | tpot_p50 | tpot_p99 | e2e_p99 | req/s | tokens/s | goodput |  slo",
-            "llm   | server 20 req/s | 199 |      1 |    20.10 |    45.67 |     5.00 |     7.51 |  234.56 | 19.90 |   318.40 |   18.00 | held",
+            "bench |        scenario |  ok | failed | ttft_p50 | ttft_p99 | tpot_p50 | tpot_p99 | tpot_all_p50 | e2e_p99 | req/s | tokens/s | goodput |  slo",
+            "llm   | server 20 req/s | 199 |      1 |    20.10 |    45.67 |     5.00 |     7.51 |         6.25 |  234.56 | 19.90 |   318.40 |   18.00 | held",
         ]
     );
     let json: Value = serde_json::from_str(&report(&dir, Format::Json)).unwrap();
@@ -104,6 +105,7 @@ fn a_server_run_gives_its_percentiles_in_every_format() {
             "ok": 199.0, "failed": 1.0,
             "ttft_p50_ms": 0.0201 * 1e3, "ttft_p99_ms": 0.04567 * 1e3,
             "tpot_p50_ms": 0.005 * 1e3, "tpot_p99_ms": 0.00751 * 1e3,
+            "tpot_with_first_p50_ms": 0.00625 * 1e3,
             "e2e_p99_ms": 0.23456 * 1e3,
             "request_throughput": 20.0 * 0.995, "output_throughput": 20.0 * 0.995 * 16.0,
             "goodput": 20.0 * 0.9, "slo_attainment": 0.9, "slo": "held",
@@ -112,9 +114,21 @@ fn a_server_run_gives_its_percentiles_in_every_format() {
                 "goodput": 20.0 * 0.9, "slo": "held"}],
         }])
     );
+    // The JSON says what its serving numbers mean (issue 52, item 2).
+    let definitions = &json["serving_definitions"];
+    for (key, words) in [
+        ("ttft_p50_ms", "of any kind"),
+        ("ttft_p50_ms", "scheduled send time"),
+        ("tpot_p50_ms", "without the first"),
+        ("tpot_with_first_p50_ms", "with the first"),
+        ("output_tokens", "usage"),
+    ] {
+        let text = definitions[key].as_str().unwrap_or_default();
+        assert!(text.contains(words), "{key}: {words} in {text:?}");
+    }
     let md = report(&dir, Format::Markdown);
     assert!(md.contains(
-        "\n## Serving\n\n| bench | scenario | ok | failed | ttft_p50 | ttft_p99 | tpot_p50 | tpot_p99 | e2e_p99 | req/s | tokens/s | goodput | slo |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n| llm | server 20 req/s | 199 | 1 | 20.10 | 45.67 | 5.00 | 7.51 | 234.56 | 19.90 | 318.40 | 18.00 | held |\n"
+        "\n## Serving\n\n| bench | scenario | ok | failed | ttft_p50 | ttft_p99 | tpot_p50 | tpot_p99 | tpot_all_p50 | e2e_p99 | req/s | tokens/s | goodput | slo |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n| llm | server 20 req/s | 199 | 1 | 20.10 | 45.67 | 5.00 | 7.51 | 6.25 | 234.56 | 19.90 | 318.40 | 18.00 | held |\n"
     ), "{md}");
     // The main table keeps its row: the perf of a serving benchmark is its output tokens/s.
     assert!(md.contains("| llm | 0 | 1 |"), "{md}");
