@@ -1,7 +1,7 @@
 //! The writer loop: runs on the caller's thread, owns every file of the plan, and is the only
 //! place where process state changes.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
@@ -153,6 +153,12 @@ struct Runner<'a, 'o> {
     /// Messages taken from `rx` while a sampler was stopped, handled before any newer one.
     deferred: VecDeque<Msg>,
     procs: Vec<Proc<'a>>,
+    /// Processes launched without an `end` yet: the loop runs while there are any.
+    live_count: usize,
+    /// Live processes with a timer running (exited with a pipe still open, or being stopped):
+    /// the only ones the loop's timers look at, so that a message costs the same however many
+    /// processes run.
+    timed: BTreeSet<usize>,
     deadline: Option<Instant>,
     timed_out: bool,
     interrupted: bool,
@@ -170,6 +176,14 @@ impl<'a> Runner<'a, '_> {
         (0..self.procs.len())
             .filter(|&i| self.procs[i].outcome.is_none())
             .collect()
+    }
+
+    /// Has the loop's timers look at process `idx` (it exited or is being stopped), unless it
+    /// has already ended (a process given up on after SIGKILL may still report its exit).
+    fn watch_timer(&mut self, idx: usize) {
+        if self.procs[idx].outcome.is_none() {
+            self.timed.insert(idx);
+        }
     }
 
     /// Appends a record to the process's file, updating what the outcome needs.
@@ -315,6 +329,7 @@ impl<'a> Runner<'a, '_> {
                 signal_tree(Some(pid), &p.token, Signal::SIGTERM);
             }
             p.stopping = Stopping::Term(now);
+            self.watch_timer(idx);
         }
     }
 
@@ -409,6 +424,7 @@ impl<'a> Runner<'a, '_> {
                 };
                 self.procs[proc].exit = Some(code);
                 self.procs[proc].exited_at = Some(Instant::now());
+                self.watch_timer(proc);
                 self.procs[proc].stdin = None;
                 self.maybe_finish(proc);
             }
@@ -497,6 +513,8 @@ impl<'a> Runner<'a, '_> {
         };
         self.observer.on_end(&outcome);
         self.procs[idx].outcome = Some(outcome);
+        self.live_count -= 1;
+        self.timed.remove(&idx);
         self.procs[idx].stdin = None;
         self.stop_peers(idx);
     }
@@ -538,9 +556,9 @@ impl<'a> Runner<'a, '_> {
     fn next_timer(&self) -> Option<Instant> {
         let grace = self.options.grace;
         let deadline = self.deadline.filter(|_| !self.timed_out);
-        self.live()
-            .into_iter()
-            .filter_map(|i| match self.procs[i].stopping {
+        self.timed
+            .iter()
+            .filter_map(|&i| match self.procs[i].stopping {
                 Stopping::No => self.procs[i].exited_at.map(|at| at + self.drain_window()),
                 Stopping::Term(at) => Some(at + grace),
                 Stopping::Kill(at) => Some(at + grace.max(Duration::from_secs(1))),
@@ -570,7 +588,8 @@ impl<'a> Runner<'a, '_> {
         }
         let grace = self.options.grace;
         let drain = self.drain_window();
-        for i in self.live() {
+        let timed: Vec<usize> = self.timed.iter().copied().collect();
+        for i in timed {
             let p = &mut self.procs[i];
             match p.stopping {
                 Stopping::No if p.exited_at.is_some_and(|at| now >= at + drain) => {
@@ -658,6 +677,7 @@ impl<'a> Runner<'a, '_> {
             stdin: None,
             last_stderr: None,
         });
+        self.live_count += 1;
         self.record(idx, Record::new(Event::Config(spec.config.clone()), None));
         if let Some(meta) = self.options.meta_for(spec.node.as_deref()) {
             self.record(idx, Record::new(Event::Meta(meta.clone()), None));
@@ -745,6 +765,7 @@ impl<'a> Runner<'a, '_> {
             );
             self.procs[idx].exit = Some(-9);
             self.procs[idx].stopping = Stopping::Kill(Instant::now());
+            self.watch_timer(idx);
         }
         self.observer.on_start(&self.procs[idx].tag, spec);
         if let Some(factory) = &self.options.sampler {
@@ -786,7 +807,7 @@ impl<'a> Runner<'a, '_> {
     }
 
     fn event_loop(&mut self) {
-        while !self.live().is_empty() {
+        while self.live_count > 0 {
             if self.options.interrupt.is_set() && !self.interrupted {
                 self.on_interrupt();
             }
@@ -929,6 +950,8 @@ pub fn run_plan(
         rx,
         deferred: VecDeque::new(),
         procs: Vec::with_capacity(plan.processes.len()),
+        live_count: 0,
+        timed: BTreeSet::new(),
         deadline: plan.max_duration.map(|d| started + d),
         timed_out: false,
         interrupted: false,
