@@ -2,15 +2,18 @@
 //! handed to the writer through a bounded channel (a flooding process is slowed down by its
 //! full pipe instead of filling the orchestrator's memory).
 //!
-//! A reader that got less than a full chunk waits [`PACE`] before reading again, so that a
-//! benchmark writing a line at a time (a progress bar, a log line per step) finds no reader
-//! blocked on its pipe most of the time: its writes then wake no thread, and the lines written
-//! meanwhile are read, decoded, sent and written to the run folder together. The reader still
-//! sleeps in `read` while nothing comes (no polling); a full chunk is read again at once.
+//! A reader that got less than a full chunk, soon after it asked, waits [`PACE`] before reading
+//! again, so that a benchmark writing a line at a time (a progress bar, a log line per step)
+//! finds no reader blocked on its pipe most of the time: its writes then wake no thread, and the
+//! lines written meanwhile are read, decoded, sent and written to the run folder together. A
+//! read that waited longer than the pause for its bytes does not pause: that pipe trickles
+//! slower than the pause, which would gather nothing and only add a wake-up per line (hundreds
+//! of processes writing a line every 100 ms). The reader still sleeps in `read` while nothing
+//! comes (no polling); a full chunk is read again at once.
 
 use std::io::Read;
 use std::sync::mpsc::SyncSender;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use milabench_metrics::{
     ChannelDecoder, Event, FormatErrorInfo, Pipe, Record, SmuggleDecoder, SmuggledLines,
@@ -20,10 +23,17 @@ use crate::run::Msg;
 
 const CHUNK: usize = 64 * 1024;
 
-/// The pause after a read that did not fill a chunk: at most 200 reads a second of a pipe that
-/// trickles, and a record reaches the run folder at most this much later. A benchmark writing
+/// The pause after a short read that came quickly ([`pause_after`]): at most 200 reads a second
+/// of a busy pipe, and a record reaches the run folder at most this much later. A benchmark writing
 /// more than a chunk per pause (13 MB/s) is read without pauses.
 pub(crate) const PACE: Duration = Duration::from_millis(5);
+
+/// Whether a reader pauses for [`PACE`] after a read of `len` bytes that waited `waited` for
+/// them: only after a short read that came sooner than the pause (a pipe busy enough that the
+/// pause gathers lines).
+fn pause_after(len: usize, waited: Duration) -> bool {
+    len < CHUNK && waited < PACE
+}
 
 /// Which pipe of a process a reader drains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,9 +253,11 @@ pub(crate) fn drain(
     let mut buf = vec![0u8; CHUNK];
     let mut error = None;
     loop {
+        let asked = Instant::now();
         match source.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
+                let waited = asked.elapsed();
                 let decoded = decoder.feed(&buf[..n]);
                 if tx
                     .send(Msg::Output {
@@ -257,7 +269,7 @@ pub(crate) fn drain(
                 {
                     return;
                 }
-                if n < CHUNK {
+                if pause_after(n, waited) {
                     std::thread::sleep(PACE);
                 }
             }
@@ -364,6 +376,16 @@ mod tests {
             buf[..2].copy_from_slice(b"x\n");
             Ok(2)
         }
+    }
+
+    #[test]
+    fn only_a_short_read_that_came_sooner_than_the_pause_pauses() {
+        assert!(pause_after(2, Duration::ZERO));
+        assert!(pause_after(CHUNK - 1, PACE / 2));
+        // A full chunk is read again at once; a pipe slower than the pause is not paced.
+        assert!(!pause_after(CHUNK, Duration::ZERO));
+        assert!(!pause_after(2, PACE));
+        assert!(!pause_after(2, Duration::from_millis(100)));
     }
 
     #[test]

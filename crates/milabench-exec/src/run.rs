@@ -6,7 +6,7 @@
 //! (starting a process), `records` (what each record does), `events` (the loop and a
 //! process's finish), `stopping` (signals, timers, an interruption, containers removed).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::fs::File;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -157,6 +157,12 @@ struct Runner<'a, 'o> {
     /// Messages taken from `rx` while a sampler was stopped, handled before any newer one.
     deferred: VecDeque<Msg>,
     procs: Vec<Proc<'a>>,
+    /// Processes launched without an `end` yet: the loop runs while there are any.
+    live_count: usize,
+    /// Live processes with a timer running (exited with a pipe still open, or being stopped):
+    /// the only ones the loop's timers look at, so that a message costs the same however many
+    /// processes run.
+    timed: BTreeSet<usize>,
     deadline: Option<Instant>,
     timed_out: bool,
     interrupted: bool,
@@ -261,6 +267,8 @@ pub fn run_plan(
         tx,
         rx,
         deferred: VecDeque::new(),
+        live_count: 0,
+        timed: BTreeSet::new(),
         procs: Vec::with_capacity(plan.processes.len()),
         deadline: plan.max_duration.map(|d| started + d),
         timed_out: false,

@@ -43,9 +43,9 @@ const SAMPLE_EVERY: u32 = 5;
 /// The benchmark folder, written out for each run.
 const MAIN_PY: &str = include_str!("scale/main.py");
 const BENCHFILE_PY: &str = include_str!("scale/benchfile.py");
-/// The largest N the Python tool runs: it takes about 3.5 s to start each process here (its
-/// per-process start-up runs `git` and gathers the machine's description), so 512 would spend
-/// half an hour starting.
+/// The largest N the Python tool runs: it starts its processes one at a time, about 3 s each
+/// here (its orchestrator runs `git` and a Python subprocess to describe the machine for each),
+/// so 256 would spend about 13 minutes starting and 512 about 26.
 const PYTHON_MAX_N: usize = 64;
 /// Least ratio of the Python tool's CPU per event to ours.
 const TARGET_RATIO: f64 = 10.0;

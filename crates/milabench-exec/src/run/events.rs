@@ -65,6 +65,7 @@ impl<'a> Runner<'a, '_> {
                 };
                 self.procs[proc].exit = Some(code);
                 self.procs[proc].exited_at = Some(Instant::now());
+                self.watch_timer(proc);
                 self.procs[proc].stdin = None;
                 self.maybe_finish(proc);
             }
@@ -153,6 +154,8 @@ impl<'a> Runner<'a, '_> {
         };
         self.observer.on_end(&outcome);
         self.procs[idx].outcome = Some(outcome);
+        self.live_count -= 1;
+        self.timed.remove(&idx);
         self.procs[idx].stdin = None;
         self.stop_peers(idx);
     }
@@ -187,7 +190,7 @@ impl<'a> Runner<'a, '_> {
     }
 
     pub(super) fn event_loop(&mut self) {
-        while !self.live().is_empty() {
+        while self.live_count > 0 {
             if self.options.interrupt.is_set() && !self.interrupted {
                 self.on_interrupt();
             }

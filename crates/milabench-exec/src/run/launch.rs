@@ -48,6 +48,7 @@ impl<'a> Runner<'a, '_> {
             stdin: None,
             last_stderr: None,
         });
+        self.live_count += 1;
         self.record(idx, Record::new(Event::Config(spec.config.clone()), None));
         if let Some(meta) = self.options.meta_for(spec.node.as_deref()) {
             self.record(idx, Record::new(Event::Meta(meta.clone()), None));
@@ -135,6 +136,7 @@ impl<'a> Runner<'a, '_> {
             );
             self.procs[idx].exit = Some(-9);
             self.procs[idx].stopping = Stopping::Kill(Instant::now());
+            self.watch_timer(idx);
         }
         self.observer.on_start(&self.procs[idx].tag, spec);
         if let Some(factory) = &self.options.sampler {

@@ -22,6 +22,14 @@ impl<'a> Runner<'a, '_> {
             .collect()
     }
 
+    /// Has the loop's timers look at process `idx` (it exited or is being stopped), unless it
+    /// has already ended (a process given up on after SIGKILL may still report its exit).
+    pub(super) fn watch_timer(&mut self, idx: usize) {
+        if self.procs[idx].outcome.is_none() {
+            self.timed.insert(idx);
+        }
+    }
+
     /// Appends a record to the process's file, updating what the outcome needs.
     pub(super) fn record(&mut self, idx: usize, record: Record) {
         if let Err(e) = self.procs[idx].writer.append(&record) {

@@ -28,6 +28,7 @@ impl<'a> Runner<'a, '_> {
                 signal_tree(Some(pid), &p.token, Signal::SIGTERM);
             }
             p.stopping = Stopping::Term(now);
+            self.watch_timer(idx);
         }
     }
 
@@ -82,9 +83,9 @@ impl<'a> Runner<'a, '_> {
     pub(super) fn next_timer(&self) -> Option<Instant> {
         let grace = self.options.grace;
         let deadline = self.deadline.filter(|_| !self.timed_out);
-        self.live()
-            .into_iter()
-            .filter_map(|i| match self.procs[i].stopping {
+        self.timed
+            .iter()
+            .filter_map(|&i| match self.procs[i].stopping {
                 Stopping::No => self.procs[i].exited_at.map(|at| at + self.drain_window()),
                 Stopping::Term(at) => Some(at + grace),
                 Stopping::Kill(at) => Some(at + grace.max(Duration::from_secs(1))),
@@ -114,7 +115,8 @@ impl<'a> Runner<'a, '_> {
         }
         let grace = self.options.grace;
         let drain = self.drain_window();
-        for i in self.live() {
+        let timed: Vec<usize> = self.timed.iter().copied().collect();
+        for i in timed {
             let p = &mut self.procs[i];
             match p.stopping {
                 Stopping::No if p.exited_at.is_some_and(|at| now >= at + drain) => {
