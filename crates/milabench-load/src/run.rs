@@ -190,49 +190,8 @@ pub const HELD_ATTAINMENT: f64 = 0.99;
 const LEAD: Duration = Duration::from_millis(20);
 
 /// How long before its time the dispatching thread hands a request to the runtime's thread,
-/// which then waits out the rest on the clock while it goes on serving the streams: at first,
-/// then as `HandOver` adapts it between its least and its most.
+/// which then waits out the rest on the clock while it goes on serving the streams.
 const HAND_OVER: Duration = Duration::from_micros(200);
-
-/// The hand-over's bounds, and the time to spare it aims at when a request reaches the runtime's
-/// thread (what is left is spent watching the clock, a busy wait: the CPU it costs is the
-/// reason to keep it short).
-const HAND_OVER_LEAST: Duration = Duration::from_micros(30);
-const HAND_OVER_MOST: Duration = Duration::from_millis(2);
-const HAND_OVER_SPARE: Duration = Duration::from_micros(40);
-
-/// The hand-over's lead, shared by the dispatching thread (which reads it) and the runtime's
-/// thread (which adapts it from how much time each request had to spare when it arrived): it
-/// doubles when one arrives with none, and shrinks by an eighth of what was spared beyond
-/// `HAND_OVER_SPARE` otherwise, so that it follows the dispatching thread's late wake-ups on a
-/// busy machine without watching the clock for long on a quiet one.
-struct HandOver(std::sync::atomic::AtomicU64);
-
-impl HandOver {
-    fn new() -> HandOver {
-        HandOver(std::sync::atomic::AtomicU64::new(
-            HAND_OVER.as_nanos() as u64
-        ))
-    }
-
-    /// The current lead.
-    fn lead(&self) -> Duration {
-        Duration::from_nanos(self.0.load(std::sync::atomic::Ordering::Relaxed))
-    }
-
-    /// Adapts the lead to a request that arrived with `spare` before its time.
-    fn arrived(&self, spare: Duration) {
-        let lead = self.lead();
-        let next = if spare.is_zero() {
-            lead * 2
-        } else {
-            lead.saturating_sub(spare.saturating_sub(HAND_OVER_SPARE) / 8)
-        };
-        let next = next.clamp(HAND_OVER_LEAST, HAND_OVER_MOST);
-        self.0
-            .store(next.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
-    }
-}
 
 /// CPU time (user and system) of the calling thread, in seconds.
 fn thread_cpu() -> f64 {
@@ -514,14 +473,12 @@ async fn scheduled(
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let start = shared.start;
     let stop = shared.stop.clone();
-    let hand_over = Arc::new(HandOver::new());
-    let lead = hand_over.clone();
     let dispatcher = std::thread::Builder::new()
         .name("load-dispatch".into())
         .spawn(move || {
             let before = thread_cpu();
             for (i, (at, prompt)) in arrivals.zip(prompts).enumerate() {
-                let early = (start + at).checked_sub(lead.lead()).unwrap_or(start);
+                let early = (start + at).checked_sub(HAND_OVER).unwrap_or(start);
                 if !stop.sleep_until(early) || tx.send((i, at, prompt)).is_err() {
                     break;
                 }
@@ -532,7 +489,6 @@ async fn scheduled(
     let mut tasks = JoinSet::new();
     while let Some((i, at, prompt)) = rx.recv().await {
         let due = start + at;
-        hand_over.arrived(due.saturating_duration_since(Instant::now()));
         while Instant::now() < due {
             tokio::task::yield_now().await;
         }
@@ -651,29 +607,6 @@ async fn collect(mut tasks: JoinSet<RequestRecord>, stop: &Stop) -> Vec<RequestR
 mod tests {
     use super::*;
     use crate::mock::{MockConfig, MockServer, load_spec};
-
-    #[test]
-    fn the_hand_over_doubles_when_late_and_shrinks_towards_its_spare() {
-        let hand_over = HandOver::new();
-        hand_over.arrived(Duration::ZERO);
-        assert_eq!(hand_over.lead(), HAND_OVER * 2);
-        // 400 us of the 400 were spared: the lead loses an eighth of the 360 beyond the aim.
-        hand_over.arrived(Duration::from_micros(400));
-        assert_eq!(hand_over.lead(), Duration::from_micros(355));
-        // Arriving with just the aimed spare keeps it.
-        hand_over.arrived(HAND_OVER_SPARE);
-        assert_eq!(hand_over.lead(), Duration::from_micros(355));
-        for _ in 0..200 {
-            let spare = hand_over.lead();
-            hand_over.arrived(spare);
-        }
-        // A dispatcher on time: the lead comes down to the aimed spare.
-        assert!(hand_over.lead() < HAND_OVER_SPARE + Duration::from_micros(1));
-        for _ in 0..20 {
-            hand_over.arrived(Duration::ZERO);
-        }
-        assert_eq!(hand_over.lead(), HAND_OVER_MOST);
-    }
     use crate::schedule::poisson;
 
     #[test]
