@@ -27,6 +27,8 @@ crashes:
 steady:
   inherits: _base
   definition: benchmarks/steady
+  # Long enough for the slowest resize test on a busy machine: it is stopped by Ctrl-C.
+  max_duration: 600
 after:
   inherits: _base
   definition: benchmarks/quick
@@ -241,7 +243,7 @@ fn start(tmux: &Tmux, project: &Project, columns: u16, rows: u16) {
 
 #[test]
 fn the_view_fits_a_resized_terminal_and_ctrl_c_stops_the_run_and_restores_it() {
-    let project = project(200);
+    let project = project(2000);
     let tmux = Tmux::new("dash-resize");
     start(&tmux, &project, 120, 36);
     tmux.wait_for("steady.D0  rate");

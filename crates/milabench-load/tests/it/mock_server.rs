@@ -20,8 +20,12 @@ fn ms(seconds: f64) -> f64 {
     seconds * 1e3
 }
 
-/// Runs a server scenario at `rate` and checks every median against the server's timing.
-fn medians_within(rate: f64, seconds: u64, tolerance_ms: f64) {
+/// Runs a server scenario at `rate` and checks every median against the server's timing:
+/// the gaps between tokens within `gap_ms`, TTFT and e2e within `latency_ms`. A latency holds
+/// two wake-ups of an idle core (the server's, then the client's) that a gap does not: on a
+/// virtual machine at a low rate they cost about a millisecond together, so the gaps are
+/// where the client's own accuracy shows.
+fn medians_within(rate: f64, seconds: u64, gap_ms: f64, latency_ms: f64) {
     let config = MockConfig::default();
     let server = MockServer::start(config).unwrap();
     let result = run(
@@ -42,11 +46,11 @@ fn medians_within(rate: f64, seconds: u64, tolerance_ms: f64) {
         s.requests
     );
     let truth = |d: Duration| d.as_secs_f64() * 1e3;
-    for (what, measured, expected) in [
-        ("ttft", s.ttft.p50.value, truth(config.ttft)),
-        ("tpot", s.tpot.p50.value, truth(config.gap)),
-        ("itl", s.itl.p50.value, truth(config.gap)),
-        ("e2e", s.e2e.p50.value, truth(config.e2e())),
+    for (what, measured, expected, tolerance_ms) in [
+        ("ttft", s.ttft.p50.value, truth(config.ttft), latency_ms),
+        ("tpot", s.tpot.p50.value, truth(config.gap), gap_ms),
+        ("itl", s.itl.p50.value, truth(config.gap), gap_ms),
+        ("e2e", s.e2e.p50.value, truth(config.e2e()), latency_ms),
     ] {
         let off = ms(measured) - expected;
         assert!(
@@ -65,18 +69,18 @@ fn medians_within(rate: f64, seconds: u64, tolerance_ms: f64) {
 }
 
 #[test]
-fn medians_are_within_half_a_millisecond_at_10_requests_per_second() {
-    medians_within(10.0, 4, 0.5);
+fn medians_are_within_a_quarter_millisecond_between_tokens_at_10_requests_per_second() {
+    medians_within(10.0, 4, 0.25, 2.0);
 }
 
 #[test]
 fn medians_are_within_two_milliseconds_at_200_requests_per_second() {
-    medians_within(200.0, 2, 2.0);
+    medians_within(200.0, 2, 2.0, 2.0);
 }
 
 #[test]
 fn medians_are_within_two_milliseconds_at_1000_requests_per_second() {
-    medians_within(1000.0, 3, 2.0);
+    medians_within(1000.0, 3, 2.0, 2.0);
 }
 
 #[test]
