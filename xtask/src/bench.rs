@@ -78,6 +78,10 @@ pub struct BenchArgs {
     /// measure it beside ours in the scale figure [default: ours only].
     #[arg(long, value_name = "PROGRAM")]
     pub scale_python: Option<PathBuf>,
+    /// The largest process count the Python milabench runs in the scale figure: it starts its
+    /// processes one at a time, about 3 s each here (256 takes about 13 minutes to start).
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub scale_python_max: usize,
     /// Measure only these figures (comma-separated) [default: all].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub only: Vec<Figure>,
@@ -176,6 +180,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
                 args.scale_seconds,
                 &args.scale_counts,
                 args.scale_python.as_deref(),
+                args.scale_python_max,
             )?,
         }
     }

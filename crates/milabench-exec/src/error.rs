@@ -41,6 +41,9 @@ pub enum ExecError {
         #[source]
         error: std::io::Error,
     },
+    /// The thread that reads the processes' pipes could not be started.
+    #[error("could not start the thread that reads the processes' output")]
+    Reading(#[source] std::io::Error),
     /// A process started on its own ([`crate::SupervisedChild`]) could not be started.
     #[error("could not start `{program}`")]
     Spawn {
@@ -72,9 +75,10 @@ impl ExecError {
         match self {
             ExecError::DuplicateTag { .. } | ExecError::EmptyCommand { .. } => ExitCode::BadInput,
             ExecError::Write(e) => ExitCode::bad_input_or_internal(e.is_bad_input()),
-            ExecError::Pipe { .. } | ExecError::Spawn { .. } | ExecError::Watchdog { .. } => {
-                ExitCode::Internal
-            }
+            ExecError::Pipe { .. }
+            | ExecError::Reading(_)
+            | ExecError::Spawn { .. }
+            | ExecError::Watchdog { .. } => ExitCode::Internal,
         }
     }
 }

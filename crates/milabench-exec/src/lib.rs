@@ -59,6 +59,7 @@ mod interrupt;
 mod limits;
 mod options;
 mod outcome;
+mod poller;
 mod reader;
 mod run;
 mod spawn;

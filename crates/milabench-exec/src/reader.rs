@@ -1,41 +1,12 @@
-//! Reader threads: one per pipe, blocking reads, decoding done on the reader's thread, records
-//! handed to the writer through a bounded channel (a flooding process is slowed down by its
-//! full pipe instead of filling the orchestrator's memory).
-//!
-//! A reader that got less than a full chunk, soon after it asked, waits [`PACE`] before reading
-//! again, so that a benchmark writing a line at a time (a progress bar, a log line per step)
-//! finds no reader blocked on its pipe most of the time: its writes then wake no thread, and the
-//! lines written meanwhile are read, decoded, sent and written to the run folder together. A
-//! read that waited longer than the pause for its bytes does not pause: that pipe trickles
-//! slower than the pause, which would gather nothing and only add a wake-up per line (hundreds
-//! of processes writing a line every 100 ms). The reader still sleeps in `read` while nothing
-//! comes (no polling); a full chunk is read again at once.
-
-use std::io::Read;
-use std::sync::mpsc::SyncSender;
-use std::time::{Duration, Instant};
+//! Decoding what a process writes on its pipes: lines bounded in length, data-channel lines
+//! into records, smuggled data separated from stdout text. The plan's reading thread
+//! ([`crate::poller`]) keeps one [`Decoder`] per pipe.
 
 use milabench_metrics::{
     ChannelDecoder, Event, FormatErrorInfo, Pipe, Record, SmuggleDecoder, SmuggledLines,
 };
 
-use crate::run::Msg;
-
-const CHUNK: usize = 64 * 1024;
-
-/// The pause after a short read that came quickly ([`pause_after`]): at most 200 reads a second
-/// of a busy pipe, and a record reaches the run folder at most this much later. A benchmark writing
-/// more than a chunk per pause (13 MB/s) is read without pauses.
-pub(crate) const PACE: Duration = Duration::from_millis(5);
-
-/// Whether a reader pauses for [`PACE`] after a read of `len` bytes that waited `waited` for
-/// them: only after a short read that came sooner than the pause (a pipe busy enough that the
-/// pause gathers lines).
-fn pause_after(len: usize, waited: Duration) -> bool {
-    len < CHUNK && waited < PACE
-}
-
-/// Which pipe of a process a reader drains.
+/// Which pipe of a process is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stream {
     /// Plain stdout.
@@ -127,7 +98,7 @@ fn output_record(line: &[u8], cut: usize, pipe: Pipe) -> Record {
 }
 
 /// Decoding state of one pipe.
-enum Decoder {
+pub(crate) enum Decoder {
     Lines(BoundedLines, Pipe),
     Data(BoundedLines),
     Smuggled {
@@ -148,7 +119,8 @@ pub(crate) struct Decoded {
 }
 
 impl Decoder {
-    fn new(stream: Stream, max: usize) -> Decoder {
+    /// A decoder for `stream`, its lines at most `max` bytes.
+    pub(crate) fn new(stream: Stream, max: usize) -> Decoder {
         match stream {
             Stream::Stdout => Decoder::Lines(BoundedLines::new(max), Pipe::Stdout),
             Stream::Stderr => Decoder::Lines(BoundedLines::new(max), Pipe::Stderr),
@@ -176,7 +148,8 @@ impl Decoder {
         }
     }
 
-    fn feed(&mut self, bytes: &[u8]) -> Decoded {
+    /// Decodes the next bytes of the pipe.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Decoded {
         let mut out = Decoded::default();
         match self {
             Decoder::Lines(lines, pipe) => {
@@ -219,7 +192,8 @@ impl Decoder {
         out
     }
 
-    fn finish(&mut self) -> Decoded {
+    /// What is left at the pipe's end (an unfinished last line).
+    pub(crate) fn finish(&mut self) -> Decoded {
         let mut out = Decoded::default();
         match self {
             Decoder::Lines(lines, pipe) => {
@@ -239,58 +213,6 @@ impl Decoder {
         }
         out
     }
-}
-
-/// Drains `source` until end of file, sending what it decodes to the run's writer.
-pub(crate) fn drain(
-    mut source: impl Read,
-    proc: usize,
-    stream: Stream,
-    max_line: usize,
-    tx: SyncSender<Msg>,
-) {
-    let mut decoder = Decoder::new(stream, max_line);
-    let mut buf = vec![0u8; CHUNK];
-    let mut error = None;
-    loop {
-        let asked = Instant::now();
-        match source.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                let waited = asked.elapsed();
-                let decoded = decoder.feed(&buf[..n]);
-                if tx
-                    .send(Msg::Output {
-                        proc,
-                        stream,
-                        decoded,
-                    })
-                    .is_err()
-                {
-                    return;
-                }
-                if pause_after(n, waited) {
-                    std::thread::sleep(PACE);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                error = Some(e.to_string());
-                break;
-            }
-        }
-    }
-    let decoded = decoder.finish();
-    let _ = tx.send(Msg::Output {
-        proc,
-        stream,
-        decoded,
-    });
-    let _ = tx.send(Msg::Closed {
-        proc,
-        stream,
-        error,
-    });
 }
 
 #[cfg(test)]
@@ -358,58 +280,5 @@ mod tests {
         assert_eq!(out.records.len(), 2);
         assert!(matches!(&out.records[0].event, Event::FormatError(f) if f.kind == "LineTooLong"));
         assert!(matches!(&out.records[1].event, Event::Data(d) if d.rate == Some(1.0)));
-    }
-
-    /// A source that gives one short line per read, `lines` times, noting when each read came.
-    struct Trickle {
-        lines: usize,
-        reads: std::sync::Arc<std::sync::Mutex<Vec<std::time::Instant>>>,
-    }
-
-    impl Read for Trickle {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            self.reads.lock().unwrap().push(std::time::Instant::now());
-            if self.lines == 0 {
-                return Ok(0);
-            }
-            self.lines -= 1;
-            buf[..2].copy_from_slice(b"x\n");
-            Ok(2)
-        }
-    }
-
-    #[test]
-    fn only_a_short_read_that_came_sooner_than_the_pause_pauses() {
-        assert!(pause_after(2, Duration::ZERO));
-        assert!(pause_after(CHUNK - 1, PACE / 2));
-        // A full chunk is read again at once; a pipe slower than the pause is not paced.
-        assert!(!pause_after(CHUNK, Duration::ZERO));
-        assert!(!pause_after(2, PACE));
-        assert!(!pause_after(2, Duration::from_millis(100)));
-    }
-
-    #[test]
-    fn a_reader_pauses_after_a_short_read_and_decodes_every_line() {
-        let reads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let source = Trickle {
-            lines: 4,
-            reads: reads.clone(),
-        };
-        let (tx, rx) = std::sync::mpsc::sync_channel(16);
-        drain(source, 0, Stream::Stdout, 100, tx);
-        let reads = reads.lock().unwrap();
-        assert_eq!(reads.len(), 5, "four lines, then end of file");
-        for pair in reads.windows(2) {
-            let gap = pair[1] - pair[0];
-            assert!(gap >= PACE, "reads {gap:?} apart");
-        }
-        let lines: usize = rx
-            .try_iter()
-            .map(|msg| match msg {
-                Msg::Output { decoded, .. } => decoded.records.len(),
-                _ => 0,
-            })
-            .sum();
-        assert_eq!(lines, 4);
     }
 }

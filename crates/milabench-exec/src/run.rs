@@ -21,6 +21,7 @@ use nix::sys::signal::Signal;
 use crate::error::ExecError;
 use crate::options::{ExecObserver, ExecOptions, RunningSampler};
 use crate::outcome::{BenchOutcome, ProcessOutcome};
+use crate::poller::Pipes;
 use crate::reader::{Decoded, Stream};
 use crate::tree::{fresh_token, signal_tree};
 use crate::watchdog::Watchdog;
@@ -32,8 +33,10 @@ mod stopping;
 
 use stopping::remove_containers;
 
-/// Messages from reader, waiter and sampler threads to the writer loop.
+/// Messages from the reading, waiter and sampler threads to the writer loop.
 pub(crate) enum Msg {
+    /// What one round of the reading thread read, in order.
+    Batch(Vec<Msg>),
     /// Decoded output of one pipe.
     Output {
         proc: usize,
@@ -152,7 +155,9 @@ struct Runner<'a, 'o> {
     options: &'a ExecOptions,
     observer: &'o mut dyn ExecObserver,
     tx: SyncSender<Msg>,
-    /// The one receiver of every reader, waiter and sampler thread's messages.
+    /// The thread that reads every process's pipes.
+    pipes: Pipes,
+    /// The one receiver of the reading, waiter and sampler threads' messages.
     rx: Receiver<Msg>,
     /// Messages taken from `rx` while a sampler was stopped, handled before any newer one.
     deferred: VecDeque<Msg>,
@@ -255,6 +260,7 @@ pub fn run_plan(
         None => None,
     };
     let (tx, rx) = sync_channel(CHANNEL_DEPTH);
+    let pipes = Pipes::start(tx.clone(), options.max_line_bytes).map_err(ExecError::Reading)?;
     let wake = tx.clone();
     let interrupt_hook = options.interrupt.on_trigger(move || {
         let _ = wake.try_send(Msg::Wake);
@@ -265,6 +271,7 @@ pub fn run_plan(
         options,
         observer,
         tx,
+        pipes,
         rx,
         deferred: VecDeque::new(),
         live_count: 0,

@@ -43,10 +43,6 @@ const SAMPLE_EVERY: u32 = 5;
 /// The benchmark folder, written out for each run.
 const MAIN_PY: &str = include_str!("scale/main.py");
 const BENCHFILE_PY: &str = include_str!("scale/benchfile.py");
-/// The largest N the Python tool runs: it starts its processes one at a time, about 3 s each
-/// here (its orchestrator runs `git` and a Python subprocess to describe the machine for each),
-/// so 256 would spend about 13 minutes starting and 512 about 26.
-const PYTHON_MAX_N: usize = 64;
 /// Least ratio of the Python tool's CPU per event to ours.
 const TARGET_RATIO: f64 = 10.0;
 /// Most spread of our CPU per event across the process counts (largest / smallest).
@@ -107,8 +103,16 @@ struct Figures {
 }
 
 /// Measures and prints the scale table: `seconds` per run, process counts `counts`, and the
-/// Python milabench beside ours when `python_milabench` (its `milabench` program) is given.
-pub fn run(seconds: u64, counts: &[usize], python_milabench: Option<&Path>) -> anyhow::Result<()> {
+/// Python milabench beside ours when `python_milabench` (its `milabench` program) is given, up
+/// to `python_max_n` processes: it starts them one at a time, about 3 s each here (its
+/// orchestrator runs `git` and a Python subprocess to describe the machine for each), so 256
+/// spend about 13 minutes starting and 512 about 26.
+pub fn run(
+    seconds: u64,
+    counts: &[usize],
+    python_milabench: Option<&Path>,
+    python_max_n: usize,
+) -> anyhow::Result<()> {
     let counts = if counts.is_empty() {
         &COUNTS[..]
     } else {
@@ -147,7 +151,11 @@ pub fn run(seconds: u64, counts: &[usize], python_milabench: Option<&Path>) -> a
     let mut results: BTreeMap<(usize, &'static str), Figures> = BTreeMap::new();
     for &n in counts {
         for &way in &ways {
-            if way == Way::Python && n > PYTHON_MAX_N {
+            if way == Way::Python && n > python_max_n {
+                println!(
+                    "{:<26} {n:>5} not run (over --scale-python-max {python_max_n})",
+                    way.label()
+                );
                 continue;
             }
             let program = if way == Way::Python {

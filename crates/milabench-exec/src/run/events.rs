@@ -19,6 +19,11 @@ use super::{
 impl<'a> Runner<'a, '_> {
     pub(super) fn handle(&mut self, msg: Msg) {
         match msg {
+            Msg::Batch(messages) => {
+                for msg in messages {
+                    self.handle(msg);
+                }
+            }
             Msg::Output {
                 proc,
                 stream,

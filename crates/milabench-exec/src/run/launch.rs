@@ -1,7 +1,8 @@
 //! Starting one process of the plan: its `config`, `meta` and `start` records written first,
-//! then the process spawned in its own group with its reader, waiter and sampler threads, and
-//! the watchdog told about it.
+//! then the process spawned in its own group, its pipes handed to the plan's reading thread,
+//! its waiter and sampler threads started, and the watchdog told about it.
 
+use std::os::fd::OwnedFd;
 use std::time::Instant;
 
 use milabench_metrics::{DataFileWriter, Event, ProcessJudge, Record, StartInfo};
@@ -10,7 +11,7 @@ use nix::sys::signal::Signal;
 
 use crate::error::ExecError;
 use crate::options::{RecordSink, SampledProcess};
-use crate::reader::{Stream, drain};
+use crate::reader::Stream;
 use crate::spawn::spawn;
 use crate::tree::signal_tree;
 
@@ -89,35 +90,24 @@ impl<'a> Runner<'a, '_> {
             return Err(self.watchdog_error(error));
         }
         self.procs[idx].pid = Some(pid);
-        let max_line = self.options.max_line_bytes;
-        let mut readers: Vec<(Stream, Box<dyn std::io::Read + Send>)> = Vec::new();
+        let mut pipes: Vec<(Stream, OwnedFd)> = Vec::new();
         if let Some(out) = spawned.child.stdout.take() {
             let stream = if spec.use_stdout {
                 Stream::SmuggledStdout
             } else {
                 Stream::Stdout
             };
-            readers.push((stream, Box::new(out)));
+            pipes.push((stream, out.into()));
         }
         if let Some(err) = spawned.child.stderr.take() {
-            readers.push((Stream::Stderr, Box::new(err)));
+            pipes.push((Stream::Stderr, err.into()));
         }
         if let Some(data) = spawned.data.take() {
-            readers.push((Stream::Data, Box::new(data)));
+            pipes.push((Stream::Data, data.into()));
         }
-        self.procs[idx].open_streams = readers.len();
-        for (stream, source) in readers {
-            let tx = self.tx.clone();
-            let thread = std::thread::Builder::new()
-                .name(format!("milabench-read-{pid}"))
-                .spawn(move || drain(source, idx, stream, max_line, tx));
-            if let Err(e) = thread {
-                self.procs[idx].open_streams -= 1;
-                self.record(
-                    idx,
-                    error_record("OSError", format!("could not start a reader thread: {e}")),
-                );
-            }
+        self.procs[idx].open_streams = pipes.len();
+        for (stream, fd) in pipes {
+            self.pipes.add(idx, stream, fd);
         }
         let tx = self.tx.clone();
         let mut child = spawned.child;
