@@ -315,7 +315,13 @@ fn view_thread<W: Write>(
             drawn = Some((model.generation, now));
             wanted = false;
         }
-        let nap = throttle.wait(Instant::now()).max(Duration::from_millis(50));
+        // Until a redraw may be due: a pending one when the throttle opens, else a look at the
+        // model a redraw period later (keys wake the wait at once).
+        let nap = if wanted {
+            throttle.wait(Instant::now()).max(Duration::from_millis(10))
+        } else {
+            REDRAW_EVERY
+        };
         if !keys {
             std::thread::sleep(nap);
             continue;

@@ -223,6 +223,15 @@ fn verdicts(results: &BTreeMap<(usize, &'static str), Figures>, counts: &[usize]
             high / low,
             met(high / low <= TARGET_FLAT)
         );
+        // A spread can be a fall: a fixed cost per second shared by more events as N grows.
+        if let (Some(first), Some(last)) = (costs.first(), costs.last()) {
+            println!(
+                "{:<40} CPU per event at the largest N / at the smallest {:.2}  target <= {TARGET_FLAT}: {}",
+                format!("scale: {} growth in N", way.label()),
+                last / first,
+                met(last / first <= TARGET_FLAT)
+            );
+        }
     }
     let damaged: usize = results
         .iter()
