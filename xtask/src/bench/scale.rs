@@ -2,7 +2,8 @@
 //! a rate every 100 ms; a GPU-sample-sized event, a loss and a line of stdout every second; no
 //! torch) run by the release `milabench run` through a generated suite whose plan is `njobs`
 //! with `n: N`, for N = 8, 64, 256 and 512 on this machine, each run started under the soft
-//! open-file limit of a default login (1,024).
+//! open-file limit of a default login (1,024), which ours raises itself and the Python tool's
+//! run gets raised for it.
 //!
 //! For each run: the orchestrator's own CPU (its process only, `/proc/PID/stat` user + system
 //! time, sampled every 100 ms; the benchmark processes are not counted) per 1,000 data events
@@ -334,7 +335,15 @@ fn measure(
         }
     }
     let quoted: Vec<String> = argv.iter().map(|a| format!("'{a}'")).collect();
-    let inner = format!("ulimit -S -n {NOFILE} && exec {}", quoted.join(" "));
+    // Ours raises its soft limit to the hard one when it starts; the Python tool does not and
+    // wedges at about 200 processes under 1,024 files, so its run is given the raised limit
+    // that ours takes itself.
+    let raise = if way == Way::Python {
+        " && ulimit -S -n \"$(ulimit -H -n)\""
+    } else {
+        ""
+    };
+    let inner = format!("ulimit -S -n {NOFILE}{raise} && exec {}", quoted.join(" "));
     let log = root.join("orchestrator.log");
     let mut command = if way == Way::Dashboard {
         let mut command = Command::new("script");
