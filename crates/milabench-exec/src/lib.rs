@@ -14,14 +14,14 @@
 //!
 //! Design notes:
 //!
-//! - **Threads, not async.** A plan has a handful of processes with three pipes each; one
-//!   blocking reader thread per pipe and one waiter thread per process cost nothing while they
-//!   sleep in `read`/`wait`, need no runtime, and keep the orchestrator at ~0% CPU (the Python
-//!   tool busy-polls a core). Readers decode on their own thread and send records through a
-//!   bounded channel to the caller's thread, the only writer of the files and the only owner of
-//!   process state (so the observer needs not be `Send`). The channel is bounded so a flooding
-//!   benchmark is slowed by its own full pipe instead of filling memory; lines are capped
-//!   ([`ExecOptions::max_line_bytes`]).
+//! - **Threads, not async.** One thread per plan reads every pipe (`epoll`, a round at most
+//!   every 50 ms, so a record's wake-ups are shared by every line written meanwhile) and one
+//!   waiter thread per process sleeps in `wait`; they need no runtime and keep the orchestrator
+//!   near 0% CPU (the Python tool busy-polls a core). The reading thread decodes and sends a
+//!   round's records through a bounded channel to the caller's thread, the only writer of the
+//!   files and the only owner of process state (so the observer needs not be `Send`). The
+//!   channel is bounded so a flooding benchmark is slowed by full pipes instead of filling
+//!   memory; lines are capped ([`ExecOptions::max_line_bytes`]).
 //! - **Timers** (grace periods, `max_duration`) are the timeout of the writer's `recv`, so
 //!   nothing wakes up unless something happened or is due.
 //! - **Process trees** are found through the process group, a token in the environment that
