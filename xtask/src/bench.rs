@@ -79,7 +79,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PROGRAM")]
     pub scale_python: Option<PathBuf>,
     /// The largest process count the Python milabench runs in the scale figure: it starts its
-    /// processes one at a time, about 3 s each here (256 takes about 13 minutes to start).
+    /// processes one at a time, 1 to 3 s each here (256 took 4 minutes to start, quiet).
     #[arg(long, default_value_t = 64, value_name = "N")]
     pub scale_python_max: usize,
     /// Measure only these figures (comma-separated) [default: all].

@@ -105,9 +105,9 @@ struct Figures {
 
 /// Measures and prints the scale table: `seconds` per run, process counts `counts`, and the
 /// Python milabench beside ours when `python_milabench` (its `milabench` program) is given, up
-/// to `python_max_n` processes: it starts them one at a time, about 3 s each here (its
+/// to `python_max_n` processes: it starts them one at a time, 1 to 3 s each here (its
 /// orchestrator runs `git` and a Python subprocess to describe the machine for each), so 256
-/// spend about 13 minutes starting and 512 about 26.
+/// took 4 minutes to start on a quiet machine and would take about 13 under load.
 pub fn run(
     seconds: u64,
     counts: &[usize],
@@ -225,7 +225,9 @@ fn verdicts(results: &BTreeMap<(usize, &'static str), Figures>, counts: &[usize]
             met(high / low <= TARGET_FLAT)
         );
         // A spread can be a fall: a fixed cost per second shared by more events as N grows.
-        if let (Some(first), Some(last)) = (costs.first(), costs.last()) {
+        let smallest = counts.iter().min().and_then(|&n| cost(n, way));
+        let largest = counts.iter().max().and_then(|&n| cost(n, way));
+        if let (Some(first), Some(last)) = (smallest, largest) {
             println!(
                 "{:<40} CPU per event at the largest N / at the smallest {:.2}  target <= {TARGET_FLAT}: {}",
                 format!("scale: {} growth in N", way.label()),
