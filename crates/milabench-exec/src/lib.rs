@@ -15,8 +15,10 @@
 //! Design notes:
 //!
 //! - **Threads, not async.** One thread per plan reads every pipe (`epoll`, a round at most
-//!   every 50 ms, so a record's wake-ups are shared by every line written meanwhile) and one
-//!   waiter thread per process sleeps in `wait`; they need no runtime and keep the orchestrator
+//!   every 500 ms, sooner for a pipe filling up or one whose process ended, so a record's
+//!   wake-ups are shared by every line written meanwhile) and one waiter thread per process
+//!   sleeps in `wait` (the caller's sampler, if any, is its own business: `milabench` samples
+//!   every process of a run on one thread); they need no runtime and keep the orchestrator
 //!   near 0% CPU (the Python tool busy-polls a core). The reading thread decodes and sends a
 //!   round's records through a bounded channel to the caller's thread, the only writer of the
 //!   files and the only owner of process state (so the observer needs not be `Send`). The

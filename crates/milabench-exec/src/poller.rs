@@ -6,9 +6,11 @@
 //! hundreds, wait in their pipes and are read, decoded, sent and written to the run folder
 //! together, so the orchestrator's wake-ups do not grow with the number of processes or their
 //! lines (a thread per pipe woke once per line, two context switches per event). A record
-//! reaches the run folder at most [`PACE`] later for it. A pipe read a whole chunk at a time
-//! (a process writing faster than a chunk per pace) is read again at once, so a fast writer is
-//! not slowed by the pace. While nothing comes, the thread sleeps in `epoll_wait`.
+//! reaches the run folder at most [`PACE`] later for it. A pipe found (nearly) full (a process
+//! writing faster than a pipe's worth per pace) is read again at once, so a fast writer is
+//! not slowed by the pace, and a pipe whose writers all closed ends the pause at once (a
+//! second `epoll` set watches for hang-ups only), so a process's end is not delayed by it.
+//! While nothing comes, the thread sleeps in `epoll_wait`.
 
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -26,11 +28,19 @@ use crate::run::Msg;
 /// Bytes read from a pipe at a time.
 const CHUNK: usize = 64 * 1024;
 
-/// The least time between two rounds while pipes keep being ready: at most 20 rounds a
-/// second however many processes write, and a record reaches the run folder at most this much
-/// later. A pipe that filled a chunk skips the pause. (Measured with `cargo xtask bench --only
-/// scale`: 20 ms cost 1.2 to 1.5 times as much CPU per event as 50 ms at 8 to 512 processes.)
-pub(crate) const PACE: Duration = Duration::from_millis(50);
+/// A read this large means the pipe was full or nearly (a pipe holds at most 64 KiB, less when
+/// small writes leave its pages part-filled) and its writer may be blocked: the next round
+/// comes without a pause. A smaller read shortens the pause in proportion (`pause_after`).
+const BUSY: usize = CHUNK / 2;
+
+/// The least time between two rounds while pipes keep being ready: at most 2 rounds a second
+/// however many processes write, and a record reaches the run folder at most this much later
+/// (the Python tool's records took 2 s at the median). A pipe filling up shortens the pause
+/// (`pause_after`), one whose writers closed ends it. (Measured with `cargo xtask bench --only
+/// scale`, orchestrator CPU per event at 8 processes, where the two wake-ups of a round cost
+/// more than its few lines: 50 ms 1.9 times as much as 200 ms, 200 ms 1.6 times as much as
+/// 500 ms; at 512 the pace matters less, the rounds being full.)
+pub(crate) const PACE: Duration = Duration::from_millis(500);
 
 /// Ready pipes taken from `epoll` per call (more wait for the next call, not for a pace).
 const EVENTS: usize = 256;
@@ -60,6 +70,7 @@ impl Pipes {
         // A wake-up already waiting is enough: a full wake pipe must not block `add`.
         fcntl(&wake, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
         let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
+        let hangups = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
         epoll.add(
             wake_reader.as_fd(),
             EpollEvent::new(EpollFlags::EPOLLIN, WAKE_KEY),
@@ -67,6 +78,7 @@ impl Pipes {
         let pending = Arc::new(Mutex::new(Vec::new()));
         let reading = Reading {
             epoll,
+            hangups,
             wake: wake_reader,
             pending: Arc::clone(&pending),
             slots: Vec::new(),
@@ -107,6 +119,9 @@ struct Slot {
 /// The reading thread's state.
 struct Reading {
     epoll: Epoll,
+    /// The same pipes watched for nothing: `epoll` reports a hang-up (every writer closed)
+    /// whatever is asked, so waiting on this set ends a pause when a process ends.
+    hangups: Epoll,
     wake: io::PipeReader,
     pending: Arc<Mutex<Vec<Pending>>>,
     /// Watched pipes by key; `None` once closed.
@@ -121,14 +136,10 @@ impl Reading {
     fn run(mut self) {
         let mut events = vec![EpollEvent::empty(); EVENTS];
         let mut buf = vec![0u8; CHUNK];
-        let mut round: Option<Instant> = None;
+        let mut previous = Instant::now();
+        let mut pause = Duration::ZERO;
         loop {
-            if let Some(at) = round {
-                let wait = PACE.saturating_sub(at.elapsed());
-                if !wait.is_zero() {
-                    std::thread::sleep(wait);
-                }
-            }
+            self.pause(pause, &mut events);
             let ready = match self.epoll.wait(&mut events, EpollTimeout::NONE) {
                 Ok(n) => n,
                 Err(Errno::EINTR) => continue,
@@ -138,7 +149,7 @@ impl Reading {
                 }
             };
             let mut batch = Vec::new();
-            let mut full = false;
+            let mut most = 0;
             for event in &events[..ready] {
                 let key = event.data();
                 if key == WAKE_KEY {
@@ -148,12 +159,27 @@ impl Reading {
                     }
                     continue;
                 }
-                full |= self.read(key as usize, &mut buf, &mut batch);
+                most = most.max(self.read(key as usize, &mut buf, &mut batch));
             }
-            round = (!full).then(Instant::now);
+            let now = Instant::now();
+            pause = pause_after(most, now.duration_since(previous));
+            previous = now;
             if !batch.is_empty() && self.tx.send(Msg::Batch(batch)).is_err() {
                 return;
             }
+        }
+    }
+
+    /// Waits `wait`, or less if a watched pipe hangs up meanwhile.
+    fn pause(&self, wait: Duration, events: &mut [EpollEvent]) {
+        if wait.is_zero() {
+            return;
+        }
+        // Under a millisecond rounds up: the round comes no sooner than the pace.
+        let millis = u16::try_from(wait.as_micros().div_ceil(1000)).unwrap_or(u16::MAX);
+        if self.hangups.wait(events, millis).is_err() {
+            // Not able to watch hang-ups: the plain pause.
+            std::thread::sleep(wait);
         }
     }
 
@@ -165,10 +191,15 @@ impl Reading {
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
         for Pending { proc, stream, fd } in pending {
             let key = self.free.pop().unwrap_or(self.slots.len());
-            let watched = fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).and_then(|_| {
-                self.epoll
-                    .add(fd.as_fd(), EpollEvent::new(EpollFlags::EPOLLIN, key as u64))
-            });
+            let watched = fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
+                .and_then(|_| {
+                    self.epoll
+                        .add(fd.as_fd(), EpollEvent::new(EpollFlags::EPOLLIN, key as u64))
+                })
+                .and_then(|()| {
+                    self.hangups
+                        .add(fd.as_fd(), EpollEvent::new(EpollFlags::empty(), key as u64))
+                });
             if let Err(e) = watched {
                 self.free.push(key);
                 batch.push(Msg::Closed {
@@ -193,10 +224,10 @@ impl Reading {
         open
     }
 
-    /// Reads pipe `key` once; true when it filled the buffer (more is likely waiting).
-    fn read(&mut self, key: usize, buf: &mut [u8], batch: &mut Vec<Msg>) -> bool {
+    /// Reads pipe `key` once; how many bytes came.
+    fn read(&mut self, key: usize, buf: &mut [u8], batch: &mut Vec<Msg>) -> usize {
         let Some(slot) = self.slots.get_mut(key).and_then(Option::as_mut) else {
-            return false;
+            return 0;
         };
         let error = match read_pipe(&slot.fd, buf) {
             Ok(0) => None,
@@ -206,7 +237,7 @@ impl Reading {
                     stream: slot.stream,
                     decoded: slot.decoder.feed(&buf[..n]),
                 });
-                return n == buf.len();
+                return n;
             }
             Err(e)
                 if matches!(
@@ -214,12 +245,13 @@ impl Reading {
                     io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
                 ) =>
             {
-                return false;
+                return 0;
             }
             Err(e) => Some(e.to_string()),
         };
         let mut slot = self.slots[key].take().expect("the slot was just read");
         let _ = self.epoll.delete(slot.fd.as_fd());
+        let _ = self.hangups.delete(slot.fd.as_fd());
         self.free.push(key);
         batch.push(Msg::Output {
             proc: slot.proc,
@@ -231,7 +263,7 @@ impl Reading {
             stream: slot.stream,
             error,
         });
-        false
+        0
     }
 
     /// `epoll` itself failed: every watched pipe, and every pipe handed over until the
@@ -265,6 +297,21 @@ impl Reading {
             }
         }
     }
+}
+
+/// The pause before the next round, after one that read at most `most` bytes from a pipe
+/// `since` the round before: none when a pipe was nearly full (its writer may be blocked),
+/// else [`PACE`], shortened so that a pipe written as fast as it was will be half full at most
+/// when next read (a fast writer's pipe read again at once finds a few bytes in microseconds,
+/// which is its rate all the same).
+fn pause_after(most: usize, since: Duration) -> Duration {
+    if most >= BUSY {
+        return Duration::ZERO;
+    }
+    if most == 0 {
+        return PACE;
+    }
+    PACE.min(since.mul_f64(BUSY as f64 / most as f64))
 }
 
 /// One `read` of a pipe.
@@ -407,6 +454,46 @@ mod tests {
             })
             .sum::<usize>();
         assert_eq!(rates, count);
+    }
+
+    #[test]
+    fn the_pause_is_shorter_for_a_pipe_that_would_fill_in_it() {
+        let ms = Duration::from_millis;
+        // A nearly full pipe: no pause, its writer may be blocked.
+        assert_eq!(pause_after(BUSY, ms(200)), Duration::ZERO);
+        // Nothing read, or a few lines in a pace: the whole pace.
+        assert_eq!(pause_after(0, ms(1)), PACE);
+        assert_eq!(pause_after(2_000, ms(200)), PACE);
+        // 4 KiB in the 10 ms since the round before (400 KB/s) would fill half a pipe in 80 ms.
+        assert_eq!(pause_after(BUSY / 8, ms(10)), ms(80));
+        assert_eq!(pause_after(BUSY / 2, ms(400)), PACE.min(ms(800)));
+    }
+
+    #[test]
+    fn a_pipe_that_hangs_up_ends_the_pause() {
+        let (tx, rx) = sync_channel(64);
+        let pipes = Pipes::start(tx, 1024).unwrap();
+        let (reader, mut writer) = io::pipe().unwrap();
+        pipes.add(0, Stream::Stdout, reader);
+        writeln!(writer, "first").unwrap();
+        // The first round reads the line; the pause that follows it is not waited out.
+        let Msg::Batch(first) = rx.recv_timeout(Duration::from_secs(30)).unwrap() else {
+            panic!("the reading thread sends batches only");
+        };
+        assert!(matches!(first[0], Msg::Output { .. }));
+        std::thread::sleep(Duration::from_millis(10));
+        let closed_at = Instant::now();
+        drop(writer);
+        let (messages, _) = collect(&rx, 1);
+        let waited = closed_at.elapsed();
+        assert!(matches!(
+            messages.last(),
+            Some(Msg::Closed { error: None, .. })
+        ));
+        assert!(
+            waited < PACE * 3 / 4,
+            "the end came {waited:?} after the close (pace {PACE:?})"
+        );
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! - CPU, memory and process trees come from sysinfo with only its `system` part compiled.
 //! - [`SystemFacts`] is collected once per host and renders the `meta` event, the
 //!   `milabench sysinfo` listing and the header of a run.
-//! - [`Sampler`] runs beside a benchmark on its own thread and hands `data` events
+//! - [`Sampler`] runs beside a benchmark on a thread ([`SamplerPool`]: one thread for the
+//!   many processes of a plan, which share its wake-ups) and hands `data` events
 //!   (`gpudata`, `cpudata`, `process`, in voir's shapes) to a sink closure: the caller decides
 //!   where they go (the run's `.data` file, the validation layers). Faults (a GPU that
 //!   disappears, a refusing driver, a tool printing garbage) become `error`/`missing` entries in
@@ -45,6 +46,6 @@ pub use gpu::{
 pub use host::{CpuFacts, HostFacts, MemoryFacts, OsFacts, host_facts};
 pub use meta::{MilabenchVersion, PythonVersions, SystemFacts, python_versions};
 pub use sampler::{
-    Collector, DEFAULT_POLL_INTERVAL, Sampler, SamplerConfig, SamplerHandle, SamplerStats,
-    poll_interval, thread_cpu_time,
+    Collector, DEFAULT_POLL_INTERVAL, Sampler, SamplerConfig, SamplerHandle, SamplerPool,
+    SamplerStats, poll_interval, thread_cpu_time,
 };

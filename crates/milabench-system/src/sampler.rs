@@ -7,8 +7,9 @@
 //! each distinct problem is announced once, as a `message` event.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use milabench_metrics::format::DataKey;
@@ -431,7 +432,8 @@ pub struct Sampler;
 impl Sampler {
     /// Starts a thread that samples per `config` and hands every event to `sink`, until
     /// [`SamplerHandle::stop`] (or the handle is dropped). The first sample comes after
-    /// `min(interval, 1 s)`, the next ones every `interval`.
+    /// `min(interval, 1 s)`, the next ones every `interval`. (A pool of one: see
+    /// [`SamplerPool`] to sample many processes on one thread.)
     pub fn start<F>(
         gpus: GpuDiscovery,
         config: SamplerConfig,
@@ -441,55 +443,142 @@ impl Sampler {
         F: FnMut(Event) + Send + 'static,
     {
         let collector = Collector::new(gpus, config)?;
-        Sampler::start_collector(collector, sink)
+        Ok(SamplerPool::start()?.add(collector, sink))
+    }
+}
+
+/// A member's sample is taken early, by up to a quarter of its interval or of its first wait
+/// (whichever is shorter), to join a wake-up of the pool's thread: members started around the
+/// same time come to share their wake-ups.
+const JOIN_EARLY: u32 = 4;
+
+/// One thread sampling many collectors (one per benchmark process of a plan): a wake-up of the
+/// thread samples every member due, so hundreds of processes cost a few wake-ups per interval
+/// and one thread, not one of each per process. The thread ends once the pool and every
+/// handle are dropped.
+#[derive(Debug, Clone)]
+pub struct SamplerPool {
+    commands: mpsc::Sender<Command>,
+}
+
+/// What a pool's thread is asked to do.
+enum Command {
+    Add(Box<Member>),
+    Stop(u64),
+}
+
+/// A collector sampled by a pool's thread.
+struct Member {
+    id: u64,
+    collector: Collector,
+    sink: Box<dyn FnMut(Event) + Send>,
+    next: Instant,
+    stats: SamplerStats,
+    done: mpsc::Sender<SamplerStats>,
+    finished: Arc<AtomicBool>,
+}
+
+impl Member {
+    fn sample(&mut self, now: Instant) {
+        let began = Instant::now();
+        for event in self.collector.collect() {
+            (self.sink)(event);
+        }
+        self.stats.samples += 1;
+        self.stats.busy += began.elapsed();
+        self.next += self.collector.config.interval;
+        // After a long stall, skip the missed polls rather than bursting.
+        if self.next < now {
+            self.next = now + self.collector.config.interval;
+        }
     }
 
-    /// Starts a thread around an existing [`Collector`].
-    pub fn start_collector<F>(
-        mut collector: Collector,
-        mut sink: F,
-    ) -> Result<SamplerHandle, SystemError>
+    /// Sends the energy record and the stats: nothing comes from this member afterwards.
+    fn finish(mut self) {
+        if let Some(event) = self.collector.energy() {
+            (self.sink)(event);
+        }
+        self.stats.warnings = std::mem::take(&mut self.collector.warnings);
+        self.stats.cpu_time = thread_cpu_time();
+        let _ = self.done.send(self.stats);
+        self.finished.store(true, Ordering::Release);
+    }
+}
+
+impl SamplerPool {
+    /// Starts the pool's thread (named `milabench-sampler`), with no member yet.
+    pub fn start() -> Result<SamplerPool, SystemError> {
+        let (commands, received) = mpsc::channel::<Command>();
+        std::thread::Builder::new()
+            .name("milabench-sampler".into())
+            .spawn(move || pool_thread(&received))
+            .map_err(SystemError::Thread)?;
+        Ok(SamplerPool { commands })
+    }
+
+    /// Samples `collector` on the pool's thread, handing its events to `sink`, until the
+    /// returned handle stops it. Its first sample comes after at most `min(interval, 1 s)`.
+    pub fn add<F>(&self, collector: Collector, sink: F) -> SamplerHandle
     where
         F: FnMut(Event) + Send + 'static,
     {
-        let (stop, stopped) = mpsc::channel::<()>();
-        let interval = collector.config.interval;
-        let thread = std::thread::Builder::new()
-            .name("milabench-sampler".into())
-            .spawn(move || {
-                let mut stats = SamplerStats::default();
-                let mut next = Instant::now() + interval.min(FIRST_SAMPLE_AT_MOST);
-                loop {
-                    let wait = next.saturating_duration_since(Instant::now());
-                    match stopped.recv_timeout(wait) {
-                        Err(RecvTimeoutError::Timeout) => {}
-                        Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
-                    }
-                    let began = Instant::now();
-                    for event in collector.collect() {
-                        sink(event);
-                    }
-                    stats.samples += 1;
-                    stats.busy += began.elapsed();
-                    next += interval;
-                    // After a long stall, skip the missed polls rather than bursting.
-                    let now = Instant::now();
-                    if next < now {
-                        next = now + interval;
-                    }
+        static IDS: AtomicU64 = AtomicU64::new(0);
+        let id = IDS.fetch_add(1, Ordering::Relaxed);
+        let (done, stats) = mpsc::channel();
+        let finished = Arc::new(AtomicBool::new(false));
+        let first = collector.config.interval.min(FIRST_SAMPLE_AT_MOST);
+        let member = Member {
+            id,
+            collector,
+            sink: Box::new(sink),
+            next: Instant::now() + first,
+            stats: SamplerStats::default(),
+            done,
+            finished: Arc::clone(&finished),
+        };
+        // A send fails only when the thread has gone, which then drops `done`: the handle
+        // sees a finished sampler.
+        let _ = self.commands.send(Command::Add(Box::new(member)));
+        SamplerHandle {
+            id,
+            commands: Some(self.commands.clone()),
+            stats,
+            finished,
+        }
+    }
+}
+
+/// The pool's thread: waits for the next member due or a command; samples the members due.
+fn pool_thread(received: &mpsc::Receiver<Command>) {
+    let mut members: Vec<Member> = Vec::new();
+    loop {
+        let next = members.iter().map(|m| m.next).min();
+        let command = match next {
+            Some(at) => received.recv_timeout(at.saturating_duration_since(Instant::now())),
+            None => received
+                .recv()
+                .map_err(|mpsc::RecvError| RecvTimeoutError::Disconnected),
+        };
+        match command {
+            Ok(Command::Add(member)) => members.push(*member),
+            Ok(Command::Stop(id)) => {
+                if let Some(at) = members.iter().position(|m| m.id == id) {
+                    members.swap_remove(at).finish();
                 }
-                if let Some(event) = collector.energy() {
-                    sink(event);
-                }
-                stats.warnings = collector.warnings;
-                stats.cpu_time = thread_cpu_time();
-                stats
-            })
-            .map_err(SystemError::Thread)?;
-        Ok(SamplerHandle {
-            stop: Some(stop),
-            thread: Some(thread),
-        })
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                members.into_iter().for_each(Member::finish);
+                return;
+            }
+        }
+        let now = Instant::now();
+        for member in &mut members {
+            let early = member.collector.config.interval.min(FIRST_SAMPLE_AT_MOST) / JOIN_EARLY;
+            if member.next <= now + early {
+                member.sample(now);
+            }
+        }
     }
 }
 
@@ -500,43 +589,47 @@ pub fn thread_cpu_time() -> Option<Duration> {
     Some(Duration::from_nanos(ns))
 }
 
-/// A running sampler. Dropping it stops it too.
+/// A running sampler (a member of a [`SamplerPool`]). Dropping it stops it too.
 #[derive(Debug)]
 pub struct SamplerHandle {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<SamplerStats>>,
+    id: u64,
+    commands: Option<mpsc::Sender<Command>>,
+    stats: mpsc::Receiver<SamplerStats>,
+    finished: Arc<AtomicBool>,
 }
 
 impl SamplerHandle {
-    /// Stops the thread (at once, even mid-wait), waits for it, and says what it did.
+    /// Stops sampling (at once, even mid-wait), waits for its last record, and says what it
+    /// did.
     pub fn stop(mut self) -> SamplerStats {
         self.finish()
     }
 
-    /// Asks the thread to stop and returns at once (see [`SamplerHandle::is_finished`]).
+    /// Asks the pool to stop this sampler and returns at once (see
+    /// [`SamplerHandle::is_finished`]).
     pub fn request_stop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
+        if let Some(commands) = self.commands.take() {
+            let _ = commands.send(Command::Stop(self.id));
         }
     }
 
-    /// Whether the thread has ended: its last event (the energy counters) handed to its sink.
+    /// Whether the sampler has ended: its last event (the energy counters) handed to its sink.
     pub fn is_finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+        self.finished.load(Ordering::Acquire)
     }
 
     fn finish(&mut self) -> SamplerStats {
         self.request_stop();
-        self.thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default()
+        // The thread gone (it panicked) drops the sender: no stats then.
+        self.stats.recv().unwrap_or_default()
     }
 }
 
 impl Drop for SamplerHandle {
     fn drop(&mut self) {
-        self.finish();
+        if self.commands.is_some() {
+            self.finish();
+        }
     }
 }
 

@@ -15,7 +15,9 @@ use milabench_exec::{
 };
 use milabench_metrics::{Event, FolderLock, LockError, ProcessJudge, ReadItem, Record};
 use milabench_plan::BenchPlan;
-use milabench_system::{GpuDiscovery, MilabenchVersion, Sampler, SamplerConfig, SystemFacts};
+use milabench_system::{
+    Collector, GpuDiscovery, MilabenchVersion, SamplerConfig, SamplerPool, SystemFacts,
+};
 
 use crate::error::Error;
 pub use crate::events::{RunEvent, RunObserver, RunSummary, SetupFailure};
@@ -201,6 +203,8 @@ fn make_bench_folders(resolved: &Resolved) -> Result<(), Error> {
 
 /// Telemetry beside each process: `milabench-system`'s sampler writing into its `.data` file.
 struct Telemetry {
+    /// The run's one sampling thread, shared by every process.
+    pool: SamplerPool,
     gpus: GpuDiscovery,
     /// The benchmark's `voir.options.gpu_poll` (3 s by default).
     interval: Duration,
@@ -240,10 +244,13 @@ impl SamplerFactory for Telemetry {
             .gpus(gpus)
             .process(process.pid);
         let notice = sink.clone();
-        match Sampler::start(self.gpus.clone(), config, move |event: Event| {
-            sink.send(Record::new(event, None));
-        }) {
-            Ok(handle) => Some(Box::new(RunningTelemetry(handle))),
+        match Collector::new(self.gpus.clone(), config) {
+            Ok(collector) => {
+                let handle = self.pool.add(collector, move |event: Event| {
+                    sink.send(Record::new(event, None));
+                });
+                Some(Box::new(RunningTelemetry(handle)))
+            }
             // The process runs all the same; its file says why it has no samples.
             Err(e) => {
                 let message = format!(
@@ -270,6 +277,7 @@ pub fn run_suite(
     crate::containers::ready_nodes(resolved, &options.interrupt)?;
     let gpus = resolved.host.discovery.clone();
     let facts = SystemFacts::collect(&gpus, false).map_err(Error::System)?;
+    let sampling = SamplerPool::start().map_err(Error::System)?;
     let version = MilabenchVersion::new(env!("CARGO_PKG_VERSION"));
     let mut python_cache: HashMap<PathBuf, Option<milabench_system::PythonVersions>> =
         HashMap::new();
@@ -352,6 +360,7 @@ pub fn run_suite(
                 .clone()
         });
         let sampler: Arc<dyn SamplerFactory> = Arc::new(Telemetry {
+            pool: sampling.clone(),
             gpus: gpus.clone(),
             interval: milabench_system::poll_interval(&bench.config.to_json()),
         });

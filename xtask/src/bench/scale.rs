@@ -5,10 +5,12 @@
 //! open-file limit of a default login (1,024), which ours raises itself and the Python tool's
 //! run gets raised for it.
 //!
-//! For each run: the orchestrator's own CPU (its process only, `/proc/PID/stat` user + system
-//! time, sampled every 100 ms; the benchmark processes are not counted) per 1,000 data events
-//! over the window in which every process was running (from the last process's first event to
-//! the first process's last one, so start-up, planning and the report are left out), its peak
+//! For each run: the orchestrator's own CPU (its threads' run time in
+//! `/proc/PID/task/*/schedstat`, in nanoseconds, read every 500 ms, a thread that ended
+//! counting with its last reading; the benchmark processes are not counted) per 1,000 data
+//! events over the steady part of the window in which every process was running (from the
+//! last process's first event to the first process's last one, less [`EDGE`] at each end, so
+//! start-up, the processes' first samples and ends, and the report are left out), its peak
 //! RSS (`VmHWM`), the delay from an event's own timestamp (written by the process just before
 //! it writes the line) to the line being in the run folder's `.data` file (the files are read
 //! every 20 ms, so the delay includes up to 20 ms of polling), and lost or reordered events:
@@ -39,8 +41,14 @@ pub const COUNTS: [usize; 4] = [8, 64, 256, 512];
 const NOFILE: u32 = 1024;
 /// How often the run folder is read for new lines.
 const POLL: Duration = Duration::from_millis(20);
-/// Polls between two samples of the orchestrator's CPU and memory (100 ms).
+/// Polls between two samples of the orchestrator's CPU (100 ms: its whole-life figure, in clock
+/// ticks) and memory.
 const SAMPLE_EVERY: u32 = 5;
+/// Polls between two readings of its threads' own clocks (500 ms: the window's figure).
+const CLOCK_EVERY: u32 = 25;
+/// Left out at each end of the window: the processes' first samples and their ends, and the
+/// last steps of the start-up, are not a steady cost per event (a fifth of the window at most).
+const EDGE: f64 = 2.0;
 /// The benchmark folder, written out for each run.
 const MAIN_PY: &str = include_str!("scale/main.py");
 const BENCHFILE_PY: &str = include_str!("scale/benchfile.py");
@@ -80,7 +88,7 @@ struct Figures {
     events: usize,
     /// Data events per second inside the window.
     events_per_s: f64,
-    /// Orchestrator CPU milliseconds per 1,000 data events inside the window.
+    /// Orchestrator CPU milliseconds per 1,000 data events inside the window, less its edges.
     cpu_ms_per_1000: f64,
     /// Orchestrator CPU seconds over its whole life (start-up and report included).
     cpu_total_s: f64,
@@ -379,6 +387,8 @@ fn measure(
     let run_folder = base.join("runs/scale");
     let mut watcher = Watcher::default();
     let mut trace = CpuTrace::default();
+    let mut clocks = ThreadClocks::default();
+    let mut steady = CpuTrace::default();
     let mut peak_rss_kib = 0u64;
     let mut orchestrator = (way != Way::Dashboard).then_some(child.id());
     let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
@@ -406,6 +416,12 @@ fn measure(
                 peak_rss_kib = peak_rss_kib.max(rss);
             }
         }
+        if polls.is_multiple_of(CLOCK_EVERY)
+            && let Some(pid) = orchestrator
+            && let Some(cpu) = clocks.read(pid)
+        {
+            steady.record(unix_now(), cpu);
+        }
         watcher.poll(&run_folder, polls.is_multiple_of(25))?;
         polls += 1;
         std::thread::sleep(POLL);
@@ -432,8 +448,10 @@ fn measure(
          --scale-seconds"
     );
     let (from, to) = figures.window;
-    let cpu = trace.between(from, to);
-    figures.cpu_ms_per_1000 = cpu * 1e3 / (figures.events_per_s * window) * 1e3;
+    let edge = EDGE.min(window / 5.0);
+    let (from, to) = (from + edge, to - edge);
+    let cpu = steady.between(from, to);
+    figures.cpu_ms_per_1000 = cpu * 1e3 / (figures.events_per_s * (to - from)) * 1e3;
     figures.cpu_total_s = trace.last();
     figures.peak_rss_mib = peak_rss_kib as f64 / 1024.0;
     let mut delays = watcher.delays;
@@ -484,6 +502,35 @@ fn own_usage(pid: u32) -> Option<(f64, u64)> {
         .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
         .unwrap_or(0);
     Some((ticks, rss))
+}
+
+/// The CPU time of a process's threads from their own clocks (`schedstat`, nanoseconds: the
+/// clock ticks of `/proc/PID/stat` are 10 ms, a tenth of what 8 processes cost a second), each
+/// thread that has ended counting with its last reading.
+#[derive(Default)]
+struct ThreadClocks {
+    seen: HashMap<u32, u64>,
+}
+
+impl ThreadClocks {
+    /// The process's CPU seconds so far; `None` once it is gone.
+    fn read(&mut self, pid: u32) -> Option<f64> {
+        for entry in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .ok()?
+            .flatten()
+        {
+            let Some(tid) = entry.file_name().to_str().and_then(|t| t.parse().ok()) else {
+                continue;
+            };
+            let ns = std::fs::read_to_string(entry.path().join("schedstat"))
+                .ok()
+                .and_then(|text| text.split_whitespace().next()?.parse::<u64>().ok());
+            if let Some(ns) = ns {
+                self.seen.insert(tid, ns);
+            }
+        }
+        Some(self.seen.values().sum::<u64>() as f64 / 1e9)
+    }
 }
 
 /// Reads the run folder's `.data` files as they grow and times each event's arrival.

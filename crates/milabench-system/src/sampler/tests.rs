@@ -239,3 +239,47 @@ fn no_counter_no_energy_record() {
     let collector = Collector::new(GpuDiscovery::none(), config).expect("collector");
     assert!(collector.energy().is_none());
 }
+
+/// A pool samples many collectors on one thread, each into its own sink; stopping one leaves
+/// the others sampling.
+#[test]
+fn a_pool_samples_many_collectors_on_one_thread() {
+    let pool = SamplerPool::start().expect("pool");
+    let seen: Arc<Mutex<Vec<(usize, std::thread::ThreadId)>>> = Arc::default();
+    let mut handles: Vec<SamplerHandle> = (0..20)
+        .map(|member| {
+            let config = SamplerConfig::new(Duration::from_millis(40)).gpus([0]);
+            let collector = Collector::new(fake(vec![a100(0.5)]), config).expect("collector");
+            let seen = Arc::clone(&seen);
+            pool.add(collector, move |_| {
+                seen.lock()
+                    .unwrap()
+                    .push((member, std::thread::current().id()));
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let first = handles.remove(0).stop();
+    assert!(first.samples >= 3, "{first:?}");
+    let count = |member: usize| {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.0 == member)
+            .count()
+    };
+    let (first_then, second_then) = (count(0), count(1));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(count(0), first_then, "a stopped member is not sampled");
+    assert!(count(1) > second_then, "the others go on");
+    for handle in handles {
+        assert!(handle.stop().samples >= 3);
+    }
+    let threads: HashSet<std::thread::ThreadId> =
+        seen.lock().unwrap().iter().map(|s| s.1).collect();
+    assert_eq!(threads.len(), 1);
+    assert_ne!(
+        threads.into_iter().next(),
+        Some(std::thread::current().id())
+    );
+}
