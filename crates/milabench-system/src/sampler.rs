@@ -419,7 +419,8 @@ pub struct SamplerStats {
     pub samples: u64,
     /// Wall time spent taking them.
     pub busy: Duration,
-    /// CPU time the sampler thread used in all (Linux; `None` elsewhere).
+    /// CPU time its thread used in all, shared by every member of a [`SamplerPool`] (Linux;
+    /// `None` elsewhere).
     pub cpu_time: Option<Duration>,
     /// Problems announced, one sentence each (each was also sent as a `message` event).
     pub warnings: Vec<String>,
