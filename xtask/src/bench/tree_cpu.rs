@@ -30,11 +30,6 @@ impl CpuTrace {
         self.samples.push((when, cpu));
     }
 
-    /// The CPU seconds of the last sample (0 without one).
-    pub fn last(&self) -> f64 {
-        self.samples.last().map_or(0.0, |&(_, cpu)| cpu)
-    }
-
     /// The tree's CPU seconds at Unix time `t` (the first or last sample outside them).
     fn at(&self, t: f64) -> f64 {
         let after = self.samples.partition_point(|&(when, _)| when < t);
