@@ -1,8 +1,11 @@
 //! `milabench run --dash`: a full-screen view of the run, an observer of the Session's events.
 //!
 //! The run's thread only files each event into a shared `Model` (a lock held for a few field
-//! updates); a thread of the view reads the keys and redraws from a copy of the model at most
-//! four times a second, and only when something changed (or once a second, for the clocks).
+//! updates), and rings the view's bell once it has delivered what came together (a round of
+//! the reading thread), if the view sleeps; a thread of the view reads the keys and redraws
+//! from a copy of the model at most four times a second, and only when something changed (or
+//! once a second, for the clocks). Between frames it sleeps until the bell, a key or the clock:
+//! no wake-up to look for changes.
 //! Closing the view (`q`) leaves the run going with the plain lines; Ctrl-C, which the
 //! terminal's raw mode turns into a key, is raised as the signal it would have been, so it
 //! keeps its meaning. The terminal is restored when the view closes, when the run ends or
@@ -22,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use milabench::observe::{ExecObserver, ProcessOutcome, ProcessSpec, Record};
 use milabench::observe::{RunEvent, RunObserver};
+use nix::sys::eventfd::{EfdFlags, EventFd};
 use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
 use ratatui::crossterm::{cursor, execute};
@@ -36,6 +40,9 @@ use view::Palette;
 
 /// The least time between two redraws.
 const REDRAW_EVERY: Duration = Duration::from_millis(250);
+
+/// The most time between two redraws (the clocks move).
+const CLOCK_EVERY: Duration = Duration::from_secs(1);
 
 /// The smallest terminal the view opens in by default (columns, rows).
 const MIN_SIZE: (u16, u16) = (80, 20);
@@ -117,6 +124,10 @@ struct Shared {
     closed: AtomicBool,
     /// The run is over: the view's thread should end.
     stop: AtomicBool,
+    /// The view's thread sleeps until the model changes (or a key, or its clock).
+    sleeping: AtomicBool,
+    /// Wakes the view's thread.
+    bell: EventFd,
 }
 
 impl Shared {
@@ -125,6 +136,18 @@ impl Shared {
         self.model
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Wakes the view's thread if it sleeps until the model changes.
+    fn wake_if_sleeping(&self) {
+        if self.sleeping.swap(false, Ordering::SeqCst) {
+            self.ring();
+        }
+    }
+
+    /// Wakes the view's thread (a full counter means it is rung already).
+    fn ring(&self) {
+        let _ = self.bell.write(1);
     }
 }
 
@@ -147,6 +170,8 @@ pub struct Dashboard {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
     plain: LiveDisplay,
+    /// The model changed since the view was last told.
+    changed: bool,
 }
 
 impl Dashboard {
@@ -161,6 +186,8 @@ impl Dashboard {
             model: Mutex::new(Model::new(benches, Instant::now())),
             closed: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            sleeping: AtomicBool::new(false),
+            bell: EventFd::from_flags(EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)?,
         });
         let (terminal, keys) = match screen {
             Screen::Terminal => (open_terminal()?, true),
@@ -185,22 +212,26 @@ impl Dashboard {
             shared,
             thread: Some(thread),
             plain: LiveDisplay::held(),
+            changed: false,
         })
     }
 
-    /// Whether the view is still up.
+    /// Whether the view is still up; when it is, the model will be changed (the caller's
+    /// next step), and the view told once what came together is in.
     fn open(&mut self) -> bool {
         let open = !self.shared.closed.load(Ordering::Relaxed);
         if !open {
             self.plain.release();
         }
+        self.changed |= open;
         open
     }
 }
 
 impl Drop for Dashboard {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.ring();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -229,6 +260,12 @@ impl ExecObserver for Dashboard {
             self.shared.model().proc_end(&outcome.tag, passed);
         }
         self.plain.on_end(outcome);
+    }
+
+    fn on_caught_up(&mut self) {
+        if std::mem::take(&mut self.changed) {
+            self.shared.wake_if_sleeping();
+        }
     }
 }
 
@@ -269,6 +306,9 @@ impl RunObserver for Dashboard {
                 // pipeline's view shows.
                 _ => {}
             }
+            // Not from the exec's loop, which tells when it is caught up: shown at once.
+            drop(model);
+            self.on_caught_up();
         }
         self.plain.on_run_event(event);
     }
@@ -296,12 +336,10 @@ fn view_thread<W: Write>(
     let mut throttle = Throttle::new(REDRAW_EVERY);
     let mut drawn: Option<(u64, Instant)> = None;
     let mut wanted = true;
-    while !shared.stop.load(Ordering::Relaxed) {
+    while !shared.stop.load(Ordering::SeqCst) {
         let now = Instant::now();
         let generation = shared.model().generation;
-        wanted |= drawn.is_none_or(|(g, at)| {
-            g != generation || now.duration_since(at) >= Duration::from_secs(1)
-        });
+        wanted |= drawn.is_none_or(|(g, at)| g != generation || now >= at + CLOCK_EVERY);
         if wanted && throttle.pass(now) {
             // Drawn from a copy: a terminal slow to take the output never holds up the run's
             // thread, which only waits for the copy.
@@ -315,21 +353,36 @@ fn view_thread<W: Write>(
             drawn = Some((model.generation, now));
             wanted = false;
         }
-        // Until a redraw may be due: a pending one when the throttle opens, else a look at the
-        // model a redraw period later (keys wake the wait at once).
-        let nap = if wanted {
-            throttle.wait(Instant::now()).max(Duration::from_millis(10))
-        } else {
-            REDRAW_EVERY
+        // Until a redraw may be due: a pending one when the throttle opens, else the clock's,
+        // unless the model changes first (the bell) or a key comes.
+        let nap = match drawn {
+            _ if wanted => throttle.wait(Instant::now()).max(Duration::from_millis(10)),
+            Some((g, at)) => {
+                shared.sleeping.store(true, Ordering::SeqCst);
+                // A change filed before the flag was up rang no bell: seen here instead.
+                if shared.model().generation != g || shared.stop.load(Ordering::SeqCst) {
+                    shared.sleeping.store(false, Ordering::SeqCst);
+                    continue;
+                }
+                (at + CLOCK_EVERY).saturating_duration_since(Instant::now())
+            }
+            None => Duration::ZERO,
         };
-        if !keys {
-            std::thread::sleep(nap);
-            continue;
+        let woke = wait_for(&shared.bell, keys, nap);
+        shared.sleeping.store(false, Ordering::SeqCst);
+        match woke {
+            Woke::Gone => {
+                // Its window closed or its ssh connection dropped: nobody is watching, and the
+                // run goes on (the hangup signal decides its fate, as Ctrl-C would).
+                return;
+            }
+            Woke::Bell => {
+                let _ = shared.bell.read();
+            }
+            Woke::Time | Woke::Keys => {}
         }
-        if terminal_gone_after(nap) {
-            // Its window closed or its ssh connection dropped: nobody is watching, and the run
-            // goes on (the hangup signal decides its fate, as Ctrl-C would).
-            return;
+        if !keys {
+            continue;
         }
         // What came: keys crossterm reads from the terminal (it may hold several), resizes
         // from its signal handler.
@@ -386,30 +439,48 @@ fn on_key<W: Write>(
                 _ => {}
             }
         }
-        TermEvent::Resize(..) => {
-            let _ = terminal.autoresize();
+        TermEvent::Resize(columns, rows) => {
+            let _ = terminal.resize(Rect::new(0, 0, *columns, *rows));
         }
         _ => {}
     }
     Key::Stay
 }
 
-/// Waits up to `nap` for input on the keys' terminal (stdin); `true` when it hung up (or
-/// cannot be read). Waited here rather than in crossterm: a hung-up terminal reads as always
-/// ready with nothing in it, and crossterm's own wait then reads it again and again, a core
-/// spinning in a process nobody watches.
-fn terminal_gone_after(nap: Duration) -> bool {
+/// What ended a wait of the view's thread.
+enum Woke {
+    /// The model changed.
+    Bell,
+    /// Keys (or some other input) on the terminal.
+    Keys,
+    /// The terminal hung up (or cannot be read).
+    Gone,
+    /// The time was up (or a signal came).
+    Time,
+}
+
+/// Waits up to `nap` for the bell and, with `keys`, input on the keys' terminal (stdin).
+/// Waited here rather than in crossterm: a hung-up terminal reads as always ready with nothing
+/// in it, and crossterm's own wait then reads it again and again, a core spinning in a process
+/// nobody watches.
+fn wait_for(bell: &EventFd, keys: bool, nap: Duration) -> Woke {
     use nix::errno::Errno;
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd as _;
     let stdin = std::io::stdin();
-    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    let mut fds = [
+        PollFd::new(bell.as_fd(), PollFlags::POLLIN),
+        PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
+    ];
+    let watched = if keys { &mut fds[..] } else { &mut fds[..1] };
     let timeout = PollTimeout::try_from(nap).unwrap_or(PollTimeout::MAX);
     let gone = PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL;
-    match poll(&mut fds, timeout) {
-        Ok(0) | Err(Errno::EINTR) => false,
-        Ok(_) => fds[0].revents().is_some_and(|r| r.intersects(gone)),
-        Err(_) => true,
+    match poll(watched, timeout) {
+        Ok(0) | Err(Errno::EINTR) => Woke::Time,
+        Ok(_) if keys && fds[1].revents().is_some_and(|r| r.intersects(gone)) => Woke::Gone,
+        Ok(_) if fds[0].revents().is_some_and(|r| !r.is_empty()) => Woke::Bell,
+        Ok(_) => Woke::Keys,
+        Err(_) => Woke::Gone,
     }
 }
 
@@ -464,8 +535,16 @@ fn open_terminal() -> std::io::Result<Terminal<CrosstermBackend<Box<dyn Write + 
     TERMINAL_TAKEN.store(true, Ordering::SeqCst);
     // Buffered: a frame is many small writes, flushed once at its end.
     let mut out: Box<dyn Write + Send> = Box::new(std::io::BufWriter::new(std::io::stderr()));
+    // A fixed viewport, resized on the terminal's resize events: an automatic one asks the
+    // terminal for its size at every frame.
     let entered = execute!(out, EnterAlternateScreen, cursor::Hide)
-        .and_then(|()| Terminal::new(CrosstermBackend::new(out)));
+        .and_then(|()| terminal::size())
+        .and_then(|(columns, rows)| {
+            let options = TerminalOptions {
+                viewport: Viewport::Fixed(Rect::new(0, 0, columns, rows)),
+            };
+            Terminal::with_options(CrosstermBackend::new(out), options)
+        });
     if entered.is_err() {
         restore_terminal();
     }
@@ -630,36 +709,75 @@ mod tests {
         assert_eq!(drawn, 3);
     }
 
-    #[test]
-    fn a_headless_view_draws_and_stops_with_the_run() {
-        let out = Arc::new(Mutex::new(Vec::new()));
-        struct Capture(Arc<Mutex<Vec<u8>>>);
-        impl Write for Capture {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().expect("lock").extend_from_slice(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
+    /// What a headless view wrote.
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("lock").extend_from_slice(buf);
+            Ok(buf.len())
         }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Capture {
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock().expect("lock")).into_owned()
+        }
+    }
+
+    /// A headless view of a run of one benchmark, `tiny`, drawing into `out`.
+    fn headless(out: &Capture) -> Dashboard {
         let budget = BenchBudget {
             name: "tiny".into(),
             max_duration: None,
             stop: None,
         };
-        let dash = Dashboard::start(
-            vec![budget],
-            Screen::Writer {
-                out: Box::new(Capture(Arc::clone(&out))),
-                size: (100, 30),
-            },
-            false,
-        )
-        .expect("view");
+        let screen = Screen::Writer {
+            out: Box::new(out.clone()),
+            size: (100, 30),
+        };
+        Dashboard::start(vec![budget], screen, false).expect("view")
+    }
+
+    #[test]
+    fn a_headless_view_draws_and_stops_with_the_run() {
+        let out = Capture::default();
+        let dash = headless(&out);
         std::thread::sleep(Duration::from_millis(100));
+        let stopping = Instant::now();
         drop(dash);
-        let text = String::from_utf8_lossy(&out.lock().expect("lock")).into_owned();
-        assert!(text.contains("tiny"), "{text}");
+        // The bell wakes it: it does not sleep out its clock's second.
+        assert!(stopping.elapsed() < Duration::from_millis(500));
+        assert!(out.text().contains("tiny"), "{}", out.text());
+    }
+
+    /// Between frames the view sleeps until the run has delivered what came together: a change
+    /// is drawn then, not at the next tick of its once-a-second clock.
+    #[test]
+    fn the_view_wakes_when_the_run_is_caught_up() {
+        use milabench::observe::{Event, Pipe};
+        let out = Capture::default();
+        let mut dash = headless(&out);
+        // The first frame is drawn and the throttle is open again: the view sleeps.
+        std::thread::sleep(Duration::from_millis(400));
+        let line = Record::new(Event::Line("rung\n".into()), Some(Pipe::Stderr));
+        dash.on_record("tiny.0", &line);
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(!out.text().contains("rung"), "drawn before being told");
+        let told = Instant::now();
+        dash.on_caught_up();
+        while !out.text().contains("rung") && told.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // The clock's frame would come about 450 ms after being told.
+        assert!(
+            told.elapsed() < Duration::from_millis(300),
+            "{:?}",
+            told.elapsed()
+        );
     }
 }

@@ -112,6 +112,11 @@ pub trait ExecObserver {
     fn on_end(&mut self, outcome: &ProcessOutcome) {
         let _ = outcome;
     }
+
+    /// Every message that had arrived is handled, and the loop is about to wait for the next:
+    /// what came together (a round of the reading thread, a sampler's records) was all
+    /// delivered, so a view may show it now, once, rather than after each record.
+    fn on_caught_up(&mut self) {}
 }
 
 /// An observer that ignores everything.

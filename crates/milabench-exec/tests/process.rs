@@ -734,6 +734,8 @@ struct Seen {
     starts: Vec<String>,
     rates: Vec<f64>,
     ends: Vec<(String, bool)>,
+    /// How many rates had been seen at each `on_caught_up`.
+    caught_up_at: Vec<usize>,
 }
 
 impl ExecObserver for Seen {
@@ -749,6 +751,9 @@ impl ExecObserver for Seen {
     }
     fn on_end(&mut self, outcome: &ProcessOutcome) {
         self.ends.push((outcome.tag.clone(), outcome.success()));
+    }
+    fn on_caught_up(&mut self) {
+        self.caught_up_at.push(self.rates.len());
     }
 }
 
@@ -802,7 +807,7 @@ impl SamplerFactory for TickSampler {
 #[test]
 fn observer_and_sampler_see_the_run() {
     let b = Bench::new();
-    let plan = b.plan("rate(4.0)\ntime.sleep(0.3)\nrate(5.0)");
+    let plan = b.plan("rate(4.0)\ntime.sleep(0.7)\nrate(5.0)");
     let pids = Arc::new(Mutex::new(Vec::new()));
     let mut opts = options();
     opts.sampler = Some(Arc::new(TickSampler {
@@ -814,6 +819,9 @@ fn observer_and_sampler_see_the_run() {
     assert_eq!(seen.starts, ["bench.D0"]);
     assert_eq!(seen.rates, [4.0, 5.0]);
     assert_eq!(seen.ends, [("bench.D0".to_owned(), true)]);
+    // The loop said it was caught up while the process slept between its two rates (longer
+    // than a round of the reading thread).
+    assert!(seen.caught_up_at.contains(&1), "{:?}", seen.caught_up_at);
     assert_eq!(pids.lock().unwrap().len(), 1);
     let events = b.events("bench.D0");
     let samples = events

@@ -571,6 +571,10 @@ impl ExecObserver for Watching<'_> {
     fn on_end(&mut self, outcome: &ProcessOutcome) {
         self.inner.on_end(outcome);
     }
+
+    fn on_caught_up(&mut self) {
+        self.inner.on_caught_up();
+    }
 }
 
 impl RunObserver for Watching<'_> {

@@ -92,6 +92,8 @@ struct Figures {
     cpu_ms_per_1000: f64,
     /// Orchestrator CPU seconds over its whole life (start-up and report included).
     cpu_total_s: f64,
+    /// With the dashboard: what its view's thread took of that, and what the rest did.
+    view: Option<ViewCost>,
     /// Seconds of the window.
     window_s: f64,
     /// The window in which every process ran: from the last process's first event to the
@@ -109,6 +111,16 @@ struct Figures {
     reordered: usize,
     /// The exit status, when not 0.
     status: Option<String>,
+}
+
+/// The dashboard's share of the window's CPU: its view's frames cost per second of the run,
+/// whatever the events.
+#[derive(Debug, Default, Clone, Copy)]
+struct ViewCost {
+    /// The view's thread, CPU milliseconds per second of the window.
+    ms_per_s: f64,
+    /// Everything else, CPU milliseconds per 1,000 data events.
+    rest_ms_per_1000: f64,
 }
 
 /// Measures and prints the scale table: `seconds` per run, process counts `counts`, and the
@@ -192,6 +204,12 @@ pub fn run(
                     .map(|s| format!("  (exit {s})"))
                     .unwrap_or_default(),
             );
+            if let Some(view) = figures.view {
+                println!(
+                    "{:<26} {n:>5} {:>9} {:>10} {:>11.2}   (the view's thread: {:.2} ms of CPU a second)",
+                    "  less the view's frames", "", "", view.rest_ms_per_1000, view.ms_per_s
+                );
+            }
             results.insert((n, way.label()), figures);
         }
     }
@@ -243,6 +261,35 @@ fn verdicts(results: &BTreeMap<(usize, &'static str), Figures>, counts: &[usize]
                 met(last / first <= TARGET_FLAT)
             );
         }
+    }
+    // The view's frames cost per second, not per event: the rest is the supervision's.
+    let rests: Vec<f64> = counts
+        .iter()
+        .filter_map(|&n| {
+            Some(
+                results
+                    .get(&(n, Way::Dashboard.label()))?
+                    .view?
+                    .rest_ms_per_1000,
+            )
+        })
+        .collect();
+    if !rests.is_empty() {
+        let (low, high) = rests
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(l, h), &c| (l.min(c), h.max(c)));
+        let view: Vec<String> = counts
+            .iter()
+            .filter_map(|&n| Some((n, results.get(&(n, Way::Dashboard.label()))?.view?)))
+            .map(|(n, v)| format!("N={n} {:.2}", v.ms_per_s))
+            .collect();
+        println!(
+            "{:<40} largest / smallest CPU per event {:.2}  target <= {TARGET_FLAT}: {}; the view's frames, ms a second: {}",
+            "scale: +dash less the view flat in N",
+            high / low,
+            met(high / low <= TARGET_FLAT),
+            view.join(", ")
+        );
     }
     let damaged: usize = results
         .iter()
@@ -390,6 +437,7 @@ fn measure(
     let mut cpu_total_s = 0.0;
     let mut clocks = ThreadClocks::default();
     let mut steady = CpuTrace::default();
+    let mut view = CpuTrace::default();
     let mut peak_rss_kib = 0u64;
     let mut orchestrator = (way != Way::Dashboard).then_some(child.id());
     let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
@@ -419,9 +467,11 @@ fn measure(
         }
         if polls.is_multiple_of(CLOCK_EVERY)
             && let Some(pid) = orchestrator
-            && let Some(cpu) = clocks.read(pid)
+            && let Some((cpu, view_cpu)) = clocks.read(pid)
         {
-            steady.record(unix_now(), cpu);
+            let now = unix_now();
+            steady.record(now, cpu);
+            view.record(now, view_cpu);
         }
         watcher.poll(&run_folder, polls.is_multiple_of(25))?;
         polls += 1;
@@ -452,7 +502,15 @@ fn measure(
     let edge = EDGE.min(window / 5.0);
     let (from, to) = (from + edge, to - edge);
     let cpu = steady.between(from, to);
-    figures.cpu_ms_per_1000 = cpu * 1e3 / (figures.events_per_s * (to - from)) * 1e3;
+    let per_1000 = |cpu: f64| cpu * 1e3 / (figures.events_per_s * (to - from)) * 1e3;
+    figures.cpu_ms_per_1000 = per_1000(cpu);
+    if way == Way::Dashboard {
+        let view_cpu = view.between(from, to);
+        figures.view = Some(ViewCost {
+            ms_per_s: view_cpu * 1e3 / (to - from),
+            rest_ms_per_1000: per_1000(cpu - view_cpu),
+        });
+    }
     figures.cpu_total_s = cpu_total_s;
     figures.peak_rss_mib = peak_rss_kib as f64 / 1024.0;
     let mut delays = watcher.delays;
@@ -505,17 +563,22 @@ fn own_usage(pid: u32) -> Option<(f64, u64)> {
     Some((ticks, rss))
 }
 
+/// The name of the dashboard's thread, which draws the view's frames.
+const VIEW_THREAD: &str = "dashboard";
+
 /// The CPU time of a process's threads from their own clocks (`schedstat`, nanoseconds: the
 /// clock ticks of `/proc/PID/stat` are 10 ms, a tenth of what 8 processes cost a second), each
 /// thread that has ended counting with its last reading.
 #[derive(Default)]
 struct ThreadClocks {
-    seen: HashMap<u32, u64>,
+    /// Each thread's last reading, and whether it is the view's.
+    seen: HashMap<u32, (u64, bool)>,
 }
 
 impl ThreadClocks {
-    /// The process's CPU seconds so far; `None` once it is gone.
-    fn read(&mut self, pid: u32) -> Option<f64> {
+    /// The process's CPU seconds so far, and those of its view's thread; `None` once it is
+    /// gone.
+    fn read(&mut self, pid: u32) -> Option<(f64, f64)> {
         for entry in std::fs::read_dir(format!("/proc/{pid}/task"))
             .ok()?
             .flatten()
@@ -527,10 +590,26 @@ impl ThreadClocks {
                 .ok()
                 .and_then(|text| text.split_whitespace().next()?.parse::<u64>().ok());
             if let Some(ns) = ns {
-                self.seen.insert(tid, ns);
+                let view = self
+                    .seen
+                    .get(&tid)
+                    .map(|&(_, view)| view)
+                    .unwrap_or_else(|| {
+                        std::fs::read_to_string(entry.path().join("comm"))
+                            .is_ok_and(|name| name.trim() == VIEW_THREAD)
+                    });
+                self.seen.insert(tid, (ns, view));
             }
         }
-        Some(self.seen.values().sum::<u64>() as f64 / 1e9)
+        let sum = |only_view: bool| {
+            self.seen
+                .values()
+                .filter(|(_, view)| *view || !only_view)
+                .map(|(ns, _)| ns)
+                .sum::<u64>() as f64
+                / 1e9
+        };
+        Some((sum(false), sum(true)))
     }
 }
 

@@ -83,6 +83,10 @@ impl ExecObserver for PipelineView {
     fn on_end(&mut self, outcome: &ProcessOutcome) {
         self.current().on_end(outcome);
     }
+
+    fn on_caught_up(&mut self) {
+        self.current().on_caught_up();
+    }
 }
 
 impl RunObserver for PipelineView {

@@ -199,12 +199,16 @@ impl<'a> Runner<'a, '_> {
             if self.options.interrupt.is_set() && !self.interrupted {
                 self.on_interrupt();
             }
-            let msg = match (self.deferred.pop_front(), self.next_timer()) {
-                (Some(msg), _) => Ok(msg),
-                (None, Some(at)) => self
-                    .rx
-                    .recv_timeout(at.saturating_duration_since(Instant::now())),
-                (None, None) => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            let waiting = match self.deferred.pop_front() {
+                Some(msg) => Ok(msg),
+                None => self.rx.try_recv(),
+            };
+            let msg = match (waiting, self.next_timer()) {
+                (Ok(msg), _) => Ok(msg),
+                (Err(_), next) => {
+                    self.observer.on_caught_up();
+                    self.wait(next)
+                }
             };
             match msg {
                 Ok(msg) => self.handle(msg),
@@ -213,6 +217,16 @@ impl<'a> Runner<'a, '_> {
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             self.check_timers(Instant::now());
+        }
+    }
+
+    /// The next message, waited for until the timer due `at` (if any).
+    fn wait(&self, at: Option<Instant>) -> Result<Msg, RecvTimeoutError> {
+        match at {
+            Some(at) => self
+                .rx
+                .recv_timeout(at.saturating_duration_since(Instant::now())),
+            None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
         }
     }
 }
