@@ -343,7 +343,8 @@ fn view_thread<W: Write>(
         if wanted && throttle.pass(now) {
             // Drawn from a copy: a terminal slow to take the output never holds up the run's
             // thread, which only waits for the copy.
-            let model = shared.model().clone();
+            let rows = terminal.get_frame().area().height;
+            let model = shared.model().snapshot(rows);
             let frame = draw_frame(&mut terminal, keys, |frame| {
                 view::draw(frame, &model, now, palette);
             });

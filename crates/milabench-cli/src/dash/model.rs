@@ -138,6 +138,30 @@ impl Proc {
         }
     }
 
+    /// A copy without its rates unless `rates`, and without its stderr lines unless `stderr`.
+    fn copy(&self, rates: bool, stderr: bool) -> Proc {
+        Proc {
+            tag: self.tag.clone(),
+            rates: if rates {
+                self.rates.clone()
+            } else {
+                VecDeque::new()
+            },
+            rate: self.rate,
+            units: self.units.clone(),
+            loss: self.loss,
+            progress: self.progress,
+            gpus: self.gpus.clone(),
+            peak_power: self.peak_power,
+            stderr: if stderr {
+                self.stderr.clone()
+            } else {
+                VecDeque::new()
+            },
+            passed: self.passed,
+        }
+    }
+
     /// Files one record of the process received at `now`.
     fn record(&mut self, record: &Record, now: Instant) {
         match &record.event {
@@ -360,6 +384,30 @@ impl Model {
             .scroll
             .saturating_add_signed(lines)
             .min(held.saturating_sub(1));
+    }
+
+    /// A copy for a frame `rows` high: every process's figures, the rates only of those that
+    /// may be in sight (a frame shows fewer than `rows / 2` processes, around the selected one)
+    /// and the stderr lines only of the selected one, so that a frame of a run of hundreds of
+    /// processes copies a few of their histories, not all.
+    pub fn snapshot(&self, rows: u16) -> Model {
+        let selected = self.selected.min(self.procs.len().saturating_sub(1));
+        let reach = usize::from(rows / 2) + 1;
+        let in_sight = selected.saturating_sub(reach)..=selected.max(reach) + reach;
+        Model {
+            started: self.started,
+            benches: self.benches.clone(),
+            running: self.running,
+            bench_started: self.bench_started,
+            procs: (0..)
+                .zip(&self.procs)
+                .map(|(i, p)| p.copy(in_sight.contains(&i), i == selected))
+                .collect(),
+            selected: self.selected,
+            scroll: self.scroll,
+            pace: self.pace,
+            generation: self.generation,
+        }
     }
 
     /// The selected process.

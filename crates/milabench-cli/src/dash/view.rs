@@ -483,10 +483,13 @@ mod tests {
 
     fn screen(width: u16, height: u16) -> String {
         let now = Instant::now();
-        let model = model(now);
+        screen_of(&model(now), now, width, height)
+    }
+
+    fn screen_of(model: &Model, now: Instant, width: u16, height: u16) -> String {
         let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("terminal");
         terminal
-            .draw(|frame| draw(frame, &model, now, Palette { color: false }))
+            .draw(|frame| draw(frame, model, now, Palette { color: false }))
             .expect("draw");
         let buffer = terminal.backend().buffer();
         (0..height)
@@ -567,6 +570,41 @@ mod tests {
                 "{w}x{h}: {text}"
             );
         }
+    }
+
+    /// A frame drawn from a snapshot (rates of the processes in sight, the selected one's stderr)
+    /// is the frame of the whole model, wherever the selection is.
+    #[test]
+    fn a_snapshot_draws_what_the_whole_model_does() {
+        let now = Instant::now();
+        let mut model = model(now);
+        for p in 0..60 {
+            let tag = format!("bert.D{}", p + 1);
+            for i in 0..20u32 {
+                let payload = DataPayload {
+                    rate: Some(f64::from(p * 7 + i)),
+                    units: Some("items/s".into()),
+                    ..DataPayload::default()
+                };
+                let at = now - Duration::from_secs(u64::from(20 - i));
+                let rate = Record::new(Event::Data(Box::new(payload)), Some(Pipe::Data));
+                model.proc_record(&tag, &rate, at);
+                let line =
+                    Record::new(Event::Line(format!("{tag} line {i}\n")), Some(Pipe::Stderr));
+                model.proc_record(&tag, &line, at);
+            }
+        }
+        for selected in [0, 1, 17, 30, 59, 60] {
+            model.selected = selected;
+            for (width, height) in [(120, 40), (100, 24), (200, 90)] {
+                let whole = screen_of(&model, now, width, height);
+                let snapshot = screen_of(&model.snapshot(height), now, width, height);
+                assert_eq!(whole, snapshot, "selected {selected}, {width}x{height}");
+            }
+        }
+        let copy = model.snapshot(40);
+        assert!(copy.procs[0].rates.is_empty() && copy.procs[55].rates.len() == 20);
+        assert!(copy.procs[59].stderr.is_empty() && copy.procs[60].stderr.len() == 20);
     }
 
     #[test]
