@@ -14,6 +14,9 @@
 //! - `bench_truth floor RATE SECONDS`: no client, a bare thread sleeping to the same Poisson
 //!   schedule: the lateness this machine's timer and scheduler give, which no client can beat.
 //!
+//! `BENCH_TRUTH_TOKENS` sets the mock server's tokens per answer (16 by default) for every
+//! mode.
+//!
 //! Each run prints one JSON line: the requests, each median's distance from the truth, the
 //! p50 and p99 lateness of the sends against the schedule, the Kolmogorov–Smirnov test of the
 //! inter-arrival times against the exponential (p-value and statistic), when the schedule started (Unix seconds) and
@@ -29,11 +32,20 @@ use milabench_load::summary::quantile;
 use milabench_load::{Scenario, Stop, run};
 use serde_json::Value;
 
+/// Tokens per answer of the mock server, in `serve` and in the truth the others compare with
+/// (16 when unset): 1 measures what a request costs apart from its stream's events.
+const TOKENS_VAR: &str = "BENCH_TRUTH_TOKENS";
+
 const USAGE: &str = "usage: bench_truth truth [SECONDS] | bench_truth serve | bench_truth client URL RATE SECONDS | bench_truth guidellm REPORT | bench_truth aiperf DIR RATE SECONDS | bench_truth inference-perf DIR | bench_truth vllm REPORT | bench_truth floor RATE SECONDS";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let config = MockConfig::default();
+    let mut config = MockConfig::default();
+    if let Ok(tokens) = std::env::var(TOKENS_VAR) {
+        config.output_tokens = tokens
+            .parse()
+            .map_err(|e| format!("{TOKENS_VAR}={tokens}: not a token count ({e})"))?;
+    }
     match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["truth"] => truth(config, 10),
         ["truth", seconds] => truth(config, seconds.parse()?),

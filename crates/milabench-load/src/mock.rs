@@ -398,7 +398,12 @@ fn token_event(path: &str, token: u32) -> String {
 }
 
 fn chunk(out: &mut TcpStream, payload: &str) -> std::io::Result<()> {
-    out.write_all(format!("{:x}\r\n{payload}\r\n", payload.len()).as_bytes())
+    out.write_all(chunked(payload).as_bytes())
+}
+
+/// `payload` as one chunk of a chunked body.
+fn chunked(payload: &str) -> String {
+    format!("{:x}\r\n{payload}\r\n", payload.len())
 }
 
 /// Writes the answer to request `number`, timed from `read_at`.
@@ -480,21 +485,27 @@ fn answer(
             let _ = out.shutdown(std::net::Shutdown::Both);
             return Err(std::io::Error::other("stopped"));
         }
-        chunk(out, &token_event(path, token))?;
+        if token + 1 < config.output_tokens {
+            chunk(out, &token_event(path, token))?;
+        }
+    }
+    // The last token and the end of the stream are due together: one write, as a server
+    // flushing its output once a step writes them.
+    let mut end = String::new();
+    if config.output_tokens > 0 {
+        end += &chunked(&token_event(path, config.output_tokens - 1));
     }
     if config.usage {
-        chunk(
-            out,
-            &format!(
-                "data: {{\"object\": \"{}\", \"choices\": [], \"usage\": {{\"prompt_tokens\": {}, \"completion_tokens\": {}}}}}\n\n",
-                event_object(path),
-                config.prompt_tokens,
-                config.output_tokens
-            ),
-        )?;
+        end += &chunked(&format!(
+            "data: {{\"object\": \"{}\", \"choices\": [], \"usage\": {{\"prompt_tokens\": {}, \"completion_tokens\": {}}}}}\n\n",
+            event_object(path),
+            config.prompt_tokens,
+            config.output_tokens
+        ));
     }
-    chunk(out, "data: [DONE]\n\n")?;
-    out.write_all(b"0\r\n\r\n")
+    end += &chunked("data: [DONE]\n\n");
+    end += "0\r\n\r\n";
+    out.write_all(end.as_bytes())
 }
 
 /// Sleeps until `deadline` with the operating system's timer.

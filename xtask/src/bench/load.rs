@@ -39,9 +39,20 @@ use super::tree_cpu::{CpuTrace, wait_traced};
 /// A run holds when the 99th percentile of its lateness is below this, in milliseconds.
 const LATENESS_MS: f64 = 1.0;
 
+/// Tokens per answer of the side by side (the mock server's default).
+const STREAM_TOKENS: u32 = 16;
+
 /// The first rate of our client's search, requests/s, and its most runs.
 const OURS_START: f64 = 250.0;
 const OURS_RUNS: usize = 8;
+
+/// The search of our client against one-token answers (what a request costs apart from its
+/// stream's events): its first rate, and the rate it is to hold on this machine.
+const SHORT_START: f64 = 2500.0;
+const SHORT_TARGET: f64 = 10_000.0;
+
+/// The variable of `bench_truth` that sets the mock server's tokens per answer.
+const TOKENS_VAR: &str = "BENCH_TRUTH_TOKENS";
 
 /// The same for GuideLLM, whose runs take a minute each here (its ten worker processes import
 /// torch before the first request).
@@ -84,7 +95,36 @@ pub fn run(seconds: u64, peers: &[LoadPeer]) -> anyhow::Result<()> {
             .filter(|p| *p != LoadPeer::None)
             .collect()
     };
-    side_by_side(&program, seconds, &peers)
+    side_by_side(&program, seconds, &peers)?;
+    short_answers(&program, seconds)
+}
+
+/// Our client's highest rate against one-token answers (`BENCH_TRUTH_TOKENS=1`: the first
+/// token, usage and the end in one write 20 ms after the request): the cost of a request apart
+/// from its stream's events, against [`SHORT_TARGET`]; prints its search and its line.
+fn short_answers(program: &Path, seconds: u64) -> anyhow::Result<()> {
+    let server = MockProcess::start(program, 1)?;
+    let client = "milabench-load, 1-token answers";
+    let (busy, trials) = measured(program, seconds, client, || {
+        search(client, SHORT_START, OURS_RUNS, |rate| {
+            ours(program, &server.url, rate, seconds, 1)
+        })
+    })?;
+    let trials = trials.map_err(anyhow::Error::msg)?;
+    let rate = best(&trials).map_or(0.0, |t| t.rate);
+    println!(
+        "{:<40} sustains {} (a bare thread's p99 late {:.3} ms before, load average {}): target >= {SHORT_TARGET:.0} req/s: {}",
+        "load: 1-token answers",
+        sustains(&trials),
+        busy.bare_p99_ms,
+        busy.load,
+        if rate >= SHORT_TARGET {
+            "met"
+        } else {
+            "NOT met"
+        },
+    );
+    Ok(())
 }
 
 /// The significance level of the arrivals' Kolmogorov–Smirnov test.
@@ -277,9 +317,11 @@ struct MockProcess {
 }
 
 impl MockProcess {
-    fn start(program: &Path) -> anyhow::Result<MockProcess> {
+    /// Starts `bench_truth serve` with `tokens` per answer.
+    fn start(program: &Path, tokens: u32) -> anyhow::Result<MockProcess> {
         let mut child = Command::new(program)
             .arg("serve")
+            .env(TOKENS_VAR, tokens.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -334,10 +376,12 @@ fn bare(program: &Path, seconds: u64) -> anyhow::Result<Busy> {
     })
 }
 
-/// Our client at `rate` for `seconds` against `url`, a process of its own.
-fn ours(program: &Path, url: &str, rate: f64, seconds: u64) -> anyhow::Result<Trial> {
+/// Our client at `rate` for `seconds` against `url` (whose answers have `tokens` tokens), a
+/// process of its own.
+fn ours(program: &Path, url: &str, rate: f64, seconds: u64, tokens: u32) -> anyhow::Result<Trial> {
     let mut child = Command::new(program)
         .args(["client", url, &rate.to_string(), &seconds.to_string()])
+        .env(TOKENS_VAR, tokens.to_string())
         .stdout(Stdio::piped())
         .spawn()
         .with_context(|| format!("could not start {}", program.display()))?;
@@ -455,11 +499,11 @@ fn peer_runs(
 
 fn side_by_side(program: &Path, seconds: u64, chosen: &[LoadPeer]) -> anyhow::Result<()> {
     let load = load_average();
-    let server = MockProcess::start(program)?;
+    let server = MockProcess::start(program, STREAM_TOKENS)?;
     let url = server.url.clone();
     let (busy, ours) = measured(program, seconds, "milabench-load", || {
         search("milabench-load", OURS_START, OURS_RUNS, |rate| {
-            ours(program, &url, rate, seconds)
+            ours(program, &url, rate, seconds, STREAM_TOKENS)
         })
     })?;
     let mut rows = vec![Row {
