@@ -203,11 +203,11 @@ impl<'a> Runner<'a, '_> {
                 Some(msg) => Ok(msg),
                 None => self.rx.try_recv(),
             };
-            let msg = match (waiting, self.next_timer()) {
-                (Ok(msg), _) => Ok(msg),
-                (Err(_), next) => {
+            let msg = match waiting {
+                Ok(msg) => Ok(msg),
+                Err(_) => {
                     self.observer.on_caught_up();
-                    self.wait(next)
+                    self.wait(self.next_timer())
                 }
             };
             match msg {
