@@ -241,14 +241,11 @@ fn verdicts(results: &BTreeMap<(usize, &'static str), Figures>, counts: &[usize]
     }
     for way in [Way::Plain, Way::Validations, Way::Dashboard] {
         let costs: Vec<f64> = counts.iter().filter_map(|&n| cost(n, way)).collect();
-        let (low, high) = costs
-            .iter()
-            .fold((f64::INFINITY, 0.0f64), |(l, h), &c| (l.min(c), h.max(c)));
         println!(
             "{:<40} largest / smallest CPU per event {:.2}  target <= {TARGET_FLAT}: {}",
             format!("scale: {} flat in N", way.label()),
-            high / low,
-            met(high / low <= TARGET_FLAT)
+            spread(&costs),
+            met(spread(&costs) <= TARGET_FLAT)
         );
         // A spread can be a fall: a fixed cost per second shared by more events as N grows.
         let smallest = counts.iter().min().and_then(|&n| cost(n, way));
@@ -263,32 +260,22 @@ fn verdicts(results: &BTreeMap<(usize, &'static str), Figures>, counts: &[usize]
         }
     }
     // The view's frames cost per second, not per event: the rest is the supervision's.
-    let rests: Vec<f64> = counts
+    let views: Vec<(usize, ViewCost)> = counts
         .iter()
-        .filter_map(|&n| {
-            Some(
-                results
-                    .get(&(n, Way::Dashboard.label()))?
-                    .view?
-                    .rest_ms_per_1000,
-            )
-        })
+        .filter_map(|&n| Some((n, results.get(&(n, Way::Dashboard.label()))?.view?)))
         .collect();
-    if !rests.is_empty() {
-        let (low, high) = rests
+    if !views.is_empty() {
+        let rests: Vec<f64> = views.iter().map(|(_, v)| v.rest_ms_per_1000).collect();
+        let per_second: Vec<String> = views
             .iter()
-            .fold((f64::INFINITY, 0.0f64), |(l, h), &c| (l.min(c), h.max(c)));
-        let view: Vec<String> = counts
-            .iter()
-            .filter_map(|&n| Some((n, results.get(&(n, Way::Dashboard.label()))?.view?)))
             .map(|(n, v)| format!("N={n} {:.2}", v.ms_per_s))
             .collect();
         println!(
             "{:<40} largest / smallest CPU per event {:.2}  target <= {TARGET_FLAT}: {}; the view's frames, ms a second: {}",
             "scale: +dash less the view flat in N",
-            high / low,
-            met(high / low <= TARGET_FLAT),
-            view.join(", ")
+            spread(&rests),
+            met(spread(&rests) <= TARGET_FLAT),
+            per_second.join(", ")
         );
     }
     let damaged: usize = results
@@ -561,6 +548,14 @@ fn own_usage(pid: u32) -> Option<(f64, u64)> {
         .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
         .unwrap_or(0);
     Some((ticks, rss))
+}
+
+/// The largest of `costs` over the smallest.
+fn spread(costs: &[f64]) -> f64 {
+    let (low, high) = costs
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(l, h), &c| (l.min(c), h.max(c)));
+    high / low
 }
 
 /// The name of the dashboard's thread, which draws the view's frames.
