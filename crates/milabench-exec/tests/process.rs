@@ -734,8 +734,6 @@ struct Seen {
     starts: Vec<String>,
     rates: Vec<f64>,
     ends: Vec<(String, bool)>,
-    /// How many rates had been seen at each `on_caught_up`.
-    caught_up_at: Vec<usize>,
 }
 
 impl ExecObserver for Seen {
@@ -752,9 +750,58 @@ impl ExecObserver for Seen {
     fn on_end(&mut self, outcome: &ProcessOutcome) {
         self.ends.push((outcome.tag.clone(), outcome.success()));
     }
-    fn on_caught_up(&mut self) {
-        self.caught_up_at.push(self.rates.len());
+}
+
+/// Counts rates and, told that the loop is caught up once the first came, lets the process go
+/// on to its second (by creating `release`).
+struct CaughtUp {
+    rates: usize,
+    release: PathBuf,
+    /// How many rates had been seen at each `on_caught_up`.
+    caught_up_at: Vec<usize>,
+}
+
+impl ExecObserver for CaughtUp {
+    fn on_record(&mut self, _tag: &str, record: &Record) {
+        if let Event::Data(d) = &record.event
+            && d.rate.is_some()
+        {
+            self.rates += 1;
+        }
     }
+    fn on_caught_up(&mut self) {
+        self.caught_up_at.push(self.rates);
+        if self.rates == 1 {
+            std::fs::write(&self.release, "").unwrap();
+        }
+    }
+}
+
+/// The observer is told when every record that came was delivered: the process below writes
+/// its second rate only once told so after its first (or after 20 s, and the test fails).
+#[test]
+fn the_observer_is_told_when_the_loop_is_caught_up() {
+    let b = Bench::new();
+    let release = b.path("release");
+    let plan = b.plan(&format!(
+        "rate(4.0)\ndeadline = time.time() + 20\nwhile not os.path.exists({:?}) and time.time() < deadline:\n    time.sleep(0.01)\nrate(5.0)",
+        release.to_str().unwrap()
+    ));
+    let mut seen = CaughtUp {
+        rates: 0,
+        release,
+        caught_up_at: Vec::new(),
+    };
+    let began = std::time::Instant::now();
+    let outcome = run_plan(&plan, &b.run_dir(), &options(), &mut seen).unwrap();
+    assert!(outcome.success());
+    assert_eq!(seen.rates, 2);
+    assert!(seen.caught_up_at.contains(&1), "{:?}", seen.caught_up_at);
+    assert!(
+        began.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        began.elapsed()
+    );
 }
 
 struct TickSampler {
@@ -807,7 +854,7 @@ impl SamplerFactory for TickSampler {
 #[test]
 fn observer_and_sampler_see_the_run() {
     let b = Bench::new();
-    let plan = b.plan("rate(4.0)\ntime.sleep(0.7)\nrate(5.0)");
+    let plan = b.plan("rate(4.0)\ntime.sleep(0.3)\nrate(5.0)");
     let pids = Arc::new(Mutex::new(Vec::new()));
     let mut opts = options();
     opts.sampler = Some(Arc::new(TickSampler {
@@ -819,9 +866,6 @@ fn observer_and_sampler_see_the_run() {
     assert_eq!(seen.starts, ["bench.D0"]);
     assert_eq!(seen.rates, [4.0, 5.0]);
     assert_eq!(seen.ends, [("bench.D0".to_owned(), true)]);
-    // The loop said it was caught up while the process slept between its two rates (longer
-    // than a round of the reading thread).
-    assert!(seen.caught_up_at.contains(&1), "{:?}", seen.caught_up_at);
     assert_eq!(pids.lock().unwrap().len(), 1);
     let events = b.events("bench.D0");
     let samples = events
