@@ -19,9 +19,10 @@
 //!
 //! Each run prints one JSON line: the requests, each median's distance from the truth, the
 //! p50 and p99 lateness of the sends against the schedule, the Kolmogorov–Smirnov test of the
-//! inter-arrival times against the exponential (p-value and statistic), when the schedule started (Unix seconds) and
-//! for how long it ran (`clock`: Unix seconds, or the monotonic clock where a tool records only
-//! that), the p50 and p99 of TTFT and ITL, and (our client only) its own CPU per request.
+//! inter-arrival times against the exponential (p-value and statistic), when the schedule
+//! started (Unix seconds) and for how long it ran (`clock`: Unix seconds, or the monotonic clock
+//! where a tool records only that), the p50 and p99 of TTFT and ITL, and (our client only) its
+//! own CPU per request and its latest send.
 
 use std::io::{BufRead as _, Write as _};
 use std::time::{Duration, Instant};
@@ -108,6 +109,7 @@ fn client(
         "itl_p99_ms": s.itl.p99.value * 1e3,
         "lateness_p50_ms": s.lateness.p50 * 1e3,
         "lateness_p99_ms": s.lateness.p99 * 1e3,
+        "lateness_max_ms": step.records.iter().map(|r| r.sent - r.scheduled).fold(0.0, f64::max) * 1e3,
         "ks_p_value": s.arrivals.map(|k| k.p_value),
         "ks_statistic": s.arrivals.map(|k| k.statistic),
         "cpu_per_request_us": s.cpu_per_request * 1e6,

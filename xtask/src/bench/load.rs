@@ -51,6 +51,9 @@ const OURS_RUNS: usize = 8;
 const SHORT_START: f64 = 2500.0;
 const SHORT_TARGET: f64 = 10_000.0;
 
+/// Runs at [`SHORT_TARGET`] after the search, for its verdict.
+const TARGET_TRIES: usize = 3;
+
 /// The variable of `bench_truth` that sets the mock server's tokens per answer.
 const TOKENS_VAR: &str = "BENCH_TRUTH_TOKENS";
 
@@ -99,26 +102,45 @@ pub fn run(seconds: u64, peers: &[LoadPeer]) -> anyhow::Result<()> {
     short_answers(&program, seconds)
 }
 
-/// Our client's highest rate against one-token answers (`BENCH_TRUTH_TOKENS=1`: the first
-/// token, usage and the end in one write 20 ms after the request): the cost of a request apart
-/// from its stream's events, against [`SHORT_TARGET`]; prints its search and its line.
+/// Our client against one-token answers (`BENCH_TRUTH_TOKENS=1`: the first token, usage and
+/// the end in one write 20 ms after the request): the cost of a request apart from its stream's
+/// events. First [`SHORT_TARGET`] itself [`TARGET_TRIES`] times, the target being met when most
+/// of them hold: a single run there rides on the machine's stalls (a kernel thread holding the
+/// runtime's core for milliseconds makes a hundred sends late), and the tries come before the
+/// search because the search's overloaded runs leave the machine busy for a while (the mock
+/// server then runs a thread for each of 4,096 connections). Then the highest rate held. Prints
+/// the tries, the search and the verdict.
 fn short_answers(program: &Path, seconds: u64) -> anyhow::Result<()> {
     let server = MockProcess::start(program, 1)?;
     let client = "milabench-load, 1-token answers";
-    let (busy, trials) = measured(program, seconds, client, || {
-        search(client, SHORT_START, OURS_RUNS, |rate| {
-            ours(program, &server.url, rate, seconds, 1)
-        })
+    eprintln!(
+        "==> bench: load: {client}: {TARGET_TRIES} runs at {SHORT_TARGET:.0} req/s, then its rate search"
+    );
+    let busy = bare(program, seconds)?;
+    let mut held = 0;
+    for n in 1..=TARGET_TRIES {
+        let load = load_average();
+        let trial = ours(program, &server.url, SHORT_TARGET, seconds, 1)?;
+        println!(
+            "{:<40} {}, latest send {:.3} ms, KS D {:.3}; load average {load} at its start: {}",
+            format!("load target: {client}, try {n}"),
+            trial.figures(),
+            trial.late_max_ms,
+            trial.ks_statistic,
+            if trial.held() { "held" } else { "did not hold" },
+        );
+        held += usize::from(trial.held());
+    }
+    let trials = search(client, SHORT_START, OURS_RUNS, |rate| {
+        ours(program, &server.url, rate, seconds, 1)
     })?;
-    let trials = trials.map_err(anyhow::Error::msg)?;
-    let rate = best(&trials).map_or(0.0, |t| t.rate);
     println!(
-        "{:<40} sustains {} (a bare thread's p99 late {:.3} ms before, load average {}): target >= {SHORT_TARGET:.0} req/s: {}",
+        "{:<40} sustains {} (a bare thread's p99 late {:.3} ms before, load average {}); {SHORT_TARGET:.0} req/s held in {held} of {TARGET_TRIES} tries: target >= {SHORT_TARGET:.0} req/s in most tries: {}",
         "load: 1-token answers",
         sustains(&trials),
         busy.bare_p99_ms,
         busy.load,
-        if rate >= SHORT_TARGET {
+        if 2 * held > TARGET_TRIES {
             "met"
         } else {
             "NOT met"
@@ -187,6 +209,8 @@ struct Trial {
     itl_ms: (f64, f64),
     late_p50_ms: f64,
     late_p99_ms: f64,
+    /// The latest send (our client only; NaN for the others).
+    late_max_ms: f64,
     ttft_off_ms: f64,
     tpot_off_ms: f64,
     ks_p: f64,
@@ -215,6 +239,7 @@ impl Trial {
             itl_ms: (num("itl_p50_ms"), num("itl_p99_ms")),
             late_p50_ms: num("lateness_p50_ms"),
             late_p99_ms: num("lateness_p99_ms"),
+            late_max_ms: num("lateness_max_ms"),
             ttft_off_ms: num("ttft_median_off_ms"),
             tpot_off_ms: num("tpot_median_off_ms"),
             ks_p: num("ks_p_value"),
@@ -767,6 +792,7 @@ mod tests {
                 itl_ms: (5.0, 5.1),
                 late_p50_ms: 0.1,
                 late_p99_ms: if rate < limit { 0.5 } else { 2.0 },
+                late_max_ms: 3.0,
                 ttft_off_ms: 0.1,
                 tpot_off_ms: 0.0,
                 ks_p: 0.5,
