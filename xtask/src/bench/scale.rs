@@ -21,6 +21,8 @@
 //! validation layer (`--validations all`), and with those and the dashboard drawing in a
 //! pseudo-terminal (`script`, 120x40). The Python milabench (`--scale-python`, its `milabench`
 //! program) runs the same benchmark folder, which it accepts unchanged, with `--dash no`.
+//! Our ways run three times at the smallest N, where the window holds so little CPU that the
+//! machine's own noise moves it by half, and the median is kept (every run is printed).
 //! Goals: our CPU per event at least 10 times lower than the Python tool's, within 2 times from
 //! N = 8 to 512, and nothing lost or reordered.
 
@@ -34,6 +36,9 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 
 use super::tree_cpu::CpuTrace;
+
+/// Runs of each of our ways at the smallest N, whose median is kept.
+const SMALLEST_REPEATS: usize = 3;
 
 /// Process counts measured by default.
 pub const COUNTS: [usize; 4] = [8, 64, 256, 512];
@@ -184,30 +189,26 @@ pub fn run(
             } else {
                 ours.as_path()
             };
-            let figures = measure(way, program, &python, n, seconds)
-                .with_context(|| format!("{} with {n} processes", way.label()))?;
-            println!(
-                "{:<26} {n:>5} {:>9} {:>10.0} {:>11.2} {:>7.2} s {:>8.1} {:>6.0}/{:<6.0} {:>6} {:>9}{}",
-                way.label(),
-                figures.events,
-                figures.events_per_s,
-                figures.cpu_ms_per_1000,
-                figures.cpu_total_s,
-                figures.peak_rss_mib,
-                figures.delay_p50_ms,
-                figures.delay_p99_ms,
-                figures.lost,
-                figures.reordered,
-                figures
-                    .status
-                    .as_deref()
-                    .map(|s| format!("  (exit {s})"))
-                    .unwrap_or_default(),
-            );
-            if let Some(view) = figures.view {
+            // The smallest N's window holds little CPU (20 to 30 ms at 8), which the machine's
+            // own noise moves by half: it is measured three times and its median kept.
+            let repeats = if way != Way::Python && Some(&n) == counts.iter().min() {
+                SMALLEST_REPEATS
+            } else {
+                1
+            };
+            let mut tries = Vec::new();
+            for _ in 0..repeats {
+                let figures = measure(way, program, &python, n, seconds)
+                    .with_context(|| format!("{} with {n} processes", way.label()))?;
+                print_line(way, n, &figures);
+                tries.push(figures);
+            }
+            tries.sort_by(|a, b| a.cpu_ms_per_1000.total_cmp(&b.cpu_ms_per_1000));
+            let figures = tries.swap_remove(tries.len() / 2);
+            if repeats > 1 {
                 println!(
-                    "{:<26} {n:>5} {:>9} {:>10} {:>11.2}   (the view's thread: {:.2} ms of CPU a second)",
-                    "  less the view's frames", "", "", view.rest_ms_per_1000, view.ms_per_s
+                    "{:<26} {n:>5} {:>9} {:>10} {:>11.2}   (the median of {repeats} runs, kept)",
+                    "  median", "", "", figures.cpu_ms_per_1000
                 );
             }
             results.insert((n, way.label()), figures);
@@ -216,6 +217,34 @@ pub fn run(
     println!("(load average at the end {})", super::load::load_average());
     verdicts(&results, counts, python_milabench.is_some());
     Ok(())
+}
+
+/// Prints one run's line (and its view's, with the dashboard).
+fn print_line(way: Way, n: usize, figures: &Figures) {
+    println!(
+        "{:<26} {n:>5} {:>9} {:>10.0} {:>11.2} {:>7.2} s {:>8.1} {:>6.0}/{:<6.0} {:>6} {:>9}{}",
+        way.label(),
+        figures.events,
+        figures.events_per_s,
+        figures.cpu_ms_per_1000,
+        figures.cpu_total_s,
+        figures.peak_rss_mib,
+        figures.delay_p50_ms,
+        figures.delay_p99_ms,
+        figures.lost,
+        figures.reordered,
+        figures
+            .status
+            .as_deref()
+            .map(|s| format!("  (exit {s})"))
+            .unwrap_or_default(),
+    );
+    if let Some(view) = figures.view {
+        println!(
+            "{:<26} {n:>5} {:>9} {:>10} {:>11.2}   (the view's thread: {:.2} ms of CPU a second)",
+            "  less the view's frames", "", "", view.rest_ms_per_1000, view.ms_per_s
+        );
+    }
 }
 
 /// The goal lines: the ratio to the Python tool at each N, the spread over N, nothing lost.
