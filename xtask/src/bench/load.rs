@@ -51,7 +51,7 @@ const OURS_RUNS: usize = 8;
 const SHORT_START: f64 = 2500.0;
 const SHORT_TARGET: f64 = 10_000.0;
 
-/// Runs at [`SHORT_TARGET`] after the search, for its verdict.
+/// Runs at [`SHORT_TARGET`] before the search, for the target's verdict.
 const TARGET_TRIES: usize = 3;
 
 /// The variable of `bench_truth` that sets the mock server's tokens per answer.

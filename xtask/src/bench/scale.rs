@@ -203,8 +203,7 @@ pub fn run(
                 print_line(way, n, &figures);
                 tries.push(figures);
             }
-            tries.sort_by(|a, b| a.cpu_ms_per_1000.total_cmp(&b.cpu_ms_per_1000));
-            let figures = tries.swap_remove(tries.len() / 2);
+            let figures = median_run(tries);
             if repeats > 1 {
                 println!(
                     "{:<26} {n:>5} {:>9} {:>10} {:>11.2}   (the median of {repeats} runs, kept)",
@@ -217,6 +216,19 @@ pub fn run(
     println!("(load average at the end {})", super::load::load_average());
     verdicts(&results, counts, python_milabench.is_some());
     Ok(())
+}
+
+/// The run of median CPU per event among `tries` (at least one), with the events lost or
+/// reordered in any of them: a damaged run counts even when it is not the one kept.
+fn median_run(mut tries: Vec<Figures>) -> Figures {
+    let lost = tries.iter().map(|f| f.lost).sum();
+    let reordered = tries.iter().map(|f| f.reordered).sum();
+    tries.sort_by(|a, b| a.cpu_ms_per_1000.total_cmp(&b.cpu_ms_per_1000));
+    Figures {
+        lost,
+        reordered,
+        ..tries.swap_remove(tries.len() / 2)
+    }
 }
 
 /// Prints one run's line (and its view's, with the dashboard).
@@ -752,4 +764,27 @@ fn check_files(folder: &Path, counts: &Path, n: usize) -> anyhow::Result<Figures
     let inside = times.iter().filter(|&&t| t >= from && t <= to).count();
     figures.events_per_s = inside as f64 / figures.window_s;
     Ok(figures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Figures, median_run};
+
+    fn run(cpu: f64, lost: usize, reordered: usize) -> Figures {
+        Figures {
+            cpu_ms_per_1000: cpu,
+            lost,
+            reordered,
+            ..Figures::default()
+        }
+    }
+
+    #[test]
+    fn the_median_run_is_kept_with_the_damage_of_every_run() {
+        let kept = median_run(vec![run(22.0, 0, 0), run(13.0, 2, 0), run(14.0, 0, 1)]);
+        assert_eq!(kept.cpu_ms_per_1000, 14.0);
+        assert_eq!((kept.lost, kept.reordered), (2, 1));
+        let alone = median_run(vec![run(7.5, 0, 0)]);
+        assert_eq!((alone.cpu_ms_per_1000, alone.lost), (7.5, 0));
+    }
 }
