@@ -125,15 +125,16 @@ fn short_answers(program: &Path, seconds: u64) -> anyhow::Result<()> {
     for n in 1..=TARGET_TRIES {
         let load = load_average();
         let trial = ours(program, &server.url, SHORT_TARGET, seconds, 1)?;
+        let ok = trial.held();
         println!(
             "{:<40} {}, latest send {:.3} ms, KS D {:.3}; load average {load} at its start: {}",
             format!("load target: {client}, try {n}"),
             trial.figures(),
             trial.late_max_ms,
             trial.ks_statistic,
-            if trial.held() { "held" } else { "did not hold" },
+            if ok { "held" } else { "did not hold" },
         );
-        held += usize::from(trial.held());
+        held += usize::from(ok);
     }
     let trials = search(client, SHORT_START, OURS_RUNS, |rate| {
         ours(program, &server.url, rate, seconds, 1)
