@@ -115,6 +115,58 @@ pub fn wait_for_within(what: &str, limit: Duration, mut condition: impl FnMut() 
     }
 }
 
+/// A child process whose stdout and stderr go to files (a pipe nobody reads could fill and
+/// stall it), so that a test can wait on it and still show everything it printed.
+pub struct LoggedChild {
+    /// The process.
+    pub child: std::process::Child,
+    logs: tempfile::TempDir,
+}
+
+impl LoggedChild {
+    /// Starts `cmd` with its stdout and stderr in files.
+    pub fn spawn(cmd: &mut Command) -> LoggedChild {
+        let logs = tempfile::tempdir().expect("tempdir");
+        let file = |name: &str| fs_err::File::create(logs.path().join(name)).expect("log file");
+        let child = cmd
+            .stdout(file("stdout").into_parts().0)
+            .stderr(file("stderr").into_parts().0)
+            .spawn()
+            .expect("the child starts");
+        LoggedChild { child, logs }
+    }
+
+    /// What the child printed on stdout and stderr so far.
+    pub fn printed(&self) -> (String, String) {
+        let read =
+            |name: &str| std::fs::read_to_string(self.logs.path().join(name)).unwrap_or_default();
+        (read("stdout"), read("stderr"))
+    }
+
+    /// Waits up to `limit` for `condition` while the child runs. When the child ends first, or
+    /// the time passes, stops it and panics with `what` and everything it printed, so that a
+    /// failure says why the child never got there.
+    pub fn wait_for(&mut self, what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
+        let deadline = Instant::now() + limit;
+        let why = loop {
+            if condition() {
+                return;
+            }
+            if let Some(status) = self.child.try_wait().expect("wait for the child") {
+                break format!("the child ended first ({status})");
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break format!("{} s passed", limit.as_secs());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let (stdout, stderr) = self.printed();
+        panic!("timed out waiting: {what}: {why}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
+    }
+}
+
 /// A folder holding an executable `nvidia-smi` that prints `output` and exits with `code`.
 pub fn fake_smi(output: &str, code: i32) -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;

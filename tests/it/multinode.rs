@@ -11,12 +11,12 @@
 //! says why it skips them.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use xtask::cluster::{Cluster, Node, PAIR_SUITE as SUITE, PYTHON_SEND};
 
-use crate::common::{Output, hermetic, run, wait_for};
+use crate::common::{LoggedChild, Output, hermetic, run, wait_for};
 
 /// Follows [`PYTHON_SEND`] (records smuggled in stdout, as every rank of a multi-node job
 /// sends them): notes which node's network namespace the rank runs in.
@@ -280,25 +280,21 @@ fn a_remote_rank_hanging_past_max_duration_is_stopped_on_its_node() {
 #[ignore = "needs root and network namespaces: cargo xtask ci runs it"]
 fn ctrl_c_stops_every_rank_on_every_node() {
     let nodes = TwoNodes::new(SLEEPS, SLEEPS, "");
-    let mut child: Child = nodes
-        .run_command(&nodes.cluster.system_file())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("milabench starts");
+    let mut milabench = LoggedChild::spawn(&mut nodes.run_command(&nodes.cluster.system_file()));
     let bench = nodes.path().join("benchmarks/pair");
-    wait_for("both ranks started", || {
+    // The preflight's ssh probes come first: a loaded machine may take a while.
+    milabench.wait_for("both ranks started", Duration::from_secs(60), || {
         bench.join("remote.started").exists() && bench.join("local.started").exists()
     });
     // `ip netns exec` replaced itself with milabench: the pid is the orchestrator's.
     let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args(["-INT", &milabench.child.id().to_string()])
         .status()
         .expect("kill");
     assert!(status.success());
     let deadline = std::time::Instant::now() + Duration::from_secs(40);
     let code = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
+        if let Some(status) = milabench.child.try_wait().expect("wait") {
             break status.code();
         }
         assert!(
@@ -307,8 +303,7 @@ fn ctrl_c_stops_every_rank_on_every_node() {
         );
         std::thread::sleep(Duration::from_millis(50));
     };
-    let out = child.wait_with_output().expect("output");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (_, stderr) = milabench.printed();
     assert_eq!(code, Some(130), "{stderr}");
     assert!(
         nodes
