@@ -148,22 +148,53 @@ impl LoggedChild {
     /// failure says why the child never got there.
     pub fn wait_for(&mut self, what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
         let deadline = Instant::now() + limit;
-        let why = loop {
-            if condition() {
-                return;
-            }
+        while !condition() {
             if let Some(status) = self.child.try_wait().expect("wait for the child") {
-                break format!("the child ended first ({status})");
+                self.fail(what, &format!("the child ended first ({status})"));
             }
             if Instant::now() >= deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                break format!("{} s passed", limit.as_secs());
+                self.fail(what, &format!("{} s passed", limit.as_secs()));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Kills the child (when it still runs) and panics with `what`, `why` and its output.
+    fn fail(&mut self, what: &str, why: &str) -> ! {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let (stdout, stderr) = self.printed();
+        panic!("timed out waiting: {what}: {why}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
+    }
+
+    /// Sends `signal` (`-INT`, `-TERM`, `-HUP`) to the child.
+    pub fn signal(&self, signal: &str) {
+        let sent = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .expect("kill starts");
+        assert!(sent.success(), "kill {signal} failed");
+    }
+
+    /// Waits up to `limit` for the child to end and gives its exit code (-1 when a signal ended
+    /// it) and what it printed; kills it and panics with its output when it does not end.
+    pub fn end_within(&mut self, limit: Duration) -> Output {
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait for the child") {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                self.fail("the child to end", &format!("{} s passed", limit.as_secs()));
             }
             std::thread::sleep(Duration::from_millis(50));
         };
         let (stdout, stderr) = self.printed();
-        panic!("timed out waiting: {what}: {why}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
+        Output {
+            code: status.code().unwrap_or(-1),
+            stdout,
+            stderr,
+        }
     }
 }
 

@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
-use crate::common::{fixtures, milabench, run, wait_for};
+use crate::common::{LoggedChild, Output, fixtures, milabench, run, wait_for};
 
 /// A throwaway project: a suite with one benchmark `tiny` (install group `tinygroup`) whose
 /// requirements come from `wheels/`.
@@ -878,29 +879,27 @@ fn sigterm_to_install_stops_the_installer_and_exits_130() {
     )
     .expect("write");
     let blocked = project.root().join("blocked");
-    let child = project
-        .cmd("install", &["--installer", "pip"])
-        .env("PYTHONPATH", &hooks)
-        .env("TEST_BLOCK_VENV", project.venv())
-        .env("TEST_BLOCKED", &blocked)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts");
-    wait_for("the installer is running", || blocked.exists());
+    let mut milabench = LoggedChild::spawn(
+        project
+            .cmd("install", &["--installer", "pip"])
+            .env("PYTHONPATH", &hooks)
+            .env("TEST_BLOCK_VENV", project.venv())
+            .env("TEST_BLOCKED", &blocked),
+    );
+    milabench.wait_for("the installer is running", Duration::from_secs(20), || {
+        blocked.exists()
+    });
     let installer: i32 = fs_err::read_to_string(&blocked)
         .expect("pid")
         .parse()
         .expect("a pid");
-    let sent = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill starts");
-    assert!(sent.success());
-    let out = child.wait_with_output().expect("ends");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stdout}{stderr}");
+    milabench.signal("-TERM");
+    let Output {
+        code,
+        stdout,
+        stderr,
+    } = milabench.end_within(Duration::from_secs(40));
+    assert_eq!(code, 130, "{stdout}{stderr}");
     assert!(stdout.contains("tinygroup"), "{stdout}{stderr}");
     wait_for("the installer is stopped too", || {
         !Command::new("kill")

@@ -6,7 +6,7 @@ use std::time::Duration;
 use milabench_load::mock::{Fault, MockConfig, MockServer};
 use serde_json::Value;
 
-use crate::common::{milabench, run};
+use crate::common::{LoggedChild, milabench, run};
 
 fn quick_server(fault: Option<Fault>) -> MockServer {
     MockServer::start(MockConfig {
@@ -771,7 +771,7 @@ fn load_says_a_server_up_but_not_ready_with_its_last_status() {
 fn ctrl_c_while_the_server_starts_exits_130() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("server.pid");
-    let child = load_with_server(
+    let mut milabench = LoggedChild::spawn(&mut load_with_server(
         dir.path(),
         &[],
         &[
@@ -780,20 +780,14 @@ fn ctrl_c_while_the_server_starts_exits_130() {
             "--pid-file",
             pid_file.to_str().unwrap(),
         ],
-    )
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
-    crate::common::wait_for("the server's pid file", || pid_file.exists());
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    ));
+    milabench.wait_for("the server's pid file", Duration::from_secs(20), || {
+        pid_file.exists()
+    });
+    milabench.signal("-INT");
+    let out = milabench.end_within(Duration::from_secs(40));
+    let stderr = out.stderr;
+    assert_eq!(out.code, 130, "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
     let pid = std::fs::read_to_string(&pid_file).unwrap();
     assert!(!running(&pid), "the server {pid} was left running");

@@ -287,24 +287,9 @@ fn ctrl_c_stops_every_rank_on_every_node() {
         bench.join("remote.started").exists() && bench.join("local.started").exists()
     });
     // `ip netns exec` replaced itself with milabench: the pid is the orchestrator's.
-    let status = Command::new("kill")
-        .args(["-INT", &milabench.child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
-    let deadline = std::time::Instant::now() + Duration::from_secs(40);
-    let code = loop {
-        if let Some(status) = milabench.child.try_wait().expect("wait") {
-            break status.code();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "milabench did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let (_, stderr) = milabench.printed();
-    assert_eq!(code, Some(130), "{stderr}");
+    milabench.signal("-INT");
+    let out = milabench.end_within(Duration::from_secs(40));
+    assert_eq!(out.code, 130, "{}", out.stderr);
     assert!(
         nodes
             .file("pair.0.b.nolog.data")

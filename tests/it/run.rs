@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::{milabench, run, wait_for};
+use crate::common::{LoggedChild, milabench, run, wait_for};
 
 /// A scratch project: `benchmarks/`, a suite file and a base folder whose environment's
 /// `python` is the system interpreter (a real venv is not needed to run these benchmarks).
@@ -1146,23 +1146,16 @@ fn sighup_stops_the_run_as_sigterm_does() {
             reporting(3, 0).replace("sys.exit(0)", "")
         ),
     );
-    let child = project
-        .run_command(&["--run-name", "hup"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("starts");
-    wait_for("the benchmark reported its rates", || {
-        project.data_file("hup", "slow.D0").contains("\"loss\"")
-    });
-    let sent = std::process::Command::new("kill")
-        .args(["-HUP", &child.id().to_string()])
-        .status()
-        .expect("kill starts");
-    assert!(sent.success());
-    let out = child.wait_with_output().expect("ends");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let mut milabench = LoggedChild::spawn(&mut project.run_command(&["--run-name", "hup"]));
+    milabench.wait_for(
+        "the benchmark reported its rates",
+        Duration::from_secs(20),
+        || project.data_file("hup", "slow.D0").contains("\"loss\""),
+    );
+    milabench.signal("-HUP");
+    let out = milabench.end_within(Duration::from_secs(40));
+    let stderr = out.stderr;
+    assert_eq!(out.code, 130, "{stderr}");
     assert!(
         project.data_file("hup", "slow.D0").contains("\"end\""),
         "{stderr}"
