@@ -116,7 +116,8 @@ pub fn wait_for_within(what: &str, limit: Duration, mut condition: impl FnMut() 
 }
 
 /// A child process whose stdout and stderr go to files (a pipe nobody reads could fill and
-/// stall it), so that a test can wait on it and still show everything it printed.
+/// stall it), so that a test can wait on it and still show everything it printed. Dropped
+/// while it runs (a test failed), it is killed.
 pub struct LoggedChild {
     /// The process.
     pub child: std::process::Child,
@@ -194,6 +195,15 @@ impl LoggedChild {
             code: status.code().unwrap_or(-1),
             stdout,
             stderr,
+        }
+    }
+}
+
+impl Drop for LoggedChild {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
     }
 }

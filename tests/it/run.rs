@@ -522,29 +522,7 @@ fn pid_in(path: &Path) -> u32 {
 /// Runs `cmd` like [`run`], killing it and failing after 20 s (a run that should have been
 /// refused may otherwise wait forever for its gate).
 fn run_refused(cmd: &mut std::process::Command) -> crate::common::Output {
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("starts");
-    let guard = KillOnDrop(child.id());
-    let mut child = Some(child);
-    wait_for("the refusal", || {
-        child
-            .as_mut()
-            .is_some_and(|c| c.try_wait().expect("waits").is_some())
-    });
-    std::mem::forget(guard);
-    let out = child
-        .take()
-        .expect("child")
-        .wait_with_output()
-        .expect("output");
-    crate::common::Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    LoggedChild::spawn(cmd).end_within(Duration::from_secs(20))
 }
 
 /// Kills a process when dropped, so a failing test leaves nothing running.
